@@ -1,0 +1,105 @@
+// Engine options: one zod schema, named defaults with units, cross-field rules
+// that name the fields. Parsed once; the result is frozen.
+
+import { z } from 'zod';
+import { BatonError } from './errors.ts';
+import { isValidSchemaName } from '../db/schema-name.ts';
+
+export const SCHEMA_DEFAULT = 'baton';
+export const LEASE_MS_DEFAULT = 5_000;
+export const POLL_INTERVAL_MS_DEFAULT = 1_000;
+export const NOTIFY_DEBOUNCE_MS_DEFAULT = 5;
+export const REAPER_INTERVAL_MS_DEFAULT = 250;
+export const REAPER_BATCH_SIZE_DEFAULT = 500;
+export const FAST_RECLAIM_GRACE_MS_DEFAULT = 500;
+export const DRAIN_MS_DEFAULT = 10_000;
+export const MAX_ATTEMPTS_DEFAULT = 5;
+export const BACKOFF_BASE_MS_DEFAULT = 1_000;
+export const BACKOFF_CAP_MS_DEFAULT = 10 * 60_000;
+export const CONCURRENCY_DEFAULT = 10;
+export const COMPLETER_MAX_BATCH_DEFAULT = 200;
+export const QUERY_TIMEOUT_MS_DEFAULT = 10_000;
+
+/** Queue and job-type names: printable, no whitespace, 1-128 chars. */
+export const NAME_PATTERN = /^[A-Za-z0-9_.:\-/]{1,128}$/;
+
+const name = z.string().regex(NAME_PATTERN, 'must be 1-128 chars of [A-Za-z0-9_.:-/]');
+const positiveMs = z.number().int().positive();
+
+export const engineConfigSchema = z
+  .object({
+    schema: z
+      .string()
+      .refine(isValidSchemaName, 'must match ^[a-z_][a-z0-9_]{0,62}$ and not start with pg_')
+      .default(SCHEMA_DEFAULT),
+    /** Queue name -> concurrency (free slots) on this process. Empty: this process only produces. */
+    queues: z.record(name, z.number().int().min(1).max(10_000)).default({}),
+    dispatch: z.enum(['notify', 'poll']).default('notify'),
+    claimIntoRunning: z.boolean().default(true),
+    leaseMs: positiveMs.min(100).default(LEASE_MS_DEFAULT),
+    /** Heartbeat period; defaults to leaseMs / 3. */
+    heartbeatMs: positiveMs.optional(),
+    pollIntervalMs: positiveMs.default(POLL_INTERVAL_MS_DEFAULT),
+    notifyDebounceMs: z.number().int().min(0).default(NOTIFY_DEBOUNCE_MS_DEFAULT),
+    reaperIntervalMs: positiveMs.default(REAPER_INTERVAL_MS_DEFAULT),
+    reaperBatchSize: z.number().int().min(1).max(100_000).default(REAPER_BATCH_SIZE_DEFAULT),
+    /** Run the reaper in this process. Any number of processes may; it is safe (SKIP LOCKED + fencing). */
+    reaper: z.boolean().default(true),
+    fastReclaim: z.boolean().default(true),
+    fastReclaimGraceMs: z.number().int().min(0).default(FAST_RECLAIM_GRACE_MS_DEFAULT),
+    drainMs: z.number().int().min(0).default(DRAIN_MS_DEFAULT),
+    maxAttemptsDefault: z.number().int().min(1).max(1_000).default(MAX_ATTEMPTS_DEFAULT),
+    backoffBaseMs: positiveMs.default(BACKOFF_BASE_MS_DEFAULT),
+    backoffCapMs: positiveMs.default(BACKOFF_CAP_MS_DEFAULT),
+    completerMaxBatch: z.number().int().min(1).max(10_000).default(COMPLETER_MAX_BATCH_DEFAULT),
+    /**
+     * After this long without a successful heartbeat round trip, the worker stops writing
+     * outcomes it can no longer prove it owns and aborts its handlers. Defaults to leaseMs.
+     */
+    heartbeatDeadlineMs: positiveMs.optional(),
+    /** Identifier of this worker process in lease_owner; generated when absent. */
+    workerId: z.string().min(1).max(200).optional(),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    const hb = c.heartbeatMs ?? Math.floor(c.leaseMs / 3);
+    if (hb >= c.leaseMs) {
+      ctx.addIssue({ code: 'custom', path: ['heartbeatMs'], message: 'heartbeatMs must be less than leaseMs' });
+    }
+    if (c.backoffCapMs < c.backoffBaseMs) {
+      ctx.addIssue({ code: 'custom', path: ['backoffCapMs'], message: 'backoffCapMs must be at least backoffBaseMs' });
+    }
+    if (c.heartbeatDeadlineMs !== undefined && c.heartbeatDeadlineMs > c.leaseMs) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['heartbeatDeadlineMs'],
+        message: 'heartbeatDeadlineMs must not exceed leaseMs (a worker must stop before its lease can expire)',
+      });
+    }
+  });
+
+export type EngineConfigInput = z.input<typeof engineConfigSchema>;
+export type EngineConfig = Readonly<
+  Omit<z.output<typeof engineConfigSchema>, 'heartbeatMs' | 'heartbeatDeadlineMs' | 'workerId'> & {
+    heartbeatMs: number;
+    heartbeatDeadlineMs: number;
+    workerId: string;
+  }
+>;
+
+/** Validates engine options; throws BatonError('INVALID_CONFIG') naming every bad field. */
+export function parseEngineConfig(input: unknown, defaultWorkerId: () => string): EngineConfig {
+  const parsed = engineConfigSchema.safeParse(input ?? {});
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new BatonError('INVALID_CONFIG', `invalid Baton options: ${issues.join('; ')}`, { details: issues });
+  }
+  const c = parsed.data;
+  return Object.freeze({
+    ...c,
+    queues: Object.freeze({ ...c.queues }),
+    heartbeatMs: c.heartbeatMs ?? Math.max(1, Math.floor(c.leaseMs / 3)),
+    heartbeatDeadlineMs: c.heartbeatDeadlineMs ?? Math.floor(c.leaseMs * 0.8),
+    workerId: c.workerId ?? defaultWorkerId(),
+  });
+}

@@ -1,0 +1,48 @@
+// Error classes with stable codes. The HTTP edge maps codes to statuses in one
+// table; nothing in core knows about HTTP.
+
+export const ERROR_CODES = [
+  'INVALID_ARGUMENT',
+  'INVALID_CONFIG',
+  'JOB_NOT_FOUND',
+  'JOB_STATE_CONFLICT',
+  'PAYLOAD_TOO_LARGE',
+  'SHUTTING_DOWN',
+  'NOT_STARTED',
+  'DB_UNAVAILABLE',
+  'LEASE_LOST',
+  'INTERNAL',
+] as const;
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** Every error Baton throws on purpose. `code` is stable; `details` is JSON-safe. */
+export class BatonError extends Error {
+  readonly code: ErrorCode;
+  readonly details: unknown;
+  constructor(code: ErrorCode, message: string, options: { details?: unknown; cause?: unknown } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'BatonError';
+    this.code = code;
+    this.details = options.details;
+  }
+}
+
+export function isBatonError(err: unknown): err is BatonError {
+  return err instanceof BatonError;
+}
+
+/** Thrown by a handler (or found in its cause chain) to dead-letter the job at once, without retries. */
+export class TerminalError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'TerminalError';
+  }
+}
+
+/** Thrown by ctx.checkLease() once the worker no longer holds the job's lease. */
+export class LeaseLostError extends BatonError {
+  constructor(jobId: string, token: string) {
+    super('LEASE_LOST', `lease on job ${jobId} (token ${token}) was lost`, { details: { jobId, token } });
+    this.name = 'LeaseLostError';
+  }
+}

@@ -1,0 +1,101 @@
+// The job model: states (a contract, lowercase everywhere) and a discriminated
+// union so a field only one state has is never optional on all of them.
+
+export const JOB_STATES = ['pending', 'leased', 'running', 'succeeded', 'dead_lettered', 'cancelled'] as const;
+export type JobState = (typeof JOB_STATES)[number];
+
+export const TERMINAL_STATES = ['succeeded', 'dead_lettered', 'cancelled'] as const satisfies readonly JobState[];
+export type TerminalState = (typeof TERMINAL_STATES)[number];
+
+export function isTerminalState(state: JobState): state is TerminalState {
+  return (TERMINAL_STATES as readonly string[]).includes(state);
+}
+
+/** One failed attempt, kept in the job's error history so an operator can read the chain. */
+export interface AttemptError {
+  attempt: number;
+  /** Token of the lease the attempt ran under. */
+  token: string;
+  /** 'terminal' (TerminalError), 'transient' (anything else), 'lease_expired' (reaper), 'unknown_job_type'. */
+  kind: 'terminal' | 'transient' | 'lease_expired' | 'worker_gone' | 'unknown_job_type';
+  name: string;
+  message: string;
+  stack?: string;
+  /** ISO time from the database clock. */
+  at: string;
+}
+
+interface JobBase {
+  /** bigint identity, as a decimal string (JSON-safe). */
+  id: string;
+  tenantId: string;
+  queue: string;
+  jobType: string;
+  payload: unknown;
+  priority: number;
+  runAt: Date;
+  attempt: number;
+  maxAttempts: number;
+  idempotencyKey: string | null;
+  replayCount: number;
+  errors: AttemptError[];
+  lastError: AttemptError | null;
+  createdAt: Date;
+  updatedAt: Date;
+  startedAt: Date | null;
+}
+
+export interface PendingJob extends JobBase {
+  state: 'pending';
+  /** Token of the last lease, or null if never claimed. */
+  lastToken: string | null;
+}
+export interface LeasedJob extends JobBase {
+  state: 'leased' | 'running';
+  token: string;
+  leaseOwner: string;
+  leaseExpiresAt: Date;
+}
+export interface SucceededJob extends JobBase {
+  state: 'succeeded';
+  token: string;
+  result: unknown;
+  finishedAt: Date;
+}
+export interface DeadLetteredJob extends JobBase {
+  state: 'dead_lettered';
+  lastToken: string | null;
+  reason: string;
+  finishedAt: Date;
+}
+export interface CancelledJob extends JobBase {
+  state: 'cancelled';
+  lastToken: string | null;
+  finishedAt: Date;
+}
+
+export type Job = PendingJob | LeasedJob | SucceededJob | DeadLetteredJob | CancelledJob;
+
+/** What a producer submits. */
+export interface JobSpec {
+  jobType: string;
+  payload?: unknown;
+  queue?: string;
+  tenantId?: string;
+  /** Higher runs first. Default 0. */
+  priority?: number;
+  /** Absolute start time. Mutually exclusive with delayMs. */
+  runAt?: Date;
+  /** Delay resolved by the database clock (now() + delayMs). */
+  delayMs?: number;
+  /** Attempt budget including the first run. Default from config (5). */
+  maxAttempts?: number;
+  /** A second job with the same (tenantId, idempotencyKey) returns the first. */
+  idempotencyKey?: string;
+}
+
+/** Result of an enqueue: the job, and whether this call created it (false for a duplicate key). */
+export interface EnqueueResult {
+  job: Job;
+  created: boolean;
+}

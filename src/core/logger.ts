@@ -1,0 +1,20 @@
+// The logger seam: the pino subset the engine calls. pino satisfies it
+// structurally; the default is silent.
+
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  child(bindings: Record<string, unknown>): Logger;
+}
+
+const noop = (): void => undefined;
+
+export const noopLogger: Logger = {
+  debug: noop,
+  info: noop,
+  warn: noop,
+  error: noop,
+  child: () => noopLogger,
+};

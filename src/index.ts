@@ -1,0 +1,34 @@
+// Baton's public library API: re-exports only.
+
+export { createBaton, type BatonOptions } from './create-baton.ts';
+export type {
+  Baton,
+  AdminApi,
+  EnqueueOptions,
+  EngineEvents,
+  EngineStats,
+  JobPage,
+  ListJobsFilter,
+  StateCounts,
+  WorkerInfo,
+} from './core/baton.ts';
+export type { Handler, HandlerMap, JobContext } from './core/handler.ts';
+export type { Logger } from './core/logger.ts';
+export {
+  JOB_STATES,
+  TERMINAL_STATES,
+  isTerminalState,
+  type AttemptError,
+  type EnqueueResult,
+  type Job,
+  type JobSpec,
+  type JobState,
+  type LeasedJob,
+  type PendingJob,
+  type SucceededJob,
+  type DeadLetteredJob,
+  type CancelledJob,
+} from './core/job.ts';
+export { BatonError, TerminalError, LeaseLostError, ERROR_CODES, isBatonError, type ErrorCode } from './core/errors.ts';
+export { engineConfigSchema, parseEngineConfig, type EngineConfig, type EngineConfigInput } from './core/config.ts';
+export { migrate, type MigrateOptions, type MigrateResult } from './db/migrate.ts';
