@@ -197,6 +197,8 @@ export async function startPgCluster(options: PgClusterOptions = {}): Promise<Pg
     const conf = Object.entries(settings).map(([k, v]) => `${k} = ${v}`).join('\n');
     // The conf file is owned by postgres; root may still append to it.
     appendFileSync(path.join(cluster.dataDir, 'postgresql.conf'), `\n# baton test cluster\n${conf}\n`);
+    // Clients on a veth (namespace runs) come from the directly connected subnet only.
+    appendFileSync(path.join(cluster.dataDir, 'pg_hba.conf'), '\nhost all all samenet trust\n');
     writeFileSync(cluster.logFile, '');
     if (process.getuid?.() === 0) {
       const { uid, gid } = postgresIds();

@@ -1,0 +1,50 @@
+// The namespace recipe end to end: PostgreSQL inside a namespace, reached over
+// the veth; a blackhole stalls silently (only a client timeout notices), ss -K
+// cuts sessions, heal restores traffic. Root only; skips loudly otherwise.
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startPgCluster, type PgCluster } from '../helpers/pg-cluster.ts';
+import { createNetNs, netnsAvailability, skipLoudly, type NetNs } from './netns.ts';
+
+const avail = netnsAvailability();
+if (!avail.ok) skipLoudly('test/chaos/netns.test.ts (namespace, iptables loss/blackhole)', avail.reason!);
+
+describe.skipIf(!avail.ok)('netns faults', () => {
+  let ns: NetNs | undefined;
+  let cluster: PgCluster | undefined;
+  afterAll(async () => {
+    await cluster?.destroy();
+    await ns?.destroy();
+  });
+
+  it('blackhole stalls without error, ss -K resets, heal restores', async () => {
+    ns = await createNetNs();
+    cluster = await startPgCluster({ netns: ns.name, host: ns.nsAddr, port: 5432 });
+    const connect = async () => {
+      const c = new pg.Client({ connectionString: cluster!.url(), query_timeout: 1_500, connectionTimeoutMillis: 3_000 });
+      c.on('error', () => undefined);
+      await c.connect();
+      return c;
+    };
+    const a = await connect();
+    expect((await a.query('SELECT 1 AS x')).rows[0].x).toBe(1);
+
+    await ns.blackhole(cluster.port);
+    await expect(a.query('SELECT 2')).rejects.toThrow(/timeout/i);
+    await ns.heal();
+    await a.end().catch(() => undefined);
+
+    const b = await connect();
+    expect((await b.query('SELECT 3 AS x')).rows[0].x).toBe(3);
+    const cut = new Promise((resolve) => b.once('error', resolve));
+    await ns.killSessions(cluster.port);
+    await cut;
+    await b.end().catch(() => undefined);
+
+    await ns.addLoss(cluster.port, 0.05);
+    const c = await connect();
+    for (let i = 0; i < 20; i++) await c.query('SELECT 1');
+    await c.end();
+    await ns.heal();
+  });
+});
