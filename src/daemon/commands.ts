@@ -1,0 +1,112 @@
+// The one-shot subcommands: `baton migrate`, `baton enqueue`, `baton bench`.
+// They reach the same database as `serve` (DATABASE_URL or the embedded server,
+// attaching to it when a daemon already runs it) and leave it as they found it.
+
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import type { Logger as PinoLogger } from 'pino';
+import { z } from 'zod';
+import { createBaton } from '../create-baton.ts';
+import { migrate } from '../db/migrate.ts';
+import type { JobSpec } from '../core/job.ts';
+import { openDatabase, type DatabaseHandle } from './database.ts';
+import { ConfigError, type DaemonConfig } from './env.ts';
+
+async function withDatabase<T>(config: DaemonConfig, logger: PinoLogger, fn: (db: DatabaseHandle) => Promise<T>): Promise<T> {
+  const db = await openDatabase(config, logger);
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
+}
+
+/** Applies pending migrations; prints `{ applied: [...] }`. */
+export async function runMigrate(config: DaemonConfig, logger: PinoLogger): Promise<void> {
+  await withDatabase(config, logger, async (db) => {
+    const pool = new pg.Pool({ connectionString: db.connectionString, max: 1 });
+    try {
+      const result = await migrate(pool, { schema: config.schema });
+      process.stdout.write(`${JSON.stringify({ schema: config.schema, applied: result.applied })}\n`);
+    } finally {
+      await pool.end();
+    }
+  });
+}
+
+const enqueueFlagsSchema = z.object({
+  type: z.string({ error: 'is required' }).min(1),
+  payload: z
+    .string()
+    .optional()
+    .transform((s, ctx) => {
+      if (s === undefined) return {};
+      try {
+        return JSON.parse(s) as unknown;
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: `is not JSON: ${(err as Error).message}` });
+        return z.NEVER;
+      }
+    }),
+  queue: z.string().min(1).optional(),
+  tenant: z.string().min(1).optional(),
+  priority: z.coerce.number().int().optional(),
+  'delay-ms': z.coerce.number().int().min(0).optional(),
+  'max-attempts': z.coerce.number().int().min(1).optional(),
+  'idempotency-key': z.string().min(1).optional(),
+});
+
+/** Parses the enqueue flags into a JobSpec; ConfigError names the bad flag. */
+export function parseEnqueueFlags(flags: Record<string, unknown>): JobSpec {
+  const r = enqueueFlagsSchema.safeParse(flags);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `--${String(i.path[0])}: ${i.message}`);
+    throw new ConfigError(`invalid enqueue flags: ${lines.join('; ')}`);
+  }
+  const f = r.data;
+  const spec: JobSpec = { jobType: f.type, payload: f.payload };
+  if (f.queue !== undefined) spec.queue = f.queue;
+  if (f.tenant !== undefined) spec.tenantId = f.tenant;
+  if (f.priority !== undefined) spec.priority = f.priority;
+  if (f['delay-ms'] !== undefined) spec.delayMs = f['delay-ms'];
+  if (f['max-attempts'] !== undefined) spec.maxAttempts = f['max-attempts'];
+  if (f['idempotency-key'] !== undefined) spec.idempotencyKey = f['idempotency-key'];
+  return spec;
+}
+
+/** Enqueues one job straight into the database (a running daemon is woken by NOTIFY); prints `{ created, job }`. */
+export async function runEnqueue(config: DaemonConfig, logger: PinoLogger, spec: JobSpec): Promise<void> {
+  await withDatabase(config, logger, async (db) => {
+    // A producer only: no queues worked, no reaper, so a one-shot never picks up a job itself.
+    const baton = createBaton({
+      ...config.engine,
+      queues: {},
+      reaper: false,
+      connectionString: db.connectionString,
+      poolSize: 2,
+      logger: logger.child({ component: 'engine' }),
+    });
+    try {
+      await baton.migrate();
+      await baton.start();
+      const result = await baton.enqueue(spec);
+      process.stdout.write(`${JSON.stringify({ created: result.created, job: result.job })}\n`);
+    } finally {
+      await baton.stop({ drainMs: 0 });
+    }
+  });
+}
+
+/** Delegates to the benchmark harness (bench/main.ts) in a child process, forwarding argv and the exit code. */
+export function runBench(argv: string[]): Promise<number> {
+  const tsx = import.meta.resolve('tsx');
+  const script = fileURLToPath(new URL('../../bench/main.ts', import.meta.url));
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', tsx, script, ...argv], { stdio: 'inherit' });
+    const forward = (sig: NodeJS.Signals) => () => child.kill(sig);
+    process.on('SIGINT', forward('SIGINT'));
+    process.on('SIGTERM', forward('SIGTERM'));
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 128 + 2 : 1)));
+  });
+}

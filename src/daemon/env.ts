@@ -1,0 +1,239 @@
+// The daemon's configuration: one zod schema over environment variables, each
+// also a CLI flag (flags win). process.env is read once, here; a bad value is a
+// ConfigError naming the setting, never a silent fallback to a default.
+
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import {
+  NAME_PATTERN,
+  engineConfigSchema,
+  LEASE_MS_DEFAULT,
+  POLL_INTERVAL_MS_DEFAULT,
+  DRAIN_MS_DEFAULT,
+  MAX_ATTEMPTS_DEFAULT,
+  BACKOFF_BASE_MS_DEFAULT,
+  BACKOFF_CAP_MS_DEFAULT,
+  SCHEMA_DEFAULT,
+  type EngineConfigInput,
+} from '../core/config.ts';
+import { isValidSchemaName } from '../db/schema-name.ts';
+
+export const PORT_DEFAULT = 8080;
+export const HOST_DEFAULT = '127.0.0.1';
+export const QUEUES_DEFAULT = 'default:10';
+export const DATA_DIR_DEFAULT = '.baton-data';
+export const PG_PORT_DEFAULT = 54329;
+export const POOL_SIZE_DEFAULT = 10;
+export const BODY_LIMIT_BYTES_DEFAULT = 1_048_576;
+
+/** Start-up stops with exit code 2 and this message; `setting` names the variable. */
+export class ConfigError extends Error {
+  readonly code = 'INVALID_CONFIG';
+  constructor(message: string, readonly setting?: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+const bool = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no', 'on', 'off'], { error: 'must be true or false' })
+  .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+/** "default:10,emails:4" -> { default: 10, emails: 4 }. Empty string: produce only. */
+const queueSpec = z.string().transform((raw, ctx) => {
+  const out: Record<string, number> = {};
+  for (const part of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const m = /^(.+):(\d+)$/.exec(part);
+    const name = m?.[1];
+    const n = Number(m?.[2]);
+    if (!name || !NAME_PATTERN.test(name) || !Number.isInteger(n) || n < 1 || n > 10_000) {
+      ctx.addIssue({ code: 'custom', message: `"${part}" is not queue:concurrency (concurrency 1-10000)` });
+      return z.NEVER;
+    }
+    out[name] = n;
+  }
+  return out;
+});
+
+/** Every setting: env name -> [flag, zod schema, help, shown default]. The table drives parsing and --help. */
+export const SETTINGS = {
+  DATABASE_URL: ['database-url', z.string().url().optional(), 'PostgreSQL URL; unset: embedded PostgreSQL in BATON_DATA_DIR', '(embedded)'],
+  PORT: ['port', int(0, 65_535).default(PORT_DEFAULT), 'HTTP port (0 picks a free one)', String(PORT_DEFAULT)],
+  HOST: ['host', z.string().min(1).default(HOST_DEFAULT), 'HTTP bind address (0.0.0.0 in containers)', HOST_DEFAULT],
+  BATON_API_TOKEN: ['api-token', z.string().min(8).optional(), 'bearer token required on every route but health checks', '(none)'],
+  BATON_SCHEMA: ['schema', z.string().refine(isValidSchemaName, 'must match ^[a-z_][a-z0-9_]{0,62}$').default(SCHEMA_DEFAULT), 'PostgreSQL schema of the tables', SCHEMA_DEFAULT],
+  BATON_QUEUES: ['queues', queueSpec.prefault(QUEUES_DEFAULT), 'queues this process works, queue:concurrency,...', QUEUES_DEFAULT],
+  BATON_DISPATCH: ['dispatch', z.enum(['notify', 'poll']).default('notify'), 'wake-ups by LISTEN/NOTIFY (+ polling) or polling only', 'notify'],
+  BATON_CLAIM_INTO_RUNNING: ['claim-into-running', bool.default(true), 'claim straight into running (skip leased)', 'true'],
+  BATON_LEASE_MS: ['lease-ms', int(100, 86_400_000).optional(), 'lease length; heartbeats every lease/3', String(LEASE_MS_DEFAULT)],
+  BATON_POLL_INTERVAL_MS: ['poll-interval-ms', int(1, 86_400_000).optional(), 'fallback poll period', String(POLL_INTERVAL_MS_DEFAULT)],
+  BATON_DRAIN_MS: ['drain-ms', int(0, 86_400_000).default(DRAIN_MS_DEFAULT), 'on SIGTERM, how long in-flight jobs may finish', String(DRAIN_MS_DEFAULT)],
+  BATON_MAX_ATTEMPTS: ['max-attempts', int(1, 1_000).optional(), 'default attempt budget per job', String(MAX_ATTEMPTS_DEFAULT)],
+  BATON_BACKOFF_BASE_MS: ['backoff-base-ms', int(1, 86_400_000).optional(), 'retry backoff base (full jitter)', String(BACKOFF_BASE_MS_DEFAULT)],
+  BATON_BACKOFF_CAP_MS: ['backoff-cap-ms', int(1, 86_400_000).optional(), 'retry backoff cap', String(BACKOFF_CAP_MS_DEFAULT)],
+  BATON_POOL_SIZE: ['pool-size', int(1, 1_000).default(POOL_SIZE_DEFAULT), 'max PostgreSQL connections of the pool', String(POOL_SIZE_DEFAULT)],
+  BATON_DATA_DIR: ['data-dir', z.string().min(1).default(DATA_DIR_DEFAULT), 'embedded PostgreSQL data (relative to the cwd); kept across restarts', DATA_DIR_DEFAULT],
+  BATON_PG_PORT: ['pg-port', int(1, 65_535).default(PG_PORT_DEFAULT), 'port of the embedded PostgreSQL (127.0.0.1 only)', String(PG_PORT_DEFAULT)],
+  BATON_HANDLERS: ['handlers', z.string().min(1).optional(), 'module exporting `handlers` (or default): jobType -> handler', '(none)'],
+  BATON_DEMO_HANDLERS: ['demo-handlers', bool.default(true), 'register the demo handlers noop, sleep, boom, poison', 'true'],
+  BATON_BODY_LIMIT_BYTES: ['body-limit-bytes', int(1, 1_073_741_824).default(BODY_LIMIT_BYTES_DEFAULT), 'largest accepted request body (413 above)', String(BODY_LIMIT_BYTES_DEFAULT)],
+  LOG_LEVEL: ['log-level', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), 'pino log level', 'info'],
+} as const;
+
+type Settings = typeof SETTINGS;
+export type SettingName = keyof Settings;
+type Parsed = { [K in SettingName]: z.output<Settings[K][1]> };
+
+const envSchema = z.object(
+  Object.fromEntries(Object.entries(SETTINGS).map(([k, v]) => [k, v[1]])) as { [K in SettingName]: Settings[K][1] },
+);
+
+export interface DaemonConfig {
+  databaseUrl: string | undefined;
+  port: number;
+  host: string;
+  apiToken: string | undefined;
+  schema: string;
+  drainMs: number;
+  poolSize: number;
+  /** Absolute path. */
+  dataDir: string;
+  pgPort: number;
+  /** Absolute path, when set. */
+  handlersPath: string | undefined;
+  demoHandlers: boolean;
+  bodyLimitBytes: number;
+  logLevel: Parsed['LOG_LEVEL'];
+  /** Options for createBaton (only what was set; the engine applies its own defaults). */
+  engine: EngineConfigInput;
+}
+
+/** The flag spelling of a setting, e.g. `PORT (--port)`. */
+export function describeSetting(name: SettingName): string {
+  return `${name} (--${SETTINGS[name][0]})`;
+}
+
+/** parseArgs options for every setting, to merge with a subcommand's own flags. */
+export function settingFlags(): Record<string, { type: 'string' }> {
+  return Object.fromEntries(Object.values(SETTINGS).map((v) => [v[0], { type: 'string' as const }]));
+}
+
+/** Lines for --help: flag, env, default, description. */
+export function settingsHelp(): string {
+  return Object.entries(SETTINGS)
+    .map(([env, [flag, , help, def]]) => `  --${flag.padEnd(20)} ${env.padEnd(26)} [${def}]\n      ${help}`)
+    .join('\n');
+}
+
+/**
+ * Builds the daemon config from `env` (empty strings count as unset) overlaid by
+ * `flags` (parsed --kebab-case values). Throws ConfigError naming the first bad setting(s).
+ */
+export function loadConfig(
+  env: Record<string, string | undefined>,
+  flags: Record<string, string | boolean | undefined> = {},
+  cwd: string = process.cwd(),
+): DaemonConfig {
+  const raw: Record<string, string> = {};
+  for (const [name, [flag]] of Object.entries(SETTINGS)) {
+    const fromFlag = flags[flag];
+    const fromEnv = env[name];
+    if (typeof fromFlag === 'string') raw[name] = fromFlag;
+    else if (fromEnv !== undefined && fromEnv !== '') raw[name] = fromEnv;
+  }
+  const parsed = envSchema.safeParse(raw);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => {
+      const name = String(i.path[0]) as SettingName;
+      const got = raw[name] === undefined ? '' : ` (got ${JSON.stringify(name === 'BATON_API_TOKEN' || name === 'DATABASE_URL' ? '***' : raw[name])})`;
+      return `${describeSetting(name)}: ${i.message}${got}`;
+    });
+    throw new ConfigError(`invalid configuration: ${lines.join('; ')}`, String(parsed.error.issues[0]?.path[0]));
+  }
+  const c = parsed.data as Parsed;
+  const engine = definedOnly({
+    schema: c.BATON_SCHEMA,
+    queues: c.BATON_QUEUES,
+    dispatch: c.BATON_DISPATCH,
+    claimIntoRunning: c.BATON_CLAIM_INTO_RUNNING,
+    leaseMs: c.BATON_LEASE_MS,
+    pollIntervalMs: c.BATON_POLL_INTERVAL_MS,
+    drainMs: c.BATON_DRAIN_MS,
+    maxAttemptsDefault: c.BATON_MAX_ATTEMPTS,
+    backoffBaseMs: c.BATON_BACKOFF_BASE_MS,
+    backoffCapMs: c.BATON_BACKOFF_CAP_MS,
+  });
+  checkEngineRules(engine);
+  return Object.freeze({
+    databaseUrl: c.DATABASE_URL,
+    port: c.PORT,
+    host: c.HOST,
+    apiToken: c.BATON_API_TOKEN,
+    schema: c.BATON_SCHEMA,
+    drainMs: c.BATON_DRAIN_MS,
+    poolSize: c.BATON_POOL_SIZE,
+    dataDir: path.resolve(cwd, c.BATON_DATA_DIR),
+    pgPort: c.BATON_PG_PORT,
+    handlersPath: c.BATON_HANDLERS === undefined ? undefined : path.resolve(cwd, c.BATON_HANDLERS),
+    demoHandlers: c.BATON_DEMO_HANDLERS,
+    bodyLimitBytes: c.BATON_BODY_LIMIT_BYTES,
+    logLevel: c.LOG_LEVEL,
+    engine: Object.freeze(engine),
+  });
+}
+
+/** Engine field -> the setting that feeds it, so cross-field errors name what the user typed. */
+const ENGINE_FIELD_SETTING: Partial<Record<keyof EngineConfigInput, SettingName>> = {
+  leaseMs: 'BATON_LEASE_MS',
+  heartbeatMs: 'BATON_LEASE_MS',
+  heartbeatDeadlineMs: 'BATON_LEASE_MS',
+  pollIntervalMs: 'BATON_POLL_INTERVAL_MS',
+  backoffCapMs: 'BATON_BACKOFF_CAP_MS',
+  backoffBaseMs: 'BATON_BACKOFF_BASE_MS',
+  maxAttemptsDefault: 'BATON_MAX_ATTEMPTS',
+  queues: 'BATON_QUEUES',
+  schema: 'BATON_SCHEMA',
+  drainMs: 'BATON_DRAIN_MS',
+};
+
+/** Runs the engine's own schema now, so its rules fail start-up with the setting's name. */
+function checkEngineRules(engine: EngineConfigInput): void {
+  const r = engineConfigSchema.safeParse(engine);
+  if (r.success) return;
+  const lines = r.error.issues.map((i) => {
+    const field = String(i.path[0]) as keyof EngineConfigInput;
+    const setting = ENGINE_FIELD_SETTING[field];
+    return `${setting ? describeSetting(setting) : field}: ${i.message}`;
+  });
+  const first = ENGINE_FIELD_SETTING[String(r.error.issues[0]?.path[0]) as keyof EngineConfigInput];
+  throw new ConfigError(`invalid configuration: ${lines.join('; ')}`, first);
+}
+
+function definedOnly<T extends Record<string, unknown>>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+/**
+ * Parses argv for a subcommand: the shared settings plus `extra` flags. Unknown
+ * flags and stray positionals are ConfigErrors (a typo must not be ignored).
+ */
+export function parseFlags(
+  argv: string[],
+  extra: Record<string, { type: 'string' | 'boolean'; short?: string }> = {},
+): Record<string, string | boolean | undefined> {
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      options: { ...settingFlags(), ...extra, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: true,
+    });
+    if (positionals.length > 0) throw new ConfigError(`unexpected argument: ${positionals[0]}`);
+    return values as Record<string, string | boolean | undefined>;
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError((err as Error).message);
+  }
+}

@@ -1,0 +1,130 @@
+// The `baton` CLI: serve | migrate | enqueue | bench, each with --help.
+// Reads process.env once (here), parses flags, builds the pino logger, and maps
+// failures to exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
+
+import { pino, type Logger as PinoLogger } from 'pino';
+import { ConfigError, loadConfig, parseFlags, settingsHelp, type DaemonConfig } from './env.ts';
+import { EXIT_CONFIG, EXIT_FAILED } from './shutdown.ts';
+
+const USAGE = `Usage: baton <command> [flags]
+
+Commands:
+  serve     run the daemon: HTTP API, admin console at /, workers
+  migrate   create or update the database schema, then exit
+  enqueue   enqueue one job from the shell, print it as JSON, exit
+  bench     run the benchmark harness (bench/main.ts)
+
+Run "baton <command> --help" for the flags of a command.
+Every setting is an environment variable and a flag (the flag wins).
+Exit codes: 0 ok, 1 failure, 2 bad configuration or usage.`;
+
+/** Flags of `baton enqueue` beyond the shared settings (kept here so --help needs no heavy imports). */
+const ENQUEUE_FLAGS = {
+  type: { type: 'string' },
+  payload: { type: 'string' },
+  queue: { type: 'string' },
+  tenant: { type: 'string' },
+  priority: { type: 'string' },
+  'delay-ms': { type: 'string' },
+  'max-attempts': { type: 'string' },
+  'idempotency-key': { type: 'string' },
+} as const;
+
+const HELP: Record<string, string> = {
+  serve: `Usage: baton serve [flags]
+
+Starts the daemon. With DATABASE_URL unset it runs an embedded PostgreSQL whose
+data persists in BATON_DATA_DIR. SIGTERM/SIGINT: stop accepting HTTP, let
+in-flight jobs finish (up to BATON_DRAIN_MS), stop; a second signal forces exit.
+
+Settings (flag, environment variable, [default]):
+${settingsHelp()}`,
+  migrate: `Usage: baton migrate [flags]
+
+Applies pending migrations to BATON_SCHEMA and prints {"schema","applied"}.
+Safe to run while daemons are running. Uses the same database settings as serve.
+
+Settings (flag, environment variable, [default]):
+${settingsHelp()}`,
+  enqueue: `Usage: baton enqueue --type JOB_TYPE [--payload JSON] [flags]
+
+Enqueues one job directly in the database and prints {"created","job"} as JSON.
+A running daemon picks it up at once (NOTIFY). Uses the database settings of
+serve; with DATABASE_URL unset it attaches to the embedded PostgreSQL of a
+running daemon (or starts it for the moment).
+
+  --type TYPE              job type (required), e.g. noop, sleep, boom, poison
+  --payload JSON           payload, default {}
+  --queue NAME             default "default"
+  --tenant ID              tenant id
+  --priority N             higher runs first, default 0
+  --delay-ms N             run no earlier than now + N ms (database clock)
+  --max-attempts N         attempt budget including the first run
+  --idempotency-key KEY    a second enqueue with the same key returns the first job
+
+Example:
+  baton enqueue --type sleep --payload '{"ms":2000}' --queue default
+
+Settings (flag, environment variable, [default]):
+${settingsHelp()}`,
+  bench: `Usage: baton bench [bench flags]
+
+Runs bench/main.ts with the given arguments; "baton bench --help" there lists them.`,
+};
+
+function buildLogger(config: DaemonConfig, toStderr: boolean): PinoLogger {
+  return pino(
+    { level: config.logLevel, base: { service: 'baton', pid: process.pid }, redact: ['apiToken', 'password'] },
+    pino.destination({ fd: toStderr ? 2 : 1, sync: true }),
+  );
+}
+
+export async function main(argv: string[]): Promise<number | undefined> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(`${USAGE}\n`);
+    return command === undefined ? EXIT_CONFIG : 0;
+  }
+  if (command === 'bench') {
+    if (rest[0] === '--help' && rest.length === 1 && HELP.bench) process.stdout.write(`${HELP.bench}\n`);
+    const { runBench } = await import('./commands.ts');
+    return runBench(rest);
+  }
+  const help = HELP[command];
+  if (help === undefined) {
+    process.stderr.write(`baton: unknown command "${command}"\n\n${USAGE}\n`);
+    return EXIT_CONFIG;
+  }
+  // Heavy modules load only after the configuration is known to be good.
+  const flags = parseFlags(rest, command === 'enqueue' ? ENQUEUE_FLAGS : {});
+  if (flags.help) {
+    process.stdout.write(`${help}\n`);
+    return 0;
+  }
+  const config = loadConfig(process.env, flags);
+  if (command === 'serve') {
+    const { serve } = await import('./serve.ts');
+    await serve(config, buildLogger(config, false));
+    return undefined; // runs until a signal; shutdown exits the process
+  }
+  const logger = buildLogger(config, true);
+  const { parseEnqueueFlags, runEnqueue, runMigrate } = await import('./commands.ts');
+  if (command === 'migrate') await runMigrate(config, logger);
+  else await runEnqueue(config, logger, parseEnqueueFlags(flags));
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== undefined) process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`baton: ${err.message}\n`);
+      process.exitCode = EXIT_CONFIG;
+    } else {
+      process.stderr.write(`baton: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+      process.exitCode = EXIT_FAILED;
+    }
+  },
+);

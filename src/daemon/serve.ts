@@ -1,0 +1,119 @@
+// `baton serve`: the composition root. Database (URL or embedded) -> migrate ->
+// engine with handlers -> HTTP on HOST:PORT. Every resource registers its own
+// shutdown step as it comes up, so a signal or a start-up failure at any point
+// unwinds exactly what exists, in the DESIGN §5 order.
+
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { createAdaptorServer } from '@hono/node-server';
+import type { Logger as PinoLogger } from 'pino';
+import { createBaton } from '../create-baton.ts';
+import type { HandlerMap } from '../core/handler.ts';
+import { createApp } from '../http/app.ts';
+import { openDatabase } from './database.ts';
+import { demoHandlers } from './demo-handlers.ts';
+import { ConfigError, type DaemonConfig } from './env.ts';
+import { loadHandlers } from './load-handlers.ts';
+import { EXIT_CONFIG, EXIT_FAILED, SHUTDOWN_ORDER, installShutdown, type Shutdown } from './shutdown.ts';
+
+/** Slack on top of drainMs before the watchdog forces exit (closing HTTP, stopping PostgreSQL). */
+const SHUTDOWN_SLACK_MS = 20_000;
+
+export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<Shutdown> {
+  let embeddedKill: (() => void) | undefined;
+  const shutdown = installShutdown({
+    logger,
+    forceAfterMs: config.drainMs + SHUTDOWN_SLACK_MS,
+    onForce: () => embeddedKill?.(),
+  });
+  process.on('uncaughtException', (err) => {
+    logger.fatal({ err }, 'uncaught exception');
+    shutdown.trigger('uncaughtException', EXIT_FAILED);
+  });
+  process.on('unhandledRejection', (err) => {
+    logger.fatal({ err }, 'unhandled rejection');
+    shutdown.trigger('unhandledRejection', EXIT_FAILED);
+  });
+  // Whatever happens, never leave an embedded postmaster behind us.
+  process.on('exit', () => embeddedKill?.());
+
+  try {
+    const db = await openDatabase(config, logger);
+    embeddedKill = db.embedded?.killNow;
+    shutdown.add({ order: SHUTDOWN_ORDER.database, name: 'database', run: () => db.close() });
+
+    const handlers = await resolveHandlers(config, logger);
+    const baton = createBaton({
+      ...config.engine,
+      connectionString: db.connectionString,
+      poolSize: config.poolSize,
+      handlers,
+      logger: logger.child({ component: 'engine' }),
+    });
+    shutdown.add({ order: SHUTDOWN_ORDER.drain, name: 'drain jobs', run: () => baton.stop({ drainMs: config.drainMs }) });
+    const migrated = await baton.migrate();
+    if (migrated.applied.length > 0) logger.info({ applied: migrated.applied }, 'migrations applied');
+    await baton.start();
+    logger.info({ queues: baton.config.queues, workerId: baton.config.workerId }, 'workers started');
+
+    const app = createApp(baton, {
+      apiToken: config.apiToken,
+      bodyLimitBytes: config.bodyLimitBytes,
+      logger: logger.child({ component: 'http' }),
+    });
+    const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+    const address = await listen(server, config.port, config.host);
+    const closed = new Promise<void>((resolve) => server.once('close', () => resolve()));
+    shutdown.add({
+      order: SHUTDOWN_ORDER.stopAccepting,
+      name: 'stop accepting HTTP',
+      run: async () => {
+        server.close();
+        server.closeIdleConnections();
+      },
+    });
+    shutdown.add({
+      order: SHUTDOWN_ORDER.closeHttp,
+      name: 'close HTTP',
+      run: async () => {
+        server.closeAllConnections();
+        await closed;
+      },
+    });
+    const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
+    logger.info({ url, port: address.port, host: address.address, auth: config.apiToken ? 'bearer' : 'none' }, `Baton is listening on ${url} (console at /)`);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      logger.fatal({ setting: err.setting }, err.message);
+      shutdown.trigger('configuration error', EXIT_CONFIG);
+    } else {
+      logger.fatal({ err }, 'start-up failed');
+      shutdown.trigger('start-up failed', EXIT_FAILED);
+    }
+  }
+  return shutdown;
+}
+
+/** Demo handlers (unless disabled) overlaid by the user's module: a user handler wins on a name clash. */
+async function resolveHandlers(config: DaemonConfig, logger: PinoLogger): Promise<HandlerMap> {
+  const demo = config.demoHandlers ? demoHandlers : {};
+  const user = config.handlersPath ? await loadHandlers(config.handlersPath) : {};
+  const clash = Object.keys(user).filter((k) => k in demo);
+  if (clash.length > 0) logger.warn({ jobTypes: clash }, 'user handlers replace demo handlers of the same name');
+  const all = { ...demo, ...user };
+  logger.info({ jobTypes: Object.keys(all), module: config.handlersPath ?? null }, 'handlers registered');
+  return all;
+}
+
+function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException): void => {
+      reject(new Error(`cannot listen on ${host}:${port}: ${err.code ?? err.message} (set PORT / HOST)`, { cause: err }));
+    };
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}

@@ -1,0 +1,90 @@
+// Maps SIGTERM/SIGINT to an orderly shutdown: the steps run in order (stop
+// accepting HTTP, drain jobs, close the server, stop the embedded database) and
+// the process exits 0. A second signal, or the watchdog, forces exit at once.
+
+import type { Logger } from '../core/logger.ts';
+
+export interface ShutdownStep {
+  /** Lower runs first; see SHUTDOWN_ORDER. */
+  order: number;
+  name: string;
+  run(): Promise<void>;
+}
+
+/** The order of the orderly path (DESIGN §5): HTTP stops accepting, jobs drain, then the rest closes. */
+export const SHUTDOWN_ORDER = { stopAccepting: 10, drain: 20, closeHttp: 30, database: 40 } as const;
+
+export interface ShutdownOptions {
+  logger: Logger;
+  /** Force exit when the orderly path takes longer than this (drain time plus slack). */
+  forceAfterMs: number;
+  /** Synchronous last rites before a forced exit (e.g. signal the embedded PostgreSQL). */
+  onForce?: () => void;
+  /** Defaults to process.exit. */
+  exit?: (code: number) => void;
+}
+
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+/** Bad configuration or usage: nothing was started. */
+export const EXIT_CONFIG = 2;
+/** Conventional 128 + SIGINT: the operator insisted. */
+export const EXIT_FORCED = 130;
+
+export interface Shutdown {
+  /** Registers a step as its resource comes up; steps run sorted by `order`. */
+  add(step: ShutdownStep): void;
+  /** Starts the orderly shutdown (also what the signals do). Repeated calls force. */
+  trigger(reason: string, code?: number): void;
+  /** Resolves when the orderly path has finished (just before exit). */
+  readonly done: Promise<number>;
+}
+
+export function installShutdown(opts: ShutdownOptions): Shutdown {
+  const exit = opts.exit ?? ((code: number) => process.exit(code));
+  const log = opts.logger;
+  let started = false;
+  const steps: ShutdownStep[] = [];
+  let resolveDone!: (code: number) => void;
+  const done = new Promise<number>((r) => (resolveDone = r));
+
+  const force = (why: string): void => {
+    log.error({ why }, 'forced exit: in-flight jobs may be retried after their leases expire');
+    try {
+      opts.onForce?.();
+    } finally {
+      exit(EXIT_FORCED);
+    }
+  };
+
+  const orderly = async (reason: string, requested: number): Promise<void> => {
+    log.info({ reason }, 'shutting down: draining in-flight jobs (send the signal again to force)');
+    const watchdog = setTimeout(() => force(`shutdown took longer than ${opts.forceAfterMs} ms`), opts.forceAfterMs);
+    watchdog.unref();
+    let code = requested;
+    for (const step of [...steps].sort((a, b) => a.order - b.order)) {
+      const t0 = Date.now();
+      try {
+        await step.run();
+        log.debug({ step: step.name, ms: Date.now() - t0 }, 'shutdown step done');
+      } catch (err) {
+        code = EXIT_FAILED;
+        log.error({ step: step.name, err }, 'shutdown step failed');
+      }
+    }
+    clearTimeout(watchdog);
+    log.info({ code }, 'stopped');
+    resolveDone(code);
+    exit(code);
+  };
+
+  const trigger = (reason: string, code = EXIT_OK): void => {
+    if (started) return force(`second request (${reason})`);
+    started = true;
+    void orderly(reason, code);
+  };
+
+  process.on('SIGTERM', () => trigger('SIGTERM'));
+  process.on('SIGINT', () => trigger('SIGINT'));
+  return { add: (step) => void steps.push(step), trigger, done };
+}
