@@ -30,5 +30,5 @@ export {
   type CancelledJob,
 } from './core/job.ts';
 export { BatonError, TerminalError, LeaseLostError, ERROR_CODES, isBatonError, type ErrorCode } from './core/errors.ts';
-export { engineConfigSchema, parseEngineConfig, type EngineConfig, type EngineConfigInput } from './core/config.ts';
+export { engineConfigSchema, parseEngineConfig, NAME_PATTERN, type EngineConfig, type EngineConfigInput } from './core/config.ts';
 export { migrate, type MigrateOptions, type MigrateResult } from './db/migrate.ts';

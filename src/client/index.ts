@@ -1,0 +1,30 @@
+// The typed RPC client: hc<AppType> over the HTTP API. Every route, body and
+// response type comes from the server's route definitions (a type-only import).
+
+import { hc } from 'hono/client';
+import type { AppType } from '../http/app.ts';
+
+export type { AppType } from '../http/app.ts';
+export type { ApiErrorBody, ApiErrorCode } from '../http/errors.ts';
+export type { InferRequestType, InferResponseType } from 'hono/client';
+
+export interface ClientOptions {
+  /** Sent as `Authorization: Bearer <token>` on every request. */
+  token?: string;
+  /** A fetch implementation (tests, proxies, custom agents). Default: global fetch. */
+  fetch?: typeof fetch;
+  /** Extra headers on every request. */
+  headers?: Record<string, string>;
+}
+
+/**
+ * Creates a client for a Baton daemon at `baseUrl` (e.g. `http://127.0.0.1:8080`).
+ * Example: `const res = await client.api.jobs.$post({ json: { jobType: 'noop' } })`.
+ */
+export function createClient(baseUrl: string, opts: ClientOptions = {}) {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
+  return hc<AppType>(baseUrl, { headers, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+}
+
+export type BatonClient = ReturnType<typeof createClient>;

@@ -1,0 +1,95 @@
+// The HTTP edge: one chained Hono app over a Baton engine (DESIGN §8). Order of
+// middleware: request id + log -> 405 detection -> bearer token (not on health
+// checks or the console page) -> body limit -> routes. `AppType` feeds the typed client.
+
+import { fileURLToPath } from 'node:url';
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { methodNotAllowed } from 'hono/method-not-allowed';
+import type { Baton, Logger } from '../index.ts';
+import { silentLogger, type AppEnv } from './context.ts';
+import { ApiError, errorResponse, handleError, handleNotFound } from './errors.ts';
+import { bearerToken } from './auth.ts';
+import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
+import { requestContext } from './request-context.ts';
+import { jobRoutes } from './routes/jobs.ts';
+import { dlqRoutes, queueRoutes, workerRoutes } from './routes/admin.ts';
+import { opsRoutes } from './routes/ops.ts';
+
+export const BODY_LIMIT_BYTES_DEFAULT = 1024 * 1024;
+export const CONSOLE_HTML_PATH_DEFAULT = fileURLToPath(new URL('./console.html', import.meta.url));
+
+export interface AppOptions {
+  /**
+   * When set, every /api/* route and /metrics require `Authorization: Bearer <apiToken>`
+   * (401 UNAUTHORIZED otherwise). /healthz, /readyz and the console page stay open: the
+   * page holds no data and a browser cannot attach a header to a navigation.
+   */
+  apiToken?: string;
+  /** Largest request body in bytes; larger ones get 413 before being read in full. Default 1 MiB. */
+  bodyLimitBytes?: number;
+  /** Deepest JSON nesting accepted in a body. Default 64. */
+  maxJsonDepth?: number;
+  /** pino-compatible logger; a child with the request id is made per request. Silent by default. */
+  logger?: Logger;
+  /** Metrics to expose at /metrics; created from `baton` when absent; `false` disables them. */
+  metrics?: Metrics | false;
+  /** Readiness beyond database reachability, e.g. `() => engineStarted`. Default: always true. */
+  isStarted?: () => boolean;
+  /** The admin console page. Default: src/http/console.html next to this file. */
+  consoleHtmlPath?: string;
+}
+
+/** Builds the app; throws a plain Error only for invalid options (a programmer error). */
+export function createApp(baton: Baton, opts: AppOptions = {}) {
+  const maxSize = opts.bodyLimitBytes ?? BODY_LIMIT_BYTES_DEFAULT;
+  if (!Number.isInteger(maxSize) || maxSize < 1) throw new Error('createApp: bodyLimitBytes must be a positive integer');
+  const metrics = opts.metrics === false ? undefined : (opts.metrics ?? createMetrics(baton));
+
+  const base = new Hono<AppEnv>();
+  base.onError(handleError);
+  base.notFound(handleNotFound);
+  base.use(requestContext(opts.logger ?? silentLogger, metrics));
+  base.use(
+    methodNotAllowed({
+      app: base,
+      onMethodNotAllowed: (c, methods) => {
+        const res = errorResponse(c, 'METHOD_NOT_ALLOWED', `${c.req.method} is not allowed here; use ${methods.join(', ')}`);
+        res.headers.set('Allow', methods.join(', '));
+        return res;
+      },
+    }),
+  );
+  if (opts.apiToken !== undefined) {
+    const guard = bearerToken(opts.apiToken);
+    base.use('/api/*', guard);
+    base.use('/metrics', guard);
+  }
+  base.use(
+    '/api/*',
+    bodyLimit({
+      maxSize,
+      onError: () => {
+        throw new ApiError('PAYLOAD_TOO_LARGE', `request body exceeds ${maxSize} bytes`, { limitBytes: maxSize });
+      },
+    }),
+  );
+
+  return base
+    .route('/api/jobs', jobRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
+    .route('/api/dlq', dlqRoutes(baton))
+    .route('/api/queues', queueRoutes(baton))
+    .route('/api/workers', workerRoutes(baton))
+    .route(
+      '/',
+      opsRoutes(baton, {
+        ...(metrics ? { metrics } : {}),
+        ...(opts.isStarted ? { isStarted: opts.isStarted } : {}),
+        consoleHtmlPath: opts.consoleHtmlPath ?? CONSOLE_HTML_PATH_DEFAULT,
+      }),
+    );
+}
+
+/** The app's type: the typed client (src/client) derives every route and body from it. */
+export type AppType = ReturnType<typeof createApp>;

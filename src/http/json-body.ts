@@ -1,0 +1,99 @@
+// Strict JSON request bodies, checked before zod sees them: JSON content type
+// (415), valid UTF-8 without BOM and well-formed JSON (400 INVALID_JSON), bounded
+// nesting, no NUL characters and only finite numbers (400 INVALID_ARGUMENT).
+// Runs after bodyLimit, so the bytes it reads are already bounded.
+
+import type { MiddlewareHandler } from 'hono';
+import { ApiError } from './errors.ts';
+import type { AppEnv } from './context.ts';
+
+/** Deepest nesting accepted in a body (the payload sits two levels down). */
+export const MAX_JSON_DEPTH_DEFAULT = 64;
+
+const JSON_MEDIA_TYPE = /^application\/([\w.-]+\+)?json$/;
+
+/**
+ * Checks the content type: application/json (or any +json type), and if a charset
+ * is named it must be UTF-8. Throws UNSUPPORTED_MEDIA_TYPE otherwise.
+ */
+export function assertJsonContentType(header: string | undefined): void {
+  const [media = '', ...params] = (header ?? '').split(';');
+  if (!JSON_MEDIA_TYPE.test(media.trim().toLowerCase())) {
+    throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'Content-Type must be application/json');
+  }
+  for (const p of params) {
+    const [k, v] = p.split('=').map((s) => s.trim().toLowerCase());
+    if (k === 'charset' && v?.replace(/"/g, '') !== 'utf-8' && v?.replace(/"/g, '') !== 'utf8') {
+      throw new ApiError('UNSUPPORTED_MEDIA_TYPE', 'only charset=utf-8 is accepted');
+    }
+  }
+}
+
+/**
+ * Walks a parsed JSON value without recursion (so a hostile 100k-deep body cannot
+ * overflow the stack) and throws INVALID_ARGUMENT at the first problem, naming its path.
+ */
+export function assertSafeJson(value: unknown, maxDepth = MAX_JSON_DEPTH_DEFAULT): void {
+  const stack: Array<[unknown, number, string]> = [[value, 0, '']];
+  while (stack.length > 0) {
+    const [v, depth, path] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) {
+        throw new ApiError('INVALID_ARGUMENT', `NUL character (\\u0000) is not allowed${path ? ` in ${path}` : ''}`, { path });
+      }
+    } else if (typeof v === 'number') {
+      // JSON.parse turns 1e309 into Infinity, which would be stored as null.
+      if (!Number.isFinite(v)) {
+        throw new ApiError('INVALID_ARGUMENT', `number out of range${path ? ` in ${path}` : ''}`, { path });
+      }
+    } else if (v !== null && typeof v === 'object') {
+      if (depth >= maxDepth) {
+        throw new ApiError('INVALID_ARGUMENT', `JSON nested deeper than ${maxDepth} levels`, { path, maxDepth });
+      }
+      if (Array.isArray(v)) {
+        for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], depth + 1, path ? `${path}.${i}` : String(i)]);
+      } else {
+        for (const [k, child] of Object.entries(v)) {
+          const childPath = path ? `${path}.${k}` : k;
+          if (k.includes('\u0000')) {
+            throw new ApiError('INVALID_ARGUMENT', 'NUL character (\\u0000) is not allowed in a key', { path });
+          }
+          stack.push([child, depth + 1, childPath]);
+        }
+      }
+    }
+  }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/**
+ * Middleware for routes with a JSON body. After it, `c.req.json()` (and so zValidator)
+ * sees the same text, already known to be well-formed and safe.
+ */
+export function jsonBody(maxDepth = MAX_JSON_DEPTH_DEFAULT): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    assertJsonContentType(c.req.header('content-type'));
+    const bytes = await c.req.arrayBuffer();
+    let text: string;
+    try {
+      // ignoreBOM keeps a BOM in the text, so JSON.parse refuses it like any stray byte.
+      text = utf8.decode(bytes);
+    } catch {
+      throw new ApiError('INVALID_JSON', 'request body is not valid UTF-8');
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      throw new ApiError(
+        'INVALID_JSON',
+        text.length === 0 ? 'request body is empty; a JSON document is required' : 'request body is not well-formed JSON',
+      );
+    }
+    assertSafeJson(value, maxDepth);
+    // hono caches body reads as promises (its type says string); reuse the checked text.
+    c.req.bodyCache.text = Promise.resolve(text) as unknown as string;
+    await next();
+  };
+}

@@ -1,0 +1,174 @@
+// Prometheus metrics on a registry of their own. Counters and histograms are fed
+// from baton.events as they happen; job counts by state and slot gauges are read
+// on scrape (admin.queues(), stats()), so they are never stale and cost nothing between scrapes.
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Baton, EngineEvents } from '../index.ts';
+
+export interface MetricsOptions {
+  /** Also export Node process metrics (heap, event loop lag, ...). Default true. */
+  processMetrics?: boolean;
+}
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** Prometheus text exposition of every metric. */
+  render(): Promise<string>;
+  readonly contentType: string;
+  /** Called by the request middleware for each response. */
+  observeRequest(method: string, route: string, status: number, seconds: number): void;
+  /** Detaches from baton.events. Idempotent. */
+  close(): void;
+}
+
+/** Latency buckets in seconds, 1 ms .. 10 s: start latency is expected in the low milliseconds. */
+const LATENCY_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const DURATION_BUCKETS_S = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300];
+
+export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const worker = baton.config.workerId;
+  if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry });
+
+  const collectErrors = new Counter({
+    name: 'baton_metrics_collect_errors_total',
+    help: 'Scrapes whose job counts could not be read from the database',
+    registers,
+  });
+  new Gauge({
+    name: 'baton_jobs',
+    help: 'Jobs by queue and state (read from the database on scrape)',
+    labelNames: ['queue', 'state'] as const,
+    registers,
+    async collect() {
+      this.reset();
+      try {
+        for (const { queue, counts } of await baton.admin.queues()) {
+          for (const [state, n] of Object.entries(counts)) this.set({ queue, state }, n);
+        }
+      } catch {
+        // A scrape must still answer while the database is down; the error counter says why it is empty.
+        collectErrors.inc();
+      }
+    },
+  });
+  const slotLabels = ['worker', 'queue'] as const;
+  const inFlight = new Gauge({ name: 'baton_slots_in_flight', help: 'Jobs in flight on this worker', labelNames: slotLabels, registers });
+  const free = new Gauge({ name: 'baton_slots_free', help: 'Free slots on this worker', labelNames: slotLabels, registers });
+  new Gauge({
+    name: 'baton_slots_concurrency',
+    help: 'Configured slots on this worker',
+    labelNames: slotLabels,
+    registers,
+    collect() {
+      this.reset();
+      inFlight.reset();
+      free.reset();
+      for (const [queue, s] of Object.entries(baton.stats().slots)) {
+        this.set({ worker, queue }, s.concurrency);
+        inFlight.set({ worker, queue }, s.inFlight);
+        free.set({ worker, queue }, Math.max(0, s.concurrency - s.inFlight));
+      }
+    },
+  });
+
+  const q = ['queue'] as const;
+  const enqueued = new Counter({ name: 'baton_jobs_enqueued_total', help: 'Jobs enqueued by this process', labelNames: q, registers });
+  const claimed = new Counter({ name: 'baton_jobs_claimed_total', help: 'Jobs claimed by this worker', labelNames: q, registers });
+  const succeeded = new Counter({ name: 'baton_jobs_succeeded_total', help: 'Jobs completed successfully', labelNames: q, registers });
+  const retried = new Counter({ name: 'baton_jobs_retried_total', help: 'Failed attempts scheduled for retry', labelNames: q, registers });
+  const deadLettered = new Counter({ name: 'baton_jobs_dead_lettered_total', help: 'Jobs moved to the dead-letter queue', labelNames: q, registers });
+  const leasesLost = new Counter({ name: 'baton_leases_lost_total', help: 'Leases this worker lost while running a job', labelNames: q, registers });
+  const fenced = new Counter({
+    name: 'baton_fenced_writes_total',
+    help: 'Writes refused because the lease token was stale',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  const reaped = new Counter({
+    name: 'baton_jobs_reaped_total',
+    help: 'Expired or orphaned leases reclaimed by the reaper',
+    labelNames: ['fast'] as const,
+    registers,
+  });
+  const engineErrors = new Counter({
+    name: 'baton_engine_errors_total',
+    help: 'Errors the engine reported on its error event',
+    labelNames: ['where'] as const,
+    registers,
+  });
+  const claimDuration = new Histogram({
+    name: 'baton_claim_duration_seconds',
+    help: 'Duration of one claim statement',
+    labelNames: q,
+    buckets: LATENCY_BUCKETS_S,
+    registers,
+  });
+  const startLatency = new Histogram({
+    name: 'baton_job_start_latency_seconds',
+    help: 'Time from a job being due (enqueue commit or run_at) to its handler starting',
+    labelNames: q,
+    buckets: LATENCY_BUCKETS_S,
+    registers,
+  });
+  const jobDuration = new Histogram({
+    name: 'baton_job_duration_seconds',
+    help: 'Handler run time of succeeded jobs',
+    labelNames: q,
+    buckets: DURATION_BUCKETS_S,
+    registers,
+  });
+  const httpRequests = new Counter({
+    name: 'baton_http_requests_total',
+    help: 'HTTP requests by method, route pattern and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers,
+  });
+  const httpDuration = new Histogram({
+    name: 'baton_http_request_duration_seconds',
+    help: 'HTTP request duration by method and route pattern',
+    labelNames: ['method', 'route'] as const,
+    buckets: LATENCY_BUCKETS_S,
+    registers,
+  });
+
+  const subscriptions: Array<() => void> = [];
+  const on = <K extends keyof EngineEvents>(event: K, fn: (...args: EngineEvents[K]) => void): void => {
+    baton.events.on(event, fn as never);
+    subscriptions.push(() => baton.events.off(event, fn as never));
+  };
+  on('enqueued', (e) => enqueued.inc({ queue: e.queue }, e.count));
+  on('claimed', (e) => {
+    claimed.inc({ queue: e.queue }, e.count);
+    claimDuration.observe({ queue: e.queue }, e.durationMs / 1000);
+  });
+  on('started', (e) => startLatency.observe({ queue: e.job.queue }, Math.max(0, e.startLatencyMs) / 1000));
+  on('succeeded', (e) => {
+    succeeded.inc({ queue: e.job.queue });
+    jobDuration.observe({ queue: e.job.queue }, e.durationMs / 1000);
+  });
+  on('retried', (e) => retried.inc({ queue: e.job.queue }));
+  on('deadLettered', (e) => deadLettered.inc({ queue: e.job.queue }));
+  on('fenced', (e) => fenced.inc({ kind: e.kind }, e.count));
+  on('leaseLost', (e) => leasesLost.inc({ queue: e.job.queue }));
+  on('reaped', (e) => reaped.inc({ fast: String(e.fast) }, e.count));
+  // Listening here also keeps an engine 'error' event from being thrown as unhandled.
+  on('error', (e) => engineErrors.inc({ where: e.where }));
+  let closed = false;
+
+  return {
+    registry,
+    contentType: registry.contentType,
+    render: () => registry.metrics(),
+    observeRequest(method, route, status, seconds) {
+      httpRequests.inc({ method, route, status: String(status) });
+      httpDuration.observe({ method, route }, seconds);
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      for (const unsubscribe of subscriptions) unsubscribe();
+    },
+  };
+}

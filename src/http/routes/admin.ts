@@ -1,0 +1,39 @@
+// Operator routes: bulk dead-letter replay (capped), queues with counts by
+// state, live workers. Queues are implicit: an unknown queue has all-zero counts.
+
+import { Hono } from 'hono';
+import { zValidator } from '@hono/zod-validator';
+import { z } from 'zod';
+import type { Baton } from '../../index.ts';
+import type { AppEnv } from '../context.ts';
+import { validationHook } from '../errors.ts';
+import { DLQ_REPLAY_LIMIT_DEFAULT, dlqReplayQuerySchema, nameSchema } from '../schemas.ts';
+import { toWireCounts, toWireJob, toWireWorker } from '../wire.ts';
+
+export function dlqRoutes(baton: Baton) {
+  /** Replays up to `limit` (default 100, max 1000) dead-lettered jobs, oldest first. */
+  return new Hono<AppEnv>().post('/replay', zValidator('query', dlqReplayQuerySchema, validationHook), async (c) => {
+    const q = c.req.valid('query');
+    const jobs = await baton.admin.replayDeadLetters({ ...q, limit: q.limit ?? DLQ_REPLAY_LIMIT_DEFAULT });
+    return c.json({ replayed: jobs.length, jobs: jobs.map(toWireJob) }, 200);
+  });
+}
+
+export function queueRoutes(baton: Baton) {
+  return new Hono<AppEnv>()
+    .get('/', async (c) => {
+      const queues = await baton.admin.queues();
+      return c.json({ queues: queues.map((q) => ({ queue: q.queue, counts: toWireCounts(q.counts) })) }, 200);
+    })
+    .get('/:queue/depth', zValidator('param', z.object({ queue: nameSchema }), validationHook), async (c) => {
+      const { queue } = c.req.valid('param');
+      return c.json({ queue, counts: toWireCounts(await baton.admin.queueDepth(queue)) }, 200);
+    });
+}
+
+export function workerRoutes(baton: Baton) {
+  return new Hono<AppEnv>().get('/', async (c) => {
+    const workers = await baton.admin.workers();
+    return c.json({ workers: workers.map(toWireWorker) }, 200);
+  });
+}

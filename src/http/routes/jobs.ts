@@ -1,0 +1,52 @@
+// /api/jobs: enqueue (one or a batch), read, list, replay, cancel. Bodies go
+// through jsonBody (strict JSON) then zod; engine errors map to statuses in errors.ts.
+
+import { Hono } from 'hono';
+import { zValidator } from '@hono/zod-validator';
+import type { Baton } from '../../index.ts';
+import type { AppEnv } from '../context.ts';
+import { ApiError, validationHook } from '../errors.ts';
+import { jsonBody } from '../json-body.ts';
+import { batchSchema, isJobId, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
+import { toWireJob, toWireResult } from '../wire.ts';
+
+/** A malformed id cannot name a job, so it is simply not found (never a 500 from a cast). */
+function jobId(raw: string): string {
+  if (!isJobId(raw)) throw new ApiError('JOB_NOT_FOUND', 'job not found');
+  return raw;
+}
+
+export function jobRoutes(baton: Baton, maxJsonDepth: number) {
+  return (
+    new Hono<AppEnv>()
+      /** 201 with the new job; 200 with the existing one when (tenantId, idempotencyKey) already exists. */
+      .post('/', jsonBody(maxJsonDepth), zValidator('json', jobSpecSchema, validationHook), async (c) => {
+        const r = await baton.enqueue(c.req.valid('json'));
+        return c.json(toWireJob(r.job), r.created ? 201 : 200);
+      })
+      /** One INSERT for the batch; results in input order. 201 if any job was created, else 200. */
+      .post('/batch', jsonBody(maxJsonDepth), zValidator('json', batchSchema, validationHook), async (c) => {
+        const results = await baton.enqueueMany(c.req.valid('json').jobs);
+        return c.json({ results: results.map(toWireResult) }, results.some((r) => r.created) ? 201 : 200);
+      })
+      /** Newest first, filtered by state / tenantId / queue / jobType, paged by limit (1..500) and offset. */
+      .get('/', zValidator('query', listJobsQuerySchema, validationHook), async (c) => {
+        const page = await baton.admin.listJobs(c.req.valid('query'));
+        return c.json({ jobs: page.jobs.map(toWireJob), total: page.total, limit: page.limit, offset: page.offset }, 200);
+      })
+      .get('/:id', async (c) => {
+        const job = await baton.admin.getJob(jobId(c.req.param('id')));
+        return c.json(toWireJob(job), 200);
+      })
+      /** Terminal jobs only (409 otherwise): back to pending with a fresh budget, replayCount + 1. */
+      .post('/:id/replay', async (c) => {
+        const job = await baton.admin.replay(jobId(c.req.param('id')));
+        return c.json(toWireJob(job), 200);
+      })
+      /** Pending jobs only (409 otherwise). */
+      .post('/:id/cancel', async (c) => {
+        const job = await baton.admin.cancel(jobId(c.req.param('id')));
+        return c.json(toWireJob(job), 200);
+      })
+  );
+}

@@ -1,0 +1,70 @@
+// Operational routes: liveness, readiness, Prometheus metrics and the admin
+// console page (one static HTML file, read from disk once and kept in memory).
+
+import { readFile } from 'node:fs/promises';
+import { Hono } from 'hono';
+import { isBatonError, type Baton } from '../../index.ts';
+import type { AppEnv } from '../context.ts';
+import { ApiError } from '../errors.ts';
+import type { Metrics } from '../metrics.ts';
+
+/** A readiness probe must answer even when the pool is stuck waiting for a connection. */
+export const READY_DB_TIMEOUT_MS = 2_000;
+
+export interface OpsOptions {
+  metrics?: Metrics;
+  /** Extra readiness condition, e.g. "the engine has started". Default: always true. */
+  isStarted?: () => boolean;
+  consoleHtmlPath: string;
+}
+
+async function probeDb(baton: Baton): Promise<'ok' | 'unreachable' | 'not_started'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('readiness probe timed out')), READY_DB_TIMEOUT_MS);
+  });
+  try {
+    // Cheapest admin read; any answer proves the pool can reach the database.
+    await Promise.race([baton.admin.workers(), timeout]);
+    return 'ok';
+  } catch (err) {
+    return isBatonError(err) && err.code === 'NOT_STARTED' ? 'not_started' : 'unreachable';
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function opsRoutes(baton: Baton, opts: OpsOptions) {
+  let consoleHtml: string | undefined;
+  return new Hono<AppEnv>()
+    .get('/healthz', (c) => c.json({ status: 'ok' as const }, 200))
+    .get('/readyz', async (c) => {
+      const db = await probeDb(baton);
+      const started = db !== 'not_started' && (opts.isStarted?.() ?? true);
+      if (db !== 'ok' || !started) {
+        c.get('log').warn({ db, started }, 'not ready');
+        throw new ApiError('NOT_READY', 'not ready', { db, started });
+      }
+      return c.json({ status: 'ready' as const, db, started }, 200);
+    })
+    .get('/metrics', async (c) => {
+      if (!opts.metrics) throw new ApiError('ROUTE_NOT_FOUND', 'metrics are disabled');
+      return c.body(await opts.metrics.render(), 200, { 'Content-Type': opts.metrics.contentType });
+    })
+    .get('/', async (c) => {
+      if (consoleHtml === undefined) {
+        try {
+          consoleHtml = await readFile(opts.consoleHtmlPath, 'utf8');
+        } catch {
+          // Not cached, so a console file deployed later is picked up.
+          throw new ApiError('ROUTE_NOT_FOUND', 'the admin console is not installed');
+        }
+      }
+      return c.html(consoleHtml, 200, {
+        'Cache-Control': 'no-store',
+        // The console is one self-contained file: nothing may load from elsewhere.
+        'Content-Security-Policy':
+          "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+      });
+    });
+}

@@ -1,0 +1,93 @@
+// Zod contracts of the HTTP API: request bodies and query strings. Objects are
+// strict: an unknown field (body or query) is a 400 naming it, so a typo never
+// silently falls back to a default. Types flow from here to the client via AppType.
+
+import { z } from 'zod';
+import { JOB_STATES, NAME_PATTERN, type JobSpec, type ListJobsFilter } from '../index.ts';
+
+/** Most jobs accepted by one POST /api/jobs/batch. */
+export const BATCH_MAX = 1_000;
+/** Page size bounds of GET /api/jobs (the engine's own bounds). */
+export const LIST_LIMIT_MAX = 500;
+/** Deep OFFSET pages cost a scan each; page with filters instead. */
+export const LIST_OFFSET_MAX = 100_000;
+/** Bounds of POST /api/dlq/replay?limit= (the engine's own bounds). */
+export const DLQ_REPLAY_LIMIT_MAX = 1_000;
+export const DLQ_REPLAY_LIMIT_DEFAULT = 100;
+/** Ten years: delays beyond that are almost surely unit mistakes. */
+export const DELAY_MS_MAX = 10 * 365 * 24 * 3600 * 1000;
+export const MAX_ATTEMPTS_MAX = 1_000;
+export const IDEMPOTENCY_KEY_MAX_CHARS = 255;
+
+/** Queue, job type and tenant names: 1-128 of [A-Za-z0-9_.:-/], no spaces, quotes or NUL. */
+export const nameSchema = z.string().regex(NAME_PATTERN, 'must be 1-128 characters of A-Z a-z 0-9 _ . : - /');
+
+/** A non-negative decimal integer in a query string, bounded; "1e9", "-1", "1.5", "" are refused. */
+function intParam(min: number, max: number) {
+  return z
+    .string()
+    .regex(/^\d{1,9}$/, `must be an integer from ${min} to ${max}`)
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+}
+
+/** One job as submitted over HTTP. runAt is an ISO 8601 instant with an offset (Z or ±hh:mm). */
+export const jobSpecSchema = z
+  .object({
+    jobType: nameSchema,
+    /** Any JSON; stored as jsonb. Defaults to {}. */
+    payload: z.unknown().optional(),
+    queue: nameSchema.optional(),
+    tenantId: nameSchema.optional(),
+    /** Higher runs first; a PostgreSQL integer. */
+    priority: z.int32().optional(),
+    runAt: z.iso
+      .datetime({ offset: true })
+      .transform((s) => new Date(s))
+      .optional(),
+    delayMs: z.int().min(0).max(DELAY_MS_MAX).optional(),
+    maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_MAX).optional(),
+    idempotencyKey: z.string().min(1).max(IDEMPOTENCY_KEY_MAX_CHARS).optional(),
+  })
+  .strict()
+  .refine((s) => s.runAt === undefined || s.delayMs === undefined, {
+    path: ['delayMs'],
+    message: 'runAt and delayMs are mutually exclusive',
+  }) satisfies z.ZodType<JobSpec>;
+
+export const batchSchema = z
+  .object({
+    jobs: z.array(jobSpecSchema).min(1).max(BATCH_MAX),
+  })
+  .strict();
+
+export const listJobsQuerySchema = z
+  .object({
+    state: z.enum(JOB_STATES).optional(),
+    tenantId: nameSchema.optional(),
+    queue: nameSchema.optional(),
+    jobType: nameSchema.optional(),
+    limit: intParam(1, LIST_LIMIT_MAX).optional(),
+    offset: intParam(0, LIST_OFFSET_MAX).optional(),
+  })
+  .strict() satisfies z.ZodType<ListJobsFilter>;
+
+export const dlqReplayQuerySchema = z
+  .object({
+    limit: intParam(1, DLQ_REPLAY_LIMIT_MAX).optional(),
+    queue: nameSchema.optional(),
+    tenantId: nameSchema.optional(),
+  })
+  .strict();
+
+/** An empty query string (routes that take no parameters refuse unknown ones). */
+export const noQuerySchema = z.object({}).strict();
+
+/** Job ids are bigint identities rendered as decimal strings. */
+const JOB_ID = /^[1-9][0-9]{0,18}$/;
+const BIGINT_MAX = 9223372036854775807n;
+
+/** True when `id` can name a job at all; anything else is simply not found. */
+export function isJobId(id: string): boolean {
+  return JOB_ID.test(id) && BigInt(id) <= BIGINT_MAX;
+}
