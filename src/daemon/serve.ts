@@ -54,12 +54,15 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     const migrated = await baton.migrate();
     if (migrated.applied.length > 0) logger.info({ applied: migrated.applied }, 'migrations applied');
     await baton.start();
+    let serving = true;
     logger.info({ queues: baton.config.queues, workerId: baton.config.workerId }, 'workers started');
 
     const app = createApp(baton, {
       apiToken: config.apiToken,
       bodyLimitBytes: config.bodyLimitBytes,
       logger: logger.child({ component: 'http' }),
+      // /readyz turns 503 as soon as shutdown begins, so a load balancer stops routing here.
+      isStarted: () => serving,
     });
     const server = createAdaptorServer({ fetch: app.fetch }) as Server;
     const address = await listen(server, config.port, config.host);
@@ -68,6 +71,7 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
       order: SHUTDOWN_ORDER.stopAccepting,
       name: 'stop accepting HTTP',
       run: async () => {
+        serving = false;
         server.close();
         server.closeIdleConnections();
       },
