@@ -1,11 +1,21 @@
-// Composition of the library: turns options into a running engine wired to
+// Composition of the library: turns options into an engine wired to
 // node-postgres (pool, LISTEN connection, presence connection).
 
+import os from 'node:os';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import type { Baton } from './core/baton.ts';
-import type { EngineConfigInput } from './core/config.ts';
+import { parseEngineConfig, type EngineConfigInput } from './core/config.ts';
+import { BatonError } from './core/errors.ts';
+import { Engine } from './core/engine.ts';
 import type { HandlerMap } from './core/handler.ts';
-import type { Logger } from './core/logger.ts';
+import { noopLogger, type Logger } from './core/logger.ts';
+import { migrate } from './db/migrate.ts';
+import { PgExecutor } from './db/pg/pg-executor.ts';
+import { PgListener } from './db/pg/listener.ts';
 import type { PgPoolLike } from './db/pg/pool.ts';
+import { PgPresence } from './db/pg/presence.ts';
+import { quoteSchema } from './db/schema-name.ts';
 
 export interface BatonOptions extends EngineConfigInput {
   /** A pg.Pool to use (Baton does not end it on stop). Either pool or connectionString is required. */
@@ -14,12 +24,76 @@ export interface BatonOptions extends EngineConfigInput {
   connectionString?: string;
   /** Max connections of the pool Baton builds. Default 10. */
   poolSize?: number;
+  /** Per-query timeout (ms) of the pool Baton builds, so a blackholed connection errors instead of hanging. Default 10 000. */
+  queryTimeoutMs?: number;
   /** Job type -> handler. */
   handlers?: HandlerMap;
   /** pino-compatible logger; silent by default. */
   logger?: Logger;
 }
 
-export function createBaton(_options: BatonOptions): Baton {
-  throw new Error('not implemented yet');
+/** The advisory-lock namespace of a schema's presence locks: a stable positive int4. */
+export function lockNamespaceFor(schema: string): number {
+  let h = 0x811c9dc5;
+  for (const ch of `baton.presence:${schema}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193);
+  return (h >>> 1) || 1;
+}
+
+/**
+ * Creates an engine. Nothing connects until migrate(), start() or a first query.
+ * @throws BatonError INVALID_CONFIG naming every bad option.
+ */
+export function createBaton(options: BatonOptions): Baton {
+  const { pool: givenPool, connectionString, poolSize, queryTimeoutMs, handlers, logger, ...engineInput } = options ?? {};
+  const config = parseEngineConfig(engineInput, () => `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
+  if (!givenPool && !connectionString) {
+    throw new BatonError('INVALID_CONFIG', 'invalid Baton options: pool or connectionString is required');
+  }
+  const timeout = queryTimeoutMs ?? 10_000;
+  const connection: pg.ClientConfig = connectionString
+    ? { connectionString }
+    : { ...((givenPool as unknown as { options?: pg.ClientConfig }).options ?? {}) };
+  // TCP keepalive plus client- and server-side timeouts: a silently dropped connection
+  // fails within seconds instead of the kernel's retransmission limit (many minutes).
+  const hardened: pg.PoolConfig = {
+    ...connection,
+    max: poolSize ?? 10,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 2_000,
+    connectionTimeoutMillis: 5_000,
+    query_timeout: timeout,
+    statement_timeout: timeout,
+    idle_in_transaction_session_timeout: 30_000,
+    application_name: 'baton',
+  };
+  const ownPool = givenPool ? null : new pg.Pool(hardened);
+  // Idle clients that lose their connection emit 'error' on the pool; without a listener that crashes the process.
+  ownPool?.on('error', () => undefined);
+  const pool = (givenPool ?? ownPool) as PgPoolLike;
+  const schema = quoteSchema(config.schema);
+  const lockNamespace = lockNamespaceFor(config.schema);
+  const log = logger ?? noopLogger;
+  const sideConnection: pg.ClientConfig = { ...connection, connectionTimeoutMillis: 5_000 };
+
+  return new Engine({
+    config,
+    executor: new PgExecutor(pool, schema),
+    handlers: handlers ?? {},
+    logger: log,
+    lockNamespace,
+    migrate: () => migrate(pool, { schema: config.schema }),
+    createPresence: () =>
+      new PgPresence({
+        connection: sideConnection,
+        quotedSchema: schema,
+        lockNamespace,
+        workerId: config.workerId,
+        queues: { ...config.queues },
+        onError: (err) => log.warn({ err }, 'baton: presence connection lost; reconnecting'),
+      }),
+    createListener: (hooks) => new PgListener({ connection: sideConnection, ...hooks }),
+    close: async () => {
+      await ownPool?.end();
+    },
+  });
 }

@@ -1,0 +1,115 @@
+// Operator actions and read models: inspect, list, replay, cancel, queue depth,
+// workers. Replay and cancel are single conditional statements, so a job that
+// changed state meanwhile gets a clear conflict instead of a half-written row.
+
+import type { Executor } from '../db/executor.ts';
+import type { AdminApi, JobPage, ListJobsFilter, StateCounts } from './baton.ts';
+import { BatonError } from './errors.ts';
+import { JOB_STATES, type Job, type JobState } from './job.ts';
+
+export const LIST_LIMIT_DEFAULT = 50;
+export const LIST_LIMIT_MAX = 500;
+export const LIST_TOTAL_CAP = 10_000;
+export const DLQ_REPLAY_LIMIT_DEFAULT = 100;
+export const DLQ_REPLAY_LIMIT_MAX = 1_000;
+const INT8_MAX = 9223372036854775807n;
+
+/** Job ids are positive int8 values written in decimal. */
+export function assertJobId(id: string): void {
+  if (!/^[1-9][0-9]{0,18}$/.test(id) || BigInt(id) > INT8_MAX) {
+    throw new BatonError('INVALID_ARGUMENT', `invalid job id ${JSON.stringify(String(id).slice(0, 40))}: expected a positive integer`, {
+      details: { field: 'id' },
+    });
+  }
+}
+
+function intIn(name: string, v: number | undefined, min: number, max: number, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw new BatonError('INVALID_ARGUMENT', `${name} must be an integer between ${min} and ${max}`, { details: { field: name } });
+  }
+  return v;
+}
+
+export function emptyCounts(): StateCounts {
+  return Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts;
+}
+
+export function createAdmin(executor: Executor, wake: (queue: string) => void): AdminApi {
+  async function mustGet(id: string): Promise<Job> {
+    assertJobId(id);
+    const job = await executor.jobGet({ id });
+    if (!job) throw new BatonError('JOB_NOT_FOUND', `job ${id} not found`, { details: { id } });
+    return job;
+  }
+
+  return {
+    getJob: mustGet,
+
+    async listJobs(filter: ListJobsFilter = {}): Promise<JobPage> {
+      if (filter.state !== undefined && !JOB_STATES.includes(filter.state)) {
+        throw new BatonError('INVALID_ARGUMENT', `state must be one of ${JOB_STATES.join(', ')}`, { details: { field: 'state' } });
+      }
+      const limit = intIn('limit', filter.limit, 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT);
+      const offset = intIn('offset', filter.offset, 0, 1_000_000, 0);
+      const where = { state: filter.state, tenantId: filter.tenantId, queue: filter.queue, jobType: filter.jobType };
+      const [jobs, total] = await Promise.all([
+        executor.jobList({ ...where, limit, offset }),
+        executor.jobCountCapped({ ...where, cap: LIST_TOTAL_CAP }),
+      ]);
+      return { jobs, total, limit, offset };
+    },
+
+    async replay(id: string): Promise<Job> {
+      assertJobId(id);
+      const job = await executor.jobReplay({ id });
+      if (!job) {
+        const current = await mustGet(id);
+        throw new BatonError(
+          'JOB_STATE_CONFLICT',
+          `job ${id} is ${current.state}; only succeeded, dead_lettered or cancelled jobs can be replayed`,
+          { details: { id, state: current.state } },
+        );
+      }
+      wake(job.queue);
+      return job;
+    },
+
+    async cancel(id: string): Promise<Job> {
+      assertJobId(id);
+      const job = await executor.jobCancel({ id });
+      if (!job) {
+        const current = await mustGet(id);
+        throw new BatonError('JOB_STATE_CONFLICT', `job ${id} is ${current.state}; only pending jobs can be cancelled`, {
+          details: { id, state: current.state },
+        });
+      }
+      return job;
+    },
+
+    async replayDeadLetters(opts = {}) {
+      const limit = intIn('limit', opts.limit, 1, DLQ_REPLAY_LIMIT_MAX, DLQ_REPLAY_LIMIT_DEFAULT);
+      const jobs = await executor.jobReplayDeadLetters({ limit, queue: opts.queue, tenantId: opts.tenantId });
+      for (const q of new Set(jobs.map((j) => j.queue))) wake(q);
+      return jobs;
+    },
+
+    async queueDepth(queue: string): Promise<StateCounts> {
+      const counts = emptyCounts();
+      for (const r of await executor.jobCountsByQueue({ queue })) counts[r.state as JobState] = r.n;
+      return counts;
+    },
+
+    async queues() {
+      const byQueue = new Map<string, StateCounts>();
+      for (const r of await executor.jobCountsByQueue({})) {
+        const c = byQueue.get(r.queue) ?? emptyCounts();
+        c[r.state] = r.n;
+        byQueue.set(r.queue, c);
+      }
+      return [...byQueue].map(([queue, counts]) => ({ queue, counts }));
+    },
+
+    workers: () => executor.workerList(),
+  };
+}

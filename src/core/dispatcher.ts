@@ -1,0 +1,99 @@
+// The claim loop of one queue. Woken by NOTIFY, in-process enqueues and the poll
+// timer; never claims more than its free slots; after a claim that filled every
+// free slot it claims again as soon as a slot frees (drain mode).
+
+export interface DispatcherDeps {
+  queue: string;
+  concurrency: number;
+  /** Claims up to `limit` jobs and starts them; resolves to how many were claimed. */
+  claimAndStart: (limit: number) => Promise<number>;
+  onError: (err: unknown) => void;
+}
+
+const ERROR_BACKOFF_MS = 250;
+
+export class QueueDispatcher {
+  readonly #d: DispatcherDeps;
+  #inFlight = 0;
+  #claiming = false;
+  #wanted = false;
+  #lastFilled = false;
+  #stopped = true;
+  #backoff: NodeJS.Timeout | null = null;
+
+  constructor(deps: DispatcherDeps) {
+    this.#d = deps;
+  }
+
+  get queue(): string {
+    return this.#d.queue;
+  }
+  get concurrency(): number {
+    return this.#d.concurrency;
+  }
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  start(): void {
+    this.#stopped = false;
+    this.wake();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    if (this.#backoff) clearTimeout(this.#backoff);
+    this.#backoff = null;
+  }
+
+  /** Asks for a claim as soon as possible; coalesces with one in progress. */
+  wake(): void {
+    if (this.#stopped) return;
+    if (this.#claiming) {
+      this.#wanted = true;
+      return;
+    }
+    void this.#loop();
+  }
+
+  /** A handler slot is taken (called synchronously for each started job). */
+  acquired(): void {
+    this.#inFlight++;
+  }
+
+  /** A handler slot is free again. */
+  released(): void {
+    this.#inFlight--;
+    // Drain mode: the last claim was full, so more jobs are probably waiting.
+    if (this.#lastFilled) this.wake();
+  }
+
+  async #loop(): Promise<void> {
+    this.#claiming = true;
+    try {
+      do {
+        this.#wanted = false;
+        const free = this.#d.concurrency - this.#inFlight;
+        if (free <= 0 || this.#stopped) break;
+        const got = await this.#d.claimAndStart(free);
+        this.#lastFilled = got === free;
+      } while (this.#wanted && !this.#stopped);
+    } catch (err) {
+      this.#d.onError(err);
+      // Retry soon on our own; the poll timer is the slower safety net.
+      if (!this.#stopped && !this.#backoff) {
+        this.#backoff = setTimeout(() => {
+          this.#backoff = null;
+          this.wake();
+        }, ERROR_BACKOFF_MS);
+      }
+    } finally {
+      this.#claiming = false;
+    }
+  }
+
+  /** Resolves when no claim is in progress (for shutdown). */
+  async idle(): Promise<void> {
+    while (this.#claiming) await new Promise((r) => setTimeout(r, 5));
+  }
+}

@@ -1,0 +1,326 @@
+// The engine: composes dispatchers, runner, completer, heartbeats, reaper,
+// wake-ups and presence into a Baton. Owns the lifecycle (start / drain-stop).
+//
+// Terminology. A *job* is one row; a *queue* groups jobs for claiming; a *lease*
+// is a worker's time-limited claim on a job, identified by its fencing *token*;
+// an *attempt* is spent at claim time; a *worker* is one engine process holding
+// a presence lock; a *dispatcher* is its claim loop for one queue.
+
+import { EventEmitter } from 'node:events';
+import type { Executor, NotificationListener, Presence } from '../db/executor.ts';
+import type { MigrateResult } from '../db/migrate.ts';
+import { createAdmin } from './admin.ts';
+import type { AdminApi, Baton, EngineEvents, EngineStats, EnqueueOptions } from './baton.ts';
+import { Completer } from './completer.ts';
+import type { EngineConfig } from './config.ts';
+import { QueueDispatcher } from './dispatcher.ts';
+import { BatonError } from './errors.ts';
+import type { HandlerMap } from './handler.ts';
+import { Heartbeater } from './heartbeater.ts';
+import type { EnqueueResult, JobSpec, LeasedJob } from './job.ts';
+import { normalizeSpec } from './job-spec.ts';
+import { LeaseTable, monotonicMs, type InFlight } from './lease-table.ts';
+import type { Logger } from './logger.ts';
+import { Notifier, channelFor } from './notifier.ts';
+import { Reaper } from './reaper.ts';
+import { runJob } from './job-runner.ts';
+
+export const ENQUEUE_BATCH_MAX = 10_000;
+/** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
+const ABORT_GRACE_MS = 1_000;
+
+export interface EngineDeps {
+  config: EngineConfig;
+  executor: Executor;
+  handlers: HandlerMap;
+  logger: Logger;
+  lockNamespace: number;
+  migrate: () => Promise<MigrateResult>;
+  createPresence: () => Presence;
+  createListener: (hooks: { onNotify: (channel: string) => void; onConnected: () => void; onError: (err: unknown) => void }) => NotificationListener;
+  /** Releases resources the engine owns (e.g. a pool it created). Called once, at the end of stop(). */
+  close: () => Promise<void>;
+}
+
+export class Engine implements Baton {
+  readonly config: EngineConfig;
+  readonly admin: AdminApi;
+  readonly events = new EventEmitter<EngineEvents>();
+  readonly #d: EngineDeps;
+  readonly #log: Logger;
+  readonly #leases = new LeaseTable();
+  readonly #dispatchers = new Map<string, QueueDispatcher>();
+  readonly #byChannel = new Map<string, QueueDispatcher>();
+  readonly #notifier: Notifier;
+  readonly #completer: Completer;
+  readonly #heartbeater: Heartbeater;
+  readonly #reaper: Reaper;
+  #presence: Presence | null = null;
+  #listener: NotificationListener | null = null;
+  #poll: NodeJS.Timeout | null = null;
+  #started = false;
+  #stopping = false;
+  #stopped: Promise<void> | null = null;
+  #idle: Array<() => void> = [];
+  readonly #counters = { claimed: 0, succeeded: 0, retried: 0, deadLettered: 0, fencedWrites: 0, leasesLost: 0, reclaimed: 0 };
+
+  constructor(deps: EngineDeps) {
+    this.#d = deps;
+    this.config = deps.config;
+    this.#log = deps.logger.child({ worker: deps.config.workerId });
+    // An 'error' event without listeners would throw; errors are reported, never fatal.
+    this.events.on('error', () => undefined);
+    const onError = (where: string) => (error: unknown) => {
+      this.#log.warn({ err: error, where }, 'baton: background operation failed');
+      this.events.emit('error', { where, error });
+    };
+    this.admin = createAdmin(deps.executor, (q) => this.#wakeQueues([q]));
+    this.#notifier = new Notifier({
+      debounceMs: this.config.notifyDebounceMs,
+      channelOf: (q) => channelFor(this.config.schema, q),
+      send: (channels) => deps.executor.jobNotify({ channels }),
+      onError: onError('notify'),
+    });
+    this.#completer = new Completer({
+      executor: deps.executor,
+      config: this.config,
+      onFenced: (kind, count) => this.#fenced(kind, count),
+      onError: onError('completer'),
+    });
+    this.#heartbeater = new Heartbeater({
+      executor: deps.executor,
+      config: this.config,
+      leases: this.#leases,
+      onLost: (entry, why) => this.#leaseLost(entry, why),
+      onError: onError('heartbeat'),
+      afterTick: () => deps.executor.workerTouch({ id: this.config.workerId, inFlight: this.#leases.size }),
+    });
+    this.#reaper = new Reaper({
+      executor: deps.executor,
+      config: this.config,
+      lockNamespace: deps.lockNamespace,
+      onReaped: (jobs) => {
+        this.#counters.reclaimed += jobs.length;
+        const fast = jobs.some((j) => !j.expired);
+        this.events.emit('reaped', { count: jobs.length, fast });
+        this.#log.info({ count: jobs.length, fast }, 'baton: reclaimed leases');
+        this.#wakeQueues(jobs.filter((j) => j.state === 'pending').map((j) => j.queue));
+      },
+      onError: onError('reaper'),
+    });
+    for (const [queue, concurrency] of Object.entries(this.config.queues)) {
+      const dispatcher: QueueDispatcher = new QueueDispatcher({
+        queue,
+        concurrency,
+        claimAndStart: (limit) => this.#claimAndStart(dispatcher, limit),
+        onError: onError(`claim:${queue}`),
+      });
+      this.#dispatchers.set(queue, dispatcher);
+      this.#byChannel.set(channelFor(this.config.schema, queue), dispatcher);
+    }
+  }
+
+  migrate(): Promise<MigrateResult> {
+    return this.#d.migrate();
+  }
+
+  async start(): Promise<void> {
+    if (this.#started) return;
+    if (this.#stopping) throw new BatonError('SHUTTING_DOWN', 'this Baton instance was stopped; create a new one');
+    this.#started = true;
+    const working = this.#dispatchers.size > 0;
+    try {
+      if (working) {
+        this.#presence = this.#d.createPresence();
+        await this.#presence.start();
+        if (this.config.dispatch === 'notify') {
+          this.#listener = this.#d.createListener({
+            onNotify: (channel) => this.#byChannel.get(channel)?.wake(),
+            // Notifications sent while the listener was away are gone: poll at once.
+            onConnected: () => this.#wakeAll(),
+            onError: (err) => this.events.emit('error', { where: 'listener', error: err }),
+          });
+          await this.#listener.start([...this.#byChannel.keys()]);
+        }
+        this.#heartbeater.start();
+        this.#poll = setInterval(() => this.#wakeAll(), this.config.pollIntervalMs);
+        for (const d of this.#dispatchers.values()) d.start();
+      }
+      if (this.config.reaper) this.#reaper.start();
+      this.#log.info({ queues: this.config.queues, dispatch: this.config.dispatch }, 'baton: started');
+    } catch (err) {
+      await this.stop({ drainMs: 0 }).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  stop(opts: { drainMs?: number } = {}): Promise<void> {
+    this.#stopped ??= this.#stop(opts.drainMs ?? this.config.drainMs);
+    return this.#stopped;
+  }
+
+  async #stop(drainMs: number): Promise<void> {
+    this.#stopping = true;
+    if (this.#poll) clearInterval(this.#poll);
+    for (const d of this.#dispatchers.values()) d.stop();
+    this.#notifier.stop();
+    await this.#listener?.stop();
+    // Claims in flight finish; what they return is released unstarted (see #claimAndStart).
+    await Promise.all([...this.#dispatchers.values()].map((d) => d.idle()));
+    if (!(await this.#waitIdle(drainMs))) {
+      const reason = new BatonError('SHUTTING_DOWN', `drain deadline of ${drainMs} ms passed`);
+      for (const e of this.#leases.live()) e.controller.abort(reason);
+      if (!(await this.#waitIdle(ABORT_GRACE_MS))) {
+        // Handlers that ignore their signal: give their leases back now rather than at expiry.
+        const stuck = this.#leases.live();
+        for (const e of stuck) this.#leases.markLost(e, reason);
+        await this.#d.executor
+          .jobReleaseMany({ leases: stuck.map((e) => ({ id: e.job.id, token: e.token })), refundAttempt: false })
+          .catch((err) => this.#log.warn({ err }, 'baton: releasing stuck leases failed'));
+      }
+    }
+    await this.#completer.drain();
+    await this.#heartbeater.stop();
+    await this.#reaper.stop();
+    await this.#presence?.stop();
+    await this.#d.close();
+    this.#log.info({}, 'baton: stopped');
+  }
+
+  async #waitIdle(ms: number): Promise<boolean> {
+    if (this.#leases.size === 0) return true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(this.#leases.size === 0), ms);
+      this.#idle.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  async enqueue(spec: JobSpec, opts: EnqueueOptions = {}): Promise<EnqueueResult> {
+    const [result] = await this.enqueueMany([spec], opts);
+    return result as EnqueueResult;
+  }
+
+  async enqueueMany(specs: JobSpec[], opts: EnqueueOptions = {}): Promise<EnqueueResult[]> {
+    if (!Array.isArray(specs) || specs.length > ENQUEUE_BATCH_MAX) {
+      throw new BatonError('INVALID_ARGUMENT', `jobs must be an array of at most ${ENQUEUE_BATCH_MAX} specs`);
+    }
+    if (specs.length === 0) return [];
+    const jobs = specs.map((s, i) => normalizeSpec(s, this.config.maxAttemptsDefault, specs.length > 1 ? i : undefined));
+    const notify = opts.notify !== false;
+    const queues = [...new Set(jobs.filter((j) => j.runAt === null && j.delayMs === 0).map((j) => j.queue))];
+    const results = await this.#d.executor.jobInsertMany({
+      jobs,
+      ...(opts.client ? { client: opts.client } : {}),
+      ...(opts.client && notify ? { notifyInTransaction: queues.map((q) => channelFor(this.config.schema, q)) } : {}),
+    });
+    const created = results.filter((r) => r.created);
+    for (const q of new Set(created.map((r) => r.job.queue))) {
+      this.events.emit('enqueued', { queue: q, count: created.filter((r) => r.job.queue === q).length });
+    }
+    // The insert has committed (autocommit): wake now. In the caller's transaction the
+    // NOTIFY above travels with the commit instead.
+    if (!opts.client && notify && created.length > 0) this.#wakeQueues(queues);
+    return results;
+  }
+
+  async wake(queue: string): Promise<void> {
+    this.#wakeQueues([queue]);
+  }
+
+  #wakeQueues(queues: string[]): void {
+    if (queues.length === 0) return;
+    for (const q of queues) this.#dispatchers.get(q)?.wake();
+    if (this.config.dispatch === 'notify') this.#notifier.notify(queues);
+  }
+
+  #wakeAll(): void {
+    for (const d of this.#dispatchers.values()) d.wake();
+  }
+
+  async #claimAndStart(dispatcher: QueueDispatcher, limit: number): Promise<number> {
+    const provenAt = monotonicMs();
+    const t0 = performance.now();
+    const { executor, config } = { executor: this.#d.executor, config: this.config };
+    let jobs = await executor.jobClaim({
+      queue: dispatcher.queue,
+      limit,
+      owner: config.workerId,
+      leaseMs: config.leaseMs,
+      intoRunning: config.claimIntoRunning,
+    });
+    if (jobs.length === 0) return 0;
+    this.#counters.claimed += jobs.length;
+    this.events.emit('claimed', { queue: dispatcher.queue, count: jobs.length, durationMs: performance.now() - t0 });
+    if (!config.claimIntoRunning && !this.#stopping) {
+      const leases = jobs.map((j) => ({ id: j.id, token: j.token }));
+      let ok: Set<string>;
+      try {
+        ok = await executor.jobMarkRunningMany({ leases });
+      } catch (err) {
+        await this.#release(jobs);
+        throw err;
+      }
+      if (ok.size < jobs.length) this.#fenced('start', jobs.length - ok.size);
+      jobs = jobs.filter((j) => ok.has(j.id)).map((j): LeasedJob => ({ ...j, state: 'running', startedAt: new Date() }));
+    }
+    if (this.#stopping) {
+      // Claimed but never started: give them back with the attempt refunded.
+      await this.#release(jobs);
+      return jobs.length;
+    }
+    for (const job of jobs) {
+      const entry = this.#leases.add(job, provenAt);
+      dispatcher.acquired();
+      void this.#run(entry, dispatcher);
+    }
+    return jobs.length;
+  }
+
+  async #release(jobs: LeasedJob[]): Promise<void> {
+    if (jobs.length === 0) return;
+    const leases = jobs.map((j) => ({ id: j.id, token: j.token }));
+    const ok = await this.#d.executor.jobReleaseMany({ leases, refundAttempt: true });
+    if (ok.size < jobs.length) this.#fenced('release', jobs.length - ok.size);
+  }
+
+  async #run(entry: InFlight, dispatcher: QueueDispatcher): Promise<void> {
+    try {
+      await runJob(entry, {
+        handlers: this.#d.handlers,
+        completer: this.#completer,
+        config: this.config,
+        logger: this.#log,
+        events: this.events,
+        counters: this.#counters,
+      });
+    } catch (err) {
+      this.events.emit('error', { where: 'runner', error: err });
+    } finally {
+      this.#leases.delete(entry);
+      dispatcher.released();
+      if (this.#leases.size === 0) for (const f of this.#idle.splice(0)) f();
+    }
+  }
+
+  #leaseLost(entry: InFlight, why: 'fenced' | 'deadline'): void {
+    if (!this.#leases.markLost(entry)) return;
+    this.#counters.leasesLost++;
+    if (why === 'fenced') this.#fenced('heartbeat', 1);
+    this.#log.warn({ jobId: entry.job.id, token: entry.token, why }, 'baton: lease lost; handler aborted, nothing will be written');
+    this.events.emit('leaseLost', { job: entry.job });
+  }
+
+  #fenced(kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release', count: number): void {
+    this.#counters.fencedWrites += count;
+    this.events.emit('fenced', { kind, count });
+  }
+
+  stats(): EngineStats {
+    const slots: EngineStats['slots'] = {};
+    for (const d of this.#dispatchers.values()) slots[d.queue] = { concurrency: d.concurrency, inFlight: d.inFlight };
+    return { ...this.#counters, slots };
+  }
+}

@@ -1,0 +1,69 @@
+// Batched heartbeats: one statement renews every lease this process holds, every
+// heartbeatMs. A row missing from the result means the lease is lost (abort the
+// handler, write nothing). A failed round trip is NOT lease loss: the expiry stays
+// the real deadline, enforced locally by heartbeatDeadlineMs.
+
+import type { Executor } from '../db/executor.ts';
+import type { EngineConfig } from './config.ts';
+import { monotonicMs, type InFlight, type LeaseTable } from './lease-table.ts';
+
+export interface HeartbeaterDeps {
+  executor: Executor;
+  config: EngineConfig;
+  leases: LeaseTable;
+  onLost: (entry: InFlight, why: 'fenced' | 'deadline') => void;
+  onError: (err: unknown) => void;
+  /** Runs after each tick (used to refresh the worker row). */
+  afterTick?: () => Promise<void>;
+}
+
+export class Heartbeater {
+  readonly #d: HeartbeaterDeps;
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<void> | null = null;
+
+  constructor(deps: HeartbeaterDeps) {
+    this.#d = deps;
+  }
+
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      if (!this.#running) this.#running = this.tick().finally(() => (this.#running = null));
+    }, this.#d.config.heartbeatMs);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    await this.#running;
+  }
+
+  /** One heartbeat round; exposed for tests. */
+  async tick(): Promise<void> {
+    const { executor, config, leases } = this.#d;
+    const sent = leases.live();
+    if (sent.length > 0) {
+      const sentAt = monotonicMs();
+      try {
+        const alive = await executor.jobHeartbeatMany({
+          leases: sent.map((e) => ({ id: e.job.id, token: e.token })),
+          leaseMs: config.leaseMs,
+        });
+        for (const e of sent) {
+          if (alive.has(e.job.id)) e.provenAt = Math.max(e.provenAt, sentAt);
+          // A job whose outcome write is in flight may legitimately have left the live states.
+          else if (e.phase === 'running' && leases.get(e.job.id) === e) this.#d.onLost(e, 'fenced');
+        }
+      } catch (err) {
+        this.#d.onError(err);
+      }
+    }
+    const now = monotonicMs();
+    for (const e of leases.live()) {
+      if (e.phase === 'running' && now - e.provenAt > config.heartbeatDeadlineMs) this.#d.onLost(e, 'deadline');
+    }
+    await this.#d.afterTick?.().catch(this.#d.onError);
+  }
+}
+

@@ -1,0 +1,62 @@
+// Validation of what producers submit, before any SQL runs: names, ranges,
+// JSON-safety and NUL bytes (which PostgreSQL text and jsonb reject).
+
+import { z } from 'zod';
+import type { NewJob } from '../db/executor.ts';
+import { NAME_PATTERN } from './config.ts';
+import { BatonError } from './errors.ts';
+import type { JobSpec } from './job.ts';
+
+const MAX_DELAY_MS = 10 * 365 * 24 * 3600 * 1000;
+const noNul = (s: string) => !s.includes('\u0000');
+const name = z.string().regex(NAME_PATTERN, 'must be 1-128 chars of [A-Za-z0-9_.:-/]');
+
+export const jobSpecSchema = z
+  .object({
+    jobType: name,
+    payload: z.unknown().optional(),
+    queue: name.optional(),
+    tenantId: name.optional(),
+    priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
+    runAt: z.date().refine((d) => !Number.isNaN(d.getTime()), 'must be a valid date').optional(),
+    delayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
+    maxAttempts: z.number().int().min(1).max(1_000).optional(),
+    idempotencyKey: z.string().min(1).max(512).refine(noNul, 'must not contain NUL bytes').optional(),
+  })
+  .strict()
+  .refine((s) => !(s.runAt !== undefined && s.delayMs !== undefined), {
+    message: 'runAt and delayMs are mutually exclusive',
+    path: ['delayMs'],
+  });
+
+/** Validates and defaults one spec; throws BatonError INVALID_ARGUMENT naming the field. */
+export function normalizeSpec(spec: JobSpec, maxAttemptsDefault: number, index?: number): NewJob {
+  const parsed = jobSpecSchema.safeParse(spec);
+  const where = index === undefined ? '' : `jobs[${index}].`;
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${where}${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new BatonError('INVALID_ARGUMENT', `invalid job: ${issues.join('; ')}`, { details: issues });
+  }
+  const s = parsed.data;
+  let payloadText: string | undefined;
+  try {
+    payloadText = JSON.stringify(s.payload ?? null);
+  } catch (err) {
+    throw new BatonError('INVALID_ARGUMENT', `invalid job: ${where}payload: not JSON-serialisable`, { cause: err });
+  }
+  // JSON.stringify escapes NUL as \u0000, which jsonb refuses.
+  if (payloadText === undefined || payloadText.includes('\\u0000')) {
+    throw new BatonError('INVALID_ARGUMENT', `invalid job: ${where}payload: must be JSON without NUL (\\u0000) characters`);
+  }
+  return {
+    tenantId: s.tenantId ?? 'default',
+    queue: s.queue ?? 'default',
+    jobType: s.jobType,
+    payload: s.payload ?? null,
+    priority: s.priority ?? 0,
+    runAt: s.runAt ? s.runAt.toISOString() : null,
+    delayMs: s.runAt ? null : (s.delayMs ?? 0),
+    maxAttempts: s.maxAttempts ?? maxAttemptsDefault,
+    idempotencyKey: s.idempotencyKey ?? null,
+  };
+}

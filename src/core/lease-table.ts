@@ -1,0 +1,54 @@
+// In-flight leases of this process. A lease is "proven" at the moment a claim
+// or heartbeat that returned it was sent; past provenAt + heartbeatDeadlineMs the
+// worker can no longer prove ownership and must stop (self-fencing).
+
+import { performance } from 'node:perf_hooks';
+import { LeaseLostError } from './errors.ts';
+import type { LeasedJob } from './job.ts';
+
+export interface InFlight {
+  readonly job: LeasedJob;
+  readonly token: string;
+  readonly controller: AbortController;
+  /** 'running': handler executing; 'writing': outcome write in progress (the completer decides). */
+  phase: 'running' | 'writing';
+  /** Local monotonic ms when a round trip that proved the lease was sent. */
+  provenAt: number;
+  lost: boolean;
+}
+
+export class LeaseTable {
+  readonly #entries = new Map<string, InFlight>();
+
+  add(job: LeasedJob, provenAt: number): InFlight {
+    const entry: InFlight = { job, token: job.token, controller: new AbortController(), phase: 'running', provenAt, lost: false };
+    this.#entries.set(job.id, entry);
+    return entry;
+  }
+
+  get(id: string): InFlight | undefined {
+    return this.#entries.get(id);
+  }
+
+  delete(entry: InFlight): void {
+    if (this.#entries.get(entry.job.id) === entry) this.#entries.delete(entry.job.id);
+  }
+
+  /** Marks the lease lost and aborts its handler. Returns false if it already was. */
+  markLost(entry: InFlight, reason?: unknown): boolean {
+    if (entry.lost) return false;
+    entry.lost = true;
+    entry.controller.abort(reason ?? new LeaseLostError(entry.job.id, entry.token));
+    return true;
+  }
+
+  live(): InFlight[] {
+    return [...this.#entries.values()].filter((e) => !e.lost);
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+}
+
+export const monotonicMs = (): number => performance.now();

@@ -1,0 +1,70 @@
+// Wake-up NOTIFYs: one channel per queue, debounced per queue on the leading
+// edge. The first enqueue in a quiet window notifies at once (sparse traffic pays
+// no added latency); later ones inside the window coalesce into one trailing NOTIFY.
+// Always called after the enqueue committed, never inside its transaction.
+
+import { createHash } from 'node:crypto';
+
+/** The NOTIFY channel of a queue: a fixed-length hex identifier, safe to LISTEN on unquoted. */
+export function channelFor(schema: string, queue: string): string {
+  return `baton_${createHash('sha1').update(`${schema}\u0000${queue}`).digest('hex').slice(0, 24)}`;
+}
+
+export interface NotifierOptions {
+  debounceMs: number;
+  send: (channels: string[]) => Promise<void>;
+  channelOf: (queue: string) => string;
+  onError: (err: unknown) => void;
+}
+
+export class Notifier {
+  readonly #o: NotifierOptions;
+  /** queue -> whether a trailing NOTIFY is owed when its window closes. */
+  readonly #windows = new Map<string, { trailing: boolean; timer: NodeJS.Timeout }>();
+
+  constructor(options: NotifierOptions) {
+    this.#o = options;
+  }
+
+  /** Signals that jobs were committed into `queues`. */
+  notify(queues: Iterable<string>): void {
+    const now: string[] = [];
+    for (const q of new Set(queues)) {
+      if (this.#o.debounceMs === 0) {
+        now.push(q);
+        continue;
+      }
+      const w = this.#windows.get(q);
+      if (w) {
+        w.trailing = true;
+        continue;
+      }
+      now.push(q);
+      this.#open(q);
+    }
+    if (now.length > 0) this.#send(now);
+  }
+
+  #open(queue: string): void {
+    const timer = setTimeout(() => {
+      const w = this.#windows.get(queue);
+      this.#windows.delete(queue);
+      if (w?.trailing) {
+        this.#open(queue);
+        this.#send([queue]);
+      }
+    }, this.#o.debounceMs);
+    timer.unref();
+    this.#windows.set(queue, { trailing: false, timer });
+  }
+
+  #send(queues: string[]): void {
+    this.#o.send(queues.map(this.#o.channelOf)).catch(this.#o.onError);
+  }
+
+  /** Drops pending trailing notifications (polling covers anything they would have woken). */
+  stop(): void {
+    for (const w of this.#windows.values()) clearTimeout(w.timer);
+    this.#windows.clear();
+  }
+}

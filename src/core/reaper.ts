@@ -1,0 +1,64 @@
+// The reaper: returns expired leases to pending (or dead-letters them when the
+// attempt budget is spent) in bounded batches, and with fast reclaim also the
+// leases of workers whose database session is provably gone for longer than the
+// grace. Any number of processes may reap at once (SKIP LOCKED, fenced writes).
+
+import type { Executor, ReapedJob } from '../db/executor.ts';
+import type { EngineConfig } from './config.ts';
+
+export interface ReaperDeps {
+  executor: Executor;
+  config: EngineConfig;
+  lockNamespace: number;
+  onReaped: (jobs: ReapedJob[]) => void;
+  onError: (err: unknown) => void;
+}
+
+const PRUNE_EVERY_TICKS = 240;
+
+export class Reaper {
+  readonly #d: ReaperDeps;
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<void> | null = null;
+  #ticks = 0;
+
+  constructor(deps: ReaperDeps) {
+    this.#d = deps;
+  }
+
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      if (!this.#running) {
+        this.#running = this.tick()
+          .then(() => undefined, this.#d.onError)
+          .finally(() => (this.#running = null));
+      }
+    }, this.#d.config.reaperIntervalMs);
+  }
+
+  async stop(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    await this.#running;
+  }
+
+  /** One sweep; exposed for tests. Returns the jobs it moved. */
+  async tick(): Promise<ReapedJob[]> {
+    const { executor, config } = this.#d;
+    if (config.fastReclaim) await executor.workerSweep({ lockNamespace: this.#d.lockNamespace });
+    const all: ReapedJob[] = [];
+    for (;;) {
+      const batch = await executor.jobReap({
+        limit: config.reaperBatchSize,
+        graceMs: config.fastReclaimGraceMs,
+        fastReclaim: config.fastReclaim,
+      });
+      all.push(...batch);
+      if (batch.length > 0) this.#d.onReaped(batch);
+      if (batch.length < config.reaperBatchSize) break;
+    }
+    if (++this.#ticks % PRUNE_EVERY_TICKS === 0) await executor.workerPrune();
+    return all;
+  }
+}

@@ -1,0 +1,64 @@
+// Retry classification and backoff bounds. The random draw itself happens in
+// SQL (see job_fail_many); this module owns the formula and the classifier.
+
+import { TerminalError } from './errors.ts';
+
+/**
+ * Upper bound of the full-jitter delay before retry number `attempt` (1-based: the delay after
+ * the first failed attempt is drawn from [0, base]). delay = random(0, min(cap, base * 2^(attempt-1))).
+ */
+export function backoffCeilingMs(attempt: number, baseMs: number, capMs: number): number {
+  if (attempt < 1) return 0;
+  return Math.min(capMs, baseMs * 2 ** (attempt - 1));
+}
+
+/** A full-jitter draw, for callers outside SQL (and tests of the bounds). */
+export function backoffDelayMs(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
+  return random() * backoffCeilingMs(attempt, baseMs, capMs);
+}
+
+/**
+ * True when `err` or anything in its `cause` chain (or an AggregateError's errors) is a
+ * TerminalError. Cycle-safe and depth-bounded.
+ */
+export function isTerminal(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  const stack: unknown[] = [err];
+  while (stack.length > 0 && seen.size < 1_000) {
+    const e = stack.pop();
+    if (e === null || e === undefined || seen.has(e)) continue;
+    seen.add(e);
+    if (e instanceof TerminalError) return true;
+    // Errors from another realm or a bundled copy of Baton: match by name.
+    if (typeof e === 'object' && (e as { name?: unknown }).name === 'TerminalError') return true;
+    if (typeof e === 'object') {
+      const cause = (e as { cause?: unknown }).cause;
+      if (cause !== undefined) stack.push(cause);
+      if (e instanceof AggregateError) stack.push(...e.errors);
+    }
+  }
+  return false;
+}
+
+const MESSAGE_LIMIT = 2_000;
+const STACK_LIMIT = 8_000;
+
+/** A JSON-safe description of what was thrown, bounded in size, NUL-free (jsonb rejects \u0000). */
+export function describeError(err: unknown): { name: string; message: string; stack?: string } {
+  const clean = (s: string, limit: number) => s.replaceAll('\u0000', '\uFFFD').slice(0, limit);
+  if (err instanceof Error) {
+    const out: { name: string; message: string; stack?: string } = {
+      name: clean(err.name || 'Error', 200),
+      message: clean(String(err.message), MESSAGE_LIMIT),
+    };
+    if (typeof err.stack === 'string') out.stack = clean(err.stack, STACK_LIMIT);
+    return out;
+  }
+  let message: string;
+  try {
+    message = typeof err === 'string' ? err : JSON.stringify(err) ?? String(err);
+  } catch {
+    message = String(err);
+  }
+  return { name: 'NonError', message: clean(message, MESSAGE_LIMIT) };
+}

@@ -1,0 +1,112 @@
+// The seam between the engine and the database: every operation the engine
+// performs, as one method with one params object, returning domain types.
+// @internal — not a public API.
+
+import type { AttemptError, EnqueueResult, Job, JobState, LeasedJob } from '../core/job.ts';
+import type { Queryable } from './pg/pool.ts';
+
+/** A validated, defaulted job spec ready to insert. */
+export interface NewJob {
+  tenantId: string;
+  queue: string;
+  jobType: string;
+  payload: unknown;
+  priority: number;
+  /** ISO time, or null to use now() + delayMs. */
+  runAt: string | null;
+  delayMs: number | null;
+  maxAttempts: number;
+  idempotencyKey: string | null;
+}
+
+export interface Lease {
+  id: string;
+  token: string;
+}
+
+/** An error entry as the worker builds it; the database adds the time. */
+export type AttemptErrorInput = Omit<AttemptError, 'at'>;
+
+export interface JobInsertManyParams {
+  jobs: NewJob[];
+  /** Caller's client (their transaction); the pool otherwise. */
+  client?: Queryable;
+  /** Channels to NOTIFY in the same transaction (only used with `client`). */
+  notifyInTransaction?: string[];
+}
+export interface JobClaimParams {
+  queue: string;
+  limit: number;
+  owner: string;
+  leaseMs: number;
+  intoRunning: boolean;
+}
+export interface JobCompleteItem extends Lease {
+  result: unknown;
+}
+export interface JobFailItem extends Lease {
+  error: AttemptErrorInput;
+  terminal: boolean;
+}
+export interface ReapedJob {
+  id: string;
+  state: JobState;
+  queue: string;
+  /** true: lease expired; false: fast reclaim of a gone worker's lease. */
+  expired: boolean;
+}
+export interface JobListParams {
+  state?: JobState | undefined;
+  tenantId?: string | undefined;
+  queue?: string | undefined;
+  jobType?: string | undefined;
+  limit: number;
+  offset: number;
+}
+export interface WorkerRow {
+  id: string;
+  hostname: string;
+  pid: number;
+  queues: Record<string, number>;
+  inFlight: number;
+  startedAt: Date;
+  lastSeenAt: Date;
+  alive: boolean;
+}
+
+export interface Executor {
+  jobInsertMany(p: JobInsertManyParams): Promise<EnqueueResult[]>;
+  jobNotify(p: { channels: string[] }): Promise<void>;
+  jobClaim(p: JobClaimParams): Promise<LeasedJob[]>;
+  /** Returns ids whose lease was still current (the others were fenced off). */
+  jobMarkRunningMany(p: { leases: Lease[] }): Promise<Set<string>>;
+  jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<Set<string>>;
+  jobCompleteMany(p: { items: JobCompleteItem[] }): Promise<Set<string>>;
+  /** Returns id -> new state for the rows written. */
+  jobFailMany(p: { items: JobFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, JobState>>;
+  jobReleaseMany(p: { leases: Lease[]; refundAttempt: boolean }): Promise<Set<string>>;
+  jobReap(p: { limit: number; graceMs: number; fastReclaim: boolean }): Promise<ReapedJob[]>;
+  jobGet(p: { id: string }): Promise<Job | null>;
+  jobList(p: JobListParams): Promise<Job[]>;
+  jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }): Promise<number>;
+  jobReplay(p: { id: string }): Promise<Job | null>;
+  jobCancel(p: { id: string }): Promise<Job | null>;
+  jobReplayDeadLetters(p: { limit: number; queue?: string | undefined; tenantId?: string | undefined }): Promise<Job[]>;
+  jobCountsByQueue(p: { queue?: string | undefined }): Promise<Array<{ queue: string; state: JobState; n: number }>>;
+  workerSweep(p: { lockNamespace: number }): Promise<void>;
+  workerPrune(): Promise<void>;
+  workerTouch(p: { id: string; inFlight: number }): Promise<void>;
+  workerList(): Promise<WorkerRow[]>;
+}
+
+/** Holds this process's presence lock on a dedicated connection, re-acquiring it after a reconnect. */
+export interface Presence {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** One LISTEN connection per process. */
+export interface NotificationListener {
+  start(channels: string[]): Promise<void>;
+  stop(): Promise<void>;
+}

@@ -1,0 +1,41 @@
+// Translates PostgreSQL SQLSTATEs into BatonError codes, in one place.
+
+import { BatonError, isBatonError } from '../../core/errors.ts';
+
+/** SQLSTATEs worth retrying: serialization failure, deadlock, cannot connect now, admin shutdown, crash shutdown. */
+export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01', '57P01', '57P02', '57P03']);
+
+const INVALID_INPUT_SQLSTATES = new Set([
+  '22P05', // untranslatable character (\u0000 in jsonb)
+  '22021', // character not in repertoire / NUL byte in text
+  '22P02', // invalid text representation
+  '22007', // invalid datetime format
+  '22008', // datetime field overflow
+  '22003', // numeric value out of range
+  '22023', // invalid parameter value
+  '2202E', // array subscript error
+  '54001', // statement too complex (absurdly deep json)
+]);
+
+/** Network-level failures of node-postgres: the database is unreachable, not the input bad. */
+function isConnectionError(err: { code?: unknown; message?: unknown }): boolean {
+  const code = typeof err.code === 'string' ? err.code : '';
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)) return true;
+  if (code.startsWith('08') || code.startsWith('57P')) return true;
+  const msg = typeof err.message === 'string' ? err.message : '';
+  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error/i.test(msg);
+}
+
+/** Wraps any error from the driver into a BatonError with a stable code. */
+export function translatePgError(err: unknown): BatonError {
+  if (isBatonError(err)) return err;
+  const e = (err ?? {}) as { code?: unknown; message?: unknown };
+  const code = typeof e.code === 'string' ? e.code : undefined;
+  if (code && INVALID_INPUT_SQLSTATES.has(code)) {
+    return new BatonError('INVALID_ARGUMENT', `invalid input: ${String(e.message)}`, { cause: err, details: { sqlstate: code } });
+  }
+  if (isConnectionError(e)) {
+    return new BatonError('DB_UNAVAILABLE', `database unavailable: ${String(e.message)}`, { cause: err });
+  }
+  return new BatonError('INTERNAL', `database error: ${String(e.message ?? err)}`, { cause: err, details: code ? { sqlstate: code } : undefined });
+}

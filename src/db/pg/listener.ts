@@ -1,0 +1,57 @@
+// The one LISTEN connection per process, on pg-listen: reconnects forever,
+// checks the connection periodically (a dead socket is noticed), and reports
+// reconnects so the engine can poll at once (notifications sent meanwhile are gone).
+
+import type pg from 'pg';
+import pgListen, { type Subscriber } from 'pg-listen';
+import type { NotificationListener } from '../executor.ts';
+
+export interface PgListenerOptions {
+  connection: pg.ClientConfig;
+  onNotify: (channel: string) => void;
+  /** Called after every connection; after a reconnect, once LISTEN is in place again. */
+  onConnected: () => void;
+  onError?: (err: unknown) => void;
+  /** How often to prove the connection alive with a trivial query. */
+  paranoidCheckMs?: number;
+}
+
+// pg-listen is CommonJS with an `exports.default`; under Node's ESM interop the default
+// import is the module object, so reach through it when needed.
+type CreateSubscriber = typeof import('pg-listen').default;
+const createSubscriber: CreateSubscriber =
+  (pgListen as unknown as { default?: CreateSubscriber }).default ?? (pgListen as unknown as CreateSubscriber);
+
+export class PgListener implements NotificationListener {
+  readonly #o: PgListenerOptions;
+  #sub: Subscriber | null = null;
+
+  constructor(options: PgListenerOptions) {
+    this.#o = options;
+  }
+
+  async start(channels: string[]): Promise<void> {
+    const sub = createSubscriber(
+      { ...this.#o.connection, keepAlive: true, application_name: 'baton-listener' },
+      {
+        paranoidChecking: this.#o.paranoidCheckMs ?? 2_000,
+        retryInterval: (attempt: number) => Math.min(2_000, 100 * 2 ** attempt),
+        retryLimit: Infinity,
+        retryTimeout: 0, // never give up
+        parse: (s: string) => s,
+      },
+    );
+    sub.events.on('notification', (n) => this.#o.onNotify(n.channel));
+    sub.events.on('connected', () => this.#o.onConnected());
+    sub.events.on('error', (err) => this.#o.onError?.(err));
+    this.#sub = sub;
+    await sub.connect();
+    await Promise.all(channels.map((c) => sub.listenTo(c)));
+  }
+
+  async stop(): Promise<void> {
+    const sub = this.#sub;
+    this.#sub = null;
+    if (sub) await sub.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,228 @@
+// Executor on node-postgres: runs the named queries, maps rows to domain types
+// and translates driver errors. Thin by design: the SQL carries the invariants.
+
+import type { EnqueueResult, JobState, LeasedJob } from '../../core/job.ts';
+import type {
+  Executor,
+  JobClaimParams,
+  JobCompleteItem,
+  JobFailItem,
+  JobInsertManyParams,
+  JobListParams,
+  Lease,
+  ReapedJob,
+  WorkerRow,
+} from '../executor.ts';
+import { translatePgError } from './errors.ts';
+import type { PgPoolLike, QueryConfigLike, Queryable } from './pool.ts';
+import { jobQueries, type JobQueries } from './queries/job.ts';
+import { workerQueries, type WorkerQueries } from './queries/worker.ts';
+import { rowToJob, type JobRow } from './rows.ts';
+
+export class PgExecutor implements Executor {
+  readonly #pool: PgPoolLike;
+  readonly #job: JobQueries;
+  readonly #worker: WorkerQueries;
+
+  /** `schema` must already be quoted (see quoteSchema). */
+  constructor(pool: PgPoolLike, quotedSchema: string) {
+    this.#pool = pool;
+    this.#job = jobQueries(quotedSchema);
+    this.#worker = workerQueries(quotedSchema);
+  }
+
+  async #q<R>(query: QueryConfigLike, values: unknown[], on: Queryable = this.#pool): Promise<R[]> {
+    try {
+      const res = await on.query<R>({ ...query, values });
+      return res.rows;
+    } catch (err) {
+      throw translatePgError(err);
+    }
+  }
+
+  async jobInsertMany(p: JobInsertManyParams): Promise<EnqueueResult[]> {
+    const on = p.client ?? this.#pool;
+    const payload = JSON.stringify(
+      p.jobs.map((j) => ({
+        tenant_id: j.tenantId,
+        queue: j.queue,
+        job_type: j.jobType,
+        payload: j.payload === undefined ? null : j.payload,
+        priority: j.priority,
+        run_at: j.runAt,
+        delay_ms: j.delayMs,
+        max_attempts: j.maxAttempts,
+        idempotency_key: j.idempotencyKey,
+      })),
+    );
+    const inserted = (await this.#q<JobRow>(this.#job.insertMany, [payload], on)).map(rowToJob);
+    // Inserted rows come back in identity order, which follows input order (ORDER BY ord).
+    inserted.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    const key = (tenant: string, k: string) => `${tenant}\u0000${k}`;
+    const byKey = new Map<string, EnqueueResult>();
+    for (const job of inserted) {
+      if (job.idempotencyKey !== null) byKey.set(key(job.tenantId, job.idempotencyKey), { job, created: true });
+    }
+    // Keyed specs that inserted nothing collided with an existing job: read those back
+    // (a new statement, so it sees a concurrent duplicate that committed meanwhile).
+    const missing = p.jobs.filter((j) => j.idempotencyKey !== null && !byKey.has(key(j.tenantId, j.idempotencyKey)));
+    if (missing.length > 0) {
+      const rows = await this.#q<JobRow>(
+        this.#job.selectByKeys,
+        [missing.map((j) => j.tenantId), missing.map((j) => j.idempotencyKey)],
+        on,
+      );
+      for (const job of rows.map(rowToJob)) byKey.set(key(job.tenantId, job.idempotencyKey as string), { job, created: false });
+    }
+    const unkeyed = inserted.filter((j) => j.idempotencyKey === null);
+    let u = 0;
+    const out: EnqueueResult[] = [];
+    const seen = new Set<string>();
+    for (const spec of p.jobs) {
+      if (spec.idempotencyKey === null) {
+        const job = unkeyed[u++];
+        if (!job) throw translatePgError(new Error('insert returned fewer rows than expected'));
+        out.push({ job, created: true });
+        continue;
+      }
+      const k = key(spec.tenantId, spec.idempotencyKey);
+      const found = byKey.get(k);
+      if (!found) throw translatePgError(new Error(`idempotent job ${spec.idempotencyKey} vanished during enqueue`));
+      // A key repeated inside one batch: only its first occurrence created the job.
+      out.push(seen.has(k) ? { job: found.job, created: false } : found);
+      seen.add(k);
+    }
+    if (p.client && p.notifyInTransaction && p.notifyInTransaction.length > 0) {
+      await this.#q(this.#job.notify, [p.notifyInTransaction], p.client);
+    }
+    return out;
+  }
+
+  async jobNotify(p: { channels: string[] }): Promise<void> {
+    await this.#q(this.#job.notify, [p.channels]);
+  }
+
+  async jobClaim(p: JobClaimParams): Promise<LeasedJob[]> {
+    const rows = await this.#q<JobRow>(this.#job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]);
+    const jobs = rows.map(rowToJob) as LeasedJob[];
+    // UPDATE ... RETURNING has no order: restore claim order.
+    return jobs.sort(
+      (a, b) => b.priority - a.priority || a.runAt.getTime() - b.runAt.getTime() || (BigInt(a.id) < BigInt(b.id) ? -1 : 1),
+    );
+  }
+
+  async #idsOf(query: QueryConfigLike, values: unknown[]): Promise<Set<string>> {
+    const rows = await this.#q<{ id: string }>(query, values);
+    return new Set(rows.map((r) => String(r.id)));
+  }
+
+  jobMarkRunningMany(p: { leases: Lease[] }): Promise<Set<string>> {
+    return this.#idsOf(this.#job.markRunningMany, leaseArrays(p.leases));
+  }
+
+  jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<Set<string>> {
+    return this.#idsOf(this.#job.heartbeatMany, [...leaseArrays(p.leases), p.leaseMs]);
+  }
+
+  jobCompleteMany(p: { items: JobCompleteItem[] }): Promise<Set<string>> {
+    return this.#idsOf(this.#job.completeMany, [
+      ...leaseArrays(p.items),
+      p.items.map((i) => (i.result === undefined ? null : JSON.stringify(i.result))),
+    ]);
+  }
+
+  async jobFailMany(p: { items: JobFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, JobState>> {
+    const rows = await this.#q<{ id: string; state: JobState }>(this.#job.failMany, [
+      ...leaseArrays(p.items),
+      p.items.map((i) => JSON.stringify(i.error)),
+      p.backoffBaseMs,
+      p.backoffCapMs,
+      p.items.map((i) => i.terminal),
+    ]);
+    return new Map(rows.map((r) => [String(r.id), r.state]));
+  }
+
+  jobReleaseMany(p: { leases: Lease[]; refundAttempt: boolean }): Promise<Set<string>> {
+    return this.#idsOf(this.#job.releaseMany, [...leaseArrays(p.leases), p.refundAttempt]);
+  }
+
+  async jobReap(p: { limit: number; graceMs: number; fastReclaim: boolean }): Promise<ReapedJob[]> {
+    const rows = await this.#q<{ id: string; state: JobState; queue: string; expired: boolean }>(this.#job.reap, [
+      p.limit,
+      p.graceMs,
+      p.fastReclaim,
+    ]);
+    return rows.map((r) => ({ id: String(r.id), state: r.state, queue: r.queue, expired: r.expired }));
+  }
+
+  async jobGet(p: { id: string }) {
+    const rows = await this.#q<JobRow>(this.#job.get, [p.id]);
+    return rows[0] ? rowToJob(rows[0]) : null;
+  }
+
+  async jobList(p: JobListParams) {
+    const rows = await this.#q<JobRow>(this.#job.list, [...filterValues(p), p.limit, p.offset]);
+    return rows.map(rowToJob);
+  }
+
+  async jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }) {
+    const rows = await this.#q<{ n: number }>(this.#job.countCapped, [...filterValues(p), p.cap]);
+    return rows[0]?.n ?? 0;
+  }
+
+  async jobReplay(p: { id: string }) {
+    const rows = await this.#q<JobRow>(this.#job.replay, [p.id]);
+    return rows[0] ? rowToJob(rows[0]) : null;
+  }
+
+  async jobCancel(p: { id: string }) {
+    const rows = await this.#q<JobRow>(this.#job.cancel, [p.id]);
+    return rows[0] ? rowToJob(rows[0]) : null;
+  }
+
+  async jobReplayDeadLetters(p: { limit: number; queue?: string | undefined; tenantId?: string | undefined }) {
+    const rows = await this.#q<JobRow>(this.#job.replayDeadLetters, [p.limit, p.queue ?? null, p.tenantId ?? null]);
+    return rows.map(rowToJob).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+  }
+
+  jobCountsByQueue(p: { queue?: string | undefined }) {
+    return this.#q<{ queue: string; state: JobState; n: number }>(this.#job.countsByQueue, [p.queue ?? null]);
+  }
+
+  async workerSweep(p: { lockNamespace: number }) {
+    await this.#q(this.#worker.sweep, [p.lockNamespace]);
+  }
+
+  async workerPrune() {
+    await this.#q(this.#worker.prune, []);
+  }
+
+  async workerTouch(p: { id: string; inFlight: number }) {
+    await this.#q(this.#worker.touch, [p.id, p.inFlight]);
+  }
+
+  async workerList(): Promise<WorkerRow[]> {
+    const rows = await this.#q<{
+      id: string; hostname: string; pid: number; queues: Record<string, number>; in_flight: number;
+      started_at: Date; last_seen_at: Date; alive: boolean;
+    }>(this.#worker.list, []);
+    return rows.map((r) => ({
+      id: r.id,
+      hostname: r.hostname,
+      pid: r.pid,
+      queues: r.queues,
+      inFlight: r.in_flight,
+      startedAt: r.started_at,
+      lastSeenAt: r.last_seen_at,
+      alive: r.alive,
+    }));
+  }
+}
+
+function leaseArrays(leases: readonly Lease[]): [string[], string[]] {
+  return [leases.map((l) => l.id), leases.map((l) => l.token)];
+}
+
+function filterValues(p: Pick<JobListParams, 'state' | 'tenantId' | 'queue' | 'jobType'>): unknown[] {
+  return [p.state ?? null, p.tenantId ?? null, p.queue ?? null, p.jobType ?? null];
+}

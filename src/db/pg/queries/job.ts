@@ -1,0 +1,220 @@
+// Named queries for the jobs table family, built once per engine from the
+// quoted schema. Every outcome write (start, heartbeat, complete, fail, release)
+// is conditional on the lease token: a stale token matches zero rows.
+
+/** Error history kept per job (oldest entries dropped first). */
+export const ERROR_HISTORY_LIMIT = 100;
+
+const LIVE = `('leased', 'running')`;
+
+export function jobQueries(schema: string) {
+  const jobs = `${schema}.jobs`;
+  const tokenSeq = `'${schema}.lease_token_seq'`;
+  // Appends one error entry to the history, keeping the newest ERROR_HISTORY_LIMIT.
+  const appendError = (entry: string) => `(
+    SELECT COALESCE(jsonb_agg(e ORDER BY o), '[]'::jsonb)
+    FROM jsonb_array_elements(j.errors || jsonb_build_array(${entry})) WITH ORDINALITY AS h(e, o)
+    WHERE o > jsonb_array_length(j.errors) + 1 - ${ERROR_HISTORY_LIMIT})`;
+
+  return {
+    // Inserts a batch in one statement. Rows are read from a jsonb array in input order;
+    // a duplicate (tenant_id, idempotency_key) is skipped here and read back by jobSelectByKeys.
+    // run_at: an absolute time when given, else now() + delay_ms (database clock).
+    insertMany: {
+      name: `${schema}.job_insert_many`,
+      text: `INSERT INTO ${jobs}
+          (tenant_id, queue, job_type, payload, priority, run_at, max_attempts, idempotency_key)
+        SELECT x.tenant_id, x.queue, x.job_type, COALESCE(x.payload, 'null'::jsonb), x.priority,
+               COALESCE(x.run_at, now() + make_interval(secs => COALESCE(x.delay_ms, 0) / 1000.0)),
+               x.max_attempts, x.idempotency_key
+        FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS a(elem, ord)
+        CROSS JOIN LATERAL jsonb_to_record(a.elem) AS x(
+          tenant_id text, queue text, job_type text, payload jsonb, priority integer,
+          run_at timestamptz, delay_ms double precision, max_attempts integer, idempotency_key text)
+        ORDER BY a.ord
+        ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING *`,
+    },
+    selectByKeys: {
+      name: `${schema}.job_select_by_keys`,
+      text: `SELECT j.* FROM ${jobs} j
+        JOIN unnest($1::text[], $2::text[]) AS k(tenant_id, idempotency_key)
+          ON j.tenant_id = k.tenant_id AND j.idempotency_key = k.idempotency_key`,
+    },
+    notify: {
+      name: `${schema}.job_notify`,
+      text: `SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`,
+    },
+
+    // The claim: one statement, never more rows than $2 (the free slots), in claim order
+    // (priority DESC, run_at, id). Issues a fresh token per row from the sequence, sets the
+    // expiry from the database clock and spends an attempt now, so a handler that kills its
+    // process still uses up its budget.
+    claim: {
+      name: `${schema}.job_claim`,
+      text: `WITH picked AS (
+          SELECT id FROM ${jobs}
+          WHERE state = 'pending' AND queue = $1 AND run_at <= now()
+          ORDER BY priority DESC, run_at, id
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED
+        )
+        UPDATE ${jobs} j SET
+          state = CASE WHEN $4::boolean THEN 'running' ELSE 'leased' END,
+          lease_token = nextval(${tokenSeq}),
+          lease_owner = $3,
+          lease_expires_at = now() + make_interval(secs => $5::double precision / 1000.0),
+          attempt = j.attempt + 1,
+          started_at = CASE WHEN $4::boolean THEN now() ELSE NULL END,
+          updated_at = now()
+        FROM picked WHERE j.id = picked.id
+        RETURNING j.*`,
+    },
+    markRunningMany: {
+      name: `${schema}.job_mark_running_many`,
+      text: `UPDATE ${jobs} j SET state = 'running', started_at = now(), updated_at = now()
+        FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)
+        WHERE j.id = t.id AND j.lease_token = t.token AND j.state = 'leased'
+        RETURNING j.id`,
+    },
+    heartbeatMany: {
+      name: `${schema}.job_heartbeat_many`,
+      text: `UPDATE ${jobs} j SET
+          lease_expires_at = now() + make_interval(secs => $3::double precision / 1000.0),
+          updated_at = now()
+        FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)
+        WHERE j.id = t.id AND j.lease_token = t.token AND j.state IN ${LIVE}
+        RETURNING j.id`,
+    },
+    completeMany: {
+      name: `${schema}.job_complete_many`,
+      text: `UPDATE ${jobs} j SET
+          state = 'succeeded', result = t.result, finished_at = now(), updated_at = now(),
+          lease_owner = NULL, lease_expires_at = NULL
+        FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) AS t(id, token, result)
+        WHERE j.id = t.id AND j.lease_token = t.token AND j.state IN ${LIVE}
+        RETURNING j.id`,
+    },
+    // Retry with full-jitter exponential backoff resolved in SQL:
+    // run_at = now() + random() * min(cap, base * 2^(attempt-1)); dead-letter when the error is
+    // terminal or the budget is spent. $4 base ms, $5 cap ms.
+    failMany: {
+      name: `${schema}.job_fail_many`,
+      text: `UPDATE ${jobs} j SET
+          state = CASE WHEN t.terminal OR j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
+          dead_letter_reason = CASE WHEN t.terminal THEN 'terminal_error'
+                                    WHEN j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
+          finished_at = CASE WHEN t.terminal OR j.attempt >= j.max_attempts THEN now() END,
+          run_at = CASE WHEN t.terminal OR j.attempt >= j.max_attempts THEN j.run_at
+                        ELSE now() + make_interval(secs => random()
+                          * least($5::double precision, $4::double precision * power(2::double precision, j.attempt - 1))
+                          / 1000.0) END,
+          last_error = t.err || jsonb_build_object('at', now()),
+          errors = ${appendError(`t.err || jsonb_build_object('at', now())`)},
+          lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
+        FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[], $6::boolean[]) AS t(id, token, err, terminal)
+        WHERE j.id = t.id AND j.lease_token = t.token AND j.state IN ${LIVE}
+        RETURNING j.id, j.state`,
+    },
+    // Gives back leases this worker holds but never started (graceful stop): attempt refunded
+    // when $3 is true.
+    releaseMany: {
+      name: `${schema}.job_release_many`,
+      text: `UPDATE ${jobs} j SET
+          state = 'pending',
+          attempt = CASE WHEN $3::boolean THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
+          lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
+        FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)
+        WHERE j.id = t.id AND j.lease_token = t.token AND j.state IN ${LIVE}
+        RETURNING j.id`,
+    },
+    // The reaper: live leases past their expiry, or (fast reclaim, $3) owned by a worker whose
+    // session has been gone for longer than the grace ($2 ms). Back to pending, or dead-lettered
+    // when the budget is spent. Bounded by $1 rows; SKIP LOCKED so reapers never queue.
+    reap: {
+      name: `${schema}.job_reap`,
+      text: `WITH gone AS (
+          SELECT id FROM ${schema}.workers
+          WHERE $3::boolean AND gone_since IS NOT NULL
+            AND gone_since <= now() - make_interval(secs => $2::double precision / 1000.0)
+        ), victims AS (
+          SELECT j.id, j.lease_expires_at <= now() AS expired FROM ${jobs} j
+          WHERE j.state IN ${LIVE}
+            AND (j.lease_expires_at <= now() OR j.lease_owner IN (SELECT id FROM gone))
+          ORDER BY j.lease_expires_at
+          LIMIT $1
+          FOR UPDATE OF j SKIP LOCKED
+        ), entry AS (
+          SELECT v.id, v.expired, jsonb_build_object(
+            'attempt', j.attempt, 'token', j.lease_token::text,
+            'kind', CASE WHEN v.expired THEN 'lease_expired' ELSE 'worker_gone' END,
+            'name', 'LeaseLost',
+            'message', CASE WHEN v.expired THEN 'lease expired before the worker recorded an outcome'
+                            ELSE 'the lease owner''s database session ended' END,
+            'worker', j.lease_owner, 'at', now()) AS err
+          FROM victims v JOIN ${jobs} j ON j.id = v.id
+        )
+        UPDATE ${jobs} j SET
+          state = CASE WHEN j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
+          dead_letter_reason = CASE WHEN j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
+          finished_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+          lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now(),
+          last_error = entry.err,
+          errors = ${appendError('entry.err')}
+        FROM entry WHERE j.id = entry.id
+        RETURNING j.id, j.state, j.queue, entry.expired`,
+    },
+
+    // Admin.
+    get: { name: `${schema}.job_get`, text: `SELECT * FROM ${jobs} WHERE id = $1` },
+    list: {
+      name: `${schema}.job_list`,
+      text: `SELECT * FROM ${jobs}
+        WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR tenant_id = $2)
+          AND ($3::text IS NULL OR queue = $3) AND ($4::text IS NULL OR job_type = $4)
+        ORDER BY id DESC LIMIT $5 OFFSET $6`,
+    },
+    // Capped count: an exact count of a huge table is a sequential scan the console doesn't need.
+    countCapped: {
+      name: `${schema}.job_count_capped`,
+      text: `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${jobs}
+        WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR tenant_id = $2)
+          AND ($3::text IS NULL OR queue = $3) AND ($4::text IS NULL OR job_type = $4)
+        LIMIT $5) c`,
+    },
+    replay: {
+      name: `${schema}.job_replay`,
+      text: `UPDATE ${jobs} SET state = 'pending', attempt = 0, run_at = now(),
+          replay_count = replay_count + 1, dead_letter_reason = NULL, result = NULL,
+          started_at = NULL, finished_at = NULL, updated_at = now()
+        WHERE id = $1 AND state IN ('succeeded', 'dead_lettered', 'cancelled')
+        RETURNING *`,
+    },
+    cancel: {
+      name: `${schema}.job_cancel`,
+      text: `UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now()
+        WHERE id = $1 AND state = 'pending'
+        RETURNING *`,
+    },
+    replayDeadLetters: {
+      name: `${schema}.job_replay_dead_letters`,
+      text: `WITH v AS (
+          SELECT id FROM ${jobs}
+          WHERE state = 'dead_lettered' AND ($2::text IS NULL OR queue = $2) AND ($3::text IS NULL OR tenant_id = $3)
+          ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
+        )
+        UPDATE ${jobs} j SET state = 'pending', attempt = 0, run_at = now(),
+          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL,
+          started_at = NULL, finished_at = NULL, updated_at = now()
+        FROM v WHERE j.id = v.id
+        RETURNING j.*`,
+    },
+    countsByQueue: {
+      name: `${schema}.job_counts_by_queue`,
+      text: `SELECT queue, state, count(*)::int AS n FROM ${jobs}
+        WHERE ($1::text IS NULL OR queue = $1) GROUP BY queue, state ORDER BY queue`,
+    },
+  } as const;
+}
+
+export type JobQueries = ReturnType<typeof jobQueries>;

@@ -1,0 +1,71 @@
+// Maps snake_case job rows to the Job union. The CHECK constraints of the jobs
+// table guarantee the per-state fields exist, so the casts here are safe.
+
+import type { AttemptError, Job, JobState } from '../../core/job.ts';
+
+export interface JobRow {
+  id: string;
+  tenant_id: string;
+  queue: string;
+  job_type: string;
+  payload: unknown;
+  priority: number;
+  state: JobState;
+  run_at: Date;
+  attempt: number;
+  max_attempts: number;
+  lease_token: string | null;
+  lease_owner: string | null;
+  lease_expires_at: Date | null;
+  idempotency_key: string | null;
+  last_error: AttemptError | null;
+  errors: AttemptError[];
+  dead_letter_reason: string | null;
+  result: unknown;
+  replay_count: number;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  updated_at: Date;
+}
+
+export function rowToJob(r: JobRow): Job {
+  const base = {
+    id: String(r.id),
+    tenantId: r.tenant_id,
+    queue: r.queue,
+    jobType: r.job_type,
+    payload: r.payload,
+    priority: r.priority,
+    runAt: r.run_at,
+    attempt: r.attempt,
+    maxAttempts: r.max_attempts,
+    idempotencyKey: r.idempotency_key,
+    replayCount: r.replay_count,
+    errors: r.errors ?? [],
+    lastError: r.last_error,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    startedAt: r.started_at,
+  };
+  const lastToken = r.lease_token === null ? null : String(r.lease_token);
+  switch (r.state) {
+    case 'pending':
+      return { ...base, state: 'pending', lastToken };
+    case 'leased':
+    case 'running':
+      return {
+        ...base,
+        state: r.state,
+        token: String(r.lease_token),
+        leaseOwner: r.lease_owner as string,
+        leaseExpiresAt: r.lease_expires_at as Date,
+      };
+    case 'succeeded':
+      return { ...base, state: 'succeeded', token: String(r.lease_token), result: r.result, finishedAt: r.finished_at as Date };
+    case 'dead_lettered':
+      return { ...base, state: 'dead_lettered', lastToken, reason: r.dead_letter_reason as string, finishedAt: r.finished_at as Date };
+    case 'cancelled':
+      return { ...base, state: 'cancelled', lastToken, finishedAt: r.finished_at as Date };
+  }
+}
