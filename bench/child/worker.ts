@@ -1,0 +1,64 @@
+// Worker process of one run: sets up the fresh database, then either drains N jobs
+// enqueued up front (throughput) or sits idle and records handler start times (latency).
+
+import { nowMs } from '../stats.ts';
+import { workerFor } from '../systems/index.ts';
+import { variantById } from '../systems/variants.ts';
+import { next, send, serve, until } from './ipc.ts';
+
+serve(async (run) => {
+  const v = variantById(run.variantId as string);
+  const w = await workerFor(v, run.url as string);
+  await w.setup();
+
+  if (run.role === 'throughput') {
+    const n = run.jobs as number;
+    const capMs = run.capMs as number;
+    const seqs = Array.from({ length: n }, (_, i) => i);
+    const e0 = nowMs();
+    await w.enqueueBulk(seqs);
+    const enqueueMs = nowMs() - e0;
+    const executed: number[] = [];
+    const t0 = nowMs();
+    await w.start((seq) => {
+      executed.push(seq);
+    });
+    // Handlers all ran: now wait for the database to record every outcome (the real end).
+    const allRan = await until(() => executed.length >= n, capMs, 5);
+    let drained = false;
+    if (allRan) drained = await until(async () => (await w.countDone(n)) >= n, Math.max(1_000, capMs - (nowMs() - t0)), 5);
+    const t1 = nowMs();
+    const doneAtEnd = drained ? n : await w.countDone(n);
+    await w.stop();
+    // Outcomes written asynchronously after stop (fire-and-forget completes) must land before the check.
+    await until(async () => (await w.countDone(n)) >= new Set(executed).size, 5_000, 20);
+    const verify = await w.verify(executed, n);
+    await w.close();
+    send({ type: 'result', enqueueMs, elapsedMs: t1 - t0, done: doneAtEnd, drained, executions: executed.length, verify });
+    return;
+  }
+
+  if (run.role === 'latency') {
+    const starts = new Map<number, number>();
+    let executions = 0;
+    await w.start((seq) => {
+      const t = nowMs();
+      executions++;
+      if (!starts.has(seq)) starts.set(seq, t);
+    });
+    send({ type: 'ready' });
+    const c = await next<{ type: string; expected: number; deadlineMs: number }>('collect');
+    const all = await until(() => starts.size >= c.expected, c.deadlineMs, 5);
+    if (all) await until(async () => (await w.countDone(c.expected)) >= c.expected, 5_000, 10);
+    await w.stop();
+    const executed: number[] = [];
+    for (const s of starts.keys()) executed.push(s);
+    for (let i = starts.size; i < executions; i++) executed.push(-1); // duplicates make verify fail
+    await until(async () => (await w.countDone(c.expected)) >= starts.size, 5_000, 20);
+    const verify = await w.verify(executed, c.expected);
+    await w.close();
+    send({ type: 'result', starts: [...starts.entries()], executions, complete: all, verify });
+    return;
+  }
+  throw new Error(`unknown role ${String(run.role)}`);
+});

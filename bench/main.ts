@@ -1,0 +1,163 @@
+// `npm run bench`: runs every scenario for Baton's modes and the peers, one system at
+// a time on one server, verifies every run against the database, writes results/.
+// Exit code 1 when any run failed verification (the CI smoke test relies on it).
+
+import { mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { parseBenchArgs, type Scenario } from './args.ts';
+import { machineRecord } from './machine.ts';
+import { Progress } from './progress.ts';
+import { renderMarkdown } from './report/markdown.ts';
+import { renderSvg } from './report/svg.ts';
+import type { Ctx, Figure } from './scenarios/context.ts';
+import { latency } from './scenarios/latency.ts';
+import { recovery } from './scenarios/recovery.ts';
+import { throughput } from './scenarios/throughput.ts';
+import { openServer } from './server.ts';
+import type { Variant } from './systems/types.ts';
+import { BATON_VARIANTS, GRAPHILE_VARIANTS, PGBOSS_VARIANTS } from './systems/variants.ts';
+import { microBenchmarks, type MicroResult } from './micro.ts';
+import { pgbenchCeiling, type PgbenchResult } from './pgbench.ts';
+import { startDaemon } from './daemon.ts';
+
+export interface BenchReport {
+  startedAt: string;
+  finishedAt: string;
+  command: string;
+  args: Record<string, unknown>;
+  machine: Awaited<ReturnType<typeof machineRecord>>;
+  variants: Variant[];
+  figures: Figure[];
+  micro: MicroResult[];
+  pgbench: PgbenchResult[];
+  missing: string[];
+  ok: boolean;
+}
+
+async function main(): Promise<number> {
+  const args = parseBenchArgs(process.argv.slice(2));
+  const progress = new Progress();
+  const startedAt = new Date();
+  const has = (s: Scenario) => args.scenarios.includes(s);
+  const server = await openServer();
+  const missing: string[] = [];
+  const figures: Figure[] = [];
+  let micro: MicroResult[] = [];
+  let pgbench: PgbenchResult[] = [];
+  try {
+    const machine = await machineRecord(server);
+    progress.log(`server: ${machine.postgres.source}; ${machine.postgres.version.split(' ').slice(0, 2).join(' ')}`);
+    const ctx: Ctx = { server, args, progress };
+
+    let batonModes = BATON_VARIANTS.filter((v) => args.modes.length === 0 || args.modes.some((m) => v.id.endsWith(m)));
+    if (args.quick && args.modes.length === 0) {
+      batonModes = BATON_VARIANTS.filter((v) => v.id === 'baton-notify-cir' || v.id === 'baton-poll-leased');
+    }
+    const peers: Variant[] = [
+      ...(args.peers.includes('graphile') ? GRAPHILE_VARIANTS : []),
+      ...(args.peers.includes('pgboss') ? PGBOSS_VARIANTS : []),
+    ];
+    const record = (f: Figure) => {
+      figures.push(f);
+      const s = f.summary;
+      const main = s.jobsPerSec
+        ? `${s.jobsPerSec.median.toFixed(0)} jobs/s`
+        : s.p50
+          ? `p50 ${s.p50.median.toFixed(2)} ms p99 ${s.p99!.median.toFixed(2)} ms`
+          : s.doneMs
+            ? `done ${s.doneMs.median.toFixed(0)} ms after kill`
+            : '';
+      progress.log(`${f.status === 'ok' ? 'ok    ' : f.status.toUpperCase().padEnd(6)} ${f.scenario} | ${f.label} | ${main}${f.note ? ` (${f.note})` : ''}${f.status === 'failed' ? ` :: ${f.runs.find((r) => !r.ok)?.detail}` : ''}`);
+    };
+
+    // One system at a time: every scenario of a variant runs before the next variant starts.
+    for (const v of [...batonModes, ...peers]) {
+      if (has('throughput')) record(await throughput(ctx, v));
+      if (has('latency')) {
+        record(await latency(ctx, v, { rate: args.latencyRate, jobs: args.latencyJobs, via: 'library', scenario: 'latency' }));
+        record(await latency(ctx, v, { rate: args.sparseRate, jobs: args.sparseJobs, via: 'library', scenario: 'latency-sparse' }));
+      }
+      if (v.system === 'baton' && has('recovery')) {
+        record(await recovery(ctx, v, { fastReclaim: true }));
+        if (!args.quick) record(await recovery(ctx, v, { fastReclaim: false }));
+      }
+    }
+
+    if (has('latency-http')) {
+      const daemon = await startDaemon(ctx).catch((err: unknown) => {
+        missing.push(`latency-http: ${err instanceof Error ? err.message : String(err)}`);
+        return null;
+      });
+      if (daemon) {
+        try {
+          for (const v of batonModes.filter((x) => x.notify || !args.quick)) {
+            const d = await daemon.forVariant(v);
+            try {
+              ctx.httpBase = d.base;
+              record(await latency(ctx, v, { rate: args.latencyRate, jobs: args.latencyJobs, via: 'http', scenario: 'latency-http' }));
+            } finally {
+              await d.stop();
+            }
+          }
+        } finally {
+          delete ctx.httpBase;
+        }
+      }
+    }
+    if (has('micro')) {
+      progress.update('micro-benchmarks');
+      micro = await microBenchmarks(ctx).catch((err: unknown) => {
+        missing.push(`micro: ${err instanceof Error ? err.message : String(err)}`);
+        return [];
+      });
+      for (const m of micro) progress.log(`micro  ${m.name}: ${m.opsPerSec.toFixed(0)} ops/s (${m.rowsPerSec.toFixed(0)} rows/s)`);
+    }
+    if (has('pgbench')) {
+      progress.update('pgbench ceiling');
+      pgbench = await pgbenchCeiling(ctx).catch((err: unknown) => {
+        missing.push(`pgbench: ${err instanceof Error ? err.message : String(err)}`);
+        return [];
+      });
+      for (const p of pgbench) progress.log(`pgbench ${p.name}: ${p.jobsPerSec.toFixed(0)} jobs/s`);
+    }
+    progress.done();
+
+    const failed = figures.filter((f) => f.status === 'failed');
+    const report: BenchReport = {
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      command: `npm run bench --${args.argv.length ? ` ${args.argv.join(' ')}` : ''}`,
+      args: { ...args, argv: undefined },
+      machine,
+      variants: [...batonModes, ...peers],
+      figures,
+      micro,
+      pgbench,
+      missing,
+      ok: failed.length === 0 && figures.length > 0,
+    };
+    const stamp = startedAt.toISOString().slice(0, 16).replace(/[:T]/g, '-');
+    await mkdir(args.outDir, { recursive: true });
+    const base = path.join(args.outDir, `bench-${stamp}`);
+    await writeFile(`${base}.json`, `${JSON.stringify(report, null, 2)}\n`);
+    await writeFile(`${base}.svg`, renderSvg(report));
+    await writeFile(`${base}.md`, renderMarkdown(report, path.basename(`${base}.svg`)));
+    progress.log(`wrote ${base}.json, .md, .svg`);
+    for (const m of missing) progress.log(`missing: ${m}`);
+    if (failed.length) {
+      progress.log(`FAILED: ${failed.length} figure(s) did not verify: ${failed.map((f) => `${f.scenario}/${f.variantId}`).join(', ')}`);
+      return 1;
+    }
+    return report.ok ? 0 : 1;
+  } finally {
+    await server.close();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,96 @@
+// Start latency: an idle worker process; a producer in another process enqueues at a
+// fixed rate; latency = handler start - enqueue commit (host monotonic clock, same host).
+
+import { Child } from '../proc.ts';
+import { distribution, percentile } from '../stats.ts';
+import type { Variant } from '../systems/types.ts';
+import { withDatabase, type Ctx, type Figure } from './context.ts';
+import { repeat, summarize } from './summarize.ts';
+
+interface ProducerResult {
+  type: 'result';
+  commits: Array<[number, number]>;
+  callMs: number[];
+  errors: string[];
+  errorCount: number;
+  lateMs: number;
+}
+interface WorkerResult {
+  type: 'result';
+  starts: Array<[number, number]>;
+  executions: number;
+  complete: boolean;
+  verify: { ok: boolean; done: number; remaining: number; detail: string };
+}
+
+/** How long after the last enqueue a worker may take to start the remaining jobs. */
+const GRACE_MS = 5_000;
+
+export async function latency(
+  ctx: Ctx,
+  v: Variant,
+  opts: { rate: number; jobs: number; via: 'library' | 'http'; scenario: string },
+): Promise<Figure> {
+  const pooled: number[] = [];
+  const runs = await repeat(ctx.args.runs, !ctx.args.quick, (i, warm) =>
+    withDatabase(ctx, `lat_${v.id}`, async (url) => {
+      ctx.progress.update(`${opts.scenario} ${v.label}: run ${i + 1}${warm ? ' (warm-up)' : ''}, ${opts.jobs} jobs at ${opts.rate}/s`);
+      const worker = new Child('./child/worker.ts');
+      const producer = new Child('./child/producer.ts');
+      try {
+        await Promise.all([worker.waitFor('booted', 30_000), producer.waitFor('booted', 30_000)]);
+        worker.send({ type: 'run', role: 'latency', variantId: v.id, url });
+        await worker.waitFor('ready', 60_000);
+        producer.send({ type: 'run', variantId: v.id, url, via: opts.via, httpBase: ctx.httpBase, rate: opts.rate, jobs: opts.jobs });
+        await producer.waitFor('ready', 30_000);
+        producer.send({ type: 'go' });
+        const p = await producer.waitFor<ProducerResult>('result', (opts.jobs / opts.rate) * 1000 + 60_000);
+        worker.send({ type: 'collect', expected: p.commits.length, deadlineMs: GRACE_MS });
+        const w = await worker.waitFor<WorkerResult>('result', GRACE_MS + 60_000);
+        const starts = new Map(w.starts);
+        const lat = p.commits.map(([seq, t]) => {
+          const s = starts.get(seq);
+          return s === undefined ? Number.POSITIVE_INFINITY : s - t;
+        });
+        const d = distribution(lat);
+        const notStarted = lat.filter((x) => x === Number.POSITIVE_INFINITY).length;
+        if (!warm) pooled.push(...lat);
+        const problems: string[] = [];
+        if (p.errorCount) problems.push(`${p.errorCount} enqueue error(s): ${p.errors.join(' | ')}`);
+        if (!w.verify.ok) problems.push(`verification failed: ${w.verify.detail}`);
+        const ok = problems.length === 0;
+        return {
+          ok,
+          detail: ok ? (notStarted ? `${notStarted} of ${lat.length} not started within ${GRACE_MS} ms of the last enqueue` : 'ok') : problems.join('; '),
+          values: {
+            p50: d.p50,
+            p95: d.p95,
+            p99: d.p99,
+            max: d.max,
+            mean: d.mean,
+            jobs: lat.length,
+            notStarted,
+            enqueueCallP50: percentile([...p.callMs].sort((a, b) => a - b), 50),
+            producerLateMs: p.lateMs,
+          },
+        };
+      } finally {
+        await Promise.all([producer.end(), worker.end()]);
+      }
+    }),
+  );
+  const sorted = pooled.sort((a, b) => a - b);
+  const quantiles = Array.from({ length: 101 }, (_, k) => percentile(sorted, k));
+  const saturated = runs.some((r) => !r.warmup && (r.values.notStarted ?? 0) > 0);
+  return summarize({
+    scenario: opts.scenario,
+    variantId: v.id,
+    label: v.label,
+    params: { rate: opts.rate, jobs: opts.jobs, via: opts.via, graceMs: GRACE_MS },
+    runs,
+    quantiles: quantiles.map((q) => (Number.isFinite(q) ? q : -1)),
+    ...(saturated
+      ? { note: `could not keep up: some jobs had not started ${GRACE_MS} ms after the last enqueue (counted as infinite latency)` }
+      : {}),
+  });
+}

@@ -1,0 +1,57 @@
+// Throughput: N no-op jobs enqueued up front, then drained by one worker process;
+// jobs/s = N / (time from worker start until the database shows all N done).
+
+import { Child } from '../proc.ts';
+import type { Variant } from '../systems/types.ts';
+import { withDatabase, type Ctx, type Figure } from './context.ts';
+import { repeat, summarize } from './summarize.ts';
+
+interface ThroughputResult {
+  type: 'result';
+  enqueueMs: number;
+  elapsedMs: number;
+  done: number;
+  drained: boolean;
+  executions: number;
+  verify: { ok: boolean; done: number; remaining: number; detail: string };
+}
+
+export async function throughput(ctx: Ctx, v: Variant): Promise<Figure> {
+  const n = ctx.args.jobs;
+  const capMs = v.system === 'baton' ? Math.max(ctx.args.capMs, 120_000) : ctx.args.capMs;
+  const runs = await repeat(ctx.args.runs, !ctx.args.quick, (i, warm) =>
+    withDatabase(ctx, `tp_${v.id}`, async (url) => {
+      ctx.progress.update(`throughput ${v.label}: run ${i + 1}${warm ? ' (warm-up)' : ''}, ${n} jobs`);
+      const child = new Child('./child/worker.ts');
+      try {
+        await child.waitFor('booted', 30_000);
+        child.send({ type: 'run', role: 'throughput', variantId: v.id, url, jobs: n, capMs });
+        const r = await child.waitFor<ThroughputResult>('result', capMs + 180_000);
+        const capped = !r.drained;
+        const ok = r.verify.ok;
+        return {
+          ok,
+          detail: ok ? (capped ? `capped: ${r.done} of ${n} done within ${capMs} ms` : 'ok') : `verification failed: ${r.verify.detail}`,
+          values: {
+            jobsPerSec: (r.done / r.elapsedMs) * 1000,
+            elapsedMs: r.elapsedMs,
+            done: r.done,
+            drained: r.drained ? 1 : 0,
+            enqueuePerSec: (n / r.enqueueMs) * 1000,
+          },
+        };
+      } finally {
+        await child.end();
+      }
+    }),
+  );
+  const anyCapped = runs.some((r) => !r.warmup && r.values.drained === 0);
+  return summarize({
+    scenario: 'throughput',
+    variantId: v.id,
+    label: v.label,
+    params: { jobs: n, capMs },
+    runs,
+    ...(anyCapped ? { note: `did not drain ${n} jobs within ${capMs} ms; rate measured over the jobs done by then` } : {}),
+  });
+}
