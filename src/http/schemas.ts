@@ -17,7 +17,9 @@ export const DLQ_REPLAY_LIMIT_DEFAULT = 100;
 /** Ten years: delays beyond that are almost surely unit mistakes. */
 export const DELAY_MS_MAX = 10 * 365 * 24 * 3600 * 1000;
 export const MAX_ATTEMPTS_MAX = 1_000;
-export const IDEMPOTENCY_KEY_MAX_CHARS = 255;
+export const IDEMPOTENCY_KEY_MAX_CHARS = 512;
+/** Priority bounds (the engine's own). */
+export const PRIORITY_MAX = 1_000_000;
 
 /** Queue, job type and tenant names: 1-128 of [A-Za-z0-9_.:-/], no spaces, quotes or NUL. */
 export const nameSchema = z.string().regex(NAME_PATTERN, 'must be 1-128 characters of A-Z a-z 0-9 _ . : - /');
@@ -39,8 +41,8 @@ export const jobSpecSchema = z
     payload: z.unknown().optional(),
     queue: nameSchema.optional(),
     tenantId: nameSchema.optional(),
-    /** Higher runs first; a PostgreSQL integer. */
-    priority: z.int32().optional(),
+    /** Higher runs first; -1 000 000 .. 1 000 000. */
+    priority: z.int().min(-PRIORITY_MAX).max(PRIORITY_MAX).optional(),
     runAt: z.iso
       .datetime({ offset: true })
       .transform((s) => new Date(s))

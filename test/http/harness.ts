@@ -1,0 +1,72 @@
+// Test harness for the HTTP edge: a real Baton on the file's database, the app
+// served by @hono/node-server on an ephemeral port, and the typed client users get.
+
+import type { AddressInfo } from 'node:net';
+import { serve, type ServerType } from '@hono/node-server';
+import { createBaton, type Baton, type BatonOptions } from '../../src/index.ts';
+import { createApp, type AppOptions } from '../../src/http/app.ts';
+import { createMetrics, type Metrics } from '../../src/http/metrics.ts';
+import { createClient, type BatonClient } from '../../src/client/index.ts';
+import type { TestDatabase } from '../helpers/db.ts';
+
+export interface ApiHarness {
+  baton: Baton;
+  metrics: Metrics;
+  url: string;
+  client: BatonClient;
+  /** A plain fetch against the server, for requests the typed client cannot express. */
+  raw(path: string, init?: RequestInit): Promise<Response>;
+  /** Marks the engine as started for /readyz. */
+  setStarted(started: boolean): void;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  app?: Omit<AppOptions, 'metrics' | 'isStarted'>;
+  baton?: Partial<BatonOptions>;
+  /** Token the typed client sends. */
+  clientToken?: string;
+}
+
+export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Promise<ApiHarness> {
+  const baton = createBaton({ connectionString: db.url, poolSize: 4, ...opts.baton });
+  await baton.start();
+  let started = true;
+  const metrics = createMetrics(baton, { processMetrics: false });
+  const app = createApp(baton, { ...opts.app, metrics, isStarted: () => started });
+  const server: ServerType = await new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+  });
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    baton,
+    metrics,
+    url,
+    client: createClient(url, opts.clientToken === undefined ? {} : { token: opts.clientToken }),
+    raw: (path, init) => fetch(`${url}${path}`, init),
+    setStarted: (s) => {
+      started = s;
+    },
+    async close() {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      metrics.close();
+      await baton.stop({ drainMs: 1_000 });
+    },
+  };
+}
+
+/** Counts rows of the jobs table, optionally filtered by a SQL condition on literal test data. */
+export async function countJobs(db: TestDatabase, where = 'true', params: unknown[] = []): Promise<number> {
+  const r = await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${db.schema}.jobs WHERE ${where}`, params);
+  return Number(r.rows[0]!.n);
+}
+
+/** Reads a response's error body and returns its code (undefined if the body is not the error shape). */
+export async function errorCode(res: Response): Promise<string | undefined> {
+  const body = (await res.json().catch(() => undefined)) as { error?: { code?: string } } | undefined;
+  return body?.error?.code;
+}
