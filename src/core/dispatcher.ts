@@ -10,7 +10,8 @@ export interface DispatcherDeps {
   onError: (err: unknown) => void;
 }
 
-const ERROR_BACKOFF_MS = 250;
+const ERROR_BACKOFF_MIN_MS = 50;
+const ERROR_BACKOFF_MAX_MS = 2_000;
 
 export class QueueDispatcher {
   readonly #d: DispatcherDeps;
@@ -20,6 +21,8 @@ export class QueueDispatcher {
   #lastFilled = false;
   #stopped = true;
   #backoff: NodeJS.Timeout | null = null;
+  #backoffMs = ERROR_BACKOFF_MIN_MS;
+  #soon: NodeJS.Immediate | null = null;
 
   constructor(deps: DispatcherDeps) {
     this.#d = deps;
@@ -44,6 +47,8 @@ export class QueueDispatcher {
     this.#stopped = true;
     if (this.#backoff) clearTimeout(this.#backoff);
     this.#backoff = null;
+    if (this.#soon) clearImmediate(this.#soon);
+    this.#soon = null;
   }
 
   /** Asks for a claim as soon as possible; coalesces with one in progress. */
@@ -64,8 +69,14 @@ export class QueueDispatcher {
   /** A handler slot is free again. */
   released(): void {
     this.#inFlight--;
-    // Drain mode: the last claim was full, so more jobs are probably waiting.
-    if (this.#lastFilled) this.wake();
+    // Drain mode: the last claim was full, so more jobs are probably waiting. Deferred to
+    // the next turn so slots freed by one completion batch are refilled by one claim.
+    if (this.#lastFilled && !this.#soon) {
+      this.#soon = setImmediate(() => {
+        this.#soon = null;
+        this.wake();
+      });
+    }
   }
 
   async #loop(): Promise<void> {
@@ -77,15 +88,18 @@ export class QueueDispatcher {
         if (free <= 0 || this.#stopped) break;
         const got = await this.#d.claimAndStart(free);
         this.#lastFilled = got === free;
+        this.#backoffMs = ERROR_BACKOFF_MIN_MS;
       } while (this.#wanted && !this.#stopped);
     } catch (err) {
       this.#d.onError(err);
-      // Retry soon on our own; the poll timer is the slower safety net.
+      // Retry on our own with a growing delay (the database may be restarting); the poll
+      // timer is the slower safety net.
       if (!this.#stopped && !this.#backoff) {
         this.#backoff = setTimeout(() => {
           this.#backoff = null;
           this.wake();
-        }, ERROR_BACKOFF_MS);
+        }, this.#backoffMs);
+        this.#backoffMs = Math.min(ERROR_BACKOFF_MAX_MS, this.#backoffMs * 2);
       }
     } finally {
       this.#claiming = false;
