@@ -50,7 +50,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
 
   const running = await runningPostmaster(clusterDir);
   if (running) {
-    log.warn({ postmasterPid: running.pid, port: running.port, clusterDir }, 'embedded PostgreSQL already running on this data dir; attaching (it will be left running)');
+    log.info({ postmasterPid: running.pid, port: running.port, clusterDir }, 'embedded PostgreSQL already running on this data dir; attaching (it will be left running)');
     return {
       connectionString: connectionString(running.port),
       port: running.port,

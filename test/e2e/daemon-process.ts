@@ -1,0 +1,90 @@
+// Runs the real daemon (src/daemon/main.ts via tsx) as a child process for e2e
+// tests: free ports, captured output for failure messages, exit as a promise.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { waitFor } from '../helpers/wait.ts';
+
+export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const MAIN = fileURLToPath(new URL('../../src/daemon/main.ts', import.meta.url));
+const TSX = import.meta.resolve('tsx');
+
+/** A port that was free a moment ago (the kernel picked it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === 'object' && addr ? resolve(addr.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface DaemonProcess {
+  child: ChildProcess;
+  /** Resolves with the exit code (or 128+n for a signal death). */
+  exited: Promise<number>;
+  /** Everything written so far (stdout + stderr), for failure messages. */
+  output(): string;
+  /** Sends SIGKILL if still running (cleanup only). */
+  kill(): void;
+}
+
+/**
+ * Spawns `baton <args>` with `env` as the WHOLE extra environment on top of a
+ * minimal base (PATH, HOME). DATABASE_URL is never inherited: pass it to use one.
+ */
+export function runBaton(args: string[], env: Record<string, string>): DaemonProcess {
+  const base: Record<string, string> = {};
+  for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG']) if (process.env[k]) base[k] = process.env[k]!;
+  const child = spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
+    cwd: REPO_ROOT,
+    env: { ...base, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const exited = new Promise<number>((resolve) => {
+    child.once('exit', (code, signal) => resolve(code ?? 128 + (signal === 'SIGKILL' ? 9 : signal === 'SIGTERM' ? 15 : 2)));
+  });
+  return {
+    child,
+    exited,
+    output: () => out,
+    kill: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
+}
+
+/** Waits until GET /readyz answers 200, failing early (with the output) if the daemon exits. */
+export async function waitReady(d: DaemonProcess, baseUrl: string, timeoutMs = 90_000): Promise<void> {
+  let exitCode: number | undefined;
+  void d.exited.then((c) => (exitCode = c));
+  await waitFor(
+    async () => {
+      if (exitCode !== undefined) throw new Error(`daemon exited with ${exitCode} before it was ready:\n${d.output()}`);
+      const res = await fetch(`${baseUrl}/readyz`).catch(() => null);
+      return res?.status === 200;
+    },
+    { timeoutMs, intervalMs: 100, message: `daemon ready at ${baseUrl}` },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}\n--- daemon output ---\n${d.output().slice(-4000)}`);
+  });
+}
+
+/** Races the exit against a deadline; throws with the output on timeout. */
+export async function waitExit(d: DaemonProcess, timeoutMs: number): Promise<number> {
+  let t: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    t = setTimeout(() => reject(new Error(`daemon did not exit within ${timeoutMs} ms:\n${d.output().slice(-4000)}`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([d.exited, timeout]);
+  } finally {
+    clearTimeout(t);
+  }
+}
