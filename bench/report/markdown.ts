@@ -1,2 +1,197 @@
+// results/bench-<date>.md: the tables a reader needs (modes side by side, peers side
+// by side, ratios), generated from the JSON report only; no figure is typed by hand.
+
 import type { BenchReport } from '../main.ts';
-export function renderMarkdown(r: BenchReport, _svg: string): string { return JSON.stringify(r.figures.map(f => [f.label, f.scenario, f.summary])); }
+import type { Figure } from '../scenarios/context.ts';
+import { num, ratio, spreadText } from './format.ts';
+
+const SCENARIO_TITLES: Record<string, string> = {
+  throughput: 'Throughput',
+  latency: 'Start latency',
+  'latency-sparse': 'Start latency, sparse',
+  'latency-http': 'Start latency via HTTP',
+  'recovery-fast': 'kill -9 recovery, fast reclaim on',
+  'recovery-lease': 'kill -9 recovery, fast reclaim off',
+};
+
+function fig(r: BenchReport, scenario: string, variantId: string): Figure | undefined {
+  return r.figures.find((f) => f.scenario === scenario && f.variantId === variantId);
+}
+
+function cell(f: Figure | undefined, key: string, digits?: number): string {
+  if (!f) return '—';
+  if (f.status === 'failed') return '**failed**';
+  return spreadText(f.summary[key], digits);
+}
+
+function statusNote(f: Figure): string {
+  if (f.status === 'failed') return `FAILED: ${f.runs.find((x) => !x.warmup && !x.ok)?.detail ?? ''}`;
+  return f.note ?? '';
+}
+
+function throughputTable(r: BenchReport, out: string[]): void {
+  const figs = r.figures.filter((f) => f.scenario === 'throughput');
+  if (!figs.length) return;
+  const ref = figs.find((f) => f.variantId === 'graphile-perf');
+  const p = figs[0]!.params as { jobs: number };
+  out.push(`## Throughput (${p.jobs.toLocaleString('en-US')} no-op jobs enqueued up front, drained by one process)`, '');
+  out.push('| System / mode | jobs/s | drain time (ms) | enqueue jobs/s | vs graphile-worker perf | notes |', '|---|---:|---:|---:|---:|---|');
+  for (const f of figs) {
+    out.push(
+      `| ${f.label} | ${cell(f, 'jobsPerSec', 0)} | ${cell(f, 'elapsedMs', 0)} | ${cell(f, 'enqueuePerSec', 0)} | ${
+        f.status === 'ok' && ref?.status === 'ok' ? ratio(f.summary.jobsPerSec?.median, ref.summary.jobsPerSec?.median) : '—'
+      } | ${statusNote(f)} |`,
+    );
+  }
+  out.push('');
+}
+
+function latencyTable(r: BenchReport, scenario: string, out: string[]): void {
+  const figs = r.figures.filter((f) => f.scenario === scenario);
+  if (!figs.length) return;
+  const p = figs[0]!.params as { rate: number; jobs: number; via: string };
+  out.push(
+    `## ${SCENARIO_TITLES[scenario]} (${p.rate} jobs/s for ${p.jobs} jobs, producer in another process${p.via === 'http' ? ', POST /api/jobs over undici keep-alive' : ''})`,
+    '',
+    'Latency = handler start − enqueue commit (ms). Each cell: median of the runs (min–max).',
+    '',
+    '| System / mode | wake-up | poll interval | p50 | p95 | p99 | max | notes |',
+    '|---|---|---:|---:|---:|---:|---:|---|',
+  );
+  for (const f of figs) {
+    const v = r.variants.find((x) => x.id === f.variantId);
+    out.push(
+      `| ${f.label} | ${v?.notify ? 'NOTIFY' : 'poll only'} | ${v ? `${v.pollIntervalMs} ms` : ''} | ${cell(f, 'p50')} | ${cell(f, 'p95')} | ${cell(f, 'p99')} | ${cell(f, 'max')} | ${statusNote(f)} |`,
+    );
+  }
+  out.push('');
+}
+
+function recoveryTable(r: BenchReport, out: string[]): void {
+  const figs = r.figures.filter((f) => f.scenario.startsWith('recovery'));
+  if (!figs.length) return;
+  const p = figs[0]!.params as { jobs: number; leaseMs: number; firstAttemptSleepMs: number };
+  out.push(
+    `## kill -9 recovery (${p.jobs} in-flight jobs, each sleeping ${p.firstAttemptSleepMs} ms on its first attempt; lease ${p.leaseMs} ms)`,
+    '',
+    'Times from the SIGKILL (ms). "all re-started": the last job started on the second process; "all succeeded": its success was recorded.',
+    '',
+    '| Mode | fast reclaim | first re-start | all re-started | all succeeded | lease | notes |',
+    '|---|---|---:|---:|---:|---:|---|',
+  );
+  for (const f of figs) {
+    out.push(
+      `| ${f.label} | ${f.scenario === 'recovery-fast' ? 'on' : 'off'} | ${cell(f, 'firstRestartMs', 0)} | ${cell(f, 'restartMs', 0)} | ${cell(f, 'doneMs', 0)} | ${p.leaseMs} | ${statusNote(f)} |`,
+    );
+  }
+  out.push('');
+}
+
+function modesMatrix(r: BenchReport, out: string[]): void {
+  const modes = r.variants.filter((v) => v.system === 'baton');
+  if (!modes.length) return;
+  out.push('## Baton modes side by side', '', `| Figure | ${modes.map((m) => m.label.replace('Baton ', '')).join(' | ')} |`, `|---|${modes.map(() => '---:').join('|')}|`);
+  const rows: Array<[string, string, string, number | undefined]> = [
+    ['throughput (jobs/s)', 'throughput', 'jobsPerSec', 0],
+    ['latency p50 (ms)', 'latency', 'p50', undefined],
+    ['latency p99 (ms)', 'latency', 'p99', undefined],
+    ['sparse latency p50 (ms)', 'latency-sparse', 'p50', undefined],
+    ['sparse latency p99 (ms)', 'latency-sparse', 'p99', undefined],
+    ['HTTP latency p50 (ms)', 'latency-http', 'p50', undefined],
+    ['HTTP latency p99 (ms)', 'latency-http', 'p99', undefined],
+    ['kill -9, fast reclaim: all succeeded (ms)', 'recovery-fast', 'doneMs', 0],
+    ['kill -9, lease only: all succeeded (ms)', 'recovery-lease', 'doneMs', 0],
+  ];
+  for (const [title, sc, key, digits] of rows) {
+    if (!modes.some((m) => fig(r, sc, m.id))) continue;
+    out.push(`| ${title} | ${modes.map((m) => cell(fig(r, sc, m.id), key, digits)).join(' | ')} |`);
+  }
+  out.push('');
+}
+
+function peersRatios(r: BenchReport, out: string[]): void {
+  const baton = 'baton-notify-cir';
+  const peers = r.variants.filter((v) => v.system !== 'baton');
+  if (!peers.length || !r.variants.some((v) => v.id === baton)) return;
+  out.push(
+    '## Ratios: Baton (notify, claimIntoRunning on) against each peer',
+    '',
+    'Throughput: Baton / peer (above 1 = Baton faster). Latency: peer / Baton (above 1 = Baton lower). Medians only.',
+    '',
+    '| Peer | throughput | latency p50 | latency p99 | sparse p50 | sparse p99 |',
+    '|---|---:|---:|---:|---:|---:|',
+  );
+  const m = (sc: string, id: string, k: string) => {
+    const f = fig(r, sc, id);
+    return f?.status === 'ok' ? f.summary[k]?.median : undefined;
+  };
+  for (const p of peers) {
+    out.push(
+      `| ${p.label} | ${ratio(m('throughput', baton, 'jobsPerSec'), m('throughput', p.id, 'jobsPerSec'))} | ${ratio(m('latency', p.id, 'p50'), m('latency', baton, 'p50'))} | ${ratio(m('latency', p.id, 'p99'), m('latency', baton, 'p99'))} | ${ratio(m('latency-sparse', p.id, 'p50'), m('latency-sparse', baton, 'p50'))} | ${ratio(m('latency-sparse', p.id, 'p99'), m('latency-sparse', baton, 'p99'))} |`,
+    );
+  }
+  out.push('');
+}
+
+function microAndCeiling(r: BenchReport, out: string[]): void {
+  if (r.micro.length) {
+    out.push('## Micro-benchmarks (tinybench, through the engine\'s executor)', '', '| Statement | batch | ops/s | rows/s | mean (ms) | p99 (ms) | samples |', '|---|---:|---:|---:|---:|---:|---:|');
+    for (const m of r.micro) out.push(`| ${m.name} | ${m.batch} | ${num(m.opsPerSec, 0)} | ${num(m.rowsPerSec, 0)} | ${num(m.meanMs, 3)} | ${num(m.p99Ms, 3)} | ${m.samples} |`);
+    out.push('');
+  }
+  if (r.pgbench.length) {
+    const tp = fig(r, 'throughput', 'baton-notify-cir');
+    const batonTp = tp?.status === 'ok' ? tp.summary.jobsPerSec?.median : undefined;
+    out.push(
+      '## The database\'s own ceiling (pgbench: claim then complete, same statements, same server)',
+      '',
+      '| Script | batch | clients | transactions | tps | jobs/s | Baton notify/cir as share |',
+      '|---|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const p of r.pgbench) {
+      out.push(`| ${p.name} | ${p.batch} | ${p.clients} | ${p.transactions} | ${num(p.tps, 0)} | ${num(p.jobsPerSec, 0)} | ${batonTp ? `${((batonTp / p.jobsPerSec) * 100).toFixed(0)}%` : 'n/a'} |`);
+    }
+    out.push('');
+  }
+}
+
+export function renderMarkdown(r: BenchReport, svgFile: string): string {
+  const m = r.machine;
+  const out: string[] = [
+    `# Baton benchmark, ${r.startedAt.slice(0, 10)}`,
+    '',
+    `Command: \`${r.command}\` (started ${r.startedAt}, finished ${r.finishedAt}).`,
+    `Status: ${r.ok ? 'every counted run verified against the database' : '**some runs failed verification; their figures are not shown**'}.`,
+    '',
+    `![latency distributions and throughput](${svgFile})`,
+    '',
+    '## Machine',
+    '',
+    `- CPU: ${m.cpuModel}, ${m.cores} cores; memory ${m.memoryGiB} GiB; ${m.os}`,
+    `- Node ${m.node}; commit ${m.gitCommit}${m.gitDirty ? ' (working tree had uncommitted changes)' : ''}`,
+    `- PostgreSQL: ${m.postgres.version} (${m.postgres.source}), on the same host as the benchmark`,
+    `- Settings: ${Object.entries(m.postgres.settings).map(([k, v]) => `${k}=${v}`).join(', ')}`,
+    `- Runs: each figure is the median of ${String(r.args.runs)} run(s) after ${r.args.quick ? 'no' : 'one discarded'} warm-up run, spread shown as (min–max); every run has its own fresh database.`,
+    '',
+    '## Configurations',
+    '',
+    ...r.variants.map((v) => `- **${v.label}** (\`${v.id}\`): ${v.note}. Options: \`${JSON.stringify(v.options)}\``),
+    '',
+  ];
+  modesMatrix(r, out);
+  throughputTable(r, out);
+  latencyTable(r, 'latency', out);
+  latencyTable(r, 'latency-sparse', out);
+  latencyTable(r, 'latency-http', out);
+  peersRatios(r, out);
+  recoveryTable(r, out);
+  microAndCeiling(r, out);
+  if (r.missing.length) out.push('## Not measured in this run', '', ...r.missing.map((x) => `- ${x}`), '');
+  const failed = r.figures.filter((f) => f.status === 'failed');
+  if (failed.length) {
+    out.push('## Failed runs (not reported as figures)', '');
+    for (const f of failed) for (const run of f.runs.filter((x) => !x.ok)) out.push(`- ${f.scenario} / ${f.label}${run.warmup ? ' (warm-up)' : ''}: ${run.detail}`);
+    out.push('');
+  }
+  return `${out.join('\n')}\n`;
+}
