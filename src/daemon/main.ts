@@ -67,9 +67,6 @@ Example:
 
 Settings (flag, environment variable, [default]):
 ${settingsHelp()}`,
-  bench: `Usage: baton bench [bench flags]
-
-Runs bench/main.ts with the given arguments; "baton bench --help" there lists them.`,
 };
 
 function buildLogger(config: DaemonConfig, toStderr: boolean): PinoLogger {
@@ -86,7 +83,7 @@ export async function main(argv: string[]): Promise<number | undefined> {
     return command === undefined ? EXIT_CONFIG : 0;
   }
   if (command === 'bench') {
-    if (rest[0] === '--help' && rest.length === 1 && HELP.bench) process.stdout.write(`${HELP.bench}\n`);
+    // bench/main.ts owns its flags and its --help.
     const { runBench } = await import('./commands.ts');
     return runBench(rest);
   }

@@ -97,4 +97,30 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     await page.waitForSelector('#flash[data-kind="error"]');
     expect(await page.textContent('#flash')).toMatch(/409 JOB_STATE_CONFLICT/);
   }, 120_000);
+
+  it('asks for the bearer token when the server requires one, and keeps it in localStorage', async () => {
+    const port = await freePort();
+    const guarded = `http://127.0.0.1:${port}`;
+    const token = 'console-test-token-123';
+    // A second, producer-only daemon on the same database, with a token.
+    const d = runBaton(['serve', '--port', String(port), '--queues', ''], { DATABASE_URL: db.url, BATON_API_TOKEN: token, LOG_LEVEL: 'warn' });
+    try {
+      await waitReady(d, guarded);
+      const ctx = await browser.newContext();
+      const p = await ctx.newPage();
+      await p.goto(guarded);
+      await p.waitForSelector('#status[data-status="error"]');
+      expect(await p.textContent('#status')).toMatch(/401 UNAUTHORIZED/);
+      await p.waitForSelector('#token-box.show');
+      await p.fill('#token-input', token);
+      await p.click('#token-save');
+      await p.waitForSelector('#status[data-status="ok"]');
+      await p.waitForSelector('#queues tr[data-queue="default"]');
+      expect(await p.evaluate(() => localStorage.getItem('baton.apiToken'))).toBe(token);
+      await ctx.close();
+    } finally {
+      d.child.kill('SIGTERM');
+      expect(await waitExit(d, 30_000)).toBe(0);
+    }
+  }, 60_000);
 });
