@@ -1,0 +1,141 @@
+// The checker on synthetic histories: a clean run is valid, and each kind of
+// violation (lost, unexpected, stale accepted, duplicate beyond the bound,
+// dead letter) is detected and named.
+import { describe, expect, it } from 'vitest';
+import { checkHistory, formatResult, type FinalJob } from './checker.ts';
+import type { HistoryRecord } from './history.ts';
+
+const job = (id: string, over: Partial<FinalJob> = {}): FinalJob => ({
+  id,
+  state: 'succeeded',
+  leaseToken: `${Number(id) * 10}`,
+  idempotencyKey: `k${id}`,
+  resultToken: `${Number(id) * 10}`,
+  errorTokens: [],
+  ...over,
+});
+const enq = (id: string, status: 'ok' | 'indeterminate' = 'ok'): HistoryRecord => ({ type: 'enqueue', key: `k${id}`, status, jobId: id, at: 0 });
+const start = (jobId: string, token: string, at: number, worker = 'w1'): HistoryRecord => ({ type: 'start', jobId, token, worker, at });
+const end = (jobId: string, token: string, at: number, worker = 'w1'): HistoryRecord => ({ type: 'end', jobId, token, worker, at, outcome: 'ok' });
+const write = (jobId: string, token: string, sentAt: number, rows: number | null, kind: 'complete' | 'fail' | 'heartbeat' = 'complete', worker = 'w1'): HistoryRecord => ({
+  type: 'write', kind, jobId, token, worker, rowsAffected: rows, sentAt, at: sentAt + 1,
+});
+
+/** Two jobs, each run once and completed under its token. */
+function clean(): { final: FinalJob[]; history: HistoryRecord[] } {
+  return {
+    final: [job('1'), job('2')],
+    history: [enq('1'), enq('2'), start('1', '10', 1), end('1', '10', 2), write('1', '10', 3, 1), start('2', '20', 4), end('2', '20', 5), write('2', '20', 6, 1)],
+  };
+}
+
+describe('checker', () => {
+  it('accepts a clean history', () => {
+    const { final, history } = clean();
+    const r = checkHistory(final, history);
+    expect(r.violations).toEqual([]);
+    expect(r.ok).toBe(true);
+    expect(r).toMatchObject({ jobs: 2, acked: 2, lost: 0, duplicated: 0, staleAccepted: 0, executions: 2 });
+    expect(r.fractions.okFrac).toBe(1);
+    expect(formatResult(r)).toContain('VALID');
+  });
+
+  it('detects a lost job: acknowledged but missing, or never terminal', () => {
+    const { final, history } = clean();
+    const r1 = checkHistory([final[0]!], history);
+    expect(r1.lost).toBe(1);
+    expect(r1.ok).toBe(false);
+    const r2 = checkHistory([final[0]!, job('2', { state: 'pending', resultToken: null })], history);
+    expect(r2.lost).toBe(1);
+    expect(r2.fractions.lost).toBe(0.5);
+  });
+
+  it('counts an indeterminate enqueue that ran as recovered, and a missing one as fine', () => {
+    const { final, history } = clean();
+    const h = history.map((x) => (x.type === 'enqueue' && x.key === 'k2' ? { ...x, status: 'indeterminate' as const } : x));
+    expect(checkHistory(final, h)).toMatchObject({ ok: true, recovered: 1, indeterminate: 1 });
+    const h2 = h.filter((x) => !('jobId' in x && x.jobId === '2'));
+    expect(checkHistory([final[0]!], h2)).toMatchObject({ ok: true, lost: 0 });
+  });
+
+  it('detects unexpected jobs and two jobs for one key', () => {
+    const { final, history } = clean();
+    expect(checkHistory([...final, job('3')], history).unexpected).toBe(1);
+    const twin = job('4', { idempotencyKey: 'k1' });
+    const r = checkHistory([...final, twin], history);
+    expect(r.unexpected).toBeGreaterThanOrEqual(1);
+    expect(r.ok).toBe(false);
+  });
+
+  it('detects a stale complete accepted after a newer lease started (zombie write)', () => {
+    const { final, history } = clean();
+    // Job 1: token 10 paused, reaped, token 11 started at t=20; the zombie's complete under 10
+    // is sent at t=30 and accepted.
+    const h = [
+      ...history.filter((x) => !(x.type === 'write' && x.jobId === '1')),
+      start('1', '11', 20, 'w2'), write('1', '11', 25, 1, 'complete', 'w2'), write('1', '10', 30, 1, 'complete', 'w1'),
+    ];
+    const r = checkHistory([job('1', { leaseToken: '11', resultToken: '11' }), final[1]!], h);
+    expect(r.staleAccepted).toBeGreaterThanOrEqual(1);
+    expect(r.violations.join('\n')).toMatch(/stale/);
+    expect(r.ok).toBe(false);
+  });
+
+  it('accepts the same zombie write when it was fenced off (0 rows)', () => {
+    const { final, history } = clean();
+    const fault: HistoryRecord = { type: 'fault', kind: 'sigstop', worker: 'w1', at: 15, inFlight: ['1'] };
+    const h = [
+      ...history.filter((x) => !(x.type === 'write' && x.jobId === '1')),
+      fault, start('1', '11', 20, 'w2'), write('1', '11', 25, 1, 'complete', 'w2'), write('1', '10', 30, 0, 'complete', 'w1'),
+    ];
+    const r = checkHistory([job('1', { leaseToken: '11', resultToken: '11' }), final[1]!], h);
+    expect(r.violations).toEqual([]);
+    expect(r).toMatchObject({ staleAccepted: 0, duplicated: 1, duplicateExecutions: 1, duplicateBound: 1 });
+  });
+
+  it('detects a stale result in the table and two outcomes for one lease in the error history', () => {
+    const { final, history } = clean();
+    expect(checkHistory([job('1', { resultToken: '9' }), final[1]!], history).staleAccepted).toBe(1);
+    expect(checkHistory([job('1', { errorTokens: ['7', '7'] }), final[1]!], history).staleAccepted).toBe(1);
+  });
+
+  it('detects two accepted completes for one job', () => {
+    const { final, history } = clean();
+    const r = checkHistory(final, [...history, write('1', '10', 7, 1)]);
+    expect(r.staleAccepted).toBeGreaterThanOrEqual(1);
+  });
+
+  it('detects duplicates beyond the bound: per job and in total', () => {
+    const { final, history } = clean();
+    const h = [...history, start('2', '21', 8, 'w2')];
+    const r = checkHistory(final, h);
+    expect(r.duplicateExecutions).toBe(1);
+    expect(r.duplicateBound).toBe(0);
+    expect(r.perJobBreaches).toEqual([{ jobId: '2', executions: 2, faultsHitting: 0 }]);
+    expect(r.ok).toBe(false);
+    // A kill of the worker holding job 2 covers one duplicate.
+    const kill: HistoryRecord = { type: 'fault', kind: 'kill', worker: 'w1', at: 4.5, inFlight: ['2'] };
+    expect(checkHistory(final, [...h, kill]).ok).toBe(true);
+  });
+
+  it('counts jobs started inside a fault window as hit by it', () => {
+    const { final, history } = clean();
+    const loss: HistoryRecord = { type: 'fault', kind: 'loss', at: 3.5, until: 4.5, inFlight: [] };
+    const r = checkHistory(final, [...history, loss, start('2', '21', 8, 'w2')]);
+    expect(r).toMatchObject({ ok: true, duplicateBound: 1 });
+  });
+
+  it('flags dead letters unless allowed', () => {
+    const { history } = clean();
+    const final = [job('1'), job('2', { state: 'dead_lettered', resultToken: null })];
+    expect(checkHistory(final, history).violations.join()).toMatch(/dead-lettered/);
+    expect(checkHistory(final, history, { allowDeadLetters: true }).ok).toBe(true);
+  });
+
+  it('ignores errored writes for acceptance but reports them', () => {
+    const { final, history } = clean();
+    const r = checkHistory(final, [...history, write('1', '10', 2.5, null)]);
+    expect(r.ok).toBe(true);
+    expect(r.writes.unknown).toBe(1);
+  });
+});

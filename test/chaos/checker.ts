@@ -1,0 +1,327 @@
+// A Jepsen total-queue style checker for Baton: from the final jobs table and
+// the run's history it counts lost / recovered / unexpected / duplicated /
+// stale-accepted / dead-lettered jobs and checks duplicates against the fault
+// bound (RELIABILITY.md §3.1 G1-G4). Pure function plus a small CLI.
+
+import type { EnqueueRecord, ExecRecord, FaultRecord, HistoryRecord, WriteRecord } from './history.ts';
+import { readHistory } from './history.ts';
+
+export interface FinalJob {
+  id: string;
+  state: string;
+  /** Token of the last lease (the accepted outcome's token for a succeeded job). */
+  leaseToken: string | null;
+  idempotencyKey: string | null;
+  /** Token the accepted result was produced under (chaos handlers return ctx.token). */
+  resultToken?: string | null;
+  /** Tokens of the job's error history, oldest first (one entry per failed or reaped lease). */
+  errorTokens?: string[];
+}
+
+export interface CheckOptions {
+  /** Dead letters are a violation unless allowed (G4: test jobs have attempts to spare). Default false. */
+  allowDeadLetters?: boolean;
+}
+
+export interface DuplicateBoundBreach {
+  jobId: string;
+  executions: number;
+  faultsHitting: number;
+}
+
+export interface CheckResult {
+  jobs: number;
+  acked: number;
+  indeterminate: number;
+  /** Acknowledged enqueues whose job is missing or never reached a terminal state. */
+  lost: number;
+  /** Indeterminate enqueues whose job exists and succeeded anyway. */
+  recovered: number;
+  /** Jobs (or executions) no enqueue explains, or several jobs for one key. */
+  unexpected: number;
+  succeeded: number;
+  deadLettered: number;
+  /** Jobs executed more than once. */
+  duplicated: number;
+  /** Executions beyond the first, summed over jobs. */
+  duplicateExecutions: number;
+  /** Σ over faults of the jobs in flight at the fault (and started inside its window). */
+  duplicateBound: number;
+  perJobBreaches: DuplicateBoundBreach[];
+  executions: number;
+  /** fenced: 0 rows; unknown: the statement errored (timeout, reset), outcome unknown to the worker. */
+  writes: { attempted: number; accepted: number; fenced: number; unknown: number };
+  /** Accepted outcome writes that did not carry the job's current token. */
+  staleAccepted: number;
+  faults: Record<string, number>;
+  fractions: { lost: number; duplicated: number; okFrac: number; recovered: number };
+  violations: string[];
+  ok: boolean;
+}
+
+const TERMINAL = new Set(['succeeded', 'dead_lettered', 'cancelled']);
+const OUTCOME_KINDS = new Set(['complete', 'fail', 'release']);
+const frac = (n: number, d: number) => (d === 0 ? 0 : n / d);
+
+function groupBy<T>(xs: T[], key: (x: T) => string): Map<string, T[]> {
+  const m = new Map<string, T[]>();
+  for (const x of xs) {
+    const k = key(x);
+    const list = m.get(k);
+    if (list) list.push(x);
+    else m.set(k, [x]);
+  }
+  return m;
+}
+
+/** Checks a finished, drained run. */
+export function checkHistory(final: FinalJob[], history: HistoryRecord[], options: CheckOptions = {}): CheckResult {
+  const violations: string[] = [];
+  const enq = history.filter((r): r is EnqueueRecord => r.type === 'enqueue');
+  const execs = history.filter((r): r is ExecRecord => r.type === 'start' || r.type === 'end');
+  const writes = history.filter((r): r is WriteRecord => r.type === 'write');
+  const faults = history.filter((r): r is FaultRecord => r.type === 'fault');
+  const byId = new Map(final.map((j) => [j.id, j]));
+  const byKey = groupBy(final.filter((j) => j.idempotencyKey !== null), (j) => j.idempotencyKey!);
+
+  // G1: enqueue acknowledgements against the table.
+  let lost = 0;
+  let recovered = 0;
+  let unexpected = 0;
+  const explained = new Set<string>();
+  const acked = enq.filter((e) => e.status === 'ok');
+  const indeterminate = enq.filter((e) => e.status === 'indeterminate');
+  for (const e of enq) {
+    const found = byKey.get(e.key) ?? (e.jobId ? [byId.get(e.jobId)].filter((j): j is FinalJob => !!j) : []);
+    if (found.length > 1) {
+      unexpected += found.length - 1;
+      violations.push(`key ${e.key}: ${found.length} jobs for one idempotency key`);
+    }
+    for (const j of found) explained.add(j.id);
+    const job = found[0];
+    if (e.status === 'ok') {
+      if (!job) {
+        lost += 1;
+        violations.push(`lost: acknowledged enqueue ${e.key} has no job`);
+      } else if (!TERMINAL.has(job.state)) {
+        lost += 1;
+        violations.push(`lost: job ${job.id} (${e.key}) is still ${job.state} after the drain`);
+      }
+    } else if (e.status === 'indeterminate' && job?.state === 'succeeded') {
+      recovered += 1;
+    } else if (e.status === 'indeterminate' && job && !TERMINAL.has(job.state)) {
+      lost += 1;
+      violations.push(`lost: job ${job.id} (${e.key}, indeterminate enqueue) is still ${job.state}`);
+    }
+  }
+  for (const j of final) {
+    if (!explained.has(j.id)) {
+      unexpected += 1;
+      violations.push(`unexpected: job ${j.id} matches no enqueue`);
+    }
+  }
+  for (const id of new Set(execs.map((x) => x.jobId))) {
+    if (!byId.has(id)) {
+      unexpected += 1;
+      violations.push(`unexpected: executions of job ${id}, which is not in the table`);
+    }
+  }
+
+  // G2: every accepted outcome write carries the job's current token.
+  let staleAccepted = 0;
+  const accepted = writes.filter((w) => (w.rowsAffected ?? 0) > 0);
+  const unknown = writes.filter((w) => w.rowsAffected === null).length;
+  for (const [jobId, ws] of groupBy(accepted.filter((w) => OUTCOME_KINDS.has(w.kind)), (w) => w.jobId)) {
+    const job = byId.get(jobId);
+    const sorted = [...ws].sort((a, b) => a.at - b.at);
+    const completes = sorted.filter((w) => w.kind === 'complete');
+    const perToken = groupBy(sorted, (w) => w.token);
+    for (const [token, same] of perToken) {
+      if (same.length > 1) {
+        staleAccepted += same.length - 1;
+        violations.push(`stale: job ${jobId} token ${token} had ${same.length} accepted outcome writes`);
+      }
+    }
+    if (completes.length > 1) {
+      staleAccepted += completes.length - 1;
+      violations.push(`stale: job ${jobId} completed ${completes.length} times (tokens ${completes.map((w) => w.token).join(', ')})`);
+    }
+    const last = completes.at(-1);
+    if (last && job && job.state === 'succeeded' && job.leaseToken !== last.token) {
+      staleAccepted += 1;
+      violations.push(`stale: job ${jobId} succeeded under token ${job.leaseToken} but an accepted complete carried ${last.token}`);
+    }
+    // Accepted writes must follow token order: a write under t after one under t' > t was stale.
+    let maxSeen = -1n;
+    for (const w of sorted) {
+      const t = BigInt(w.token);
+      if (t < maxSeen) {
+        staleAccepted += 1;
+        violations.push(`stale: job ${jobId} accepted a ${w.kind} under token ${w.token} after token ${maxSeen}`);
+      }
+      if (t > maxSeen) maxSeen = t;
+    }
+  }
+  // Any write accepted although it was SENT after a newer lease had started proves a stale lease
+  // (sentAt precedes the commit, and a newer claim commits before its start record).
+  const startsByJob = groupBy(execs.filter((x) => x.type === 'start'), (x) => x.jobId);
+  for (const w of accepted) {
+    const newer = (startsByJob.get(w.jobId) ?? []).find((s) => BigInt(s.token) > BigInt(w.token) && s.at < w.sentAt);
+    if (newer) {
+      staleAccepted += 1;
+      violations.push(`stale: job ${w.jobId} ${w.kind} under token ${w.token} accepted, sent after token ${newer.token} started`);
+    }
+  }
+  // The table itself: a result must come from the current lease, and each lease leaves at most
+  // one entry in the error history (a worker's failure or the reaper's expiry, never both).
+  for (const j of final) {
+    if (j.state === 'succeeded' && j.resultToken !== undefined && j.resultToken !== j.leaseToken) {
+      staleAccepted += 1;
+      violations.push(`stale: job ${j.id} holds a result from token ${j.resultToken} but its lease token is ${j.leaseToken}`);
+    }
+    const toks = j.errorTokens ?? [];
+    for (let i = 1; i < toks.length; i++) {
+      if (BigInt(toks[i]!) <= BigInt(toks[i - 1]!)) {
+        staleAccepted += 1;
+        violations.push(`stale: job ${j.id} error history has token ${toks[i]} after ${toks[i - 1]} (two outcomes for one lease, or out of order)`);
+      }
+    }
+  }
+
+  // G3: executions (distinct tokens started) against faults that hit the job.
+  const faultsHitting = new Map<string, number>();
+  let duplicateBound = 0;
+  for (const f of faults) {
+    const hit = new Set(f.inFlight);
+    if (f.until !== undefined) {
+      for (const s of execs) {
+        if (s.type === 'start' && s.at >= f.at && s.at <= f.until && (f.worker === undefined || s.worker === f.worker)) hit.add(s.jobId);
+      }
+    }
+    duplicateBound += hit.size;
+    for (const id of hit) faultsHitting.set(id, (faultsHitting.get(id) ?? 0) + 1);
+  }
+  let duplicated = 0;
+  let duplicateExecutions = 0;
+  const perJobBreaches: DuplicateBoundBreach[] = [];
+  for (const [jobId, starts] of startsByJob) {
+    const n = new Set(starts.map((s) => s.token)).size;
+    if (n > 1) {
+      duplicated += 1;
+      duplicateExecutions += n - 1;
+      const hits = faultsHitting.get(jobId) ?? 0;
+      if (n - 1 > hits) perJobBreaches.push({ jobId, executions: n, faultsHitting: hits });
+    }
+  }
+  for (const b of perJobBreaches) {
+    violations.push(`duplicate bound: job ${b.jobId} ran ${b.executions} times but only ${b.faultsHitting} fault(s) hit it`);
+  }
+  if (duplicateExecutions > duplicateBound) {
+    violations.push(`duplicate bound: ${duplicateExecutions} extra executions > bound ${duplicateBound}`);
+  }
+
+  const succeeded = final.filter((j) => j.state === 'succeeded').length;
+  const deadLettered = final.filter((j) => j.state === 'dead_lettered').length;
+  if (deadLettered > 0 && !options.allowDeadLetters) violations.push(`dead-lettered: ${deadLettered} job(s)`);
+  if (lost > 0) violations.unshift(`LOST ${lost}`);
+  if (staleAccepted > 0) violations.unshift(`STALE ACCEPTED ${staleAccepted}`);
+
+  const faultCounts: Record<string, number> = {};
+  for (const f of faults) faultCounts[f.kind] = (faultCounts[f.kind] ?? 0) + 1;
+  const expected = acked.length + indeterminate.length;
+  return {
+    jobs: final.length,
+    acked: acked.length,
+    indeterminate: indeterminate.length,
+    lost,
+    recovered,
+    unexpected,
+    succeeded,
+    deadLettered,
+    duplicated,
+    duplicateExecutions,
+    duplicateBound,
+    perJobBreaches,
+    executions: [...startsByJob.values()].reduce((n, s) => n + new Set(s.map((x) => x.token)).size, 0),
+    writes: {
+      attempted: writes.length,
+      accepted: accepted.length,
+      fenced: writes.length - accepted.length - unknown,
+      unknown,
+    },
+    staleAccepted,
+    faults: faultCounts,
+    fractions: {
+      lost: frac(lost, acked.length),
+      duplicated: frac(duplicated, final.length),
+      okFrac: frac(succeeded, expected),
+      recovered: frac(recovered, indeterminate.length),
+    },
+    violations,
+    ok: violations.length === 0,
+  };
+}
+
+/** One-screen summary, Jepsen style. */
+export function formatResult(r: CheckResult): string {
+  const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
+  return [
+    `jobs ${r.jobs}  acked ${r.acked}  indeterminate ${r.indeterminate}`,
+    `lost ${r.lost} (${pct(r.fractions.lost)})  recovered ${r.recovered}  unexpected ${r.unexpected}`,
+    `succeeded ${r.succeeded} (ok-frac ${pct(r.fractions.okFrac)})  dead-lettered ${r.deadLettered}`,
+    `executions ${r.executions}  duplicated jobs ${r.duplicated} (${pct(r.fractions.duplicated)})  extra executions ${r.duplicateExecutions} <= bound ${r.duplicateBound}: ${r.duplicateExecutions <= r.duplicateBound && r.perJobBreaches.length === 0 ? 'yes' : 'NO'}`,
+    `outcome writes ${r.writes.attempted}: accepted ${r.writes.accepted}, fenced off ${r.writes.fenced}, unknown ${r.writes.unknown}, stale accepted ${r.staleAccepted}`,
+    `faults ${Object.entries(r.faults).map(([k, n]) => `${k}=${n}`).join(' ') || 'none'}`,
+    r.ok ? 'VALID' : `INVALID:\n  ${r.violations.slice(0, 30).join('\n  ')}`,
+  ].join('\n');
+}
+
+/** Reads the final jobs of `queue` from the database (test-side ad-hoc SQL). */
+export async function readFinalJobs(connectionString: string, schema: string, queue: string): Promise<FinalJob[]> {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString });
+  await c.connect();
+  try {
+    if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema ${schema}`);
+    const r = await c.query<{
+      id: string; state: string; lease_token: string | null; idempotency_key: string | null;
+      result_token: string | null; error_tokens: string[];
+    }>(
+      `SELECT id::text, state, lease_token::text, idempotency_key, result->>'token' AS result_token,
+              ARRAY(SELECT e->>'token' FROM jsonb_array_elements(errors) e) AS error_tokens
+       FROM "${schema}".jobs WHERE queue = $1 ORDER BY id`,
+      [queue],
+    );
+    return r.rows.map((x) => ({
+      id: x.id,
+      state: x.state,
+      leaseToken: x.lease_token,
+      idempotencyKey: x.idempotency_key,
+      resultToken: x.state === 'succeeded' ? x.result_token : null,
+      errorTokens: x.error_tokens,
+    }));
+  } finally {
+    await c.end();
+  }
+}
+
+// CLI: tsx test/chaos/checker.ts --db URL [--schema baton] [--queue chaos] history.jsonl...
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const args = process.argv.slice(2);
+  const opt = (name: string, dflt?: string) => {
+    const i = args.indexOf(`--${name}`);
+    if (i < 0) return dflt;
+    const [v] = args.splice(i, 2).slice(1);
+    return v;
+  };
+  const db = opt('db');
+  const schema = opt('schema', 'baton')!;
+  const queue = opt('queue', 'chaos')!;
+  if (!db || args.length === 0) {
+    console.error('usage: checker.ts --db URL [--schema baton] [--queue chaos] history.jsonl...');
+    process.exit(2);
+  }
+  const result = checkHistory(await readFinalJobs(db, schema, queue), readHistory(...args));
+  console.log(formatResult(result));
+  process.exit(result.ok ? 0 : 1);
+}

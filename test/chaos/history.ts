@@ -1,0 +1,84 @@
+// The chaos history: record shapes workers and the runner append (one JSON
+// object per line) and a line-at-a-time appender. Records are written BEFORE
+// the effect they describe where possible, so a killed process still counts.
+
+import { appendFileSync, readFileSync, existsSync, openSync, closeSync } from 'node:fs';
+
+/** A handler run began ('start', written before the handler) or finished ('end'). */
+export interface ExecRecord {
+  type: 'start' | 'end';
+  jobId: string;
+  token: string;
+  worker: string;
+  at: number;
+  /** For 'end': how the handler finished. */
+  outcome?: 'ok' | 'error' | 'aborted';
+}
+
+/** An outcome write attempt and how many rows it changed (0 = fenced off). */
+export interface WriteRecord {
+  type: 'write';
+  kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release';
+  jobId: string;
+  token: string;
+  worker: string;
+  /** 1 accepted, 0 fenced off; null when the statement errored (it may or may not have committed). */
+  rowsAffected: number | null;
+  /** When the statement was sent (before the database could commit it). */
+  sentAt: number;
+  /** When the answer (or error) arrived. */
+  at: number;
+  error?: string;
+}
+
+/** A fault injected by the runner; inFlight is read from the database at fault time. */
+export interface FaultRecord {
+  type: 'fault';
+  kind: string;
+  /** The faulted worker; absent for faults hitting everyone (PG restart, loss). */
+  worker?: string;
+  at: number;
+  /** End of the fault window (heal), when it lasts. */
+  until?: number;
+  inFlight: string[];
+}
+
+/** An enqueue attempt: 'ok' (acknowledged), 'indeterminate' (timeout/reset), 'failed' (definite error). */
+export interface EnqueueRecord {
+  type: 'enqueue';
+  key: string;
+  status: 'ok' | 'indeterminate' | 'failed';
+  jobId?: string;
+  at: number;
+}
+
+export type HistoryRecord = ExecRecord | WriteRecord | FaultRecord | EnqueueRecord;
+
+/** Appends records synchronously (one write(2) per line, O_APPEND), so a SIGKILL loses at most the line being built. */
+export class HistoryLog {
+  readonly path: string;
+  constructor(path: string) {
+    this.path = path;
+    if (!existsSync(path)) closeSync(openSync(path, 'a'));
+  }
+  append(rec: HistoryRecord): void {
+    appendFileSync(this.path, `${JSON.stringify(rec)}\n`);
+  }
+}
+
+/** Reads a JSONL history; a torn last line (process killed mid-write) is skipped. */
+export function readHistory(...paths: string[]): HistoryRecord[] {
+  const out: HistoryRecord[] = [];
+  for (const p of paths) {
+    if (!existsSync(p)) continue;
+    for (const line of readFileSync(p, 'utf8').split('\n')) {
+      if (!line.trim()) continue;
+      try {
+        out.push(JSON.parse(line) as HistoryRecord);
+      } catch {
+        // torn line from a killed writer
+      }
+    }
+  }
+  return out;
+}
