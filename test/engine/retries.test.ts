@@ -1,0 +1,127 @@
+// Retries end to end through createBaton: transient errors retry until the attempt
+// budget is spent, TerminalError (also as a cause) dead-letters at once, an
+// unknown job type is retried. Asserted on the jobs row and its error history.
+
+import { describe, expect, it } from 'vitest';
+import { TerminalError } from '../../src/index.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { deferred, withTimeout } from '../helpers/wait.ts';
+import { Invocations, row, rowInState, useEngines } from './harness.ts';
+
+const db = useTestDatabase();
+
+describe.each([true, false])('retries (claimIntoRunning=%s)', (claimIntoRunning) => {
+  // A retried job becomes due after its backoff; the poll timer is what claims it again.
+  const engines = useEngines(db, () => ({ claimIntoRunning, backoffBaseMs: 1, backoffCapMs: 5, pollIntervalMs: 100 }));
+
+  it('a plain Error retries until maxAttempts, then dead-letters with one error entry per attempt', async () => {
+    const calls = new Invocations();
+    const baton = await engines.start({
+      queues: { q: 2 },
+      handlers: {
+        flaky: (ctx) => {
+          calls.record(ctx);
+          throw new Error(`boom ${ctx.job.attempt}`);
+        },
+      },
+    });
+    const { job } = await baton.enqueue({ jobType: 'flaky', queue: 'q', maxAttempts: 3 });
+
+    const r = await rowInState(db, job.id, 'dead_lettered');
+    expect(r.attempt).toBe(3);
+    expect(r.dead_letter_reason).toBe('attempts_exhausted');
+    expect(r.errors).toHaveLength(3);
+    expect(r.errors.map((e) => e.kind)).toEqual(['transient', 'transient', 'transient']);
+    expect(r.errors.map((e) => e.attempt)).toEqual([1, 2, 3]);
+    expect(r.errors.map((e) => e.message)).toEqual(['boom 1', 'boom 2', 'boom 3']);
+    // Every attempt ran under a new, strictly larger token.
+    const tokens = r.errors.map((e) => BigInt(e.token));
+    expect(tokens[0]! < tokens[1]! && tokens[1]! < tokens[2]!).toBe(true);
+    expect(calls.of(job.id)).toBe(3);
+    expect(baton.stats()).toMatchObject({ retried: 2, deadLettered: 1, fencedWrites: 0 });
+  });
+
+  it.each([
+    ['thrown directly', () => new TerminalError('bad input')],
+    ['nested as a cause', () => new Error('wrapper', { cause: new Error('middle', { cause: new TerminalError('bad input') }) })],
+  ])('TerminalError %s dead-letters after one attempt', async (_, makeError) => {
+    const calls = new Invocations();
+    const baton = await engines.start({
+      queues: { q: 2 },
+      handlers: {
+        fatal: (ctx) => {
+          calls.record(ctx);
+          throw makeError();
+        },
+      },
+    });
+    const { job } = await baton.enqueue({ jobType: 'fatal', queue: 'q', maxAttempts: 5 });
+
+    const r = await rowInState(db, job.id, 'dead_lettered');
+    expect(r.attempt).toBe(1);
+    expect(r.dead_letter_reason).toBe('terminal_error');
+    expect(r.errors).toHaveLength(1);
+    expect(r.errors[0]).toMatchObject({ kind: 'terminal', attempt: 1 });
+    expect(calls.of(job.id)).toBe(1);
+  });
+
+  it('a cause chain with a cycle and no TerminalError is transient (retried)', async () => {
+    const baton = await engines.start({
+      queues: { q: 1 },
+      handlers: {
+        cyclic: () => {
+          const a = new Error('a');
+          const b = new Error('b', { cause: a });
+          (a as { cause?: unknown }).cause = b;
+          throw a;
+        },
+      },
+    });
+    const { job } = await baton.enqueue({ jobType: 'cyclic', queue: 'q', maxAttempts: 2 });
+
+    const r = await rowInState(db, job.id, 'dead_lettered');
+    expect(r.dead_letter_reason).toBe('attempts_exhausted');
+    expect(r.errors.map((e) => e.kind)).toEqual(['transient', 'transient']);
+  });
+
+  it("an unknown job type is retried (kind 'unknown_job_type'), and runs once a worker has its handler", async () => {
+    // Worker without the handler: one attempt, then it stops before claiming again.
+    const old = await engines.start({ queues: { q: 1 }, pollIntervalMs: 60_000 });
+    const stopped = deferred<Promise<void>>();
+    old.events.on('retried', () => stopped.resolve(old.stop()));
+    const { job } = await old.enqueue({ jobType: 'new.type', queue: 'q', maxAttempts: 5 });
+
+    await withTimeout(stopped.promise, 10_000, 'the first attempt to be retried');
+    const retried = await row(db, job.id);
+    expect(retried.state).toBe('pending');
+    expect(retried.attempt).toBe(1);
+    expect(retried.errors).toHaveLength(1);
+    expect(retried.errors[0]).toMatchObject({ kind: 'unknown_job_type', attempt: 1 });
+
+    // The rolled-out worker has the handler.
+    const calls = new Invocations();
+    await engines.start({
+      queues: { q: 1 },
+      handlers: {
+        'new.type': (ctx) => {
+          calls.record(ctx);
+          return { ok: true };
+        },
+      },
+    });
+    const done = await rowInState(db, job.id, 'succeeded');
+    expect(done.attempt).toBe(2);
+    expect(done.result).toEqual({ ok: true });
+    expect(done.errors.map((e) => e.kind)).toEqual(['unknown_job_type']);
+    expect(calls.of(job.id)).toBe(1);
+  });
+
+  it('an unknown job type dead-letters once its budget is spent, one unknown_job_type entry per attempt', async () => {
+    const baton = await engines.start({ queues: { q: 1 } });
+    const { job } = await baton.enqueue({ jobType: 'nobody.handles.this', queue: 'q', maxAttempts: 3 });
+
+    const r = await rowInState(db, job.id, 'dead_lettered');
+    expect(r.attempt).toBe(3);
+    expect(r.errors.map((e) => e.kind)).toEqual(['unknown_job_type', 'unknown_job_type', 'unknown_job_type']);
+  });
+});
