@@ -18,7 +18,7 @@ import type { Variant } from './systems/types.ts';
 import { BATON_VARIANTS, GRAPHILE_VARIANTS, PGBOSS_VARIANTS } from './systems/variants.ts';
 import { microBenchmarks, type MicroResult } from './micro.ts';
 import { pgbenchCeiling, type PgbenchResult } from './pgbench.ts';
-import { startDaemon } from './daemon.ts';
+import { latencyHttp } from './scenarios/latency-http.ts';
 
 export interface BenchReport {
   startedAt: string;
@@ -84,24 +84,9 @@ async function main(): Promise<number> {
     }
 
     if (has('latency-http')) {
-      const daemon = await startDaemon(ctx).catch((err: unknown) => {
-        missing.push(`latency-http: ${err instanceof Error ? err.message : String(err)}`);
-        return null;
-      });
-      if (daemon) {
-        try {
-          for (const v of batonModes.filter((x) => x.notify || !args.quick)) {
-            const d = await daemon.forVariant(v);
-            try {
-              ctx.httpBase = d.base;
-              record(await latency(ctx, v, { rate: args.latencyRate, jobs: args.latencyJobs, via: 'http', scenario: 'latency-http' }));
-            } finally {
-              await d.stop();
-            }
-          }
-        } finally {
-          delete ctx.httpBase;
-        }
+      // Through the daemon (`baton serve` as the worker, POST /api/jobs as the producer).
+      for (const v of batonModes.filter((x) => x.notify || !args.quick)) {
+        record(await latencyHttp(ctx, v, { rate: args.latencyRate, jobs: args.latencyJobs }));
       }
     }
     if (has('micro')) {
