@@ -72,6 +72,9 @@ export function errorResponse(c: Context, code: ApiErrorCode, message: string, d
   if (details !== undefined) body.error.details = details;
   const headers: Record<string, string> = {};
   if (code === 'UNAUTHORIZED') headers['WWW-Authenticate'] = 'Bearer';
+  // The rest of a refused body is still on the wire; a client reusing this connection would
+  // race the server closing it, so tell it not to.
+  if (code === 'PAYLOAD_TOO_LARGE') headers.Connection = 'close';
   return c.json(body, status, headers);
 }
 

@@ -21,8 +21,15 @@ export const IDEMPOTENCY_KEY_MAX_CHARS = 512;
 /** Priority bounds (the engine's own). */
 export const PRIORITY_MAX = 1_000_000;
 
-/** Queue, job type and tenant names: 1-128 of [A-Za-z0-9_.:-/], no spaces, quotes or NUL. */
-export const nameSchema = z.string().regex(NAME_PATTERN, 'must be 1-128 characters of A-Z a-z 0-9 _ . : - /');
+/**
+ * Queue, job type and tenant names: the engine's NAME_PATTERN (1-128 of [A-Za-z0-9_.:-/], no
+ * spaces, quotes or NUL), and at the edge also no "." or ".." segment: names show up in URLs
+ * (/api/queues/:queue/depth), where such segments are rewritten by clients and proxies.
+ */
+export const nameSchema = z
+  .string()
+  .regex(NAME_PATTERN, 'must be 1-128 characters of A-Z a-z 0-9 _ . : - /')
+  .refine((s) => !s.split('/').some((seg) => seg === '.' || seg === '..'), 'must not contain "." or ".." path segments');
 
 /** A non-negative decimal integer in a query string, bounded; "1e9", "-1", "1.5", "" are refused. */
 function intParam(min: number, max: number) {

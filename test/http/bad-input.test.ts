@@ -1,0 +1,381 @@
+// The bad-input matrix (RELIABILITY §3.4) against a real server and database:
+// every rejected request gets its status and code, never a 5xx or a stack
+// trace, and writes nothing (row counts are checked before and after).
+
+import http from 'node:http';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../helpers/db.ts';
+import { insertJob } from '../helpers/factory.ts';
+import { countJobs, startApi, type ApiHarness } from './harness.ts';
+
+const db = useTestDatabase();
+let api: ApiHarness;
+
+beforeAll(async () => {
+  api = await startApi(db, { app: { bodyLimitBytes: LIMIT } });
+});
+afterAll(async () => {
+  await api?.close();
+});
+
+/** Small enough to test cheaply, large enough for a 100k-deep array (200 kB). */
+const LIMIT = 256 * 1024;
+const JSON_HEADERS = { 'content-type': 'application/json' };
+const STACK = /\bat .+:\d+:\d+|node_modules|\.ts:\d+/;
+
+/** Asserts the error shape, status and code; returns the body for more checks. */
+async function expectError(res: Response, status: number, code: string) {
+  const text = await res.text();
+  expect(res.status, text).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(text).not.toMatch(STACK);
+  const body = JSON.parse(text) as { error: { code: string; message: string; details?: any } };
+  expect(body.error.code, text).toBe(code);
+  expect(typeof body.error.message).toBe('string');
+  return body;
+}
+
+/** Sends `body` to POST /api/jobs and checks it is rejected and nothing is written. */
+async function rejectsEnqueue(body: BodyInit, status: number, code: string, headers: Record<string, string> = JSON_HEADERS) {
+  const before = await countJobs(db);
+  const res = await api.raw('/api/jobs', { method: 'POST', headers, body });
+  const parsed = await expectError(res, status, code);
+  expect(await countJobs(db)).toBe(before);
+  return parsed;
+}
+
+/** The first field an INVALID_ARGUMENT names. */
+const field = (body: { error: { details?: any } }) => body.error.details?.issues?.[0]?.path ?? body.error.details?.path;
+
+describe('malformed JSON and content types', () => {
+  it.each([
+    ['truncated', '{"jobType": "a"'],
+    ['trailing garbage', '{"jobType": "a"} x'],
+    ['two documents', '{"jobType": "a"}{"jobType": "b"}'],
+    ['a BOM', '\uFEFF{"jobType": "a"}'],
+    ['empty body', ''],
+    ['single quotes', "{'jobType': 'a'}"],
+    ['NaN literal', '{"jobType": "a", "priority": NaN}'],
+  ])('%s -> 400 INVALID_JSON', async (_name, body) => {
+    await rejectsEnqueue(body, 400, 'INVALID_JSON');
+  });
+
+  it('non-UTF-8 bytes -> 400 INVALID_JSON', async () => {
+    await rejectsEnqueue(Buffer.from([0x7b, 0x22, 0x6a, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]), 400, 'INVALID_JSON');
+  });
+
+  it.each([
+    ['text/plain', { 'content-type': 'text/plain' }],
+    ['form', { 'content-type': 'application/x-www-form-urlencoded' }],
+    ['latin1 charset', { 'content-type': 'application/json; charset=latin1' }],
+    ['absent', {} as Record<string, string>],
+  ])('Content-Type %s -> 415', async (_name, headers) => {
+    await rejectsEnqueue(new TextEncoder().encode('{"jobType":"a"}'), 415, 'UNSUPPORTED_MEDIA_TYPE', headers);
+  });
+
+  it('accepts application/json with charset=utf-8 and +json types', async () => {
+    for (const ct of ['application/json; charset=UTF-8', 'application/vnd.baton+json']) {
+      const res = await api.raw('/api/jobs', { method: 'POST', headers: { 'content-type': ct }, body: '{"jobType":"ct-ok"}' });
+      expect(res.status, ct).toBe(201);
+    }
+  });
+});
+
+describe('wrong types, ranges and shapes', () => {
+  it.each([
+    ['null body', null, ''],
+    ['array body', [{ jobType: 'a' }], ''],
+    ['string body', 'a', ''],
+    ['missing jobType', { payload: {} }, 'jobType'],
+    ['numeric jobType', { jobType: 5 }, 'jobType'],
+    ['unknown field', { jobType: 'a', colour: 'red' }, 'colour'],
+    ['string priority', { jobType: 'a', priority: '5' }, 'priority'],
+    ['float priority', { jobType: 'a', priority: 1.5 }, 'priority'],
+    ['huge priority', { jobType: 'a', priority: 2 ** 53 + 2 }, 'priority'],
+    ['priority above the bound', { jobType: 'a', priority: 1_000_001 }, 'priority'],
+    ['zero maxAttempts', { jobType: 'a', maxAttempts: 0 }, 'maxAttempts'],
+    ['negative maxAttempts', { jobType: 'a', maxAttempts: -1 }, 'maxAttempts'],
+    ['string maxAttempts', { jobType: 'a', maxAttempts: '3' }, 'maxAttempts'],
+    ['huge maxAttempts', { jobType: 'a', maxAttempts: 1e20 }, 'maxAttempts'],
+    ['negative delayMs', { jobType: 'a', delayMs: -5 }, 'delayMs'],
+    ['runAt and delayMs', { jobType: 'a', runAt: '2030-01-01T00:00:00Z', delayMs: 5 }, 'delayMs'],
+    ['runAt not a date', { jobType: 'a', runAt: 'yesterday' }, 'runAt'],
+    ['runAt impossible date', { jobType: 'a', runAt: '2030-13-45T00:00:00Z' }, 'runAt'],
+    ['runAt without offset', { jobType: 'a', runAt: '2030-01-01T00:00:00' }, 'runAt'],
+    ['runAt beyond year 9999', { jobType: 'a', runAt: '+010000-01-01T00:00:00Z' }, 'runAt'],
+    ['runAt as a number', { jobType: 'a', runAt: 1700000000000 }, 'runAt'],
+    ['null queue', { jobType: 'a', queue: null }, 'queue'],
+    ['empty idempotencyKey', { jobType: 'a', idempotencyKey: '' }, 'idempotencyKey'],
+  ])('%s -> 400 INVALID_ARGUMENT naming the field', async (_name, body, path) => {
+    const res = await rejectsEnqueue(JSON.stringify(body), 400, 'INVALID_ARGUMENT');
+    expect(field(res)).toBe(path);
+    if (path) expect(res.error.message).toContain(path);
+  });
+
+  it('1e309 (Infinity after parsing) -> 400, in a field or deep in the payload', async () => {
+    await rejectsEnqueue('{"jobType":"a","priority":1e309}', 400, 'INVALID_ARGUMENT');
+    const res = await rejectsEnqueue('{"jobType":"a","payload":{"x":[1,-1e400]}}', 400, 'INVALID_ARGUMENT');
+    expect(field(res)).toBe('payload.x.1');
+  });
+
+  it('a far-future runAt (9999-12-31) is stored as given', async () => {
+    const res = await api.client.api.jobs.$post({ json: { jobType: 'far', runAt: '9999-12-31T23:59:59.999Z' } });
+    expect(res.status).toBe(201);
+    const job = await res.json();
+    expect(job.runAt).toBe('9999-12-31T23:59:59.999Z');
+    const row = await db.query<{ y: number }>(`SELECT extract(year FROM run_at AT TIME ZONE 'UTC')::int AS y FROM baton.jobs WHERE id = $1`, [job.id]);
+    expect(row.rows[0]!.y).toBe(9999);
+  });
+});
+
+describe('names', () => {
+  it.each([
+    ['path traversal', '../etc'],
+    ['encoded traversal', '%2e%2e'],
+    ['Cyrillic homoglyph', 'q\u0435ue'],
+    ['zero-width space', 'q\u200bue'],
+    ['leading whitespace', ' mail'],
+    ['SQL', "' OR 1=1 --"],
+    ['too long (10k chars)', 'q'.repeat(10_000)],
+    ['empty', ''],
+  ])('queue/jobType/tenantId %s -> 400', async (_name, name) => {
+    for (const key of ['queue', 'jobType', 'tenantId']) {
+      const res = await rejectsEnqueue(JSON.stringify({ jobType: 'ok', [key]: name }), 400, 'INVALID_ARGUMENT');
+      expect(field(res)).toBe(key);
+    }
+  });
+
+  it('queue names are case-sensitive: Mail and mail are different queues', async () => {
+    await api.client.api.jobs.$post({ json: { jobType: 'x', queue: 'Case-Q' } });
+    const lower = await (await api.client.api.queues[':queue'].depth.$get({ param: { queue: 'case-q' } })).json();
+    expect(lower.counts.pending).toBe(0);
+  });
+
+  it('an invalid queue in the depth path -> 400', async () => {
+    const res = await api.raw('/api/queues/a%20b/depth');
+    expect(field(await expectError(res, 400, 'INVALID_ARGUMENT'))).toBe('queue');
+  });
+});
+
+describe('NUL bytes', () => {
+  it.each([
+    ['jobType', '{"jobType":"a\\u0000b"}'],
+    ['queue', '{"jobType":"a","queue":"q\\u0000"}'],
+    ['idempotencyKey', '{"jobType":"a","idempotencyKey":"k\\u0000"}'],
+    ['a payload string', '{"jobType":"a","payload":{"s":["x","\\u0000"]}}'],
+    ['a payload key', '{"jobType":"a","payload":{"k\\u0000":1}}'],
+    ['a batch item', '{"jobs":[{"jobType":"a"},{"jobType":"b","payload":"\\u0000"}]}'],
+  ])('in %s -> 400, nothing written', async (_name, body) => {
+    const before = await countJobs(db);
+    const path = body.startsWith('{"jobs"') ? '/api/jobs/batch' : '/api/jobs';
+    await expectError(await api.raw(path, { method: 'POST', headers: JSON_HEADERS, body }), 400, 'INVALID_ARGUMENT');
+    expect(await countJobs(db)).toBe(before);
+  });
+
+  it('in a query parameter -> 400', async () => {
+    await expectError(await api.raw('/api/jobs?queue=a%00b'), 400, 'INVALID_ARGUMENT');
+  });
+});
+
+describe('pathological sizes', () => {
+  it('100k-deep arrays and objects -> 400 without crashing the server', async () => {
+    const deepArray = `{"jobType":"a","payload":${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+    const deepObject = `{"jobType":"a","payload":${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}}`;
+    await rejectsEnqueue(deepArray, 400, 'INVALID_ARGUMENT');
+    await rejectsEnqueue(deepObject, 400, 'INVALID_ARGUMENT');
+    expect((await api.client.healthz.$get()).status).toBe(200);
+  });
+
+  it('a body over the limit with Content-Length -> 413, nothing written', async () => {
+    const big = JSON.stringify({ jobType: 'a', payload: 'x'.repeat(LIMIT) });
+    const before = await countJobs(db);
+    const res = await api.raw('/api/jobs', { method: 'POST', headers: JSON_HEADERS, body: big });
+    const body = await expectError(res, 413, 'PAYLOAD_TOO_LARGE');
+    expect(body.error.details).toEqual({ limitBytes: LIMIT });
+    expect(await countJobs(db)).toBe(before);
+  });
+
+  it('a chunked body that never ends -> 413 once past the limit (the server does not wait for the end)', async () => {
+    const { port } = new URL(api.url);
+    const chunk = Buffer.from(`{"jobType":"a","payload":"${'y'.repeat(16 * 1024)}`);
+    const before = await countJobs(db);
+    const req = http.request({
+      host: '127.0.0.1',
+      port: Number(port),
+      method: 'POST',
+      path: '/api/jobs',
+      headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+    });
+    let answered = false;
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      req.on('response', (r) => {
+        answered = true;
+        resolve(r);
+      });
+      req.on('error', (err) => (answered ? undefined : reject(err)));
+      // Keeps sending until the server answers: a server that buffered the whole body would never answer.
+      const pump = (): void => {
+        while (!answered) if (!req.write(chunk)) return void req.once('drain', pump);
+      };
+      pump();
+    });
+    let text = '';
+    for await (const part of res) text += String(part);
+    req.destroy();
+    expect(res.statusCode).toBe(413);
+    expect(JSON.parse(text)).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE' } });
+    expect(await countJobs(db)).toBe(before);
+  });
+
+  it('a large array within the limit is accepted; a batch over 1000 jobs is refused', async () => {
+    const payload = new Array(20_000).fill(0);
+    const ok = await api.client.api.jobs.$post({ json: { jobType: 'big-array', payload } });
+    expect(ok.status).toBe(201);
+    const jobs = Array.from({ length: 1_001 }, () => ({ jobType: 'z' }));
+    const before = await countJobs(db);
+    const res = await api.raw('/api/jobs/batch', { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ jobs }) });
+    expect(field(await expectError(res, 400, 'INVALID_ARGUMENT'))).toBe('jobs');
+    expect(await countJobs(db)).toBe(before);
+  });
+
+  it('a batch with one bad item writes none of them', async () => {
+    const before = await countJobs(db);
+    const jobs = [{ jobType: 'ok1' }, { jobType: 'ok2' }, { jobType: 'bad name' }];
+    const res = await api.raw('/api/jobs/batch', { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify({ jobs }) });
+    expect(field(await expectError(res, 400, 'INVALID_ARGUMENT'))).toBe('jobs.2.jobType');
+    const empty = await api.raw('/api/jobs/batch', { method: 'POST', headers: JSON_HEADERS, body: '{"jobs":[]}' });
+    await expectError(empty, 400, 'INVALID_ARGUMENT');
+    expect(await countJobs(db)).toBe(before);
+  });
+});
+
+describe('SQL-shaped strings', () => {
+  const nasty = ["' OR 1=1 --", '"; DROP TABLE jobs; --', '$$', '\\', '%', '_', "'; SELECT pg_sleep(10); --"];
+
+  it('are stored and returned verbatim in payloads and idempotency keys, and harm nothing', async () => {
+    for (const s of nasty) {
+      const res = await api.client.api.jobs.$post({ json: { jobType: 'sql', idempotencyKey: `k${s}`, payload: { s, [s]: s } } });
+      expect(res.status, s).toBe(201);
+      const job = await res.json();
+      expect(job.idempotencyKey).toBe(`k${s}`);
+      expect(job.payload).toEqual({ s, [s]: s });
+      const row = await db.query<{ idempotency_key: string; payload: unknown }>(
+        `SELECT idempotency_key, payload FROM baton.jobs WHERE id = $1`,
+        [job.id],
+      );
+      expect(row.rows[0]).toEqual({ idempotency_key: `k${s}`, payload: { s, [s]: s } });
+    }
+    expect(await countJobs(db, `job_type = 'sql'`)).toBe(nasty.length);
+  });
+
+  it('are refused in name filters, and _ / % match literally', async () => {
+    for (const s of ["' OR 1=1 --", '%', '"; DROP TABLE jobs; --']) {
+      const res = await api.raw(`/api/jobs?queue=${encodeURIComponent(s)}`);
+      await expectError(res, 400, 'INVALID_ARGUMENT');
+    }
+    await insertJob(db.pool, { jobType: 'aXb' });
+    const underscore = await (await api.client.api.jobs.$get({ query: { jobType: 'a_b' } })).json();
+    expect(underscore.total).toBe(0);
+  });
+});
+
+describe('query strings', () => {
+  it.each([
+    ['unknown state', 'state=finished', 'state'],
+    ['upper-case state', 'state=PENDING', 'state'],
+    ['negative limit', 'limit=-1', 'limit'],
+    ['zero limit', 'limit=0', 'limit'],
+    ['limit above 500', 'limit=501', 'limit'],
+    ['limit 1e9', 'limit=1e9', 'limit'],
+    ['huge limit', 'limit=99999999999999999999', 'limit'],
+    ['float limit', 'limit=1.5', 'limit'],
+    ['empty limit', 'limit=', 'limit'],
+    ['negative offset', 'offset=-1', 'offset'],
+    ['repeated limit', 'limit=1&limit=2', 'limit'],
+    ['unknown parameter', 'sort=id', 'sort'],
+  ])('GET /api/jobs?%s -> 400 naming the parameter', async (_name, qs, path) => {
+    const body = await expectError(await api.raw(`/api/jobs?${qs}`), 400, 'INVALID_ARGUMENT');
+    expect(field(body)).toBe(path);
+  });
+
+  it('POST /api/dlq/replay?limit= out of 1..1000 -> 400, nothing replayed', async () => {
+    const id = await insertJob(db.pool, { state: 'dead_lettered', jobType: 'dlq-bad' });
+    for (const qs of ['limit=0', 'limit=1001', 'limit=-5', 'limit=abc', 'tenantId=%27']) {
+      await expectError(await api.raw(`/api/dlq/replay?${qs}`, { method: 'POST' }), 400, 'INVALID_ARGUMENT');
+    }
+    expect(await countJobs(db, `id = $1 AND state = 'dead_lettered'`, [id])).toBe(1);
+  });
+});
+
+describe('routes and methods', () => {
+  it('an unknown route -> 404 ROUTE_NOT_FOUND', async () => {
+    await expectError(await api.raw('/api/nope'), 404, 'ROUTE_NOT_FOUND');
+    await expectError(await api.raw('/api/jobs/1/explode', { method: 'POST' }), 404, 'ROUTE_NOT_FOUND');
+  });
+
+  it('a known path with the wrong method -> 405 with Allow', async () => {
+    const del = await api.raw('/api/jobs', { method: 'DELETE' });
+    expect(del.headers.get('allow')).toMatch(/GET/);
+    expect(del.headers.get('allow')).toMatch(/POST/);
+    await expectError(del, 405, 'METHOD_NOT_ALLOWED');
+    await expectError(await api.raw('/api/jobs/1/cancel'), 405, 'METHOD_NOT_ALLOWED');
+    await expectError(await api.raw('/healthz', { method: 'POST' }), 405, 'METHOD_NOT_ALLOWED');
+  });
+
+  it('Content-Length together with Transfer-Encoding is refused (request smuggling)', async () => {
+    const { port } = new URL(api.url);
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(port), '127.0.0.1');
+      let data = '';
+      socket.on('data', (d) => (data += d.toString()));
+      socket.on('end', () => resolve(data));
+      socket.on('close', () => resolve(data));
+      socket.on('error', reject);
+      socket.write(
+        'POST /api/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 16\r\n' +
+          'Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n10\r\n{"jobType":"ab"}\r\n0\r\n\r\n',
+      );
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 400/);
+    expect(await countJobs(db, `job_type = 'ab'`)).toBe(0);
+  });
+});
+
+describe('bearer token', () => {
+  let secured: ApiHarness;
+  beforeAll(async () => {
+    secured = await startApi(db, { app: { apiToken: 's3cret-token' } });
+  });
+  afterAll(async () => {
+    await secured?.close();
+  });
+
+  it.each([
+    ['missing', undefined],
+    ['wrong', 'Bearer wrong-token'],
+    ['a prefix of the token', 'Bearer s3cret'],
+    ['basic scheme', 'Basic czNjcmV0LXRva2Vu'],
+    ['no scheme', 's3cret-token'],
+    ['empty bearer', 'Bearer '],
+  ])('%s -> 401 and nothing written', async (_name, authorization) => {
+    const headers: Record<string, string> = { ...JSON_HEADERS, ...(authorization ? { authorization } : {}) };
+    const before = await countJobs(db);
+    const res = await secured.raw('/api/jobs', { method: 'POST', headers, body: '{"jobType":"auth"}' });
+    expect(res.headers.get('www-authenticate')).toBe('Bearer');
+    await expectError(res, 401, 'UNAUTHORIZED');
+    await expectError(await secured.raw('/api/jobs', { headers }), 401, 'UNAUTHORIZED');
+    await expectError(await secured.raw('/metrics', { headers }), 401, 'UNAUTHORIZED');
+    expect(await countJobs(db)).toBe(before);
+  });
+
+  it('the right token passes; health checks stay open', async () => {
+    const { createClient } = await import('../../src/client/index.ts');
+    const client = createClient(secured.url, { token: 's3cret-token' });
+    const res = await client.api.jobs.$post({ json: { jobType: 'auth-ok' } });
+    expect(res.status).toBe(201);
+    expect((await client.metrics.$get()).status).toBe(200);
+    expect((await secured.raw('/healthz')).status).toBe(200);
+    expect((await secured.raw('/readyz')).status).toBe(200);
+  });
+});
