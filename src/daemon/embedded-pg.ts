@@ -77,8 +77,9 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     ],
     { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
   );
-  await waitReady(child, log);
-  return handle(child, opts.port, log);
+  const state = { stopping: false };
+  await waitReady(child, log, state);
+  return handle(child, opts.port, log, state);
 }
 
 function connectionString(port: number): string {
@@ -176,7 +177,12 @@ async function runningPostmaster(clusterDir: string): Promise<{ pid: number; por
   return { pid, port };
 }
 
-function waitReady(child: ChildProcess, log: Logger): Promise<void> {
+/** Once we stop the server, its "terminating connection" lines are expected, not warnings. */
+interface ServerState {
+  stopping: boolean;
+}
+
+function waitReady(child: ChildProcess, log: Logger, state: ServerState): Promise<void> {
   return new Promise((resolve, reject) => {
     const tail: string[] = [];
     let ready = false;
@@ -189,7 +195,7 @@ function waitReady(child: ChildProcess, log: Logger): Promise<void> {
       for (const line of chunk.split('\n').filter(Boolean)) {
         tail.push(line);
         if (tail.length > 20) tail.shift();
-        const lvl = /\b(ERROR|FATAL|PANIC):/.test(line) ? 'warn' : 'debug';
+        const lvl = !state.stopping && /\b(ERROR|FATAL|PANIC):/.test(line) ? 'warn' : 'debug';
         log[lvl]({ pg: line }, 'postgres');
         if (!ready && line.includes('database system is ready to accept connections')) {
           ready = true;
@@ -211,7 +217,7 @@ function waitReady(child: ChildProcess, log: Logger): Promise<void> {
   });
 }
 
-function handle(child: ChildProcess, port: number, log: Logger): EmbeddedPostgres {
+function handle(child: ChildProcess, port: number, log: Logger, state: ServerState): EmbeddedPostgres {
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
@@ -222,12 +228,14 @@ function handle(child: ChildProcess, port: number, log: Logger): EmbeddedPostgre
     port,
     owned: true,
     killNow: () => {
+      state.stopping = true;
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
     },
     stop: () => {
       stopping ??= (async () => {
         if (child.exitCode !== null || child.signalCode !== null) return;
         log.info({ postmasterPid: child.pid }, 'stopping embedded PostgreSQL');
+        state.stopping = true;
         // SIGINT = "fast" shutdown: our own connections are closed already by now.
         child.kill('SIGINT');
         const timer = setTimeout(() => child.kill('SIGQUIT'), STOP_TIMEOUT_MS);
