@@ -37,7 +37,7 @@ async function expectError(res: Response, status: number, code: string) {
 }
 
 /** Sends `body` to POST /api/jobs and checks it is rejected and nothing is written. */
-async function rejectsEnqueue(body: BodyInit, status: number, code: string, headers: Record<string, string> = JSON_HEADERS) {
+async function rejectsEnqueue(body: RequestInit["body"], status: number, code: string, headers: Record<string, string> = JSON_HEADERS) {
   const before = await countJobs(db);
   const res = await api.raw('/api/jobs', { method: 'POST', headers, body });
   const parsed = await expectError(res, status, code);
