@@ -62,7 +62,7 @@ export const SETTINGS = {
   DATABASE_URL: ['database-url', z.string().url().optional(), 'PostgreSQL URL; unset: embedded PostgreSQL in BATON_DATA_DIR', '(embedded)'],
   PORT: ['port', int(0, 65_535).default(PORT_DEFAULT), 'HTTP port (0 picks a free one)', String(PORT_DEFAULT)],
   HOST: ['host', z.string().min(1).default(HOST_DEFAULT), 'HTTP bind address (0.0.0.0 in containers)', HOST_DEFAULT],
-  BATON_API_TOKEN: ['api-token', z.string().min(8).optional(), 'bearer token required on every route but health checks', '(none)'],
+  BATON_API_TOKEN: ['api-token', z.string().min(8).optional(), 'bearer token for /api/* and /metrics (min 8 chars; health checks and the console page stay open)', '(none)'],
   BATON_SCHEMA: ['schema', z.string().refine(isValidSchemaName, 'must match ^[a-z_][a-z0-9_]{0,62}$').default(SCHEMA_DEFAULT), 'PostgreSQL schema of the tables', SCHEMA_DEFAULT],
   BATON_QUEUES: ['queues', queueSpec.prefault(QUEUES_DEFAULT), 'queues this process works, queue:concurrency,...', QUEUES_DEFAULT],
   BATON_DISPATCH: ['dispatch', z.enum(['notify', 'poll']).default('notify'), 'wake-ups by LISTEN/NOTIFY (+ polling) or polling only', 'notify'],
