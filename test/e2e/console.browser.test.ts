@@ -60,7 +60,7 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     const poisonRow = '#dlq tr[data-job-type="poison"][data-attempt="1"]';
     await page.waitForSelector(poisonRow, { timeout: 20_000 });
     await page.waitForSelector('#dlq tr[data-job-type="boom"][data-attempt="3"][data-max-attempts="3"]', { timeout: 20_000 });
-    const boomKinds = await page.$$eval('#dlq tr[data-job-type="boom"] li[data-kind]', (lis) => lis.map((li) => (li as HTMLElement).dataset.kind));
+    const boomKinds = await page.$$eval('#dlq tr[data-job-type="boom"] li[data-kind]', (lis) => lis.map((li) => li.getAttribute('data-kind')));
     expect(boomKinds).toEqual(['transient', 'transient', 'transient']);
     await page.waitForSelector('#queues tr[data-queue="default"] td[data-state="succeeded"]');
 
@@ -116,7 +116,7 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
       await p.click('#token-save');
       await p.waitForSelector('#status[data-status="ok"]');
       await p.waitForSelector('#queues tr[data-queue="default"]');
-      expect(await p.evaluate(() => localStorage.getItem('baton.apiToken'))).toBe(token);
+      expect(await p.evaluate("localStorage.getItem('baton.apiToken')")).toBe(token);
       await ctx.close();
     } finally {
       d.child.kill('SIGTERM');
