@@ -118,6 +118,12 @@ describe('checker', () => {
     expect(checkHistory(final, [...h, kill]).ok).toBe(true);
   });
 
+  it('does not count a retry after an accepted failure as a duplicate', () => {
+    const { final, history } = clean();
+    const h = [...history.filter((x) => !(x.type === 'write' && x.jobId === '2')), write('2', '20', 5.5, 1, 'fail'), start('2', '21', 8), write('2', '21', 9, 1)];
+    expect(checkHistory([final[0]!, job('2', { leaseToken: '21', resultToken: '21', errorTokens: ['20'] })], h)).toMatchObject({ ok: true, duplicated: 0 });
+  });
+
   it('counts jobs started inside a fault window as hit by it', () => {
     const { final, history } = clean();
     const loss: HistoryRecord = { type: 'fault', kind: 'loss', at: 3.5, until: 4.5, inFlight: [] };

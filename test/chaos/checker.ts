@@ -41,7 +41,7 @@ export interface CheckResult {
   unexpected: number;
   succeeded: number;
   deadLettered: number;
-  /** Jobs executed more than once. */
+  /** Jobs executed more than once (retries after an accepted failure excluded). */
   duplicated: number;
   /** Executions beyond the first, summed over jobs. */
   duplicateExecutions: number;
@@ -77,7 +77,15 @@ function groupBy<T>(xs: T[], key: (x: T) => string): Map<string, T[]> {
 /** Checks a finished, drained run. */
 export function checkHistory(final: FinalJob[], history: HistoryRecord[], options: CheckOptions = {}): CheckResult {
   const violations: string[] = [];
-  const enq = history.filter((r): r is EnqueueRecord => r.type === 'enqueue');
+  // One entry per key: a producer retries an indeterminate enqueue under the same key until acked.
+  const rank = { ok: 2, indeterminate: 1, failed: 0 } as const;
+  const enqByKey = new Map<string, EnqueueRecord>();
+  for (const r of history) {
+    if (r.type !== 'enqueue') continue;
+    const seen = enqByKey.get(r.key);
+    if (!seen || rank[r.status] > rank[seen.status]) enqByKey.set(r.key, r);
+  }
+  const enq = [...enqByKey.values()];
   const execs = history.filter((r): r is ExecRecord => r.type === 'start' || r.type === 'end');
   const writes = history.filter((r): r is WriteRecord => r.type === 'write');
   const faults = history.filter((r): r is FaultRecord => r.type === 'fault');
@@ -204,13 +212,17 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
   let duplicated = 0;
   let duplicateExecutions = 0;
   const perJobBreaches: DuplicateBoundBreach[] = [];
+  // A retry after an accepted failure is the plan, not a duplicate.
+  const acceptedFails = new Map<string, number>();
+  for (const w of accepted) if (w.kind === 'fail') acceptedFails.set(w.jobId, (acceptedFails.get(w.jobId) ?? 0) + 1);
   for (const [jobId, starts] of startsByJob) {
     const n = new Set(starts.map((s) => s.token)).size;
-    if (n > 1) {
+    const extra = n - 1 - (acceptedFails.get(jobId) ?? 0);
+    if (extra > 0) {
       duplicated += 1;
-      duplicateExecutions += n - 1;
+      duplicateExecutions += extra;
       const hits = faultsHitting.get(jobId) ?? 0;
-      if (n - 1 > hits) perJobBreaches.push({ jobId, executions: n, faultsHitting: hits });
+      if (extra > hits) perJobBreaches.push({ jobId, executions: n, faultsHitting: hits });
     }
   }
   for (const b of perJobBreaches) {

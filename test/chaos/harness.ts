@@ -1,0 +1,251 @@
+// The moving parts of one chaos run: the private cluster (inside a network
+// namespace when root), one fault proxy and one child worker per slot, a
+// direct admin pool, and the fault actions that record themselves in the
+// history with the jobs in flight (read from the database) at fault time.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { startPgCluster, type PgCluster } from '../helpers/pg-cluster.ts';
+import { FaultProxy } from './fault-proxy.ts';
+import { HistoryLog } from './history.ts';
+import { createNetNs, netnsAvailability, skipLoudly, type NetNs } from './netns.ts';
+
+const WORKER_TS = fileURLToPath(new URL('./worker.ts', import.meta.url));
+
+export interface Slot {
+  index: number;
+  proxy: FaultProxy;
+  child: ChildProcess | null;
+  workerId: string;
+  generation: number;
+  logPath: string;
+}
+
+export interface HarnessOptions {
+  dir: string;
+  seed: number;
+  workers: number;
+  concurrency: number;
+  leaseMs: number;
+  /** Test-side mutation applied by workers (e.g. 'unfenced-complete'), to prove the suite can fail. */
+  mutate?: string;
+  /** Run PostgreSQL in a namespace (root): enables iptables loss. */
+  useNetns: boolean;
+}
+
+export class Harness {
+  readonly o: HarnessOptions;
+  readonly log: HistoryLog;
+  cluster!: PgCluster;
+  ns: NetNs | null = null;
+  admin!: pg.Pool;
+  readonly slots: Slot[] = [];
+  readonly skipped: string[] = [];
+  readonly timings: Record<string, number[]> = {};
+
+  constructor(o: HarnessOptions) {
+    this.o = o;
+    this.log = new HistoryLog(path.join(o.dir, 'runner.jsonl'));
+  }
+
+  get logPaths(): string[] {
+    return [this.log.path, ...new Set(this.slots.flatMap((s) => s.logPath))];
+  }
+
+  async setup(): Promise<void> {
+    if (this.o.useNetns) {
+      const avail = netnsAvailability();
+      if (avail.ok) this.ns = await createNetNs();
+      else {
+        skipLoudly('iptables packet loss in the network fault (PostgreSQL runs on 127.0.0.1 instead of a namespace)', avail.reason!);
+        this.skipped.push(`iptables loss: ${avail.reason}`);
+      }
+    }
+    this.cluster = this.ns
+      ? await startPgCluster({ netns: this.ns.name, host: this.ns.nsAddr, port: 5432 })
+      : await startPgCluster();
+    this.admin = new pg.Pool({ connectionString: this.cluster.url(), max: 3, connectionTimeoutMillis: 5_000 });
+    this.admin.on('error', () => undefined);
+    for (let i = 0; i < this.o.workers; i++) {
+      const proxy = new FaultProxy({ targetHost: this.cluster.host, targetPort: this.cluster.port, seed: this.o.seed + i });
+      await proxy.listen();
+      this.slots.push({ index: i, proxy, child: null, workerId: '', generation: 0, logPath: '' });
+    }
+  }
+
+  /** Starts (or restarts after a kill) the worker of a slot; resolves once it is ready. */
+  async spawnWorker(slot: Slot): Promise<void> {
+    slot.generation += 1;
+    slot.workerId = `w${slot.index}.${slot.generation}`;
+    slot.logPath = path.join(this.o.dir, `worker-${slot.index}.jsonl`);
+    const child = spawn(process.execPath, ['--import', 'tsx', WORKER_TS], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: {
+        ...process.env,
+        CHAOS_DB_URL: `postgres://postgres@127.0.0.1:${slot.proxy.port}/postgres`,
+        CHAOS_WORKER_ID: slot.workerId,
+        CHAOS_LOG: slot.logPath,
+        CHAOS_CONCURRENCY: String(this.o.concurrency),
+        CHAOS_LEASE_MS: String(this.o.leaseMs),
+        ...(this.o.mutate ? { CHAOS_MUTATE: this.o.mutate } : {}),
+      },
+    });
+    slot.child = child;
+    const ready = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`worker ${slot.workerId} not ready in 30 s`)), 30_000);
+      child.on('message', (m: { type?: string }) => {
+        if (m?.type === 'ready') {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      child.once('exit', (code) => {
+        clearTimeout(timer);
+        reject(new Error(`worker ${slot.workerId} exited with ${code} before ready`));
+      });
+    });
+    await ready;
+  }
+
+  /** Live leases (optionally of one worker), straight from the database. */
+  async inFlight(workerId?: string): Promise<string[]> {
+    try {
+      const r = await this.admin.query<{ id: string }>(
+        `SELECT id::text FROM baton.jobs WHERE state IN ('leased','running') AND ($1::text IS NULL OR lease_owner = $1)`,
+        [workerId ?? null],
+      );
+      return r.rows.map((x) => x.id);
+    } catch {
+      return [];
+    }
+  }
+
+  /** The slot whose worker holds the most live leases now (faults should hit work), else `fallback`. */
+  async busiestSlot(fallback: Slot): Promise<Slot> {
+    try {
+      const r = await this.admin.query<{ owner: string; n: number }>(
+        `SELECT lease_owner AS owner, count(*)::int AS n FROM baton.jobs WHERE state IN ('leased','running')
+         GROUP BY lease_owner ORDER BY n DESC, lease_owner`,
+      );
+      for (const row of r.rows) {
+        const s = this.slots.find((x) => x.workerId === row.owner && x.child?.exitCode === null && x.child.signalCode === null);
+        if (s) return s;
+      }
+    } catch {
+      // database away: use the planned slot
+    }
+    return fallback;
+  }
+
+  #time(name: string, ms: number): void {
+    (this.timings[name] ??= []).push(ms);
+  }
+
+  async kill(slot: Slot): Promise<void> {
+    const child = slot.child;
+    if (!child || child.exitCode !== null) return;
+    const at = Date.now();
+    const before = await this.inFlight(slot.workerId);
+    const exited = once(child, 'exit');
+    child.kill('SIGKILL');
+    await exited;
+    const after = await this.inFlight(slot.workerId);
+    this.log.append({ type: 'fault', kind: 'kill', worker: slot.workerId, at, inFlight: [...new Set([...before, ...after])] });
+    await this.spawnWorker(slot);
+  }
+
+  /** SIGSTOP for durationMs: the zombie must come back fenced. */
+  async pause(slot: Slot, durationMs: number): Promise<void> {
+    const child = slot.child;
+    if (!child || child.exitCode !== null) return;
+    const at = Date.now();
+    const before = await this.inFlight(slot.workerId);
+    child.kill('SIGSTOP');
+    const after = await this.inFlight(slot.workerId);
+    await new Promise((r) => setTimeout(r, durationMs));
+    child.kill('SIGCONT');
+    this.log.append({ type: 'fault', kind: 'pause', worker: slot.workerId, at, until: Date.now(), inFlight: [...new Set([...before, ...after])] });
+  }
+
+  async pgRestart(): Promise<void> {
+    const at = Date.now();
+    const before = await this.inFlight();
+    const t0 = performance.now();
+    await this.cluster.restart();
+    this.#time('pgRestartMs', performance.now() - t0);
+    const after = await this.inFlight();
+    this.log.append({ type: 'fault', kind: 'pg-restart', at, until: Date.now(), inFlight: [...new Set([...before, ...after])] });
+  }
+
+  /** Terminates every LISTEN connection; measures how long until all are back. */
+  async killListeners(): Promise<void> {
+    const at = Date.now();
+    const live = this.slots.filter((s) => s.child && s.child.exitCode === null && s.child.signalCode === null).length;
+    await this.admin
+      .query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'baton-listener'`)
+      .catch(() => undefined);
+    this.log.append({ type: 'fault', kind: 'listener', at, inFlight: [] });
+    const t0 = performance.now();
+    const deadline = Date.now() + 15_000;
+    while (Date.now() < deadline) {
+      const r = await this.admin
+        .query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'baton-listener'`)
+        .catch(() => ({ rows: [{ n: 0 }] }));
+      if ((r.rows[0]?.n ?? 0) >= live) {
+        this.#time('listenerBackMs', performance.now() - t0);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    this.#time('listenerBackMs', Number.NaN);
+  }
+
+  /** 15 ms ± 5 ms each way on every proxy, plus 5% loss both ways (iptables, root only). */
+  async network(durationMs: number): Promise<void> {
+    const at = Date.now();
+    const before = await this.inFlight();
+    for (const s of this.slots) s.proxy.setLatency(15, 5);
+    if (this.ns) await this.ns.addLoss(this.cluster.port, 0.05);
+    await new Promise((r) => setTimeout(r, durationMs));
+    if (this.ns) await this.ns.heal();
+    for (const s of this.slots) s.proxy.setLatency(0, 0);
+    this.log.append({ type: 'fault', kind: this.ns ? 'loss+latency' : 'latency', at, until: Date.now(), inFlight: before });
+  }
+
+  /** A silent partition of one worker: bytes swallowed, sockets kept open. */
+  async blackhole(slot: Slot, durationMs: number): Promise<void> {
+    const at = Date.now();
+    const before = await this.inFlight(slot.workerId);
+    slot.proxy.setBlackhole(true);
+    await new Promise((r) => setTimeout(r, durationMs));
+    slot.proxy.setBlackhole(false);
+    this.log.append({ type: 'fault', kind: 'blackhole', worker: slot.workerId, at, until: Date.now(), inFlight: before });
+  }
+
+  /** SIGTERM every worker (SIGCONT first), SIGKILL after 15 s. */
+  async stopWorkers(): Promise<void> {
+    await Promise.all(
+      this.slots.map(async (s) => {
+        const c = s.child;
+        if (!c || c.exitCode !== null || c.signalCode !== null) return;
+        const exited = once(c, 'exit');
+        c.kill('SIGCONT');
+        c.kill('SIGTERM');
+        const timer = setTimeout(() => c.kill('SIGKILL'), 15_000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
+  }
+
+  async teardown(): Promise<void> {
+    await this.stopWorkers().catch(() => undefined);
+    for (const s of this.slots) await s.proxy.close().catch(() => undefined);
+    await this.admin?.end().catch(() => undefined);
+    await this.cluster?.destroy().catch(() => undefined);
+    await this.ns?.destroy().catch(() => undefined);
+  }
+}

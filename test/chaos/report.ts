@@ -1,0 +1,78 @@
+// Writes a chaos run's results: results/chaos-<date>.json (everything) and
+// results/chaos-<date>.md (the summary a reader needs: jobs, faults by kind,
+// executions, duplicates vs bound, stale writes, lost, drain time).
+
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { CheckResult } from './checker.ts';
+
+export interface RunReport {
+  seed: number;
+  tier: 'smoke' | 'soak';
+  scenario: string;
+  workers: number;
+  concurrency: number;
+  leaseMs: number;
+  jobsPlanned: number;
+  wallMs: number;
+  drainMs: number;
+  zombieAborts: number;
+  timings: Record<string, number[]>;
+  skipped: string[];
+  mutate: string | null;
+  historyDir: string;
+  netns: boolean;
+  result: CheckResult;
+}
+
+const ms = (xs: number[] | undefined) => (xs && xs.length ? xs.map((x) => (Number.isNaN(x) ? 'never' : `${Math.round(x)}`)).join(', ') : '-');
+
+export function toMarkdown(reports: RunReport[]): string {
+  const sum = (f: (r: CheckResult) => number) => reports.reduce((n, r) => n + f(r.result), 0);
+  const faults: Record<string, number> = {};
+  for (const r of reports) for (const [k, n] of Object.entries(r.result.faults)) faults[k] = (faults[k] ?? 0) + n;
+  const lines = [
+    `# Chaos run ${new Date().toISOString()}`,
+    '',
+    `Tier **${reports[0]?.tier}**, scenario **${reports[0]?.scenario}**, ${reports.length} seed(s): ${reports.map((r) => r.seed).join(', ')}.` +
+      (reports[0]?.mutate ? ` **Mutation: ${reports[0].mutate}** (this run is expected to fail).` : ''),
+    `Lease ${reports[0]?.leaseMs} ms; ${reports[0]?.workers} worker processes x concurrency ${reports[0]?.concurrency}; PostgreSQL 15 private cluster${reports[0]?.netns ? ' inside a network namespace' : ' on 127.0.0.1'}.`,
+    '',
+    `**Totals:** ${sum((r) => r.jobs)} jobs, ${sum((r) => r.lost)} lost, ${sum((r) => r.staleAccepted)} stale writes accepted, ` +
+      `${sum((r) => r.duplicateExecutions)} duplicate executions <= bound ${sum((r) => r.duplicateBound)}, ` +
+      `${sum((r) => r.deadLettered)} dead-lettered, faults: ${Object.entries(faults).map(([k, n]) => `${n} ${k}`).join(', ')}.`,
+    '',
+    '| seed | jobs | acked | lost | unexpected | executions | dup jobs | extra execs / bound | stale accepted | writes fenced / unknown | dead | faults | drain after heal | verdict |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const r of reports) {
+    const c = r.result;
+    lines.push(
+      `| ${r.seed} | ${c.jobs} | ${c.acked} | ${c.lost} | ${c.unexpected} | ${c.executions} | ${c.duplicated} (${(c.fractions.duplicated * 100).toFixed(1)}%) | ${c.duplicateExecutions} / ${c.duplicateBound} | ${c.staleAccepted} | ${c.writes.fenced} / ${c.writes.unknown} | ${c.deadLettered} | ${Object.entries(c.faults).map(([k, n]) => `${k} ${n}`).join(', ')} | ${Number.isNaN(r.drainMs) ? 'NOT DRAINED' : `${(r.drainMs / 1000).toFixed(1)} s`} | ${c.ok ? 'valid' : '**INVALID**'} |`,
+    );
+  }
+  lines.push('', '| seed | handlers aborted on lease loss | PG restart (ms) | listeners back after kill (ms) | wall time |', '|---|---|---|---|---|');
+  for (const r of reports) {
+    lines.push(`| ${r.seed} | ${r.zombieAborts} | ${ms(r.timings.pgRestartMs)} | ${ms(r.timings.listenerBackMs)} | ${(r.wallMs / 1000).toFixed(0)} s |`);
+  }
+  const skipped = [...new Set(reports.flatMap((r) => r.skipped))];
+  if (skipped.length) lines.push('', `**Skipped:** ${skipped.join('; ')}`);
+  const bad = reports.filter((r) => !r.result.ok);
+  if (bad.length) {
+    lines.push('', '## Violations');
+    for (const r of bad) lines.push('', `Seed ${r.seed}:`, '', ...r.result.violations.slice(0, 20).map((v) => `- ${v}`));
+  }
+  lines.push('', 'Replay a seed: `npm run test:chaos -- --seed N` (add `--soak` / `--scenario K` as above).', '');
+  return lines.join('\n');
+}
+
+/** Writes JSON + Markdown; returns the paths. */
+export function writeReports(dir: string, reports: RunReport[]): string[] {
+  const stamp = new Date().toISOString().replace(/[:]/g, '-').replace(/\..+/, '');
+  const suffix = reports[0]?.tier === 'soak' ? '-soak' : '';
+  const base = path.join(dir, `chaos-${stamp}${suffix}`);
+  const replacer = (_k: string, v: unknown) => (typeof v === 'number' && Number.isNaN(v) ? null : v);
+  writeFileSync(`${base}.json`, `${JSON.stringify({ generatedAt: new Date().toISOString(), runs: reports }, replacer, 2)}\n`);
+  writeFileSync(`${base}.md`, toMarkdown(reports));
+  return [`${base}.json`, `${base}.md`];
+}

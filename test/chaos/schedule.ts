@@ -1,0 +1,120 @@
+// Fault schedules and workloads, derived from one seed so a run replays from
+// it. Tiers follow RELIABILITY.md §3.3: T2 (CI smoke) and T3 (soak).
+
+import { prng } from './fault-proxy.ts';
+
+export type FaultKind = 'kill' | 'pause' | 'pg-restart' | 'listener' | 'network' | 'blackhole';
+export const FAULT_KINDS: readonly FaultKind[] = ['kill', 'pause', 'pg-restart', 'listener', 'network', 'blackhole'];
+
+export interface PlannedFault {
+  /** ms after the run starts. */
+  at: number;
+  kind: FaultKind;
+  /** Worker slot (0-based) for worker-scoped faults. */
+  slot?: number;
+  /** How long the fault lasts (pause, network, blackhole). */
+  durationMs?: number;
+}
+
+export interface JobPlan {
+  key: string;
+  /** ms after the run starts. */
+  at: number;
+  ms: number;
+  failFirst: boolean;
+}
+
+export interface Plan {
+  seed: number;
+  tier: 'smoke' | 'soak';
+  scenario: FaultKind | 'mixed';
+  workers: number;
+  concurrency: number;
+  leaseMs: number;
+  faults: PlannedFault[];
+  jobs: JobPlan[];
+  /** When the last fault heals (ms after start). */
+  lastHealAt: number;
+}
+
+export interface PlanOptions {
+  seed: number;
+  tier: 'smoke' | 'soak';
+  scenario: FaultKind | 'mixed';
+  jobs?: number;
+  /** Length of the fault phase in seconds. */
+  faultSeconds?: number;
+}
+
+/** Fault counts per tier for the mixed scenario (RELIABILITY §3.3, T3 scaled by the fault phase length). */
+function mixedCounts(tier: 'smoke' | 'soak', seconds: number): Record<FaultKind, number> {
+  if (tier === 'smoke') return { kill: 3, pause: 2, 'pg-restart': 1, listener: 2, network: 1, blackhole: 1 };
+  const per8min = { kill: 20, pause: 10, 'pg-restart': 5, listener: 6, network: 4, blackhole: 3 };
+  const f = seconds / 480;
+  return Object.fromEntries(Object.entries(per8min).map(([k, n]) => [k, Math.max(1, Math.round(n * f))])) as Record<FaultKind, number>;
+}
+
+export function makePlan(o: PlanOptions): Plan {
+  const rand = prng(o.seed);
+  const between = (lo: number, hi: number) => lo + rand() * (hi - lo);
+  const soak = o.tier === 'soak';
+  const workers = soak ? 6 : 4;
+  const concurrency = 4;
+  const leaseMs = 2_000;
+  const seconds = o.faultSeconds ?? (soak ? 240 : 75);
+  const span = seconds * 1_000;
+  const nJobs = o.jobs ?? (soak ? 2_000 : 300);
+
+  const counts: Record<FaultKind, number> =
+    o.scenario === 'mixed'
+      ? mixedCounts(o.tier, seconds)
+      : ({ kill: 0, pause: 0, 'pg-restart': 0, listener: 0, network: 0, blackhole: 0, [o.scenario]: o.scenario === 'network' ? 1 : 3 } as Record<FaultKind, number>);
+
+  const faults: PlannedFault[] = [];
+  const start = 3_000;
+  for (const kind of FAULT_KINDS) {
+    const n = counts[kind];
+    for (let i = 0; i < n; i++) {
+      // Spread each kind evenly over the fault phase, jittered inside its slot.
+      const slotLen = (span - start) / n;
+      const at = Math.round(start + slotLen * i + rand() * slotLen * 0.7);
+      const slot = Math.floor(rand() * workers);
+      switch (kind) {
+        case 'kill':
+          faults.push({ at, kind, slot });
+          break;
+        case 'pause':
+          // 1.5-3 x the lease: the zombie must come back to a job someone else owns.
+          faults.push({ at, kind, slot, durationMs: Math.round(between(1.5, 3) * leaseMs) });
+          break;
+        case 'pg-restart':
+          faults.push({ at, kind });
+          break;
+        case 'listener':
+          faults.push({ at, kind });
+          break;
+        case 'network':
+          faults.push({ at: o.scenario === 'network' ? start : at, kind, durationMs: soak ? 20_000 : Math.min(30_000, span / 2) });
+          break;
+        case 'blackhole':
+          faults.push({ at, kind, slot, durationMs: soak ? 20_000 : 10_000 });
+          break;
+      }
+    }
+  }
+  faults.sort((a, b) => a.at - b.at);
+  const lastHealAt = Math.max(span, ...faults.map((f) => f.at + (f.durationMs ?? 0)));
+
+  // Jobs arrive over the fault phase: handlers 20-200 ms, 10% of them 1-3 s, 5% fail once.
+  const jobs: JobPlan[] = [];
+  for (let i = 0; i < nJobs; i++) {
+    const long = rand() < 0.1;
+    jobs.push({
+      key: `job-${o.seed}-${i}`,
+      at: Math.round((i / nJobs) * span * 0.9),
+      ms: Math.round(long ? between(1_000, 3_000) : between(20, 200)),
+      failFirst: rand() < 0.05,
+    });
+  }
+  return { seed: o.seed, tier: o.tier, scenario: o.scenario, workers, concurrency, leaseMs, faults, jobs, lastHealAt };
+}

@@ -1,0 +1,161 @@
+// A chaos worker: one child process running the real engine on queue `chaos`.
+// It appends to its own JSONL history: 'start' before each handler run, 'end'
+// after, and every outcome / heartbeat write with the rows it changed (read
+// from the statement's RETURNING set by wrapping pg's Client.query, so the
+// engine itself is untouched). Configured by environment (see WorkerEnv).
+
+import pg from 'pg';
+import { createBaton } from '../../src/index.ts';
+import type { JobContext } from '../../src/index.ts';
+import { HistoryLog, type WriteRecord } from './history.ts';
+
+/** Environment the runner passes. */
+export interface WorkerEnv {
+  CHAOS_DB_URL: string;
+  CHAOS_WORKER_ID: string;
+  CHAOS_LOG: string;
+  CHAOS_CONCURRENCY?: string;
+  CHAOS_LEASE_MS?: string;
+  CHAOS_QUERY_TIMEOUT_MS?: string;
+  /** 'unfenced-complete': strip the token condition from the complete statement (proves the suite can fail). */
+  CHAOS_MUTATE?: string;
+}
+
+const env = process.env as unknown as WorkerEnv;
+const workerId = env.CHAOS_WORKER_ID;
+const log = new HistoryLog(env.CHAOS_LOG);
+const MUTATE = process.env.CHAOS_MUTATE;
+
+// ---- write recorder -------------------------------------------------------
+const WRITES: Record<string, WriteRecord['kind']> = {
+  job_complete_many: 'complete',
+  job_fail_many: 'fail',
+  job_heartbeat_many: 'heartbeat',
+  job_mark_running_many: 'start',
+  job_release_many: 'release',
+};
+
+function writeKind(config: unknown): WriteRecord['kind'] | undefined {
+  if (!config || typeof config !== 'object') return undefined;
+  const name = (config as { name?: unknown }).name;
+  if (typeof name !== 'string') return undefined;
+  const suffix = name.slice(name.lastIndexOf('.') + 1);
+  return WRITES[suffix];
+}
+
+function record(kind: WriteRecord['kind'], config: { values?: unknown[] }, sentAt: number, res: pg.QueryResult | undefined, err: unknown): void {
+  const ids = (config.values?.[0] ?? []) as string[];
+  const tokens = (config.values?.[1] ?? []) as string[];
+  const ok = res ? new Set(res.rows.map((r: { id: unknown }) => String(r.id))) : undefined;
+  const at = Date.now();
+  ids.forEach((id, i) => {
+    log.append({
+      type: 'write',
+      kind,
+      jobId: String(id),
+      token: String(tokens[i]),
+      worker: workerId,
+      rowsAffected: ok ? (ok.has(String(id)) ? 1 : 0) : null,
+      sentAt,
+      at,
+      ...(err ? { error: String((err as Error).message ?? err) } : {}),
+    });
+  });
+}
+
+type QueryFn = (this: pg.Client, ...args: unknown[]) => unknown;
+const original = pg.Client.prototype.query as unknown as QueryFn;
+(pg.Client.prototype as unknown as { query: QueryFn }).query = function (this: pg.Client, ...args: unknown[]) {
+  const kind = writeKind(args[0]);
+  if (!kind) return original.apply(this, args);
+  let config = args[0] as { name?: string; text?: string; values?: unknown[] };
+  if (MUTATE === 'unfenced-complete' && kind === 'complete' && config.text) {
+    // The deliberate bug: the outcome write without its token condition. The suite must fail.
+    config = { ...config, name: `${config.name}_unfenced`, text: config.text.replace('AND j.lease_token = t.token', '') };
+    args[0] = config;
+  }
+  const sentAt = Date.now();
+  const cbIndex = args.findIndex((a) => typeof a === 'function');
+  if (cbIndex >= 0) {
+    // pg.Pool calls client.query(config, values, callback).
+    const cb = args[cbIndex] as (err: unknown, res: pg.QueryResult | undefined) => void;
+    args[cbIndex] = (err: unknown, res: pg.QueryResult | undefined) => {
+      record(kind, config, sentAt, err ? undefined : res, err);
+      cb(err, res);
+    };
+    return original.apply(this, args);
+  }
+  return (original.apply(this, args) as Promise<pg.QueryResult>).then(
+    (res) => {
+      record(kind, config, sentAt, res, undefined);
+      return res;
+    },
+    (err: unknown) => {
+      record(kind, config, sentAt, undefined, err);
+      throw err;
+    },
+  );
+};
+
+// ---- the handler ------------------------------------------------------------
+interface ChaosPayload {
+  /** Work time in ms. */
+  ms: number;
+  /** Throw a transient error on the first attempt (exercises the fenced fail path). */
+  failFirst?: boolean;
+}
+
+async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
+  const { jobId, token } = { jobId: ctx.job.id, token: ctx.token };
+  log.append({ type: 'start', jobId, token, worker: workerId, at: Date.now() });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(resolve, ctx.payload.ms);
+      ctx.signal.addEventListener('abort', () => {
+        clearTimeout(timer);
+        reject(ctx.signal.reason ?? new Error('aborted'));
+      }, { once: true });
+    });
+    if (ctx.payload.failFirst && ctx.job.attempt === 1) throw new Error('chaos: planned transient failure');
+  } catch (err) {
+    log.append({ type: 'end', jobId, token, worker: workerId, at: Date.now(), outcome: ctx.signal.aborted ? 'aborted' : 'error' });
+    throw err;
+  }
+  log.append({ type: 'end', jobId, token, worker: workerId, at: Date.now(), outcome: 'ok' });
+  // The token in the result lets the checker prove, from the table alone, which lease wrote it.
+  return { token, worker: workerId };
+}
+
+// ---- main -----------------------------------------------------------------------
+const leaseMs = Number(env.CHAOS_LEASE_MS ?? 2_000);
+const baton = createBaton({
+  connectionString: env.CHAOS_DB_URL,
+  workerId,
+  queues: { chaos: Number(env.CHAOS_CONCURRENCY ?? 4) },
+  leaseMs,
+  heartbeatMs: Math.floor(leaseMs / 4),
+  pollIntervalMs: 500,
+  reaperIntervalMs: 250,
+  backoffBaseMs: 100,
+  backoffCapMs: 1_000,
+  poolSize: 6,
+  queryTimeoutMs: Number(env.CHAOS_QUERY_TIMEOUT_MS ?? 2_000),
+  handlers: { chaos: chaosHandler as (ctx: JobContext) => Promise<unknown> },
+});
+let aborted = 0;
+baton.events.on('leaseLost', () => {
+  aborted++;
+});
+
+process.on('SIGTERM', () => {
+  baton
+    .stop({ drainMs: 3_000 })
+    .catch(() => undefined)
+    .finally(() => {
+      process.send?.({ type: 'stopped', aborted, stats: baton.stats() });
+      process.exit(0);
+    });
+});
+
+await baton.start();
+process.send?.({ type: 'ready', workerId });
