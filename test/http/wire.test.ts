@@ -1,0 +1,85 @@
+// Drift guards: request schemas vs JobSpec / ListJobsFilter, and Job vs its
+// wire form (same keys per state, checked by the compiler and at run time),
+// dates as ISO strings, handler stacks never on the wire. No database needed.
+
+import { describe, expect, it } from 'vitest';
+import type { z } from 'zod';
+import type { AttemptError, Job, JobSpec, ListJobsFilter } from '../../src/index.ts';
+import type { jobSpecSchema, listJobsQuerySchema } from '../../src/http/schemas.ts';
+import type { InferResponseType } from '../../src/client/index.ts';
+import type { createClient } from '../../src/client/index.ts';
+import { toWireJob, type WireJob } from '../../src/http/wire.ts';
+
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type JobOf<S> = Extract<Job, { state: S }>;
+type WireOf<S> = Extract<WireJob, { state: S }>;
+
+// Compile-time: each state's wire object has exactly the domain object's keys.
+const sameKeys: {
+  pending: Same<keyof WireOf<'pending'>, keyof JobOf<'pending'>>;
+  live: Same<keyof WireOf<'leased' | 'running'>, keyof JobOf<'leased' | 'running'>>;
+  succeeded: Same<keyof WireOf<'succeeded'>, keyof JobOf<'succeeded'>>;
+  dead: Same<keyof WireOf<'dead_lettered'>, keyof JobOf<'dead_lettered'>>;
+  cancelled: Same<keyof WireOf<'cancelled'>, keyof JobOf<'cancelled'>>;
+  errors: Same<keyof WireJob['errors'][number], Exclude<keyof AttemptError, 'stack'>>;
+  // What the typed client returns for GET /api/jobs/:id is the wire job.
+  // The HTTP contracts accept exactly the library's fields (a new JobSpec field must reach the API).
+  spec: Same<keyof z.output<typeof jobSpecSchema>, keyof JobSpec>;
+  filter: Same<keyof z.output<typeof listJobsQuerySchema>, keyof ListJobsFilter>;
+  client: Same<
+    InferResponseType<ReturnType<typeof createClient>['api']['jobs'][':id']['$get'], 200>['state'],
+    WireJob['state']
+  >;
+} = { pending: true, live: true, succeeded: true, dead: true, cancelled: true, errors: true, spec: true, filter: true, client: true };
+
+const t = new Date('2030-01-02T03:04:05.678Z');
+const attemptError: AttemptError = {
+  attempt: 1,
+  token: '7',
+  kind: 'transient',
+  name: 'Error',
+  message: 'boom',
+  stack: 'Error: boom\n    at handler (/app/h.ts:1:2)',
+  at: t.toISOString(),
+};
+const base = {
+  id: '42',
+  tenantId: 'default',
+  queue: 'q',
+  jobType: 'noop',
+  payload: { a: 1 },
+  priority: 0,
+  runAt: t,
+  attempt: 1,
+  maxAttempts: 5,
+  idempotencyKey: null,
+  replayCount: 0,
+  errors: [attemptError],
+  lastError: attemptError,
+  createdAt: t,
+  updatedAt: t,
+  startedAt: t,
+};
+const jobs: Job[] = [
+  { ...base, state: 'pending', lastToken: null },
+  { ...base, state: 'leased', token: '8', leaseOwner: 'w', leaseExpiresAt: t },
+  { ...base, state: 'running', token: '8', leaseOwner: 'w', leaseExpiresAt: t },
+  { ...base, state: 'succeeded', token: '8', result: [1], finishedAt: t },
+  { ...base, state: 'dead_lettered', lastToken: '8', reason: 'terminal', finishedAt: t },
+  { ...base, state: 'cancelled', lastToken: null, finishedAt: t },
+];
+
+describe('toWireJob', () => {
+  it.each(jobs.map((j) => [j.state, j] as const))('%s: same keys, ISO dates, no stack', (_state, job) => {
+    expect(Object.values(sameKeys).every(Boolean)).toBe(true);
+    const wire = toWireJob(job);
+    expect(Object.keys(wire).sort()).toEqual(Object.keys(job).sort());
+    expect(wire.runAt).toBe('2030-01-02T03:04:05.678Z');
+    expect(wire.createdAt).toBe(t.toISOString());
+    const text = JSON.stringify(wire);
+    expect(text).not.toContain('/app/h.ts');
+    expect(wire.lastError).toEqual({ attempt: 1, token: '7', kind: 'transient', name: 'Error', message: 'boom', at: t.toISOString() });
+    // The wire object survives JSON unchanged (no Dates or bigints left in it).
+    expect(JSON.parse(text)).toEqual(wire);
+  });
+});
