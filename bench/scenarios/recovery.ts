@@ -9,31 +9,56 @@ import { QUEUE, type Variant } from '../systems/types.ts';
 import { withDatabase, type Ctx, type Figure } from './context.ts';
 import { repeat, summarize } from './summarize.ts';
 
+/** For a failed run's report: state/attempt/owner of every job. */
+async function jobStates(url: string): Promise<string> {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    const r = await pool.query<{ s: string }>(
+      `select string_agg(format('%s:%s/a%s/%s', id, state, attempt, coalesce(lease_owner, '-')), ' ' order by id) as s from baton.jobs`,
+    );
+    return r.rows[0]?.s ?? '(none)';
+  } finally {
+    await pool.end();
+  }
+}
+
 export const RECOVERY_LEASE_MS = 5_000;
+/**
+ * The victim's first attempts sleep this long, so they are in flight at the kill. The length
+ * never enters a figure (the kill comes first, re-runs do not sleep); --quick (CI on a loaded
+ * machine) uses a longer one so a slow rescuer start-up cannot let the victim finish first.
+ */
 const FIRST_ATTEMPT_SLEEP_MS = 2_000;
+const QUICK_FIRST_ATTEMPT_SLEEP_MS = 8_000;
 
 export async function recovery(ctx: Ctx, v: Variant, opts: { fastReclaim: boolean }): Promise<Figure> {
   const k = ctx.args.recoveryJobs;
+  const sleepMs = ctx.args.quick ? QUICK_FIRST_ATTEMPT_SLEEP_MS : FIRST_ATTEMPT_SLEEP_MS;
   const scenario = opts.fastReclaim ? 'recovery-fast' : 'recovery-lease';
   const runs = await repeat(ctx.args.runs, !ctx.args.quick, (i, warm) =>
     withDatabase(ctx, `rec_${v.id}`, async (url) => {
       ctx.progress.update(`${scenario} ${v.label}: run ${i + 1}${warm ? ' (warm-up)' : ''}, ${k} in-flight jobs`);
       const victim = new Child('./child/recovery.ts');
       const rescuer = new Child('./child/recovery.ts');
-      const common = { variantId: v.id, url, jobs: k, sleepMs: FIRST_ATTEMPT_SLEEP_MS, leaseMs: RECOVERY_LEASE_MS, fastReclaim: opts.fastReclaim };
+      const common = { variantId: v.id, url, jobs: k, sleepMs, leaseMs: RECOVERY_LEASE_MS, fastReclaim: opts.fastReclaim };
       try {
         await Promise.all([victim.waitFor('booted', 30_000), rescuer.waitFor('booted', 30_000)]);
         rescuer.send({ type: 'run', role: 'rescuer', ...common });
         victim.send({ type: 'run', role: 'victim', ...common });
         await victim.waitFor('enqueued', 30_000);
-        for (let s = 0; s < k; s++) await victim.waitFor('started', 10_000);
+        let lastStart = 0;
+        for (let s = 0; s < k; s++) lastStart = (await victim.waitFor<{ t: number }>('started', 10_000)).t;
         // Every job is in flight on the victim; the rescuer starts idle (nothing pending).
         rescuer.send({ type: 'start' });
         await rescuer.waitFor('ready', 10_000);
         const tKill = nowMs();
         victim.proc.kill('SIGKILL');
         await victim.exited;
-        await rescuer.waitFor('all-succeeded', RECOVERY_LEASE_MS * 3 + 15_000);
+        try {
+          await rescuer.waitFor('all-succeeded', RECOVERY_LEASE_MS * 3 + 15_000);
+        } catch (err) {
+          throw new Error(`${(err as Error).message}; jobs then: ${await jobStates(url)}`);
+        }
         rescuer.send({ type: 'report' });
         const r = await rescuer.waitFor<{ starts: Array<[number, number, number]>; successes: Array<[number, number]> }>('result', 15_000);
         const problems: string[] = [];
@@ -64,6 +89,7 @@ export async function recovery(ctx: Ctx, v: Variant, opts: { fastReclaim: boolea
             restartMs: Math.max(...restart),
             doneMs: Math.max(...done),
             leaseMs: RECOVERY_LEASE_MS,
+            killAfterLastStartMs: tKill - lastStart,
           },
         };
       } finally {
@@ -76,7 +102,7 @@ export async function recovery(ctx: Ctx, v: Variant, opts: { fastReclaim: boolea
     scenario,
     variantId: v.id,
     label: v.label,
-    params: { jobs: k, leaseMs: RECOVERY_LEASE_MS, fastReclaim: opts.fastReclaim, firstAttemptSleepMs: FIRST_ATTEMPT_SLEEP_MS },
+    params: { jobs: k, leaseMs: RECOVERY_LEASE_MS, fastReclaim: opts.fastReclaim, firstAttemptSleepMs: sleepMs },
     runs,
   });
 }
