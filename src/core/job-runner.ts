@@ -9,6 +9,7 @@ import type { EngineConfig } from './config.ts';
 import { LeaseLostError } from './errors.ts';
 import type { HandlerMap, JobContext } from './handler.ts';
 import type { AttemptError, Job } from './job.ts';
+import { jsonTextHasNul } from './job-spec.ts';
 import { monotonicMs, type InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
 import { describeError, isTerminal } from './retry-policy.ts';
@@ -94,7 +95,7 @@ async function execute(ctx: JobContext, handler: HandlerMap[string] | undefined)
   } catch (error) {
     return { ok: false, error: new Error('handler result is not JSON-serialisable', { cause: error }), terminal: true, kind: 'terminal' };
   }
-  if (text !== undefined && text.includes('\\u0000')) {
+  if (text !== undefined && jsonTextHasNul(text)) {
     return { ok: false, error: new Error('handler result contains NUL (\\u0000) characters'), terminal: true, kind: 'terminal' };
   }
   return { ok: true, result: result === undefined ? null : result };

@@ -9,6 +9,15 @@ import type { JobSpec } from './job.ts';
 
 const MAX_DELAY_MS = 10 * 365 * 24 * 3600 * 1000;
 const noNul = (s: string) => !s.includes('\u0000');
+
+/**
+ * True when JSON text (from JSON.stringify) encodes a NUL character, which jsonb refuses.
+ * Only an escape preceded by an even run of backslashes is a NUL: `\\u0000` is the
+ * harmless six-character text \u0000 behind an escaped backslash.
+ */
+export function jsonTextHasNul(text: string): boolean {
+  return /(?<!\\)(?:\\\\)*\\u0000/.test(text);
+}
 const name = z.string().regex(NAME_PATTERN, 'must be 1-128 chars of [A-Za-z0-9_.:-/]');
 
 export const jobSpecSchema = z
@@ -45,7 +54,7 @@ export function normalizeSpec(spec: JobSpec, maxAttemptsDefault: number, index?:
     throw new BatonError('INVALID_ARGUMENT', `invalid job: ${where}payload: not JSON-serialisable`, { cause: err });
   }
   // JSON.stringify escapes NUL as \u0000, which jsonb refuses.
-  if (payloadText === undefined || payloadText.includes('\\u0000')) {
+  if (payloadText === undefined || jsonTextHasNul(payloadText)) {
     throw new BatonError('INVALID_ARGUMENT', `invalid job: ${where}payload: must be JSON without NUL (\\u0000) characters`);
   }
   return {

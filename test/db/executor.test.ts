@@ -792,6 +792,7 @@ describe('bad input', () => {
   it.each<[string, JobSpec]>([
     ['NUL in payload string', { jobType: 'bad.nul', payload: { s: 'a\u0000b' } }],
     ['NUL in payload key', { jobType: 'bad.nul', payload: { ['k\u0000']: 1 } }],
+    ['NUL after a literal backslash', { jobType: 'bad.nul', payload: ['\\\u0000'] }],
     ['NUL in jobType', { jobType: 'bad\u0000nul' }],
     ['NUL in idempotencyKey', { jobType: 'bad.nul', idempotencyKey: 'k\u0000' }],
     ['NUL in tenantId', { jobType: 'bad.nul', tenantId: 't\u0000' }],
@@ -808,6 +809,12 @@ describe('bad input', () => {
     const before = await jobCount();
     await expectBatonError(baton.enqueue(spec), 'INVALID_ARGUMENT');
     expect(await jobCount()).toBe(before);
+  });
+
+  it('accepts the six-character text \\u0000 (a backslash, no NUL) and stores it verbatim', async () => {
+    const payload = { path: String.raw`C:\u0000dir`, nested: [String.raw`\\\u0000`] };
+    const { job } = await baton.enqueue({ jobType: 'ok.backslash', payload, idempotencyKey: String.raw`key\u0000` });
+    expect((await row(job.id)).payload).toEqual(payload);
   });
 
   it('one bad spec rejects the whole batch, naming its index', async () => {
