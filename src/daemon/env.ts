@@ -59,7 +59,7 @@ const queueSpec = z.string().transform((raw, ctx) => {
 
 /** Every setting: env name -> [flag, zod schema, help, shown default]. The table drives parsing and --help. */
 export const SETTINGS = {
-  DATABASE_URL: ['database-url', z.string().url().optional(), 'PostgreSQL URL; unset: embedded PostgreSQL in BATON_DATA_DIR', '(embedded)'],
+  DATABASE_URL: ['database-url', z.string().url().refine((u) => /^postgres(ql)?:\/\//.test(u), 'must be a postgres:// or postgresql:// URL').optional(), 'PostgreSQL URL; unset: embedded PostgreSQL in BATON_DATA_DIR', '(embedded)'],
   PORT: ['port', int(0, 65_535).default(PORT_DEFAULT), 'HTTP port (0 picks a free one)', String(PORT_DEFAULT)],
   HOST: ['host', z.string().min(1).default(HOST_DEFAULT), 'HTTP bind address (0.0.0.0 in containers)', HOST_DEFAULT],
   BATON_API_TOKEN: ['api-token', z.string().min(8).optional(), 'bearer token for /api/* and /metrics (min 8 chars; health checks and the console page stay open)', '(none)'],

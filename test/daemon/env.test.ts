@@ -1,0 +1,98 @@
+// The daemon's configuration parser (no database): defaults, coercion, flags
+// over env, and errors that name the setting instead of falling back.
+
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, parseFlags } from '../../src/daemon/env.ts';
+
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('has documented defaults and leaves engine defaults to the engine', () => {
+    const c = loadConfig({}, {}, '/srv/app');
+    expect(c).toMatchObject({
+      databaseUrl: undefined,
+      port: 8080,
+      host: '127.0.0.1',
+      apiToken: undefined,
+      schema: 'baton',
+      drainMs: 10_000,
+      dataDir: '/srv/app/.baton-data',
+      pgPort: 54329,
+      handlersPath: undefined,
+      demoHandlers: true,
+      bodyLimitBytes: 1_048_576,
+      logLevel: 'info',
+    });
+    expect(c.engine).toEqual({ schema: 'baton', queues: { default: 10 }, dispatch: 'notify', claimIntoRunning: true, drainMs: 10_000 });
+    expect(Object.isFrozen(c)).toBe(true);
+  });
+
+  it('coerces values, parses queues and booleans properly ("false" is false), resolves paths', () => {
+    const c = loadConfig(
+      {
+        PORT: '9090',
+        BATON_QUEUES: 'default:10, emails:4',
+        BATON_CLAIM_INTO_RUNNING: 'false',
+        BATON_DEMO_HANDLERS: '0',
+        BATON_LEASE_MS: '2000',
+        BATON_HANDLERS: './h.ts',
+        DATABASE_URL: 'postgres://u:p@db:5432/x',
+        LOG_LEVEL: 'debug',
+      },
+      {},
+      '/srv/app',
+    );
+    expect(c.port).toBe(9090);
+    expect(c.engine).toMatchObject({ queues: { default: 10, emails: 4 }, claimIntoRunning: false, leaseMs: 2000 });
+    expect(c.demoHandlers).toBe(false);
+    expect(c.handlersPath).toBe('/srv/app/h.ts');
+    expect(c.databaseUrl).toBe('postgres://u:p@db:5432/x');
+  });
+
+  it('lets flags win over the environment and treats empty variables as unset', () => {
+    const c = loadConfig({ PORT: '9090', HOST: '' }, parseFlags(['--port', '7070', '--queues=']));
+    expect(c.port).toBe(7070);
+    expect(c.host).toBe('127.0.0.1');
+    expect(c.engine.queues).toEqual({}); // an explicit empty flag: produce only
+  });
+
+  it.each([
+    [{ PORT: 'abc' }, 'PORT (--port)'],
+    [{ PORT: '65536' }, 'PORT (--port)'],
+    [{ PORT: '80.5' }, 'PORT (--port)'],
+    [{ BATON_QUEUES: 'default' }, 'BATON_QUEUES (--queues)'],
+    [{ BATON_QUEUES: 'default:0' }, 'BATON_QUEUES (--queues)'],
+    [{ BATON_QUEUES: 'bad name:1' }, 'BATON_QUEUES (--queues)'],
+    [{ BATON_CLAIM_INTO_RUNNING: 'maybe' }, 'BATON_CLAIM_INTO_RUNNING (--claim-into-running)'],
+    [{ BATON_DISPATCH: 'push' }, 'BATON_DISPATCH (--dispatch)'],
+    [{ BATON_SCHEMA: 'Bad-Schema' }, 'BATON_SCHEMA (--schema)'],
+    [{ BATON_LEASE_MS: '50' }, 'BATON_LEASE_MS (--lease-ms)'],
+    [{ BATON_BACKOFF_BASE_MS: '5000', BATON_BACKOFF_CAP_MS: '1000' }, 'BATON_BACKOFF_CAP_MS (--backoff-cap-ms)'],
+    [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL (--log-level)'],
+    [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL (--database-url)'],
+    [{ BATON_API_TOKEN: 'short' }, 'BATON_API_TOKEN (--api-token)'],
+  ])('refuses %j naming %s', (env, name) => {
+    const err = configError(() => loadConfig(env));
+    expect(err.message).toContain(name);
+  });
+
+  it('never echoes secrets in its messages', () => {
+    expect(configError(() => loadConfig({ BATON_API_TOKEN: 'sekret' })).message).not.toContain('sekret');
+    expect(configError(() => loadConfig({ DATABASE_URL: 'pass:word@nohost' })).message).not.toContain('word');
+  });
+});
+
+describe('parseFlags', () => {
+  it('refuses unknown flags and stray arguments', () => {
+    expect(configError(() => parseFlags(['--prot', '1'])).message).toMatch(/--prot/);
+    expect(configError(() => parseFlags(['extra'])).message).toMatch(/extra/);
+  });
+});
