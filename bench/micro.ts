@@ -94,7 +94,7 @@ async function running(pool: pg.Pool, n: number): Promise<Array<{ id: string; to
 }
 
 export async function microBenchmarks(ctx: Ctx): Promise<MicroResult[]> {
-  const rows = ctx.args.quick ? 20_000 : 200_000;
+  const rows = ctx.args.quick ? 10_000 : 200_000;
   const out: MicroResult[] = [];
   const progress = (s: string) => ctx.progress.update(`micro-benchmark ${s}`);
   for (const batch of [1, 10, 50]) {
