@@ -38,11 +38,12 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
   process.on('exit', () => embeddedKill?.());
 
   try {
+    // Handlers first: a broken handler module must fail before anything is started.
+    const handlers = await resolveHandlers(config, logger);
     const db = await openDatabase(config, logger);
     embeddedKill = db.embedded?.killNow;
     shutdown.add({ order: SHUTDOWN_ORDER.database, name: 'database', run: () => db.close() });
 
-    const handlers = await resolveHandlers(config, logger);
     const baton = createBaton({
       ...config.engine,
       connectionString: db.connectionString,

@@ -58,7 +58,7 @@ export function installShutdown(opts: ShutdownOptions): Shutdown {
   };
 
   const orderly = async (reason: string, requested: number): Promise<void> => {
-    log.info({ reason }, 'shutting down: draining in-flight jobs (send the signal again to force)');
+    log.info({ reason }, 'shutting down: stop accepting, drain in-flight jobs, close (send the signal again to force)');
     const watchdog = setTimeout(() => force(`shutdown took longer than ${opts.forceAfterMs} ms`), opts.forceAfterMs);
     watchdog.unref();
     let code = requested;

@@ -143,5 +143,12 @@ describe('baton serve (embedded PostgreSQL)', () => {
     started.push(flag);
     expect(await waitExit(flag, 30_000)).toBe(2);
     expect(flag.output()).toContain('BATON_QUEUES (--queues)');
+
+    // A handler module that does not exist fails before any database is started.
+    const handlers = runBaton(['serve', '--handlers', './no-such-handlers.ts'], { BATON_DATA_DIR: dataDir });
+    started.push(handlers);
+    expect(await waitExit(handlers, 30_000)).toBe(2);
+    expect(handlers.output()).toContain('BATON_HANDLERS (--handlers)');
+    expect(existsSync(dataDir)).toBe(false);
   });
 });
