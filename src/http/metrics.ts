@@ -31,27 +31,34 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   const worker = baton.config.workerId;
   if (opts.processMetrics ?? true) collectDefaultMetrics({ register: registry });
 
-  const collectErrors = new Counter({
-    name: 'baton_metrics_collect_errors_total',
-    help: 'Scrapes whose job counts could not be read from the database',
-    registers,
-  });
+  // The scrape currently reading job counts; the error counter waits for it (prom-client reads all metrics concurrently).
+  let jobsRead: Promise<void> = Promise.resolve();
   new Gauge({
     name: 'baton_jobs',
     help: 'Jobs by queue and state (read from the database on scrape)',
     labelNames: ['queue', 'state'] as const,
     registers,
-    async collect() {
+    collect() {
       this.reset();
-      try {
-        for (const { queue, counts } of await baton.admin.queues()) {
-          for (const [state, n] of Object.entries(counts)) this.set({ queue, state }, n);
+      jobsRead = (async () => {
+        try {
+          for (const { queue, counts } of await baton.admin.queues()) {
+            for (const [state, n] of Object.entries(counts)) this.set({ queue, state }, n);
+          }
+        } catch {
+          // A scrape must still answer while the database is down; the error counter says why it is empty.
+          collectErrors.inc();
         }
-      } catch {
-        // A scrape must still answer while the database is down; the error counter says why it is empty.
-        collectErrors.inc();
-      }
+      })();
+      return jobsRead;
     },
+  });
+  const collectErrors = new Counter({
+    name: 'baton_metrics_collect_errors_total',
+    help: 'Scrapes whose job counts could not be read from the database',
+    registers,
+    // Reports the failure of this very scrape, not only of earlier ones.
+    collect: () => jobsRead,
   });
   const slotLabels = ['worker', 'queue'] as const;
   const inFlight = new Gauge({ name: 'baton_slots_in_flight', help: 'Jobs in flight on this worker', labelNames: slotLabels, registers });

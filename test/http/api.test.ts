@@ -2,7 +2,7 @@
 // and the file's own database; assertions read the jobs table, not just responses.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBaton, TerminalError, type Baton } from '../../src/index.ts';
+import { createBaton, TerminalError, type Baton, type Logger } from '../../src/index.ts';
 import { createApp } from '../../src/http/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob, jobRow } from '../helpers/factory.ts';
@@ -301,6 +301,45 @@ describe('health, metrics, console', () => {
     expect(text).toMatch(/baton_jobs\{queue="metrics-q",state="pending"\} 1\b/);
     expect(text).toMatch(/baton_jobs_enqueued_total\{queue="metrics-q"\} 1\b/);
     expect(text).toMatch(/baton_http_requests_total\{method="POST",route="\/api\/jobs",status="201"\} \d+/);
+  });
+});
+
+describe('request ids, logs and server-side failures', () => {
+  it('echoes a plain X-Request-Id, replaces an unsafe one, and logs each request on a child logger', async () => {
+    const lines: Array<{ bindings: Record<string, unknown>; level: string; obj: Record<string, unknown> }> = [];
+    const make = (bindings: Record<string, unknown>): Logger => {
+      const at = (level: string) => (obj: object) => void lines.push({ bindings, level, obj: obj as Record<string, unknown> });
+      return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (b) => make({ ...bindings, ...b }) };
+    };
+    const app = createApp(api.baton, { metrics: false, logger: make({}) });
+    const res = await app.request('/api/queues', { headers: { 'x-request-id': 'req-abc_123' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toBe('req-abc_123');
+    expect(lines).toContainEqual(
+      expect.objectContaining({ bindings: { reqId: 'req-abc_123' }, level: 'info', obj: expect.objectContaining({ status: 200, path: '/api/queues' }) }),
+    );
+    const unsafe = await app.request('/healthz', { headers: { 'x-request-id': 'evil\tid with spaces' } });
+    expect(unsafe.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('a database that is down gives a 5xx with a generic message: no stack, no connection details', async () => {
+    const down = createBaton({ connectionString: 'postgres://postgres:hunter2@127.0.0.1:1/secretdb', poolSize: 1 });
+    const app = createApp(down, { metrics: false });
+    for (const path of ['/api/queues', '/api/jobs/1', '/api/workers']) {
+      const res = await app.request(path);
+      const text = await res.text();
+      expect(res.status, text).toBeGreaterThanOrEqual(500);
+      const body = JSON.parse(text) as { error: { code: string; message: string } };
+      expect(['DB_UNAVAILABLE', 'INTERNAL']).toContain(body.error.code);
+      expect(text).not.toMatch(/hunter2|secretdb|ECONNREFUSED|127\.0\.0\.1|\bat .+:\d+:\d+/);
+    }
+    const enqueue = await app.request('/api/jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jobType":"x"}' });
+    expect(enqueue.status).toBeGreaterThanOrEqual(500);
+    // A scrape still answers, and says the job counts could not be read.
+    const scrape = await createApp(down, {}).request('/metrics');
+    expect(scrape.status).toBe(200);
+    expect(await scrape.text()).toMatch(/^baton_metrics_collect_errors_total 1$/m);
+    await down.stop();
   });
 });
 
