@@ -84,6 +84,7 @@ export interface Executor {
   jobCompleteMany(p: { items: JobCompleteItem[] }): Promise<Set<string>>;
   /** Returns id -> new state for the rows written. */
   jobFailMany(p: { items: JobFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, JobState>>;
+  /** Back to pending (refund: attempt - 1); without refund a spent budget dead-letters. Returns the ids written. */
   jobReleaseMany(p: { leases: Lease[]; refundAttempt: boolean }): Promise<Set<string>>;
   jobReap(p: { limit: number; graceMs: number; fastReclaim: boolean }): Promise<ReapedJob[]>;
   jobGet(p: { id: string }): Promise<Job | null>;

@@ -411,6 +411,22 @@ describe('jobReleaseMany', () => {
     await ex.jobReleaseMany({ leases: [{ id, token: job!.token }], refundAttempt: false });
     expect(await row(id)).toMatchObject({ state: 'pending', attempt: 1, lease_owner: null });
   });
+
+  it('without refund on a spent budget: dead-lettered, never claimed beyond max_attempts', async () => {
+    const queue = fresh();
+    const id = await insertJob(db.pool, { queue, state: 'running', attempt: 2, maxAttempts: 2 });
+    const token = (await row(id)).lease_token as string;
+    expect([...(await ex.jobReleaseMany({ leases: [{ id, token }], refundAttempt: false }))]).toEqual([id]);
+    const r = await row(id);
+    expect(r).toMatchObject({ state: 'dead_lettered', dead_letter_reason: 'attempts_exhausted', attempt: 2, lease_owner: null, lease_expires_at: null });
+    expect(r.finished_at).toEqual(r.updated_at);
+    expect(await claim(queue, 1)).toEqual([]);
+    // With the refund the spent attempt is given back, so the job stays runnable.
+    const other = await insertJob(db.pool, { queue, state: 'leased', attempt: 2, maxAttempts: 2 });
+    const t2 = (await row(other)).lease_token as string;
+    await ex.jobReleaseMany({ leases: [{ id: other, token: t2 }], refundAttempt: true });
+    expect(await row(other)).toMatchObject({ state: 'pending', attempt: 1, dead_letter_reason: null, finished_at: null });
+  });
 });
 
 describe('jobReap', () => {

@@ -117,11 +117,14 @@ export function jobQueries(schema: string) {
         RETURNING j.id, j.state`,
     },
     // Gives back leases this worker holds but never started (graceful stop): attempt refunded
-    // when $3 is true.
+    // when $3 is true. Without the refund the attempt stays spent, so a spent budget
+    // dead-letters (like the reaper) instead of letting a claim run past max_attempts.
     releaseMany: {
       name: `${schema}.job_release_many`,
       text: `UPDATE ${jobs} j SET
-          state = 'pending',
+          state = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
+          dead_letter_reason = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
+          finished_at = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN now() END,
           attempt = CASE WHEN $3::boolean THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
         FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)
