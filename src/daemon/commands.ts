@@ -89,7 +89,7 @@ export async function runEnqueue(config: DaemonConfig, logger: PinoLogger, spec:
     });
     try {
       await baton.migrate();
-      await baton.start();
+      // No start(): a producer needs no presence row, listener or workers; enqueue NOTIFYs by itself.
       const result = await baton.enqueue(spec);
       process.stdout.write(`${JSON.stringify({ created: result.created, job: result.job })}\n`);
     } finally {

@@ -60,9 +60,10 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     };
   }
 
-  const ids = await postgresIds();
+  let ids = await postgresIds();
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     await initialise(clusterDir, ids, log);
+    ids = await postgresIds(); // initialise may have created the postgres OS user
   }
   const bins = await binaries();
   log.info({ clusterDir, port: opts.port }, 'starting embedded PostgreSQL');
