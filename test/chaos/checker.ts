@@ -135,8 +135,13 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     }
   }
 
-  // G2: every accepted outcome write carries the job's current token.
-  let staleAccepted = 0;
+  // G2: every accepted outcome write carries the job's current token. Several rules may see the
+  // same stale write; it counts once per (job, token).
+  const staleKeys = new Set<string>();
+  const stale = (jobId: string, token: string | null | undefined, msg: string) => {
+    staleKeys.add(`${jobId}:${token}`);
+    violations.push(`stale: ${msg}`);
+  };
   const accepted = writes.filter((w) => (w.rowsAffected ?? 0) > 0);
   const unknown = writes.filter((w) => w.rowsAffected === null).length;
   for (const [jobId, ws] of groupBy(accepted.filter((w) => OUTCOME_KINDS.has(w.kind)), (w) => w.jobId)) {
@@ -145,28 +150,20 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     const completes = sorted.filter((w) => w.kind === 'complete');
     const perToken = groupBy(sorted, (w) => w.token);
     for (const [token, same] of perToken) {
-      if (same.length > 1) {
-        staleAccepted += same.length - 1;
-        violations.push(`stale: job ${jobId} token ${token} had ${same.length} accepted outcome writes`);
-      }
+      if (same.length > 1) stale(jobId, `${token}#${same.length}`, `job ${jobId} token ${token} had ${same.length} accepted outcome writes`);
     }
-    if (completes.length > 1) {
-      staleAccepted += completes.length - 1;
-      violations.push(`stale: job ${jobId} completed ${completes.length} times (tokens ${completes.map((w) => w.token).join(', ')})`);
+    for (const w of completes.slice(0, -1)) {
+      stale(jobId, w.token, `job ${jobId} completed ${completes.length} times (tokens ${completes.map((x) => x.token).join(', ')})`);
     }
     const last = completes.at(-1);
     if (last && job && job.state === 'succeeded' && job.leaseToken !== last.token) {
-      staleAccepted += 1;
-      violations.push(`stale: job ${jobId} succeeded under token ${job.leaseToken} but an accepted complete carried ${last.token}`);
+      stale(jobId, last.token, `job ${jobId} succeeded under token ${job.leaseToken} but an accepted complete carried ${last.token}`);
     }
     // Accepted writes must follow token order: a write under t after one under t' > t was stale.
     let maxSeen = -1n;
     for (const w of sorted) {
       const t = BigInt(w.token);
-      if (t < maxSeen) {
-        staleAccepted += 1;
-        violations.push(`stale: job ${jobId} accepted a ${w.kind} under token ${w.token} after token ${maxSeen}`);
-      }
+      if (t < maxSeen) stale(jobId, w.token, `job ${jobId} accepted a ${w.kind} under token ${w.token} after token ${maxSeen}`);
       if (t > maxSeen) maxSeen = t;
     }
   }
@@ -175,26 +172,23 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
   const startsByJob = groupBy(execs.filter((x) => x.type === 'start'), (x) => x.jobId);
   for (const w of accepted) {
     const newer = (startsByJob.get(w.jobId) ?? []).find((s) => BigInt(s.token) > BigInt(w.token) && s.at < w.sentAt);
-    if (newer) {
-      staleAccepted += 1;
-      violations.push(`stale: job ${w.jobId} ${w.kind} under token ${w.token} accepted, sent after token ${newer.token} started`);
-    }
+    if (newer) stale(w.jobId, w.token, `job ${w.jobId} ${w.kind} under token ${w.token} accepted, sent after token ${newer.token} started`);
   }
   // The table itself: a result must come from the current lease, and each lease leaves at most
   // one entry in the error history (a worker's failure or the reaper's expiry, never both).
   for (const j of final) {
     if (j.state === 'succeeded' && j.resultToken !== undefined && j.resultToken !== j.leaseToken) {
-      staleAccepted += 1;
-      violations.push(`stale: job ${j.id} holds a result from token ${j.resultToken} but its lease token is ${j.leaseToken}`);
+      stale(j.id, j.resultToken, `job ${j.id} holds a result from token ${j.resultToken} but its lease token is ${j.leaseToken}`);
     }
     const toks = j.errorTokens ?? [];
     for (let i = 1; i < toks.length; i++) {
       if (BigInt(toks[i]!) <= BigInt(toks[i - 1]!)) {
-        staleAccepted += 1;
-        violations.push(`stale: job ${j.id} error history has token ${toks[i]} after ${toks[i - 1]} (two outcomes for one lease, or out of order)`);
+        stale(j.id, toks[i], `job ${j.id} error history has token ${toks[i]} after ${toks[i - 1]} (two outcomes for one lease, or out of order)`);
       }
     }
   }
+
+  const staleAccepted = staleKeys.size;
 
   // G3: executions (distinct tokens started) against faults that hit the job.
   const faultsHitting = new Map<string, number>();

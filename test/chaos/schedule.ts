@@ -68,7 +68,9 @@ export function makePlan(o: PlanOptions): Plan {
   const counts: Record<FaultKind, number> =
     o.scenario === 'mixed'
       ? mixedCounts(o.tier, seconds)
-      : ({ kill: 0, pause: 0, 'pg-restart': 0, listener: 0, network: 0, blackhole: 0, [o.scenario]: o.scenario === 'network' ? 1 : 3 } as Record<FaultKind, number>);
+      : ({ kill: 0, pause: 0, 'pg-restart': 0, listener: 0, network: 0, blackhole: 0, [o.scenario]: o.scenario === 'network' ? 1 : o.scenario === 'pause' ? 5 : 3 } as Record<FaultKind, number>);
+  // The pause scenario wants zombies that wake while the new owner still runs the job: more long jobs.
+  const longFrac = o.scenario === 'pause' ? 0.3 : 0.1;
 
   const faults: PlannedFault[] = [];
   const start = 3_000;
@@ -105,10 +107,10 @@ export function makePlan(o: PlanOptions): Plan {
   faults.sort((a, b) => a.at - b.at);
   const lastHealAt = Math.max(span, ...faults.map((f) => f.at + (f.durationMs ?? 0)));
 
-  // Jobs arrive over the fault phase: handlers 20-200 ms, 10% of them 1-3 s, 5% fail once.
+  // Jobs arrive over the fault phase: handlers 20-200 ms, 10% of them 1-3 s (30% when testing pauses), 5% fail once.
   const jobs: JobPlan[] = [];
   for (let i = 0; i < nJobs; i++) {
-    const long = rand() < 0.1;
+    const long = rand() < longFrac;
     jobs.push({
       key: `job-${o.seed}-${i}`,
       at: Math.round((i / nJobs) * span * 0.9),
