@@ -40,6 +40,10 @@ serve(async (run) => {
   }
   await Promise.all(pending);
   const lateMs = nowMs() - (t0 + (jobs - 1) * period);
-  await p.close();
   send({ type: 'result', commits, callMs, errors: errors.slice(0, 5), errorCount: errors.length, lateMs });
+  // Stay open until the worker has collected: closing at once could drop the last
+  // wake-up still in flight and charge the last job a poll interval.
+  await next('close');
+  await p.close();
+  send({ type: 'closed' });
 });

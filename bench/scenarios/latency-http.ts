@@ -39,6 +39,8 @@ export async function latencyHttp(ctx: Ctx, v: Variant, opts: { rate: number; jo
         const doneCount = async () =>
           Number((await pool.query<{ n: string }>("select count(*) as n from baton.jobs where queue = $1 and state = 'succeeded'", [QUEUE])).rows[0]!.n);
         while ((await doneCount()) < p.commits.length && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+        producer.send({ type: 'close' });
+        await producer.waitFor('closed', 30_000);
         const code = await daemon.stop();
         const startsRaw: Array<[number, number]> = JSON.parse(await readFile(startsFile, 'utf8').catch(() => '[]'));
         const starts = new Map<number, number>();

@@ -47,6 +47,8 @@ export async function latency(
         const p = await producer.waitFor<ProducerResult>('result', (opts.jobs / opts.rate) * 1000 + 60_000);
         worker.send({ type: 'collect', expected: p.commits.length, deadlineMs: GRACE_MS });
         const w = await worker.waitFor<WorkerResult>('result', GRACE_MS + 60_000);
+        producer.send({ type: 'close' });
+        await producer.waitFor('closed', 30_000);
         const starts = new Map(w.starts);
         const lat = p.commits.map(([seq, t]) => {
           const s = starts.get(seq);
