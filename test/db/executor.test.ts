@@ -620,6 +620,11 @@ describe('enqueue', () => {
         const n = await db.query(`SELECT count(*)::int AS n FROM baton.jobs WHERE tenant_id = 'dup' AND idempotency_key = $1`, [key]);
         expect(n.rows[0].n).toBe(1);
       }
+      // The duplicates really raced on separate sessions.
+      const sessions = await db.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'baton'`,
+      );
+      expect(sessions.rows[0].n).toBeGreaterThanOrEqual(10);
     } finally {
       await producer.stop();
     }
