@@ -131,6 +131,32 @@ describe('baton serve (embedded PostgreSQL)', () => {
     expect(await waitExit(d2, 40_000), d2.output()).toBe(0);
   }, 180_000);
 
+  it('a second signal forces exit (130) without waiting for the job, and still stops the embedded PostgreSQL', async () => {
+    const dataDir = await tempDataDir();
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    const d = runBaton(['serve', '--port', String(port)], {
+      BATON_DATA_DIR: dataDir,
+      BATON_PG_PORT: String(await freePort()),
+      BATON_DRAIN_MS: '60000',
+    });
+    started.push(d);
+    await waitReady(d, base);
+    const job = await api(base, 'POST', '/api/jobs', { jobType: 'sleep', payload: { ms: 60_000 } });
+    await waitFor(async () => (await api(base, 'GET', `/api/jobs/${job.body.id}`)).body.state === 'running', {
+      timeoutMs: 15_000,
+      message: 'long sleep job to be running',
+    });
+    d.child.kill('SIGTERM');
+    await waitFor(() => d.output().includes('shutting down'), { timeoutMs: 10_000, message: 'drain to begin' });
+    d.child.kill('SIGTERM');
+    expect(await waitExit(d, 15_000), d.output()).toBe(130);
+    await waitFor(() => !existsSync(path.join(dataDir, 'pg', 'postmaster.pid')), {
+      timeoutMs: 15_000,
+      message: 'embedded postmaster to stop after a forced exit',
+    });
+  }, 120_000);
+
   it('refuses a bad setting with exit code 2 and a message naming it, starting nothing', async () => {
     const dataDir = path.join(await tempDataDir(), 'never');
     const d = runBaton(['serve'], { PORT: 'eighty', BATON_DATA_DIR: dataDir });
