@@ -137,7 +137,7 @@ export function handleError(err: Error, c: Context<AppEnv>): Response {
 
 /** app.notFound. (A path that exists with another method becomes 405 in app.ts.) */
 export function handleNotFound(c: Context<AppEnv>): Response {
-  return errorResponse(c, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path}`);
+  return errorResponse(c, 'ROUTE_NOT_FOUND', `no route for ${c.req.method} ${c.req.path.slice(0, 200)}`);
 }
 
 export interface FieldIssue {
