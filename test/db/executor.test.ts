@@ -608,6 +608,27 @@ describe('enqueue', () => {
     expect(n.rows[0].n).toBe(4);
   });
 
+  it('a large mixed batch maps every result to its own spec', async () => {
+    const queue = fresh();
+    const specs: JobSpec[] = Array.from({ length: 600 }, (_, i) => ({
+      jobType: 'big.batch',
+      queue,
+      payload: { i },
+      ...(i % 7 === 0 ? { idempotencyKey: `big-${i % 21}` } : {}),
+    }));
+    const res = await baton.enqueueMany(specs);
+    expect(res).toHaveLength(600);
+    res.forEach((r, i) => {
+      const key = specs[i]!.idempotencyKey;
+      // A repeated key returns the job of its first occurrence.
+      const first = key === undefined ? i : specs.findIndex((s) => s.idempotencyKey === key);
+      expect(r.job.payload).toEqual({ i: first });
+      expect(r.created).toBe(first === i);
+    });
+    const n = await db.query(`SELECT count(*)::int AS n FROM baton.jobs WHERE queue = $1`, [queue]);
+    expect(n.rows[0].n).toBe(res.filter((r) => r.created).length);
+  });
+
   it('20 concurrent duplicate enqueues on separate connections create exactly one job', async () => {
     const producer = createBaton({ connectionString: db.url, poolSize: 20 });
     try {
