@@ -24,6 +24,8 @@ export interface BenchArgs {
   /** Upper bound for one throughput drain of a peer that cannot finish N in time. */
   capMs: number;
   outDir: string;
+  /** Embedded server only: load pg_stat_statements and report the top statements (adds overhead). */
+  profileSql: boolean;
   argv: string[];
 }
 
@@ -63,6 +65,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
       'recovery-jobs': { type: 'string' },
       'cap-ms': { type: 'string' },
       out: { type: 'string' },
+      'profile-sql': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
     strict: true,
@@ -72,7 +75,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
       'npm run bench -- [--quick] [--peers none|all|graphile,pgboss] [--runs N] [--jobs N]\n' +
         `  [--scenarios ${ALL_SCENARIOS.join(',')}] [--modes notify-cir,notify-leased,poll-cir,poll-leased]\n` +
         '  [--latency-rate 100] [--latency-jobs 1000] [--sparse-rate 10] [--sparse-jobs 100]\n' +
-        '  [--recovery-jobs 10] [--cap-ms 15000] [--out results]\n' +
+        '  [--recovery-jobs 10] [--cap-ms 15000] [--out results] [--profile-sql]\n' +
         'DATABASE_URL: server to use (a fresh database is created per run and dropped); unset: embedded PostgreSQL.\n',
     );
     process.exit(0);
@@ -92,6 +95,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     recoveryJobs: int(values['recovery-jobs'], quick ? 4 : 10, 'recovery-jobs'),
     capMs: int(values['cap-ms'], quick ? 3_000 : 15_000, 'cap-ms'),
     outDir: values.out ?? (quick ? 'results/quick' : 'results'),
+    profileSql: values['profile-sql'],
     argv,
   };
 }

@@ -18,6 +18,7 @@ import type { Variant } from './systems/types.ts';
 import { BATON_VARIANTS, GRAPHILE_VARIANTS, PGBOSS_VARIANTS } from './systems/variants.ts';
 import { microBenchmarks, type MicroResult } from './micro.ts';
 import { pgbenchCeiling, type PgbenchResult } from './pgbench.ts';
+import { topStatements, type SqlProfileRow } from './sql-profile.ts';
 import { latencyHttp } from './scenarios/latency-http.ts';
 
 export interface BenchReport {
@@ -31,6 +32,8 @@ export interface BenchReport {
   micro: MicroResult[];
   pgbench: PgbenchResult[];
   missing: string[];
+  /** With --profile-sql: the statements that took the most server time. */
+  sqlProfile: SqlProfileRow[];
   ok: boolean;
 }
 
@@ -39,7 +42,10 @@ async function main(): Promise<number> {
   const progress = new Progress();
   const startedAt = new Date();
   const has = (s: Scenario) => args.scenarios.includes(s);
-  const server = await openServer();
+  const server = await openServer(
+    args.profileSql ? ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all'] : [],
+  );
+  let sqlProfile: SqlProfileRow[] = [];
   const missing: string[] = [];
   const figures: Figure[] = [];
   let micro: MicroResult[] = [];
@@ -48,6 +54,7 @@ async function main(): Promise<number> {
     const machine = await machineRecord(server);
     progress.log(`server: ${machine.postgres.source}; ${machine.postgres.version.split(' ').slice(0, 2).join(' ')}`);
     const ctx: Ctx = { server, args, progress };
+    if (args.profileSql) await server.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
 
     let batonModes = BATON_VARIANTS.filter((v) => args.modes.length === 0 || args.modes.some((m) => v.id.endsWith(m)));
     if (args.quick && args.modes.length === 0) {
@@ -105,6 +112,7 @@ async function main(): Promise<number> {
       });
       for (const p of pgbench) progress.log(`pgbench ${p.name}: ${p.jobsPerSec.toFixed(0)} jobs/s`);
     }
+    if (args.profileSql) sqlProfile = await topStatements(server).catch(() => []);
     progress.done();
 
     const failed = figures.filter((f) => f.status === 'failed');
@@ -119,6 +127,7 @@ async function main(): Promise<number> {
       micro,
       pgbench,
       missing,
+      sqlProfile,
       ok: failed.length === 0 && figures.length > 0,
     };
     const stamp = startedAt.toISOString().slice(0, 16).replace(/[:T]/g, '-');

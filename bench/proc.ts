@@ -19,7 +19,9 @@ export class Child {
 
   constructor(script: string, env: Record<string, string> = {}) {
     const file = fileURLToPath(new URL(script, import.meta.url));
-    this.proc = spawn(process.execPath, ['--import', 'tsx', file], {
+    // BENCH_CPU_PROF=dir: every child writes a V8 CPU profile there (node --cpu-prof).
+    const prof = process.env.BENCH_CPU_PROF ? ['--cpu-prof', '--cpu-prof-dir', process.env.BENCH_CPU_PROF] : [];
+    this.proc = spawn(process.execPath, [...prof, '--import', 'tsx', file], {
       stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
       env: { ...process.env, ...env },
     });

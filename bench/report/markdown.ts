@@ -186,6 +186,11 @@ export function renderMarkdown(r: BenchReport, svgFile: string): string {
   peersRatios(r, out);
   recoveryTable(r, out);
   microAndCeiling(r, out);
+  if (r.sqlProfile?.length) {
+    out.push('## Server time by statement (pg_stat_statements, --profile-sql)', '', '| calls | total (ms) | mean (ms) | rows | statement |', '|---:|---:|---:|---:|---|');
+    for (const q of r.sqlProfile) out.push(`| ${q.calls} | ${num(q.totalMs, 0)} | ${num(q.meanMs, 3)} | ${q.rows} | \`${q.query.replace(/\|/g, '\\|').replace(/`/g, "'")}\` |`);
+    out.push('');
+  }
   if (r.missing.length) out.push('## Not measured in this run', '', ...r.missing.map((x) => `- ${x}`), '');
   const failed = r.figures.filter((f) => f.status === 'failed');
   if (failed.length) {
