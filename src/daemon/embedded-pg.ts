@@ -5,7 +5,7 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chown, mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { chown, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../core/logger.ts';
@@ -61,6 +61,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
   }
 
   let ids = await postgresIds();
+  await checkReachable(opts.dataDir, ids);
   if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     await initialise(clusterDir, ids, log);
     ids = await postgresIds(); // initialise may have created the postgres OS user
@@ -97,6 +98,26 @@ async function postgresIds(): Promise<{ uid?: number; gid?: number }> {
     return { uid, gid };
   } catch {
     return {}; // initialise() creates the user (createPostgresUser) and we look again
+  }
+}
+
+/**
+ * Under root the server runs as `postgres`, which must be able to enter every
+ * ancestor of the data dir (a 0700 home directory is the usual trap). Say so
+ * plainly instead of letting initdb fail with "Permission denied".
+ */
+async function checkReachable(dataDir: string, ids: { uid?: number; gid?: number }): Promise<void> {
+  if (ids.uid === undefined) return;
+  for (let dir = dataDir; ; dir = path.dirname(dir)) {
+    const st = await stat(dir);
+    const bit = st.uid === ids.uid ? 0o100 : st.gid === ids.gid ? 0o010 : 0o001;
+    if ((st.mode & bit) === 0) {
+      throw new EmbeddedPostgresError(
+        `the embedded PostgreSQL runs as the "postgres" OS user (we are root), which cannot enter ${dir} ` +
+          `(mode ${(st.mode & 0o777).toString(8)}); set BATON_DATA_DIR to a directory it can reach, e.g. /var/lib/baton, or set DATABASE_URL`,
+      );
+    }
+    if (path.dirname(dir) === dir) return;
   }
 }
 

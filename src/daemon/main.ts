@@ -119,6 +119,10 @@ main(process.argv.slice(2)).then(
     if (err instanceof ConfigError) {
       process.stderr.write(`baton: ${err.message}\n`);
       process.exitCode = EXIT_CONFIG;
+    } else if (err instanceof Error && err.name === 'EmbeddedPostgresError') {
+      // Its message already says what to do; a stack would bury it.
+      process.stderr.write(`baton: ${err.message}\n`);
+      process.exitCode = EXIT_FAILED;
     } else {
       process.stderr.write(`baton: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
       process.exitCode = EXIT_FAILED;
