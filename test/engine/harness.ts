@@ -3,11 +3,12 @@
 // (ending its pool), so nothing outlives its test. Rows are truncated before each test.
 
 import { afterEach, beforeEach } from 'vitest';
+import pg from 'pg';
 import { createBaton, type Baton, type BatonOptions, type JobContext } from '../../src/index.ts';
 import type { TestDatabase } from '../helpers/db.ts';
 import { deferred, waitFor, type Deferred } from '../helpers/wait.ts';
 
-export type EngineOptions = Omit<BatonOptions, 'pool'>;
+export type EngineOptions = BatonOptions;
 
 export interface Engines {
   /** A new engine on the file's database (own pool), not started. */
@@ -16,6 +17,11 @@ export interface Engines {
   start(options?: EngineOptions): Promise<Baton>;
   /** A producer: no queues, its own pool, never started. */
   producer(options?: EngineOptions): Baton;
+  /**
+   * A started engine on a pool of ours that counts claim statements in flight. With no
+   * claim in flight and a long poll, only a wake-up (NOTIFY, in-process) can start one.
+   */
+  startObserved(options?: EngineOptions): Promise<{ baton: Baton; claimsInFlight: () => number }>;
   /** A promise a handler can block on; opened after the test at the latest. */
   gate<T = void>(): Deferred<T>;
 }
@@ -23,6 +29,7 @@ export interface Engines {
 /** Call at the top of a describe. `defaults` are merged under each engine's options. */
 export function useEngines(db: TestDatabase, defaults: () => EngineOptions = () => ({})): Engines {
   const engines: Baton[] = [];
+  const pools: pg.Pool[] = [];
   const gates: Array<Deferred<any>> = [];
 
   beforeEach(async () => {
@@ -32,6 +39,7 @@ export function useEngines(db: TestDatabase, defaults: () => EngineOptions = () 
   afterEach(async () => {
     for (const g of gates.splice(0)) if (!g.settled) g.resolve(undefined);
     await Promise.all(engines.splice(0).map((e) => e.stop({ drainMs: 5_000 })));
+    await Promise.all(pools.splice(0).map((p) => p.end()));
   });
 
   const create = (options: EngineOptions = {}): Baton => {
@@ -46,6 +54,22 @@ export function useEngines(db: TestDatabase, defaults: () => EngineOptions = () 
       const engine = create(options);
       await engine.start();
       return engine;
+    },
+    startObserved: async (options = {}) => {
+      const pool = new pg.Pool({ connectionString: db.url, max: 3, application_name: 'baton' });
+      pool.on('error', () => undefined);
+      pools.push(pool);
+      let claims = 0;
+      const query = pool.query.bind(pool) as (config: unknown) => Promise<unknown>;
+      // The engine issues its claim synchronously from wake(), so the count is never behind.
+      (pool as unknown as { query: unknown }).query = (config: { name?: unknown }) => {
+        if (typeof config?.name !== 'string' || !config.name.endsWith('job_claim')) return query(config);
+        claims++;
+        return query(config).finally(() => claims--);
+      };
+      const baton = create({ ...options, pool });
+      await baton.start();
+      return { baton, claimsInFlight: () => claims };
     },
     producer: (options = {}) => create({ poolSize: 2, ...options, queues: {} }),
     gate: <T>() => {

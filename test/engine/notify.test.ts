@@ -22,19 +22,26 @@ const listeners = () =>
 describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning) => {
   const engines = useEngines(db, () => ({ claimIntoRunning }));
 
-  /** An idle notify-mode worker whose handler reports when each job starts. */
+  /** A notify-mode worker whose handler reports when each job starts; idle() waits until no claim is in flight. */
   async function idleWorker() {
     const started = new Signal<{ id: string; at: number }>();
-    const worker = await engines.start({
+    const { baton: worker, claimsInFlight } = await engines.startObserved({
       queues: { q: 2 },
       pollIntervalMs: NO_POLL,
       handlers: { ping: (ctx) => started.emit({ id: ctx.job.id, at: performance.now() }) },
     });
-    return { worker, started };
+    // Once no claim is in flight, only a wake-up can make the worker claim (the poll is 60 s away).
+    const idle = () => waitFor(() => claimsInFlight() === 0, { message: 'the worker to have no claim in flight' });
+    await idle();
+    return { worker, started, idle };
   }
 
-  /** Enqueues from the producer and returns ms from enqueue's return to the handler's start. */
-  async function startLatency(producer: ReturnType<typeof engines.producer>, started: Signal<{ id: string; at: number }>) {
+  /** Enqueues from the producer into the idle worker; returns ms from enqueue's return to the handler's start. */
+  async function startLatency(
+    producer: ReturnType<typeof engines.producer>,
+    { started, idle }: { started: Signal<{ id: string; at: number }>; idle: () => Promise<unknown> },
+  ) {
+    await idle();
     const { job } = await producer.enqueue({ jobType: 'ping', queue: 'q' });
     const t0 = performance.now();
     const s = await started.next({ timeoutMs: 5_000, message: `job ${job.id} to start` });
@@ -44,15 +51,17 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
   }
 
   it('a job from a separate producer starts in well under a second with a 60 s poll', async () => {
-    const { worker, started } = await idleWorker();
+    const idleW = await idleWorker();
     const producer = engines.producer();
     // Sequential jobs into an idle worker; each must be woken by its NOTIFY.
-    for (let i = 0; i < 3; i++) expect(await startLatency(producer, started)).toBeLessThan(1_000);
+    for (let i = 0; i < 3; i++) expect(await startLatency(producer, idleW)).toBeLessThan(1_000);
+    const { worker } = idleW;
     expect(worker.stats()).toMatchObject({ claimed: 3, succeeded: 3 });
   });
 
   it('after its listener connection is killed the worker reconnects and still starts jobs promptly', async () => {
-    const { worker, started } = await idleWorker();
+    const idleW = await idleWorker();
+    const { worker } = idleW;
     const producer = engines.producer();
     const before = await listeners();
     expect(before.rowCount).toBe(1);
@@ -69,7 +78,8 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
     );
     expect((await listeners()).rows.map((r) => r.pid)).not.toContain(oldPid);
 
-    expect(await startLatency(producer, started)).toBeLessThan(2_000);
+    // The reconnect itself polls once; startLatency waits for that claim to finish first.
+    expect(await startLatency(producer, idleW)).toBeLessThan(2_000);
     expect(worker.stats().succeeded).toBe(1);
   });
 
@@ -101,7 +111,7 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
 
   describe('transactional enqueue', () => {
     it('a job enqueued in the caller transaction is invisible until COMMIT, then woken by the NOTIFY', async () => {
-      const { worker, started } = await idleWorker();
+      const { worker, started, idle } = await idleWorker();
       const producer = engines.producer();
       const client = await db.pool.connect();
       try {
@@ -113,6 +123,7 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
         expect((await client.query(`SELECT now() = statement_timestamp() AS fresh`)).rows[0].fresh).toBe(false);
         expect(worker.stats().claimed).toBe(0);
 
+        await idle();
         await client.query('COMMIT');
         const t0 = performance.now();
         const s = await started.next({ timeoutMs: 5_000, message: 'the committed job to start' });
