@@ -29,7 +29,7 @@ function statusNote(f: Figure): string {
   return f.note ?? '';
 }
 
-function throughputTable(r: BenchReport, out: string[]): void {
+export function throughputTable(r: BenchReport, out: string[]): void {
   const figs = r.figures.filter((f) => f.scenario === 'throughput');
   if (!figs.length) return;
   const ref = figs.find((f) => f.variantId === 'graphile-perf');
@@ -46,7 +46,7 @@ function throughputTable(r: BenchReport, out: string[]): void {
   out.push('');
 }
 
-function latencyTable(r: BenchReport, scenario: string, out: string[]): void {
+export function latencyTable(r: BenchReport, scenario: string, out: string[]): void {
   const figs = r.figures.filter((f) => f.scenario === scenario);
   if (!figs.length) return;
   const p = figs[0]!.params as { rate: number; jobs: number; via: string };
@@ -67,7 +67,7 @@ function latencyTable(r: BenchReport, scenario: string, out: string[]): void {
   out.push('');
 }
 
-function recoveryTable(r: BenchReport, out: string[]): void {
+export function recoveryTable(r: BenchReport, out: string[]): void {
   const figs = r.figures.filter((f) => f.scenario.startsWith('recovery'));
   if (!figs.length) return;
   const p = figs[0]!.params as { jobs: number; leaseMs: number; firstAttemptSleepMs: number };
@@ -87,7 +87,7 @@ function recoveryTable(r: BenchReport, out: string[]): void {
   out.push('');
 }
 
-function modesMatrix(r: BenchReport, out: string[]): void {
+export function modesMatrix(r: BenchReport, out: string[]): void {
   const modes = r.variants.filter((v) => v.system === 'baton');
   if (!modes.length) return;
   out.push('## Baton modes side by side', '', `| Figure | ${modes.map((m) => m.label.replace('Baton ', '')).join(' | ')} |`, `|---|${modes.map(() => '---:').join('|')}|`);
@@ -109,7 +109,7 @@ function modesMatrix(r: BenchReport, out: string[]): void {
   out.push('');
 }
 
-function peersRatios(r: BenchReport, out: string[]): void {
+export function peersRatios(r: BenchReport, out: string[]): void {
   const baton = 'baton-notify-cir';
   const peers = r.variants.filter((v) => v.system !== 'baton');
   if (!peers.length || !r.variants.some((v) => v.id === baton)) return;
@@ -133,7 +133,7 @@ function peersRatios(r: BenchReport, out: string[]): void {
   out.push('');
 }
 
-function microAndCeiling(r: BenchReport, out: string[]): void {
+export function microAndCeiling(r: BenchReport, out: string[]): void {
   if (r.micro.length) {
     out.push('## Micro-benchmarks (tinybench, through the engine\'s executor)', '', '| Statement | batch | ops/s | rows/s | mean (ms) | p99 (ms) | samples |', '|---|---:|---:|---:|---:|---:|---:|');
     for (const m of r.micro) out.push(`| ${m.name} | ${m.batch} | ${num(m.opsPerSec, 0)} | ${num(m.rowsPerSec, 0)} | ${num(m.meanMs, 3)} | ${num(m.p99Ms, 3)} | ${m.samples} |`);

@@ -1,0 +1,92 @@
+// Writes the README "Performance" section from a committed results JSON, so every
+// figure in the README comes from the benchmark output, never typed by hand.
+// Usage: npx tsx bench/report/readme.ts results/bench-<date>.json > .git/readme-parts/performance.md
+
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { BenchReport } from '../main.ts';
+import type { Figure } from '../scenarios/context.ts';
+import { num, spreadText } from './format.ts';
+import { microAndCeiling, peersRatios, recoveryTable } from './markdown.ts';
+
+function f(r: BenchReport, sc: string, id: string): Figure | undefined {
+  return r.figures.find((x) => x.scenario === sc && x.variantId === id);
+}
+function c(fig: Figure | undefined, key: string, digits?: number): string {
+  if (!fig) return '—';
+  if (fig.status !== 'ok') return 'failed';
+  return spreadText(fig.summary[key], digits);
+}
+
+const file = process.argv[2];
+if (!file) throw new Error('usage: readme.ts results/bench-<date>.json');
+const r = JSON.parse(await readFile(file, 'utf8')) as BenchReport;
+const base = path.basename(file, '.json');
+const m = r.machine;
+const out: string[] = [
+  '## Performance',
+  '',
+  `![Start latency distributions and throughput per system](results/${base}.svg)`,
+  '',
+  `Measured by \`${r.command}\` on ${r.startedAt.slice(0, 10)} at commit \`${m.gitCommit.slice(0, 10)}\`: ${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.postgres.version.split(' ').slice(0, 2).join(' ')} (${m.postgres.source.startsWith('embedded') ? 'the embedded server' : 'a given server'}) on the same host, Node ${m.node}. ` +
+    `Each cell is the median of ${String(r.args.runs)} run(s) after ${r.args.quick ? "no" : "a discarded"} warm-up, with the spread (min–max); every run used a fresh database and was verified against it afterwards (each job done exactly once). ` +
+    `All tables: [results/${base}.md](results/${base}.md); raw data: [results/${base}.json](results/${base}.json).`,
+  '',
+  '| System / mode | throughput (jobs/s) | latency p50 (ms) | latency p99 (ms) | sparse p50 (ms) | sparse p99 (ms) | polls every |',
+  '|---|---:|---:|---:|---:|---:|---:|',
+];
+for (const v of r.variants) {
+  out.push(
+    `| ${v.label} | ${c(f(r, 'throughput', v.id), 'jobsPerSec', 0)} | ${c(f(r, 'latency', v.id), 'p50')} | ${c(f(r, 'latency', v.id), 'p99')} | ${c(f(r, 'latency-sparse', v.id), 'p50')} | ${c(f(r, 'latency-sparse', v.id), 'p99')} | ${v.pollIntervalMs} ms${v.notify ? ' (+ NOTIFY)' : ''} |`,
+  );
+}
+const lat = r.figures.find((x) => x.scenario === 'latency');
+const sparse = r.figures.find((x) => x.scenario === 'latency-sparse');
+const tp = r.figures.find((x) => x.scenario === 'throughput');
+out.push(
+  '',
+  `Throughput: ${String(tp?.params.jobs ?? '?')} no-op jobs enqueued up front, drained by one process. Latency: handler start minus enqueue commit, producer in a separate process at ${String(lat?.params.rate ?? '?')} jobs/s for ${String(lat?.params.jobs ?? '?')} jobs; sparse: ${String(sparse?.params.rate ?? '?')} jobs/s for ${String(sparse?.params.jobs ?? '?')} jobs.`,
+  '',
+);
+const http = r.figures.filter((x) => x.scenario === 'latency-http');
+if (http.length) {
+  out.push('Through the daemon (`baton serve` runs the jobs; the producer POSTs `/api/jobs` over an undici keep-alive pool):', '', '| Mode | p50 (ms) | p95 (ms) | p99 (ms) | max (ms) |', '|---|---:|---:|---:|---:|');
+  for (const h of http) out.push(`| ${h.label} | ${c(h, 'p50')} | ${c(h, 'p95')} | ${c(h, 'p99')} | ${c(h, 'max')} |`);
+  out.push('');
+} else {
+  out.push('Start latency through the HTTP API was not measured in this run.', '');
+}
+const rec: string[] = [];
+recoveryTable(r, rec);
+out.push(...rec.map((l) => l.replace(/^## /, '### ')));
+const ratios: string[] = [];
+peersRatios(r, ratios);
+out.push(...ratios.map((l) => l.replace(/^## /, '### ')));
+const ceil: string[] = [];
+microAndCeiling(r, ceil);
+out.push(...ceil.map((l) => l.replace(/^## /, '### ')));
+if (r.missing.length) out.push('Not measured in this run:', '', ...r.missing.map((x) => `- ${x}`), '');
+out.push(
+  '### Reproduce',
+  '',
+  '```sh',
+  'npm run bench                        # everything, embedded PostgreSQL, ~35 min on 2 cores',
+  'DATABASE_URL=postgres://… npm run bench   # against your server (a fresh database per run, dropped after)',
+  'npm run bench -- --quick --peers none   # the CI smoke test: small, < 1 min, checks counts only',
+  'npm run bench -- --peers none --scenarios throughput,latency --runs 5',
+  'npm run bench -- --profile-sql       # adds pg_stat_statements\' top statements to the report',
+  '```',
+  '',
+  'Results land in `results/bench-<date>.{json,md,svg}` (`--quick` writes to the git-ignored `results/quick/`).',
+  '',
+  '### What these numbers do and do not mean',
+  '',
+  `- They come from one small shared machine (${m.cores} cores) with the database on the same host: the workers, the producer, PostgreSQL and (for peers) their own processes compete for the same two cores, and other work on the machine adds noise; the spread columns show how much. On a dedicated database server the absolute figures will differ; the comparisons (same machine, same server, one system at a time) are the point.`,
+  `- Durability is on (\`fsync=${m.postgres.settings.fsync ?? '?'}\`, \`synchronous_commit=${m.postgres.settings.synchronous_commit ?? '?'}\`): every claim and every outcome write waits for a WAL flush, which bounds throughput per connection here.`,
+  '- Throughput uses no-op handlers: it measures the queue\'s own overhead (claim, lease, fenced outcome write), not your handlers.',
+  '- Poll mode\'s latency is its poll interval at work: a job waits on average half an interval (p50 near interval/2, p99 near the interval). The interval is shown next to each row; NOTIFY mode keeps the poll only as a fallback.',
+  '- Peers ran with their documented configurations as listed in the results file; a figure marked as capped or "not started" means the system did not finish within the time the harness allows, and the rate shown is over what it did finish.',
+  '- A run whose database state does not match the handler executions (a job lost, run twice or left unfinished) is reported as failed, never as a figure.',
+  '',
+);
+process.stdout.write(`${out.join('\n')}\n`);
