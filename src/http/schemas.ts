@@ -1,6 +1,6 @@
-// Zod contracts of the HTTP API: request bodies and query strings. Objects are
-// strict: an unknown field (body or query) is a 400 naming it, so a typo never
-// silently falls back to a default. Types flow from here to the client via AppType.
+// Zod contracts of the HTTP API (types flow from here to the client via AppType).
+// Objects are strict: an unknown body field, or an unknown parameter on a route
+// that takes query parameters, is a 400 naming it; a typo never becomes a default.
 
 import { z } from 'zod';
 import { JOB_STATES, NAME_PATTERN, type JobSpec, type ListJobsFilter } from '../index.ts';
@@ -88,9 +88,6 @@ export const dlqReplayQuerySchema = z
     tenantId: nameSchema.optional(),
   })
   .strict();
-
-/** An empty query string (routes that take no parameters refuse unknown ones). */
-export const noQuerySchema = z.object({}).strict();
 
 /** Job ids are bigint identities rendered as decimal strings. */
 const JOB_ID = /^[1-9][0-9]{0,18}$/;

@@ -2,6 +2,7 @@
 // served by @hono/node-server on an ephemeral port, and the typed client users get.
 
 import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
 import { serve, type ServerType } from '@hono/node-server';
 import { createBaton, type Baton, type BatonOptions } from '../../src/index.ts';
 import { createApp, type AppOptions } from '../../src/http/app.ts';
@@ -69,4 +70,37 @@ export async function countJobs(db: TestDatabase, where = 'true', params: unknow
 export async function errorCode(res: Response): Promise<string | undefined> {
   const body = (await res.json().catch(() => undefined)) as { error?: { code?: string } } | undefined;
   return body?.error?.code;
+}
+
+export const JSON_HEADERS = { 'content-type': 'application/json' };
+const STACK = /\bat .+:\d+:\d+|node_modules|\.ts:\d+/;
+
+/** The first field an INVALID_ARGUMENT error names. */
+export const field = (body: { error: { details?: any } }): unknown =>
+  body.error.details?.issues?.[0]?.path ?? body.error.details?.path;
+
+/** Assertions shared by the bad-input files; `api` is read lazily (it exists after beforeAll). */
+export function badInputHelpers(db: TestDatabase, api: () => ApiHarness) {
+  /** Asserts the error shape, status and code; returns the body for more checks. */
+  async function expectError(res: Response, status: number, code: string) {
+    const text = await res.text();
+    expect(res.status, text).toBe(status);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(text).not.toMatch(STACK);
+    const body = JSON.parse(text) as { error: { code: string; message: string; details?: any } };
+    expect(body.error.code, text).toBe(code);
+    expect(typeof body.error.message).toBe('string');
+    return body;
+  }
+
+  /** Sends `body` to POST /api/jobs and checks it is rejected and nothing is written. */
+  async function rejectsEnqueue(body: RequestInit['body'], status: number, code: string, headers: Record<string, string> = JSON_HEADERS) {
+    const before = await countJobs(db);
+    const res = await api().raw('/api/jobs', { method: 'POST', headers, body });
+    const parsed = await expectError(res, status, code);
+    expect(await countJobs(db)).toBe(before);
+    return parsed;
+  }
+
+  return { expectError, rejectsEnqueue };
 }

@@ -1,0 +1,217 @@
+// Queue, worker, health, metrics and console routes through the typed client on
+// a real server and database, plus request logging, a down database, and one
+// job run end to end (dead-lettered, replayed over HTTP, succeeded).
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBaton, TerminalError, type Baton, type Logger } from '../../src/index.ts';
+import { createApp } from '../../src/http/app.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { insertJob } from '../helpers/factory.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { countJobs, errorCode, startApi, type ApiHarness } from './harness.ts';
+
+const db = useTestDatabase();
+let api: ApiHarness;
+
+beforeAll(async () => {
+  api = await startApi(db);
+});
+afterAll(async () => {
+  await api?.close();
+});
+
+const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+describe('queues and workers', () => {
+  it('GET /api/queues/:queue/depth counts by state; an unknown queue is all zeros and not created', async () => {
+    await insertJob(db.pool, { queue: 'depth-q', jobType: 'x' });
+    await insertJob(db.pool, { queue: 'depth-q', jobType: 'x', state: 'running' });
+    await insertJob(db.pool, { queue: 'depth-q', jobType: 'x', state: 'succeeded' });
+    const res = await api.client.api.queues[':queue'].depth.$get({ param: { queue: 'depth-q' } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({
+      queue: 'depth-q',
+      counts: { pending: 1, leased: 0, running: 1, succeeded: 1, dead_lettered: 0, cancelled: 0 },
+    });
+    const empty = await (await api.client.api.queues[':queue'].depth.$get({ param: { queue: 'nothing-here' } })).json();
+    expect(Object.values(empty.counts).every((n) => n === 0)).toBe(true);
+    expect(await countJobs(db, `queue = 'nothing-here'`)).toBe(0);
+  });
+
+  it('GET /api/queues lists every queue with counts', async () => {
+    const res = await api.client.api.queues.$get();
+    expect(res.status).toBe(200);
+    const { queues } = await res.json();
+    const depth = queues.find((q) => q.queue === 'depth-q');
+    expect(depth?.counts.running).toBe(1);
+    expect(queues.map((q) => q.queue)).not.toContain('nothing-here');
+  });
+
+  it('GET /api/workers shows a live worker with its occupancy', async () => {
+    const worker = createBaton({ connectionString: db.url, poolSize: 2, queues: { 'w-q': 3 }, workerId: 'http-test-worker' });
+    await worker.start();
+    try {
+      const w = await waitFor(
+        async () => {
+          const { workers } = await (await api.client.api.workers.$get()).json();
+          return workers.find((x) => x.id === 'http-test-worker');
+        },
+        { message: 'worker to appear in /api/workers' },
+      );
+      expect(w).toMatchObject({ alive: true, queues: { 'w-q': 3 }, inFlight: 0, pid: process.pid });
+      expect(w.lastSeenAt).toMatch(ISO);
+    } finally {
+      await worker.stop();
+    }
+  });
+});
+
+describe('health, metrics, console', () => {
+  it('/healthz is up; /readyz is 200 when the database answers and the engine started, else 503', async () => {
+    expect((await api.client.healthz.$get()).status).toBe(200);
+    const ready = await api.client.readyz.$get();
+    expect(ready.status).toBe(200);
+    api.setStarted(false);
+    try {
+      const notReady = await api.client.readyz.$get();
+      expect(notReady.status).toBe(503);
+      expect(await errorCode(notReady)).toBe('NOT_READY');
+    } finally {
+      api.setStarted(true);
+    }
+  });
+
+  it('/readyz is 503 when the database is unreachable', async () => {
+    const dead = createBaton({ connectionString: 'postgres://postgres@127.0.0.1:1/none', poolSize: 1 });
+    const app = createApp(dead, { metrics: false });
+    const res = await app.request('/readyz');
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ error: { code: 'NOT_READY', details: { db: 'unreachable' } } });
+    await dead.stop();
+  });
+
+  it('GET / serves the console page; a missing file is a 404, not a crash', async () => {
+    const res = await api.client.index.$get();
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/html/);
+    expect(await res.text()).toMatch(/<html/i);
+    const app = createApp(api.baton, { metrics: false, consoleHtmlPath: '/nonexistent/console.html' });
+    const missing = await app.request('/');
+    expect(missing.status).toBe(404);
+    expect(await errorCode(missing)).toBe('ROUTE_NOT_FOUND');
+  });
+
+  it('/metrics exposes job counts by queue and state, enqueue counters and HTTP metrics', async () => {
+    await api.client.api.jobs.$post({ json: { jobType: 'm', queue: 'metrics-q' } });
+    const res = await api.client.metrics.$get();
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    const text = await res.text();
+    expect(text).toMatch(/baton_jobs\{queue="metrics-q",state="pending"\} 1\b/);
+    expect(text).toMatch(/baton_jobs_enqueued_total\{queue="metrics-q"\} 1\b/);
+    expect(text).toMatch(/baton_http_requests_total\{method="POST",route="\/api\/jobs",status="201"\} \d+/);
+  });
+});
+
+describe('request ids, logs and server-side failures', () => {
+  it('echoes a plain X-Request-Id, replaces an unsafe one, and logs each request on a child logger', async () => {
+    const lines: Array<{ bindings: Record<string, unknown>; level: string; obj: Record<string, unknown> }> = [];
+    const make = (bindings: Record<string, unknown>): Logger => {
+      const at = (level: string) => (obj: object) => void lines.push({ bindings, level, obj: obj as Record<string, unknown> });
+      return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (b) => make({ ...bindings, ...b }) };
+    };
+    const app = createApp(api.baton, { metrics: false, logger: make({}) });
+    const res = await app.request('/api/queues', { headers: { 'x-request-id': 'req-abc_123' } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('x-request-id')).toBe('req-abc_123');
+    expect(lines).toContainEqual(
+      expect.objectContaining({ bindings: { reqId: 'req-abc_123' }, level: 'info', obj: expect.objectContaining({ status: 200, path: '/api/queues' }) }),
+    );
+    const unsafe = await app.request('/healthz', { headers: { 'x-request-id': 'evil\tid with spaces' } });
+    expect(unsafe.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('a database that is down gives a 5xx with a generic message: no stack, no connection details', async () => {
+    const down = createBaton({ connectionString: 'postgres://postgres:hunter2@127.0.0.1:1/secretdb', poolSize: 1 });
+    const app = createApp(down, { metrics: false });
+    for (const path of ['/api/queues', '/api/jobs/1', '/api/workers']) {
+      const res = await app.request(path);
+      const text = await res.text();
+      expect(res.status, text).toBeGreaterThanOrEqual(500);
+      const body = JSON.parse(text) as { error: { code: string; message: string } };
+      expect(['DB_UNAVAILABLE', 'INTERNAL']).toContain(body.error.code);
+      expect(text).not.toMatch(/hunter2|secretdb|ECONNREFUSED|127\.0\.0\.1|\bat .+:\d+:\d+/);
+    }
+    const enqueue = await app.request('/api/jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jobType":"x"}' });
+    expect(enqueue.status).toBeGreaterThanOrEqual(500);
+    // A scrape still answers, and says the job counts could not be read.
+    const scrape = await createApp(down, {}).request('/metrics');
+    expect(scrape.status).toBe(200);
+    expect(await scrape.text()).toMatch(/^baton_metrics_collect_errors_total 1$/m);
+    await down.stop();
+  });
+});
+
+describe('a job run end to end', () => {
+  let worker: Baton;
+  let attempts = 0;
+  beforeAll(async () => {
+    worker = createBaton({
+      connectionString: db.url,
+      poolSize: 3,
+      queues: { e2e: 2 },
+      backoffBaseMs: 100,
+      backoffCapMs: 200,
+      handlers: {
+        flaky: () => {
+          attempts++;
+          if (attempts === 1) throw new TerminalError('first run refuses');
+          return { ok: attempts };
+        },
+      },
+    });
+    await worker.start();
+  });
+  afterAll(async () => {
+    await worker?.stop();
+  });
+
+  it('dead-letters, is replayed over HTTP and then succeeds; metrics count both', async () => {
+    const { createMetrics } = await import('../../src/http/metrics.ts');
+    const metrics = createMetrics(worker, { processMetrics: false });
+    try {
+      const job = await (await api.client.api.jobs.$post({ json: { jobType: 'flaky', queue: 'e2e' } })).json();
+      const dead = await waitFor(
+        async () => {
+          const j = await (await api.client.api.jobs[':id'].$get({ param: { id: job.id } })).json();
+          return j.state === 'dead_lettered' ? j : undefined;
+        },
+        { message: 'job to dead-letter' },
+      );
+      expect(dead.attempt).toBe(1);
+      expect(dead.lastError).toMatchObject({ kind: 'terminal', message: 'first run refuses' });
+      expect(JSON.stringify(dead)).not.toMatch(/\bat .+:\d+:\d+/);
+      const replayed = await api.client.api.jobs[':id'].replay.$post({ param: { id: job.id } });
+      expect(replayed.status).toBe(200);
+      const done = await waitFor(
+        async () => {
+          const j = await (await api.client.api.jobs[':id'].$get({ param: { id: job.id } })).json();
+          return j.state === 'succeeded' ? j : undefined;
+        },
+        { message: 'replayed job to succeed' },
+      );
+      expect(done).toMatchObject({ replayCount: 1, attempt: 1, result: { ok: 2 } });
+      // Outcome events may trail the row by a moment; wait for the last one.
+      const text = await waitFor(async () => {
+        const t = await metrics.render();
+        return /baton_jobs_succeeded_total\{queue="e2e"\} 1\b/.test(t) ? t : undefined;
+      });
+      expect(text).toMatch(/baton_jobs_dead_lettered_total\{queue="e2e"\} 1\b/);
+      expect(text).toMatch(/baton_jobs_succeeded_total\{queue="e2e"\} 1\b/);
+      expect(text).toMatch(/baton_job_start_latency_seconds_count\{queue="e2e"\} 2\b/);
+      expect(text).toMatch(/baton_claim_duration_seconds_count\{queue="e2e"\} \d+/);
+      expect(text).toMatch(/baton_slots_concurrency\{worker="[^"]+",queue="e2e"\} 2\b/);
+    } finally {
+      metrics.close();
+    }
+  });
+});
