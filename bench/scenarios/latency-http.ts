@@ -26,6 +26,8 @@ export async function latencyHttp(ctx: Ctx, v: Variant, opts: { rate: number; jo
       const daemon = await startDaemon(v, url, startsFile);
       const producer = new Child('./child/producer.ts');
       const pool = new pg.Pool({ connectionString: url, max: 1 });
+      // DROP DATABASE ... WITH (FORCE) may reach a client still closing: never crash on it.
+      pool.on('error', () => undefined);
       try {
         await producer.waitFor('booted', 30_000);
         producer.send({ type: 'run', variantId: v.id, url, via: 'http', httpBase: daemon.base, rate: opts.rate, jobs: opts.jobs });

@@ -12,6 +12,7 @@ import { repeat, summarize } from './summarize.ts';
 /** For a failed run's report: state/attempt/owner of every job. */
 async function jobStates(url: string): Promise<string> {
   const pool = new pg.Pool({ connectionString: url, max: 1 });
+  pool.on('error', () => undefined);
   try {
     const r = await pool.query<{ s: string }>(
       `select string_agg(format('%s:%s/a%s/%s', id, state, attempt, coalesce(lease_owner, '-')), ' ' order by id) as s from baton.jobs`,
@@ -63,6 +64,8 @@ export async function recovery(ctx: Ctx, v: Variant, opts: { fastReclaim: boolea
         const r = await rescuer.waitFor<{ starts: Array<[number, number, number]>; successes: Array<[number, number]> }>('result', 15_000);
         const problems: string[] = [];
         const pool = new pg.Pool({ connectionString: url, max: 1 });
+        // DROP DATABASE ... WITH (FORCE) may reach a client still closing: never crash on it.
+        pool.on('error', () => undefined);
         try {
           const rows = (
             await pool.query<{ state: string; attempt: number }>('select state, attempt from baton.jobs where queue = $1', [QUEUE])

@@ -1,0 +1,24 @@
+// temporary debug: per-job latencies of one sparse run
+import { Child } from './proc.ts';
+import { openServer } from './server.ts';
+const server = await openServer();
+const url = await server.createDatabase('dbg_sparse_' + process.pid);
+const v = process.argv[2] ?? 'baton-notify-cir';
+const worker = new Child('./child/worker.ts');
+const producer = new Child('./child/producer.ts');
+await Promise.all([worker.waitFor('booted', 30000), producer.waitFor('booted', 30000)]);
+worker.send({ type: 'run', role: 'latency', variantId: v, url });
+await worker.waitFor('ready', 60000);
+producer.send({ type: 'run', variantId: v, url, via: 'library', rate: Number(process.argv[3] ?? 10), jobs: Number(process.argv[4] ?? 30) });
+await producer.waitFor('ready', 30000);
+producer.send({ type: 'go' });
+const p: any = await producer.waitFor('result', 120000);
+worker.send({ type: 'collect', expected: p.commits.length, deadlineMs: 5000 });
+const w: any = await worker.waitFor('result', 60000);
+producer.send({ type: 'close' });
+const starts = new Map<number, number>(w.starts);
+console.log(p.commits.map(([s, t]: [number, number]) => `${s}:${((starts.get(s) ?? NaN) - t).toFixed(1)}`).join(' '));
+console.log('callMs', p.callMs.map((x: number) => x.toFixed(1)).join(' '));
+await producer.end(); await worker.end();
+await server.close();
+process.exit(0);
