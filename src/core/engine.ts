@@ -133,6 +133,7 @@ export class Engine implements Baton {
       if (working) {
         this.#presence = this.#d.createPresence();
         await this.#presence.start();
+        this.#throwIfStopping();
         if (this.config.dispatch === 'notify') {
           this.#listener = this.#d.createListener({
             onNotify: (channel) => this.#byChannel.get(channel)?.wake(),
@@ -141,6 +142,7 @@ export class Engine implements Baton {
             onError: (err) => this.events.emit('error', { where: 'listener', error: err }),
           });
           await this.#listener.start([...this.#byChannel.keys()]);
+          this.#throwIfStopping();
         }
         this.#heartbeater.start();
         this.#poll = setInterval(() => this.#wakeAll(), this.config.pollIntervalMs);
@@ -150,8 +152,15 @@ export class Engine implements Baton {
       this.#log.info({ queues: this.config.queues, dispatch: this.config.dispatch }, 'baton: started');
     } catch (err) {
       await this.stop({ drainMs: 0 }).catch(() => undefined);
+      // A stop() that began while we were connecting may have passed the listener before it existed.
+      await this.#listener?.stop().catch(() => undefined);
       throw err;
     }
+  }
+
+  /** stop() may run while start() awaits a connection: start nothing more after that. */
+  #throwIfStopping(): void {
+    if (this.#stopping) throw new BatonError('SHUTTING_DOWN', 'stop() was called while this Baton instance was starting');
   }
 
   stop(opts: { drainMs?: number } = {}): Promise<void> {
