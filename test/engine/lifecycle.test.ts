@@ -146,4 +146,18 @@ describe.each([true, false])('lifecycle (claimIntoRunning=%s)', (claimIntoRunnin
     expect(calls.duplicates()).toEqual([]);
     expect((await worker.admin.workers()).length).toBe(1);
   });
+
+  it('stop() called while start() is still connecting leaves nothing running', async () => {
+    const worker = engines.create({ queues: { q: 1 } });
+    const starting = worker.start();
+    const stopping = worker.stop();
+    await expect(starting).rejects.toMatchObject({ code: 'SHUTTING_DOWN' });
+    await withTimeout(stopping, 10_000, 'stop during start');
+
+    // Nothing the start created outlives the stop (before the fix the LISTEN session, heartbeat and poll timers did).
+    await waitFor(async () => (await countBackends('baton-presence')) + (await countBackends('baton-listener')) === 0, {
+      timeoutMs: 5_000,
+      message: 'presence and listener sessions to end',
+    });
+  });
 });
