@@ -99,6 +99,20 @@ describe('checker', () => {
     expect(checkHistory([job('1', { errorTokens: ['7', '7'] }), final[1]!], history).staleAccepted).toBe(1);
   });
 
+  it('accepts an older write whose answer arrived after a newer one (real-time order only)', () => {
+    const { final, history } = clean();
+    // fail under 20 sent at 5.5, committed early, answered late at 12; token 21 started at 8 and
+    // its complete was answered at 10.
+    const h = [
+      ...history.filter((x) => !(x.type === 'write' && x.jobId === '2')),
+      { type: 'write', kind: 'fail', jobId: '2', token: '20', worker: 'w1', rowsAffected: 1, sentAt: 5.5, at: 12 } as HistoryRecord,
+      start('2', '21', 8, 'w2'),
+      write('2', '21', 9, 1, 'complete', 'w2'),
+    ];
+    const r = checkHistory([final[0]!, job('2', { leaseToken: '21', resultToken: '21', errorTokens: ['20'] })], h);
+    expect(r.violations).toEqual([]);
+  });
+
   it('detects two accepted completes for one job', () => {
     const { final, history } = clean();
     const r = checkHistory(final, [...history, write('1', '10', 7, 1)]);

@@ -159,12 +159,11 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     if (last && job && job.state === 'succeeded' && job.leaseToken !== last.token) {
       stale(jobId, last.token, `job ${jobId} succeeded under token ${job.leaseToken} but an accepted complete carried ${last.token}`);
     }
-    // Accepted writes must follow token order: a write under t after one under t' > t was stale.
-    let maxSeen = -1n;
+    // Accepted writes follow token order. Only real-time order counts: a write under t SENT after
+    // an accepted write under t' > t had been ANSWERED was stale (answers may arrive late).
     for (const w of sorted) {
-      const t = BigInt(w.token);
-      if (t < maxSeen) stale(jobId, w.token, `job ${jobId} accepted a ${w.kind} under token ${w.token} after token ${maxSeen}`);
-      if (t > maxSeen) maxSeen = t;
+      const newer = sorted.find((x) => BigInt(x.token) > BigInt(w.token) && x.at < w.sentAt);
+      if (newer) stale(jobId, w.token, `job ${jobId} accepted a ${w.kind} under token ${w.token}, sent after token ${newer.token}'s write was accepted`);
     }
   }
   // Any write accepted although it was SENT after a newer lease had started proves a stale lease
@@ -311,7 +310,7 @@ export async function readFinalJobs(connectionString: string, schema: string, qu
   }
 }
 
-// CLI: tsx test/chaos/checker.ts --db URL [--schema baton] [--queue chaos] history.jsonl...
+// CLI: tsx test/chaos/checker.ts (--db URL | --final DIR/final.json) DIR/*.jsonl  (re-checks a kept history)
 if (import.meta.url === `file://${process.argv[1]}`) {
   const args = process.argv.slice(2);
   const opt = (name: string, dflt?: string) => {
@@ -321,13 +320,16 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     return v;
   };
   const db = opt('db');
+  const finalFile = opt('final');
   const schema = opt('schema', 'baton')!;
   const queue = opt('queue', 'chaos')!;
-  if (!db || args.length === 0) {
-    console.error('usage: checker.ts --db URL [--schema baton] [--queue chaos] history.jsonl...');
+  if ((!db && !finalFile) || args.length === 0) {
+    console.error('usage: checker.ts (--db URL [--schema baton] [--queue chaos] | --final final.json) history.jsonl...');
     process.exit(2);
   }
-  const result = checkHistory(await readFinalJobs(db, schema, queue), readHistory(...args));
+  const { readFileSync } = await import('node:fs');
+  const final: FinalJob[] = finalFile ? JSON.parse(readFileSync(finalFile, 'utf8')) : await readFinalJobs(db!, schema, queue);
+  const result = checkHistory(final, readHistory(...args));
   console.log(formatResult(result));
   process.exit(result.ok ? 0 : 1);
 }

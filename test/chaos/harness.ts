@@ -56,6 +56,10 @@ export class Harness {
   }
 
   async setup(): Promise<void> {
+    // Never leave workers behind, whatever ends this process (pg-cluster's signal hook exits).
+    process.on('exit', () => {
+      for (const s of this.slots) if (s.child && s.child.exitCode === null) s.child.kill('SIGKILL');
+    });
     if (this.o.useNetns) {
       const avail = netnsAvailability();
       if (avail.ok) this.ns = await createNetNs();

@@ -8,7 +8,7 @@
 //   npm run test:chaos -- --soak               T3: several seeds, thousands of jobs (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
 
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -129,6 +129,8 @@ async function runOne(plan: Plan): Promise<RunReport> {
     await h.stopWorkers();
     await producer.stop();
     const final = await readFinalJobs(h.cluster.url(), 'baton', 'chaos');
+    // Kept with the history, so the run can be re-checked offline (checker.ts --final).
+    writeFileSync(path.join(dir, 'final.json'), JSON.stringify(final));
     const history = readHistory(...h.logPaths);
     const result: CheckResult = checkHistory(final, history);
     if (Number.isNaN(drainMs)) result.violations.push(`drain: jobs still unfinished ${DRAIN_DEADLINE_MS} ms after the last fault healed`);
