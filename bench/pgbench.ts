@@ -60,7 +60,7 @@ export async function pgbenchCeiling(ctx: Ctx): Promise<PgbenchResult[]> {
   const out: PgbenchResult[] = [];
   try {
     for (const batch of [1, 50]) {
-      for (const clients of [1, 4]) {
+      for (const clients of ctx.args.quick ? [1] : [1, 4]) {
         const jobsPerClient = ctx.args.quick ? 200 : batch === 1 ? 5_000 : 25_000;
         const txPerClient = Math.ceil(jobsPerClient / batch);
         ctx.progress.update(`pgbench claim+complete batch ${batch}, ${clients} client(s)`);

@@ -59,19 +59,20 @@ function latencyPanel(r: BenchReport, scenario: string, title: string, top: numb
     const q = f.quantiles!;
     const sys = r.variants.find((v) => v.id === f.variantId)?.system ?? 'baton';
     const c = COLORS[sys];
-    const at = (p: number) => q[p] ?? -1;
+    // null: the job never started (saturated); drawn at the right edge. Negative samples clamp to the axis.
+    const at = (p: number): number => q[p] ?? Number.POSITIVE_INFINITY;
+    const x = (p: number) => lx(Math.min(at(p), 10_000), plotW);
     out.push(text(16, y + 14, f.label, 'font-size="12"'));
-    const inf = (v: number) => v < 0;
-    const xMin = lx(at(0) < 0 ? 10_000 : at(0), plotW);
-    const xMax = lx(inf(at(100)) ? 10_000 : at(100), plotW);
+    const xMin = x(0);
+    const xMax = x(100);
     out.push(`<line x1="${xMin.toFixed(1)}" x2="${xMax.toFixed(1)}" y1="${y + 10}" y2="${y + 10}" stroke="${c}" stroke-width="1"/>`);
-    const x50 = lx(inf(at(50)) ? 10_000 : at(50), plotW);
-    const x95 = lx(inf(at(95)) ? 10_000 : at(95), plotW);
-    const x99 = lx(inf(at(99)) ? 10_000 : at(99), plotW);
+    const x50 = x(50);
+    const x95 = x(95);
+    const x99 = x(99);
     out.push(`<rect x="${x50.toFixed(1)}" y="${y + 4}" width="${Math.max(1, x95 - x50).toFixed(1)}" height="12" fill="${c}" opacity="0.6"/>`);
     out.push(`<line x1="${x99.toFixed(1)}" x2="${x99.toFixed(1)}" y1="${y + 2}" y2="${y + 18}" stroke="${c}" stroke-width="2"/>`);
     out.push(`<circle cx="${x50.toFixed(1)}" cy="${y + 10}" r="3.5" fill="#000"/>`);
-    if (inf(at(100))) out.push(text(xMax - 60, y + 14, 'not all started', 'font-size="11" fill="#b00"'));
+    if (at(100) === Number.POSITIVE_INFINITY) out.push(text(xMax - 90, y + 14, 'not all started', 'font-size="11" fill="#b00"'));
     y += ROW;
   }
   out.push(text(LABEL_W, y + 30, '● p50   ▬ p50–p95   | p99   — min…max   (pooled counted runs, log scale)', 'font-size="11" fill="#555"'));

@@ -33,8 +33,8 @@ export interface Figure {
   params: Record<string, unknown>;
   runs: RunRecord[];
   summary: Record<string, Spread>;
-  /** Pooled latency samples of the counted runs, as quantiles (for the chart). */
-  quantiles?: number[];
+  /** Pooled latency samples of the counted runs as quantiles 0..100 (for the chart); null = never started. */
+  quantiles?: Array<number | null>;
 }
 
 let seq = 0;

@@ -67,6 +67,8 @@ export async function latencyHttp(ctx: Ctx, v: Variant, opts: { rate: number; jo
             p95: d.p95,
             p99: d.p99,
             max: d.max,
+            // Below 0: the worker started the job before the producer had processed its commit acknowledgement.
+            min: d.min,
             mean: d.mean,
             jobs: lat.length,
             notStarted,
@@ -89,6 +91,6 @@ export async function latencyHttp(ctx: Ctx, v: Variant, opts: { rate: number; jo
     label: v.label,
     params: { rate: opts.rate, jobs: opts.jobs, via: 'http', graceMs: GRACE_MS },
     runs,
-    quantiles: Array.from({ length: 101 }, (_, k) => percentile(sorted, k)).map((q) => (Number.isFinite(q) ? q : -1)),
+    quantiles: Array.from({ length: 101 }, (_, k) => percentile(sorted, k)).map((q) => (Number.isFinite(q) ? q : null)),
   });
 }

@@ -69,6 +69,8 @@ export async function latency(
             p95: d.p95,
             p99: d.p99,
             max: d.max,
+            // Below 0: the worker started the job before the producer had processed its commit acknowledgement.
+            min: d.min,
             mean: d.mean,
             jobs: lat.length,
             notStarted,
@@ -90,7 +92,7 @@ export async function latency(
     label: v.label,
     params: { rate: opts.rate, jobs: opts.jobs, via: opts.via, graceMs: GRACE_MS },
     runs,
-    quantiles: quantiles.map((q) => (Number.isFinite(q) ? q : -1)),
+    quantiles: quantiles.map((q) => (Number.isFinite(q) ? q : null)),
     ...(saturated
       ? { note: `could not keep up: some jobs had not started ${GRACE_MS} ms after the last enqueue (counted as infinite latency)` }
       : {}),
