@@ -3,9 +3,9 @@
 // anywhere was fenced off.
 
 import { describe, expect, it } from 'vitest';
-import type { Baton } from '../../src/index.ts';
+import type { Baton, JobContext } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { waitFor } from '../helpers/wait.ts';
+import { Signal, waitFor } from '../helpers/wait.ts';
 import { Invocations, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
@@ -66,5 +66,38 @@ describe.each([true, false])('8 workers draining 2,000 jobs (claimIntoRunning=%s
       .toEqual({ claimed: JOBS, succeeded: JOBS, fenced: 0, lost: 0, retried: 0 });
     // The work was shared: SKIP LOCKED let more than one worker claim.
     expect(perWorker.filter((n) => n > 0).length).toBeGreaterThan(1);
+  });
+
+  it('per-queue concurrency caps in-flight handlers of each queue', async () => {
+    const gate = engines.gate();
+    const running = { a: 0, b: 0 };
+    const peak = { a: 0, b: 0 };
+    const entered = new Signal<string>();
+    const handler = (queue: 'a' | 'b') => async (ctx: JobContext) => {
+      running[queue]++;
+      peak[queue] = Math.max(peak[queue], running[queue]);
+      entered.emit(ctx.job.id);
+      await gate.promise;
+      running[queue]--;
+    };
+    const worker = await engines.start({ queues: { a: 2, b: 1 }, handlers: { ja: handler('a'), jb: handler('b') } });
+    await worker.enqueueMany([
+      ...Array.from({ length: 5 }, () => ({ jobType: 'ja', queue: 'a' })),
+      ...Array.from({ length: 5 }, () => ({ jobType: 'jb', queue: 'b' })),
+    ]);
+    for (let i = 0; i < 3; i++) await entered.next({ message: 'the first three jobs to start' });
+    // Every slot is taken, so nothing more can be claimed until a handler returns.
+    const live = await db.query<{ queue: string; n: number }>(
+      `SELECT queue, count(*)::int AS n FROM baton.jobs WHERE state IN ('leased', 'running') GROUP BY queue ORDER BY queue`,
+    );
+    expect(live.rows).toEqual([{ queue: 'a', n: 2 }, { queue: 'b', n: 1 }]);
+    expect(worker.stats().slots).toEqual({ a: { concurrency: 2, inFlight: 2 }, b: { concurrency: 1, inFlight: 1 } });
+
+    gate.resolve();
+    await waitFor(
+      async () => (await db.query(`SELECT 1 FROM baton.jobs WHERE state <> 'succeeded'`)).rowCount === 0,
+      { message: 'all ten jobs to succeed' },
+    );
+    expect(peak).toEqual({ a: 2, b: 1 });
   });
 });
