@@ -58,6 +58,8 @@ export class PgPresence implements Presence {
         values: [this.#o.workerId, this.#key, os.hostname(), process.pid, JSON.stringify(this.#o.queues)],
       });
       if (this.#stopped) {
+        // stop() ran while we connected: this session ends now, so leave no worker row behind.
+        await client.query({ ...this.#q.remove, values: [this.#o.workerId] }).catch(() => undefined);
         await client.end().catch(() => undefined);
         return;
       }
