@@ -159,5 +159,7 @@ describe.each([true, false])('lifecycle (claimIntoRunning=%s)', (claimIntoRunnin
       timeoutMs: 5_000,
       message: 'presence and listener sessions to end',
     });
+    // Nor does its worker row (the console would list a dead worker for an hour).
+    expect((await db.query(`SELECT id FROM baton.workers`)).rows).toEqual([]);
   });
 });
