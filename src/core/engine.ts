@@ -281,6 +281,10 @@ export class Engine implements Baton {
       return jobs.length;
     }
     for (const job of jobs) {
+      // We still run this job under an older token: that lease was reclaimed (expired or reaped)
+      // and we claimed the job again. The old run has lost its lease; abort it now.
+      const stale = this.#leases.get(job.id);
+      if (stale) this.#leaseLost(stale, 'reclaimed');
       const entry = this.#leases.add(job, provenAt);
       dispatcher.acquired();
       void this.#run(entry, dispatcher);
@@ -314,7 +318,7 @@ export class Engine implements Baton {
     }
   }
 
-  #leaseLost(entry: InFlight, why: 'fenced' | 'deadline'): void {
+  #leaseLost(entry: InFlight, why: 'fenced' | 'deadline' | 'reclaimed'): void {
     if (!this.#leases.markLost(entry)) return;
     this.#counters.leasesLost++;
     if (why === 'fenced') this.#fenced('heartbeat', 1);
