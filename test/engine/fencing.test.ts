@@ -129,4 +129,42 @@ describe.each([true, false])('fencing (claimIntoRunning=%s)', (claimIntoRunning)
     expect(a.stats()).toMatchObject({ succeeded: 0, retried: 0, deadLettered: 0, leasesLost: 1, fencedWrites: 1 });
     expect(b.stats()).toMatchObject({ succeeded: 1 });
   });
+
+  it('a worker that reclaims its own stale job aborts the stale handler and fences its late outcome', async () => {
+    const entered = new Signal<JobContext>();
+    const gate = engines.gate();
+    // Its own reaper reclaims the job and, having a free slot, it claims the job again itself.
+    const a = await engines.start({
+      queues: { q: 2 },
+      leaseMs: 60_000,
+      heartbeatMs: 30_000,
+      reaperIntervalMs: 50,
+      pollIntervalMs: 60_000,
+      handlers: {
+        slow: async (ctx) => {
+          entered.emit(ctx);
+          if (ctx.job.attempt > 1) return { attempt: ctx.job.attempt };
+          await gate.promise; // the first run is slow and oblivious
+          return { attempt: ctx.job.attempt };
+        },
+      },
+    });
+    const { job } = await a.enqueue({ jobType: 'slow', queue: 'q' });
+    const first = await entered.next({ message: 'the first run to start' });
+    await expireLease(job.id, first.token);
+    const second = await entered.next({ message: 'the second run (same worker) to start' });
+    expect(BigInt(second.token)).toBeGreaterThan(BigInt(first.token));
+    const done = await rowInState(db, job.id, 'succeeded');
+    expect(done.result).toEqual({ attempt: 2 });
+
+    // The first run's lease is provably gone (a newer token exists): its signal must say so.
+    expect(first.signal.aborted).toBe(true);
+    expect(() => first.checkLease()).toThrow(LeaseLostError);
+    expect(a.stats().leasesLost).toBe(1);
+
+    gate.resolve();
+    await waitFor(() => a.stats().slots.q!.inFlight === 0, { message: 'the first run to return' });
+    expect(await row(db, job.id)).toEqual(done);
+    expect(a.stats().succeeded).toBe(1);
+  });
 });
