@@ -1,6 +1,7 @@
 // Retries end to end through createBaton: transient errors retry until the attempt
 // budget is spent, TerminalError (also as a cause) dead-letters at once, an
-// unknown job type is retried. Asserted on the jobs row and its error history.
+// unknown job type is retried; a delayed job waits for its run_at. Asserted on
+// the jobs row and its error history.
 
 import { describe, expect, it } from 'vitest';
 import { TerminalError } from '../../src/index.ts';
@@ -10,7 +11,7 @@ import { Invocations, row, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
 
-describe.each([true, false])('retries (claimIntoRunning=%s)', (claimIntoRunning) => {
+describe.each([true, false])('retries and delays (claimIntoRunning=%s)', (claimIntoRunning) => {
   // A retried job becomes due after its backoff; the poll timer is what claims it again.
   const engines = useEngines(db, () => ({ claimIntoRunning, backoffBaseMs: 1, backoffCapMs: 5, pollIntervalMs: 100 }));
 
@@ -123,5 +124,19 @@ describe.each([true, false])('retries (claimIntoRunning=%s)', (claimIntoRunning)
     const r = await rowInState(db, job.id, 'dead_lettered');
     expect(r.attempt).toBe(3);
     expect(r.errors.map((e) => e.kind)).toEqual(['unknown_job_type', 'unknown_job_type', 'unknown_job_type']);
+  });
+
+  it('a delayed job is held back until its run_at on the database clock, then found by polling', async () => {
+    const calls = new Invocations();
+    const baton = await engines.start({ queues: { q: 1 }, handlers: { later: (ctx) => calls.record(ctx) } });
+    const { job } = await baton.enqueue({ jobType: 'later', queue: 'q', delayMs: 400 });
+    const done = await rowInState(db, job.id, 'succeeded');
+    const times = await db.query<{ held: boolean }>(
+      `SELECT started_at >= run_at AND run_at >= created_at + interval '400 milliseconds' AS held FROM baton.jobs WHERE id = $1`,
+      [job.id],
+    );
+    expect(times.rows[0]!.held).toBe(true);
+    expect(done.attempt).toBe(1);
+    expect(calls.of(job.id)).toBe(1);
   });
 });
