@@ -48,7 +48,7 @@ export function toMarkdown(reports: RunReport[]): string {
   for (const r of reports) {
     const c = r.result;
     lines.push(
-      `| ${r.seed} | ${c.jobs} | ${c.acked} | ${c.lost} | ${c.unexpected} | ${c.executions} | ${c.duplicated} (${(c.fractions.duplicated * 100).toFixed(1)}%) | ${c.duplicateExecutions} / ${c.duplicateBound} | ${c.staleAccepted} | ${c.writes.fenced} / ${c.writes.unknown} | ${c.deadLettered} | ${Object.entries(c.faults).map(([k, n]) => `${k} ${n}`).join(', ')} | ${Number.isNaN(r.drainMs) ? 'NOT DRAINED' : `${(r.drainMs / 1000).toFixed(1)} s`} | ${c.ok ? 'valid' : '**INVALID**'} |`,
+      `| ${r.seed} | ${c.jobs} | ${c.acked} | ${c.lost} | ${c.unexpected} | ${c.executions} | ${c.duplicated} (${(c.fractions.duplicated * 100).toFixed(1)}%) | ${c.duplicateExecutions} / ${c.duplicateBound} | ${c.staleAccepted} | ${c.writes.fenced} / ${c.writes.unknown} | ${c.deadLettered} | ${Object.entries(c.faults).map(([k, n]) => `${k} ${n}`).join(', ')} | ${Number.isNaN(r.drainMs) ? 'NOT DRAINED' : `${r.drainMs} ms`} | ${c.ok ? 'valid' : '**INVALID**'} |`,
     );
   }
   lines.push('', '| seed | handlers aborted on lease loss | PG restart (ms) | listeners back after kill (ms) | wall time |', '|---|---|---|---|---|');
