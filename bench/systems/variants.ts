@@ -3,8 +3,11 @@
 
 import type { Variant } from './types.ts';
 
-/** Slots of the one Baton worker process (also the claim batch ceiling). */
-export const BATON_CONCURRENCY = 50;
+/**
+ * Slots of the one Baton worker process (also the claim batch ceiling). BENCH_BATON_CONCURRENCY
+ * overrides it for experiments (child processes inherit it; the value is recorded in the results).
+ */
+export const BATON_CONCURRENCY = Number(process.env.BENCH_BATON_CONCURRENCY ?? 50);
 export const BATON_POOL_SIZE = 10;
 /** Baton's default poll interval, config.ts POLL_INTERVAL_MS_DEFAULT. */
 export const BATON_POLL_MS = 1_000;
