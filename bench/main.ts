@@ -47,6 +47,8 @@ async function main(): Promise<number> {
   );
   let sqlProfile: SqlProfileRow[] = [];
   const missing: string[] = [];
+  /** Parts that errored (not just absent): they fail the run like an unverified figure. */
+  const broken: string[] = [];
   const figures: Figure[] = [];
   let micro: MicroResult[] = [];
   let pgbench: PgbenchResult[] = [];
@@ -99,7 +101,7 @@ async function main(): Promise<number> {
     if (has('micro')) {
       progress.update('micro-benchmarks');
       micro = await microBenchmarks(ctx).catch((err: unknown) => {
-        missing.push(`micro: ${err instanceof Error ? err.message : String(err)}`);
+        broken.push(`micro-benchmarks failed: ${err instanceof Error ? err.message : String(err)}`);
         return [];
       });
       for (const m of micro) progress.log(`micro  ${m.name}: ${m.opsPerSec.toFixed(0)} ops/s (${m.rowsPerSec.toFixed(0)} rows/s)`);
@@ -107,7 +109,9 @@ async function main(): Promise<number> {
     if (has('pgbench')) {
       progress.update('pgbench ceiling');
       pgbench = await pgbenchCeiling(ctx).catch((err: unknown) => {
-        missing.push(`pgbench: ${err instanceof Error ? err.message : String(err)}`);
+        // No pgbench binary on this machine is a gap to report, not a failure of the harness.
+        const absent = (err as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
+        (absent ? missing : broken).push(`pgbench ${absent ? 'not installed' : 'failed'}: ${err instanceof Error ? err.message : String(err)}`);
         return [];
       });
       for (const p of pgbench) progress.log(`pgbench ${p.name}: ${p.jobsPerSec.toFixed(0)} jobs/s`);
@@ -126,9 +130,9 @@ async function main(): Promise<number> {
       figures,
       micro,
       pgbench,
-      missing,
+      missing: [...missing, ...broken],
       sqlProfile,
-      ok: failed.length === 0 && figures.length > 0,
+      ok: failed.length === 0 && broken.length === 0 && figures.length + micro.length + pgbench.length > 0,
     };
     const stamp = startedAt.toISOString().slice(0, 16).replace(/[:T]/g, '-');
     await mkdir(args.outDir, { recursive: true });
@@ -138,6 +142,7 @@ async function main(): Promise<number> {
     await writeFile(`${base}.md`, renderMarkdown(report, path.basename(`${base}.svg`)));
     progress.log(`wrote ${base}.json, .md, .svg`);
     for (const m of missing) progress.log(`missing: ${m}`);
+    for (const b of broken) progress.log(`FAILED: ${b}`);
     if (failed.length) {
       progress.log(`FAILED: ${failed.length} figure(s) did not verify: ${failed.map((f) => `${f.scenario}/${f.variantId}`).join(', ')}`);
       return 1;
