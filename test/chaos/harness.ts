@@ -99,7 +99,7 @@ export class Harness {
     });
     slot.child = child;
     const ready = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker ${slot.workerId} not ready in 30 s`)), 30_000);
+      const timer = setTimeout(() => reject(new Error(`worker ${slot.workerId} not ready in 60 s`)), 60_000);
       child.on('message', (m: { type?: string }) => {
         if (m?.type === 'ready') {
           clearTimeout(timer);

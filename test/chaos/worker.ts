@@ -128,20 +128,36 @@ async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
 
 // ---- main -----------------------------------------------------------------------
 const leaseMs = Number(env.CHAOS_LEASE_MS ?? 2_000);
-const baton = createBaton({
-  connectionString: env.CHAOS_DB_URL,
-  workerId,
-  queues: { chaos: Number(env.CHAOS_CONCURRENCY ?? 4) },
-  leaseMs,
-  heartbeatMs: Math.floor(leaseMs / 4),
-  pollIntervalMs: 500,
-  reaperIntervalMs: 250,
-  backoffBaseMs: 100,
-  backoffCapMs: 1_000,
-  poolSize: 6,
-  queryTimeoutMs: Number(env.CHAOS_QUERY_TIMEOUT_MS ?? 2_000),
-  handlers: { chaos: chaosHandler as (ctx: JobContext) => Promise<unknown> },
-});
+const makeBaton = () =>
+  createBaton({
+    connectionString: env.CHAOS_DB_URL,
+    workerId,
+    queues: { chaos: Number(env.CHAOS_CONCURRENCY ?? 4) },
+    leaseMs,
+    heartbeatMs: Math.floor(leaseMs / 4),
+    pollIntervalMs: 500,
+    reaperIntervalMs: 250,
+    backoffBaseMs: 100,
+    backoffCapMs: 1_000,
+    poolSize: 6,
+    queryTimeoutMs: Number(env.CHAOS_QUERY_TIMEOUT_MS ?? 2_000),
+    handlers: { chaos: chaosHandler as (ctx: JobContext) => Promise<unknown> },
+  });
+
+// start() rejects while the database is unreachable (e.g. a replacement worker spawned into a
+// blackhole); like a process supervisor, try again with a fresh instance.
+let baton = makeBaton();
+for (let attempt = 0; ; attempt++) {
+  try {
+    await baton.start();
+    break;
+  } catch (err) {
+    process.stderr.write(`chaos worker ${workerId}: start failed (${(err as Error).message}); retrying\n`);
+    await baton.stop({ drainMs: 0 }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** attempt)));
+    baton = makeBaton();
+  }
+}
 let aborted = 0;
 baton.events.on('leaseLost', () => {
   aborted++;
@@ -157,5 +173,4 @@ process.on('SIGTERM', () => {
     });
 });
 
-await baton.start();
 process.send?.({ type: 'ready', workerId });
