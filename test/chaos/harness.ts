@@ -219,6 +219,16 @@ export class Harness {
     this.log.append({ type: 'fault', kind: this.ns ? 'loss+latency' : 'latency', at, until: Date.now(), inFlight: before });
   }
 
+  /** Reset storm: every chunk on every proxy resets its connection with probability 5% (1-3 s bursts). */
+  async resets(durationMs: number): Promise<void> {
+    const at = Date.now();
+    const before = await this.inFlight();
+    for (const s of this.slots) s.proxy.setResetProbability(0.05);
+    await new Promise((r) => setTimeout(r, durationMs));
+    for (const s of this.slots) s.proxy.setResetProbability(0);
+    this.log.append({ type: 'fault', kind: 'resets', at, until: Date.now(), inFlight: before });
+  }
+
   /** A silent partition of one worker: bytes swallowed, sockets kept open. */
   async blackhole(slot: Slot, durationMs: number): Promise<void> {
     const at = Date.now();

@@ -4,7 +4,7 @@
 //
 //   npm run test:chaos                         T2 smoke: fixed seed 1, then one random seed
 //   npm run test:chaos -- --seed 1234          replay one seed
-//   npm run test:chaos -- --scenario kill      one fault kind alone (kill|pause|pg-restart|listener|network|blackhole)
+//   npm run test:chaos -- --scenario kill      one fault kind alone (kill|pause|pg-restart|listener|network|blackhole|resets)
 //   npm run test:chaos -- --soak               T3: several seeds, thousands of jobs (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
 
@@ -109,6 +109,7 @@ async function runOne(plan: Plan): Promise<RunReport> {
         case 'listener': return h.killListeners();
         case 'network': return h.network(f.durationMs!);
         case 'blackhole': return h.blackhole(slot!, f.durationMs!);
+        case 'resets': return h.resets(f.durationMs!);
       }
     });
     await Promise.all([produce, ...faults]);

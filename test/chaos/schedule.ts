@@ -3,8 +3,10 @@
 
 import { prng } from './fault-proxy.ts';
 
-export type FaultKind = 'kill' | 'pause' | 'pg-restart' | 'listener' | 'network' | 'blackhole';
-export const FAULT_KINDS: readonly FaultKind[] = ['kill', 'pause', 'pg-restart', 'listener', 'network', 'blackhole'];
+export type FaultKind = 'kill' | 'pause' | 'pg-restart' | 'listener' | 'network' | 'blackhole' | 'resets';
+/** Kinds drawn from the main PRNG stream (their order is part of every seed's schedule). */
+const BASE_KINDS: readonly FaultKind[] = ['kill', 'pause', 'pg-restart', 'listener', 'network', 'blackhole'];
+export const FAULT_KINDS: readonly FaultKind[] = [...BASE_KINDS, 'resets'];
 
 export interface PlannedFault {
   /** ms after the run starts. */
@@ -48,8 +50,8 @@ export interface PlanOptions {
 
 /** Fault counts per tier for the mixed scenario (RELIABILITY §3.3, T3 scaled by the fault phase length). */
 function mixedCounts(tier: 'smoke' | 'soak', seconds: number): Record<FaultKind, number> {
-  if (tier === 'smoke') return { kill: 3, pause: 2, 'pg-restart': 1, listener: 2, network: 1, blackhole: 1 };
-  const per8min = { kill: 20, pause: 10, 'pg-restart': 5, listener: 6, network: 4, blackhole: 3 };
+  if (tier === 'smoke') return { kill: 3, pause: 2, 'pg-restart': 1, listener: 2, network: 1, blackhole: 1, resets: 1 };
+  const per8min = { kill: 20, pause: 10, 'pg-restart': 5, listener: 6, network: 4, blackhole: 3, resets: 4 };
   const f = seconds / 480;
   return Object.fromEntries(Object.entries(per8min).map(([k, n]) => [k, Math.max(1, Math.round(n * f))])) as Record<FaultKind, number>;
 }
@@ -68,13 +70,13 @@ export function makePlan(o: PlanOptions): Plan {
   const counts: Record<FaultKind, number> =
     o.scenario === 'mixed'
       ? mixedCounts(o.tier, seconds)
-      : ({ kill: 0, pause: 0, 'pg-restart': 0, listener: 0, network: 0, blackhole: 0, [o.scenario]: o.scenario === 'network' ? 1 : o.scenario === 'pause' ? 5 : 3 } as Record<FaultKind, number>);
+      : ({ kill: 0, pause: 0, 'pg-restart': 0, listener: 0, network: 0, blackhole: 0, resets: 0, [o.scenario]: o.scenario === 'network' ? 1 : o.scenario === 'pause' ? 5 : 3 } as Record<FaultKind, number>);
   // The pause scenario wants zombies that wake while the new owner still runs the job: more long jobs.
   const longFrac = o.scenario === 'pause' ? 0.3 : 0.1;
 
   const faults: PlannedFault[] = [];
   const start = 3_000;
-  for (const kind of FAULT_KINDS) {
+  for (const kind of BASE_KINDS) {
     const n = counts[kind];
     for (let i = 0; i < n; i++) {
       // Spread each kind evenly over the fault phase, jittered inside its slot.
@@ -103,6 +105,12 @@ export function makePlan(o: PlanOptions): Plan {
           break;
       }
     }
+  }
+  // Reset storms came later: their own PRNG stream, so older seeds keep their schedules.
+  const rand2 = prng(o.seed ^ 0x5eed);
+  for (let i = 0; i < counts.resets; i++) {
+    const slotLen = (span - start) / counts.resets;
+    faults.push({ at: Math.round(start + slotLen * i + rand2() * slotLen * 0.7), kind: 'resets', durationMs: Math.round(1_000 + rand2() * 2_000) });
   }
   faults.sort((a, b) => a.at - b.at);
   const lastHealAt = Math.max(span, ...faults.map((f) => f.at + (f.durationMs ?? 0)));
