@@ -85,7 +85,9 @@ export async function latency(
   );
   const sorted = pooled.sort((a, b) => a - b);
   const quantiles = Array.from({ length: 101 }, (_, k) => percentile(sorted, k));
-  const saturated = runs.some((r) => !r.warmup && (r.values.notStarted ?? 0) > 0);
+  const counted = runs.filter((r) => !r.warmup);
+  const saturated = counted.some((r) => (r.values.notStarted ?? 0) > 0);
+  const worst = Math.max(0, ...counted.map((r) => r.values.notStarted ?? 0));
   return summarize({
     scenario: opts.scenario,
     variantId: v.id,
@@ -94,7 +96,9 @@ export async function latency(
     runs,
     quantiles: quantiles.map((q) => (Number.isFinite(q) ? q : null)),
     ...(saturated
-      ? { note: `could not keep up: some jobs had not started ${GRACE_MS} ms after the last enqueue (counted as infinite latency)` }
+      ? {
+          note: `could not keep up: up to ${worst} of ${opts.jobs} jobs per run had not started ${GRACE_MS} ms after the last enqueue (counted as infinite latency)`,
+        }
       : {}),
   });
 }
