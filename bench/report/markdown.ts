@@ -178,6 +178,7 @@ export function renderMarkdown(r: BenchReport, svgFile: string): string {
     ...r.variants.map((v) => `- **${v.label}** (\`${v.id}\`): ${v.note}. Options: \`${JSON.stringify(v.options)}\``),
     '',
   ];
+  targetsTable(r, out);
   modesMatrix(r, out);
   throughputTable(r, out);
   latencyTable(r, 'latency', out);
@@ -199,4 +200,38 @@ export function renderMarkdown(r: BenchReport, svgFile: string): string {
     out.push('');
   }
   return `${out.join('\n')}\n`;
+}
+
+/** The targets of issue 4, each with the measured medians and whether this run meets it. */
+export function targetsTable(r: BenchReport, out: string[]): void {
+  const med = (sc: string, id: string, k: string) => {
+    const x = fig(r, sc, id);
+    return x?.status === 'ok' ? x.summary[k]?.median : undefined;
+  };
+  const rows: Array<[string, string, boolean | undefined]> = [];
+  const b = 'baton-notify-cir';
+  const tp = med('throughput', b, 'jobsPerSec');
+  const gw = med('throughput', 'graphile-perf', 'jobsPerSec');
+  if (tp !== undefined && gw !== undefined) rows.push(['throughput ≥ 1.5x graphile-worker (performance config)', `${ratio(tp, gw)}`, tp >= 1.5 * gw]);
+  const ceiling = Math.max(0, ...r.pgbench.filter((p) => p.batch === 50).map((p) => p.jobsPerSec));
+  if (tp !== undefined && ceiling > 0) rows.push(['throughput ≥ 80% of the pgbench batch-50 ceiling (best client count)', `${((tp / ceiling) * 100).toFixed(0)}% of ${num(ceiling, 0)} jobs/s`, tp >= 0.8 * ceiling]);
+  for (const [sc, name] of [['latency', 'latency'], ['latency-sparse', 'sparse latency']] as const) {
+    for (const k of ['p50', 'p99']) {
+      const mine = med(sc, b, k);
+      const peer = med(sc, 'graphile-perf', k);
+      if (mine !== undefined && peer !== undefined) rows.push([`notify ${name} ${k} ≤ graphile-worker (performance config)`, `${num(mine)} ms vs ${num(peer)} ms`, mine <= peer]);
+    }
+  }
+  const fast = Math.max(...r.variants.filter((v) => v.system === 'baton').map((v) => med('recovery-fast', v.id, 'doneMs') ?? Number.NaN));
+  if (Number.isFinite(fast)) rows.push(['kill -9 recovery with fast reclaim < 1.5 s (worst mode)', `${num(fast, 0)} ms`, fast < 1_500]);
+  const slow = Math.max(...r.variants.filter((v) => v.system === 'baton').map((v) => med('recovery-lease', v.id, 'doneMs') ?? Number.NaN));
+  if (Number.isFinite(slow)) rows.push(['kill -9 recovery without fast reclaim ≤ lease + 1 s (worst mode)', `${num(slow, 0)} ms (lease 5,000 ms)`, slow <= 6_000]);
+  for (const v of r.variants.filter((x) => x.system === 'baton' && !x.notify)) {
+    const p50 = med('latency', v.id, 'p50');
+    if (p50 !== undefined) rows.push([`${v.label}: p50 explained by the poll interval (≈ interval / 2)`, `p50 ${num(p50)} ms, interval ${v.pollIntervalMs} ms`, p50 <= v.pollIntervalMs * 0.6]);
+  }
+  if (!rows.length) return;
+  out.push('## Targets (issue 4) against this run', '', '| Target | measured (medians) | met |', '|---|---|---|');
+  for (const [t, m, ok] of rows) out.push(`| ${t} | ${m} | ${ok === undefined ? 'n/a' : ok ? 'yes' : '**no**'} |`);
+  out.push('');
 }
