@@ -50,7 +50,8 @@ export interface CheckResult {
   perJobBreaches: DuplicateBoundBreach[];
   executions: number;
   /** fenced: 0 rows; unknown: the statement errored (timeout, reset), outcome unknown to the worker. */
-  writes: { attempted: number; accepted: number; fenced: number; unknown: number };
+  /** fencedOutcomes: complete/fail/release writes that reached the database with a stale token (0 rows). */
+  writes: { attempted: number; accepted: number; fenced: number; unknown: number; fencedOutcomes: number };
   /** Accepted outcome writes that did not carry the job's current token. */
   staleAccepted: number;
   faults: Record<string, number>;
@@ -253,6 +254,7 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
       accepted: accepted.length,
       fenced: writes.length - accepted.length - unknown,
       unknown,
+      fencedOutcomes: writes.filter((w) => w.rowsAffected === 0 && OUTCOME_KINDS.has(w.kind)).length,
     },
     staleAccepted,
     faults: faultCounts,
@@ -275,7 +277,7 @@ export function formatResult(r: CheckResult): string {
     `lost ${r.lost} (${pct(r.fractions.lost)})  recovered ${r.recovered}  unexpected ${r.unexpected}`,
     `succeeded ${r.succeeded} (ok-frac ${pct(r.fractions.okFrac)})  dead-lettered ${r.deadLettered}`,
     `executions ${r.executions}  duplicated jobs ${r.duplicated} (${pct(r.fractions.duplicated)})  extra executions ${r.duplicateExecutions} <= bound ${r.duplicateBound}: ${r.duplicateExecutions <= r.duplicateBound && r.perJobBreaches.length === 0 ? 'yes' : 'NO'}`,
-    `outcome writes ${r.writes.attempted}: accepted ${r.writes.accepted}, fenced off ${r.writes.fenced}, unknown ${r.writes.unknown}, stale accepted ${r.staleAccepted}`,
+    `outcome writes ${r.writes.attempted}: accepted ${r.writes.accepted}, fenced off ${r.writes.fenced} (outcomes ${r.writes.fencedOutcomes}), unknown ${r.writes.unknown}, stale accepted ${r.staleAccepted}`,
     `faults ${Object.entries(r.faults).map(([k, n]) => `${k}=${n}`).join(' ') || 'none'}`,
     r.ok ? 'VALID' : `INVALID:\n  ${r.violations.slice(0, 30).join('\n  ')}`,
   ].join('\n');

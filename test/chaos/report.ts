@@ -42,13 +42,13 @@ export function toMarkdown(reports: RunReport[]): string {
       `${sum((r) => r.duplicateExecutions)} duplicate executions <= bound ${sum((r) => r.duplicateBound)}, ` +
       `${sum((r) => r.deadLettered)} dead-lettered, faults: ${Object.entries(faults).map(([k, n]) => `${n} ${k}`).join(', ')}.`,
     '',
-    '| seed | jobs | acked | lost | unexpected | executions | dup jobs | extra execs / bound | stale accepted | writes fenced / unknown | dead | faults | drain after heal | verdict |',
+    '| seed | jobs | acked | lost | unexpected | executions | dup jobs | extra execs / bound | stale accepted | writes fenced (outcomes) / unknown | dead | faults | drain after heal | verdict |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of reports) {
     const c = r.result;
     lines.push(
-      `| ${r.seed} | ${c.jobs} | ${c.acked} | ${c.lost} | ${c.unexpected} | ${c.executions} | ${c.duplicated} (${(c.fractions.duplicated * 100).toFixed(1)}%) | ${c.duplicateExecutions} / ${c.duplicateBound} | ${c.staleAccepted} | ${c.writes.fenced} / ${c.writes.unknown} | ${c.deadLettered} | ${Object.entries(c.faults).map(([k, n]) => `${k} ${n}`).join(', ')} | ${Number.isNaN(r.drainMs) ? 'NOT DRAINED' : `${r.drainMs} ms`} | ${c.ok ? 'valid' : '**INVALID**'} |`,
+      `| ${r.seed} | ${c.jobs} | ${c.acked} | ${c.lost} | ${c.unexpected} | ${c.executions} | ${c.duplicated} (${(c.fractions.duplicated * 100).toFixed(1)}%) | ${c.duplicateExecutions} / ${c.duplicateBound} | ${c.staleAccepted} | ${c.writes.fenced} (${c.writes.fencedOutcomes}) / ${c.writes.unknown} | ${c.deadLettered} | ${Object.entries(c.faults).map(([k, n]) => `${k} ${n}`).join(', ')} | ${Number.isNaN(r.drainMs) ? 'NOT DRAINED' : `${r.drainMs} ms`} | ${c.ok ? 'valid' : '**INVALID**'} |`,
     );
   }
   lines.push('', '| seed | handlers aborted on lease loss | PG restart (ms) | listeners back after kill (ms) | wall time |', '|---|---|---|---|---|');
