@@ -75,7 +75,7 @@ out.push(
   '### Reproduce',
   '',
   '```sh',
-  'npm run bench                        # everything, embedded PostgreSQL, ~35 min on 2 cores',
+  `npm run bench                        # everything, embedded PostgreSQL (this run took ${Math.round((Date.parse(r.finishedAt) - Date.parse(r.startedAt)) / 60_000)} min)`,
   'DATABASE_URL=postgres://… npm run bench   # against your server (a fresh database per run, dropped after)',
   'npm run bench -- --quick --peers none   # the CI smoke test: small, < 1 min, checks counts only',
   'npm run bench -- --peers none --scenarios throughput,latency --runs 5',
