@@ -123,7 +123,7 @@ async function main(): Promise<number> {
     const report: BenchReport = {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
-      command: `npm run bench --${args.argv.length ? ` ${args.argv.join(' ')}` : ''}`,
+      command: `npm run bench${args.argv.length ? ` -- ${args.argv.join(' ')}` : ''}`,
       args: { ...args, argv: undefined },
       machine,
       variants: [...batonModes, ...peers],

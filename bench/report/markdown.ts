@@ -149,7 +149,7 @@ export function microAndCeiling(r: BenchReport, out: string[]): void {
       '|---|---:|---:|---:|---:|---:|---:|',
     );
     for (const p of r.pgbench) {
-      out.push(`| ${p.name} | ${p.batch} | ${p.clients} | ${p.transactions} | ${num(p.tps, 0)} | ${num(p.jobsPerSec, 0)} | ${batonTp ? `${((batonTp / p.jobsPerSec) * 100).toFixed(0)}%` : 'n/a'} |`);
+      out.push(`| ${p.name} | ${p.batch} | ${p.clients} | ${p.transactions} | ${num(p.tps, 0)} | ${num(p.jobsPerSec, 0)} | ${batonTp && p.batch > 1 ? `${((batonTp / p.jobsPerSec) * 100).toFixed(0)}%` : '—'} |`);
     }
     out.push('');
   }
