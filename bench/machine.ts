@@ -13,6 +13,8 @@ export interface MachineRecord {
   node: string;
   gitCommit: string;
   gitDirty: boolean;
+  /** 1/5/15-minute load averages when the run started (other work on a shared machine shows here). */
+  loadAvgAtStart: number[];
   postgres: { source: string; version: string; settings: Record<string, string> };
 }
 
@@ -53,6 +55,7 @@ export async function machineRecord(server: PgServer): Promise<MachineRecord> {
     node: process.version,
     gitCommit: git(['rev-parse', 'HEAD']),
     gitDirty: status !== '' && status !== 'unknown',
+    loadAvgAtStart: os.loadavg().map((x) => Math.round(x * 100) / 100),
     postgres: { source: server.source, version: ver?.v ?? 'unknown', settings },
   };
 }

@@ -3,6 +3,7 @@
 // Exit code 1 when any run failed verification (the CI smoke test relies on it).
 
 import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { parseBenchArgs, type Scenario } from './args.ts';
 import { machineRecord } from './machine.ts';
@@ -24,6 +25,8 @@ import { latencyHttp } from './scenarios/latency-http.ts';
 export interface BenchReport {
   startedAt: string;
   finishedAt: string;
+  /** Load averages at the end of the run, next to machine.loadAvgAtStart. */
+  loadAvgAtEnd: number[];
   command: string;
   args: Record<string, unknown>;
   machine: Awaited<ReturnType<typeof machineRecord>>;
@@ -123,6 +126,7 @@ async function main(): Promise<number> {
     const report: BenchReport = {
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
+      loadAvgAtEnd: os.loadavg().map((x) => Math.round(x * 100) / 100),
       command: `npm run bench${args.argv.length ? ` -- ${args.argv.join(' ')}` : ''}`,
       args: { ...args, argv: undefined },
       machine,

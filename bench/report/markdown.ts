@@ -168,6 +168,7 @@ export function renderMarkdown(r: BenchReport, svgFile: string): string {
     '## Machine',
     '',
     `- CPU: ${m.cpuModel}, ${m.cores} cores; memory ${m.memoryGiB} GiB; ${m.os}`,
+    `- Load average (1/5/15 min) at start ${m.loadAvgAtStart?.join(' / ') ?? 'n/a'}, at end ${r.loadAvgAtEnd?.join(' / ') ?? 'n/a'} (2 cores: above 2 means other work competed for the CPU)`,
     `- Node ${m.node}; commit ${m.gitCommit}${m.gitDirty ? ' (working tree had uncommitted changes)' : ''}`,
     `- PostgreSQL: ${m.postgres.version} (${m.postgres.source}), on the same host as the benchmark`,
     `- Settings: ${Object.entries(m.postgres.settings).map(([k, v]) => `${k}=${v}`).join(', ')}`,
