@@ -2,7 +2,7 @@
 // figure in the README comes from the benchmark output, never typed by hand.
 // Usage: npx tsx bench/report/readme.ts results/bench-<date>.json > .git/readme-parts/performance.md
 
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { BenchReport } from '../main.ts';
 import type { Figure } from '../scenarios/context.ts';
@@ -18,6 +18,22 @@ function c(fig: Figure | undefined, key: string, digits?: number): string {
   // JSON has no Infinity: a latency of a job that never started comes back as null.
   if (fig.summary[key]?.median == null && fig.note?.startsWith('could not keep up')) return 'did not keep up';
   return spreadText(fig.summary[key], digits);
+}
+
+/** Other committed full runs, so a reader sees how much the figures move between runs on this machine. */
+async function otherRuns(): Promise<string[]> {
+  const dir = path.dirname(file!);
+  const others = (await readdir(dir)).filter((n) => /^bench-.*\.json$/.test(n) && n !== path.basename(file!)).sort();
+  const lines: string[] = [];
+  for (const n of others) {
+    const o = JSON.parse(await readFile(path.join(dir, n), 'utf8')) as BenchReport;
+    if (o.args.quick) continue;
+    const pick = (sc: string, id: string, k: string) => c(f(o, sc, id), k, k === 'jobsPerSec' ? 0 : undefined);
+    lines.push(
+      `- [results/${n.replace(/\.json$/, '.md')}](results/${n.replace(/\.json$/, '.md')}) (load average at start ${o.machine.loadAvgAtStart?.join(' / ') ?? 'not recorded'}): Baton notify/claimIntoRunning on ${pick('throughput', 'baton-notify-cir', 'jobsPerSec')} jobs/s, latency p50 ${pick('latency', 'baton-notify-cir', 'p50')} ms; graphile-worker (performance config) ${pick('throughput', 'graphile-perf', 'jobsPerSec')} jobs/s, p50 ${pick('latency', 'graphile-perf', 'p50')} ms.`,
+    );
+  }
+  return lines.length ? ['Other full runs committed alongside (same command, same machine, other moments). Figures moved between runs by more than the within-run spread shows; the cause was not isolated (other work on the shared machine is the likely one; runs before the load average was recorded cannot show it):', '', ...lines, ''] : [];
 }
 
 const file = process.argv[2];
@@ -84,6 +100,7 @@ out.push(
   'npm run bench -- --profile-sql       # adds pg_stat_statements\' top statements to the report',
   '```',
   '',
+  ...(await otherRuns()),
   'Results land in `results/bench-<date>.{json,md,svg}` (`--quick` writes to the git-ignored `results/quick/`).',
   '',
   '### What these numbers do and do not mean',
