@@ -54,7 +54,7 @@ export const engineConfigSchema = z
     completerMaxBatch: z.number().int().min(1).max(10_000).default(COMPLETER_MAX_BATCH_DEFAULT),
     /**
      * After this long without a successful heartbeat round trip, the worker stops writing
-     * outcomes it can no longer prove it owns and aborts its handlers. Defaults to leaseMs.
+     * outcomes it can no longer prove it owns and aborts its handlers. Defaults to 0.8 x leaseMs.
      */
     heartbeatDeadlineMs: positiveMs.optional(),
     /** Identifier of this worker process in lease_owner; generated when absent. */

@@ -16,6 +16,8 @@ const ERROR_BACKOFF_MAX_MS = 2_000;
 export class QueueDispatcher {
   readonly #d: DispatcherDeps;
   #inFlight = 0;
+  /** Jobs whose handler returned and whose outcome write is still in flight. */
+  #writing = 0;
   #claiming = false;
   #wanted = false;
   #lastFilled = false;
@@ -66,9 +68,32 @@ export class QueueDispatcher {
     this.#inFlight++;
   }
 
-  /** A handler slot is free again. */
-  released(): void {
+  /**
+   * A handler returned: its slot is free for the next claim while its outcome is written, so
+   * claims and completion writes overlap instead of alternating.
+   */
+  handlerDone(): void {
     this.#inFlight--;
+    this.#writing++;
+    this.#refill();
+  }
+
+  /** The outcome write of a finished handler resolved (accepted, fenced or abandoned). */
+  writeDone(): void {
+    this.#writing--;
+    this.#refill();
+  }
+
+  /**
+   * Free slots for the next claim. Outcome writes in flight count against a second allowance of
+   * `concurrency`, so a slow database throttles claiming instead of letting leases pile up.
+   */
+  #free(): number {
+    const c = this.#d.concurrency;
+    return Math.min(c - this.#inFlight, 2 * c - this.#inFlight - this.#writing);
+  }
+
+  #refill(): void {
     // Drain mode: the last claim was full, so more jobs are probably waiting. Deferred to
     // the next turn so slots freed by one completion batch are refilled by one claim.
     if (this.#lastFilled && !this.#soon) {
@@ -84,8 +109,12 @@ export class QueueDispatcher {
     try {
       do {
         this.#wanted = false;
-        const free = this.#d.concurrency - this.#inFlight;
-        if (free <= 0 || this.#stopped) break;
+        const free = this.#free();
+        if (free <= 0 || this.#stopped) {
+          // Out of slots: the next handlerDone/writeDone refills.
+          if (free <= 0) this.#lastFilled = true;
+          break;
+        }
         const got = await this.#d.claimAndStart(free);
         this.#lastFilled = got === free;
         this.#backoffMs = ERROR_BACKOFF_MIN_MS;

@@ -300,6 +300,11 @@ export class Engine implements Baton {
   }
 
   async #run(entry: InFlight, dispatcher: QueueDispatcher): Promise<void> {
+    let handlerDone = false;
+    const onHandlerDone = () => {
+      handlerDone = true;
+      dispatcher.handlerDone();
+    };
     try {
       await runJob(entry, {
         handlers: this.#d.handlers,
@@ -308,12 +313,16 @@ export class Engine implements Baton {
         logger: this.#log,
         events: this.events,
         counters: this.#counters,
+        onHandlerDone,
+        onSelfFenced: (e) => this.#leaseLost(e, 'deadline'),
       });
     } catch (err) {
       this.events.emit('error', { where: 'runner', error: err });
     } finally {
+      if (!handlerDone) dispatcher.handlerDone();
+      // The lease stays in the table (and heartbeated) until its outcome write resolved.
       this.#leases.delete(entry);
-      dispatcher.released();
+      dispatcher.writeDone();
       if (this.#leases.size === 0) for (const f of this.#idle.splice(0)) f();
     }
   }

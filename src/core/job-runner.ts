@@ -21,6 +21,10 @@ export interface RunnerDeps {
   logger: Logger;
   events: EventEmitter<EngineEvents>;
   counters: { succeeded: number; retried: number; deadLettered: number };
+  /** Called once the handler has settled, before the outcome is written. */
+  onHandlerDone: () => void;
+  /** Gives the lease up (marks it lost, aborts the signal) because it could not be proven in time. */
+  onSelfFenced: (entry: InFlight) => void;
 }
 
 type Outcome =
@@ -44,6 +48,10 @@ export async function runJob(entry: InFlight, d: RunnerDeps): Promise<void> {
   d.events.emit('started', { job, startLatencyMs: Math.max(0, Date.now() - due) });
 
   const outcome = await execute(ctx, d.handlers[job.jobType]);
+  d.onHandlerDone();
+  // Self-fencing: a worker that cannot prove it still holds the lease (paused, partitioned)
+  // writes nothing, even if no heartbeat has run since it resumed.
+  if (!entry.lost && monotonicMs() - entry.provenAt > d.config.heartbeatDeadlineMs) d.onSelfFenced(entry);
   if (entry.lost) {
     log.debug({}, 'baton: lease lost during execution; outcome discarded');
     return;

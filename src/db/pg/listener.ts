@@ -5,6 +5,7 @@
 import type pg from 'pg';
 import pgListen, { type Subscriber } from 'pg-listen';
 import type { NotificationListener } from '../executor.ts';
+import { translatePgError } from './errors.ts';
 
 export interface PgListenerOptions {
   connection: pg.ClientConfig;
@@ -45,8 +46,13 @@ export class PgListener implements NotificationListener {
     sub.events.on('connected', () => this.#o.onConnected());
     sub.events.on('error', (err) => this.#o.onError?.(err));
     this.#sub = sub;
-    await sub.connect();
-    await Promise.all(channels.map((c) => sub.listenTo(c)));
+    try {
+      await sub.connect();
+      await Promise.all(channels.map((c) => sub.listenTo(c)));
+    } catch (err) {
+      await sub.close().catch(() => undefined);
+      throw translatePgError(err);
+    }
   }
 
   async stop(): Promise<void> {

@@ -6,6 +6,7 @@
 import os from 'node:os';
 import pg from 'pg';
 import type { Presence } from '../executor.ts';
+import { translatePgError } from './errors.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
 
 export interface PgPresenceOptions {
@@ -33,7 +34,10 @@ export class PgPresence implements Presence {
 
   async start(): Promise<void> {
     this.#stopped = false;
-    await this.#acquire();
+    // Surface an unreachable database as DB_UNAVAILABLE, not a raw socket error.
+    await this.#acquire().catch((err) => {
+      throw translatePgError(err);
+    });
   }
 
   async #acquire(): Promise<void> {
