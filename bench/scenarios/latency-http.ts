@@ -8,10 +8,11 @@ import path from 'node:path';
 import pg from 'pg';
 import { startDaemon } from '../daemon.ts';
 import { Child } from '../proc.ts';
-import { distribution, percentile } from '../stats.ts';
 import { verifyBatonJobs } from '../systems/baton.ts';
 import { QUEUE, type Variant } from '../systems/types.ts';
 import { withDatabase, type Ctx, type Figure } from './context.ts';
+import { percentile } from '../stats.ts';
+import { latencyValues } from './latency.ts';
 import { repeat, summarize } from './summarize.ts';
 
 const GRACE_MS = 5_000;
@@ -52,8 +53,6 @@ export async function latencyHttp(ctx: Ctx, v: Variant, opts: { rate: number; jo
           const s = starts.get(seq);
           return s === undefined ? Number.POSITIVE_INFINITY : s - t;
         });
-        const d = distribution(lat);
-        const notStarted = lat.filter((x) => x === Number.POSITIVE_INFINITY).length;
         if (!warm) pooled.push(...lat);
         const problems: string[] = [];
         if (p.errorCount) problems.push(`${p.errorCount} enqueue error(s): ${p.errors.join(' | ')}`);
@@ -62,19 +61,7 @@ export async function latencyHttp(ctx: Ctx, v: Variant, opts: { rate: number; jo
         return {
           ok: problems.length === 0,
           detail: problems.join('; ') || 'ok',
-          values: {
-            p50: d.p50,
-            p95: d.p95,
-            p99: d.p99,
-            max: d.max,
-            // Below 0: the worker started the job before the producer had processed its commit acknowledgement.
-            min: d.min,
-            mean: d.mean,
-            jobs: lat.length,
-            notStarted,
-            enqueueCallP50: percentile([...p.callMs].sort((a, b) => a - b), 50),
-            producerLateMs: p.lateMs,
-          },
+          values: latencyValues(lat, p),
         };
       } finally {
         await producer.end();

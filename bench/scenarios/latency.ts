@@ -54,7 +54,6 @@ export async function latency(
           const s = starts.get(seq);
           return s === undefined ? Number.POSITIVE_INFINITY : s - t;
         });
-        const d = distribution(lat);
         const notStarted = lat.filter((x) => x === Number.POSITIVE_INFINITY).length;
         if (!warm) pooled.push(...lat);
         const problems: string[] = [];
@@ -64,19 +63,7 @@ export async function latency(
         return {
           ok,
           detail: ok ? (notStarted ? `${notStarted} of ${lat.length} not started within ${GRACE_MS} ms of the last enqueue` : 'ok') : problems.join('; '),
-          values: {
-            p50: d.p50,
-            p95: d.p95,
-            p99: d.p99,
-            max: d.max,
-            // Below 0: the worker started the job before the producer had processed its commit acknowledgement.
-            min: d.min,
-            mean: d.mean,
-            jobs: lat.length,
-            notStarted,
-            enqueueCallP50: percentile([...p.callMs].sort((a, b) => a - b), 50),
-            producerLateMs: p.lateMs,
-          },
+          values: latencyValues(lat, p),
         };
       } finally {
         await Promise.all([producer.end(), worker.end()]);
@@ -101,4 +88,22 @@ export async function latency(
         }
       : {}),
   });
+}
+
+/** The figure values of one latency run: percentiles of the samples (Infinity = never started) and producer timing. */
+export function latencyValues(lat: number[], p: { callMs: number[]; lateMs: number }): Record<string, number> {
+  const d = distribution(lat);
+  return {
+    p50: d.p50,
+    p95: d.p95,
+    p99: d.p99,
+    max: d.max,
+    // Below 0: the worker started the job before the producer had processed its commit acknowledgement.
+    min: d.min,
+    mean: d.mean,
+    jobs: lat.length,
+    notStarted: lat.filter((x) => x === Number.POSITIVE_INFINITY).length,
+    enqueueCallP50: percentile([...p.callMs].sort((a, b) => a - b), 50),
+    producerLateMs: p.lateMs,
+  };
 }

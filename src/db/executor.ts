@@ -4,6 +4,7 @@
 
 import type { AttemptError, EnqueueResult, Job, JobState, LeasedJob } from '../core/job.ts';
 import type { Queryable } from './pg/pool.ts';
+import type { WorkerInfo } from '../core/baton.ts';
 
 /** A validated, defaulted job spec ready to insert. */
 export interface NewJob {
@@ -63,16 +64,8 @@ export interface JobListParams {
   limit: number;
   offset: number;
 }
-export interface WorkerRow {
-  id: string;
-  hostname: string;
-  pid: number;
-  queues: Record<string, number>;
-  inFlight: number;
-  startedAt: Date;
-  lastSeenAt: Date;
-  alive: boolean;
-}
+/** A worker as the admin API shows it (one definition, owned by core). */
+export type WorkerRow = WorkerInfo;
 
 export interface Executor {
   jobInsertMany(p: JobInsertManyParams): Promise<EnqueueResult[]>;
