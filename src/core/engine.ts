@@ -178,7 +178,7 @@ export class Engine implements Baton {
     await Promise.all([...this.#dispatchers.values()].map((d) => d.idle()));
     if (!(await this.#waitIdle(drainMs))) {
       const reason = new BatonError('SHUTTING_DOWN', `drain deadline of ${drainMs} ms passed`);
-      for (const e of this.#leases.live()) e.controller.abort(reason);
+      for (const e of this.#leases.live()) e.abort(reason);
       if (!(await this.#waitIdle(ABORT_GRACE_MS))) {
         // Handlers that ignore their signal: give their leases back now rather than at expiry.
         const stuck = this.#leases.live();

@@ -33,19 +33,24 @@ type Outcome =
 
 export async function runJob(entry: InFlight, d: RunnerDeps): Promise<void> {
   const { job, token } = entry;
-  const log = d.logger.child({ jobId: job.id, token, jobType: job.jobType });
+  // Made only when there is something to log: a child logger per job is measurable at volume.
+  const log = () => d.logger.child({ jobId: job.id, token, jobType: job.jobType });
   const ctx: JobContext = {
     payload: job.payload,
     job,
     token,
-    signal: entry.controller.signal,
+    get signal() {
+      return entry.signal;
+    },
     checkLease: () => {
       if (entry.lost) throw new LeaseLostError(job.id, token);
     },
   };
   const startedAt = performance.now();
-  const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
-  d.events.emit('started', { job, startLatencyMs: Math.max(0, Date.now() - due) });
+  if (d.events.listenerCount('started') > 0) {
+    const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
+    d.events.emit('started', { job, startLatencyMs: Math.max(0, Date.now() - due) });
+  }
 
   const outcome = await execute(ctx, d.handlers[job.jobType]);
   d.onHandlerDone();
@@ -53,7 +58,7 @@ export async function runJob(entry: InFlight, d: RunnerDeps): Promise<void> {
   // writes nothing, even if no heartbeat has run since it resumed.
   if (!entry.lost && monotonicMs() - entry.provenAt > d.config.heartbeatDeadlineMs) d.onSelfFenced(entry);
   if (entry.lost) {
-    log.debug({}, 'baton: lease lost during execution; outcome discarded');
+    log().debug({}, 'baton: lease lost during execution; outcome discarded');
     return;
   }
   entry.phase = 'writing';
@@ -66,7 +71,7 @@ export async function runJob(entry: InFlight, d: RunnerDeps): Promise<void> {
     written = await d.completer.fail(job.id, token, error, outcome.terminal, giveUp);
   }
   if (!written.accepted) {
-    log.warn({ reason: written.reason }, 'baton: outcome not recorded (lease no longer ours)');
+    log().warn({ reason: written.reason }, 'baton: outcome not recorded (lease no longer ours)');
     return;
   }
   const done: Job = job;
@@ -75,7 +80,7 @@ export async function runJob(entry: InFlight, d: RunnerDeps): Promise<void> {
     d.events.emit('succeeded', { job: done, durationMs: performance.now() - startedAt });
   } else if (written.state === 'dead_lettered') {
     d.counters.deadLettered++;
-    log.warn({ err: outcome.ok ? undefined : outcome.error }, 'baton: job dead-lettered');
+    log().warn({ err: outcome.ok ? undefined : outcome.error }, 'baton: job dead-lettered');
     d.events.emit('deadLettered', { job: done, error: outcome.ok ? undefined : outcome.error });
   } else {
     d.counters.retried++;

@@ -6,22 +6,45 @@ import { performance } from 'node:perf_hooks';
 import { LeaseLostError } from './errors.ts';
 import type { LeasedJob } from './job.ts';
 
-export interface InFlight {
+/** One lease this process holds. Its AbortSignal is made on first use: most handlers never read it. */
+export class InFlight {
   readonly job: LeasedJob;
   readonly token: string;
-  readonly controller: AbortController;
   /** 'running': handler executing; 'writing': outcome write in progress (the completer decides). */
-  phase: 'running' | 'writing';
+  phase: 'running' | 'writing' = 'running';
   /** Local monotonic ms when a round trip that proved the lease was sent. */
   provenAt: number;
-  lost: boolean;
+  lost = false;
+  #controller: AbortController | null = null;
+  #aborted: { reason: unknown } | null = null;
+
+  constructor(job: LeasedJob, provenAt: number) {
+    this.job = job;
+    this.token = job.token;
+    this.provenAt = provenAt;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.#aborted.reason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** Aborts the handler's signal (once; later reasons are ignored, as with AbortController). */
+  abort(reason: unknown): void {
+    if (this.#aborted) return;
+    this.#aborted = { reason };
+    this.#controller?.abort(reason);
+  }
 }
 
 export class LeaseTable {
   readonly #entries = new Map<string, InFlight>();
 
   add(job: LeasedJob, provenAt: number): InFlight {
-    const entry: InFlight = { job, token: job.token, controller: new AbortController(), phase: 'running', provenAt, lost: false };
+    const entry = new InFlight(job, provenAt);
     this.#entries.set(job.id, entry);
     return entry;
   }
@@ -38,7 +61,7 @@ export class LeaseTable {
   markLost(entry: InFlight, reason?: unknown): boolean {
     if (entry.lost) return false;
     entry.lost = true;
-    entry.controller.abort(reason ?? new LeaseLostError(entry.job.id, entry.token));
+    entry.abort(reason ?? new LeaseLostError(entry.job.id, entry.token));
     return true;
   }
 

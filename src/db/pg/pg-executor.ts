@@ -17,7 +17,7 @@ import { translatePgError } from './errors.ts';
 import type { PgPoolLike, QueryConfigLike, Queryable } from './pool.ts';
 import { jobQueries, type JobQueries } from './queries/job.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
-import { rowToJob, type JobRow } from './rows.ts';
+import { claimRowToJob, rowToJob, type ClaimRow, type JobRow } from './rows.ts';
 
 export class PgExecutor implements Executor {
   readonly #pool: PgPoolLike;
@@ -103,12 +103,9 @@ export class PgExecutor implements Executor {
   }
 
   async jobClaim(p: JobClaimParams): Promise<LeasedJob[]> {
-    const rows = await this.#q<JobRow>(this.#job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]);
-    const jobs = rows.map(rowToJob) as LeasedJob[];
-    // UPDATE ... RETURNING has no order: restore claim order.
-    return jobs.sort(
-      (a, b) => b.priority - a.priority || a.runAt.getTime() - b.runAt.getTime() || (BigInt(a.id) < BigInt(b.id) ? -1 : 1),
-    );
+    const rows = await this.#q<ClaimRow>(this.#job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]);
+    // Rows arrive in claim order (the statement sorts them).
+    return rows.map((r) => claimRowToJob(r, p.owner));
   }
 
   async #idsOf(query: QueryConfigLike, values: unknown[]): Promise<Set<string>> {

@@ -1,7 +1,7 @@
 // Maps snake_case job rows to the Job union. The CHECK constraints of the jobs
 // table guarantee the per-state fields exist, so the casts here are safe.
 
-import type { AttemptError, Job, JobState } from '../../core/job.ts';
+import type { AttemptError, Job, JobState, LeasedJob } from '../../core/job.ts';
 
 export interface JobRow {
   id: string;
@@ -68,4 +68,54 @@ export function rowToJob(r: JobRow): Job {
     case 'cancelled':
       return { ...base, state: 'cancelled', lastToken, finishedAt: r.finished_at as Date };
   }
+}
+
+/** A row of the claim statement: the lease's columns, times as float8 epoch milliseconds. */
+export interface ClaimRow {
+  id: string;
+  tenant_id: string;
+  queue: string;
+  job_type: string;
+  payload: unknown;
+  priority: number;
+  state: 'leased' | 'running';
+  attempt: number;
+  max_attempts: number;
+  lease_token: string;
+  idempotency_key: string | null;
+  last_error: AttemptError | null;
+  errors: AttemptError[];
+  replay_count: number;
+  run_at_ms: number;
+  created_at_ms: number;
+  lease_expires_at_ms: number;
+  /** The claim's transaction time: updated_at, and started_at when claimed into running. */
+  now_ms: number;
+}
+
+/** The hot path's mapper: one object per claimed job, no date-string parsing. */
+export function claimRowToJob(r: ClaimRow, owner: string): LeasedJob {
+  const now = new Date(r.now_ms);
+  return {
+    id: r.id,
+    tenantId: r.tenant_id,
+    queue: r.queue,
+    jobType: r.job_type,
+    payload: r.payload,
+    priority: r.priority,
+    runAt: new Date(r.run_at_ms),
+    attempt: r.attempt,
+    maxAttempts: r.max_attempts,
+    idempotencyKey: r.idempotency_key,
+    replayCount: r.replay_count,
+    errors: r.errors,
+    lastError: r.last_error,
+    createdAt: new Date(r.created_at_ms),
+    updatedAt: now,
+    startedAt: r.state === 'running' ? now : null,
+    state: r.state,
+    token: r.lease_token,
+    leaseOwner: owner,
+    leaseExpiresAt: new Date(r.lease_expires_at_ms),
+  };
 }
