@@ -1,7 +1,9 @@
 // Batched heartbeats: one statement renews every lease this process holds, every
 // heartbeatMs. A row missing from the result means the lease is lost (abort the
 // handler, write nothing). A failed round trip is NOT lease loss: the expiry stays
-// the real deadline, enforced locally by heartbeatDeadlineMs.
+// the real deadline, enforced locally by heartbeatDeadlineMs. The deadline has its
+// own timer: a round trip that hangs (blackholed socket, pool with no free
+// connection) must not postpone it until the query or pool timeout fires.
 
 import type { Executor } from '../db/executor.ts';
 import type { EngineConfig } from './config.ts';
@@ -20,6 +22,7 @@ export interface HeartbeaterDeps {
 export class Heartbeater {
   readonly #d: HeartbeaterDeps;
   #timer: NodeJS.Timeout | null = null;
+  #deadlineTimer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
 
   constructor(deps: HeartbeaterDeps) {
@@ -29,6 +32,7 @@ export class Heartbeater {
   start(): void {
     if (this.#timer) return;
     this.#timer = setInterval(() => {
+      this.#enforceDeadline();
       if (!this.#running) this.#running = this.tick().finally(() => (this.#running = null));
     }, this.#d.config.heartbeatMs);
   }
@@ -36,7 +40,30 @@ export class Heartbeater {
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
+    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = null;
     await this.#running;
+  }
+
+  /**
+   * Gives up every running lease not proven within heartbeatDeadlineMs, and (while started)
+   * arms a timer for the next one due, whether or not a heartbeat round trip is in flight.
+   */
+  #enforceDeadline(): void {
+    const { config, leases } = this.#d;
+    const now = monotonicMs();
+    let next = Number.POSITIVE_INFINITY;
+    for (const e of leases.live()) {
+      if (e.phase !== 'running') continue;
+      const due = e.provenAt + config.heartbeatDeadlineMs;
+      if (now > due) this.#d.onLost(e, 'deadline');
+      else next = Math.min(next, due);
+    }
+    if (this.#deadlineTimer) clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = null;
+    if (this.#timer && next !== Number.POSITIVE_INFINITY) {
+      this.#deadlineTimer = setTimeout(() => this.#enforceDeadline(), next - now + 1);
+    }
   }
 
   /** One heartbeat round; exposed for tests. */
@@ -59,10 +86,7 @@ export class Heartbeater {
         this.#d.onError(err);
       }
     }
-    const now = monotonicMs();
-    for (const e of leases.live()) {
-      if (e.phase === 'running' && now - e.provenAt > config.heartbeatDeadlineMs) this.#d.onLost(e, 'deadline');
-    }
+    this.#enforceDeadline();
     await this.#d.afterTick?.().catch(this.#d.onError);
   }
 }

@@ -105,4 +105,17 @@ describe.each([true, false])('heartbeats over a failing network (claimIntoRunnin
     expect(after).toMatchObject({ state: 'running', lease_token: ctx.token, result: null, errors: [] });
     expect(worker.stats().succeeded).toBe(0);
   });
+
+  it('a heartbeat that hangs (blackholed socket, query timeout far away) does not postpone the deadline', async () => {
+    const { worker, ctx } = await workerHoldingJob();
+    const lost = nextEvent(worker.events, 'leaseLost', { message: 'the worker to give up its lease', timeoutMs: 15_000 });
+    // Bytes swallowed, no error: the heartbeat in flight only fails at the 10 s query timeout.
+    proxy.setBlackhole(true);
+    const t0 = performance.now();
+    await lost;
+    const waited = performance.now() - t0;
+    expect(ctx.signal.aborted).toBe(true);
+    // heartbeatDeadlineMs = 0.8 x 3 000 ms: given up before the lease (3 s) can expire.
+    expect(waited).toBeLessThan(3_000);
+  });
 });
