@@ -32,10 +32,21 @@ export class PgListener implements NotificationListener {
   }
 
   async start(channels: string[]): Promise<void> {
+    const checkMs = this.#o.paranoidCheckMs ?? 2_000;
     const sub = createSubscriber(
-      { ...this.#o.connection, keepAlive: true, application_name: 'baton-listener' },
       {
-        paranoidChecking: this.#o.paranoidCheckMs ?? 2_000,
+        ...this.#o.connection,
+        keepAlive: true,
+        application_name: 'baton-listener',
+        // pg-listen sends a check every period without waiting for the previous one. On a
+        // silently dead socket (blackhole) they would pile up behind the first (pg warns
+        // "client.query() when the client is already executing a query") and the dead
+        // LISTEN would go unnoticed until TCP gives up, many minutes later. Timing the check
+        // out inside its period makes pg-listen reconnect instead.
+        query_timeout: Math.max(100, Math.floor(checkMs * 0.75)),
+      },
+      {
+        paranoidChecking: checkMs,
         retryInterval: (attempt: number) => Math.min(2_000, 100 * 2 ** attempt),
         retryLimit: Infinity,
         retryTimeout: 0, // never give up
