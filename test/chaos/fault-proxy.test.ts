@@ -83,6 +83,18 @@ describe('FaultProxy', () => {
     expect(proxy.stats().resets).toBe(1);
   });
 
+  it('a response reset delivers the request upstream, then resets before the answer reaches the client', async () => {
+    const seen: string[] = [];
+    echo.on('connection', (c) => c.on('data', (d) => seen.push(d.toString())));
+    proxy.setResponseResetProbability(1);
+    const s = await connect();
+    const end = closed(s);
+    s.write('request');
+    expect(await end).toMatch(/ECONNRESET|close/);
+    expect(seen.join('')).toBe('request');
+    expect(proxy.stats().responseResets).toBe(1);
+  });
+
   it('blackhole swallows bytes without closing, then resets the tainted stream on heal', async () => {
     const s = await connect();
     const first = receive(s, 2);

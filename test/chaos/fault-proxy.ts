@@ -23,12 +23,16 @@ export interface FaultProxyOptions {
   /** 0 (default) picks a free port. */
   listenPort?: number;
   seed?: number;
+  /** Source address of the upstream connections (a per-client address lets iptables partition this proxy alone). */
+  upstreamLocalAddress?: string;
 }
 
 export interface FaultProxyStats {
   accepted: number;
   refused: number;
   resets: number;
+  /** Resets of the response direction only (setResponseResetProbability): the request had been forwarded. */
+  responseResets: number;
   swallowedBytes: number;
   forwardedBytes: number;
   open: number;
@@ -90,12 +94,14 @@ export class FaultProxy {
   private latencyMs = 0;
   private jitterMs = 0;
   private resetProb = 0;
+  private responseResetProb = 0;
   private blackhole = false;
   private refuse = false;
   private readonly counters: Omit<FaultProxyStats, 'open'> = {
     accepted: 0,
     refused: 0,
     resets: 0,
+    responseResets: 0,
     swallowedBytes: 0,
     forwardedBytes: 0,
   };
@@ -140,6 +146,15 @@ export class FaultProxy {
   }
 
   /**
+   * Probability that a chunk coming BACK from the target resets the connection
+   * instead of being delivered. The request was forwarded in full (the target
+   * answered it), so the client sees an ambiguous outcome: committed, never acked.
+   */
+  setResponseResetProbability(p: number): void {
+    this.responseResetProb = p;
+  }
+
+  /**
    * Swallow every byte while on; sockets stay open, so peers see a silent stall.
    * On heal, connections that lost bytes are reset (their byte stream is corrupt).
    */
@@ -162,6 +177,7 @@ export class FaultProxy {
   heal(): void {
     this.setLatency(0, 0);
     this.setResetProbability(0);
+    this.setResponseResetProbability(0);
     this.setRefuse(false);
     this.setBlackhole(false);
   }
@@ -193,12 +209,16 @@ export class FaultProxy {
       return;
     }
     this.counters.accepted += 1;
-    const upstream = net.connect(this.options.targetPort, this.options.targetHost);
+    const upstream = net.connect({
+      port: this.options.targetPort,
+      host: this.options.targetHost,
+      ...(this.options.upstreamLocalAddress ? { localAddress: this.options.upstreamLocalAddress } : {}),
+    });
     const pipe: Pipe = { client, upstream, tainted: false, closed: false };
     this.pipes.add(pipe);
     const toUpstream = new DelayedLane(upstream);
     const toClient = new DelayedLane(client);
-    const forward = (lane: DelayedLane) => (chunk: Buffer) => {
+    const forward = (lane: DelayedLane, response: boolean) => (chunk: Buffer) => {
       if (pipe.closed) return;
       if (this.blackhole) {
         pipe.tainted = true;
@@ -209,11 +229,16 @@ export class FaultProxy {
         this.kill(pipe);
         return;
       }
+      if (response && this.responseResetProb > 0 && this.random() < this.responseResetProb) {
+        this.counters.responseResets += 1;
+        this.kill(pipe);
+        return;
+      }
       this.counters.forwardedBytes += chunk.length;
       lane.push(chunk, this.delay());
     };
-    client.on('data', forward(toUpstream));
-    upstream.on('data', forward(toClient));
+    client.on('data', forward(toUpstream, false));
+    upstream.on('data', forward(toClient, true));
     const end = () => {
       toUpstream.clear();
       toClient.clear();
