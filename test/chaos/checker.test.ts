@@ -67,6 +67,25 @@ describe('checker', () => {
     expect(r.ok).toBe(false);
   });
 
+  it('counts ambiguous acks (retried under the same key) and flags an ack that names another job than the key holds', () => {
+    const { final, history } = clean();
+    const retried: HistoryRecord[] = [
+      ...history.filter((x) => x.type !== 'enqueue'),
+      { type: 'enqueue', key: 'k1', status: 'indeterminate', at: 0 },
+      { type: 'enqueue', key: 'k1', status: 'ok', jobId: '1', created: false, attempt: 2, at: 1 },
+      { type: 'enqueue', key: 'k2', status: 'indeterminate', at: 0 },
+      { type: 'enqueue', key: 'k2', status: 'ok', jobId: '2', created: true, attempt: 2, at: 1 },
+    ];
+    expect(checkHistory(final, retried)).toMatchObject({ ok: true, ambiguousAcks: 2, ambiguousCommitted: 1, unexpected: 0, lost: 0 });
+    // A lost-ack window hits no execution: it adds nothing to the duplicate bound.
+    const window: HistoryRecord = { type: 'fault', kind: 'api-ack', at: 0, until: 100, inFlight: [] };
+    expect(checkHistory(final, [...retried, window]).duplicateBound).toBe(0);
+    const wrong = retried.map((x) => (x.type === 'enqueue' && x.key === 'k2' && x.status === 'ok' ? { ...x, jobId: '7' } : x));
+    const r = checkHistory(final, wrong);
+    expect(r.ok).toBe(false);
+    expect(r.violations.join('\n')).toMatch(/key k2: acknowledged as job 7/);
+  });
+
   it('detects a stale complete accepted after a newer lease started (zombie write)', () => {
     const { final, history } = clean();
     // Job 1: token 10 paused, reaped, token 11 started at t=20; the zombie's complete under 10

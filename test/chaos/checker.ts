@@ -39,6 +39,10 @@ export interface CheckResult {
   recovered: number;
   /** Jobs (or executions) no enqueue explains, or several jobs for one key. */
   unexpected: number;
+  /** Keys acknowledged only after at least one attempt with an unknown outcome (reset, timeout, 5xx). */
+  ambiguousAcks: number;
+  /** Of those, keys whose acknowledging retry found the job already there: an earlier attempt had committed. */
+  ambiguousCommitted: number;
   succeeded: number;
   deadLettered: number;
   /** Jobs executed more than once (retries after an accepted failure excluded). */
@@ -62,6 +66,8 @@ export interface CheckResult {
 
 const TERMINAL = new Set(['succeeded', 'dead_lettered', 'cancelled']);
 const OUTCOME_KINDS = new Set(['complete', 'fail', 'release']);
+/** Faults that touch only the producers' side (lost HTTP acks): they cannot make a job run twice, so they add nothing to the duplicate bound. */
+const PRODUCER_ONLY_FAULTS = new Set(['api-ack']);
 const frac = (n: number, d: number) => (d === 0 ? 0 : n / d);
 
 function groupBy<T>(xs: T[], key: (x: T) => string): Map<string, T[]> {
@@ -87,6 +93,9 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     if (!seen || rank[r.status] > rank[seen.status]) enqByKey.set(r.key, r);
   }
   const enq = [...enqByKey.values()];
+  const keysWithUnknown = new Set(history.filter((r): r is EnqueueRecord => r.type === 'enqueue' && r.status === 'indeterminate').map((r) => r.key));
+  let ambiguousAcks = 0;
+  let ambiguousCommitted = 0;
   const execs = history.filter((r): r is ExecRecord => r.type === 'start' || r.type === 'end');
   const writes = history.filter((r): r is WriteRecord => r.type === 'write');
   const faults = history.filter((r): r is FaultRecord => r.type === 'fault');
@@ -108,6 +117,14 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     }
     for (const j of found) explained.add(j.id);
     const job = found[0];
+    if (e.status === 'ok' && keysWithUnknown.has(e.key)) {
+      ambiguousAcks += 1;
+      if (e.created === false) ambiguousCommitted += 1;
+    }
+    if (e.status === 'ok' && e.jobId && job && job.id !== e.jobId) {
+      unexpected += 1;
+      violations.push(`key ${e.key}: acknowledged as job ${e.jobId} but the table holds job ${job.id} for it`);
+    }
     if (e.status === 'ok') {
       if (!job) {
         lost += 1;
@@ -194,6 +211,7 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
   const faultsHitting = new Map<string, number>();
   let duplicateBound = 0;
   for (const f of faults) {
+    if (PRODUCER_ONLY_FAULTS.has(f.kind)) continue;
     const hit = new Set(f.inFlight);
     if (f.until !== undefined) {
       for (const s of execs) {
@@ -242,6 +260,8 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     lost,
     recovered,
     unexpected,
+    ambiguousAcks,
+    ambiguousCommitted,
     succeeded,
     deadLettered,
     duplicated,
@@ -274,7 +294,7 @@ export function formatResult(r: CheckResult): string {
   const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
   return [
     `jobs ${r.jobs}  acked ${r.acked}  indeterminate ${r.indeterminate}`,
-    `lost ${r.lost} (${pct(r.fractions.lost)})  recovered ${r.recovered}  unexpected ${r.unexpected}`,
+    `lost ${r.lost} (${pct(r.fractions.lost)})  recovered ${r.recovered}  unexpected ${r.unexpected}  ambiguous acks ${r.ambiguousAcks} (committed before the lost ack: ${r.ambiguousCommitted})`,
     `succeeded ${r.succeeded} (ok-frac ${pct(r.fractions.okFrac)})  dead-lettered ${r.deadLettered}`,
     `executions ${r.executions}  duplicated jobs ${r.duplicated} (${pct(r.fractions.duplicated)})  extra executions ${r.duplicateExecutions} <= bound ${r.duplicateBound}: ${r.duplicateExecutions <= r.duplicateBound && r.perJobBreaches.length === 0 ? 'yes' : 'NO'}`,
     `outcome writes ${r.writes.attempted}: accepted ${r.writes.accepted}, fenced off ${r.writes.fenced} (outcomes ${r.writes.fencedOutcomes}), unknown ${r.writes.unknown}, stale accepted ${r.staleAccepted}`,

@@ -5,13 +5,17 @@
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { serve, type ServerType } from '@hono/node-server';
 import pg from 'pg';
+import type { Baton } from '../../src/index.ts';
+import { createApp } from '../../src/http/app.ts';
 import { startPgCluster, type PgCluster } from '../helpers/pg-cluster.ts';
 import { FaultProxy } from './fault-proxy.ts';
 import { HistoryLog } from './history.ts';
-import { createNetNs, netnsAvailability, skipLoudly, type NetNs } from './netns.ts';
+import { createNetNs, netnsAvailability, skipLoudly, type NetNs, type RuleHandle } from './netns.ts';
 
 const WORKER_TS = fileURLToPath(new URL('./worker.ts', import.meta.url));
 
@@ -32,8 +36,17 @@ export interface HarnessOptions {
   leaseMs: number;
   /** Test-side mutation applied by workers (e.g. 'unfenced-complete'), to prove the suite can fail. */
   mutate?: string;
-  /** Run PostgreSQL in a namespace (root): enables iptables loss. */
+  /** Run PostgreSQL in a namespace (root): enables iptables loss and blackholes. */
   useNetns: boolean;
+}
+
+/** What the network faults actually used, for stdout and the report. */
+export interface NetworkFaultTools {
+  /** 'iptables': DROP rules inside the run's own namespace; 'proxy': the Node fault proxy (fallback). */
+  blackhole: 'iptables' | 'proxy';
+  loss: 'iptables' | 'none';
+  /** Why the fallback was taken (absent when iptables was used). */
+  fallbackReason?: string;
 }
 
 export class Harness {
@@ -45,6 +58,11 @@ export class Harness {
   readonly slots: Slot[] = [];
   readonly skipped: string[] = [];
   readonly timings: Record<string, number[]> = {};
+  tools: NetworkFaultTools = { blackhole: 'proxy', loss: 'none', fallbackReason: 'namespaces not requested (--no-netns)' };
+  /** The HTTP API (daemon app) behind its own fault proxy, when the producer enqueues over HTTP. */
+  api: { url: string; proxy: FaultProxy; server: ServerType } | null = null;
+  /** Rule handles of faults still active: removed on heal, and in teardown whatever happens. */
+  readonly #activeRules = new Set<RuleHandle>();
 
   constructor(o: HarnessOptions) {
     this.o = o;
@@ -60,13 +78,19 @@ export class Harness {
     process.on('exit', () => {
       for (const s of this.slots) if (s.child && s.child.exitCode === null) s.child.kill('SIGKILL');
     });
-    if (this.o.useNetns) {
-      const avail = netnsAvailability();
-      if (avail.ok) this.ns = await createNetNs();
-      else {
-        skipLoudly('iptables packet loss in the network fault (PostgreSQL runs on 127.0.0.1 instead of a namespace)', avail.reason!);
-        this.skipped.push(`iptables loss: ${avail.reason}`);
-      }
+    const avail = this.o.useNetns ? netnsAvailability() : { ok: false, reason: 'namespaces disabled by --no-netns' };
+    if (avail.ok) {
+      this.ns = await createNetNs({ clientAddrs: this.o.workers });
+      this.tools = { blackhole: 'iptables', loss: 'iptables' };
+      console.log(`    network faults: iptables DROP inside namespace ${this.ns.name} (blackhole per worker source address, 5% loss both ways)`);
+    } else {
+      this.tools = { blackhole: 'proxy', loss: 'none', fallbackReason: avail.reason! };
+      skipLoudly(
+        'iptables blackhole and packet loss: FALLING BACK to the Node proxy blackhole (bytes swallowed in user space, reset on heal) and latency without loss',
+        avail.reason!,
+        'FALLBACK',
+      );
+      this.skipped.push(`iptables blackhole + loss (proxy blackhole used, no packet loss): ${avail.reason}`);
     }
     this.cluster = this.ns
       ? await startPgCluster({ netns: this.ns.name, host: this.ns.nsAddr, port: 5432 })
@@ -74,7 +98,14 @@ export class Harness {
     this.admin = new pg.Pool({ connectionString: this.cluster.url(), max: 3, connectionTimeoutMillis: 5_000 });
     this.admin.on('error', () => undefined);
     for (let i = 0; i < this.o.workers; i++) {
-      const proxy = new FaultProxy({ targetHost: this.cluster.host, targetPort: this.cluster.port, seed: this.o.seed + i });
+      // In a namespace each worker's upstream leaves from its own address, so one iptables
+      // rule can partition that worker alone.
+      const proxy = new FaultProxy({
+        targetHost: this.cluster.host,
+        targetPort: this.cluster.port,
+        seed: this.o.seed + i,
+        ...(this.ns ? { upstreamLocalAddress: this.ns.clientAddrs[i]! } : {}),
+      });
       await proxy.listen();
       this.slots.push({ index: i, proxy, child: null, workerId: '', generation: 0, logPath: '' });
     }
@@ -212,10 +243,13 @@ export class Harness {
     const at = Date.now();
     const before = await this.inFlight();
     for (const s of this.slots) s.proxy.setLatency(15, 5);
-    if (this.ns) await this.ns.addLoss(this.cluster.port, 0.05);
-    await new Promise((r) => setTimeout(r, durationMs));
-    if (this.ns) await this.ns.heal();
-    for (const s of this.slots) s.proxy.setLatency(0, 0);
+    const loss = this.ns ? await this.#rule(this.ns.addLoss(this.cluster.port, 0.05)) : null;
+    try {
+      await new Promise((r) => setTimeout(r, durationMs));
+    } finally {
+      if (loss) await this.#heal(loss);
+      for (const s of this.slots) s.proxy.setLatency(0, 0);
+    }
     this.log.append({ type: 'fault', kind: this.ns ? 'loss+latency' : 'latency', at, until: Date.now(), inFlight: before });
   }
 
@@ -229,14 +263,96 @@ export class Harness {
     this.log.append({ type: 'fault', kind: 'resets', at, until: Date.now(), inFlight: before });
   }
 
-  /** A silent partition of one worker: bytes swallowed, sockets kept open. */
+  /**
+   * A silent partition of one worker. With root: iptables DROP, inside the run's namespace, of
+   * every packet to and from that worker's source address (no error ever reaches either side;
+   * after the heal TCP simply carries on). Without: the proxy swallows bytes (fallback).
+   */
   async blackhole(slot: Slot, durationMs: number): Promise<void> {
     const at = Date.now();
     const before = await this.inFlight(slot.workerId);
-    slot.proxy.setBlackhole(true);
-    await new Promise((r) => setTimeout(r, durationMs));
-    slot.proxy.setBlackhole(false);
-    this.log.append({ type: 'fault', kind: 'blackhole', worker: slot.workerId, at, until: Date.now(), inFlight: before });
+    const source = this.ns?.clientAddrs[slot.index];
+    const rule = this.ns && source ? await this.#rule(this.ns.blackhole(this.cluster.port, source)) : null;
+    if (!rule) slot.proxy.setBlackhole(true);
+    try {
+      await new Promise((r) => setTimeout(r, durationMs));
+    } finally {
+      if (rule) await this.#heal(rule);
+      else slot.proxy.setBlackhole(false);
+    }
+    this.log.append({ type: 'fault', kind: rule ? 'blackhole' : 'blackhole(proxy)', worker: slot.workerId, at, until: Date.now(), inFlight: before });
+  }
+
+  /**
+   * Pool starvation: the worker holds every connection of its engine's pool in an idle
+   * transaction for durationMs, so claims, heartbeats and outcome writes all wait for a
+   * connection. Its leases must self-fence (heartbeat deadline) and run elsewhere.
+   */
+  async starve(slot: Slot, durationMs: number): Promise<void> {
+    const child = slot.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const at = Date.now();
+    const before = await this.inFlight(slot.workerId);
+    const done = new Promise<{ held: number; max: number } | null>((resolve) => {
+      const onMessage = (m: { type?: string; held?: number; max?: number }) => {
+        if (m?.type !== 'starved') return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve({ held: m.held ?? 0, max: m.max ?? 0 });
+      };
+      const onExit = () => {
+        child.off('message', onMessage);
+        resolve(null);
+      };
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+    });
+    child.send({ type: 'starve', ms: durationMs });
+    const r = await done;
+    if (r) (this.timings.starveHeldConnections ??= []).push(r.held);
+    this.log.append({ type: 'fault', kind: 'starve', worker: slot.workerId, at, until: Date.now(), inFlight: before });
+  }
+
+  /**
+   * Serves the daemon's HTTP app (createApp over `producer`, as `baton serve` does) on a free
+   * port, behind a fault proxy; producers enqueue through `api.url`.
+   */
+  async startApi(producer: Baton): Promise<string> {
+    const app = createApp(producer, { metrics: false });
+    const server: ServerType = await new Promise((resolve) => {
+      const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
+    });
+    const { port } = server.address() as AddressInfo;
+    const proxy = new FaultProxy({ targetHost: '127.0.0.1', targetPort: port, seed: this.o.seed ^ 0xa91 });
+    await proxy.listen();
+    this.api = { url: `http://127.0.0.1:${proxy.port}`, proxy, server };
+    return this.api.url;
+  }
+
+  /** Ambiguous acks: for durationMs, each HTTP response chunk resets its connection with `probability`. */
+  async apiAck(probability: number, durationMs: number): Promise<void> {
+    if (!this.api) throw new Error('apiAck: the HTTP API is not running (producer must be http)');
+    const at = Date.now();
+    const before = this.api.proxy.stats().responseResets;
+    this.api.proxy.setResponseResetProbability(probability);
+    try {
+      await new Promise((r) => setTimeout(r, durationMs));
+    } finally {
+      this.api.proxy.setResponseResetProbability(0);
+    }
+    (this.timings.apiResponseResets ??= []).push(this.api.proxy.stats().responseResets - before);
+    this.log.append({ type: 'fault', kind: 'api-ack', at, until: Date.now(), inFlight: [] });
+  }
+
+  async #rule(adding: Promise<RuleHandle>): Promise<RuleHandle> {
+    const h = await adding;
+    this.#activeRules.add(h);
+    return h;
+  }
+
+  async #heal(h: RuleHandle): Promise<void> {
+    this.#activeRules.delete(h);
+    await h();
   }
 
   /** SIGTERM every worker (SIGCONT first), SIGKILL after 15 s. */
@@ -256,10 +372,25 @@ export class Harness {
   }
 
   async teardown(): Promise<void> {
+    // Rules first: workers must be able to reach the database to stop cleanly.
+    for (const h of [...this.#activeRules]) await this.#heal(h).catch(() => undefined);
     await this.stopWorkers().catch(() => undefined);
+    if (this.api) {
+      const { server, proxy } = this.api;
+      await proxy.close().catch(() => undefined);
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+    }
     for (const s of this.slots) await s.proxy.close().catch(() => undefined);
     await this.admin?.end().catch(() => undefined);
     await this.cluster?.destroy().catch(() => undefined);
     await this.ns?.destroy().catch(() => undefined);
+  }
+
+  /** Rules still in place in the namespace (must be none after every heal); null without a namespace. */
+  async leftoverRules(): Promise<string[] | null> {
+    return this.ns ? this.ns.rules().catch(() => null) : null;
   }
 }

@@ -49,6 +49,10 @@ export interface EnqueueRecord {
   key: string;
   status: 'ok' | 'indeterminate' | 'failed';
   jobId?: string;
+  /** For 'ok': whether this attempt created the job (false: the key already had one, e.g. an earlier attempt's lost ack). */
+  created?: boolean;
+  /** For 'ok': which attempt for this key got the ack (1 = first). */
+  attempt?: number;
   at: number;
 }
 

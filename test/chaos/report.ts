@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { CheckResult } from './checker.ts';
+import type { NetworkFaultTools } from './harness.ts';
 
 export interface RunReport {
   seed: number;
@@ -22,10 +23,21 @@ export interface RunReport {
   mutate: string | null;
   historyDir: string;
   netns: boolean;
+  /** Which tool each network fault used (iptables in the namespace, or the proxy fallback). */
+  tools: NetworkFaultTools;
+  producer: 'direct' | 'http';
+  /** Pool starvation faults: handlers of the starved worker aborted inside the window, the latest how long after it began. */
+  starvation: { faults: number; aborted: number; latestAbortMs: number | null };
   result: CheckResult;
 }
 
 const ms = (xs: number[] | undefined) => (xs && xs.length ? xs.map((x) => (Number.isNaN(x) ? 'never' : `${Math.round(x)}`)).join(', ') : '-');
+
+function networkLine(t: NetworkFaultTools | undefined): string {
+  if (!t) return '';
+  if (t.blackhole === 'iptables') return 'Network faults: iptables DROP rules inside the run\'s own namespace (blackhole of one worker\'s source address; 5% random loss both ways); latency and resets from the Node proxy.';
+  return `**FALLBACK: no iptables (${t.fallbackReason ?? 'unknown'}).** Blackholes used the Node proxy (bytes swallowed in user space, connections reset on heal), and the network fault had latency but no packet loss.`;
+}
 
 export function toMarkdown(reports: RunReport[]): string {
   const sum = (f: (r: CheckResult) => number) => reports.reduce((n, r) => n + f(r.result), 0);
@@ -36,11 +48,16 @@ export function toMarkdown(reports: RunReport[]): string {
     '',
     `Tier **${reports[0]?.tier}**, scenario **${reports[0]?.scenario}**, ${reports.length} seed(s): ${reports.map((r) => r.seed).join(', ')}.` +
       (reports[0]?.mutate ? ` **Mutation: ${reports[0].mutate}** (this run is expected to fail).` : ''),
-    `Lease ${reports[0]?.leaseMs} ms; ${reports[0]?.workers} worker processes x concurrency ${reports[0]?.concurrency}; PostgreSQL 15 private cluster${reports[0]?.netns ? ' inside a network namespace' : ' on 127.0.0.1'}.`,
+    `Lease ${reports[0]?.leaseMs} ms; ${reports[0]?.workers} worker processes x concurrency ${reports[0]?.concurrency}; PostgreSQL 15 private cluster${reports[0]?.netns ? ' inside a network namespace' : ' on 127.0.0.1'}; ` +
+      `producers enqueue ${reports[0]?.producer === 'http' ? 'over the HTTP API (createApp behind a fault proxy)' : 'straight into the database'}.`,
+    networkLine(reports[0]?.tools),
     '',
     `**Totals:** ${sum((r) => r.jobs)} jobs, ${sum((r) => r.lost)} lost, ${sum((r) => r.staleAccepted)} stale writes accepted, ` +
       `${sum((r) => r.duplicateExecutions)} duplicate executions <= bound ${sum((r) => r.duplicateBound)}, ` +
-      `${sum((r) => r.deadLettered)} dead-lettered, faults: ${Object.entries(faults).map(([k, n]) => `${n} ${k}`).join(', ')}.`,
+      `${sum((r) => r.deadLettered)} dead-lettered, faults: ${Object.entries(faults).map(([k, n]) => `${n} ${k}`).join(', ')}.` +
+      (sum((r) => r.ambiguousAcks) > 0
+        ? ` Ambiguous acks: ${sum((r) => r.ambiguousAcks)} keys retried after an unknown outcome, ${sum((r) => r.ambiguousCommitted)} of them had committed (the retry found the job), each key exactly one job.`
+        : ''),
     '',
     '| seed | jobs | acked | lost | unexpected | executions | dup jobs | extra execs / bound | stale accepted | writes fenced (outcomes) / unknown | dead | faults | drain after heal | verdict |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
@@ -51,9 +68,14 @@ export function toMarkdown(reports: RunReport[]): string {
       `| ${r.seed} | ${c.jobs} | ${c.acked} | ${c.lost} | ${c.unexpected} | ${c.executions} | ${c.duplicated} (${(c.fractions.duplicated * 100).toFixed(1)}%) | ${c.duplicateExecutions} / ${c.duplicateBound} | ${c.staleAccepted} | ${c.writes.fenced} (${c.writes.fencedOutcomes}) / ${c.writes.unknown} | ${c.deadLettered} | ${Object.entries(c.faults).map(([k, n]) => `${k} ${n}`).join(', ')} | ${Number.isNaN(r.drainMs) ? 'NOT DRAINED' : `${r.drainMs} ms`} | ${c.ok ? 'valid' : '**INVALID**'} |`,
     );
   }
-  lines.push('', '| seed | handlers aborted on lease loss | PG restart (ms) | listeners back after kill (ms) | wall time |', '|---|---|---|---|---|');
+  lines.push(
+    '',
+    '| seed | handlers aborted on lease loss | PG restart (ms) | listeners back after kill (ms) | HTTP responses reset | starvation: aborted / latest after start (ms) | wall time |',
+    '|---|---|---|---|---|---|---|',
+  );
   for (const r of reports) {
-    lines.push(`| ${r.seed} | ${r.zombieAborts} | ${ms(r.timings.pgRestartMs)} | ${ms(r.timings.listenerBackMs)} | ${(r.wallMs / 1000).toFixed(0)} s |`);
+    const st = r.starvation.faults > 0 ? `${r.starvation.aborted} / ${r.starvation.latestAbortMs ?? '-'}` : '-';
+    lines.push(`| ${r.seed} | ${r.zombieAborts} | ${ms(r.timings.pgRestartMs)} | ${ms(r.timings.listenerBackMs)} | ${ms(r.timings.apiResponseResets)} | ${st} | ${(r.wallMs / 1000).toFixed(0)} s |`);
   }
   const skipped = [...new Set(reports.flatMap((r) => r.skipped))];
   if (skipped.length) lines.push('', `**Skipped:** ${skipped.join('; ')}`);

@@ -2,11 +2,13 @@
 // private PostgreSQL with a seeded fault schedule, drains, then checks the
 // table and the history (checker.ts). Exit code 1 on any violation.
 //
-//   npm run test:chaos                         T2 smoke: fixed seed 1, then one random seed
+//   npm run test:chaos                         T2 smoke: fixed seed 1, then one random seed (300 jobs, 75 s of faults each)
 //   npm run test:chaos -- --seed 1234          replay one seed
-//   npm run test:chaos -- --scenario kill      one fault kind alone (kill|pause|pg-restart|listener|network|blackhole|resets)
-//   npm run test:chaos -- --soak               T3: several seeds, thousands of jobs (--seeds, --jobs, --fault-seconds)
+//   npm run test:chaos -- --scenario kill      one fault kind alone
+//                                              (kill|pause|pg-restart|listener|network|blackhole|resets|api-ack|starve)
+//   npm run test:chaos -- --soak               T3: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
+//   --no-netns                                 network faults on the Node proxy even as root (said loudly)
 
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -18,7 +20,7 @@ import { checkHistory, formatResult, readFinalJobs, type CheckResult } from './c
 import { Harness } from './harness.ts';
 import { readHistory } from './history.ts';
 import { writeReports, type RunReport } from './report.ts';
-import { FAULT_KINDS, makePlan, type FaultKind, type Plan } from './schedule.ts';
+import { FAULT_KINDS, SMOKE_DEFAULTS, SOAK_DEFAULTS, makePlan, type FaultKind, type JobPlan, type Plan } from './schedule.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -45,14 +47,14 @@ const DRAIN_DEADLINE_MS = 60_000;
 function seedsToRun(): number[] {
   if (args.seed) return [Number(args.seed)];
   const random = () => Math.floor(Math.random() * 2 ** 31);
-  const n = Number(args.seeds ?? (args.soak ? 3 : 2));
+  const n = Number(args.seeds ?? (args.soak ? SOAK_DEFAULTS.seeds : SMOKE_DEFAULTS.seeds));
   // A fixed seed (reproducible in CI) plus random ones (new interleavings each run).
   return [1, ...Array.from({ length: n - 1 }, random)];
 }
 
 async function runOne(plan: Plan): Promise<RunReport> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `baton-chaos-${plan.seed}-`));
-  console.log(`\n=== chaos ${plan.tier} scenario=${plan.scenario} seed=${plan.seed} jobs=${plan.jobs.length} workers=${plan.workers}x${plan.concurrency} faults=${plan.faults.length} history=${dir}`);
+  console.log(`\n=== chaos ${plan.tier} scenario=${plan.scenario} seed=${plan.seed} jobs=${plan.jobs.length} workers=${plan.workers}x${plan.concurrency} faults=${plan.faults.length} producer=${plan.producer} history=${dir}`);
   console.log(`    replay: npm run test:chaos -- --seed ${plan.seed}${plan.scenario === 'mixed' ? '' : ` --scenario ${plan.scenario}`}${plan.tier === 'soak' ? ' --soak' : ''}`);
   const h = new Harness({
     dir,
@@ -69,24 +71,50 @@ async function runOne(plan: Plan): Promise<RunReport> {
     const producer = createBaton({ connectionString: h.cluster.url(), queryTimeoutMs: 3_000, poolSize: 2 });
     await migrate(h.admin, { schema: 'baton' });
     await Promise.all(h.slots.map((s) => h.spawnWorker(s)));
+    const apiUrl = plan.producer === 'http' ? await h.startApi(producer) : null;
     const t0 = Date.now();
     const at = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, t0 + ms - Date.now())));
 
-    // Producer: every job enqueued at its planned time; an error makes the ack indeterminate
-    // and the same idempotency key is retried until acknowledged.
+    const spec = (j: JobPlan) => ({
+      queue: 'chaos',
+      jobType: 'chaos',
+      payload: { ms: j.ms, failFirst: j.failFirst },
+      idempotencyKey: j.key,
+      maxAttempts: 25,
+    });
+    // One enqueue attempt: the job id and whether this attempt created it; throws when the
+    // outcome is unknown (reset, timeout, 5xx: the insert may have committed); a 4xx is definite.
+    const enqueueOnce = async (j: JobPlan): Promise<{ id: string; created: boolean } | { definite: string }> => {
+      if (!apiUrl) {
+        const r = await producer.enqueue(spec(j));
+        return { id: r.job.id, created: r.created };
+      }
+      const res = await fetch(`${apiUrl}/api/jobs`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(spec(j)),
+        signal: AbortSignal.timeout(10_000),
+      });
+      const text = await res.text();
+      if (res.status === 200 || res.status === 201) return { id: String((JSON.parse(text) as { id: string }).id), created: res.status === 201 };
+      if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) return { definite: `${res.status} ${text.slice(0, 200)}` };
+      throw new Error(`HTTP ${res.status}`);
+    };
+
+    // Producer: every job enqueued at its planned time; an unknown outcome makes the ack
+    // indeterminate and the same idempotency key is retried until acknowledged.
     const produce = (async () => {
       for (const j of plan.jobs) {
         await at(j.at);
         for (let attempt = 0; ; attempt++) {
           try {
-            const r = await producer.enqueue({
-              queue: 'chaos',
-              jobType: 'chaos',
-              payload: { ms: j.ms, failFirst: j.failFirst },
-              idempotencyKey: j.key,
-              maxAttempts: 25,
-            });
-            h.log.append({ type: 'enqueue', key: j.key, status: 'ok', jobId: r.job.id, at: Date.now() });
+            const r = await enqueueOnce(j);
+            if ('definite' in r) {
+              h.log.append({ type: 'enqueue', key: j.key, status: 'failed', at: Date.now() });
+              console.log(`    enqueue ${j.key} refused: ${r.definite}`);
+              break;
+            }
+            h.log.append({ type: 'enqueue', key: j.key, status: 'ok', jobId: r.id, created: r.created, attempt: attempt + 1, at: Date.now() });
             break;
           } catch {
             h.log.append({ type: 'enqueue', key: j.key, status: 'indeterminate', at: Date.now() });
@@ -100,8 +128,9 @@ async function runOne(plan: Plan): Promise<RunReport> {
       await at(f.at);
       const planned = f.slot === undefined ? undefined : h.slots[f.slot % h.slots.length]!;
       // Worker faults target the busiest worker, so they hit jobs in flight.
-      const slot = planned && f.kind !== 'blackhole' ? await h.busiestSlot(planned) : planned;
-      console.log(`    t=${((Date.now() - t0) / 1000).toFixed(1)}s ${f.kind}${slot ? ` ${slot.workerId}` : ''}${f.durationMs ? ` for ${f.durationMs} ms` : ''}`);
+      const slot = planned ? await h.busiestSlot(planned) : planned;
+      if (f.kind === 'api-ack' && !apiUrl) return undefined;
+      console.log(`    t=${((Date.now() - t0) / 1000).toFixed(1)}s ${f.kind}${slot ? ` ${slot.workerId}` : ''}${f.durationMs ? ` for ${f.durationMs} ms` : ''}${f.probability ? ` at p=${f.probability}` : ''}`);
       switch (f.kind) {
         case 'kill': return h.kill(slot!);
         case 'pause': return h.pause(slot!, f.durationMs!);
@@ -110,6 +139,8 @@ async function runOne(plan: Plan): Promise<RunReport> {
         case 'network': return h.network(f.durationMs!);
         case 'blackhole': return h.blackhole(slot!, f.durationMs!);
         case 'resets': return h.resets(f.durationMs!);
+        case 'api-ack': return h.apiAck(f.probability!, f.durationMs!);
+        case 'starve': return h.starve(slot!, f.durationMs!);
       }
     });
     await Promise.all([produce, ...faults]);
@@ -127,6 +158,7 @@ async function runOne(plan: Plan): Promise<RunReport> {
       }
       await new Promise((r) => setTimeout(r, 100));
     }
+    const leftover = await h.leftoverRules();
     await h.stopWorkers();
     await producer.stop();
     const final = await readFinalJobs(h.cluster.url(), 'baton', 'chaos');
@@ -135,10 +167,19 @@ async function runOne(plan: Plan): Promise<RunReport> {
     const history = readHistory(...h.logPaths);
     const result: CheckResult = checkHistory(final, history);
     if (Number.isNaN(drainMs)) result.violations.push(`drain: jobs still unfinished ${DRAIN_DEADLINE_MS} ms after the last fault healed`);
+    if (leftover && leftover.length > 0) result.violations.push(`cleanup: iptables rules left in the namespace after every fault healed: ${leftover.join('; ')}`);
     result.ok = result.violations.length === 0;
     const zombieAborts = history.filter((r) => r.type === 'end' && r.outcome === 'aborted').length;
+    const starvation = starvationAborts(history);
     console.log(formatResult(result));
     console.log(`drain after last heal: ${Number.isNaN(drainMs) ? 'NOT DRAINED' : `${drainMs} ms`}; handlers aborted on lease loss: ${zombieAborts}`);
+    console.log(`network faults: blackhole via ${h.tools.blackhole}, loss via ${h.tools.loss}${h.tools.fallbackReason ? ` (FALLBACK: ${h.tools.fallbackReason})` : ''}`);
+    if (starvation.faults > 0) {
+      console.log(
+        `pool starvation: ${starvation.faults} fault(s) holding ${(h.timings.starveHeldConnections ?? []).join(', ')} pool connection(s); ` +
+          `${starvation.aborted} handler(s) aborted inside the window, latest ${starvation.latestAbortMs ?? '-'} ms after it began (heartbeat deadline ${Math.floor(plan.leaseMs * 0.8)} ms)`,
+      );
+    }
     return {
       seed: plan.seed,
       tier: plan.tier,
@@ -155,11 +196,31 @@ async function runOne(plan: Plan): Promise<RunReport> {
       mutate: args.mutate ?? null,
       historyDir: dir,
       netns: h.ns !== null,
+      tools: h.tools,
+      producer: plan.producer,
+      starvation,
       result,
     };
   } finally {
     await h.teardown();
   }
+}
+
+/** Per starvation fault: handlers of the starved worker aborted inside its window, and how late. */
+function starvationAborts(history: ReturnType<typeof readHistory>): RunReport['starvation'] {
+  let faults = 0;
+  let aborted = 0;
+  let latest: number | null = null;
+  for (const f of history) {
+    if (f.type !== 'fault' || f.kind !== 'starve' || f.until === undefined) continue;
+    faults += 1;
+    for (const e of history) {
+      if (e.type !== 'end' || e.outcome !== 'aborted' || e.worker !== f.worker || e.at < f.at || e.at > f.until) continue;
+      aborted += 1;
+      latest = Math.max(latest ?? 0, e.at - f.at);
+    }
+  }
+  return { faults, aborted, latestAbortMs: latest };
 }
 
 const reports: RunReport[] = [];

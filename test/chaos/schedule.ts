@@ -3,10 +3,15 @@
 
 import { prng } from './fault-proxy.ts';
 
-export type FaultKind = 'kill' | 'pause' | 'pg-restart' | 'listener' | 'network' | 'blackhole' | 'resets';
+export type FaultKind = 'kill' | 'pause' | 'pg-restart' | 'listener' | 'network' | 'blackhole' | 'resets' | 'api-ack' | 'starve';
 /** Kinds drawn from the main PRNG stream (their order is part of every seed's schedule). */
 const BASE_KINDS: readonly FaultKind[] = ['kill', 'pause', 'pg-restart', 'listener', 'network', 'blackhole'];
-export const FAULT_KINDS: readonly FaultKind[] = [...BASE_KINDS, 'resets'];
+export const FAULT_KINDS: readonly FaultKind[] = [...BASE_KINDS, 'resets', 'api-ack', 'starve'];
+
+/** T3 (soak) defaults, RELIABILITY.md §3.3: 5,000 jobs over 8 minutes of faults, 3 seeds. */
+export const SOAK_DEFAULTS = { jobs: 5_000, faultSeconds: 480, seeds: 3 } as const;
+/** T2 (smoke) defaults: a few hundred jobs, a few minutes on 2 cores with 2 seeds. */
+export const SMOKE_DEFAULTS = { jobs: 300, faultSeconds: 75, seeds: 2 } as const;
 
 export interface PlannedFault {
   /** ms after the run starts. */
@@ -14,8 +19,10 @@ export interface PlannedFault {
   kind: FaultKind;
   /** Worker slot (0-based) for worker-scoped faults. */
   slot?: number;
-  /** How long the fault lasts (pause, network, blackhole). */
+  /** How long the fault lasts (pause, network, blackhole, resets, api-ack, starve). */
   durationMs?: number;
+  /** api-ack: probability that an HTTP response is reset after the request reached the server. */
+  probability?: number;
 }
 
 export interface JobPlan {
@@ -33,6 +40,8 @@ export interface Plan {
   workers: number;
   concurrency: number;
   leaseMs: number;
+  /** How producers enqueue: straight into the database, or over the daemon's HTTP API (behind a fault proxy). */
+  producer: 'direct' | 'http';
   faults: PlannedFault[];
   jobs: JobPlan[];
   /** When the last fault heals (ms after start). */
@@ -50,8 +59,8 @@ export interface PlanOptions {
 
 /** Fault counts per tier for the mixed scenario (RELIABILITY §3.3, T3 scaled by the fault phase length). */
 function mixedCounts(tier: 'smoke' | 'soak', seconds: number): Record<FaultKind, number> {
-  if (tier === 'smoke') return { kill: 3, pause: 2, 'pg-restart': 1, listener: 2, network: 1, blackhole: 1, resets: 1 };
-  const per8min = { kill: 20, pause: 10, 'pg-restart': 5, listener: 6, network: 4, blackhole: 3, resets: 4 };
+  if (tier === 'smoke') return { kill: 3, pause: 2, 'pg-restart': 1, listener: 2, network: 1, blackhole: 1, resets: 1, 'api-ack': 1, starve: 1 };
+  const per8min = { kill: 20, pause: 10, 'pg-restart': 5, listener: 6, network: 4, blackhole: 3, resets: 4, 'api-ack': 1, starve: 3 };
   const f = seconds / 480;
   return Object.fromEntries(Object.entries(per8min).map(([k, n]) => [k, Math.max(1, Math.round(n * f))])) as Record<FaultKind, number>;
 }
@@ -63,16 +72,19 @@ export function makePlan(o: PlanOptions): Plan {
   const workers = soak ? 6 : 4;
   const concurrency = 4;
   const leaseMs = 2_000;
-  const seconds = o.faultSeconds ?? (soak ? 240 : 75);
+  const defaults = soak ? SOAK_DEFAULTS : SMOKE_DEFAULTS;
+  const seconds = o.faultSeconds ?? defaults.faultSeconds;
   const span = seconds * 1_000;
-  const nJobs = o.jobs ?? (soak ? 2_000 : 300);
+  const nJobs = o.jobs ?? defaults.jobs;
 
+  const single = (kind: FaultKind) => (kind === 'network' || kind === 'api-ack' ? 1 : kind === 'pause' ? 5 : 3);
   const counts: Record<FaultKind, number> =
     o.scenario === 'mixed'
       ? mixedCounts(o.tier, seconds)
-      : ({ kill: 0, pause: 0, 'pg-restart': 0, listener: 0, network: 0, blackhole: 0, resets: 0, [o.scenario]: o.scenario === 'network' ? 1 : o.scenario === 'pause' ? 5 : 3 } as Record<FaultKind, number>);
-  // The pause scenario wants zombies that wake while the new owner still runs the job: more long jobs.
-  const longFrac = o.scenario === 'pause' ? 0.3 : 0.1;
+      : ({ kill: 0, pause: 0, 'pg-restart': 0, listener: 0, network: 0, blackhole: 0, resets: 0, 'api-ack': 0, starve: 0, [o.scenario]: single(o.scenario) } as Record<FaultKind, number>);
+  // The pause scenario wants zombies that wake while the new owner still runs the job, and the starve
+  // scenario handlers still running when the pool runs dry: more long jobs.
+  const longFrac = o.scenario === 'pause' || o.scenario === 'starve' ? 0.3 : 0.1;
 
   const faults: PlannedFault[] = [];
   const start = 3_000;
@@ -112,6 +124,18 @@ export function makePlan(o: PlanOptions): Plan {
     const slotLen = (span - start) / counts.resets;
     faults.push({ at: Math.round(start + slotLen * i + rand2() * slotLen * 0.7), kind: 'resets', durationMs: Math.round(1_000 + rand2() * 2_000) });
   }
+  // Ambiguous API acks and pool starvation came later still: a third stream, same reason.
+  const rand3 = prng(o.seed ^ 0xacc5);
+  if (counts['api-ack'] > 0) {
+    // One window over the whole enqueue phase: 2% of responses reset in a mixed run (RELIABILITY T3),
+    // 10% when the scenario runs alone, so a smoke-sized run still sees a few dozen.
+    faults.push({ at: 0, kind: 'api-ack', durationMs: Math.round(span * 0.9) + 1_000, probability: o.scenario === 'api-ack' ? 0.1 : 0.02 });
+  }
+  for (let i = 0; i < counts.starve; i++) {
+    const slotLen = (span - start) / counts.starve;
+    // Every pool connection held in an idle transaction for 10 s (5 x the lease).
+    faults.push({ at: Math.round(start + slotLen * i + rand3() * slotLen * 0.5), kind: 'starve', slot: Math.floor(rand3() * workers), durationMs: 10_000 });
+  }
   faults.sort((a, b) => a.at - b.at);
   const lastHealAt = Math.max(span, ...faults.map((f) => f.at + (f.durationMs ?? 0)));
 
@@ -126,5 +150,6 @@ export function makePlan(o: PlanOptions): Plan {
       failFirst: rand() < 0.05,
     });
   }
-  return { seed: o.seed, tier: o.tier, scenario: o.scenario, workers, concurrency, leaseMs, faults, jobs, lastHealAt };
+  const producer = o.scenario === 'mixed' || o.scenario === 'api-ack' ? 'http' : 'direct';
+  return { seed: o.seed, tier: o.tier, scenario: o.scenario, workers, concurrency, leaseMs, producer, faults, jobs, lastHealAt };
 }

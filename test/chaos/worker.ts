@@ -97,6 +97,52 @@ const original = pg.Client.prototype.query as unknown as QueryFn;
   );
 };
 
+// ---- pool starvation ----------------------------------------------------------
+// The engine builds its own hardened pg.Pool (create-baton.ts); a subclass recorded here
+// lets the 'starve' fault take every one of its connections without touching the engine.
+const enginePools: pg.Pool[] = [];
+const OriginalPool = pg.Pool;
+(pg as unknown as { Pool: typeof pg.Pool }).Pool = class RecordedPool extends OriginalPool {
+  constructor(config?: pg.PoolConfig) {
+    super(config);
+    enginePools.push(this);
+  }
+} as typeof pg.Pool;
+
+/** Holds every connection of the engine's pool in an idle transaction for `ms`. */
+async function starve(ms: number): Promise<{ held: number; max: number }> {
+  const pool = enginePools.at(-1);
+  if (!pool) return { held: 0, max: 0 };
+  const until = Date.now() + ms;
+  const max = (pool as unknown as { options: { max: number } }).options.max;
+  const got = await Promise.allSettled(Array.from({ length: max }, () => pool.connect()));
+  const clients = got.flatMap((g) => (g.status === 'fulfilled' ? [g.value] : []));
+  const open = await Promise.all(
+    clients.map((c) =>
+      c.query('BEGIN').then(
+        () => c.query('SELECT 1').then(() => true, () => false),
+        () => false,
+      ),
+    ),
+  );
+  await new Promise((r) => setTimeout(r, Math.max(0, until - Date.now())));
+  await Promise.all(
+    clients.map(async (c, i) => {
+      const ok = open[i] && (await c.query('ROLLBACK').then(() => true, () => false));
+      c.release(ok ? undefined : new Error('starvation connection unusable'));
+    }),
+  );
+  return { held: open.filter(Boolean).length, max };
+}
+
+process.on('message', (m: { type?: string; ms?: number }) => {
+  if (m?.type !== 'starve') return;
+  void starve(m.ms ?? 10_000).then(
+    (r) => process.send?.({ type: 'starved', ...r }),
+    () => process.send?.({ type: 'starved', held: 0, max: 0 }),
+  );
+});
+
 // ---- the handler ------------------------------------------------------------
 interface ChaosPayload {
   /** Work time in ms. */
@@ -172,5 +218,8 @@ process.on('SIGTERM', () => {
       process.exit(0);
     });
 });
+
+// The runner is gone (even SIGKILLed): never outlive it.
+process.on('disconnect', () => process.exit(1));
 
 process.send?.({ type: 'ready', workerId });
