@@ -32,8 +32,12 @@ export interface JobInsertManyParams {
   jobs: NewJob[];
   /** Caller's client (their transaction); the pool otherwise. */
   client?: Queryable;
-  /** Channels to NOTIFY in the same transaction (only used with `client`). */
-  notifyInTransaction?: string[];
+  /**
+   * Channels to NOTIFY from the insert statement itself, so the notification is delivered at
+   * the insert's commit (with `client`: the caller's commit) with no round trip of its own.
+   * Sent only when the statement inserted at least one row.
+   */
+  notify?: string[];
 }
 export interface JobClaimParams {
   queue: string;

@@ -652,6 +652,37 @@ describe('enqueue', () => {
   });
 });
 
+describe('NOTIFY carried by the insert statement', () => {
+  it('arrives with the commit of a statement that inserted, and not at all when every row was a duplicate', async () => {
+    const queue = fresh();
+    const channel = channelFor('baton', queue);
+    const listener = new pg.Client({ connectionString: db.url });
+    const heard: string[] = [];
+    await listener.connect();
+    try {
+      listener.on('notification', (n) => heard.push(n.channel));
+      await listener.query(`LISTEN ${channel}`);
+      const [first] = await ex.jobInsertMany({ jobs: [newJob({ queue, idempotencyKey: 'n-1' })], notify: [channel] });
+      expect(first!.created).toBe(true);
+      await waitFor(() => heard.length === 1, { message: 'the NOTIFY of the first insert' });
+      const [dup] = await ex.jobInsertMany({ jobs: [newJob({ queue, idempotencyKey: 'n-1' })], notify: [channel] });
+      expect(dup).toMatchObject({ created: false, job: { id: first!.job.id } });
+      await ex.jobInsertMany({ jobs: [newJob({ queue })], notify: [channel] });
+      // Notifications arrive in commit order: once the third statement's is here, a NOTIFY from
+      // the duplicate-only statement would have arrived before it.
+      await waitFor(() => heard.length >= 2, { message: 'the NOTIFY of the third insert' });
+      expect(heard).toEqual([channel, channel]);
+      // Without channels, the insert sends nothing.
+      await ex.jobInsertMany({ jobs: [newJob({ queue })] });
+      await ex.jobInsertMany({ jobs: [newJob({ queue })], notify: [channel] });
+      await waitFor(() => heard.length >= 3, { message: 'the NOTIFY of the fifth insert' });
+      expect(heard).toHaveLength(3);
+    } finally {
+      await listener.end();
+    }
+  });
+});
+
 describe('transactional enqueue on the caller\'s client', () => {
   /** The caller's client, recording every statement text Baton sends on it. */
   async function callerClient() {

@@ -55,7 +55,12 @@ export class PgExecutor implements Executor {
         idempotency_key: j.idempotencyKey,
       })),
     );
-    const inserted = (await this.#q<JobRow>(this.#job.insertMany, [payload], on)).map(rowToJob);
+    const notify = p.notify ?? [];
+    const inserted = (
+      notify.length > 0
+        ? await this.#q<JobRow>(this.#job.insertManyNotify, [payload, notify], on)
+        : await this.#q<JobRow>(this.#job.insertMany, [payload], on)
+    ).map(rowToJob);
     // Inserted rows come back in identity order, which follows input order (ORDER BY ord).
     inserted.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
     const key = (tenant: string, k: string) => `${tenant}\u0000${k}`;
@@ -91,9 +96,6 @@ export class PgExecutor implements Executor {
       // A key repeated inside one batch: only its first occurrence created the job.
       out.push(seen.has(k) ? { job: found.job, created: false } : found);
       seen.add(k);
-    }
-    if (p.client && p.notifyInTransaction && p.notifyInTransaction.length > 0) {
-      await this.#q(this.#job.notify, [p.notifyInTransaction], p.client);
     }
     return out;
   }

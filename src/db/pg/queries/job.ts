@@ -19,13 +19,10 @@ export function jobQueries(schema: string) {
     FROM jsonb_array_elements(j.errors || jsonb_build_array(${entry})) WITH ORDINALITY AS h(e, o)
     WHERE o > jsonb_array_length(j.errors) + 1 - ${ERROR_HISTORY_LIMIT})`;
 
-  return {
-    // Inserts a batch in one statement. Rows are read from a jsonb array in input order;
-    // a duplicate (tenant_id, idempotency_key) is skipped here and read back by jobSelectByKeys.
-    // run_at: an absolute time when given, else now() + delay_ms (database clock).
-    insertMany: {
-      name: `${schema}.job_insert_many`,
-      text: `INSERT INTO ${jobs}
+  // Inserts a batch in one statement. Rows are read from a jsonb array in input order;
+  // a duplicate (tenant_id, idempotency_key) is skipped here and read back by selectByKeys.
+  // run_at: an absolute time when given, else now() + delay_ms (database clock).
+  const insertSql = `INSERT INTO ${jobs}
           (tenant_id, queue, job_type, payload, priority, run_at, max_attempts, idempotency_key)
         SELECT x.tenant_id, x.queue, x.job_type, COALESCE(x.payload, 'null'::jsonb), x.priority,
                COALESCE(x.run_at, now() + make_interval(secs => COALESCE(x.delay_ms, 0) / 1000.0)),
@@ -36,7 +33,17 @@ export function jobQueries(schema: string) {
           run_at timestamptz, delay_ms double precision, max_attempts integer, idempotency_key text)
         ORDER BY a.ord
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING *`,
+        RETURNING *`;
+
+  return {
+    insertMany: { name: `${schema}.job_insert_many`, text: insertSql },
+    // The same insert, plus pg_notify on the channels in $2 when a row was inserted: the
+    // notification leaves with the insert's commit, no second round trip.
+    insertManyNotify: {
+      name: `${schema}.job_insert_many_notify`,
+      text: `WITH ins AS (${insertSql}),
+        notified AS (SELECT pg_notify(c, '') FROM unnest($2::text[]) AS c WHERE EXISTS (SELECT 1 FROM ins))
+        SELECT * FROM ins WHERE (SELECT count(*) FROM notified) >= 0`,
     },
     selectByKeys: {
       name: `${schema}.job_select_by_keys`,
