@@ -43,9 +43,11 @@ export async function buildScript(): Promise<string> {
     .replace(/\$3\b/g, `'pgbench'`)
     .replace(/\$4::boolean/g, 'true')
     .replace(/\$5\b/g, '5000')
-    // The claim ends in a SELECT over its `claimed` CTE: aggregate that into one row for \gset.
-    .replace(/\bSELECT \*[^()]*FROM claimed[\s\S]*$/, 'SELECT array_agg(id) AS ids, array_agg(lease_token) AS toks FROM claimed');
-  if (!claim.includes('array_agg(id)')) throw new Error('pgbench: the claim statement no longer ends in SELECT * ... FROM claimed');
+    // WITH picked AS (...) UPDATE ... RETURNING ...: make the UPDATE a second CTE and aggregate
+    // its rows into one for \gset (a data-modifying WITH cannot be nested in another).
+    .replace(/\)\s*UPDATE\b/, '), claimed AS (UPDATE')
+    .concat(') SELECT array_agg(id) AS ids, array_agg(lease_token) AS toks FROM claimed');
+  if (!claim.includes('claimed AS (UPDATE')) throw new Error('pgbench: the claim statement is no longer WITH picked AS (...) UPDATE ...');
   const complete = q.completeMany.text
     .replace(/\$1::bigint\[\]/g, ':ids::bigint[]')
     .replace(/\$2::bigint\[\]/g, ':toks::bigint[]')

@@ -62,7 +62,7 @@ export class PgExecutor implements Executor {
         : await this.#q<JobRow>(this.#job.insertMany, [payload], on)
     ).map(rowToJob);
     // Inserted rows come back in identity order, which follows input order (ORDER BY ord).
-    inserted.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    inserted.sort((a, b) => compareIds(a.id, b.id));
     const key = (tenant: string, k: string) => `${tenant}\u0000${k}`;
     const byKey = new Map<string, EnqueueResult>();
     for (const job of inserted) {
@@ -106,7 +106,8 @@ export class PgExecutor implements Executor {
 
   async jobClaim(p: JobClaimParams): Promise<LeasedJob[]> {
     const rows = await this.#q<ClaimRow>(this.#job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]);
-    // Rows arrive in claim order (the statement sorts them).
+    // UPDATE ... RETURNING has no order: restore claim order (sorting here is cheaper than in SQL).
+    rows.sort((a, b) => b.priority - a.priority || a.run_at_ms - b.run_at_ms || compareIds(a.id, b.id));
     return rows.map((r) => claimRowToJob(r, p.owner));
   }
 
@@ -181,7 +182,7 @@ export class PgExecutor implements Executor {
 
   async jobReplayDeadLetters(p: { limit: number; queue?: string | undefined; tenantId?: string | undefined }) {
     const rows = await this.#q<JobRow>(this.#job.replayDeadLetters, [p.limit, p.queue ?? null, p.tenantId ?? null]);
-    return rows.map(rowToJob).sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
+    return rows.map(rowToJob).sort((a, b) => compareIds(a.id, b.id));
   }
 
   jobCountsByQueue(p: { queue?: string | undefined }) {
@@ -216,6 +217,11 @@ export class PgExecutor implements Executor {
       alive: r.alive,
     }));
   }
+}
+
+/** Orders decimal bigint ids without BigInt: a shorter id is smaller. */
+function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
 }
 
 function leaseArrays(leases: readonly Lease[]): [string[], string[]] {

@@ -56,12 +56,13 @@ export function jobQueries(schema: string) {
       text: `SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`,
     },
 
-    // The claim: one statement, never more rows than $2 (the free slots), in claim order
-    // (priority DESC, run_at, id). Issues a fresh token per row from the sequence, sets the
-    // expiry from the database clock and spends an attempt now, so a handler that kills its
-    // process still uses up its budget. The picked ids reach the UPDATE as an array so it
-    // finds them through the primary key (a join may hash the whole table). Only the columns
-    // a lease needs come back, times as epoch milliseconds (cheap to read, no date parsing).
+    // The claim: one statement, never more rows than $2 (the free slots). Issues a fresh token
+    // per row from the sequence, sets the expiry from the database clock and spends an attempt
+    // now, so a handler that kills its process still uses up its budget. The picked ids reach
+    // the UPDATE as an array so it finds them through the primary key (a join may hash the
+    // whole table). Only the columns a lease needs come back, times as epoch milliseconds
+    // (cheap to read, no date parsing); rows come back unordered, the caller restores claim
+    // order (priority DESC, run_at, id).
     claim: {
       name: `${schema}.job_claim`,
       text: `WITH picked AS (
@@ -70,22 +71,20 @@ export function jobQueries(schema: string) {
           ORDER BY priority DESC, run_at, id
           LIMIT $2
           FOR UPDATE SKIP LOCKED
-        ), claimed AS (
-          UPDATE ${jobs} j SET
-            state = CASE WHEN $4::boolean THEN 'running' ELSE 'leased' END,
-            lease_token = nextval(${tokenSeq}),
-            lease_owner = $3,
-            lease_expires_at = now() + make_interval(secs => $5::double precision / 1000.0),
-            attempt = j.attempt + 1,
-            started_at = CASE WHEN $4::boolean THEN now() ELSE NULL END,
-            updated_at = now()
-          WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
-          RETURNING j.id, j.tenant_id, j.queue, j.job_type, j.payload, j.priority, j.state, j.attempt,
-            j.max_attempts, j.lease_token, j.idempotency_key, j.last_error, j.errors, j.replay_count,
-            ${epochMs('j.run_at')} AS run_at_ms, ${epochMs('j.created_at')} AS created_at_ms,
-            ${epochMs('j.lease_expires_at')} AS lease_expires_at_ms
         )
-        SELECT *, ${epochMs('now()')} AS now_ms FROM claimed ORDER BY priority DESC, run_at_ms, id`,
+        UPDATE ${jobs} j SET
+          state = CASE WHEN $4::boolean THEN 'running' ELSE 'leased' END,
+          lease_token = nextval(${tokenSeq}),
+          lease_owner = $3,
+          lease_expires_at = now() + make_interval(secs => $5::double precision / 1000.0),
+          attempt = j.attempt + 1,
+          started_at = CASE WHEN $4::boolean THEN now() ELSE NULL END,
+          updated_at = now()
+        WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
+        RETURNING j.id, j.tenant_id, j.queue, j.job_type, j.payload, j.priority, j.state, j.attempt,
+          j.max_attempts, j.lease_token, j.idempotency_key, j.last_error, j.errors, j.replay_count,
+          ${epochMs('j.run_at')} AS run_at_ms, ${epochMs('j.created_at')} AS created_at_ms,
+          ${epochMs('j.lease_expires_at')} AS lease_expires_at_ms, ${epochMs('now()')} AS now_ms`,
     },
     markRunningMany: {
       name: `${schema}.job_mark_running_many`,
