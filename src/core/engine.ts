@@ -220,26 +220,20 @@ export class Engine implements Baton {
     const jobs = specs.map((s, i) => normalizeSpec(s, this.config.maxAttemptsDefault, specs.length > 1 ? i : undefined));
     const notify = opts.notify !== false;
     const queues = [...new Set(jobs.filter((j) => j.runAt === null && j.delayMs === 0).map((j) => j.queue))];
-    // The NOTIFY travels inside the insert statement, so it is delivered at the commit: in the
-    // caller's transaction always, in autocommit for the queues whose debounce window is closed.
-    let inStatement: string[] = [];
-    if (notify && opts.client) inStatement = queues;
-    else if (notify && this.config.dispatch === 'notify') inStatement = this.#notifier.lead(queues);
     const results = await this.#d.executor.jobInsertMany({
       jobs,
       ...(opts.client ? { client: opts.client } : {}),
-      notify: inStatement.map((q) => channelFor(this.config.schema, q)),
+      // In the caller's transaction the NOTIFY rides in the insert statement and is delivered
+      // at their COMMIT (Baton cannot see that commit to notify after it).
+      ...(opts.client && notify ? { notify: queues.map((q) => channelFor(this.config.schema, q)) } : {}),
     });
     const created = results.filter((r) => r.created);
     for (const q of new Set(created.map((r) => r.job.queue))) {
       this.events.emit('enqueued', { queue: q, count: created.filter((r) => r.job.queue === q).length });
     }
-    if (!opts.client && notify && created.length > 0) {
-      // Committed: wake this process's dispatchers, and owe a trailing NOTIFY to queues whose
-      // window was already open.
-      for (const q of queues) this.#dispatchers.get(q)?.wake();
-      if (this.config.dispatch === 'notify') this.#notifier.notify(queues.filter((q) => !inStatement.includes(q)));
-    }
+    // The insert has committed (autocommit): wake now, with a NOTIFY of its own outside the
+    // insert's transaction, so enqueue commits never hold PostgreSQL's global notify lock.
+    if (!opts.client && notify && created.length > 0) this.#wakeQueues(queues);
     return results;
   }
 

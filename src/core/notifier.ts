@@ -1,7 +1,7 @@
 // Wake-up NOTIFYs: one channel per queue, debounced per queue on the leading
 // edge. The first enqueue in a quiet window notifies at once (sparse traffic pays
-// no added latency, and its NOTIFY rides in the insert statement itself); later ones inside
-// the window coalesce into one trailing NOTIFY, sent on its own after the window closes.
+// no added latency); later ones inside the window coalesce into one trailing NOTIFY.
+// Always called after the enqueue committed, never inside its transaction.
 
 import { createHash } from 'node:crypto';
 
@@ -30,29 +30,19 @@ export class Notifier {
   notify(queues: Iterable<string>): void {
     const now: string[] = [];
     for (const q of new Set(queues)) {
+      if (this.#o.debounceMs === 0) {
+        now.push(q);
+        continue;
+      }
       const w = this.#windows.get(q);
-      if (w) w.trailing = true;
-      else now.push(...this.lead([q]));
+      if (w) {
+        w.trailing = true;
+        continue;
+      }
+      now.push(q);
+      this.#open(q);
     }
     if (now.length > 0) this.#send(now);
-  }
-
-  /**
-   * Takes the leading edge for the quiet ones among `queues` before their jobs are written: the
-   * caller sends their NOTIFY itself, inside the insert statement, so it leaves with the commit.
-   * Queues already inside a window are left alone; call notify() for them once committed (a
-   * trailing NOTIFY owed before the commit could arrive before the rows are visible).
-   */
-  lead(queues: Iterable<string>): string[] {
-    const now: string[] = [];
-    for (const q of new Set(queues)) {
-      if (this.#o.debounceMs === 0) now.push(q);
-      else if (!this.#windows.has(q)) {
-        now.push(q);
-        this.#open(q);
-      }
-    }
-    return now;
   }
 
   #open(queue: string): void {

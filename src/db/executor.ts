@@ -33,9 +33,9 @@ export interface JobInsertManyParams {
   /** Caller's client (their transaction); the pool otherwise. */
   client?: Queryable;
   /**
-   * Channels to NOTIFY from the insert statement itself, so the notification is delivered at
-   * the insert's commit (with `client`: the caller's commit) with no round trip of its own.
-   * Sent only when the statement inserted at least one row.
+   * Channels to NOTIFY from the insert statement itself, delivered at the commit of its
+   * transaction (used with `client`: the caller's transaction). Sent only when the statement
+   * inserted at least one row.
    */
   notify?: string[];
 }

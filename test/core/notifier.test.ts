@@ -77,29 +77,6 @@ describe('Notifier', () => {
     expect(vi.getTimerCount()).toBe(0);
   });
 
-  it('lead() takes the leading edge for quiet queues without sending, and leaves open windows alone', () => {
-    const { notifier, send } = setup(100);
-    expect(notifier.lead(['a', 'b', 'a']).sort()).toEqual(['a', 'b']);
-    expect(send).not.toHaveBeenCalled(); // the caller's insert statement carries these
-    expect(notifier.lead(['a'])).toEqual([]); // a's window is open
-    vi.advanceTimersByTime(100);
-    expect(send).not.toHaveBeenCalled(); // nothing was owed: lead() never marks trailing
-    notifier.lead(['a']);
-    notifier.notify(['a']); // committed inside a's window: a trailing send is owed
-    expect(send).not.toHaveBeenCalled();
-    vi.advanceTimersByTime(100);
-    expect(send).toHaveBeenCalledTimes(1);
-    expect(send).toHaveBeenLastCalledWith(['ch:a']);
-  });
-
-  it('lead() with debounceMs 0 returns every queue and keeps no timers', () => {
-    const { notifier, send } = setup(0);
-    expect(notifier.lead(['q'])).toEqual(['q']);
-    expect(notifier.lead(['q'])).toEqual(['q']);
-    expect(send).not.toHaveBeenCalled();
-    expect(vi.getTimerCount()).toBe(0);
-  });
-
   it('drops owed trailing sends on stop', () => {
     const { notifier, send } = setup(100);
     notifier.notify(['q']);

@@ -38,7 +38,7 @@ export function jobQueries(schema: string) {
   return {
     insertMany: { name: `${schema}.job_insert_many`, text: insertSql },
     // The same insert, plus pg_notify on the channels in $2 when a row was inserted: the
-    // notification leaves with the insert's commit, no second round trip.
+    // notification leaves with the commit of the caller's transaction.
     insertManyNotify: {
       name: `${schema}.job_insert_many_notify`,
       text: `WITH ins AS (${insertSql}),
