@@ -35,7 +35,7 @@ export class Completer {
     this.#d = deps;
   }
 
-  /** `giveUp` is polled before each retry: true once the lease can no longer be proven. */
+  /** `giveUp` is polled before each send (first or retry): true once the lease can no longer be proven. */
   complete(id: string, token: string, result: unknown, giveUp: () => boolean): Promise<WriteResult> {
     return new Promise((resolve) => this.#push({ kind: 'complete', item: { id, token, result }, resolve, giveUp }));
   }
@@ -69,7 +69,13 @@ export class Completer {
   }
 
   async #flush(): Promise<void> {
-    const batch = this.#buffer.splice(0, this.#d.config.completerMaxBatch);
+    // An outcome that waited here (behind a flush stuck on a starved pool or a dead socket)
+    // until its lease can no longer be proven is not sent at all, as on a retry.
+    const batch = this.#buffer.splice(0, this.#d.config.completerMaxBatch).filter((p) => {
+      if (!p.giveUp()) return true;
+      p.resolve({ accepted: false, reason: 'abandoned' });
+      return false;
+    });
     if (batch.length === 0) return;
     const completes = batch.filter((p) => p.kind === 'complete');
     const fails = batch.filter((p) => p.kind === 'fail');
