@@ -26,6 +26,8 @@ export interface Slot {
   workerId: string;
   generation: number;
   logPath: string;
+  /** Set while the harness itself kills or stops this slot's worker. */
+  stopping: boolean;
 }
 
 export interface HarnessOptions {
@@ -58,6 +60,8 @@ export class Harness {
   readonly slots: Slot[] = [];
   readonly skipped: string[] = [];
   readonly timings: Record<string, number[]> = {};
+  /** Workers that exited without the harness killing or stopping them (a crash is a failed run). */
+  readonly crashes: string[] = [];
   tools: NetworkFaultTools = { blackhole: 'proxy', loss: 'none', fallbackReason: 'namespaces not requested (--no-netns)' };
   /** The HTTP API (daemon app) behind its own fault proxy, when the producer enqueues over HTTP. */
   api: { url: string; proxy: FaultProxy; server: ServerType } | null = null;
@@ -107,7 +111,7 @@ export class Harness {
         ...(this.ns ? { upstreamLocalAddress: this.ns.clientAddrs[i]! } : {}),
       });
       await proxy.listen();
-      this.slots.push({ index: i, proxy, child: null, workerId: '', generation: 0, logPath: '' });
+      this.slots.push({ index: i, proxy, child: null, workerId: '', generation: 0, logPath: '', stopping: false });
     }
   }
 
@@ -129,6 +133,14 @@ export class Harness {
       },
     });
     slot.child = child;
+    slot.stopping = false;
+    const workerId = slot.workerId;
+    child.once('exit', (code, signal) => {
+      if (!slot.stopping) {
+        this.crashes.push(`${workerId} (exit ${code ?? signal})`);
+        console.log(`    !!! worker ${workerId} exited on its own (exit ${code ?? signal})`);
+      }
+    });
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`worker ${slot.workerId} not ready in 60 s`)), 60_000);
       child.on('message', (m: { type?: string }) => {
@@ -175,6 +187,29 @@ export class Harness {
     return fallback;
   }
 
+  /**
+   * For pool starvation: the live worker running the most jobs due to finish within the next
+   * 0.2-1.4 s (their outcome writes will queue for a connection while the lease can still be
+   * proven), else the busiest.
+   */
+  async slotFinishingSoon(fallback: Slot): Promise<Slot> {
+    try {
+      const r = await this.admin.query<{ owner: string; n: number }>(
+        `SELECT lease_owner AS owner, count(*)::int AS n FROM baton.jobs
+         WHERE state = 'running' AND started_at IS NOT NULL
+           AND (payload->>'ms')::float8 - extract(epoch FROM clock_timestamp() - started_at) * 1000 BETWEEN 200 AND 1400
+         GROUP BY lease_owner ORDER BY n DESC, lease_owner`,
+      );
+      for (const row of r.rows) {
+        const s = this.slots.find((x) => x.workerId === row.owner && x.child?.exitCode === null && x.child.signalCode === null);
+        if (s) return s;
+      }
+    } catch {
+      // database away: fall through
+    }
+    return this.busiestSlot(fallback);
+  }
+
   #time(name: string, ms: number): void {
     (this.timings[name] ??= []).push(ms);
   }
@@ -185,6 +220,7 @@ export class Harness {
     const at = Date.now();
     const before = await this.inFlight(slot.workerId);
     const exited = once(child, 'exit');
+    slot.stopping = true;
     child.kill('SIGKILL');
     await exited;
     const after = await this.inFlight(slot.workerId);
@@ -362,6 +398,7 @@ export class Harness {
         const c = s.child;
         if (!c || c.exitCode !== null || c.signalCode !== null) return;
         const exited = once(c, 'exit');
+        s.stopping = true;
         c.kill('SIGCONT');
         c.kill('SIGTERM');
         const timer = setTimeout(() => c.kill('SIGKILL'), 15_000);

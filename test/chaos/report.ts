@@ -56,7 +56,7 @@ export function toMarkdown(reports: RunReport[]): string {
       `${sum((r) => r.duplicateExecutions)} duplicate executions <= bound ${sum((r) => r.duplicateBound)}, ` +
       `${sum((r) => r.deadLettered)} dead-lettered, faults: ${Object.entries(faults).map(([k, n]) => `${n} ${k}`).join(', ')}.` +
       (sum((r) => r.ambiguousAcks) > 0
-        ? ` Ambiguous acks: ${sum((r) => r.ambiguousAcks)} keys retried after an unknown outcome, ${sum((r) => r.ambiguousCommitted)} of them had committed (the retry found the job), each key exactly one job.`
+        ? ` Ambiguous acks: ${sum((r) => r.ambiguousAcks)} keys retried after an unknown outcome, ${sum((r) => r.ambiguousCommitted)} of them had committed (the retry found the job); ${sum((r) => r.unexpected) === 0 ? 'each key exactly one job' : '**unexpected jobs: see the violations**'}.`
         : ''),
     '',
     '| seed | jobs | acked | lost | unexpected | executions | dup jobs | extra execs / bound | stale accepted | writes fenced (outcomes) / unknown | dead | faults | drain after heal | verdict |',

@@ -128,7 +128,7 @@ async function runOne(plan: Plan): Promise<RunReport> {
       await at(f.at);
       const planned = f.slot === undefined ? undefined : h.slots[f.slot % h.slots.length]!;
       // Worker faults target the busiest worker, so they hit jobs in flight.
-      const slot = planned ? await h.busiestSlot(planned) : planned;
+      const slot = planned ? await (f.kind === 'starve' ? h.slotFinishingSoon(planned) : h.busiestSlot(planned)) : planned;
       if (f.kind === 'api-ack' && !apiUrl) return undefined;
       console.log(`    t=${((Date.now() - t0) / 1000).toFixed(1)}s ${f.kind}${slot ? ` ${slot.workerId}` : ''}${f.durationMs ? ` for ${f.durationMs} ms` : ''}${f.probability ? ` at p=${f.probability}` : ''}`);
       switch (f.kind) {
@@ -167,6 +167,7 @@ async function runOne(plan: Plan): Promise<RunReport> {
     const history = readHistory(...h.logPaths);
     const result: CheckResult = checkHistory(final, history);
     if (Number.isNaN(drainMs)) result.violations.push(`drain: jobs still unfinished ${DRAIN_DEADLINE_MS} ms after the last fault healed`);
+    for (const c of h.crashes) result.violations.push(`crash: worker ${c} exited without being killed or stopped`);
     if (leftover && leftover.length > 0) result.violations.push(`cleanup: iptables rules left in the namespace after every fault healed: ${leftover.join('; ')}`);
     result.ok = result.violations.length === 0;
     const zombieAborts = history.filter((r) => r.type === 'end' && r.outcome === 'aborted').length;

@@ -59,8 +59,8 @@ export interface PlanOptions {
 
 /** Fault counts per tier for the mixed scenario (RELIABILITY §3.3, T3 scaled by the fault phase length). */
 function mixedCounts(tier: 'smoke' | 'soak', seconds: number): Record<FaultKind, number> {
-  if (tier === 'smoke') return { kill: 3, pause: 2, 'pg-restart': 1, listener: 2, network: 1, blackhole: 1, resets: 1, 'api-ack': 1, starve: 1 };
-  const per8min = { kill: 20, pause: 10, 'pg-restart': 5, listener: 6, network: 4, blackhole: 3, resets: 4, 'api-ack': 1, starve: 3 };
+  if (tier === 'smoke') return { kill: 3, pause: 2, 'pg-restart': 1, listener: 2, network: 1, blackhole: 1, resets: 1, 'api-ack': 1, starve: 2 };
+  const per8min = { kill: 20, pause: 10, 'pg-restart': 5, listener: 6, network: 4, blackhole: 3, resets: 4, 'api-ack': 1, starve: 4 };
   const f = seconds / 480;
   return Object.fromEntries(Object.entries(per8min).map(([k, n]) => [k, Math.max(1, Math.round(n * f))])) as Record<FaultKind, number>;
 }
@@ -77,7 +77,7 @@ export function makePlan(o: PlanOptions): Plan {
   const span = seconds * 1_000;
   const nJobs = o.jobs ?? defaults.jobs;
 
-  const single = (kind: FaultKind) => (kind === 'network' || kind === 'api-ack' ? 1 : kind === 'pause' ? 5 : 3);
+  const single = (kind: FaultKind) => (kind === 'network' || kind === 'api-ack' ? 1 : kind === 'pause' ? 5 : kind === 'starve' ? 4 : 3);
   const counts: Record<FaultKind, number> =
     o.scenario === 'mixed'
       ? mixedCounts(o.tier, seconds)
@@ -133,8 +133,16 @@ export function makePlan(o: PlanOptions): Plan {
   }
   for (let i = 0; i < counts.starve; i++) {
     const slotLen = (span - start) / counts.starve;
-    // Every pool connection held in an idle transaction for 10 s (5 x the lease).
-    faults.push({ at: Math.round(start + slotLen * i + rand3() * slotLen * 0.5), kind: 'starve', slot: Math.floor(rand3() * workers), durationMs: 10_000 });
+    // Every pool connection held in an idle transaction. Long (10 s, 5 x the lease, longer than the
+    // pool's 5 s connection timeout): queued statements time out, the heartbeat deadline must fire.
+    // Short (1.75 x the lease, under that timeout): outcome writes queued for a connection before the
+    // deadline are sent after the lease expired and the job was re-claimed: only the token fences them.
+    faults.push({
+      at: Math.round(start + slotLen * i + rand3() * slotLen * 0.5),
+      kind: 'starve',
+      slot: Math.floor(rand3() * workers),
+      durationMs: i % 2 === 0 ? 10_000 : Math.round(1.75 * leaseMs),
+    });
   }
   faults.sort((a, b) => a.at - b.at);
   const lastHealAt = Math.max(span, ...faults.map((f) => f.at + (f.durationMs ?? 0)));

@@ -117,6 +117,9 @@ async function starve(ms: number): Promise<{ held: number; max: number }> {
   const max = (pool as unknown as { options: { max: number } }).options.max;
   const got = await Promise.allSettled(Array.from({ length: max }, () => pool.connect()));
   const clients = got.flatMap((g) => (g.status === 'fulfilled' ? [g.value] : []));
+  // A checked-out client has no pool error listener: a reset or a PostgreSQL restart while we
+  // hold it would otherwise crash this worker with an unhandled 'error' event.
+  for (const c of clients) c.on('error', () => undefined);
   const open = await Promise.all(
     clients.map((c) =>
       c.query('BEGIN').then(
