@@ -71,27 +71,19 @@ export function rowToJob(r: JobRow): Job {
 }
 
 /** A row of the claim statement: the lease's columns, times as float8 epoch milliseconds. */
-export interface ClaimRow {
-  id: string;
-  tenant_id: string;
-  queue: string;
-  job_type: string;
-  payload: unknown;
-  priority: number;
+export type ClaimRow = Pick<
+  JobRow,
+  'id' | 'tenant_id' | 'queue' | 'job_type' | 'payload' | 'priority' | 'attempt' | 'max_attempts' |
+  'idempotency_key' | 'last_error' | 'errors' | 'replay_count'
+> & {
   state: 'leased' | 'running';
-  attempt: number;
-  max_attempts: number;
   lease_token: string;
-  idempotency_key: string | null;
-  last_error: AttemptError | null;
-  errors: AttemptError[];
-  replay_count: number;
   run_at_ms: number;
   created_at_ms: number;
   lease_expires_at_ms: number;
   /** The claim's transaction time: updated_at, and started_at when claimed into running. */
   now_ms: number;
-}
+};
 
 /** The hot path's mapper: one object per claimed job, no date-string parsing. */
 export function claimRowToJob(r: ClaimRow, owner: string): LeasedJob {
