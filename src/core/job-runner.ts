@@ -10,7 +10,7 @@ import { LeaseLostError } from './errors.ts';
 import type { HandlerMap, JobContext } from './handler.ts';
 import type { AttemptError, Job } from './job.ts';
 import { jsonTextHasNul } from './job-spec.ts';
-import { monotonicMs, type InFlight } from './lease-table.ts';
+import type { InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
 import { describeError, isTerminal } from './retry-policy.ts';
 
@@ -56,13 +56,13 @@ export async function runJob(entry: InFlight, d: RunnerDeps): Promise<void> {
   d.onHandlerDone();
   // Self-fencing: a worker that cannot prove it still holds the lease (paused, partitioned)
   // writes nothing, even if no heartbeat has run since it resumed.
-  if (!entry.lost && monotonicMs() - entry.provenAt > d.config.heartbeatDeadlineMs) d.onSelfFenced(entry);
+  if (!entry.lost && entry.unproven(d.config.heartbeatDeadlineMs)) d.onSelfFenced(entry);
   if (entry.lost) {
     log().debug({}, 'baton: lease lost during execution; outcome discarded');
     return;
   }
   entry.phase = 'writing';
-  const giveUp = () => entry.lost || monotonicMs() - entry.provenAt > d.config.heartbeatDeadlineMs;
+  const giveUp = () => entry.lost || entry.unproven(d.config.heartbeatDeadlineMs);
   let written: WriteResult;
   if (outcome.ok) {
     written = await d.completer.complete(job.id, token, outcome.result, giveUp);

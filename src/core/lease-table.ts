@@ -24,6 +24,11 @@ export class InFlight {
     this.provenAt = provenAt;
   }
 
+  /** True once no round trip has proven this lease for longer than `deadlineMs` (self-fencing). */
+  unproven(deadlineMs: number): boolean {
+    return monotonicMs() - this.provenAt > deadlineMs;
+  }
+
   get signal(): AbortSignal {
     if (!this.#controller) {
       this.#controller = new AbortController();
