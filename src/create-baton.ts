@@ -65,6 +65,9 @@ export function createBaton(options: BatonOptions): Baton {
     statement_timeout: timeout,
     idle_in_transaction_session_timeout: 30_000,
     application_name: 'baton',
+    // Queries written back to back on one client go out without waiting for each reply
+    // (each still its own implicit transaction); the enqueue's NOTIFY rides behind its insert.
+    pipeline: true,
   };
   const ownPool = givenPool ? null : new pg.Pool(hardened);
   // Idle clients that lose their connection emit 'error' on the pool; without a listener that crashes the process.

@@ -52,6 +52,7 @@ export class Engine implements Baton {
   readonly #dispatchers = new Map<string, QueueDispatcher>();
   readonly #byChannel = new Map<string, QueueDispatcher>();
   readonly #notifier: Notifier;
+  readonly #onNotifyError: (err: unknown) => void;
   readonly #completer: Completer;
   readonly #heartbeater: Heartbeater;
   readonly #reaper: Reaper;
@@ -75,11 +76,12 @@ export class Engine implements Baton {
       this.events.emit('error', { where, error });
     };
     this.admin = createAdmin(deps.executor, (q) => this.#wakeQueues([q]));
+    this.#onNotifyError = onError('notify');
     this.#notifier = new Notifier({
       debounceMs: this.config.notifyDebounceMs,
       channelOf: (q) => channelFor(this.config.schema, q),
       send: (channels) => deps.executor.jobNotify({ channels }),
-      onError: onError('notify'),
+      onError: this.#onNotifyError,
     });
     this.#completer = new Completer({
       executor: deps.executor,
@@ -220,20 +222,25 @@ export class Engine implements Baton {
     const jobs = specs.map((s, i) => normalizeSpec(s, this.config.maxAttemptsDefault, specs.length > 1 ? i : undefined));
     const notify = opts.notify !== false;
     const queues = [...new Set(jobs.filter((j) => j.runAt === null && j.delayMs === 0).map((j) => j.queue))];
+    const channels = (qs: string[]) => qs.map((q) => channelFor(this.config.schema, q));
+    // Autocommit: the leading-edge NOTIFYs run as their own statement right behind the insert
+    // (after its commit, outside its transaction, without waiting for its reply).
+    const ahead = !opts.client && notify && this.config.dispatch === 'notify' ? this.#notifier.takeLeading(queues) : [];
     const results = await this.#d.executor.jobInsertMany({
       jobs,
       ...(opts.client ? { client: opts.client } : {}),
       // In the caller's transaction the NOTIFY rides in the insert statement and is delivered
       // at their COMMIT (Baton cannot see that commit to notify after it).
-      ...(opts.client && notify ? { notify: queues.map((q) => channelFor(this.config.schema, q)) } : {}),
+      ...(opts.client && notify ? { notify: channels(queues) } : {}),
+      ...(ahead.length > 0 ? { notifyAfter: { channels: channels(ahead), onError: this.#onNotifyError } } : {}),
     });
     const created = results.filter((r) => r.created);
     for (const q of new Set(created.map((r) => r.job.queue))) {
       this.events.emit('enqueued', { queue: q, count: created.filter((r) => r.job.queue === q).length });
     }
-    // The insert has committed (autocommit): wake now, with a NOTIFY of its own outside the
-    // insert's transaction, so enqueue commits never hold PostgreSQL's global notify lock.
-    if (!opts.client && notify && created.length > 0) this.#wakeQueues(queues);
+    // The insert has committed: wake local dispatchers, and owe a trailing NOTIFY for queues
+    // whose debounce window was already open.
+    if (!opts.client && notify && created.length > 0) this.#wakeQueues(queues, ahead);
     return results;
   }
 
@@ -241,10 +248,12 @@ export class Engine implements Baton {
     this.#wakeQueues([queue]);
   }
 
-  #wakeQueues(queues: string[]): void {
+  /** Wakes `queues` here and, in notify mode, elsewhere (except those `notified` already). */
+  #wakeQueues(queues: string[], notified: string[] = []): void {
     if (queues.length === 0) return;
     for (const q of queues) this.#dispatchers.get(q)?.wake();
-    if (this.config.dispatch === 'notify') this.#notifier.notify(queues);
+    const rest = queues.filter((q) => !notified.includes(q));
+    if (this.config.dispatch === 'notify' && rest.length > 0) this.#notifier.notify(rest);
   }
 
   #wakeAll(): void {

@@ -1,7 +1,7 @@
 // Wake-up NOTIFYs: one channel per queue, debounced per queue on the leading
 // edge. The first enqueue in a quiet window notifies at once (sparse traffic pays
 // no added latency); later ones inside the window coalesce into one trailing NOTIFY.
-// Always called after the enqueue committed, never inside its transaction.
+// Every NOTIFY runs after the enqueue's commit, never inside its transaction.
 
 import { createHash } from 'node:crypto';
 
@@ -28,21 +28,32 @@ export class Notifier {
 
   /** Signals that jobs were committed into `queues`. */
   notify(queues: Iterable<string>): void {
-    const now: string[] = [];
+    const qs = new Set(queues);
+    for (const q of qs) {
+      const w = this.#windows.get(q);
+      if (w) w.trailing = true;
+    }
+    const now = this.takeLeading(qs);
+    if (now.length > 0) this.#send(now);
+  }
+
+  /**
+   * Takes the leading edge for the queues of an enqueue about to be sent: returns those
+   * with no open window (opening one for each), whose NOTIFY the caller sends itself, right
+   * behind its insert. Queues already inside a window are left out: call notify() for them
+   * once the insert has committed (a trailing NOTIFY must never leave before that commit).
+   */
+  takeLeading(queues: Iterable<string>): string[] {
+    const lead: string[] = [];
     for (const q of new Set(queues)) {
       if (this.#o.debounceMs === 0) {
-        now.push(q);
-        continue;
+        lead.push(q);
+      } else if (!this.#windows.has(q)) {
+        lead.push(q);
+        this.#open(q);
       }
-      const w = this.#windows.get(q);
-      if (w) {
-        w.trailing = true;
-        continue;
-      }
-      now.push(q);
-      this.#open(q);
     }
-    if (now.length > 0) this.#send(now);
+    return lead;
   }
 
   #open(queue: string): void {

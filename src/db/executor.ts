@@ -38,6 +38,12 @@ export interface JobInsertManyParams {
    * inserted at least one row.
    */
   notify?: string[];
+  /**
+   * Channels to NOTIFY in a statement of their own, run by the database right after the
+   * insert's commit (used without `client`). The enqueue resolves with the insert; a failed
+   * NOTIFY is reported to `onError` and never fails it.
+   */
+  notifyAfter?: { channels: string[]; onError: (err: unknown) => void };
 }
 export interface JobClaimParams {
   queue: string;

@@ -1,7 +1,7 @@
 // Unit tests (no database) of the wake-up notifier's leading-edge debounce,
 // driven by fake timers: the first notify in a quiet window sends at once, a
 // burst inside the window coalesces into exactly one trailing send, and a quiet
-// window sends nothing more.
+// window sends nothing more; takeLeading hands the leading edge to the caller.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Notifier, channelFor } from '../../src/core/notifier.ts';
@@ -74,6 +74,33 @@ describe('Notifier', () => {
     notifier.notify(['q']);
     notifier.notify(['q']);
     expect(send).toHaveBeenCalledTimes(2);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('takeLeading hands quiet queues to the caller, opening their windows; a later notify inside one trails', () => {
+    const { notifier, send } = setup(100);
+    notifier.notify(['busy']);
+    expect(notifier.takeLeading(['quiet', 'busy', 'quiet'])).toEqual(['quiet']);
+    // The caller sends the leading NOTIFY itself: nothing was sent here.
+    expect(send).toHaveBeenCalledTimes(1);
+    // Inside the windows takeLeading gives nothing; notify() after the commit owes a trailing send.
+    expect(notifier.takeLeading(['quiet'])).toEqual([]);
+    notifier.notify(['quiet']);
+    expect(send).toHaveBeenCalledTimes(1);
+    vi.advanceTimersByTime(100);
+    expect(send).toHaveBeenCalledTimes(2);
+    expect(send).toHaveBeenLastCalledWith(['ch:quiet']);
+    // A window taken by takeLeading and left quiet owes nothing.
+    vi.advanceTimersByTime(1_000);
+    expect(notifier.takeLeading(['q2'])).toEqual(['q2']);
+    vi.advanceTimersByTime(1_000);
+    expect(send).toHaveBeenCalledTimes(2);
+  });
+
+  it('with debounceMs 0 takeLeading hands back every queue and keeps no timers', () => {
+    const { notifier } = setup(0);
+    expect(notifier.takeLeading(['a', 'b'])).toEqual(['a', 'b']);
+    expect(notifier.takeLeading(['a'])).toEqual(['a']);
     expect(vi.getTimerCount()).toBe(0);
   });
 

@@ -683,6 +683,56 @@ describe('NOTIFY carried by the insert statement', () => {
   });
 });
 
+describe('NOTIFY written behind an autocommit insert (notifyAfter)', () => {
+  // One connection, so every statement below shares it: a pipeline left out of step by a
+  // failed statement would hand the next insert the wrong reply.
+  describe.each([true, false])('pipeline %s', (pipeline) => {
+    it('is heard only once the row is visible, and a failed insert leaves the connection in step', async () => {
+      const pool = new pg.Pool({ connectionString: db.url, max: 1, pipeline });
+      const pex = new PgExecutor(pool, quoteSchema(db.schema));
+      const listener = new pg.Client({ connectionString: db.url });
+      const [bad, good] = [fresh('bad'), fresh('good')].map((q) => channelFor('baton', q)) as [string, string];
+      // At each notification, whether the job it announces is visible from another session.
+      const heard: Array<{ channel: string; visible: Promise<number> }> = [];
+      let expectQueue = '';
+      const notifyErrors: unknown[] = [];
+      const onError = (err: unknown) => notifyErrors.push(err);
+      await listener.connect();
+      try {
+        listener.on('notification', (n) =>
+          heard.push({
+            channel: n.channel,
+            visible: db.pool.query('SELECT count(*)::int AS n FROM baton.jobs WHERE queue = $1', [expectQueue]).then((r) => r.rows[0].n),
+          }),
+        );
+        await listener.query(`LISTEN ${bad}`);
+        await listener.query(`LISTEN ${good}`);
+
+        const before = await jobCount();
+        await expectBatonError(
+          pex.jobInsertMany({ jobs: [newJob({ payload: { s: 'a\u0000b' } })], notifyAfter: { channels: [bad], onError } }),
+          'INVALID_ARGUMENT',
+        );
+        expect(await jobCount()).toBe(before);
+
+        for (let i = 0; i < 3; i++) {
+          expectQueue = fresh();
+          const n = heard.filter((h) => h.channel === good).length;
+          const [r] = await pex.jobInsertMany({ jobs: [newJob({ queue: expectQueue })], notifyAfter: { channels: [good], onError } });
+          // The reply is this insert's own row, not a neighbour's in the pipeline.
+          expect(r).toMatchObject({ created: true, job: { queue: expectQueue } });
+          await waitFor(() => heard.filter((h) => h.channel === good).length === n + 1, { message: `the NOTIFY of insert ${i}` });
+          expect(await heard.filter((h) => h.channel === good)[n]!.visible).toBe(1);
+        }
+        expect(notifyErrors).toEqual([]);
+      } finally {
+        await listener.end();
+        await pool.end();
+      }
+    });
+  });
+});
+
 describe('transactional enqueue on the caller\'s client', () => {
   /** The caller's client, recording every statement text Baton sends on it. */
   async function callerClient() {

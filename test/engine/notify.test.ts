@@ -1,7 +1,8 @@
 // Wake-ups end to end. With a 60 s poll, only a NOTIFY can start a job promptly:
 // a job from a separate producer (its own pool, no queues) starts in under a
-// second; after the listener's connection is killed the worker reconnects and
-// still starts jobs promptly; with dispatch 'poll' nothing LISTENs at all.
+// second, and so does every job of a burst inside one debounce window; after the
+// listener's connection is killed the worker reconnects and still starts jobs
+// promptly; with dispatch 'poll' nothing LISTENs at all.
 // Transactional enqueue: the job and its NOTIFY travel with the caller's COMMIT.
 
 import { describe, expect, it } from 'vitest';
@@ -57,6 +58,24 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
     for (let i = 0; i < 3; i++) expect(await startLatency(producer, idleW)).toBeLessThan(1_000);
     const { worker } = idleW;
     expect(worker.stats()).toMatchObject({ claimed: 3, succeeded: 3 });
+  });
+
+  it('jobs enqueued inside an open debounce window start by its trailing NOTIFY, sent after their commits', async () => {
+    const { worker, started, idle } = await idleWorker();
+    const producer = engines.producer({ notifyDebounceMs: 500 });
+    // The first enqueue leads (its NOTIFY rides behind the insert) and opens the window; its
+    // claim found one job for two slots, so the worker is not in drain mode afterwards.
+    const first = await producer.enqueue({ jobType: 'ping', queue: 'q' });
+    expect((await started.next({ timeoutMs: 5_000, message: 'the leading job to start' })).id).toBe(first.job.id);
+    await idle();
+    // Inside the window: no NOTIFY of their own; only the trailing one (or a 60 s poll) can wake the worker.
+    const burst: string[] = [];
+    for (let i = 0; i < 5; i++) burst.push((await producer.enqueue({ jobType: 'ping', queue: 'q' })).job.id);
+    const ids = new Set<string>();
+    while (ids.size < burst.length) ids.add((await started.next({ timeoutMs: 5_000, message: `job ${ids.size + 1} of the burst to start` })).id);
+    expect(ids).toEqual(new Set(burst));
+    for (const id of burst) await rowInState(db, id, 'succeeded');
+    expect(worker.stats()).toMatchObject({ claimed: 6, succeeded: 6 });
   });
 
   it('after its listener connection is killed the worker reconnects and still starts jobs promptly', async () => {

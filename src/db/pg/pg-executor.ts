@@ -14,7 +14,7 @@ import type {
   WorkerRow,
 } from '../executor.ts';
 import { translatePgError } from './errors.ts';
-import type { PgPoolLike, QueryConfigLike, Queryable } from './pool.ts';
+import type { PgClientLike, PgPoolLike, QueryConfigLike, Queryable } from './pool.ts';
 import { jobQueries, type JobQueries } from './queries/job.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
 import { claimRowToJob, rowToJob, type ClaimRow, type JobRow } from './rows.ts';
@@ -59,7 +59,9 @@ export class PgExecutor implements Executor {
     const inserted = (
       notify.length > 0
         ? await this.#q<JobRow>(this.#job.insertManyNotify, [payload, notify], on)
-        : await this.#q<JobRow>(this.#job.insertMany, [payload], on)
+        : p.notifyAfter && !p.client
+          ? await this.#insertThenNotify(payload, p.notifyAfter)
+          : await this.#q<JobRow>(this.#job.insertMany, [payload], on)
     ).map(rowToJob);
     // Inserted rows come back in identity order, which follows input order (ORDER BY ord).
     inserted.sort((a, b) => compareIds(a.id, b.id));
@@ -98,6 +100,37 @@ export class PgExecutor implements Executor {
       seen.add(k);
     }
     return out;
+  }
+
+  /**
+   * The insert, with the NOTIFY written right behind it on the same connection. node-postgres
+   * ends every query with its own Sync, so the NOTIFY is an implicit transaction of its own
+   * that PostgreSQL starts only once the insert has committed (WAL flush included): the
+   * insert never holds the global notify lock. On a pipelined client (Baton's own pool) the
+   * NOTIFY leaves without waiting for the insert's reply, so listeners hear it about when the
+   * producer hears its commit; on any other client it follows the reply.
+   */
+  async #insertThenNotify(payload: string, after: NonNullable<JobInsertManyParams['notifyAfter']>): Promise<JobRow[]> {
+    let client: PgClientLike;
+    try {
+      client = await this.#pool.connect();
+    } catch (err) {
+      throw translatePgError(err);
+    }
+    const inserted = client.query<JobRow>({ ...this.#job.insertMany, values: [payload] });
+    const sendNotify = () => client.query({ ...this.#job.notify, values: [after.channels] });
+    const notified = (client as { pipeline?: unknown }).pipeline === true ? sendNotify() : inserted.then(sendNotify);
+    void Promise.allSettled([inserted, notified]).then(([i, n]) => {
+      const errors = [i, n].flatMap((r) => (r.status === 'rejected' ? [translatePgError(r.reason)] : []));
+      if (i.status === 'fulfilled' && errors[0]) after.onError(errors[0]);
+      // A connection that failed mid-pipeline is not handed to the next caller.
+      client.release(errors.some((e) => e.code === 'DB_UNAVAILABLE'));
+    });
+    try {
+      return (await inserted).rows;
+    } catch (err) {
+      throw translatePgError(err);
+    }
   }
 
   async jobNotify(p: { channels: string[] }): Promise<void> {
