@@ -158,10 +158,9 @@ export class PgExecutor implements Executor {
   }
 
   jobCompleteMany(p: { items: JobCompleteItem[] }): Promise<Set<string>> {
-    return this.#idsOf(this.#job.completeMany, [
-      ...leaseArrays(p.items),
-      p.items.map((i) => (i.result === undefined ? null : JSON.stringify(i.result))),
-    ]);
+    const results = p.items.map((i) => (i.result === undefined ? null : JSON.stringify(i.result)));
+    // No results at all (handlers that return nothing): no array for the statement to index.
+    return this.#idsOf(this.#job.completeMany, [...leaseArrays(p.items), results.some((r) => r !== null) ? results : null]);
   }
 
   async jobFailMany(p: { items: JobFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, JobState>> {

@@ -1,6 +1,13 @@
 // Named queries for the jobs table family, built once per engine from the
 // quoted schema. Every outcome write (start, heartbeat, complete, fail, release)
 // is conditional on the lease token: a stale token matches zero rows.
+//
+// Lease writes take a batch as parallel arrays ($1 ids, $2 tokens, then per-lease values)
+// and find their rows by primary key alone (id = ANY($1)), with no join for the planner to
+// get wrong. A row is fenced in when its current token is one of $2: tokens come from one
+// sequence and are never reused, so a job's current token can only be in $2 if it is the
+// token that this batch holds for that very job. Per-lease values are picked by the row's
+// position in $2 (leasePos), linear in the batch but in C, far below the writes themselves.
 
 /** Error history kept per job (oldest entries dropped first). */
 export const ERROR_HISTORY_LIMIT = 100;
@@ -9,6 +16,11 @@ const LIVE = `('leased', 'running')`;
 
 /** A timestamptz as float8 epoch milliseconds (microseconds kept as the fraction). */
 const epochMs = (col: string) => `date_part('epoch', ${col}) * 1000`;
+
+/** The row's lease in the batch: a row is fenced in only when its token is in $2. */
+const FENCED = `j.id = ANY ($1::bigint[]) AND j.lease_token = ANY ($2::bigint[])`;
+/** Position of the row's lease in the batch arrays (1-based). */
+const leasePos = `array_position($2::bigint[], j.lease_token)`;
 
 export function jobQueries(schema: string) {
   const jobs = `${schema}.jobs`;
@@ -34,6 +46,10 @@ export function jobQueries(schema: string) {
         ORDER BY a.ord
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING *`;
+
+  // failMany's per-lease values: $3 the error entry, $6 whether it is terminal.
+  const err = `($3::jsonb[])[${leasePos}]`;
+  const terminal = `($6::boolean[])[${leasePos}]`;
 
   return {
     insertMany: { name: `${schema}.job_insert_many`, text: insertSql },
@@ -89,8 +105,7 @@ export function jobQueries(schema: string) {
     markRunningMany: {
       name: `${schema}.job_mark_running_many`,
       text: `UPDATE ${jobs} j SET state = 'running', started_at = now(), updated_at = now()
-        FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)
-        WHERE j.id = t.id AND j.lease_token = t.token AND j.state = 'leased'
+        WHERE ${FENCED} AND j.state = 'leased'
         RETURNING j.id`,
     },
     heartbeatMany: {
@@ -98,17 +113,17 @@ export function jobQueries(schema: string) {
       text: `UPDATE ${jobs} j SET
           lease_expires_at = now() + make_interval(secs => $3::double precision / 1000.0),
           updated_at = now()
-        FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)
-        WHERE j.id = t.id AND j.lease_token = t.token AND j.state IN ${LIVE}
+        WHERE ${FENCED} AND j.state IN ${LIVE}
         RETURNING j.id`,
     },
+    // $3: one result per lease, or NULL when every result is null (the common case).
     completeMany: {
       name: `${schema}.job_complete_many`,
       text: `UPDATE ${jobs} j SET
-          state = 'succeeded', result = t.result, finished_at = now(), updated_at = now(),
+          state = 'succeeded', finished_at = now(), updated_at = now(),
+          result = CASE WHEN $3::jsonb[] IS NOT NULL THEN ($3::jsonb[])[${leasePos}] END,
           lease_owner = NULL, lease_expires_at = NULL
-        FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[]) AS t(id, token, result)
-        WHERE j.id = t.id AND j.lease_token = t.token AND j.state IN ${LIVE}
+        WHERE ${FENCED} AND j.state IN ${LIVE}
         RETURNING j.id`,
     },
     // Retry with full-jitter exponential backoff resolved in SQL:
@@ -117,19 +132,18 @@ export function jobQueries(schema: string) {
     failMany: {
       name: `${schema}.job_fail_many`,
       text: `UPDATE ${jobs} j SET
-          state = CASE WHEN t.terminal OR j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
-          dead_letter_reason = CASE WHEN t.terminal THEN 'terminal_error'
+          state = CASE WHEN ${terminal} OR j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
+          dead_letter_reason = CASE WHEN ${terminal} THEN 'terminal_error'
                                     WHEN j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
-          finished_at = CASE WHEN t.terminal OR j.attempt >= j.max_attempts THEN now() END,
-          run_at = CASE WHEN t.terminal OR j.attempt >= j.max_attempts THEN j.run_at
+          finished_at = CASE WHEN ${terminal} OR j.attempt >= j.max_attempts THEN now() END,
+          run_at = CASE WHEN ${terminal} OR j.attempt >= j.max_attempts THEN j.run_at
                         ELSE now() + make_interval(secs => random()
                           * least($5::double precision, $4::double precision * power(2::double precision, j.attempt - 1))
                           / 1000.0) END,
-          last_error = t.err || jsonb_build_object('at', now()),
-          errors = ${appendError(`t.err || jsonb_build_object('at', now())`)},
+          last_error = ${err} || jsonb_build_object('at', now()),
+          errors = ${appendError(`${err} || jsonb_build_object('at', now())`)},
           lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-        FROM unnest($1::bigint[], $2::bigint[], $3::jsonb[], $6::boolean[]) AS t(id, token, err, terminal)
-        WHERE j.id = t.id AND j.lease_token = t.token AND j.state IN ${LIVE}
+        WHERE ${FENCED} AND j.state IN ${LIVE}
         RETURNING j.id, j.state`,
     },
     // Gives back leases this worker holds but never started (graceful stop): attempt refunded
@@ -143,8 +157,7 @@ export function jobQueries(schema: string) {
           finished_at = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN now() END,
           attempt = CASE WHEN $3::boolean THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
-        FROM unnest($1::bigint[], $2::bigint[]) AS t(id, token)
-        WHERE j.id = t.id AND j.lease_token = t.token AND j.state IN ${LIVE}
+        WHERE ${FENCED} AND j.state IN ${LIVE}
         RETURNING j.id`,
     },
     // The reaper: live leases past their expiry, or (fast reclaim, $3) owned by a worker whose
@@ -158,7 +171,7 @@ export function jobQueries(schema: string) {
             AND gone_since <= now() - make_interval(secs => $2::double precision / 1000.0)
         ), victims AS (
           SELECT j.id, j.lease_expires_at <= now() AS expired FROM ${jobs} j
-          WHERE j.state IN ${LIVE}
+          WHERE j.state IN ${LIVE} AND j.lease_expires_at IS NOT NULL /* the expiry index */
             AND (j.lease_expires_at <= now() OR j.lease_owner IN (SELECT id FROM gone))
           ORDER BY j.lease_expires_at
           LIMIT $1

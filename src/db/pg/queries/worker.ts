@@ -37,7 +37,8 @@ export function workerQueries(schema: string) {
     prune: {
       name: `${schema}.worker_prune`,
       text: `DELETE FROM ${workers} w WHERE w.gone_since < now() - interval '1 hour'
-        AND NOT EXISTS (SELECT 1 FROM ${schema}.jobs j WHERE j.lease_owner = w.id AND j.state IN ('leased', 'running'))`,
+        AND NOT EXISTS (SELECT 1 FROM ${schema}.jobs j
+          WHERE j.lease_owner = w.id AND j.lease_expires_at IS NOT NULL AND j.state IN ('leased', 'running'))`,
     },
     list: {
       name: `${schema}.worker_list`,

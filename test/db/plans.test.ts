@@ -1,0 +1,111 @@
+// Query plans of the hot writes under the statistics production tables really have:
+// ANALYZE ran while every job was pending, then a thousand leases went live. Each lease
+// write (start, heartbeat, complete, fail, release) must touch its own batch's rows by
+// primary key, whatever the plan cache picks (generic or custom), never scan the live
+// leases once per batch row; the reaper reads live leases through the expiry index.
+// Read from EXPLAIN ANALYZE: the indexes used and the rows visited per statement.
+
+import { describe, expect, it, beforeAll } from 'vitest';
+import { jobQueries } from '../../src/db/pg/queries/job.ts';
+import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
+import { quoteSchema } from '../../src/db/schema-name.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+
+const db = useTestDatabase();
+const q = jobQueries(quoteSchema('baton'));
+const BATCH = 200;
+const LIVE_RUNNING = 800;
+
+let running: { ids: string[]; tokens: string[] };
+let leased: { ids: string[]; tokens: string[] };
+
+beforeAll(async () => {
+  await db.query(
+    `INSERT INTO baton.jobs (queue, job_type) SELECT 'q', 'plan.test' FROM generate_series(1, 3000)`,
+  );
+  // The statistics say: no live lease at all.
+  await db.query('ANALYZE baton.jobs');
+  const ex = new PgExecutor(db.pool, quoteSchema('baton'));
+  const claim = (limit: number, intoRunning: boolean) =>
+    ex.jobClaim({ queue: 'q', limit, owner: 'w-plan', leaseMs: 60_000, intoRunning });
+  const r = await claim(LIVE_RUNNING, true);
+  const l = await claim(BATCH, false);
+  running = { ids: r.slice(0, BATCH).map((j) => j.id), tokens: r.slice(0, BATCH).map((j) => j.token) };
+  leased = { ids: l.map((j) => j.id), tokens: l.map((j) => j.token) };
+});
+
+const bigints = (xs: string[]) => `'{${xs.join(',')}}'::bigint[]`;
+const fill = (value: string, type: string) => `array_fill(${value}::${type}, ARRAY[${BATCH}])`;
+
+/** Each statement with the EXECUTE arguments of one batch of BATCH leases (read once the leases exist). */
+const STATEMENTS: Record<string, () => [text: string, args: string[]]> = {
+  'start (markRunningMany)': () => [q.markRunningMany.text, [bigints(leased.ids), bigints(leased.tokens)]],
+  heartbeat: () => [q.heartbeatMany.text, [bigints(running.ids), bigints(running.tokens), '60000']],
+  complete: () => [q.completeMany.text, [bigints(running.ids), bigints(running.tokens), fill(`'{"ok":true}'`, 'jsonb')]],
+  fail: () => [
+    q.failMany.text,
+    [bigints(running.ids), bigints(running.tokens), fill(`'{"message":"boom"}'`, 'jsonb'), '100', '1000', fill('false', 'boolean')],
+  ],
+  release: () => [q.releaseMany.text, [bigints(running.ids), bigints(running.tokens), 'true']],
+};
+
+interface PlanNode {
+  'Node Type': string;
+  'Actual Rows': number;
+  'Actual Loops': number;
+  'Rows Removed by Filter'?: number;
+  'Rows Removed by Join Filter'?: number;
+  'Index Name'?: string;
+  'Relation Name'?: string;
+  Plans?: PlanNode[];
+}
+
+/** Rows produced or thrown away by every node, times its loops: the work the plan did. */
+function rowsVisited(n: PlanNode): number {
+  const own = (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Join Filter'] ?? 0)) * n['Actual Loops'];
+  return own + (n.Plans ?? []).reduce((s, c) => s + rowsVisited(c), 0);
+}
+
+function jobScans(n: PlanNode): PlanNode[] {
+  const here = n['Relation Name'] === 'jobs' && /Scan/.test(n['Node Type']) ? [n] : [];
+  return [...here, ...(n.Plans ?? []).flatMap(jobScans)];
+}
+
+async function explain(text: string, args: string[], mode: string): Promise<PlanNode> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(`SET LOCAL plan_cache_mode = ${mode}`);
+    await client.query(`PREPARE s AS ${text}`);
+    const r = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE s(${args.join(', ')})`);
+    return (r.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
+  } finally {
+    await client.query('ROLLBACK');
+    await client.query('DEALLOCATE ALL');
+    client.release();
+  }
+}
+
+describe.each(['force_generic_plan', 'force_custom_plan'])('lease writes with stale statistics (%s)', (mode) => {
+  it.each(Object.keys(STATEMENTS))('%s touches its batch by primary key, not every live lease', async (name) => {
+    const [text, args] = STATEMENTS[name]!();
+    const plan = await explain(text, args, mode);
+    // It did its work: one row back per lease of the batch.
+    expect(plan['Actual Rows']).toBe(BATCH);
+    for (const scan of jobScans(plan)) expect(scan['Index Name']).toBe('jobs_pkey');
+    // A few visits per batch row; scanning the 1,000 live leases once per batch row would be 200,000.
+    expect(rowsVisited(plan)).toBeLessThanOrEqual(5 * BATCH);
+  });
+});
+
+describe('the reaper with stale statistics', () => {
+  it.each(['force_generic_plan', 'force_custom_plan'])('reads live leases through the expiry index (%s)', async (mode) => {
+    const plan = await explain(q.reap.text, ['100', '1000', 'true'], mode);
+    const scans = jobScans(plan);
+    expect(scans.length).toBeGreaterThan(0);
+    expect(scans.map((s) => s['Node Type'])).not.toContain('Seq Scan');
+    expect(scans.map((s) => s['Index Name'])).toContain('jobs_lease_expiry_idx');
+    // Nothing has expired and no worker is gone: nothing reaped.
+    expect(plan['Actual Rows']).toBe(0);
+  });
+});
