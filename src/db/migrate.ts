@@ -5,7 +5,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import type { PgPoolLike } from './pg/pool.ts';
+import { checkOut, type PgPoolLike } from './pg/pool.ts';
 import { quoteSchema } from './schema-name.ts';
 import { migrationQueries } from './pg/queries/migration.ts';
 
@@ -36,7 +36,8 @@ export async function migrate(pool: PgPoolLike, options: MigrateOptions): Promis
   const dir = options.migrationsDir ?? MIGRATIONS_DIR;
   const q = migrationQueries(quoteSchema(options.schema));
   const files = await listMigrations(dir);
-  const client = await pool.connect();
+  const out = await checkOut(pool);
+  const { client } = out;
   const applied: string[] = [];
   let broken = false;
   try {
@@ -72,7 +73,7 @@ export async function migrate(pool: PgPoolLike, options: MigrateOptions): Promis
     throw err;
   } finally {
     // A connection whose unlock failed may still hold the lock: destroy it rather than pool it.
-    client.release(broken);
+    out.release(broken);
   }
   return { applied };
 }

@@ -733,6 +733,39 @@ describe('NOTIFY written behind an autocommit insert (notifyAfter)', () => {
   });
 });
 
+describe('a connection that dies under an autocommit enqueue', () => {
+  it('fails that enqueue as DB_UNAVAILABLE and leaves the process and the pool working', async () => {
+    const app = `baton-killed-${process.pid}`;
+    const pool = new pg.Pool({ connectionString: db.url, max: 1, pipeline: true, application_name: app });
+    pool.on('error', () => undefined);
+    const pex = new PgExecutor(pool, quoteSchema(db.schema));
+    const onError = () => undefined;
+    const locker = await db.pool.connect();
+    try {
+      // Hold the insert behind a table lock, so its connection is checked out and busy when killed.
+      await locker.query('BEGIN');
+      await locker.query('LOCK TABLE baton.jobs IN EXCLUSIVE MODE');
+      const enqueued = pex.jobInsertMany({ jobs: [newJob({ queue: fresh() })], notifyAfter: { channels: ['x'], onError } });
+      const pid = await waitFor(
+        async () =>
+          (await db.query(`SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [app])).rows[0]
+            ?.pid as number | undefined,
+        { message: 'the insert waiting on the lock' },
+      );
+      await db.query('SELECT pg_terminate_backend($1)', [pid]);
+      // Without an 'error' listener on the checked-out client this ends the test process.
+      await expectBatonError(enqueued, 'DB_UNAVAILABLE');
+    } finally {
+      await locker.query('ROLLBACK');
+      locker.release();
+    }
+    // The dead connection was not pooled again: the next enqueue gets a fresh one.
+    const [r] = await pex.jobInsertMany({ jobs: [newJob({ queue: fresh() })], notifyAfter: { channels: ['x'], onError } });
+    expect(r!.created).toBe(true);
+    await pool.end();
+  });
+});
+
 describe('transactional enqueue on the caller\'s client', () => {
   /** The caller's client, recording every statement text Baton sends on it. */
   async function callerClient() {

@@ -14,7 +14,7 @@ import type {
   WorkerRow,
 } from '../executor.ts';
 import { translatePgError } from './errors.ts';
-import type { PgClientLike, PgPoolLike, QueryConfigLike, Queryable } from './pool.ts';
+import { checkOut, type CheckedOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { jobQueries, type JobQueries } from './queries/job.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
 import { claimRowToJob, rowToJob, type ClaimRow, type JobRow } from './rows.ts';
@@ -111,12 +111,13 @@ export class PgExecutor implements Executor {
    * producer hears its commit; on any other client it follows the reply.
    */
   async #insertThenNotify(payload: string, after: NonNullable<JobInsertManyParams['notifyAfter']>): Promise<JobRow[]> {
-    let client: PgClientLike;
+    let out: CheckedOut;
     try {
-      client = await this.#pool.connect();
+      out = await checkOut(this.#pool);
     } catch (err) {
       throw translatePgError(err);
     }
+    const { client } = out;
     const inserted = client.query<JobRow>({ ...this.#job.insertMany, values: [payload] });
     const sendNotify = () => client.query({ ...this.#job.notify, values: [after.channels] });
     const notified = (client as { pipeline?: unknown }).pipeline === true ? sendNotify() : inserted.then(sendNotify);
@@ -124,7 +125,7 @@ export class PgExecutor implements Executor {
       const errors = [i, n].flatMap((r) => (r.status === 'rejected' ? [translatePgError(r.reason)] : []));
       if (i.status === 'fulfilled' && errors[0]) after.onError(errors[0]);
       // A connection that failed mid-pipeline is not handed to the next caller.
-      client.release(errors.some((e) => e.code === 'DB_UNAVAILABLE'));
+      out.release(errors.some((e) => e.code === 'DB_UNAVAILABLE'));
     });
     try {
       return (await inserted).rows;

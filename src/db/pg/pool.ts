@@ -19,8 +19,37 @@ export interface Queryable {
 
 export interface PgClientLike extends Queryable {
   release(err?: Error | boolean): void;
+  on?(event: 'error', listener: (err: Error) => void): unknown;
+  removeListener?(event: 'error', listener: (err: Error) => void): unknown;
 }
 
 export interface PgPoolLike extends Queryable {
   connect(): Promise<PgClientLike>;
+}
+
+/** A client checked out of the pool; `release` hands it back, or destroys it when told to or when its socket died. */
+export interface CheckedOut {
+  client: PgClientLike;
+  release(destroy?: boolean): void;
+}
+
+/**
+ * Checks a client out with an 'error' listener on it until release. pg-pool takes its own
+ * listener off a checked-out client, so a socket that dies meanwhile would emit an unhandled
+ * 'error' and end the process. The queries in flight fail on their own and say why.
+ */
+export async function checkOut(pool: PgPoolLike): Promise<CheckedOut> {
+  const client = await pool.connect();
+  let died = false;
+  const onError = () => {
+    died = true;
+  };
+  client.on?.('error', onError);
+  return {
+    client,
+    release(destroy = false) {
+      client.removeListener?.('error', onError);
+      client.release(destroy || died);
+    },
+  };
 }
