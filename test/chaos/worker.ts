@@ -6,6 +6,8 @@
 
 import pg from 'pg';
 import { createBaton } from '../../src/index.ts';
+import { jobQueries } from '../../src/db/pg/queries/job.ts';
+import { quoteSchema } from '../../src/db/schema-name.ts';
 import type { JobContext } from '../../src/index.ts';
 import { HistoryLog, type WriteRecord } from './history.ts';
 
@@ -27,20 +29,22 @@ const log = new HistoryLog(env.CHAOS_LOG);
 const MUTATE = process.env.CHAOS_MUTATE;
 
 // ---- write recorder -------------------------------------------------------
-const WRITES: Record<string, WriteRecord['kind']> = {
-  job_complete_many: 'complete',
-  job_fail_many: 'fail',
-  job_heartbeat_many: 'heartbeat',
-  job_mark_running_many: 'start',
-  job_release_many: 'release',
-};
+// The engine's lease writes, recognised by their statement text (they are unnamed).
+const jobQ = jobQueries(quoteSchema('baton'));
+const WRITES = new Map<string, WriteRecord['kind']>([
+  [jobQ.completeMany.text, 'complete'],
+  [jobQ.failMany.text, 'fail'],
+  [jobQ.heartbeatMany.text, 'heartbeat'],
+  [jobQ.markRunningMany.text, 'start'],
+  [jobQ.releaseMany.text, 'release'],
+]);
+/** The fence of every lease write (the mutation below strips it from the complete). */
+const TOKEN_FENCE = 'AND j.lease_token = ANY ($2::bigint[])';
 
 function writeKind(config: unknown): WriteRecord['kind'] | undefined {
   if (!config || typeof config !== 'object') return undefined;
-  const name = (config as { name?: unknown }).name;
-  if (typeof name !== 'string') return undefined;
-  const suffix = name.slice(name.lastIndexOf('.') + 1);
-  return WRITES[suffix];
+  const text = (config as { text?: unknown }).text;
+  return typeof text === 'string' ? WRITES.get(text) : undefined;
 }
 
 function record(kind: WriteRecord['kind'], config: { values?: unknown[] }, sentAt: number, res: pg.QueryResult | undefined, err: unknown): void {
@@ -71,7 +75,8 @@ const original = pg.Client.prototype.query as unknown as QueryFn;
   let config = args[0] as { name?: string; text?: string; values?: unknown[] };
   if (MUTATE === 'unfenced-complete' && kind === 'complete' && config.text) {
     // The deliberate bug: the outcome write without its token condition. The suite must fail.
-    config = { ...config, name: `${config.name}_unfenced`, text: config.text.replace('AND j.lease_token = t.token', '') };
+    if (!config.text.includes(TOKEN_FENCE)) throw new Error('unfenced-complete: the complete statement no longer has its token fence');
+    config = { ...config, text: config.text.replace(TOKEN_FENCE, '') };
     args[0] = config;
   }
   const sentAt = Date.now();

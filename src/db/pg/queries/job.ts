@@ -8,6 +8,9 @@
 // sequence and are never reused, so a job's current token can only be in $2 if it is the
 // token that this batch holds for that very job. Per-lease values are picked by the row's
 // position in $2 (leasePos), linear in the batch but in C, far below the writes themselves.
+// These statements carry no name, so PostgreSQL plans each execution with its arrays in
+// hand: it hashes the token list (a generic plan would scan it once per row, quadratic in
+// the batch: 81 ms instead of 32 for a heartbeat of 5,000 leases) and sizes the index scan.
 
 /** Error history kept per job (oldest entries dropped first). */
 export const ERROR_HISTORY_LIMIT = 100;
@@ -103,13 +106,11 @@ export function jobQueries(schema: string) {
           ${epochMs('j.lease_expires_at')} AS lease_expires_at_ms, ${epochMs('now()')} AS now_ms`,
     },
     markRunningMany: {
-      name: `${schema}.job_mark_running_many`,
       text: `UPDATE ${jobs} j SET state = 'running', started_at = now(), updated_at = now()
         WHERE ${FENCED} AND j.state = 'leased'
         RETURNING j.id`,
     },
     heartbeatMany: {
-      name: `${schema}.job_heartbeat_many`,
       text: `UPDATE ${jobs} j SET
           lease_expires_at = now() + make_interval(secs => $3::double precision / 1000.0),
           updated_at = now()
@@ -118,7 +119,6 @@ export function jobQueries(schema: string) {
     },
     // $3: one result per lease, or NULL when every result is null (the common case).
     completeMany: {
-      name: `${schema}.job_complete_many`,
       text: `UPDATE ${jobs} j SET
           state = 'succeeded', finished_at = now(), updated_at = now(),
           result = CASE WHEN $3::jsonb[] IS NOT NULL THEN ($3::jsonb[])[${leasePos}] END,
@@ -130,7 +130,6 @@ export function jobQueries(schema: string) {
     // run_at = now() + random() * min(cap, base * 2^(attempt-1)); dead-letter when the error is
     // terminal or the budget is spent. $4 base ms, $5 cap ms.
     failMany: {
-      name: `${schema}.job_fail_many`,
       text: `UPDATE ${jobs} j SET
           state = CASE WHEN ${terminal} OR j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
           dead_letter_reason = CASE WHEN ${terminal} THEN 'terminal_error'
@@ -150,7 +149,6 @@ export function jobQueries(schema: string) {
     // when $3 is true. Without the refund the attempt stays spent, so a spent budget
     // dead-letters (like the reaper) instead of letting a claim run past max_attempts.
     releaseMany: {
-      name: `${schema}.job_release_many`,
       text: `UPDATE ${jobs} j SET
           state = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
           dead_letter_reason = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
