@@ -10,9 +10,21 @@ import type { JobState } from './job.ts';
 
 export type WriteResult = { accepted: true; state: JobState } | { accepted: false; reason: 'fenced' | 'abandoned' };
 
+/** The lease an outcome is written under, as the completer polls it before each send. */
+export interface OutcomeLease {
+  readonly lost: boolean;
+  /** True once no round trip has proven the lease for longer than `deadlineMs`. */
+  unproven(deadlineMs: number): boolean;
+}
+
 type Pending =
-  | { kind: 'complete'; item: JobCompleteItem; resolve: (r: WriteResult) => void; giveUp: () => boolean }
-  | { kind: 'fail'; item: JobFailItem; resolve: (r: WriteResult) => void; giveUp: () => boolean };
+  | { kind: 'complete'; item: JobCompleteItem; resolve: (r: WriteResult) => void; lease: OutcomeLease }
+  | { kind: 'fail'; item: JobFailItem; resolve: (r: WriteResult) => void; lease: OutcomeLease };
+
+// Shared results: one allocation fewer per job on the hot path.
+const SUCCEEDED: WriteResult = Object.freeze({ accepted: true, state: 'succeeded' });
+const FENCED: WriteResult = Object.freeze({ accepted: false, reason: 'fenced' });
+const ABANDONED: WriteResult = Object.freeze({ accepted: false, reason: 'abandoned' });
 
 const RETRY_MIN_MS = 50;
 const RETRY_MAX_MS = 2_000;
@@ -35,13 +47,17 @@ export class Completer {
     this.#d = deps;
   }
 
-  /** `giveUp` is polled before each send (first or retry): true once the lease can no longer be proven. */
-  complete(id: string, token: string, result: unknown, giveUp: () => boolean): Promise<WriteResult> {
-    return new Promise((resolve) => this.#push({ kind: 'complete', item: { id, token, result }, resolve, giveUp }));
+  /** `lease` is checked before each send (first or retry): once lost or unproven, the outcome is abandoned. */
+  complete(id: string, token: string, result: unknown, lease: OutcomeLease): Promise<WriteResult> {
+    return new Promise((resolve) => this.#push({ kind: 'complete', item: { id, token, result }, resolve, lease }));
   }
 
-  fail(id: string, token: string, error: AttemptErrorInput, terminal: boolean, giveUp: () => boolean): Promise<WriteResult> {
-    return new Promise((resolve) => this.#push({ kind: 'fail', item: { id, token, error, terminal }, resolve, giveUp }));
+  fail(id: string, token: string, error: AttemptErrorInput, terminal: boolean, lease: OutcomeLease): Promise<WriteResult> {
+    return new Promise((resolve) => this.#push({ kind: 'fail', item: { id, token, error, terminal }, resolve, lease }));
+  }
+
+  #giveUp(p: Pending): boolean {
+    return p.lease.lost || p.lease.unproven(this.#d.config.heartbeatDeadlineMs);
   }
 
   #push(p: Pending): void {
@@ -72,8 +88,8 @@ export class Completer {
     // An outcome that waited here (behind a flush stuck on a starved pool or a dead socket)
     // until its lease can no longer be proven is not sent at all, as on a retry.
     const batch = this.#buffer.splice(0, this.#d.config.completerMaxBatch).filter((p) => {
-      if (!p.giveUp()) return true;
-      p.resolve({ accepted: false, reason: 'abandoned' });
+      if (!this.#giveUp(p)) return true;
+      p.resolve(ABANDONED);
       return false;
     });
     if (batch.length === 0) return;
@@ -111,10 +127,11 @@ export class Completer {
     let fenced = 0;
     for (const p of items) {
       const state = stateOf(p.item.id);
-      if (state) p.resolve({ accepted: true, state });
+      if (state === 'succeeded') p.resolve(SUCCEEDED);
+      else if (state) p.resolve({ accepted: true, state });
       else {
         fenced++;
-        p.resolve({ accepted: false, reason: 'fenced' });
+        p.resolve(FENCED);
       }
     }
     if (fenced > 0) this.#d.onFenced(kind, fenced);
@@ -129,7 +146,7 @@ export class Completer {
       return;
     }
     for (const p of items) {
-      if (badInput || p.giveUp()) p.resolve({ accepted: false, reason: 'abandoned' });
+      if (badInput || this.#giveUp(p)) p.resolve(ABANDONED);
       else retry.push(p);
     }
   }

@@ -23,7 +23,7 @@ import { LeaseTable, monotonicMs, type InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
 import { Notifier, channelFor } from './notifier.ts';
 import { Reaper } from './reaper.ts';
-import { runJob } from './job-runner.ts';
+import { runJob, type RunnerDeps } from './job-runner.ts';
 
 export const ENQUEUE_BATCH_MAX = 10_000;
 /** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
@@ -56,6 +56,7 @@ export class Engine implements Baton {
   readonly #completer: Completer;
   readonly #heartbeater: Heartbeater;
   readonly #reaper: Reaper;
+  readonly #runner: RunnerDeps;
   #presence: Presence | null = null;
   #listener: NotificationListener | null = null;
   #poll: NodeJS.Timeout | null = null;
@@ -110,6 +111,15 @@ export class Engine implements Baton {
       },
       onError: onError('reaper'),
     });
+    this.#runner = {
+      handlers: deps.handlers,
+      completer: this.#completer,
+      config: this.config,
+      logger: this.#log,
+      events: this.events,
+      counters: this.#counters,
+      onSelfFenced: (e) => this.#leaseLost(e, 'deadline'),
+    };
     for (const [queue, concurrency] of Object.entries(this.config.queues)) {
       const dispatcher: QueueDispatcher = new QueueDispatcher({
         queue,
@@ -311,26 +321,13 @@ export class Engine implements Baton {
   }
 
   async #run(entry: InFlight, dispatcher: QueueDispatcher): Promise<void> {
-    let handlerDone = false;
-    const onHandlerDone = () => {
-      handlerDone = true;
-      dispatcher.handlerDone();
-    };
     try {
-      await runJob(entry, {
-        handlers: this.#d.handlers,
-        completer: this.#completer,
-        config: this.config,
-        logger: this.#log,
-        events: this.events,
-        counters: this.#counters,
-        onHandlerDone,
-        onSelfFenced: (e) => this.#leaseLost(e, 'deadline'),
-      });
+      await runJob(entry, dispatcher, this.#runner);
     } catch (err) {
       this.events.emit('error', { where: 'runner', error: err });
     } finally {
-      if (!handlerDone) dispatcher.handlerDone();
+      // Still 'running': the runner threw before the handler settled, so its slot is still taken.
+      if (entry.phase === 'running') dispatcher.handlerDone();
       // The lease stays in the table (and heartbeated) until its outcome write resolved.
       this.#leases.delete(entry);
       dispatcher.writeDone();

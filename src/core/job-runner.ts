@@ -8,7 +8,7 @@ import type { Completer, WriteResult } from './completer.ts';
 import type { EngineConfig } from './config.ts';
 import { LeaseLostError } from './errors.ts';
 import type { HandlerMap, JobContext } from './handler.ts';
-import type { AttemptError, Job } from './job.ts';
+import type { AttemptError, LeasedJob } from './job.ts';
 import { jsonTextHasNul } from './job-spec.ts';
 import type { InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
@@ -21,70 +21,89 @@ export interface RunnerDeps {
   logger: Logger;
   events: EventEmitter<EngineEvents>;
   counters: { succeeded: number; retried: number; deadLettered: number };
-  /** Called once the handler has settled, before the outcome is written. */
-  onHandlerDone: () => void;
   /** Gives the lease up (marks it lost, aborts the signal) because it could not be proven in time. */
   onSelfFenced: (entry: InFlight) => void;
+}
+
+/** The slot a job runs in: told once the handler has settled, before the outcome is written. */
+export interface Slot {
+  handlerDone(): void;
 }
 
 type Outcome =
   | { ok: true; result: unknown }
   | { ok: false; error: unknown; terminal: boolean; kind: AttemptError['kind'] };
 
-export async function runJob(entry: InFlight, d: RunnerDeps): Promise<void> {
+/**
+ * What a handler sees. A class, so a job costs one object and no per-job named closures
+ * (checkLease stays an own property: handlers may destructure it).
+ */
+class LeaseContext implements JobContext {
+  readonly payload: unknown;
+  readonly job: LeasedJob;
+  readonly token: string;
+  readonly checkLease: () => void;
+  readonly #entry: InFlight;
+
+  constructor(entry: InFlight) {
+    this.#entry = entry;
+    this.job = entry.job;
+    this.payload = entry.job.payload;
+    this.token = entry.token;
+    this.checkLease = () => {
+      if (entry.lost) throw new LeaseLostError(entry.job.id, entry.token);
+    };
+  }
+
+  get signal(): AbortSignal {
+    return this.#entry.signal;
+  }
+}
+
+/** A child logger per job is measurable at volume: made only when there is something to log. */
+function jobLog(d: RunnerDeps, entry: InFlight): Logger {
+  return d.logger.child({ jobId: entry.job.id, token: entry.token, jobType: entry.job.jobType });
+}
+
+export async function runJob(entry: InFlight, slot: Slot, d: RunnerDeps): Promise<void> {
   const { job, token } = entry;
-  // Made only when there is something to log: a child logger per job is measurable at volume.
-  const log = () => d.logger.child({ jobId: job.id, token, jobType: job.jobType });
-  const ctx: JobContext = {
-    payload: job.payload,
-    job,
-    token,
-    get signal() {
-      return entry.signal;
-    },
-    checkLease: () => {
-      if (entry.lost) throw new LeaseLostError(job.id, token);
-    },
-  };
   const startedAt = performance.now();
   if (d.events.listenerCount('started') > 0) {
     const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
     d.events.emit('started', { job, startLatencyMs: Math.max(0, Date.now() - due) });
   }
 
-  const outcome = await execute(ctx, d.handlers[job.jobType]);
-  d.onHandlerDone();
+  const outcome = await execute(new LeaseContext(entry), d.handlers[job.jobType]);
+  entry.phase = 'writing';
+  slot.handlerDone();
   // Self-fencing: a worker that cannot prove it still holds the lease (paused, partitioned)
   // writes nothing, even if no heartbeat has run since it resumed.
   if (!entry.lost && entry.unproven(d.config.heartbeatDeadlineMs)) d.onSelfFenced(entry);
   if (entry.lost) {
-    log().debug({}, 'baton: lease lost during execution; outcome discarded');
+    jobLog(d, entry).debug({}, 'baton: lease lost during execution; outcome discarded');
     return;
   }
-  entry.phase = 'writing';
-  const giveUp = () => entry.lost || entry.unproven(d.config.heartbeatDeadlineMs);
   let written: WriteResult;
   if (outcome.ok) {
-    written = await d.completer.complete(job.id, token, outcome.result, giveUp);
+    written = await d.completer.complete(job.id, token, outcome.result, entry);
   } else {
     const error = { attempt: job.attempt, token, kind: outcome.kind, ...describeError(outcome.error) };
-    written = await d.completer.fail(job.id, token, error, outcome.terminal, giveUp);
+    written = await d.completer.fail(job.id, token, error, outcome.terminal, entry);
   }
   if (!written.accepted) {
-    log().warn({ reason: written.reason }, 'baton: outcome not recorded (lease no longer ours)');
+    jobLog(d, entry).warn({ reason: written.reason }, 'baton: outcome not recorded (lease no longer ours)');
     return;
   }
-  const done: Job = job;
   if (written.state === 'succeeded') {
     d.counters.succeeded++;
-    d.events.emit('succeeded', { job: done, durationMs: performance.now() - startedAt });
+    if (d.events.listenerCount('succeeded') > 0) d.events.emit('succeeded', { job, durationMs: performance.now() - startedAt });
   } else if (written.state === 'dead_lettered') {
     d.counters.deadLettered++;
-    log().warn({ err: outcome.ok ? undefined : outcome.error }, 'baton: job dead-lettered');
-    d.events.emit('deadLettered', { job: done, error: outcome.ok ? undefined : outcome.error });
+    jobLog(d, entry).warn({ err: outcome.ok ? undefined : outcome.error }, 'baton: job dead-lettered');
+    d.events.emit('deadLettered', { job, error: outcome.ok ? undefined : outcome.error });
   } else {
     d.counters.retried++;
-    d.events.emit('retried', { job: done, error: outcome.ok ? undefined : outcome.error });
+    d.events.emit('retried', { job, error: outcome.ok ? undefined : outcome.error });
   }
 }
 

@@ -10,7 +10,7 @@ import type { LeasedJob } from './job.ts';
 export class InFlight {
   readonly job: LeasedJob;
   readonly token: string;
-  /** 'running': handler executing; 'writing': outcome write in progress (the completer decides). */
+  /** 'running': handler executing; 'writing': handler settled, its outcome is being written (the completer decides). */
   phase: 'running' | 'writing' = 'running';
   /** Local monotonic ms when a round trip that proved the lease was sent. */
   provenAt: number;

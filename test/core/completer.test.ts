@@ -25,12 +25,13 @@ describe('Completer', () => {
       onFenced: () => undefined,
       onError: () => undefined,
     });
-    const first = completer.complete('1', '10', null, () => false);
+    const held = { lost: false, unproven: () => false };
+    const first = completer.complete('1', '10', null, held);
     // Let the first flush start (it hangs), then queue two more behind it.
     await new Promise((r) => setImmediate(r));
     let deadlinePassed = false;
-    const late = completer.complete('2', '20', null, () => deadlinePassed);
-    const fine = completer.complete('3', '30', null, () => false);
+    const late = completer.complete('2', '20', null, { lost: false, unproven: () => deadlinePassed });
+    const fine = completer.complete('3', '30', null, held);
     deadlinePassed = true;
     stuck.resolve();
     expect(await first).toEqual({ accepted: true, state: 'succeeded' });

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Baton } from '../../src/core/baton.ts';
 import { BatonError } from '../../src/core/errors.ts';
-import type { JobSpec } from '../../src/core/job.ts';
+import type { JobSpec, LeasedJob } from '../../src/core/job.ts';
 import { channelFor } from '../../src/core/notifier.ts';
 import { createBaton, lockNamespaceFor } from '../../src/create-baton.ts';
 import type { AttemptErrorInput, Lease, NewJob } from '../../src/db/executor.ts';
@@ -165,6 +165,25 @@ describe('jobClaim', () => {
     expect(r.started_at).toEqual(r.updated_at);
   });
 
+  it.each([true, false])('the claimed job is the row as read back, also the fields the claim leaves out (into running: %s)', async (intoRunning) => {
+    const queue = fresh();
+    const earlier = { attempt: 1, token: '3', kind: 'transient', name: 'Error', message: 'boom', at: '2026-01-01T00:00:00.000Z' };
+    const fresher = await insertJob(db.pool, { queue, tenantId: 't-1', payload: { n: 1 }, priority: 2, idempotencyKey: queue });
+    const retried = await insertJob(db.pool, { queue, attempt: 1, lastError: earlier, errors: [earlier], replayCount: 2, runAt: { inMs: -5_000 } });
+    const claimed = await claim(queue, 2, { owner: 'w-row', intoRunning, leaseMs: 12_345 });
+    expect(claimed.map((j) => j.id)).toEqual([fresher, retried]);
+    for (const job of claimed) {
+      const stored = (await ex.jobGet({ id: job.id })) as LeasedJob;
+      expect(stored.state).toBe(intoRunning ? 'running' : 'leased');
+      // Times come back as epoch milliseconds with microseconds: within a millisecond of the row.
+      const times = ['runAt', 'createdAt', 'updatedAt', 'startedAt', 'leaseExpiresAt'] as const;
+      const drift = (a: Date | null, b: Date | null) => (a && b ? Math.abs(a.getTime() - b.getTime()) <= 1 : a === b);
+      expect(times.filter((t) => !drift(job[t] as Date | null, stored[t] as Date | null))).toEqual([]);
+      const strip = (j: object) => Object.fromEntries(Object.entries(j).filter(([k]) => !(times as readonly string[]).includes(k)));
+      expect(strip(job)).toEqual(strip(stored));
+    }
+  });
+
   it('not into running: leased without started_at, then jobMarkRunningMany starts it', async () => {
     const queue = fresh();
     const id = await insertJob(db.pool, { queue });
@@ -266,6 +285,25 @@ describe('fencing', () => {
     expect([...ok].sort()).toEqual([ids[0], ids[2]].sort());
     expect(await row(ids[1]!)).toEqual(takenBefore);
     for (const id of [ids[0]!, ids[2]!]) expect(await row(id)).toMatchObject({ state: 'succeeded', result: { id } });
+  });
+
+  it('a batch naming one job twice (stale and current token) answers with the ids written, never "all of them"', async () => {
+    const queue = fresh();
+    const [id] = await insertJobs(db.pool, 1, { queue });
+    const [stale] = await claim(queue, 1, { owner: 'w-a' });
+    await expireLeases([id!]);
+    await reapExpired([id!]);
+    const [current] = await claim(queue, 1, { owner: 'w-b' });
+    const [other] = await insertJobs(db.pool, 1, { queue: `${queue}-2` });
+    const [lost] = await claim(`${queue}-2`, 1, { owner: 'w-a' });
+    await expireLeases([other!]);
+    await reapExpired([other!]);
+    // Three leases, two rows: counting written rows against the batch size can never say "all".
+    const leases = [stale!, current!, { id: lost!.id, token: lost!.token }].map((j) => ({ id: j.id, token: j.token }));
+    expect([...(await ex.jobHeartbeatMany({ leases, leaseMs: 60_000 }))]).toEqual([id]);
+    expect([...(await ex.jobCompleteMany({ items: leases.map((l) => ({ ...l, result: null })) }))]).toEqual([id]);
+    expect(await row(id!)).toMatchObject({ state: 'succeeded', lease_token: current!.token });
+    expect(await row(other!)).toMatchObject({ state: 'pending' });
   });
 });
 

@@ -73,25 +73,33 @@ export function rowToJob(r: JobRow): Job {
 /** A row of the claim statement: the lease's columns, times as float8 epoch milliseconds. */
 export type ClaimRow = Pick<
   JobRow,
-  'id' | 'tenant_id' | 'queue' | 'job_type' | 'payload' | 'priority' | 'attempt' | 'max_attempts' |
-  'idempotency_key' | 'last_error' | 'errors' | 'replay_count'
+  'id' | 'tenant_id' | 'job_type' | 'payload' | 'priority' | 'attempt' | 'max_attempts' |
+  'idempotency_key' | 'last_error' | 'replay_count'
 > & {
-  state: 'leased' | 'running';
   lease_token: string;
+  /** NULL for an empty history (a job's first attempt). */
+  errors: AttemptError[] | null;
   run_at_ms: number;
   created_at_ms: number;
-  lease_expires_at_ms: number;
-  /** The claim's transaction time: updated_at, and started_at when claimed into running. */
+  /** The claim's transaction time: updated_at, started_at when claimed into running, and expiry - leaseMs. */
   now_ms: number;
 };
 
+/** What the claim's caller knows without reading it back. */
+export interface ClaimedAs {
+  queue: string;
+  owner: string;
+  state: 'leased' | 'running';
+  leaseMs: number;
+}
+
 /** The hot path's mapper: one object per claimed job, no date-string parsing. */
-export function claimRowToJob(r: ClaimRow, owner: string): LeasedJob {
+export function claimRowToJob(r: ClaimRow, as: ClaimedAs): LeasedJob {
   const now = new Date(r.now_ms);
   return {
     id: r.id,
     tenantId: r.tenant_id,
-    queue: r.queue,
+    queue: as.queue,
     jobType: r.job_type,
     payload: r.payload,
     priority: r.priority,
@@ -100,14 +108,14 @@ export function claimRowToJob(r: ClaimRow, owner: string): LeasedJob {
     maxAttempts: r.max_attempts,
     idempotencyKey: r.idempotency_key,
     replayCount: r.replay_count,
-    errors: r.errors,
+    errors: r.errors ?? [],
     lastError: r.last_error,
     createdAt: new Date(r.created_at_ms),
     updatedAt: now,
-    startedAt: r.state === 'running' ? now : null,
-    state: r.state,
+    startedAt: as.state === 'running' ? now : null,
+    state: as.state,
     token: r.lease_token,
-    leaseOwner: owner,
-    leaseExpiresAt: new Date(r.lease_expires_at_ms),
+    leaseOwner: as.owner,
+    leaseExpiresAt: new Date(r.now_ms + as.leaseMs),
   };
 }

@@ -24,6 +24,13 @@ const epochMs = (col: string) => `date_part('epoch', ${col}) * 1000`;
 const FENCED = `j.id = ANY ($1::bigint[]) AND j.lease_token = ANY ($2::bigint[])`;
 /** Position of the row's lease in the batch arrays (1-based). */
 const leasePos = `array_position($2::bigint[], j.lease_token)`;
+/**
+ * Runs a lease write and answers with one row: ids NULL when every lease in $1 was written
+ * (the common case: nothing to send back or parse), else the ids that were. A batch with a
+ * repeated id can never count as complete, so it is answered by its ids.
+ */
+const acceptedIds = (update: string) => `WITH w AS (${update} RETURNING j.id)
+        SELECT CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL ELSE COALESCE(array_agg(w.id), '{}') END AS ids FROM w`;
 
 export function jobQueries(schema: string) {
   const jobs = `${schema}.jobs`;
@@ -80,8 +87,9 @@ export function jobQueries(schema: string) {
     // now, so a handler that kills its process still uses up its budget. The picked ids reach
     // the UPDATE as an array so it finds them through the primary key (a join may hash the
     // whole table). Only the columns a lease needs come back, times as epoch milliseconds
-    // (cheap to read, no date parsing); rows come back unordered, the caller restores claim
-    // order (priority DESC, run_at, id).
+    // (cheap to read, no date parsing), nothing the caller already knows (queue, state, the
+    // expiry: now + $5) and an empty error history as NULL; rows come back unordered, the
+    // caller restores claim order (priority DESC, run_at, id).
     claim: {
       name: `${schema}.job_claim`,
       text: `WITH picked AS (
@@ -100,31 +108,27 @@ export function jobQueries(schema: string) {
           started_at = CASE WHEN $4::boolean THEN now() ELSE NULL END,
           updated_at = now()
         WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
-        RETURNING j.id, j.tenant_id, j.queue, j.job_type, j.payload, j.priority, j.state, j.attempt,
-          j.max_attempts, j.lease_token, j.idempotency_key, j.last_error, j.errors, j.replay_count,
-          ${epochMs('j.run_at')} AS run_at_ms, ${epochMs('j.created_at')} AS created_at_ms,
-          ${epochMs('j.lease_expires_at')} AS lease_expires_at_ms, ${epochMs('now()')} AS now_ms`,
+        RETURNING j.id, j.tenant_id, j.job_type, j.payload, j.priority, j.attempt, j.max_attempts,
+          j.lease_token, j.idempotency_key, j.last_error, NULLIF(j.errors, '[]') AS errors, j.replay_count,
+          ${epochMs('j.run_at')} AS run_at_ms, ${epochMs('j.created_at')} AS created_at_ms, ${epochMs('now()')} AS now_ms`,
     },
     markRunningMany: {
-      text: `UPDATE ${jobs} j SET state = 'running', started_at = now(), updated_at = now()
-        WHERE ${FENCED} AND j.state = 'leased'
-        RETURNING j.id`,
+      text: acceptedIds(`UPDATE ${jobs} j SET state = 'running', started_at = now(), updated_at = now()
+        WHERE ${FENCED} AND j.state = 'leased'`),
     },
     heartbeatMany: {
-      text: `UPDATE ${jobs} j SET
+      text: acceptedIds(`UPDATE ${jobs} j SET
           lease_expires_at = now() + make_interval(secs => $3::double precision / 1000.0),
           updated_at = now()
-        WHERE ${FENCED} AND j.state IN ${LIVE}
-        RETURNING j.id`,
+        WHERE ${FENCED} AND j.state IN ${LIVE}`),
     },
     // $3: one result per lease, or NULL when every result is null (the common case).
     completeMany: {
-      text: `UPDATE ${jobs} j SET
+      text: acceptedIds(`UPDATE ${jobs} j SET
           state = 'succeeded', finished_at = now(), updated_at = now(),
           result = CASE WHEN $3::jsonb[] IS NOT NULL THEN ($3::jsonb[])[${leasePos}] END,
           lease_owner = NULL, lease_expires_at = NULL
-        WHERE ${FENCED} AND j.state IN ${LIVE}
-        RETURNING j.id`,
+        WHERE ${FENCED} AND j.state IN ${LIVE}`),
     },
     // Retry with full-jitter exponential backoff resolved in SQL:
     // run_at = now() + random() * min(cap, base * 2^(attempt-1)); dead-letter when the error is
@@ -149,14 +153,13 @@ export function jobQueries(schema: string) {
     // when $3 is true. Without the refund the attempt stays spent, so a spent budget
     // dead-letters (like the reaper) instead of letting a claim run past max_attempts.
     releaseMany: {
-      text: `UPDATE ${jobs} j SET
+      text: acceptedIds(`UPDATE ${jobs} j SET
           state = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
           dead_letter_reason = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
           finished_at = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN now() END,
           attempt = CASE WHEN $3::boolean THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
-        WHERE ${FENCED} AND j.state IN ${LIVE}
-        RETURNING j.id`,
+        WHERE ${FENCED} AND j.state IN ${LIVE}`),
     },
     // The reaper: live leases past their expiry, or (fast reclaim, $3) owned by a worker whose
     // session has been gone for longer than the grace ($2 ms). Back to pending, or dead-lettered
