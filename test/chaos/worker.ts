@@ -47,10 +47,24 @@ function writeKind(config: unknown): WriteRecord['kind'] | undefined {
   return typeof text === 'string' ? WRITES.get(text) : undefined;
 }
 
+/** A bigint[] parameter: an array, or the literal the executor builds ('{1,2,3}'). */
+function bigints(v: unknown): string[] {
+  if (Array.isArray(v)) return v.map(String);
+  if (typeof v === 'string' && v.length > 2) return v.slice(1, -1).split(',');
+  return [];
+}
+
+/** The ids a write reports as written: one row per id (fail), or one `ids` row, NULL meaning all of them. */
+function writtenIds(res: pg.QueryResult, ids: string[]): Set<string> {
+  const first = res.rows[0] as { ids?: unknown } | undefined;
+  if (res.rows.length === 1 && first && 'ids' in first) return new Set(first.ids === null ? ids : bigints(first.ids));
+  return new Set(res.rows.map((r: { id: unknown }) => String(r.id)));
+}
+
 function record(kind: WriteRecord['kind'], config: { values?: unknown[] }, sentAt: number, res: pg.QueryResult | undefined, err: unknown): void {
-  const ids = (config.values?.[0] ?? []) as string[];
-  const tokens = (config.values?.[1] ?? []) as string[];
-  const ok = res ? new Set(res.rows.map((r: { id: unknown }) => String(r.id))) : undefined;
+  const ids = bigints(config.values?.[0]);
+  const tokens = bigints(config.values?.[1]);
+  const ok = res ? writtenIds(res, ids) : undefined;
   const at = Date.now();
   ids.forEach((id, i) => {
     log.append({
