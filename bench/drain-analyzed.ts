@@ -2,11 +2,13 @@
 // table), in one process with one Baton engine: the throughput scenario's fresh tables have
 // no statistics, so a plan that only goes wrong with statistics never shows there.
 // Usage: npx tsx bench/drain-analyzed.ts [jobs=20000] [concurrency=500] [prof]
-// With `prof`, prints the worker's CPU time by function (self time, top 40) for the drain.
+// Prints the CPU time the worker and this host's postgres processes spent on the drain.
+// With `prof`, also the worker's CPU time by function (self time, top 40).
 
 import { Session } from 'node:inspector/promises';
 import pg from 'pg';
 import { createBaton } from '../src/index.ts';
+import { postgresCpuMs } from './host-cpu.ts';
 import { openServer } from './server.ts';
 
 const N = Number(process.argv[2] ?? 20_000);
@@ -43,15 +45,21 @@ try {
     await session.post('Profiler.enable');
     await session.post('Profiler.start');
   }
+  const pg0 = postgresCpuMs();
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await baton.start();
   await ran;
   const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  const pg1 = postgresCpuMs();
   const profile = PROF ? (await session.post('Profiler.stop')).profile : null;
   await baton.stop();
   const ok = (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM baton.jobs WHERE state = 'succeeded'`)).rows[0]!.n;
   await pool.end();
   process.stdout.write(`${N} jobs, concurrency ${C}: handlers all ran in ${ms.toFixed(0)} ms = ${Math.round(N / (ms / 1000))} jobs/s; succeeded rows at stop: ${ok}\n`);
+  const pgCpu = pg0 === null || pg1 === null ? 'n/a' : `${Math.round(pg1 - pg0)} ms`;
+  process.stdout.write(`CPU during the drain: worker ${Math.round((cpu.user + cpu.system) / 1000)} ms, postgres processes on this host ${pgCpu}\n`);
   if (ok !== N) process.exitCode = 1;
   if (profile) {
     const byId = new Map((profile.nodes as ProfileNode[]).map((n) => [n.id, n]));
