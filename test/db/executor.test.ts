@@ -299,7 +299,7 @@ describe('fencing', () => {
     await expireLeases([other!]);
     await reapExpired([other!]);
     // Three leases, two rows: counting written rows against the batch size can never say "all".
-    const leases = [stale!, current!, { id: lost!.id, token: lost!.token }].map((j) => ({ id: j.id, token: j.token }));
+    const leases = [stale!, current!, lost!].map((j) => ({ id: j.id, token: j.token }));
     expect([...(await ex.jobHeartbeatMany({ leases, leaseMs: 60_000 }))]).toEqual([id]);
     expect([...(await ex.jobCompleteMany({ items: leases.map((l) => ({ ...l, result: null })) }))]).toEqual([id]);
     expect(await row(id!)).toMatchObject({ state: 'succeeded', lease_token: current!.token });
