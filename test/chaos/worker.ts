@@ -6,10 +6,9 @@
 
 import pg from 'pg';
 import { createBaton } from '../../src/index.ts';
-import { jobQueries } from '../../src/db/pg/queries/job.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
 import type { JobContext } from '../../src/index.ts';
 import { HistoryLog, type WriteRecord } from './history.ts';
+import { TOKEN_FENCE, writeKind, writeRecords } from './write-recorder.ts';
 
 /** Environment the runner passes. */
 export interface WorkerEnv {
@@ -29,56 +28,9 @@ const log = new HistoryLog(env.CHAOS_LOG);
 const MUTATE = process.env.CHAOS_MUTATE;
 
 // ---- write recorder -------------------------------------------------------
-// The engine's lease writes, recognised by their statement text (they are unnamed).
-const jobQ = jobQueries(quoteSchema('baton'));
-const WRITES = new Map<string, WriteRecord['kind']>([
-  [jobQ.completeMany.text, 'complete'],
-  [jobQ.failMany.text, 'fail'],
-  [jobQ.heartbeatMany.text, 'heartbeat'],
-  [jobQ.markRunningMany.text, 'start'],
-  [jobQ.releaseMany.text, 'release'],
-]);
-/** The fence of every lease write (the mutation below strips it from the complete). */
-const TOKEN_FENCE = 'AND j.lease_token = ANY ($2::bigint[])';
-
-function writeKind(config: unknown): WriteRecord['kind'] | undefined {
-  if (!config || typeof config !== 'object') return undefined;
-  const text = (config as { text?: unknown }).text;
-  return typeof text === 'string' ? WRITES.get(text) : undefined;
-}
-
-/** A bigint[] parameter: an array, or the literal the executor builds ('{1,2,3}'). */
-function bigints(v: unknown): string[] {
-  if (Array.isArray(v)) return v.map(String);
-  if (typeof v === 'string' && v.length > 2) return v.slice(1, -1).split(',');
-  return [];
-}
-
-/** The ids a write reports as written: one row per id (fail), or one `ids` row, NULL meaning all of them. */
-function writtenIds(res: pg.QueryResult, ids: string[]): Set<string> {
-  const first = res.rows[0] as { ids?: unknown } | undefined;
-  if (res.rows.length === 1 && first && 'ids' in first) return new Set(first.ids === null ? ids : bigints(first.ids));
-  return new Set(res.rows.map((r: { id: unknown }) => String(r.id)));
-}
-
+// The engine's lease writes, recognised and read by write-recorder.ts.
 function record(kind: WriteRecord['kind'], config: { values?: unknown[] }, sentAt: number, res: pg.QueryResult | undefined, err: unknown): void {
-  const ids = bigints(config.values?.[0]);
-  const tokens = bigints(config.values?.[1]);
-  const ok = res ? writtenIds(res, ids) : undefined;
-  const at = Date.now();
-  ids.forEach((id, i) => {
-    log.append({
-      type: 'write',
-      kind,
-      jobId: String(id),
-      token: String(tokens[i]),
-      worker: workerId,
-      rowsAffected: ok ? (ok.has(String(id)) ? 1 : 0) : null,
-      sentAt,
-      at,
-      ...(err ? { error: String((err as Error).message ?? err) } : {}),
-    });
-  });
+  for (const r of writeRecords(kind, config, res, err, { worker: workerId, sentAt, at: Date.now() })) log.append(r);
 }
 
 type QueryFn = (this: pg.Client, ...args: unknown[]) => unknown;
