@@ -8,7 +8,8 @@ import pg from 'pg';
 import { createBaton } from '../../src/index.ts';
 import type { JobContext } from '../../src/index.ts';
 import { HistoryLog, type WriteRecord } from './history.ts';
-import { TOKEN_FENCE, writeKind, writeRecords } from './write-recorder.ts';
+import { TOKEN_FENCE } from '../../src/db/pg/queries/job.ts';
+import { writeKind, writeRecords } from './write-recorder.ts';
 
 /** Environment the runner passes. */
 export interface WorkerEnv {

@@ -16,8 +16,6 @@ const WRITES = new Map<string, WriteRecord['kind']>([
   [jobQ.markRunningMany.text, 'start'],
   [jobQ.releaseMany.text, 'release'],
 ]);
-/** The fence of every lease write (the unfenced-complete mutation strips it from the complete). */
-export const TOKEN_FENCE = 'AND j.lease_token = ANY ($2::bigint[])';
 
 export function writeKind(config: unknown): WriteRecord['kind'] | undefined {
   if (!config || typeof config !== 'object') return undefined;

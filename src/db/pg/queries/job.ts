@@ -20,8 +20,10 @@ const LIVE = `('leased', 'running')`;
 /** A timestamptz as float8 epoch milliseconds (microseconds kept as the fraction). */
 const epochMs = (col: string) => `date_part('epoch', ${col}) * 1000`;
 
+/** The token condition of every lease write (the chaos suite strips it to prove it can fail). */
+export const TOKEN_FENCE = `AND j.lease_token = ANY ($2::bigint[])`;
 /** The row's lease in the batch: a row is fenced in only when its token is in $2. */
-const FENCED = `j.id = ANY ($1::bigint[]) AND j.lease_token = ANY ($2::bigint[])`;
+const FENCED = `j.id = ANY ($1::bigint[]) ${TOKEN_FENCE}`;
 /** Position of the row's lease in the batch arrays (1-based). */
 const leasePos = `array_position($2::bigint[], j.lease_token)`;
 /**
