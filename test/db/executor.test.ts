@@ -287,6 +287,25 @@ describe('fencing', () => {
     for (const id of [ids[0]!, ids[2]!]) expect(await row(id)).toMatchObject({ state: 'succeeded', result: { id } });
   });
 
+  it('stores no result (null or undefined) as SQL NULL and every other result on its own row', async () => {
+    const queue = fresh();
+    const ids = await insertJobs(db.pool, 4, { queue });
+    const leases = (await claim(queue, 4)).sort((a, b) => Number(a.id) - Number(b.id));
+    const results: unknown[] = [null, { n: 1 }, undefined, 'two'];
+    const ok = await ex.jobCompleteMany({ items: leases.map((l, i) => ({ id: l.id, token: l.token, result: results[i] })) });
+    expect(ok.size).toBe(4);
+    const stored = await db.query<{ id: string; sql_null: boolean; result: unknown }>(
+      `SELECT id::text, result IS NULL AS sql_null, result FROM baton.jobs WHERE id = ANY($1::bigint[]) ORDER BY id`,
+      [ids],
+    );
+    expect(stored.rows.map((r) => [r.sql_null, r.result])).toEqual([[true, null], [false, { n: 1 }], [true, null], [false, 'two']]);
+    // A batch of nothing but null results sends no results array at all.
+    const [more] = await insertJobs(db.pool, 1, { queue });
+    const [lease] = await claim(queue, 1);
+    expect((await ex.jobCompleteMany({ items: [{ id: lease!.id, token: lease!.token, result: null }] })).size).toBe(1);
+    expect((await db.query(`SELECT result IS NULL AS n FROM baton.jobs WHERE id = $1`, [more])).rows[0]).toEqual({ n: true });
+  });
+
   it('a batch naming one job twice (stale and current token) answers with the ids written, never "all of them"', async () => {
     const queue = fresh();
     const [id] = await insertJobs(db.pool, 1, { queue });

@@ -164,8 +164,10 @@ export class PgExecutor implements Executor {
 
   jobCompleteMany(p: { items: JobCompleteItem[] }): Promise<Set<string>> {
     const { ids, values } = leaseArrays(p.items);
-    const results = p.items.map((i) => (i.result === undefined ? null : JSON.stringify(i.result)));
-    // No results at all (handlers that return nothing): no array for the statement to index.
+    // A null result is stored as SQL NULL (read back as null all the same), so a batch of
+    // handlers that return nothing sends no array: the statement then neither parses one
+    // jsonb value per row nor looks each row's position up in $2 (linear in the batch).
+    const results = p.items.map((i) => (i.result === undefined || i.result === null ? null : JSON.stringify(i.result)));
     return this.#accepted(this.#job.completeMany, ids, [...values, results.some((r) => r !== null) ? results : null]);
   }
 
