@@ -119,6 +119,10 @@ export class Engine implements Baton {
       events: this.events,
       counters: this.#counters,
       onSelfFenced: (e) => this.#leaseLost(e, 'deadline'),
+      onFinished: (e) => {
+        this.#leases.delete(e);
+        if (this.#leases.size === 0) for (const f of this.#idle.splice(0)) f();
+      },
     };
     for (const [queue, concurrency] of Object.entries(this.config.queues)) {
       const dispatcher: QueueDispatcher = new QueueDispatcher({
@@ -308,7 +312,7 @@ export class Engine implements Baton {
       if (stale) this.#leaseLost(stale, 'reclaimed');
       const entry = this.#leases.add(job, provenAt);
       dispatcher.acquired();
-      void this.#run(entry, dispatcher);
+      void runJob(entry, dispatcher, this.#runner);
     }
     return jobs.length;
   }
@@ -318,21 +322,6 @@ export class Engine implements Baton {
     const leases = jobs.map((j) => ({ id: j.id, token: j.token }));
     const ok = await this.#d.executor.jobReleaseMany({ leases, refundAttempt: true });
     if (ok.size < jobs.length) this.#fenced('release', jobs.length - ok.size);
-  }
-
-  async #run(entry: InFlight, dispatcher: QueueDispatcher): Promise<void> {
-    try {
-      await runJob(entry, dispatcher, this.#runner);
-    } catch (err) {
-      this.events.emit('error', { where: 'runner', error: err });
-    } finally {
-      // Still 'running': the runner threw before the handler settled, so its slot is still taken.
-      if (entry.phase === 'running') dispatcher.handlerDone();
-      // The lease stays in the table (and heartbeated) until its outcome write resolved.
-      this.#leases.delete(entry);
-      dispatcher.writeDone();
-      if (this.#leases.size === 0) for (const f of this.#idle.splice(0)) f();
-    }
   }
 
   #leaseLost(entry: InFlight, why: 'fenced' | 'deadline' | 'reclaimed'): void {
