@@ -2,7 +2,8 @@
 // ANALYZE ran while every job was pending, then a thousand leases went live. Each lease
 // write (start, heartbeat, complete, fail, release) must touch its own batch's rows by
 // primary key, whatever the plan cache picks (generic or custom), never scan the live
-// leases once per batch row; the reaper reads live leases through the expiry index.
+// leases once per batch row; the reaper reads live leases through the expiry index, and the
+// claim picks through the claim index and updates the rows it picked by primary key.
 // Read from EXPLAIN ANALYZE: the indexes used and the rows visited per statement.
 
 import { describe, expect, it, beforeAll } from 'vitest';
@@ -118,4 +119,18 @@ describe('the reaper with stale statistics', () => {
     // Nothing has expired and no worker is gone: nothing reaped.
     expect(plan['Actual Rows']).toBe(0);
   });
+});
+
+describe('the claim with stale statistics', () => {
+  it.each(['force_generic_plan', 'force_custom_plan'])(
+    'picks through the claim index and updates the picked rows by primary key (%s)',
+    async (mode) => {
+      const plan = await explain(q.claim.text, [`'q'`, String(BATCH), `'w-plan'`, 'true', '60000'], mode);
+      expect(modifyTable(plan)?.['Actual Rows']).toBe(BATCH);
+      const scans = jobScans(plan);
+      expect(scans.map((s) => s['Index Name'] ?? s['Node Type']).sort()).toEqual(['jobs_claim_idx', 'jobs_pkey']);
+      // Each scan reads a batch of rows: the pick the first pending ones, the update those it picked.
+      for (const scan of scans) expect(scan['Actual Rows'] * scan['Actual Loops'] + (scan['Rows Removed by Filter'] ?? 0)).toBe(BATCH);
+    },
+  );
 });
