@@ -59,6 +59,8 @@ export class Engine implements Baton {
   readonly #runner: RunnerDeps;
   #presence: Presence | null = null;
   #listener: NotificationListener | null = null;
+  /** The presence and listener connections being opened by start() (never rejects). */
+  #connecting: Promise<PromiseSettledResult<void>[]> | null = null;
   #poll: NodeJS.Timeout | null = null;
   #started = false;
   #stopping = false;
@@ -148,8 +150,6 @@ export class Engine implements Baton {
     try {
       if (working) {
         this.#presence = this.#d.createPresence();
-        await this.#presence.start();
-        this.#throwIfStopping();
         if (this.config.dispatch === 'notify') {
           this.#listener = this.#d.createListener({
             onNotify: (channel) => this.#byChannel.get(channel)?.wake(),
@@ -157,9 +157,13 @@ export class Engine implements Baton {
             onConnected: () => this.#wakeAll(),
             onError: (err) => this.events.emit('error', { where: 'listener', error: err }),
           });
-          await this.#listener.start([...this.#byChannel.keys()]);
-          this.#throwIfStopping();
         }
+        // Both connections are opened at once (each costs a connect and an authentication).
+        // Nothing is claimed before the presence lock is held: a lease whose owner holds no
+        // lock may be reclaimed by any reaper. A stop() meanwhile waits for both to settle.
+        this.#connecting = Promise.allSettled([this.#presence.start(), this.#listener?.start([...this.#byChannel.keys()])]);
+        for (const r of await this.#connecting) if (r.status === 'rejected') throw r.reason;
+        this.#throwIfStopping();
         this.#heartbeater.start();
         this.#poll = setInterval(() => this.#wakeAll(), this.config.pollIntervalMs);
         for (const d of this.#dispatchers.values()) d.start();
@@ -168,8 +172,6 @@ export class Engine implements Baton {
       this.#log.info({ queues: this.config.queues, dispatch: this.config.dispatch }, 'baton: started');
     } catch (err) {
       await this.stop({ drainMs: 0 }).catch(() => undefined);
-      // A stop() that began while we were connecting may have passed the listener before it existed.
-      await this.#listener?.stop().catch(() => undefined);
       throw err;
     }
   }
@@ -189,6 +191,8 @@ export class Engine implements Baton {
     if (this.#poll) clearInterval(this.#poll);
     for (const d of this.#dispatchers.values()) d.stop();
     this.#notifier.stop();
+    // A connection still being opened cannot be closed cleanly: let it finish (or fail) first.
+    await this.#connecting;
     await this.#listener?.stop();
     // Claims in flight finish; what they return is released unstarted (see #claimAndStart).
     await Promise.all([...this.#dispatchers.values()].map((d) => d.idle()));
