@@ -15,6 +15,39 @@ describe.each([true, false])('retries and delays (claimIntoRunning=%s)', (claimI
   // A retried job becomes due after its backoff; the poll timer is what claims it again.
   const engines = useEngines(db, () => ({ claimIntoRunning, backoffBaseMs: 1, backoffCapMs: 5, pollIntervalMs: 100 }));
 
+  it('a handler may return a value, a promise, a thenable or nothing; a result jsonb cannot hold is a terminal failure', async () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const baton = await engines.start({
+      queues: { q: 4 },
+      handlers: {
+        plain: () => ({ shape: 'plain' }),
+        promise: async () => ({ shape: 'promise' }),
+        thenable: () => ({ then: (resolve: (v: unknown) => void) => resolve({ shape: 'thenable' }) }),
+        nothing: () => undefined,
+        syncThrow: () => {
+          throw new TerminalError('sync throw');
+        },
+        cyclic: () => cyclic,
+        nul: () => ({ text: 'a\u0000b' }),
+      },
+    });
+    const enqueue = async (jobType: string) => (await baton.enqueue({ jobType, queue: 'q', maxAttempts: 2 })).job.id;
+    const ids = Object.fromEntries(
+      await Promise.all(['plain', 'promise', 'thenable', 'nothing', 'syncThrow', 'cyclic', 'nul'].map(async (t) => [t, await enqueue(t)])),
+    ) as Record<string, string>;
+
+    for (const shape of ['plain', 'promise', 'thenable']) expect((await rowInState(db, ids[shape]!, 'succeeded')).result).toEqual({ shape });
+    expect((await rowInState(db, ids.nothing!, 'succeeded')).result).toBeNull();
+    const thrown = await rowInState(db, ids.syncThrow!, 'dead_lettered');
+    expect(thrown.errors.map((e) => [e.kind, e.message])).toEqual([['terminal', 'sync throw']]);
+    for (const t of ['cyclic', 'nul']) {
+      const r = await rowInState(db, ids[t]!, 'dead_lettered');
+      expect(r).toMatchObject({ attempt: 1, dead_letter_reason: 'terminal_error', result: null });
+      expect(r.errors[0]!.kind).toBe('terminal');
+    }
+  });
+
   it('a plain Error retries until maxAttempts, then dead-letters with one error entry per attempt', async () => {
     const calls = new Invocations();
     const baton = await engines.start({
