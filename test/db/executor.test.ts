@@ -299,7 +299,7 @@ describe('fencing', () => {
       [ids],
     );
     expect(stored.rows.map((r) => [r.sql_null, r.result])).toEqual([[true, null], [false, { n: 1 }], [true, null], [false, 'two']]);
-    // A batch of nothing but null results sends no results array at all.
+    // A batch of nothing but null results (sent without a results array) stores NULL too.
     const [more] = await insertJobs(db.pool, 1, { queue });
     const [lease] = await claim(queue, 1);
     expect((await ex.jobCompleteMany({ items: [{ id: lease!.id, token: lease!.token, result: null }] })).size).toBe(1);
