@@ -7,7 +7,9 @@
 // get wrong. A row is fenced in when its current token is one of $2: tokens come from one
 // sequence and are never reused, so a job's current token can only be in $2 if it is the
 // token that this batch holds for that very job. Per-lease values are picked by the row's
-// position in $2 (leasePos), linear in the batch but in C, far below the writes themselves.
+// position in $2 (leasePos), a linear search per row: with results on every row of 500-row
+// completes it was about 13% of PostgreSQL's CPU in a drain, so a batch without values
+// sends none (the executor passes NULL for the array).
 // These statements carry no name, so PostgreSQL plans each execution with its arrays in
 // hand: it hashes the token list (a generic plan would scan it once per row, quadratic in
 // the batch: 81 ms instead of 32 for a heartbeat of 5,000 leases) and sizes the index scan.
