@@ -1,5 +1,6 @@
 // `npm run bench`: runs every scenario for Baton's modes and the peers, one system at
-// a time on one server, verifies every run against the database, writes results/.
+// a time on one server, in rounds across systems; verifies every run against the
+// database, writes results/.
 // Exit code 1 when any run failed verification (the CI smoke test relies on it).
 
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -19,6 +20,7 @@ import type { Variant } from './systems/types.ts';
 import { BATON_VARIANTS, GRAPHILE_VARIANTS, PGBOSS_VARIANTS } from './systems/variants.ts';
 import { microBenchmarks, type MicroResult } from './micro.ts';
 import { pgbenchCeiling, type PgbenchResult } from './pgbench.ts';
+import { interleaved, type Measurement } from './scenarios/summarize.ts';
 import { topStatements, type SqlProfileRow } from './sql-profile.ts';
 import { latencyHttp } from './scenarios/latency-http.ts';
 
@@ -37,6 +39,8 @@ export interface BenchReport {
   missing: string[];
   /** With --profile-sql: the statements that took the most server time. */
   sqlProfile: SqlProfileRow[];
+  /** Throughput and latency ran in rounds across systems (absent in reports from before rounds). */
+  interleaved?: boolean;
   ok: boolean;
 }
 
@@ -82,14 +86,19 @@ async function main(): Promise<number> {
       progress.log(`${f.status === 'ok' ? 'ok    ' : f.status.toUpperCase().padEnd(6)} ${f.scenario} | ${f.label} | ${main}${f.note ? ` (${f.note})` : ''}${f.status === 'failed' ? ` :: ${f.runs.find((r) => !r.ok)?.detail}` : ''}`);
     };
 
-    // One system at a time: every scenario of a variant runs before the next variant starts.
-    for (const v of [...batonModes, ...peers]) {
-      if (has('throughput')) record(await throughput(ctx, v));
-      if (has('latency')) {
-        record(await latency(ctx, v, { rate: args.latencyRate, jobs: args.latencyJobs, via: 'library', scenario: 'latency' }));
-        record(await latency(ctx, v, { rate: args.sparseRate, jobs: args.sparseJobs, via: 'library', scenario: 'latency-sparse' }));
-      }
-      if (v.system === 'baton' && has('recovery')) {
+    // One system at a time, in rounds: each round runs every system once, so the comparisons
+    // between systems (the ratios the targets are read from) share the machine's drift.
+    const systems = [...batonModes, ...peers];
+    const inRounds = async (ms: Measurement[]) => {
+      for (const f of await interleaved(args.runs, !args.quick, ms)) record(f);
+    };
+    if (has('throughput')) await inRounds(systems.map((v) => throughput(ctx, v)));
+    if (has('latency')) {
+      await inRounds(systems.map((v) => latency(ctx, v, { rate: args.latencyRate, jobs: args.latencyJobs, via: 'library', scenario: 'latency' })));
+      await inRounds(systems.map((v) => latency(ctx, v, { rate: args.sparseRate, jobs: args.sparseJobs, via: 'library', scenario: 'latency-sparse' })));
+    }
+    if (has('recovery')) {
+      for (const v of batonModes) {
         record(await recovery(ctx, v, { fastReclaim: true }));
         if (!args.quick) record(await recovery(ctx, v, { fastReclaim: false }));
       }
@@ -136,6 +145,7 @@ async function main(): Promise<number> {
       pgbench,
       missing: [...missing, ...broken],
       sqlProfile,
+      interleaved: true,
       ok: failed.length === 0 && broken.length === 0 && figures.length + micro.length + pgbench.length > 0,
     };
     const stamp = startedAt.toISOString().slice(0, 16).replace(/[:T]/g, '-');

@@ -5,7 +5,7 @@ import { Child } from '../proc.ts';
 import { distribution, percentile } from '../stats.ts';
 import type { Variant } from '../systems/types.ts';
 import { withDatabase, type Ctx, type Figure } from './context.ts';
-import { repeat, summarize } from './summarize.ts';
+import { summarize, type Measurement } from './summarize.ts';
 
 interface ProducerResult {
   type: 'result';
@@ -26,13 +26,9 @@ interface WorkerResult {
 /** How long after the last enqueue a worker may take to start the remaining jobs. */
 const GRACE_MS = 5_000;
 
-export async function latency(
-  ctx: Ctx,
-  v: Variant,
-  opts: { rate: number; jobs: number; via: 'library' | 'http'; scenario: string },
-): Promise<Figure> {
+export function latency(ctx: Ctx, v: Variant, opts: { rate: number; jobs: number; via: 'library' | 'http'; scenario: string }): Measurement {
   const pooled: number[] = [];
-  const runs = await repeat(ctx.args.runs, !ctx.args.quick, (i, warm) =>
+  const run: Measurement['run'] = (i, warm) =>
     withDatabase(ctx, `lat_${v.id}`, async (url) => {
       ctx.progress.update(`${opts.scenario} ${v.label}: run ${i + 1}${warm ? ' (warm-up)' : ''}, ${opts.jobs} jobs at ${opts.rate}/s`);
       const worker = new Child('./child/worker.ts');
@@ -68,26 +64,28 @@ export async function latency(
       } finally {
         await Promise.all([producer.end(), worker.end()]);
       }
-    }),
-  );
-  const sorted = pooled.sort((a, b) => a - b);
-  const quantiles = Array.from({ length: 101 }, (_, k) => percentile(sorted, k));
-  const counted = runs.filter((r) => !r.warmup);
-  const saturated = counted.some((r) => (r.values.notStarted ?? 0) > 0);
-  const worst = Math.max(0, ...counted.map((r) => r.values.notStarted ?? 0));
-  return summarize({
-    scenario: opts.scenario,
-    variantId: v.id,
-    label: v.label,
-    params: { rate: opts.rate, jobs: opts.jobs, via: opts.via, graceMs: GRACE_MS },
-    runs,
-    quantiles: quantiles.map((q) => (Number.isFinite(q) ? q : null)),
-    ...(saturated
-      ? {
-          note: `could not keep up: up to ${worst} of ${opts.jobs} jobs per run had not started ${GRACE_MS} ms after the last enqueue (counted as infinite latency)`,
-        }
-      : {}),
-  });
+    });
+  const figure = (runs: Figure['runs']): Figure => {
+    const sorted = pooled.sort((a, b) => a - b);
+    const quantiles = Array.from({ length: 101 }, (_, k) => percentile(sorted, k));
+    const counted = runs.filter((r) => !r.warmup);
+    const saturated = counted.some((r) => (r.values.notStarted ?? 0) > 0);
+    const worst = Math.max(0, ...counted.map((r) => r.values.notStarted ?? 0));
+    return summarize({
+      scenario: opts.scenario,
+      variantId: v.id,
+      label: v.label,
+      params: { rate: opts.rate, jobs: opts.jobs, via: opts.via, graceMs: GRACE_MS },
+      runs,
+      quantiles: quantiles.map((q) => (Number.isFinite(q) ? q : null)),
+      ...(saturated
+        ? {
+            note: `could not keep up: up to ${worst} of ${opts.jobs} jobs per run had not started ${GRACE_MS} ms after the last enqueue (counted as infinite latency)`,
+          }
+        : {}),
+    });
+  };
+  return { run, figure };
 }
 
 /** The figure values of one latency run: percentiles of the samples (Infinity = never started) and producer timing. */

@@ -4,7 +4,7 @@
 import { Child } from '../proc.ts';
 import type { Variant } from '../systems/types.ts';
 import { withDatabase, type Ctx, type Figure } from './context.ts';
-import { repeat, summarize } from './summarize.ts';
+import { summarize, type Measurement } from './summarize.ts';
 
 interface ThroughputResult {
   type: 'result';
@@ -16,10 +16,10 @@ interface ThroughputResult {
   verify: { ok: boolean; done: number; remaining: number; detail: string };
 }
 
-export async function throughput(ctx: Ctx, v: Variant): Promise<Figure> {
+export function throughput(ctx: Ctx, v: Variant): Measurement {
   const n = ctx.args.jobs;
   const capMs = v.system === 'baton' ? Math.max(ctx.args.capMs, 120_000) : ctx.args.capMs;
-  const runs = await repeat(ctx.args.runs, !ctx.args.quick, (i, warm) =>
+  const run: Measurement['run'] = (i, warm) =>
     withDatabase(ctx, `tp_${v.id}`, async (url) => {
       ctx.progress.update(`throughput ${v.label}: run ${i + 1}${warm ? ' (warm-up)' : ''}, ${n} jobs`);
       const child = new Child('./child/worker.ts');
@@ -43,15 +43,17 @@ export async function throughput(ctx: Ctx, v: Variant): Promise<Figure> {
       } finally {
         await child.end();
       }
-    }),
-  );
-  const anyCapped = runs.some((r) => !r.warmup && r.values.drained === 0);
-  return summarize({
-    scenario: 'throughput',
-    variantId: v.id,
-    label: v.label,
-    params: { jobs: n, capMs },
-    runs,
-    ...(anyCapped ? { note: `did not drain ${n} jobs within ${capMs} ms; rate measured over the jobs done by then` } : {}),
-  });
+    });
+  const figure = (runs: Figure['runs']): Figure => {
+    const anyCapped = runs.some((r) => !r.warmup && r.values.drained === 0);
+    return summarize({
+      scenario: 'throughput',
+      variantId: v.id,
+      label: v.label,
+      params: { jobs: n, capMs },
+      runs,
+      ...(anyCapped ? { note: `did not drain ${n} jobs within ${capMs} ms; rate measured over the jobs done by then` } : {}),
+    });
+  };
+  return { run, figure };
 }
