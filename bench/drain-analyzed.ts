@@ -34,6 +34,8 @@ try {
   });
   await baton.migrate();
   const pool = new pg.Pool({ connectionString: url, max: 1 });
+  // pool.end() resolves before its socket closes; server.close()'s DROP ... WITH (FORCE) may reach it.
+  pool.on('error', () => undefined);
   await pool.query(
     `INSERT INTO baton.jobs (queue, job_type, payload) SELECT 'q', 'x', jsonb_build_object('seq', g) FROM generate_series(1, $1::int) g`,
     [N],
