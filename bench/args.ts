@@ -84,7 +84,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
   return {
     quick,
     peers: list(values.peers ?? (quick ? 'none' : 'all'), ALL_PEERS, 'peers'),
-    runs: int(values.runs, quick ? 1 : 3, 'runs'),
+    runs: int(values.runs, quick ? 1 : 5, 'runs'),
     jobs: int(values.jobs, quick ? 2_000 : 20_000, 'jobs'),
     scenarios: list(values.scenarios ?? 'all', ALL_SCENARIOS, 'scenarios'),
     modes: values.modes ? values.modes.split(',').map((s) => s.trim()) : [],
