@@ -48,6 +48,7 @@ const out: string[] = [
   '',
   `Measured by \`${r.command.replace(/ --$/, '')}\` on ${r.startedAt.slice(0, 10)} at commit \`${m.gitCommit.slice(0, 10)}\`: ${m.cpuModel}, ${m.cores} cores, ${m.memoryGiB} GiB, ${m.postgres.version.split(' ').slice(0, 2).join(' ')} (${m.postgres.source.startsWith('embedded') ? 'the embedded server' : 'a given server'}) on the same host, Node ${m.node}. ` +
     `Each cell is the median of ${String(r.args.runs)} run(s) after ${r.args.quick ? "no" : "a discarded"} warm-up, with the spread (min–max); every run used a fresh database and was verified against it afterwards (each job done exactly once). ` +
+    (r.interleaved ? 'Throughput and latency ran in rounds, every system once per round, so a drift of the machine lands on all systems of a round alike; the targets table says in how many rounds each target held. ' : '') +
     `All tables: [results/${base}.md](results/${base}.md); raw data: [results/${base}.json](results/${base}.json).`,
   '',
   '| System / mode | throughput (jobs/s) | latency p50 (ms) | latency p99 (ms) | sparse p50 (ms) | sparse p99 (ms) | polls every |',
