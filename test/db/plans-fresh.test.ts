@@ -10,25 +10,11 @@ import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { jobScans, type PlanNode } from '../helpers/plan-node.ts';
 
 const db = useTestDatabase();
 const q = jobQueries(quoteSchema('baton'));
 const GROWN_TO = 2_000;
-
-interface PlanNode {
-  'Node Type': string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  'Index Name'?: string;
-  'Relation Name'?: string;
-  Plans?: PlanNode[];
-}
-
-function jobScans(n: PlanNode): PlanNode[] {
-  const here = n['Relation Name'] === 'jobs' && /Scan/.test(n['Node Type']) ? [n] : [];
-  return [...here, ...(n.Plans ?? []).flatMap(jobScans)];
-}
 
 let client: pg.PoolClient;
 let claimPlan: PlanNode;

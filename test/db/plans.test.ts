@@ -11,6 +11,7 @@ import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { jobScans, type PlanNode } from '../helpers/plan-node.ts';
 
 const db = useTestDatabase();
 const q = jobQueries(quoteSchema('baton'));
@@ -50,17 +51,6 @@ const STATEMENTS: Record<string, () => [text: string, args: string[]]> = {
   release: () => [q.releaseMany.text, [bigints(running.ids), bigints(running.tokens), 'true']],
 };
 
-interface PlanNode {
-  'Node Type': string;
-  'Actual Rows': number;
-  'Actual Loops': number;
-  'Rows Removed by Filter'?: number;
-  'Rows Removed by Join Filter'?: number;
-  'Index Name'?: string;
-  'Relation Name'?: string;
-  Plans?: PlanNode[];
-}
-
 /** Rows produced or thrown away by every node, times its loops: the work the plan did. */
 function rowsVisited(n: PlanNode): number {
   const own = (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Join Filter'] ?? 0)) * n['Actual Loops'];
@@ -75,11 +65,6 @@ function modifyTable(n: PlanNode): PlanNode | undefined {
     if (found) return found;
   }
   return undefined;
-}
-
-function jobScans(n: PlanNode): PlanNode[] {
-  const here = n['Relation Name'] === 'jobs' && /Scan/.test(n['Node Type']) ? [n] : [];
-  return [...here, ...(n.Plans ?? []).flatMap(jobScans)];
 }
 
 async function explain(text: string, args: string[], mode: string): Promise<PlanNode> {
