@@ -20,10 +20,6 @@ const GROWN_TO = 2_000;
 let client: pg.PoolClient;
 let claimPlan: PlanNode;
 
-const explainExecute = async (name: string, args: string) =>
-  ((await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE ${name}(${args})`)).rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!
-    .Plan;
-
 beforeAll(async () => {
   // Autovacuum's ANALYZE would replace the cached plans and hide what this file looks for.
   await db.query('ALTER TABLE baton.jobs SET (autovacuum_enabled = false)');
@@ -39,11 +35,14 @@ beforeAll(async () => {
   expect((await client.query(`EXECUTE claim('q', 1, 'w-fresh', true, 60000)`)).rowCount).toBe(1);
 
   await db.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'q', 'fresh' FROM generate_series(1, $1::int)`, [GROWN_TO]);
-  claimPlan = await explainExecute('claim', `'q', 1, 'w-fresh', true, 60000`);
+  const explained = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE claim('q', 1, 'w-fresh', true, 60000)`);
+  claimPlan = (explained.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
 });
 
 afterAll(async () => {
+  // The pooled connection goes back as it came: no prepared claim, the default plan cache mode.
   await client?.query('DEALLOCATE ALL');
+  await client?.query('RESET plan_cache_mode');
   client?.release();
 });
 
