@@ -6,6 +6,7 @@ import { workerFor } from '../systems/index.ts';
 import type { VerifyResult, WorkerSide } from '../systems/types.ts';
 import { variantById } from '../systems/variants.ts';
 import { next, send, serve, until } from './ipc.ts';
+import { startPgTrace } from './pg-trace.ts';
 
 /**
  * A capped run is stopped mid-stream: a job whose handler had started may be handed back
@@ -29,6 +30,7 @@ const IN_FLIGHT_BOUND = 600;
 
 serve(async (run) => {
   const v = variantById(run.variantId as string);
+  const trace = run.trace === true ? startPgTrace() : null;
   const w = await workerFor(v, run.url as string);
   await w.setup();
 
@@ -79,7 +81,7 @@ serve(async (run) => {
     await until(async () => (await w.countDone(c.expected)) >= starts.size, 5_000, 20);
     const verify = await w.verify(executed, c.expected);
     await w.close();
-    send({ type: 'result', starts: [...starts.entries()], executions, complete: all, verify });
+    send({ type: 'result', starts: [...starts.entries()], executions, complete: all, verify, ...(trace ? { trace: trace() } : {}) });
     return;
   }
   throw new Error(`unknown role ${String(run.role)}`);

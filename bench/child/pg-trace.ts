@@ -1,0 +1,48 @@
+// Diagnostics for bench/latency-breakdown.ts: timestamps, in this process, of every
+// notification that reaches a pg client and of every claim sent and answered. It
+// patches pg's Client prototype, so it sees every system's connections (graphile-worker
+// and pg-boss share the same pg package); a claim is any statement with SKIP LOCKED.
+
+import pg from 'pg';
+import { nowMs } from '../stats.ts';
+
+export type TraceKind = 'notification' | 'claim-sent' | 'claim-reply';
+export type TraceEvent = [TraceKind, number];
+
+type Query = (this: pg.Client, ...args: unknown[]) => unknown;
+
+function statementText(config: unknown): string {
+  if (typeof config === 'string') return config;
+  const text = (config as { text?: unknown } | null)?.text;
+  return typeof text === 'string' ? text : '';
+}
+
+/** Starts recording; returns a function that reads the events so far. Call before any client connects. */
+export function startPgTrace(): () => TraceEvent[] {
+  const events: TraceEvent[] = [];
+  const proto = pg.Client.prototype as unknown as { emit: pg.Client['emit']; query: Query };
+  const emit = proto.emit;
+  proto.emit = function (this: pg.Client, name: string | symbol, ...args: unknown[]) {
+    if (name === 'notification') events.push(['notification', nowMs()]);
+    return emit.call(this, name, ...args);
+  } as pg.Client['emit'];
+  const query = proto.query;
+  proto.query = function (this: pg.Client, ...args: unknown[]) {
+    if (!/skip\s+locked/i.test(statementText(args[0]))) return query.apply(this, args);
+    events.push(['claim-sent', nowMs()]);
+    const replied = () => events.push(['claim-reply', nowMs()]);
+    const cb = args.findIndex((a) => typeof a === 'function');
+    if (cb >= 0) {
+      const done = args[cb] as (...r: unknown[]) => unknown;
+      args[cb] = function (this: unknown, ...r: unknown[]) {
+        replied();
+        return done.apply(this, r);
+      };
+      return query.apply(this, args);
+    }
+    const result = query.apply(this, args);
+    if (result instanceof Promise) result.then(replied, () => undefined);
+    return result;
+  };
+  return () => events;
+}
