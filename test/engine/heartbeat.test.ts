@@ -83,7 +83,9 @@ describe.each([true, false])('heartbeats over a failing network (claimIntoRunnin
     gate.resolve();
     const done = await rowInState(db, job.id, 'succeeded');
     expect(done).toMatchObject({ attempt: 1, lease_token: ctx.token, result: { by: 'worker' }, errors: [] });
-    expect(worker.stats()).toMatchObject({ leasesLost: 0, fencedWrites: 0, succeeded: 1 });
+    // The row commits before the worker reads the write's reply and counts it.
+    await waitFor(() => worker.stats().succeeded === 1, { message: 'the worker to count the success' });
+    expect(worker.stats()).toMatchObject({ leasesLost: 0, fencedWrites: 0 });
   });
 
   it('a worker that cannot prove its lease for heartbeatDeadlineMs aborts the handler and writes nothing', async () => {

@@ -57,7 +57,9 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
     // Sequential jobs into an idle worker; each must be woken by its NOTIFY.
     for (let i = 0; i < 3; i++) expect(await startLatency(producer, idleW)).toBeLessThan(1_000);
     const { worker } = idleW;
-    expect(worker.stats()).toMatchObject({ claimed: 3, succeeded: 3 });
+    // Rows commit before the worker reads each write's reply and counts it.
+    await waitFor(() => worker.stats().succeeded === 3, { message: 'the worker to count 3 successes' });
+    expect(worker.stats().claimed).toBe(3);
   });
 
   it('jobs enqueued inside an open debounce window start by its trailing NOTIFY, sent after their commits', async () => {
@@ -75,7 +77,8 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
     while (ids.size < burst.length) ids.add((await started.next({ timeoutMs: 5_000, message: `job ${ids.size + 1} of the burst to start` })).id);
     expect(ids).toEqual(new Set(burst));
     for (const id of burst) await rowInState(db, id, 'succeeded');
-    expect(worker.stats()).toMatchObject({ claimed: 6, succeeded: 6 });
+    await waitFor(() => worker.stats().succeeded === 6, { message: 'the worker to count 6 successes' });
+    expect(worker.stats().claimed).toBe(6);
   });
 
   it('after its listener connection is killed the worker reconnects and still starts jobs promptly', async () => {
@@ -99,7 +102,7 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
 
     // The reconnect itself polls once; startLatency waits for that claim to finish first.
     expect(await startLatency(producer, idleW)).toBeLessThan(2_000);
-    expect(worker.stats().succeeded).toBe(1);
+    await waitFor(() => worker.stats().succeeded === 1, { message: 'the worker to count the success' });
   });
 
   it("with dispatch 'poll' nothing LISTENs and jobs still run by polling", async () => {
@@ -175,7 +178,8 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
       expect((await rowInState(db, job.id, 'succeeded')).attempt).toBe(1);
       expect(started.pending).toBe(0);
       expect((await db.query(`SELECT count(*)::int AS n FROM baton.jobs`)).rows[0].n).toBe(1);
-      expect(worker.stats()).toMatchObject({ claimed: 1, succeeded: 1 });
+      await waitFor(() => worker.stats().succeeded === 1, { message: 'the worker to count the success' });
+      expect(worker.stats().claimed).toBe(1);
       expect(await row(db, job.id)).toMatchObject({ state: 'succeeded' });
     });
   });
