@@ -1,7 +1,8 @@
 // Diagnostics for bench/latency-breakdown.ts: timestamps, in this process, of every
 // notification that reaches a pg client and of every claim sent and answered. It
 // patches pg's Client prototype, so it sees every system's connections (graphile-worker
-// and pg-boss share the same pg package); a claim is any statement with SKIP LOCKED.
+// and pg-boss share the same pg package). A claim is any statement with SKIP LOCKED, so
+// Baton's reaper sweep (every 250 ms) counts too: it rarely falls inside a job's stages.
 
 import pg from 'pg';
 import { nowMs } from '../stats.ts';
@@ -17,7 +18,7 @@ function statementText(config: unknown): string {
   return typeof text === 'string' ? text : '';
 }
 
-/** Starts recording; returns a function that reads the events so far. Call before any client connects. */
+/** Starts recording in every pg client of this process; returns a function that reads the events so far. */
 export function startPgTrace(): () => TraceEvent[] {
   const events: TraceEvent[] = [];
   const proto = pg.Client.prototype as unknown as { emit: pg.Client['emit']; query: Query };
