@@ -6,8 +6,7 @@
 //          [--rate 100] [--jobs 1000] [--runs 3] [--tail 0]
 
 import { parseArgs } from 'node:util';
-import type { TraceEvent } from './child/pg-trace.ts';
-import { Child } from './proc.ts';
+import { latencyRun } from './scenarios/latency.ts';
 import { jobStages, STAGES, summarizeStages, type JobStages, type StageSummary } from './scenarios/breakdown.ts';
 import { openServer, type PgServer } from './server.ts';
 import { spread } from './stats.ts';
@@ -30,27 +29,12 @@ const WARM_JOBS = Math.min(10, Math.floor(jobs / 10));
 async function tracedRun(server: PgServer, variantId: string, round: number): Promise<JobStages[]> {
   const name = `bench_breakdown_${process.pid}_${round}_${variantId.replace(/-/g, '_')}`;
   const url = await server.createDatabase(name);
-  const worker = new Child('./child/worker.ts');
-  const producer = new Child('./child/producer.ts');
   try {
-    await Promise.all([worker.waitFor('booted', 30_000), producer.waitFor('booted', 30_000)]);
-    worker.send({ type: 'run', role: 'latency', variantId, url, trace: true });
-    await worker.waitFor('ready', 60_000);
-    producer.send({ type: 'run', variantId, url, via: 'library', rate, jobs });
-    await producer.waitFor('ready', 30_000);
-    producer.send({ type: 'go' });
-    const p = await producer.waitFor<{ commits: Array<[number, number]> }>('result', jobs * (1000 / rate) + 60_000);
-    worker.send({ type: 'collect', expected: p.commits.length, deadlineMs: 5_000 });
-    const w = await worker.waitFor<{ starts: Array<[number, number]>; trace: TraceEvent[]; verify: { ok: boolean; detail: string } }>(
-      'result',
-      60_000,
-    );
-    producer.send({ type: 'close' });
+    const { p, w } = await latencyRun(url, { variantId, rate, jobs, via: 'library', trace: true });
     if (!w.verify.ok) throw new Error(`${variantId}: run failed verification: ${w.verify.detail}`);
     const counted = p.commits.filter(([seq]) => seq >= WARM_JOBS);
-    return jobStages(counted, w.starts, w.trace, Math.min(3, 1000 / rate / 3));
+    return jobStages(counted, w.starts, w.trace ?? [], Math.min(3, 1000 / rate / 3));
   } finally {
-    await Promise.all([producer.end(), worker.end()]);
     await server.dropDatabase(name);
   }
 }

@@ -1,6 +1,7 @@
 // Start latency: an idle worker process; a producer in another process enqueues at a
 // fixed rate; latency = handler start - enqueue commit (host monotonic clock, same host).
 
+import type { TraceEvent } from '../child/pg-trace.ts';
 import { Child } from '../proc.ts';
 import { distribution, percentile } from '../stats.ts';
 import type { Variant } from '../systems/types.ts';
@@ -21,49 +22,66 @@ interface WorkerResult {
   executions: number;
   complete: boolean;
   verify: { ok: boolean; done: number; remaining: number; detail: string };
+  trace?: TraceEvent[];
 }
 
 /** How long after the last enqueue a worker may take to start the remaining jobs. */
 const GRACE_MS = 5_000;
+
+export interface LatencyRunOptions {
+  variantId: string;
+  rate: number;
+  jobs: number;
+  via: 'library' | 'http';
+  httpBase?: string | undefined;
+  /** Trace the worker's pg client (child/pg-trace.ts) and return the events. */
+  trace?: boolean;
+}
+
+/** One latency run on database `url`: an idle worker and a producer, each in a fresh child process. */
+export async function latencyRun(url: string, o: LatencyRunOptions): Promise<{ p: ProducerResult; w: WorkerResult }> {
+  const worker = new Child('./child/worker.ts');
+  const producer = new Child('./child/producer.ts');
+  try {
+    await Promise.all([worker.waitFor('booted', 30_000), producer.waitFor('booted', 30_000)]);
+    worker.send({ type: 'run', role: 'latency', variantId: o.variantId, url, trace: o.trace === true });
+    await worker.waitFor('ready', 60_000);
+    producer.send({ type: 'run', variantId: o.variantId, url, via: o.via, httpBase: o.httpBase, rate: o.rate, jobs: o.jobs });
+    await producer.waitFor('ready', 30_000);
+    producer.send({ type: 'go' });
+    const p = await producer.waitFor<ProducerResult>('result', (o.jobs / o.rate) * 1000 + 60_000);
+    worker.send({ type: 'collect', expected: p.commits.length, deadlineMs: GRACE_MS });
+    const w = await worker.waitFor<WorkerResult>('result', GRACE_MS + 60_000);
+    producer.send({ type: 'close' });
+    await producer.waitFor('closed', 30_000);
+    return { p, w };
+  } finally {
+    await Promise.all([producer.end(), worker.end()]);
+  }
+}
 
 export function latency(ctx: Ctx, v: Variant, opts: { rate: number; jobs: number; via: 'library' | 'http'; scenario: string }): Measurement {
   const pooled: number[] = [];
   const run: Measurement['run'] = (i, warm) =>
     withDatabase(ctx, `lat_${v.id}`, async (url) => {
       ctx.progress.update(`${opts.scenario} ${v.label}: run ${i + 1}${warm ? ' (warm-up)' : ''}, ${opts.jobs} jobs at ${opts.rate}/s`);
-      const worker = new Child('./child/worker.ts');
-      const producer = new Child('./child/producer.ts');
-      try {
-        await Promise.all([worker.waitFor('booted', 30_000), producer.waitFor('booted', 30_000)]);
-        worker.send({ type: 'run', role: 'latency', variantId: v.id, url });
-        await worker.waitFor('ready', 60_000);
-        producer.send({ type: 'run', variantId: v.id, url, via: opts.via, httpBase: ctx.httpBase, rate: opts.rate, jobs: opts.jobs });
-        await producer.waitFor('ready', 30_000);
-        producer.send({ type: 'go' });
-        const p = await producer.waitFor<ProducerResult>('result', (opts.jobs / opts.rate) * 1000 + 60_000);
-        worker.send({ type: 'collect', expected: p.commits.length, deadlineMs: GRACE_MS });
-        const w = await worker.waitFor<WorkerResult>('result', GRACE_MS + 60_000);
-        producer.send({ type: 'close' });
-        await producer.waitFor('closed', 30_000);
-        const starts = new Map(w.starts);
-        const lat = p.commits.map(([seq, t]) => {
-          const s = starts.get(seq);
-          return s === undefined ? Number.POSITIVE_INFINITY : s - t;
-        });
-        const notStarted = lat.filter((x) => x === Number.POSITIVE_INFINITY).length;
-        if (!warm) pooled.push(...lat);
-        const problems: string[] = [];
-        if (p.errorCount) problems.push(`${p.errorCount} enqueue error(s): ${p.errors.join(' | ')}`);
-        if (!w.verify.ok) problems.push(`verification failed: ${w.verify.detail}`);
-        const ok = problems.length === 0;
-        return {
-          ok,
-          detail: ok ? (notStarted ? `${notStarted} of ${lat.length} not started within ${GRACE_MS} ms of the last enqueue` : 'ok') : problems.join('; '),
-          values: latencyValues(lat, p),
-        };
-      } finally {
-        await Promise.all([producer.end(), worker.end()]);
-      }
+      const { p, w } = await latencyRun(url, { variantId: v.id, rate: opts.rate, jobs: opts.jobs, via: opts.via, httpBase: ctx.httpBase });
+      const starts = new Map(w.starts);
+      const lat = p.commits.map(([seq, t]) => {
+        const s = starts.get(seq);
+        return s === undefined ? Number.POSITIVE_INFINITY : s - t;
+      });
+      const notStarted = lat.filter((x) => x === Number.POSITIVE_INFINITY).length;
+      if (!warm) pooled.push(...lat);
+      const problems: string[] = [];
+      if (p.errorCount) problems.push(`${p.errorCount} enqueue error(s): ${p.errors.join(' | ')}`);
+      if (!w.verify.ok) problems.push(`verification failed: ${w.verify.detail}`);
+      const ok = problems.length === 0;
+      return {
+        ok,
+        detail: ok ? (notStarted ? `${notStarted} of ${lat.length} not started within ${GRACE_MS} ms of the last enqueue` : 'ok') : problems.join('; '),
+        values: latencyValues(lat, p),
+      };
     });
   const figure = (runs: Figure['runs']): Figure => {
     const sorted = pooled.sort((a, b) => a - b);
