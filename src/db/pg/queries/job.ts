@@ -90,12 +90,9 @@ export function jobQueries(schema: string) {
     // per row from the sequence, sets the expiry from the database clock and spends an attempt
     // now, so a handler that kills its process still uses up its budget. The picked ids reach
     // the UPDATE as an array so it finds them through the primary key (a join may hash the
-    // whole table). The claim is a named statement, so a connection caches its generic plan
-    // after five executions until the next ANALYZE; made while the table was new (a few rows,
-    // no statistics), that plan found an array of unknown length (the planner assumes 10) by
-    // a sequential scan and kept doing so as the table grew (at 1,000 rows a one-job claim
-    // executed in 0.37 ms that way, 0.16 ms through the key). The min/max bounds are redundant
-    // for the result but keep the index scan the cheap plan at any estimated size. Only the
+    // whole table). The min/max bounds are redundant for the result: a generic plan cached
+    // while the table was new (no statistics) would otherwise find the ids by a sequential
+    // scan, and keep doing so as the table grows (test/db/plans-fresh.test.ts). Only the
     // columns a lease needs come back, times as epoch milliseconds (cheap to read, no date
     // parsing), nothing the caller already knows (queue, state, the expiry: now + $5) and an
     // empty error history as NULL; rows come back unordered, the caller restores claim order
