@@ -85,8 +85,9 @@ export function createBaton(options: BatonOptions): Baton {
     logger: log,
     lockNamespace,
     migrate: () => migrate(pool, { schema: config.schema }),
-    createPresence: () =>
+    createPresence: (hooks) =>
       new PgPresence({
+        ...hooks,
         connection: sideConnection,
         quotedSchema: schema,
         lockNamespace,

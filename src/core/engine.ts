@@ -36,7 +36,8 @@ export interface EngineDeps {
   logger: Logger;
   lockNamespace: number;
   migrate: () => Promise<MigrateResult>;
-  createPresence: () => Presence;
+  /** `onAcquired` runs each time the presence lock is (re-)acquired. */
+  createPresence: (hooks: { onAcquired: () => void }) => Presence;
   createListener: (hooks: { onNotify: (channel: string) => void; onConnected: () => void; onError: (err: unknown) => void }) => NotificationListener;
   /** Releases resources the engine owns (e.g. a pool it created). Called once, at the end of stop(). */
   close: () => Promise<void>;
@@ -149,7 +150,8 @@ export class Engine implements Baton {
     const working = this.#dispatchers.size > 0;
     try {
       if (working) {
-        this.#presence = this.#d.createPresence();
+        // Claims wait while the lock is lost (see #claimAndStart); getting it back wakes them.
+        this.#presence = this.#d.createPresence({ onAcquired: () => this.#wakeAll() });
         if (this.config.dispatch === 'notify') {
           this.#listener = this.#d.createListener({
             onNotify: (channel) => this.#byChannel.get(channel)?.wake(),
@@ -279,6 +281,9 @@ export class Engine implements Baton {
   }
 
   async #claimAndStart(dispatcher: QueueDispatcher, limit: number): Promise<number> {
+    // No claim without the presence lock: once our session is gone, any reaper may take leases
+    // we hold (fast reclaim), so a lease taken now could run twice. onAcquired wakes us again.
+    if (!this.#presence?.held) return 0;
     const provenAt = monotonicMs();
     const t0 = performance.now();
     const { executor, config } = { executor: this.#d.executor, config: this.config };

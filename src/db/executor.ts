@@ -107,6 +107,8 @@ export interface Executor {
 export interface Presence {
   start(): Promise<void>;
   stop(): Promise<void>;
+  /** True while the lock is held, as far as this process knows (false from the moment its session is seen lost). */
+  readonly held: boolean;
 }
 
 /** One LISTEN connection per process. */

@@ -607,6 +607,33 @@ describe('fast reclaim', () => {
     }
   });
 
+  it('spares a lease claimed or renewed after its owner was seen gone; expiry still takes it', async () => {
+    const { jobId: renewed } = await workerWithJob('w-late');
+    await ex.workerSweep({ lockNamespace: ns });
+    expect(await goneSince('w-late')).not.toBeNull();
+    // Seen gone a minute ago; two leases last written before that.
+    await db.query(`UPDATE baton.workers SET gone_since = now() - interval '1 minute' WHERE id = 'w-late'`);
+    const twoMinutesAgo = { inMs: -120_000 };
+    await db.query(`UPDATE baton.jobs SET updated_at = now() - interval '2 minutes' WHERE id = $1`, [renewed]);
+    const early = await insertJob(db.pool, { queue: fresh(), state: 'running', leaseOwner: 'w-late', leaseExpiresAt: { inMs: 600_000 }, updatedAt: twoMinutesAgo });
+    // Since then the owner renewed one of them and claimed a new job: it was alive after all.
+    const token = (await row(renewed)).lease_token as string;
+    expect(await ex.jobHeartbeatMany({ leases: [{ id: renewed, token }], leaseMs: 600_000 })).toEqual(new Set([renewed]));
+    const queue = fresh();
+    await insertJob(db.pool, { queue });
+    const [claimed] = await ex.jobClaim({ queue, limit: 1, owner: 'w-late', leaseMs: 600_000, intoRunning: true });
+
+    const reaped = await reap(0);
+    expect(reaped.map((r) => [r.id, r.expired])).toEqual([[early, false]]);
+    expect((await row(claimed!.id)).state).toBe('running');
+    expect((await row(renewed)).state).toBe('running');
+
+    // Left to their leases: once expired, the reaper takes them as it takes any other.
+    await db.query(`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ANY($1::bigint[])`, [[claimed!.id, renewed]]);
+    const expired = await reap(0);
+    expect(expired.map((r) => [r.id, r.expired]).sort()).toEqual([[claimed!.id, true], [renewed, true]].sort());
+  });
+
   it('a worker seen gone that holds its lock again is cleared by the next sweep', async () => {
     const { key } = await workerWithJob('w-back');
     await ex.workerSweep({ lockNamespace: ns });

@@ -21,7 +21,7 @@ export interface Engines {
    * A started engine on a pool of ours that counts claim statements in flight. With no
    * claim in flight and a long poll, only a wake-up (NOTIFY, in-process) can start one.
    */
-  startObserved(options?: EngineOptions): Promise<{ baton: Baton; claimsInFlight: () => number }>;
+  startObserved(options?: EngineOptions): Promise<{ baton: Baton; claimsInFlight: () => number; claimsSent: () => number }>;
   /** A promise a handler can block on; opened after the test at the latest. */
   gate<T = void>(): Deferred<T>;
 }
@@ -60,16 +60,18 @@ export function useEngines(db: TestDatabase, defaults: () => EngineOptions = () 
       pool.on('error', () => undefined);
       pools.push(pool);
       let claims = 0;
+      let sent = 0;
       const query = pool.query.bind(pool) as (config: unknown) => Promise<unknown>;
       // The engine issues its claim synchronously from wake(), so the count is never behind.
       (pool as unknown as { query: unknown }).query = (config: { name?: unknown }) => {
         if (typeof config?.name !== 'string' || !config.name.endsWith('job_claim')) return query(config);
         claims++;
+        sent++;
         return query(config).finally(() => claims--);
       };
       const baton = create({ ...options, pool });
       await baton.start();
-      return { baton, claimsInFlight: () => claims };
+      return { baton, claimsInFlight: () => claims, claimsSent: () => sent };
     },
     producer: (options = {}) => create({ poolSize: 2, ...options, queues: {} }),
     gate: <T>() => {

@@ -1,7 +1,8 @@
 // Presence: a dedicated connection holding a session-level advisory lock for as
 // long as this worker process lives. When the session ends (kill -9, network
 // loss), PostgreSQL drops the lock, which lets any reaper prove the owner is gone.
-// After a reconnect the lock and the worker row are re-acquired.
+// After a reconnect the lock and the worker row are re-acquired; until then `held` is
+// false and the engine claims nothing.
 
 import os from 'node:os';
 import pg from 'pg';
@@ -17,6 +18,8 @@ export interface PgPresenceOptions {
   queues: Record<string, number>;
   retryMs?: number;
   onError?: (err: unknown) => void;
+  /** Runs each time the lock is acquired, the first time and after every reconnect. */
+  onAcquired?: () => void;
 }
 
 export class PgPresence implements Presence {
@@ -30,6 +33,11 @@ export class PgPresence implements Presence {
   constructor(options: PgPresenceOptions) {
     this.#o = options;
     this.#q = workerQueries(options.quotedSchema);
+  }
+
+  /** Lost the moment the connection reports an error or its end; the engine claims only while held. */
+  get held(): boolean {
+    return this.#client !== null;
   }
 
   async start(): Promise<void> {
@@ -68,6 +76,7 @@ export class PgPresence implements Presence {
         return;
       }
       this.#client = client;
+      this.#o.onAcquired?.();
     } catch (err) {
       client.removeAllListeners('end');
       client.on('error', () => undefined);

@@ -172,16 +172,20 @@ export function jobQueries(schema: string) {
     // The reaper: live leases past their expiry, or (fast reclaim, $3) owned by a worker whose
     // session has been gone for longer than the grace ($2 ms). Back to pending, or dead-lettered
     // when the budget is spent. Bounded by $1 rows; SKIP LOCKED so reapers never queue.
+    // Fast reclaim spares a lease last written (claimed or renewed: updated_at) after its owner
+    // was seen gone: that write proves the owner was alive then, e.g. its pool reconnected after a
+    // server restart before its presence lock did. Such a lease is left to expire or be renewed.
     reap: {
       name: `${schema}.job_reap`,
       text: `WITH gone AS (
-          SELECT id FROM ${schema}.workers
+          SELECT id, gone_since FROM ${schema}.workers
           WHERE $3::boolean AND gone_since IS NOT NULL
             AND gone_since <= now() - make_interval(secs => $2::double precision / 1000.0)
         ), victims AS (
-          SELECT j.id, j.lease_expires_at <= now() AS expired FROM ${jobs} j
+          SELECT j.id, j.lease_expires_at <= now() AS expired
+          FROM ${jobs} j LEFT JOIN gone g ON g.id = j.lease_owner
           WHERE j.state IN ${LIVE} AND j.lease_expires_at IS NOT NULL /* the expiry index */
-            AND (j.lease_expires_at <= now() OR j.lease_owner IN (SELECT id FROM gone))
+            AND (j.lease_expires_at <= now() OR j.updated_at < g.gone_since)
           ORDER BY j.lease_expires_at
           LIMIT $1
           FOR UPDATE OF j SKIP LOCKED

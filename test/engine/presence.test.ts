@@ -1,0 +1,68 @@
+// Presence and claiming: a worker whose presence session is lost claims nothing until
+// the lock is back, because any reaper may take a lease whose owner holds no lock (fast
+// reclaim) and the job would run twice. The lock's re-acquisition is held up by locking
+// the worker's row (its upsert waits), so "lost, not yet back" lasts as long as we like.
+
+import { describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { Invocations, rowInState, useEngines } from './harness.ts';
+
+const db = useTestDatabase();
+
+describe('presence', () => {
+  const engines = useEngines(db);
+
+  it('claims nothing while the presence lock is lost, and claims at once when it is back', async () => {
+    const calls = new Invocations();
+    const { baton: worker, claimsSent, claimsInFlight } = await engines.startObserved({
+      queues: { q: 1 },
+      // Only wake-ups start claims here: the poll is out of the way.
+      pollIntervalMs: 600_000,
+      handlers: { work: (ctx) => calls.record(ctx) },
+    });
+    const blocker = new pg.Client({ connectionString: db.url });
+    await blocker.connect();
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('SELECT 1 FROM baton.workers WHERE id = $1 FOR UPDATE', [worker.config.workerId]);
+
+      const killed = await db.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE application_name = 'baton-presence' AND datname = current_database()`,
+      );
+      expect(killed.rowCount).toBe(1);
+      // The new presence session exists and waits on the row: the old one was seen lost.
+      await waitFor(
+        async () =>
+          (
+            await db.query(
+              `SELECT 1 FROM pg_stat_activity WHERE application_name = 'baton-presence'
+                AND datname = current_database() AND wait_event_type = 'Lock'`,
+            )
+          ).rowCount === 1,
+        { message: 'the presence connection to be back and waiting for the worker row' },
+      );
+      await waitFor(() => claimsInFlight() === 0, { message: 'no claim in flight' });
+
+      // The enqueue wakes the local dispatcher synchronously after its insert; so does wake().
+      const sentBefore = claimsSent();
+      const { job } = await worker.enqueue({ jobType: 'work', queue: 'q' });
+      await worker.wake('q');
+      expect(claimsSent()).toBe(sentBefore);
+      expect((await rowInState(db, job.id, 'pending')).attempt).toBe(0);
+
+      await blocker.query('COMMIT');
+      const done = await rowInState(db, job.id, 'succeeded');
+      expect(done.attempt).toBe(1);
+      expect(calls.of(job.id)).toBe(1);
+      expect(claimsSent()).toBeGreaterThan(sentBefore);
+      const me = (await worker.admin.workers()).find((w) => w.id === worker.config.workerId);
+      expect(me?.alive).toBe(true);
+    } finally {
+      await blocker.query('ROLLBACK').catch(() => undefined);
+      await blocker.end();
+    }
+  });
+});
