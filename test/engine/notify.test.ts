@@ -13,7 +13,7 @@ import { Invocations, row, rowInState, useEngines } from './harness.ts';
 const db = useTestDatabase();
 const NO_POLL = 60_000;
 
-/** Backends of this database LISTENing (pg-listen's connection shows its last statement). */
+/** Backends of this database LISTENing (the listener's connection shows its last statement). */
 const listeners = () =>
   db.query<{ pid: number; state: string; query: string }>(
     `SELECT pid, state, query FROM pg_stat_activity
@@ -90,7 +90,7 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
     const oldPid = before.rows[0]!.pid;
 
     await db.query(`SELECT pg_terminate_backend($1)`, [oldPid]);
-    // The new listener is in place once its backend has run LISTEN (pg-listen re-subscribes, then reports connected).
+    // The new listener is in place once its backend has run LISTEN (it re-subscribes, then reports connected).
     await waitFor(
       async () => {
         const now = await listeners();

@@ -23,7 +23,8 @@ function isConnectionError(err: { code?: unknown; message?: unknown }): boolean 
   if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)) return true;
   if (code.startsWith('08') || code.startsWith('57P')) return true;
   const msg = typeof err.message === 'string' ? err.message : '';
-  return /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error/i.test(msg);
+  // 'timeout expired': a pg.Client's own connectionTimeoutMillis (the pool's says 'timeout exceeded ...').
+  return /Connection terminated|timeout exceeded when trying to connect|^timeout expired$|Query read timeout|Client has encountered a connection error/i.test(msg);
 }
 
 /** Wraps any error from the driver into a BatonError with a stable code. */

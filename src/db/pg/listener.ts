@@ -1,9 +1,9 @@
-// The one LISTEN connection per process, on pg-listen: reconnects forever,
-// checks the connection periodically (a dead socket is noticed), and reports
-// reconnects so the engine can poll at once (notifications sent meanwhile are gone).
+// The one LISTEN connection per process. Once started it reconnects forever (with
+// backoff), proves the connection alive with a timed check, and reports every
+// connection so the engine can poll at once (notifications sent meanwhile are gone).
+// A start() that fails leaves nothing behind: no connection, no timer, no retry.
 
-import type pg from 'pg';
-import pgListen, { type Subscriber } from 'pg-listen';
+import pg from 'pg';
 import type { NotificationListener } from '../executor.ts';
 import { translatePgError } from './errors.ts';
 
@@ -14,61 +14,130 @@ export interface PgListenerOptions {
   onConnected: () => void;
   onError?: (err: unknown) => void;
   /** How often to prove the connection alive with a trivial query. */
-  paranoidCheckMs?: number;
+  checkMs?: number;
 }
 
-// pg-listen is CommonJS with an `exports.default`; under Node's ESM interop the default
-// import is the module object, so reach through it when needed.
-type CreateSubscriber = typeof import('pg-listen').default;
-const createSubscriber: CreateSubscriber =
-  (pgListen as unknown as { default?: CreateSubscriber }).default ?? (pgListen as unknown as CreateSubscriber);
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 2_000;
+/** How long stop() waits for a polite goodbye before it destroys the socket. */
+const END_GRACE_MS = 1_000;
 
 export class PgListener implements NotificationListener {
   readonly #o: PgListenerOptions;
-  #sub: Subscriber | null = null;
+  #channels: string[] = [];
+  #client: pg.Client | null = null;
+  #stopped = true;
+  #check: NodeJS.Timeout | null = null;
+  #retry: NodeJS.Timeout | null = null;
+  #attempt = 0;
 
   constructor(options: PgListenerOptions) {
     this.#o = options;
   }
 
   async start(channels: string[]): Promise<void> {
-    const checkMs = this.#o.paranoidCheckMs ?? 2_000;
-    const sub = createSubscriber(
-      {
-        ...this.#o.connection,
-        keepAlive: true,
-        application_name: 'baton-listener',
-        // pg-listen sends a check every period without waiting for the previous one. On a
-        // silently dead socket (blackhole) they would pile up behind the first (pg warns
-        // "client.query() when the client is already executing a query") and the dead
-        // LISTEN would go unnoticed until TCP gives up, many minutes later. Timing the check
-        // out inside its period makes pg-listen reconnect instead.
-        query_timeout: Math.max(100, Math.floor(checkMs * 0.75)),
-      },
-      {
-        paranoidChecking: checkMs,
-        retryInterval: (attempt: number) => Math.min(2_000, 100 * 2 ** attempt),
-        retryLimit: Infinity,
-        retryTimeout: 0, // never give up
-        parse: (s: string) => s,
-      },
-    );
-    sub.events.on('notification', (n) => this.#o.onNotify(n.channel));
-    sub.events.on('connected', () => this.#o.onConnected());
-    sub.events.on('error', (err) => this.#o.onError?.(err));
-    this.#sub = sub;
+    this.#channels = [...channels];
+    this.#stopped = false;
     try {
-      await sub.connect();
-      await Promise.all(channels.map((c) => sub.listenTo(c)));
+      await this.#open();
     } catch (err) {
-      await sub.close().catch(() => undefined);
+      this.#stopped = true;
       throw translatePgError(err);
     }
+    this.#o.onConnected();
+  }
+
+  /** Connects and LISTENs; the client becomes current only when both succeeded. */
+  async #open(): Promise<void> {
+    const checkMs = this.#o.checkMs ?? 2_000;
+    const client = new pg.Client({
+      ...this.#o.connection,
+      keepAlive: true,
+      application_name: 'baton-listener',
+      // A check (or LISTEN) on a silently dead socket would otherwise wait for TCP to give up,
+      // many minutes; timing it out inside its period makes us reconnect instead.
+      query_timeout: Math.max(100, Math.floor(checkMs * 0.75)),
+    });
+    client.on('notification', (n) => {
+      if (this.#client === client) this.#o.onNotify(n.channel);
+    });
+    client.on('error', (err) => this.#lost(client, err));
+    client.on('end', () => this.#lost(client, new Error('listener connection ended')));
+    try {
+      await client.connect();
+      if (this.#channels.length > 0) {
+        await client.query(this.#channels.map((c) => `LISTEN ${client.escapeIdentifier(c)}`).join('; '));
+      }
+    } catch (err) {
+      void endClient(client);
+      throw err;
+    }
+    if (this.#stopped) {
+      // stop() ran while we connected.
+      void endClient(client);
+      return;
+    }
+    this.#client = client;
+    this.#attempt = 0;
+    this.#check = setInterval(() => {
+      client.query('SELECT 1').catch((err: unknown) => this.#lost(client, err));
+    }, checkMs);
+  }
+
+  #lost(client: pg.Client, err: unknown): void {
+    if (this.#client !== client || this.#stopped) return;
+    this.#client = null;
+    if (this.#check) clearInterval(this.#check);
+    this.#check = null;
+    void endClient(client);
+    this.#o.onError?.(err);
+    this.#scheduleReconnect();
+  }
+
+  #scheduleReconnect(): void {
+    if (this.#stopped || this.#retry) return;
+    const delay = Math.min(RETRY_MAX_MS, RETRY_MIN_MS * 2 ** this.#attempt++);
+    this.#retry = setTimeout(() => {
+      this.#retry = null;
+      this.#open().then(
+        () => {
+          if (this.#client) this.#o.onConnected();
+        },
+        (err: unknown) => {
+          this.#o.onError?.(translatePgError(err));
+          this.#scheduleReconnect();
+        },
+      );
+    }, delay);
   }
 
   async stop(): Promise<void> {
-    const sub = this.#sub;
-    this.#sub = null;
-    if (sub) await sub.close().catch(() => undefined);
+    this.#stopped = true;
+    if (this.#retry) clearTimeout(this.#retry);
+    if (this.#check) clearInterval(this.#check);
+    this.#retry = null;
+    this.#check = null;
+    const client = this.#client;
+    this.#client = null;
+    if (client) await endClient(client);
   }
+}
+
+/**
+ * Ends a client whatever state it is in, within END_GRACE_MS: a goodbye sent on a dead
+ * socket is never answered, so after the grace the socket is destroyed. Never rejects.
+ */
+async function endClient(client: pg.Client): Promise<void> {
+  client.removeAllListeners('notification');
+  client.removeAllListeners('end');
+  client.removeAllListeners('error');
+  client.on('error', () => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const graceOver = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), END_GRACE_MS);
+  });
+  const ended = await Promise.race([client.end().then(() => true, () => true), graceOver]);
+  clearTimeout(timer);
+  // pg keeps its socket on `connection.stream` (not in its typings).
+  if (!ended) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }
