@@ -76,7 +76,15 @@ export function createBaton(options: BatonOptions): Baton {
   const schema = quoteSchema(config.schema);
   const lockNamespace = lockNamespaceFor(config.schema);
   const log = logger ?? noopLogger;
-  const sideConnection: pg.ClientConfig = { ...connection, connectionTimeoutMillis: 5_000 };
+  // The presence and LISTEN connections: bounded like the pool's, so a start() on a path that
+  // goes silent after the connect fails instead of waiting for TCP to give up.
+  const sideConnection: pg.ClientConfig = {
+    ...connection,
+    connectionTimeoutMillis: 5_000,
+    query_timeout: timeout,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 2_000,
+  };
 
   return new Engine({
     config,

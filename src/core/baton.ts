@@ -81,6 +81,8 @@ export interface EngineStats {
   reclaimed: number;
   /** Gauges: queue -> { concurrency, inFlight }. */
   slots: Record<string, { concurrency: number; inFlight: number }>;
+  /** Whether this worker holds its presence lock (it claims only then); null before start() or with no queues. */
+  presenceHeld: boolean | null;
 }
 
 /** Events the engine emits (on baton.events) for metrics and logs. */

@@ -309,10 +309,19 @@ export class Engine implements Baton {
       if (ok.size < jobs.length) this.#fenced('start', jobs.length - ok.size);
       jobs = jobs.filter((j) => ok.has(j.id)).map((j): LeasedJob => ({ ...j, state: 'running', startedAt: new Date() }));
     }
-    if (this.#stopping) {
+    // A claim answered past the heartbeat deadline (it waited for a pool connection, or its
+    // round trip stalled) proves its leases only from when it was asked for, so they count as
+    // lost already: started now, the handlers would run while another worker may take the
+    // jobs, and their outcomes would be dropped. Give them back unstarted instead.
+    const late = monotonicMs() - provenAt > config.heartbeatDeadlineMs;
+    if (this.#stopping || late) {
       // Claimed but never started: give them back with the attempt refunded.
+      if (late && !this.#stopping) {
+        const waitedMs = Math.round(monotonicMs() - provenAt);
+        this.#log.warn({ queue: dispatcher.queue, count: jobs.length, waitedMs }, 'baton: claim answered past the heartbeat deadline; released unstarted');
+      }
       await this.#release(jobs);
-      return jobs.length;
+      return this.#stopping ? jobs.length : 0;
     }
     for (const job of jobs) {
       // We still run this job under an older token: that lease was reclaimed (expired or reaped)
@@ -349,6 +358,6 @@ export class Engine implements Baton {
   stats(): EngineStats {
     const slots: EngineStats['slots'] = {};
     for (const d of this.#dispatchers.values()) slots[d.queue] = { concurrency: d.concurrency, inFlight: d.inFlight };
-    return { ...this.#counters, slots };
+    return { ...this.#counters, slots, presenceHeld: this.#presence ? this.#presence.held : null };
   }
 }

@@ -80,6 +80,18 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
     },
   });
 
+  new Gauge({
+    name: 'baton_presence_held',
+    help: 'Whether this worker holds its presence lock (1); it claims nothing while it does not (0)',
+    labelNames: ['worker'] as const,
+    registers,
+    collect() {
+      this.reset();
+      const held = baton.stats().presenceHeld;
+      if (held !== null) this.set({ worker }, held ? 1 : 0);
+    },
+  });
+
   const q = ['queue'] as const;
   const enqueued = new Counter({ name: 'baton_jobs_enqueued_total', help: 'Jobs enqueued by this process', labelNames: q, registers });
   const claimed = new Counter({ name: 'baton_jobs_claimed_total', help: 'Jobs claimed by this worker', labelNames: q, registers });

@@ -21,7 +21,9 @@ export interface Engines {
    * A started engine on a pool of ours that counts claim statements in flight. With no
    * claim in flight and a long poll, only a wake-up (NOTIFY, in-process) can start one.
    */
-  startObserved(options?: EngineOptions): Promise<{ baton: Baton; claimsInFlight: () => number; claimsSent: () => number }>;
+  startObserved(
+    options?: EngineOptions,
+  ): Promise<{ baton: Baton; claimsInFlight: () => number; claimsSent: () => number; pool: pg.Pool }>;
   /** A promise a handler can block on; opened after the test at the latest. */
   gate<T = void>(): Deferred<T>;
 }
@@ -71,7 +73,7 @@ export function useEngines(db: TestDatabase, defaults: () => EngineOptions = () 
       };
       const baton = create({ ...options, pool });
       await baton.start();
-      return { baton, claimsInFlight: () => claims, claimsSent: () => sent };
+      return { baton, claimsInFlight: () => claims, claimsSent: () => sent, pool };
     },
     producer: (options = {}) => create({ poolSize: 2, ...options, queues: {} }),
     gate: <T>() => {

@@ -210,6 +210,7 @@ describe('a job run end to end', () => {
       expect(text).toMatch(/baton_job_start_latency_seconds_count\{queue="e2e"\} 2\b/);
       expect(text).toMatch(/baton_claim_duration_seconds_count\{queue="e2e"\} \d+/);
       expect(text).toMatch(/baton_slots_concurrency\{worker="[^"]+",queue="e2e"\} 2\b/);
+      expect(text).toMatch(/baton_presence_held\{worker="[^"]+"\} 1\b/);
     } finally {
       metrics.close();
     }

@@ -1,7 +1,8 @@
-// Presence and claiming: a worker whose presence session is lost claims nothing until
-// the lock is back, because any reaper may take a lease whose owner holds no lock (fast
-// reclaim) and the job would run twice. The lock's re-acquisition is held up by locking
-// the worker's row (its upsert waits), so "lost, not yet back" lasts as long as we like.
+// When a worker must not start jobs: while its presence session is lost it claims
+// nothing, because any reaper may take a lease whose owner holds no lock (fast reclaim)
+// and the job would run twice (the lock's re-acquisition is held up by locking the
+// worker's row, so "lost, not yet back" lasts as long as we like). And a claim answered
+// past the heartbeat deadline gives its jobs back unstarted.
 
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
@@ -45,6 +46,7 @@ describe('presence', () => {
         { message: 'the presence connection to be back and waiting for the worker row' },
       );
       await waitFor(() => claimsInFlight() === 0, { message: 'no claim in flight' });
+      expect(worker.stats().presenceHeld).toBe(false);
 
       // The enqueue wakes the local dispatcher synchronously after its insert; so does wake().
       const sentBefore = claimsSent();
@@ -58,11 +60,43 @@ describe('presence', () => {
       expect(done.attempt).toBe(1);
       expect(calls.of(job.id)).toBe(1);
       expect(claimsSent()).toBeGreaterThan(sentBefore);
+      expect(worker.stats().presenceHeld).toBe(true);
       const me = (await worker.admin.workers()).find((w) => w.id === worker.config.workerId);
       expect(me?.alive).toBe(true);
     } finally {
       await blocker.query('ROLLBACK').catch(() => undefined);
       await blocker.end();
     }
+  });
+});
+
+describe('a claim answered past the heartbeat deadline', () => {
+  const engines = useEngines(db);
+
+  it('gives its jobs back unstarted; they run once, on a later claim', async () => {
+    const calls = new Invocations();
+    const { baton: worker, claimsInFlight, pool } = await engines.startObserved({
+      queues: { q: 1 },
+      leaseMs: 2_000, // heartbeat deadline 1,600 ms
+      pollIntervalMs: 100,
+      handlers: { work: (ctx) => calls.record(ctx) },
+    });
+    await waitFor(() => claimsInFlight() === 0, { message: 'no claim in flight' });
+    // Every connection of the worker's pool is busy: its next claim waits for one.
+    const held = await Promise.all([pool.connect(), pool.connect(), pool.connect()]);
+    let job: { id: string };
+    try {
+      ({ job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q' }));
+      await waitFor(() => claimsInFlight() === 1, { message: 'the claim to be waiting for a connection' });
+      // The starvation itself: longer than the heartbeat deadline.
+      await new Promise((r) => setTimeout(r, 1_800));
+    } finally {
+      for (const c of held) c.release();
+    }
+    const done = await rowInState(db, job.id, 'succeeded');
+    // The late claim spent an attempt and refunded it; the claim that ran the job spent one.
+    expect(done.attempt).toBe(1);
+    expect(calls.of(job.id)).toBe(1);
+    expect(done.errors).toEqual([]);
   });
 });
