@@ -313,12 +313,13 @@ export class Engine implements Baton {
     // round trip stalled) proves its leases only from when it was asked for, so they count as
     // lost already: started now, the handlers would run while another worker may take the
     // jobs, and their outcomes would be dropped. Give them back unstarted instead.
-    const late = monotonicMs() - provenAt > config.heartbeatDeadlineMs;
+    const waitedMs = monotonicMs() - provenAt;
+    const late = waitedMs > config.heartbeatDeadlineMs;
     if (this.#stopping || late) {
       // Claimed but never started: give them back with the attempt refunded.
-      if (late && !this.#stopping) {
-        const waitedMs = Math.round(monotonicMs() - provenAt);
-        this.#log.warn({ queue: dispatcher.queue, count: jobs.length, waitedMs }, 'baton: claim answered past the heartbeat deadline; released unstarted');
+      if (!this.#stopping) {
+        const fields = { queue: dispatcher.queue, count: jobs.length, waitedMs: Math.round(waitedMs) };
+        this.#log.warn(fields, 'baton: claim answered past the heartbeat deadline; released unstarted');
       }
       await this.#release(jobs);
       return this.#stopping ? jobs.length : 0;

@@ -12,7 +12,7 @@ import { Invocations, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
 
-describe('presence', () => {
+describe('claim guards', () => {
   const engines = useEngines(db);
 
   it('claims nothing while the presence lock is lost, and claims at once when it is back', async () => {
@@ -68,14 +68,10 @@ describe('presence', () => {
       await blocker.end();
     }
   });
-});
 
-describe('a claim answered past the heartbeat deadline', () => {
-  const engines = useEngines(db);
-
-  it('gives its jobs back unstarted; they run once, on a later claim', async () => {
+  it('a claim answered past the heartbeat deadline gives its jobs back unstarted; they run once, later', async () => {
     const calls = new Invocations();
-    const { baton: worker, claimsInFlight, pool } = await engines.startObserved({
+    const { claimsInFlight, pool } = await engines.startObserved({
       queues: { q: 1 },
       leaseMs: 2_000, // heartbeat deadline 1,600 ms
       pollIntervalMs: 100,
@@ -83,7 +79,7 @@ describe('a claim answered past the heartbeat deadline', () => {
     });
     await waitFor(() => claimsInFlight() === 0, { message: 'no claim in flight' });
     // Every connection of the worker's pool is busy: its next claim waits for one.
-    const held = await Promise.all([pool.connect(), pool.connect(), pool.connect()]);
+    const held = await Promise.all(Array.from({ length: pool.options.max }, () => pool.connect()));
     let job: { id: string };
     try {
       ({ job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q' }));

@@ -5,6 +5,7 @@
 
 import pg from 'pg';
 import type { NotificationListener } from '../executor.ts';
+import { endClient } from './end-client.ts';
 import { translatePgError } from './errors.ts';
 
 export interface PgListenerOptions {
@@ -19,8 +20,6 @@ export interface PgListenerOptions {
 
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 2_000;
-/** How long stop() waits for a polite goodbye before it destroys the socket. */
-const END_GRACE_MS = 1_000;
 
 export class PgListener implements NotificationListener {
   readonly #o: PgListenerOptions;
@@ -121,23 +120,4 @@ export class PgListener implements NotificationListener {
     this.#client = null;
     if (client) await endClient(client);
   }
-}
-
-/**
- * Ends a client whatever state it is in, within END_GRACE_MS: a goodbye sent on a dead
- * socket is never answered, so after the grace the socket is destroyed. Never rejects.
- */
-async function endClient(client: pg.Client): Promise<void> {
-  client.removeAllListeners('notification');
-  client.removeAllListeners('end');
-  client.removeAllListeners('error');
-  client.on('error', () => undefined);
-  let timer: NodeJS.Timeout | undefined;
-  const graceOver = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), END_GRACE_MS);
-  });
-  const ended = await Promise.race([client.end().then(() => true, () => true), graceOver]);
-  clearTimeout(timer);
-  // pg keeps its socket on `connection.stream` (not in its typings).
-  if (!ended) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
 }

@@ -7,6 +7,7 @@
 import os from 'node:os';
 import pg from 'pg';
 import type { Presence } from '../executor.ts';
+import { endClient } from './end-client.ts';
 import { translatePgError } from './errors.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
 
@@ -72,15 +73,13 @@ export class PgPresence implements Presence {
       if (this.#stopped) {
         // stop() ran while we connected: this session ends now, so leave no worker row behind.
         await client.query({ ...this.#q.remove, values: [this.#o.workerId] }).catch(() => undefined);
-        await client.end().catch(() => undefined);
+        await endClient(client);
         return;
       }
       this.#client = client;
       this.#o.onAcquired?.();
     } catch (err) {
-      client.removeAllListeners('end');
-      client.on('error', () => undefined);
-      await client.end().catch(() => undefined);
+      await endClient(client);
       throw err;
     }
   }
@@ -115,6 +114,6 @@ export class PgPresence implements Presence {
     } catch {
       // The row is pruned later; the lock goes with the session anyway.
     }
-    await client.end().catch(() => undefined);
+    await endClient(client);
   }
 }
