@@ -164,6 +164,22 @@ describe('checker', () => {
     expect(r).toMatchObject({ ok: true, duplicateBound: 1 });
   });
 
+  it("credits a worker's own stall record to the jobs it had in flight, and a pause's echo only once", () => {
+    const { final, history } = clean();
+    // Job 1 ran again on w2 after w1 stalled holding it (its complete under 10 never came).
+    const rerun = [...history.filter((x) => !(x.type === 'write' && x.jobId === '1')), start('1', '11', 7, 'w2'), write('1', '11', 8, 1)];
+    const final1 = [job('1', { leaseToken: '11', resultToken: '11' }), final[1]!];
+    expect(checkHistory(final1, rerun).ok).toBe(false);
+    const stall: HistoryRecord = { type: 'fault', kind: 'stall', worker: 'w1', at: 2, until: 3.5, inFlight: ['1'] };
+    expect(checkHistory(final1, [...rerun, stall])).toMatchObject({ ok: true, duplicateBound: 1, faults: { stall: 1 } });
+    // The stall inside a SIGSTOP pause of w1 is that pause: the bound does not double.
+    const pause: HistoryRecord = { type: 'fault', kind: 'pause', worker: 'w1', at: 1.5, until: 3.5, inFlight: ['1'] };
+    expect(checkHistory(final1, [...rerun, pause, stall])).toMatchObject({ ok: true, duplicateBound: 1, faults: { pause: 1 } });
+    // A pause of another worker does not swallow w1's stall.
+    const otherPause: HistoryRecord = { ...pause, worker: 'w3', inFlight: [] };
+    expect(checkHistory(final1, [...rerun, otherPause, stall])).toMatchObject({ ok: true, duplicateBound: 1, faults: { pause: 1, stall: 1 } });
+  });
+
   it('flags dead letters unless allowed', () => {
     const { history } = clean();
     const final = [job('1'), job('2', { state: 'dead_lettered', resultToken: null })];

@@ -68,6 +68,16 @@ const TERMINAL = new Set(['succeeded', 'dead_lettered', 'cancelled']);
 const OUTCOME_KINDS = new Set(['complete', 'fail', 'release']);
 /** Faults that touch only the producers' side (lost HTTP acks): they cannot make a job run twice, so they add nothing to the duplicate bound. */
 const PRODUCER_ONLY_FAULTS = new Set(['api-ack']);
+
+/**
+ * A 'stall' is recorded by a worker itself when its own timer ran far too late (the host did
+ * not run it). A SIGSTOP 'pause' of that worker shows up as a stall too: that one is the
+ * pause, counted once.
+ */
+function isPauseEcho(f: FaultRecord, faults: FaultRecord[]): boolean {
+  if (f.kind !== 'stall') return false;
+  return faults.some((p) => p.kind === 'pause' && p.worker === f.worker && p.at <= (f.until ?? f.at) && (p.until ?? p.at) >= f.at);
+}
 const frac = (n: number, d: number) => (d === 0 ? 0 : n / d);
 
 function groupBy<T>(xs: T[], key: (x: T) => string): Map<string, T[]> {
@@ -98,7 +108,8 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
   let ambiguousCommitted = 0;
   const execs = history.filter((r): r is ExecRecord => r.type === 'start' || r.type === 'end');
   const writes = history.filter((r): r is WriteRecord => r.type === 'write');
-  const faults = history.filter((r): r is FaultRecord => r.type === 'fault');
+  const recorded = history.filter((r): r is FaultRecord => r.type === 'fault');
+  const faults = recorded.filter((f) => !isPauseEcho(f, recorded));
   const byId = new Map(final.map((j) => [j.id, j]));
   const byKey = groupBy(final.filter((j) => j.idempotencyKey !== null), (j) => j.idempotencyKey!);
 

@@ -31,8 +31,18 @@ const MUTATE = process.env.CHAOS_MUTATE;
 // ---- write recorder -------------------------------------------------------
 // The engine's lease writes, recognised and read by write-recorder.ts.
 function record(kind: WriteRecord['kind'], config: { values?: unknown[] }, sentAt: number, res: pg.QueryResult | undefined, err: unknown): void {
-  for (const r of writeRecords(kind, config, res, err, { worker: workerId, sentAt, at: Date.now() })) log.append(r);
+  for (const r of writeRecords(kind, config, res, err, { worker: workerId, sentAt, at: Date.now() })) {
+    log.append(r);
+    if (OUTCOME_WRITES.has(r.kind) && r.rowsAffected !== null) unsettled.delete(r.jobId);
+  }
 }
+
+/**
+ * Jobs this worker started whose outcome is not yet answered (handler running or its write in
+ * flight): what a stall of this process hits. A handler aborted on lease loss writes nothing.
+ */
+const unsettled = new Set<string>();
+const OUTCOME_WRITES = new Set<WriteRecord['kind']>(['complete', 'fail', 'release']);
 
 type QueryFn = (this: pg.Client, ...args: unknown[]) => unknown;
 const original = pg.Client.prototype.query as unknown as QueryFn;
@@ -129,6 +139,7 @@ interface ChaosPayload {
 async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
   const { jobId, token } = { jobId: ctx.job.id, token: ctx.token };
   log.append({ type: 'start', jobId, token, worker: workerId, at: Date.now() });
+  unsettled.add(jobId);
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(resolve, ctx.payload.ms);
@@ -140,12 +151,28 @@ async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
     if (ctx.payload.failFirst && ctx.job.attempt === 1) throw new Error('chaos: planned transient failure');
   } catch (err) {
     log.append({ type: 'end', jobId, token, worker: workerId, at: Date.now(), outcome: ctx.signal.aborted ? 'aborted' : 'error' });
+    if (ctx.signal.aborted) unsettled.delete(jobId);
     throw err;
   }
   log.append({ type: 'end', jobId, token, worker: workerId, at: Date.now(), outcome: 'ok' });
   // The token in the result lets the checker prove, from the table alone, which lease wrote it.
   return { token, worker: workerId };
 }
+
+// ---- stall monitor --------------------------------------------------------------
+// A process the host does not run cannot renew its leases, just as under SIGSTOP: its jobs
+// may expire and run elsewhere. When this timer fires STALL_MS or more late, the stall is
+// recorded as a fault of this worker (the checker credits the jobs it hit; a 'pause' of ours
+// is not counted twice). Half of the chaos lease: shorter stalls cannot expire a lease here.
+const STALL_TICK_MS = 100;
+const STALL_MS = Math.floor(Number(env.CHAOS_LEASE_MS ?? 2_000) / 2);
+let lastTick = Date.now();
+setInterval(() => {
+  const now = Date.now();
+  const late = now - lastTick - STALL_TICK_MS;
+  lastTick = now;
+  if (late >= STALL_MS) log.append({ type: 'fault', kind: 'stall', worker: workerId, at: now - late, until: now, inFlight: [...unsettled] });
+}, STALL_TICK_MS).unref();
 
 // ---- main -----------------------------------------------------------------------
 const leaseMs = Number(env.CHAOS_LEASE_MS ?? 2_000);
