@@ -159,13 +159,15 @@ async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
   return { token, worker: workerId };
 }
 
+const leaseMs = Number(env.CHAOS_LEASE_MS ?? 2_000);
+
 // ---- stall monitor --------------------------------------------------------------
 // A process the host does not run cannot renew its leases, just as under SIGSTOP: its jobs
 // may expire and run elsewhere. When this timer fires STALL_MS or more late, the stall is
 // recorded as a fault of this worker (the checker credits the jobs it hit; a 'pause' of ours
-// is not counted twice). Half of the chaos lease: shorter stalls cannot expire a lease here.
+// is not counted twice). Half the lease: a shorter stall leaves time for a heartbeat.
 const STALL_TICK_MS = 100;
-const STALL_MS = Math.floor(Number(env.CHAOS_LEASE_MS ?? 2_000) / 2);
+const STALL_MS = Math.floor(leaseMs / 2);
 let lastTick = Date.now();
 setInterval(() => {
   const now = Date.now();
@@ -175,7 +177,6 @@ setInterval(() => {
 }, STALL_TICK_MS).unref();
 
 // ---- main -----------------------------------------------------------------------
-const leaseMs = Number(env.CHAOS_LEASE_MS ?? 2_000);
 const makeBaton = () =>
   createBaton({
     connectionString: env.CHAOS_DB_URL,
