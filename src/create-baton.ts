@@ -66,7 +66,7 @@ export function createBaton(options: BatonOptions): Baton {
     idle_in_transaction_session_timeout: 30_000,
     application_name: 'baton',
     // Queries written back to back on one client go out without waiting for each reply
-    // (each still its own implicit transaction); the enqueue's NOTIFY rides behind its insert.
+    // (each still its own implicit transaction).
     pipeline: true,
   };
   const ownPool = givenPool ? null : new pg.Pool(hardened);

@@ -243,8 +243,8 @@ export class Engine implements Baton {
     const notify = opts.notify !== false;
     const queues = [...new Set(jobs.filter((j) => j.runAt === null && j.delayMs === 0).map((j) => j.queue))];
     const channels = (qs: string[]) => qs.map((q) => channelFor(this.config.schema, q));
-    // Autocommit: the leading-edge NOTIFYs run as their own statement right behind the insert
-    // (after its commit, outside its transaction, without waiting for its reply).
+    // Autocommit: the leading-edge NOTIFYs run as their own statement in the insert's round
+    // trip (after its commit, outside its transaction, before the enqueue is answered).
     const ahead = !opts.client && notify && this.config.dispatch === 'notify' ? this.#notifier.takeLeading(queues) : [];
     const results = await this.#d.executor.jobInsertMany({
       jobs,

@@ -39,8 +39,8 @@ export class Notifier {
 
   /**
    * Takes the leading edge for the queues of an enqueue about to be sent: returns those
-   * with no open window (opening one for each), whose NOTIFY the caller sends itself, right
-   * behind its insert. Queues already inside a window are left out: call notify() for them
+   * with no open window (opening one for each), whose NOTIFY the caller sends itself, in
+   * the insert's round trip. Queues already inside a window are left out: call notify() for them
    * once the insert has committed (a trailing NOTIFY must never leave before that commit).
    */
   takeLeading(queues: Iterable<string>): string[] {

@@ -816,6 +816,27 @@ describe('NOTIFY written behind an autocommit insert (notifyAfter)', () => {
         await pool.end();
       }
     });
+
+    it('answers after its NOTIFY: a failed NOTIFY is reported by then, keeps the job, and spares the next enqueue', async () => {
+      const pool = new pg.Pool({ connectionString: db.url, max: 1, pipeline });
+      pool.on('error', () => undefined);
+      const pex = new PgExecutor(pool, quoteSchema(db.schema));
+      const notifyErrors: unknown[] = [];
+      const onError = (err: unknown) => notifyErrors.push(err);
+      try {
+        // PostgreSQL refuses channel names over 63 bytes, after the insert has committed.
+        const queue = fresh();
+        const [r] = await pex.jobInsertMany({ jobs: [newJob({ queue })], notifyAfter: { channels: ['c'.repeat(64)], onError } });
+        expect(r).toMatchObject({ created: true, job: { queue } });
+        expect(notifyErrors).toHaveLength(1);
+        expect(await db.query('SELECT count(*)::int AS n FROM baton.jobs WHERE queue = $1', [queue])).toMatchObject({ rows: [{ n: 1 }] });
+        const [next] = await pex.jobInsertMany({ jobs: [newJob({ queue })], notifyAfter: { channels: ['c'], onError } });
+        expect(next!.created).toBe(true);
+        expect(notifyErrors).toHaveLength(1);
+      } finally {
+        await pool.end();
+      }
+    });
   });
 });
 

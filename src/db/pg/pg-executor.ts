@@ -14,6 +14,7 @@ import type {
   WorkerRow,
 } from '../executor.ts';
 import { translatePgError } from './errors.ts';
+import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './insert-commit-notify.ts';
 import { checkOut, type CheckedOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { jobQueries, type JobQueries } from './queries/job.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
@@ -103,12 +104,11 @@ export class PgExecutor implements Executor {
   }
 
   /**
-   * The insert, with the NOTIFY written right behind it on the same connection. node-postgres
-   * ends every query with its own Sync, so the NOTIFY is an implicit transaction of its own
-   * that PostgreSQL starts only once the insert has committed (WAL flush included): the
-   * insert never holds the global notify lock. On a pipelined client (Baton's own pool) the
-   * NOTIFY leaves without waiting for the insert's reply, so listeners hear it about when the
-   * producer hears its commit; on any other client it follows the reply.
+   * The insert, then its NOTIFY in a transaction of its own that PostgreSQL starts only once the
+   * insert has committed (WAL flush included): the insert never holds the global notify lock.
+   * On a node-postgres client both go in one round trip that answers after the NOTIFY (see
+   * insert-commit-notify.ts); on any other client the NOTIFY follows the insert's reply. Only
+   * the insert decides the outcome: a failed NOTIFY goes to `after.onError`.
    */
   async #insertThenNotify(payload: string, after: NonNullable<JobInsertManyParams['notifyAfter']>): Promise<JobRow[]> {
     let out: CheckedOut;
@@ -118,13 +118,26 @@ export class PgExecutor implements Executor {
       throw translatePgError(err);
     }
     const { client } = out;
+    if (canInsertCommitNotify(client)) {
+      try {
+        const { rows, notifyError } = await insertCommitNotify<JobRow>(
+          client,
+          { ...this.#job.insertMany, values: [payload] },
+          { ...this.#job.notify, values: [textArrayLiteral(after.channels)] },
+        );
+        out.release(notifyError !== null);
+        if (notifyError) after.onError(translatePgError(notifyError));
+        return rows;
+      } catch (err) {
+        out.release(true);
+        throw translatePgError(err);
+      }
+    }
     const inserted = client.query<JobRow>({ ...this.#job.insertMany, values: [payload] });
-    const sendNotify = () => client.query({ ...this.#job.notify, values: [after.channels] });
-    const notified = (client as { pipeline?: unknown }).pipeline === true ? sendNotify() : inserted.then(sendNotify);
+    const notified = inserted.then(() => client.query({ ...this.#job.notify, values: [after.channels] }));
     void Promise.allSettled([inserted, notified]).then(([i, n]) => {
       const errors = [i, n].flatMap((r) => (r.status === 'rejected' ? [translatePgError(r.reason)] : []));
       if (i.status === 'fulfilled' && errors[0]) after.onError(errors[0]);
-      // A connection that failed mid-pipeline is not handed to the next caller.
       out.release(errors.some((e) => e.code === 'DB_UNAVAILABLE'));
     });
     try {
