@@ -15,6 +15,8 @@ import { PgExecutor } from './db/pg/pg-executor.ts';
 import { PgListener } from './db/pg/listener.ts';
 import type { PgPoolLike } from './db/pg/pool.ts';
 import { PgPresence } from './db/pg/presence.ts';
+import { jobQueries } from './db/pg/queries/job.ts';
+import { installTokenFloor } from './db/pg/token-floor.ts';
 import { quoteSchema } from './db/schema-name.ts';
 
 export interface BatonOptions extends EngineConfigInput {
@@ -72,6 +74,7 @@ export function createBaton(options: BatonOptions): Baton {
   const ownPool = givenPool ? null : new pg.Pool(hardened);
   // Idle clients that lose their connection emit 'error' on the pool; without a listener that crashes the process.
   ownPool?.on('error', () => undefined);
+  if (ownPool && config.asyncClaims) installTokenFloor(ownPool, jobQueries(quoteSchema(config.schema)).tokenFloor);
   const pool = (givenPool ?? ownPool) as PgPoolLike;
   const schema = quoteSchema(config.schema);
   const lockNamespace = lockNamespaceFor(config.schema);

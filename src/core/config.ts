@@ -36,6 +36,8 @@ export const engineConfigSchema = z
     queues: z.record(name, z.number().int().min(1).max(10_000)).default({}),
     dispatch: z.enum(['notify', 'poll']).default('notify'),
     claimIntoRunning: z.boolean().default(true),
+    /** Claims on Baton's own pool skip their WAL flush, behind a durable token floor (README). */
+    asyncClaims: z.boolean().default(true),
     leaseMs: positiveMs.min(100).default(LEASE_MS_DEFAULT),
     /** Heartbeat period; defaults to leaseMs / 3. */
     heartbeatMs: positiveMs.optional(),

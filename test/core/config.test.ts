@@ -37,6 +37,7 @@ describe('parseEngineConfig', () => {
       queues: {},
       dispatch: 'notify',
       claimIntoRunning: true,
+      asyncClaims: true,
       leaseMs: LEASE_MS_DEFAULT,
       heartbeatMs: Math.floor(LEASE_MS_DEFAULT / 3),
       pollIntervalMs: POLL_INTERVAL_MS_DEFAULT,

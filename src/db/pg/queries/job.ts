@@ -17,6 +17,15 @@
 /** Error history kept per job (oldest entries dropped first). */
 export const ERROR_HISTORY_LIMIT = 100;
 
+/**
+ * How far a session advances the token sequence before its claims may commit without waiting
+ * for the WAL flush (see tokenFloor). Safe while fewer claims than this are handed out between
+ * two WAL flushes: one happens at every synchronous commit, every wal_writer_delay and every
+ * finished WAL segment, and each claim writes over 100 bytes of WAL, so a 1 GB segment holds
+ * fewer than 2^24 of them. Leaves room for 2^35 session starts in the bigint sequence.
+ */
+export const TOKEN_FLOOR_STEP = 2 ** 28;
+
 const LIVE = `('leased', 'running')`;
 
 /** A timestamptz as float8 epoch milliseconds (microseconds kept as the fraction). */
@@ -39,6 +48,8 @@ const acceptedIds = (update: string) => `WITH w AS (${update} RETURNING j.id)
 export function jobQueries(schema: string) {
   const jobs = `${schema}.jobs`;
   const tokenSeq = `'${schema}.lease_token_seq'`;
+  // Set on a session by tokenFloor, naming the sequence it advanced (its oid).
+  const floorMark = `${tokenSeq}::regclass::oid::text`;
   // Appends one error entry to the history, keeping the newest ERROR_HISTORY_LIMIT.
   const appendError = (entry: string) => `(
     SELECT COALESCE(jsonb_agg(e ORDER BY o), '[]'::jsonb)
@@ -97,6 +108,12 @@ export function jobQueries(schema: string) {
     // parsing), nothing the caller already knows (queue, state, the expiry: now + $5) and an
     // empty error history as NULL; rows come back unordered, the caller restores claim order
     // (priority DESC, run_at, id).
+    // On a session marked by tokenFloor the claim commits without waiting for the WAL flush
+    // (about half its round trip here). A database crash may then forget it: the job is
+    // pending again with its attempt unspent, and its handler's outcome writes (synchronous,
+    // so they would have made the claim durable first) match no row. Its token is never
+    // handed out again, because every session that claims this way started after the crash
+    // and advanced the sequence past it in a durable commit.
     claim: {
       name: `${schema}.job_claim`,
       text: `WITH picked AS (
@@ -116,9 +133,21 @@ export function jobQueries(schema: string) {
           updated_at = now()
         WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
           AND j.id BETWEEN (SELECT min(id) FROM picked) AND (SELECT max(id) FROM picked)
+          AND (SELECT set_config('synchronous_commit',
+            CASE WHEN current_setting('baton.token_floor', true) = ${floorMark} THEN 'off'
+              ELSE current_setting('synchronous_commit') END, true)) IS NOT NULL
         RETURNING j.id, j.tenant_id, j.job_type, j.payload, j.priority, j.attempt, j.max_attempts,
           j.lease_token, j.idempotency_key, j.last_error, NULLIF(j.errors, '[]') AS errors, j.replay_count,
           ${epochMs('j.run_at')} AS run_at_ms, ${epochMs('j.created_at')} AS created_at_ms, ${epochMs('now()')} AS now_ms`,
+    },
+    // Run once per new session of Baton's own pool: advances the token sequence by
+    // TOKEN_FLOOR_STEP and marks the session, in one synchronously committed transaction
+    // (the xid makes it write a commit record, whose flush carries the setval's WAL).
+    tokenFloor: {
+      text: `SELECT set_config('synchronous_commit', 'on', true) AS sync,
+          setval(${tokenSeq}, nextval(${tokenSeq}) + ${TOKEN_FLOOR_STEP}) AS floor,
+          pg_current_xact_id()::text AS xid,
+          set_config('baton.token_floor', ${floorMark}, false) AS mark`,
     },
     markRunningMany: {
       text: acceptedIds(`UPDATE ${jobs} j SET state = 'running', started_at = now(), updated_at = now()
