@@ -112,8 +112,6 @@ class InsertCommitNotify<R> extends pg.Query {
     this.#phase++;
   }
 
-  handleEmptyQuery(): void {}
-
   // pg ends a query at its error (no ReadyForQuery reaches it after one).
   handleError(err: Error): void {
     if (this.#phase < NOTIFY) return this.#finish(err);

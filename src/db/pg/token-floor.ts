@@ -13,17 +13,13 @@ const MAX_ATTEMPTS = 3;
  * handing the client out, so the mark precedes the caller's statements on that session.
  */
 export function installTokenFloor(pool: pg.Pool, query: QueryConfigLike): void {
-  const marked = new WeakSet<pg.PoolClient>();
-  const sent = new WeakSet<pg.PoolClient>();
-  const attempts = new WeakMap<pg.PoolClient, number>();
+  // Failed marks per session. While a mark is in flight, and once it has succeeded, the
+  // session holds MAX_ATTEMPTS, so it is never sent twice at once nor again.
+  const failed = new WeakMap<pg.PoolClient, number>();
   pool.on('acquire', (client) => {
-    const n = attempts.get(client) ?? 0;
-    if (marked.has(client) || sent.has(client) || n >= MAX_ATTEMPTS) return;
-    attempts.set(client, n + 1);
-    sent.add(client);
-    client.query(query).then(
-      () => marked.add(client),
-      () => sent.delete(client),
-    );
+    const n = failed.get(client) ?? 0;
+    if (n >= MAX_ATTEMPTS) return;
+    failed.set(client, MAX_ATTEMPTS);
+    client.query(query).catch(() => failed.set(client, n + 1));
   });
 }
