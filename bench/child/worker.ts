@@ -1,6 +1,7 @@
 // Worker process of one run: sets up the fresh database, then either drains N jobs
 // enqueued up front (throughput) or sits idle and records handler start times (latency).
 
+import { postgresCpuMs } from '../host-cpu.ts';
 import { nowMs } from '../stats.ts';
 import { workerFor } from '../systems/index.ts';
 import type { VerifyResult, WorkerSide } from '../systems/types.ts';
@@ -42,6 +43,10 @@ serve(async (run) => {
     await w.enqueueBulk(seqs);
     const enqueueMs = nowMs() - e0;
     const executed: number[] = [];
+    // CPU of this process (the system under test and the harness's in-process checks) and of
+    // the host's postgres processes over the same window; /proc is read outside the timing.
+    const pg0 = postgresCpuMs();
+    const cpu0 = process.cpuUsage();
     const t0 = nowMs();
     await w.start((seq) => {
       executed.push(seq);
@@ -51,6 +56,10 @@ serve(async (run) => {
     let drained = false;
     if (allRan) drained = await until(async () => (await w.countDone(n)) >= n, Math.max(1_000, capMs - (nowMs() - t0)), 5);
     const t1 = nowMs();
+    const cpu = process.cpuUsage(cpu0);
+    const pg1 = postgresCpuMs();
+    const workerCpuMs = (cpu.user + cpu.system) / 1000;
+    const pgCpuMs = pg0 === null || pg1 === null ? null : pg1 - pg0;
     const doneAtEnd = drained ? n : await w.countDone(n);
     await w.stop();
     // Outcomes written asynchronously after stop (fire-and-forget completes) must land before the check.
@@ -58,7 +67,7 @@ serve(async (run) => {
     let verify = await w.verify(executed, n);
     if (!drained && !verify.ok) verify = await stoppedMidStream(w, executed, n, verify);
     await w.close();
-    send({ type: 'result', enqueueMs, elapsedMs: t1 - t0, done: doneAtEnd, drained, executions: executed.length, verify });
+    send({ type: 'result', enqueueMs, elapsedMs: t1 - t0, workerCpuMs, pgCpuMs, done: doneAtEnd, drained, executions: executed.length, verify });
     return;
   }
 

@@ -10,6 +10,10 @@ interface ThroughputResult {
   type: 'result';
   enqueueMs: number;
   elapsedMs: number;
+  /** CPU time of the worker process over the drain. */
+  workerCpuMs: number;
+  /** CPU time of every postgres process on this host over the drain; null without /proc. */
+  pgCpuMs: number | null;
   done: number;
   drained: boolean;
   executions: number;
@@ -38,6 +42,8 @@ export function throughput(ctx: Ctx, v: Variant): Measurement {
             done: r.done,
             drained: r.drained ? 1 : 0,
             enqueuePerSec: (n / r.enqueueMs) * 1000,
+            ...(r.done > 0 && { workerCpuUsPerJob: (r.workerCpuMs * 1000) / r.done }),
+            ...(r.done > 0 && r.pgCpuMs !== null && { pgCpuUsPerJob: (r.pgCpuMs * 1000) / r.done }),
           },
         };
       } finally {
