@@ -21,8 +21,8 @@ describe.skipIf(!avail.ok)('netns faults', () => {
   it('blackhole stalls without error, ss -K resets, heal restores', async () => {
     ns = await createNetNs();
     cluster = await startPgCluster({ netns: ns.name, host: ns.nsAddr, port: 5432 });
-    const connect = async () => {
-      const c = new pg.Client({ connectionString: cluster!.url(), query_timeout: 1_500, connectionTimeoutMillis: 3_000 });
+    const connect = async (queryTimeoutMs = 1_500) => {
+      const c = new pg.Client({ connectionString: cluster!.url(), query_timeout: queryTimeoutMs, connectionTimeoutMillis: 3_000 });
       c.on('error', () => undefined);
       await c.connect();
       return c;
@@ -42,11 +42,18 @@ describe.skipIf(!avail.ok)('netns faults', () => {
     await cut;
     await b.end().catch(() => undefined);
 
+    // Under loss every query still succeeds, given time: a segment lost three times in a row
+    // costs over a second of retransmission timeouts, so this client waits far longer than
+    // the blackhole's. The rules go even when a query fails, or the next test would see them.
     const loss = await ns.addLoss(cluster.port, 0.05);
-    const c = await connect();
-    for (let i = 0; i < 20; i++) await c.query('SELECT 1');
-    await c.end();
-    await loss();
+    try {
+      expect(await ns.rules()).toHaveLength(2);
+      const c = await connect(30_000);
+      for (let i = 0; i < 20; i++) await c.query('SELECT 1');
+      await c.end();
+    } finally {
+      await loss();
+    }
     expect(await ns.rules()).toEqual([]);
   });
 
