@@ -74,9 +74,9 @@ export function createBaton(options: BatonOptions): Baton {
   const ownPool = givenPool ? null : new pg.Pool(hardened);
   // Idle clients that lose their connection emit 'error' on the pool; without a listener that crashes the process.
   ownPool?.on('error', () => undefined);
-  if (ownPool && config.asyncClaims) installTokenFloor(ownPool, jobQueries(quoteSchema(config.schema)).tokenFloor);
-  const pool = (givenPool ?? ownPool) as PgPoolLike;
   const schema = quoteSchema(config.schema);
+  if (ownPool && config.asyncClaims) installTokenFloor(ownPool, jobQueries(schema).tokenFloor);
+  const pool = (givenPool ?? ownPool) as PgPoolLike;
   const lockNamespace = lockNamespaceFor(config.schema);
   const log = logger ?? noopLogger;
   // The presence and LISTEN connections: bounded like the pool's, so a start() on a path that
