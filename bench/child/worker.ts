@@ -1,6 +1,7 @@
 // Worker process of one run: sets up the fresh database, then either drains N jobs
 // enqueued up front (throughput) or sits idle and records handler start times (latency).
 
+import { PerformanceObserver } from 'node:perf_hooks';
 import { postgresCpuMs } from '../host-cpu.ts';
 import { nowMs } from '../stats.ts';
 import { workerFor } from '../systems/index.ts';
@@ -43,11 +44,17 @@ serve(async (run) => {
     await w.enqueueBulk(seqs);
     const enqueueMs = nowMs() - e0;
     const executed: number[] = [];
+    // Garbage-collection pauses of this process over the drain: how much of its CPU went there.
+    let gcMs = 0;
+    const gc = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) gcMs += e.duration;
+    });
     // CPU of this process (the system under test and the harness's in-process checks) and of
     // the host's postgres processes over the same window; /proc is read outside the timing.
     const pg0 = postgresCpuMs();
     const cpu0 = process.cpuUsage();
     const t0 = nowMs();
+    gc.observe({ entryTypes: ['gc'] });
     await w.start((seq) => {
       executed.push(seq);
     });
@@ -58,6 +65,9 @@ serve(async (run) => {
     const t1 = nowMs();
     const cpu = process.cpuUsage(cpu0);
     const pg1 = postgresCpuMs();
+    // Entries are delivered asynchronously: take the ones already queued, then stop.
+    for (const e of gc.takeRecords()) gcMs += e.duration;
+    gc.disconnect();
     const workerCpuMs = (cpu.user + cpu.system) / 1000;
     const pgCpuMs = pg0 === null || pg1 === null ? null : pg1 - pg0;
     const doneAtEnd = drained ? n : await w.countDone(n);
@@ -67,7 +77,7 @@ serve(async (run) => {
     let verify = await w.verify(executed, n);
     if (!drained && !verify.ok) verify = await stoppedMidStream(w, executed, n, verify);
     await w.close();
-    send({ type: 'result', enqueueMs, elapsedMs: t1 - t0, workerCpuMs, pgCpuMs, done: doneAtEnd, drained, executions: executed.length, verify });
+    send({ type: 'result', enqueueMs, elapsedMs: t1 - t0, workerCpuMs, workerGcMs: gcMs, pgCpuMs, done: doneAtEnd, drained, executions: executed.length, verify });
     return;
   }
 

@@ -36,16 +36,16 @@ export function throughputTable(r: BenchReport, out: string[]): void {
   const p = figs[0]!.params as { jobs: number };
   out.push(`## Throughput (${p.jobs.toLocaleString('en-US')} no-op jobs enqueued up front, drained by one process)`, '');
   out.push(
-    'CPU per job: the worker process (the system under test, plus the harness\'s in-process checks) and every postgres process on this host, over the drain, divided by the jobs done (microseconds; "n/a" where /proc is unreadable).',
+    'CPU per job: the worker process (the system under test, plus the harness\'s in-process checks) and every postgres process on this host, over the drain, divided by the jobs done (microseconds; "n/a" where /proc is unreadable). GC pauses: the worker\'s garbage-collection pauses over the drain (wall time on its main thread, part of its CPU), per job.',
     '',
   );
   out.push(
-    '| System / mode | jobs/s | drain time (ms) | worker CPU (µs/job) | PostgreSQL CPU (µs/job) | enqueue jobs/s | vs graphile-worker perf | notes |',
-    '|---|---:|---:|---:|---:|---:|---:|---|',
+    '| System / mode | jobs/s | drain time (ms) | worker CPU (µs/job) | of which GC pauses (µs/job) | PostgreSQL CPU (µs/job) | enqueue jobs/s | vs graphile-worker perf | notes |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---|',
   );
   for (const f of figs) {
     out.push(
-      `| ${f.label} | ${cell(f, 'jobsPerSec', 0)} | ${cell(f, 'elapsedMs', 0)} | ${cell(f, 'workerCpuUsPerJob', 1)} | ${cell(f, 'pgCpuUsPerJob', 1)} | ${cell(f, 'enqueuePerSec', 0)} | ${
+      `| ${f.label} | ${cell(f, 'jobsPerSec', 0)} | ${cell(f, 'elapsedMs', 0)} | ${cell(f, 'workerCpuUsPerJob', 1)} | ${cell(f, 'workerGcUsPerJob', 1)} | ${cell(f, 'pgCpuUsPerJob', 1)} | ${cell(f, 'enqueuePerSec', 0)} | ${
         f.status === 'ok' && ref?.status === 'ok' ? ratio(f.summary.jobsPerSec?.median, ref.summary.jobsPerSec?.median) : '—'
       } | ${statusNote(f)} |`,
     );

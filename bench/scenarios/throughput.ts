@@ -12,6 +12,8 @@ interface ThroughputResult {
   elapsedMs: number;
   /** CPU time of the worker process over the drain. */
   workerCpuMs: number;
+  /** Garbage-collection pauses of the worker process over the drain (main thread, wall time). */
+  workerGcMs: number;
   /** CPU time of every postgres process on this host over the drain; null without /proc. */
   pgCpuMs: number | null;
   done: number;
@@ -43,6 +45,7 @@ export function throughput(ctx: Ctx, v: Variant): Measurement {
             drained: r.drained ? 1 : 0,
             enqueuePerSec: (n / r.enqueueMs) * 1000,
             ...(r.done > 0 && { workerCpuUsPerJob: (r.workerCpuMs * 1000) / r.done }),
+            ...(r.done > 0 && { workerGcUsPerJob: (r.workerGcMs * 1000) / r.done }),
             ...(r.done > 0 && r.pgCpuMs !== null && { pgCpuUsPerJob: (r.pgCpuMs * 1000) / r.done }),
           },
         };
