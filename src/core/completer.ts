@@ -3,7 +3,7 @@
 // on the network is retried while the lease may still be ours; a row the
 // database did not return was fenced off (a newer lease owns the job).
 
-import type { AttemptErrorInput, Executor, JobCompleteItem, JobFailItem } from '../db/executor.ts';
+import type { AttemptErrorInput, Executor, JobFailItem } from '../db/executor.ts';
 import type { EngineConfig } from './config.ts';
 import { isBatonError } from './errors.ts';
 import type { JobState } from './job.ts';
@@ -17,9 +17,21 @@ export interface OutcomeLease {
   unproven(deadlineMs: number): boolean;
 }
 
-type Pending =
-  | { kind: 'complete'; item: JobCompleteItem; resolve: (r: WriteResult) => void; lease: OutcomeLease }
-  | { kind: 'fail'; item: JobFailItem; resolve: (r: WriteResult) => void; lease: OutcomeLease };
+/**
+ * One outcome to write, handed over as is (no promise, no copy: at volume every per-job object
+ * counts). The completer calls `written` exactly once, with what became of it.
+ */
+export interface OutcomeWrite {
+  readonly id: string;
+  readonly token: string;
+  /** The handler's result, written when `failure` is null. */
+  readonly result: unknown;
+  /** A failed attempt (retried or dead-lettered by failMany); null completes the job. */
+  readonly failure: { readonly error: AttemptErrorInput; readonly terminal: boolean } | null;
+  /** Checked before each send (first or retry): once lost or unproven, the outcome is abandoned. */
+  readonly lease: OutcomeLease;
+  written(result: WriteResult): void;
+}
 
 // Shared results: one allocation fewer per job on the hot path.
 const SUCCEEDED: WriteResult = Object.freeze({ accepted: true, state: 'succeeded' });
@@ -38,7 +50,7 @@ export interface CompleterDeps {
 
 export class Completer {
   readonly #d: CompleterDeps;
-  #buffer: Pending[] = [];
+  #buffer: OutcomeWrite[] = [];
   #scheduled = false;
   #flushing: Promise<void> | null = null;
   #retryDelay = RETRY_MIN_MS;
@@ -47,22 +59,14 @@ export class Completer {
     this.#d = deps;
   }
 
-  /** `lease` is checked before each send (first or retry): once lost or unproven, the outcome is abandoned. */
-  complete(id: string, token: string, result: unknown, lease: OutcomeLease): Promise<WriteResult> {
-    return new Promise((resolve) => this.#push({ kind: 'complete', item: { id, token, result }, resolve, lease }));
-  }
-
-  fail(id: string, token: string, error: AttemptErrorInput, terminal: boolean, lease: OutcomeLease): Promise<WriteResult> {
-    return new Promise((resolve) => this.#push({ kind: 'fail', item: { id, token, error, terminal }, resolve, lease }));
-  }
-
-  #giveUp(p: Pending): boolean {
-    return p.lease.lost || p.lease.unproven(this.#d.config.heartbeatDeadlineMs);
-  }
-
-  #push(p: Pending): void {
-    this.#buffer.push(p);
+  /** Queues `w` for the next batch; `w.written` is called once it was written or given up. */
+  submit(w: OutcomeWrite): void {
+    this.#buffer.push(w);
     this.#schedule(0);
+  }
+
+  #giveUp(p: OutcomeWrite): boolean {
+    return p.lease.lost || p.lease.unproven(this.#d.config.heartbeatDeadlineMs);
   }
 
   #schedule(delayMs: number): void {
@@ -89,23 +93,23 @@ export class Completer {
     // until its lease can no longer be proven is not sent at all, as on a retry.
     const batch = this.#buffer.splice(0, this.#d.config.completerMaxBatch).filter((p) => {
       if (!this.#giveUp(p)) return true;
-      p.resolve(ABANDONED);
+      p.written(ABANDONED);
       return false;
     });
     if (batch.length === 0) return;
-    const completes = batch.filter((p) => p.kind === 'complete');
-    const fails = batch.filter((p) => p.kind === 'fail');
-    const retry: Pending[] = [];
+    const completes = batch.filter((p) => p.failure === null);
+    const fails = completes.length === batch.length ? [] : batch.filter((p) => p.failure !== null);
+    const retry: OutcomeWrite[] = [];
     await Promise.all([
       completes.length > 0 &&
         this.#d.executor
-          .jobCompleteMany({ items: completes.map((p) => p.item as JobCompleteItem) })
+          .jobCompleteMany({ items: completes })
           .then((ok) => this.#settle(completes, (id) => (ok.has(id) ? 'succeeded' : null), 'complete'))
           .catch((err) => this.#failed(completes, err, retry)),
       fails.length > 0 &&
         this.#d.executor
           .jobFailMany({
-            items: fails.map((p) => p.item as JobFailItem),
+            items: fails.map(failItem),
             backoffBaseMs: this.#d.config.backoffBaseMs,
             backoffCapMs: this.#d.config.backoffCapMs,
           })
@@ -123,21 +127,21 @@ export class Completer {
     }
   }
 
-  #settle(items: Pending[], stateOf: (id: string) => JobState | null, kind: 'complete' | 'fail'): void {
+  #settle(items: OutcomeWrite[], stateOf: (id: string) => JobState | null, kind: 'complete' | 'fail'): void {
     let fenced = 0;
     for (const p of items) {
-      const state = stateOf(p.item.id);
-      if (state === 'succeeded') p.resolve(SUCCEEDED);
-      else if (state) p.resolve({ accepted: true, state });
+      const state = stateOf(p.id);
+      if (state === 'succeeded') p.written(SUCCEEDED);
+      else if (state) p.written({ accepted: true, state });
       else {
         fenced++;
-        p.resolve(FENCED);
+        p.written(FENCED);
       }
     }
     if (fenced > 0) this.#d.onFenced(kind, fenced);
   }
 
-  async #failed(items: Pending[], err: unknown, retry: Pending[]): Promise<void> {
+  async #failed(items: OutcomeWrite[], err: unknown, retry: OutcomeWrite[]): Promise<void> {
     this.#d.onError(err);
     const badInput = isBatonError(err) && err.code === 'INVALID_ARGUMENT';
     if (badInput && items.length > 1) {
@@ -146,19 +150,19 @@ export class Completer {
       return;
     }
     for (const p of items) {
-      if (badInput || this.#giveUp(p)) p.resolve(ABANDONED);
+      if (badInput || this.#giveUp(p)) p.written(ABANDONED);
       else retry.push(p);
     }
   }
 
-  async #writeAlone(p: Pending, retry: Pending[]): Promise<void> {
+  async #writeAlone(p: OutcomeWrite, retry: OutcomeWrite[]): Promise<void> {
     try {
-      if (p.kind === 'complete') {
-        const ok = await this.#d.executor.jobCompleteMany({ items: [p.item] });
+      if (p.failure === null) {
+        const ok = await this.#d.executor.jobCompleteMany({ items: [p] });
         this.#settle([p], (id) => (ok.has(id) ? 'succeeded' : null), 'complete');
       } else {
         const states = await this.#d.executor.jobFailMany({
-          items: [p.item],
+          items: [failItem(p)],
           backoffBaseMs: this.#d.config.backoffBaseMs,
           backoffCapMs: this.#d.config.backoffCapMs,
         });
@@ -175,4 +179,9 @@ export class Completer {
       await (this.#flushing ?? new Promise((r) => setImmediate(r)));
     }
   }
+}
+
+function failItem(p: OutcomeWrite): JobFailItem {
+  const { error, terminal } = p.failure as NonNullable<OutcomeWrite['failure']>;
+  return { id: p.id, token: p.token, error, terminal };
 }

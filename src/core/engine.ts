@@ -331,7 +331,7 @@ export class Engine implements Baton {
       if (stale) this.#leaseLost(stale, 'reclaimed');
       const entry = this.#leases.add(job, provenAt);
       dispatcher.acquired();
-      void runJob(entry, dispatcher, this.#runner);
+      runJob(entry, dispatcher, this.#runner);
     }
     return jobs.length;
   }

@@ -4,7 +4,7 @@
 
 import type { EventEmitter } from 'node:events';
 import type { EngineEvents } from './baton.ts';
-import type { Completer, WriteResult } from './completer.ts';
+import type { Completer, OutcomeWrite, WriteResult } from './completer.ts';
 import type { EngineConfig } from './config.ts';
 import { LeaseLostError } from './errors.ts';
 import type { HandlerMap, JobContext } from './handler.ts';
@@ -32,10 +32,6 @@ export interface Slot {
   handlerDone(): void;
   writeDone(): void;
 }
-
-type Outcome =
-  | { ok: true; result: unknown }
-  | { ok: false; error: unknown; terminal: boolean; kind: AttemptError['kind'] };
 
 /**
  * What a handler sees. A class, so a job costs one object and no per-job named closures
@@ -69,89 +65,180 @@ function jobLog(d: RunnerDeps, entry: InFlight): Logger {
 }
 
 /**
- * Runs the job to its end. Never rejects: a runner failure is reported as an 'error' event.
- * One async frame per job, and no await at all around a handler that returns a plain value.
+ * Runs the job to its end. Never throws: a runner failure is reported as an 'error' event.
+ * A handler that returns a plain value costs no promise and no await: the run is one object,
+ * handed to the completer as the outcome to write, and called back once it was written.
  */
-export async function runJob(entry: InFlight, slot: Slot, d: RunnerDeps): Promise<void> {
+export function runJob(entry: InFlight, slot: Slot, d: RunnerDeps): void {
   try {
-    const { job, token } = entry;
-    const startedAt = performance.now();
-    if (d.events.listenerCount('started') > 0) {
-      const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
-      d.events.emit('started', { job, startLatencyMs: Math.max(0, Date.now() - due) });
-    }
+    new JobRun(entry, slot, d).start();
+  } catch {
+    // Only an 'error' listener that throws gets here, after the run was wound up: the
+    // caller goes on starting the rest of its claim.
+  }
+}
 
+class JobRun implements OutcomeWrite {
+  readonly id: string;
+  readonly token: string;
+  readonly lease: InFlight;
+  result: unknown = null;
+  failure: OutcomeWrite['failure'] = null;
+  /** What the handler threw (or the reason its result was refused), for events and logs. */
+  #error: unknown = undefined;
+  #startedAt = 0;
+  #over = false;
+  readonly #slot: Slot;
+  readonly #d: RunnerDeps;
+
+  constructor(entry: InFlight, slot: Slot, d: RunnerDeps) {
+    this.lease = entry;
+    this.id = entry.job.id;
+    this.token = entry.token;
+    this.#slot = slot;
+    this.#d = d;
+  }
+
+  start(): void {
+    const d = this.#d;
+    const { job } = this.lease;
+    try {
+      this.#startedAt = performance.now();
+      if (d.events.listenerCount('started') > 0) {
+        const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
+        d.events.emit('started', { job, startLatencyMs: Math.max(0, Date.now() - due) });
+      }
+    } catch (err) {
+      return this.#crashed(err);
+    }
     const handler = d.handlers[job.jobType];
-    let outcome: Outcome;
     if (!handler) {
       // Retried, not dead-lettered: a deploy may still be rolling out this handler.
-      const error = new Error(`no handler registered for job type "${job.jobType}"`);
-      outcome = { ok: false, error, terminal: false, kind: 'unknown_job_type' };
+      return this.#threw(new Error(`no handler registered for job type "${job.jobType}"`), 'unknown_job_type');
+    }
+    let returned: unknown;
+    let thenable: boolean;
+    try {
+      returned = handler(new LeaseContext(this.lease));
+      thenable = isThenable(returned);
+    } catch (error) {
+      return this.#threw(error);
+    }
+    if (thenable) {
+      // Promise.resolve adopts a foreign thenable as `await` would (at most one of the two runs).
+      Promise.resolve(returned).then(
+        (value) => this.#returned(value),
+        (error: unknown) => this.#threw(error),
+      );
     } else {
+      this.#returned(returned);
+    }
+  }
+
+  /** The handler returned `value`: stored as jsonb, so it must serialise, without NUL characters. */
+  #returned(value: unknown): void {
+    try {
+      let text: string | undefined;
       try {
-        const returned = handler(new LeaseContext(entry));
-        outcome = settled(isThenable(returned) ? await returned : returned);
+        text = JSON.stringify(value);
       } catch (error) {
-        const terminal = isTerminal(error);
-        outcome = { ok: false, error, terminal, kind: terminal ? 'terminal' : 'transient' };
+        this.#failed(new Error('handler result is not JSON-serialisable', { cause: error }), true, 'terminal');
       }
+      if (this.failure === null) {
+        if (text !== undefined && jsonTextHasNul(text)) {
+          this.#failed(new Error('handler result contains NUL (\\u0000) characters'), true, 'terminal');
+        } else {
+          this.result = value === undefined ? null : value;
+        }
+      }
+    } catch (err) {
+      return this.#crashed(err);
     }
-    entry.phase = 'writing';
-    slot.handlerDone();
-    // Self-fencing: a worker that cannot prove it still holds the lease (paused, partitioned)
-    // writes nothing, even if no heartbeat has run since it resumed.
-    if (!entry.lost && entry.unproven(d.config.heartbeatDeadlineMs)) d.onSelfFenced(entry);
-    if (entry.lost) {
-      jobLog(d, entry).debug({}, 'baton: lease lost during execution; outcome discarded');
+    this.#handlerSettled();
+  }
+
+  /** The handler threw (or could not be found): a failed attempt, terminal when the error says so. */
+  #threw(error: unknown, kind?: 'unknown_job_type'): void {
+    try {
+      const terminal = kind === undefined && isTerminal(error);
+      this.#failed(error, terminal, kind ?? (terminal ? 'terminal' : 'transient'));
+    } catch (err) {
+      return this.#crashed(err);
+    }
+    this.#handlerSettled();
+  }
+
+  #failed(error: unknown, terminal: boolean, kind: AttemptError['kind']): void {
+    this.#error = error;
+    this.failure = { error: { attempt: this.lease.job.attempt, token: this.token, kind, ...describeError(error) }, terminal };
+  }
+
+  #handlerSettled(): void {
+    const entry = this.lease;
+    const d = this.#d;
+    try {
+      entry.phase = 'writing';
+      this.#slot.handlerDone();
+      // Self-fencing: a worker that cannot prove it still holds the lease (paused, partitioned)
+      // writes nothing, even if no heartbeat has run since it resumed.
+      if (!entry.lost && entry.unproven(d.config.heartbeatDeadlineMs)) d.onSelfFenced(entry);
+      if (entry.lost) {
+        jobLog(d, entry).debug({}, 'baton: lease lost during execution; outcome discarded');
+        return this.#finish();
+      }
+      // The lease stays in the table (and heartbeated) until written() has been called.
+      d.completer.submit(this);
+    } catch (err) {
+      this.#crashed(err);
+    }
+  }
+
+  /** The runner itself failed: reported, and nothing is written (the lease runs out or is reaped). */
+  #crashed(err: unknown): void {
+    try {
+      this.#d.events.emit('error', { where: 'runner', error: err });
+    } finally {
+      this.#finish();
+    }
+  }
+
+  /** The completer's answer (called once). */
+  written(w: WriteResult): void {
+    if (this.#over) return;
+    const d = this.#d;
+    const { job } = this.lease;
+    try {
+      if (!w.accepted) {
+        jobLog(d, this.lease).warn({ reason: w.reason }, 'baton: outcome not recorded (lease no longer ours)');
+      } else if (w.state === 'succeeded') {
+        d.counters.succeeded++;
+        if (d.events.listenerCount('succeeded') > 0) d.events.emit('succeeded', { job, durationMs: performance.now() - this.#startedAt });
+      } else if (w.state === 'dead_lettered') {
+        d.counters.deadLettered++;
+        jobLog(d, this.lease).warn({ err: this.#error }, 'baton: job dead-lettered');
+        d.events.emit('deadLettered', { job, error: this.#error });
+      } else {
+        d.counters.retried++;
+        d.events.emit('retried', { job, error: this.#error });
+      }
+    } catch (err) {
+      this.#crashed(err);
       return;
     }
-    let written: WriteResult;
-    if (outcome.ok) {
-      written = await d.completer.complete(job.id, token, outcome.result, entry);
-    } else {
-      const error = { attempt: job.attempt, token, kind: outcome.kind, ...describeError(outcome.error) };
-      written = await d.completer.fail(job.id, token, error, outcome.terminal, entry);
-    }
-    if (!written.accepted) {
-      jobLog(d, entry).warn({ reason: written.reason }, 'baton: outcome not recorded (lease no longer ours)');
-      return;
-    }
-    if (written.state === 'succeeded') {
-      d.counters.succeeded++;
-      if (d.events.listenerCount('succeeded') > 0) d.events.emit('succeeded', { job, durationMs: performance.now() - startedAt });
-    } else if (written.state === 'dead_lettered') {
-      d.counters.deadLettered++;
-      jobLog(d, entry).warn({ err: outcome.ok ? undefined : outcome.error }, 'baton: job dead-lettered');
-      d.events.emit('deadLettered', { job, error: outcome.ok ? undefined : outcome.error });
-    } else {
-      d.counters.retried++;
-      d.events.emit('retried', { job, error: outcome.ok ? undefined : outcome.error });
-    }
-  } catch (err) {
-    d.events.emit('error', { where: 'runner', error: err });
-  } finally {
-    // Still 'running': the runner threw before the handler settled, so its slot is still taken.
-    if (entry.phase === 'running') slot.handlerDone();
-    // The lease stays in the table (and heartbeated) until its outcome write resolved.
-    d.onFinished(entry);
-    slot.writeDone();
+    this.#finish();
+  }
+
+  /** The job is over here: its slot and its lease are given back (once). */
+  #finish(): void {
+    if (this.#over) return;
+    this.#over = true;
+    // Still 'running': the runner failed before the handler settled, so its slot is still taken.
+    if (this.lease.phase === 'running') this.#slot.handlerDone();
+    this.#d.onFinished(this.lease);
+    this.#slot.writeDone();
   }
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
-}
-
-/** A handler's return value as an outcome: stored as jsonb, so it must serialise, without NUL characters. */
-function settled(result: unknown): Outcome {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(result);
-  } catch (error) {
-    return { ok: false, error: new Error('handler result is not JSON-serialisable', { cause: error }), terminal: true, kind: 'terminal' };
-  }
-  if (text !== undefined && jsonTextHasNul(text)) {
-    return { ok: false, error: new Error('handler result contains NUL (\\u0000) characters'), terminal: true, kind: 'terminal' };
-  }
-  return { ok: true, result: result === undefined ? null : result };
 }

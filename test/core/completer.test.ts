@@ -2,10 +2,15 @@
 // flush stuck on a starved pool) until its lease can no longer be proven is
 // abandoned, never sent; one whose lease is still provable is written.
 import { describe, expect, it } from 'vitest';
-import { Completer } from '../../src/core/completer.ts';
+import { Completer, type OutcomeLease, type WriteResult } from '../../src/core/completer.ts';
 import { parseEngineConfig } from '../../src/core/config.ts';
 import type { Executor } from '../../src/db/executor.ts';
 import { deferred } from '../helpers/wait.ts';
+
+/** Submits a completion of job `id` and resolves with what the completer answered. */
+function complete(completer: Completer, id: string, token: string, lease: OutcomeLease): Promise<WriteResult> {
+  return new Promise((written) => completer.submit({ id, token, result: null, failure: null, lease, written }));
+}
 
 describe('Completer', () => {
   it('does not send an outcome whose lease could no longer be proven while it waited behind a stuck flush', async () => {
@@ -26,12 +31,12 @@ describe('Completer', () => {
       onError: () => undefined,
     });
     const held = { lost: false, unproven: () => false };
-    const first = completer.complete('1', '10', null, held);
+    const first = complete(completer, '1', '10', held);
     // Let the first flush start (it hangs), then queue two more behind it.
     await new Promise((r) => setImmediate(r));
     let deadlinePassed = false;
-    const late = completer.complete('2', '20', null, { lost: false, unproven: () => deadlinePassed });
-    const fine = completer.complete('3', '30', null, held);
+    const late = complete(completer, '2', '20', { lost: false, unproven: () => deadlinePassed });
+    const fine = complete(completer, '3', '30', held);
     deadlinePassed = true;
     stuck.resolve();
     expect(await first).toEqual({ accepted: true, state: 'succeeded' });
