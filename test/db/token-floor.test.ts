@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { createBaton } from '../../src/create-baton.ts';
 import { jobQueries, TOKEN_FLOOR_STEP } from '../../src/db/pg/queries/job.ts';
 import { installTokenFloor } from '../../src/db/pg/token-floor.ts';
+import type { ClaimRow } from '../../src/db/pg/rows.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
@@ -35,10 +36,10 @@ async function sequenceValue(): Promise<bigint> {
 async function claimOn(client: pg.ClientBase, queue: string): Promise<{ tokens: bigint[]; syncCommit: string }> {
   await client.query('BEGIN');
   try {
-    const r = await client.query<{ lease_token: string }>({ ...queries().claim, values: [queue, 10, 'test-worker', true, 5_000] });
+    const r = await client.query<ClaimRow>({ ...queries().claim, values: [queue, 10, 'test-worker', true, 5_000] });
     const s = await client.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`);
     await client.query('COMMIT');
-    return { tokens: r.rows.map((row) => BigInt(row.lease_token)), syncCommit: s.rows[0]!.s };
+    return { tokens: r.rows.map((row) => BigInt(row[7])), syncCommit: s.rows[0]!.s };
   } catch (err) {
     await client.query('ROLLBACK');
     throw err;

@@ -5,6 +5,8 @@ export interface QueryConfigLike {
   name?: string;
   text: string;
   values?: unknown[];
+  /** 'array': each row as an array of its columns, in order. */
+  rowMode?: 'array';
 }
 
 export interface QueryResultLike<R> {

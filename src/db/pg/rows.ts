@@ -70,20 +70,29 @@ export function rowToJob(r: JobRow): Job {
   }
 }
 
-/** A row of the claim statement: the lease's columns, times as float8 epoch milliseconds. */
-export type ClaimRow = Pick<
-  JobRow,
-  'id' | 'tenant_id' | 'job_type' | 'payload' | 'priority' | 'attempt' | 'max_attempts' |
-  'idempotency_key' | 'last_error' | 'replay_count'
-> & {
-  lease_token: string;
+/**
+ * A row of the claim statement, read in array mode (no per-row object keyed by column name):
+ * the lease's columns in RETURNING order, times as float8 epoch milliseconds.
+ */
+export type ClaimRow = [
+  id: string,
+  tenant_id: string,
+  job_type: string,
+  payload: unknown,
+  priority: number,
+  attempt: number,
+  max_attempts: number,
+  lease_token: string,
+  idempotency_key: string | null,
+  last_error: AttemptError | null,
   /** NULL for an empty history (a job's first attempt). */
-  errors: AttemptError[] | null;
-  run_at_ms: number;
-  created_at_ms: number;
+  errors: AttemptError[] | null,
+  replay_count: number,
+  run_at_ms: number,
+  created_at_ms: number,
   /** The claim's transaction time: updated_at, started_at when claimed into running, and expiry - leaseMs. */
-  now_ms: number;
-};
+  now_ms: number,
+];
 
 /** What the claim's caller knows without reading it back. */
 export interface ClaimedAs {
@@ -93,29 +102,40 @@ export interface ClaimedAs {
   leaseMs: number;
 }
 
+/** Claim order (priority DESC, run_at, id), the order the claim picked its rows in. */
+export function claimOrder(a: ClaimRow, b: ClaimRow): number {
+  return b[4] - a[4] || a[12] - b[12] || compareIds(a[0], b[0]);
+}
+
+/** Orders bigint ids given as decimal strings. */
+export function compareIds(a: string, b: string): number {
+  return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
+}
+
 /** The hot path's mapper: one object per claimed job, no date-string parsing. */
 export function claimRowToJob(r: ClaimRow, as: ClaimedAs): LeasedJob {
-  const now = new Date(r.now_ms);
+  const nowMs = r[14];
+  const now = new Date(nowMs);
   return {
-    id: r.id,
-    tenantId: r.tenant_id,
+    id: r[0],
+    tenantId: r[1],
     queue: as.queue,
-    jobType: r.job_type,
-    payload: r.payload,
-    priority: r.priority,
-    runAt: new Date(r.run_at_ms),
-    attempt: r.attempt,
-    maxAttempts: r.max_attempts,
-    idempotencyKey: r.idempotency_key,
-    replayCount: r.replay_count,
-    errors: r.errors ?? [],
-    lastError: r.last_error,
-    createdAt: new Date(r.created_at_ms),
+    jobType: r[2],
+    payload: r[3],
+    priority: r[4],
+    runAt: new Date(r[12]),
+    attempt: r[5],
+    maxAttempts: r[6],
+    idempotencyKey: r[8],
+    replayCount: r[11],
+    errors: r[10] ?? [],
+    lastError: r[9],
+    createdAt: new Date(r[13]),
     updatedAt: now,
     startedAt: as.state === 'running' ? now : null,
     state: as.state,
-    token: r.lease_token,
+    token: r[7],
     leaseOwner: as.owner,
-    leaseExpiresAt: new Date(r.now_ms + as.leaseMs),
+    leaseExpiresAt: new Date(nowMs + as.leaseMs),
   };
 }

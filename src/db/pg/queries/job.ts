@@ -107,7 +107,8 @@ export function jobQueries(schema: string) {
     // columns a lease needs come back, times as epoch milliseconds (cheap to read, no date
     // parsing), nothing the caller already knows (queue, state, the expiry: now + $5) and an
     // empty error history as NULL; rows come back unordered, the caller restores claim order
-    // (priority DESC, run_at, id).
+    // (priority DESC, run_at, id). Read in array mode: the column order is ClaimRow's. The
+    // bigints come as text, which node-postgres hands over as is (an int8 it checks by regex).
     // On a session marked by tokenFloor the claim commits without waiting for the WAL flush
     // (about half its round trip here). A database crash may then forget it: the job is
     // pending again with its attempt unspent, and its handler's outcome writes (synchronous,
@@ -116,6 +117,7 @@ export function jobQueries(schema: string) {
     // and advanced the sequence past it in a durable commit.
     claim: {
       name: `${schema}.job_claim`,
+      rowMode: 'array' as const,
       text: `WITH picked AS (
           SELECT id FROM ${jobs}
           WHERE state = 'pending' AND queue = $1 AND run_at <= now()
@@ -136,8 +138,8 @@ export function jobQueries(schema: string) {
           AND (SELECT set_config('synchronous_commit',
             CASE WHEN current_setting('baton.token_floor', true) = ${floorMark} THEN 'off'
               ELSE current_setting('synchronous_commit') END, true)) IS NOT NULL
-        RETURNING j.id, j.tenant_id, j.job_type, j.payload, j.priority, j.attempt, j.max_attempts,
-          j.lease_token, j.idempotency_key, j.last_error, NULLIF(j.errors, '[]') AS errors, j.replay_count,
+        RETURNING j.id::text, j.tenant_id, j.job_type, j.payload, j.priority, j.attempt, j.max_attempts,
+          j.lease_token::text, j.idempotency_key, j.last_error, NULLIF(j.errors, '[]') AS errors, j.replay_count,
           ${epochMs('j.run_at')} AS run_at_ms, ${epochMs('j.created_at')} AS created_at_ms, ${epochMs('now()')} AS now_ms`,
     },
     // Run once per new session of Baton's own pool: advances the token sequence by
