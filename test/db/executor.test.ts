@@ -634,6 +634,21 @@ describe('fast reclaim', () => {
     expect(expired.map((r) => [r.id, r.expired]).sort()).toEqual([[claimed!.id, true], [renewed, true]].sort());
   });
 
+  it('one bound covers expired leases and a gone worker\'s leases together, the expired first', async () => {
+    await reap(0); // nothing left over from earlier tests to share the bound with
+    const { jobId } = await workerWithJob('w-bound');
+    const owned = [jobId, ...(await insertJobs(db.pool, 2, { queue: fresh(), state: 'running', leaseOwner: 'w-bound', leaseExpiresAt: { inMs: 600_000 } }))];
+    const expired = await insertJobs(db.pool, 3, { queue: fresh(), state: 'running', leaseExpiresAt: { inMs: -1 } });
+    await ex.workerSweep({ lockNamespace: ns });
+    expect(await goneSince('w-bound')).not.toBeNull();
+
+    const first = await ex.jobReap({ limit: 4, graceMs: 0, fastReclaim: true });
+    expect(first).toHaveLength(4);
+    expect(first.filter((r) => r.expired).map((r) => r.id).sort()).toEqual([...expired].sort());
+    const rest = await ex.jobReap({ limit: 4, graceMs: 0, fastReclaim: true });
+    expect([...first, ...rest].filter((r) => !r.expired).map((r) => r.id).sort()).toEqual([...owned].sort());
+  });
+
   it('a worker seen gone that holds its lock again is cleared by the next sweep', async () => {
     const { key } = await workerWithJob('w-back');
     await ex.workerSweep({ lockNamespace: ns });

@@ -206,20 +206,32 @@ export function jobQueries(schema: string) {
     // Fast reclaim spares a lease last written (claimed or renewed: updated_at) after its owner
     // was seen gone: that write proves the owner was alive then, e.g. its pool reconnected after a
     // server restart before its presence lock did. Such a lease is left to expire or be renewed.
+    // Expired leases are a range of the expiry index that ends at now(), so a sweep with nothing
+    // to do reads next to nothing however many leases are live; the owners' leases are looked
+    // for only while some worker is gone (the EXISTS is a one-time filter).
     reap: {
       name: `${schema}.job_reap`,
       text: `WITH gone AS (
           SELECT id, gone_since FROM ${schema}.workers
           WHERE $3::boolean AND gone_since IS NOT NULL
             AND gone_since <= now() - make_interval(secs => $2::double precision / 1000.0)
-        ), victims AS (
-          SELECT j.id, j.lease_expires_at <= now() AS expired
-          FROM ${jobs} j LEFT JOIN gone g ON g.id = j.lease_owner
-          WHERE j.state IN ${LIVE} AND j.lease_expires_at IS NOT NULL /* the expiry index */
-            AND (j.lease_expires_at <= now() OR j.updated_at < g.gone_since)
+        ), expired AS (
+          SELECT j.id FROM ${jobs} j
+          WHERE j.state IN ${LIVE} AND j.lease_expires_at <= now()
           ORDER BY j.lease_expires_at
           LIMIT $1
           FOR UPDATE OF j SKIP LOCKED
+        ), orphaned AS (
+          SELECT j.id FROM ${jobs} j JOIN gone g ON g.id = j.lease_owner
+          WHERE EXISTS (SELECT 1 FROM gone)
+            AND j.state IN ${LIVE} AND j.lease_expires_at > now() AND j.updated_at < g.gone_since
+          ORDER BY j.lease_expires_at
+          LIMIT greatest(0, $1 - (SELECT count(*) FROM expired))
+          FOR UPDATE OF j SKIP LOCKED
+        ), victims AS (
+          SELECT id, true AS expired FROM expired
+          UNION ALL
+          SELECT id, false FROM orphaned
         ), entry AS (
           SELECT v.id, v.expired, jsonb_build_object(
             'attempt', j.attempt, 'token', j.lease_token::text,
