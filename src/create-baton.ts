@@ -13,7 +13,7 @@ import { noopLogger, type Logger } from './core/logger.ts';
 import { migrate } from './db/migrate.ts';
 import { PgExecutor } from './db/pg/pg-executor.ts';
 import { PgListener } from './db/pg/listener.ts';
-import type { PgPoolLike } from './db/pg/pool.ts';
+import { warmPool, type PgPoolLike } from './db/pg/pool.ts';
 import { PgPresence } from './db/pg/presence.ts';
 import { jobQueries } from './db/pg/queries/job.ts';
 import { installTokenFloor } from './db/pg/token-floor.ts';
@@ -96,6 +96,7 @@ export function createBaton(options: BatonOptions): Baton {
     logger: log,
     lockNamespace,
     migrate: () => migrate(pool, { schema: config.schema }),
+    warmPool: (connections) => warmPool(pool, connections),
     createPresence: (hooks) =>
       new PgPresence({
         ...hooks,

@@ -36,6 +36,8 @@ export interface EngineDeps {
   logger: Logger;
   lockNamespace: number;
   migrate: () => Promise<MigrateResult>;
+  /** Opens this many query connections ahead of use (never rejects). */
+  warmPool: (connections: number) => Promise<void>;
   /** `onAcquired` runs each time the presence lock is (re-)acquired. */
   createPresence: (hooks: { onAcquired: () => void }) => Presence;
   createListener: (hooks: { onNotify: (channel: string) => void; onConnected: () => void; onError: (err: unknown) => void }) => NotificationListener;
@@ -62,6 +64,8 @@ export class Engine implements Baton {
   #listener: NotificationListener | null = null;
   /** The presence and listener connections being opened by start() (never rejects). */
   #connecting: Promise<PromiseSettledResult<void>[]> | null = null;
+  /** The pool connections start() opens meanwhile (never rejects). */
+  #warming: Promise<void> | null = null;
   #poll: NodeJS.Timeout | null = null;
   #started = false;
   #stopping = false;
@@ -163,6 +167,10 @@ export class Engine implements Baton {
         // Both connections are opened at once (each costs a connect and an authentication).
         // Nothing is claimed before the presence lock is held: a lease whose owner holds no
         // lock may be reclaimed by any reaper. A stop() meanwhile waits for both to settle.
+        // Meanwhile the pool opens what the first claims and outcome writes use side by side
+        // (one claim per queue, one write): opened on first use, each would stall its
+        // statement by a connect, and the first batch's write would hold up the next claim.
+        this.#warming = this.#d.warmPool(this.#dispatchers.size + 1);
         this.#connecting = Promise.allSettled([this.#presence.start(), this.#listener?.start([...this.#byChannel.keys()])]);
         for (const r of await this.#connecting) if (r.status === 'rejected') throw r.reason;
         this.#throwIfStopping();
@@ -195,6 +203,7 @@ export class Engine implements Baton {
     this.#notifier.stop();
     // A connection still being opened cannot be closed cleanly: let it finish (or fail) first.
     await this.#connecting;
+    await this.#warming;
     await this.#listener?.stop();
     // Claims in flight finish; what they return is released unstarted (see #claimAndStart).
     await Promise.all([...this.#dispatchers.values()].map((d) => d.idle()));

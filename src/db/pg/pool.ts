@@ -55,3 +55,18 @@ export async function checkOut(pool: PgPoolLike): Promise<CheckedOut> {
     },
   };
 }
+
+/**
+ * Asks for `n` pool connections at once and hands each back idle as soon as it is open, so the
+ * first statements that run side by side (a claim and an outcome write) do not each wait for a
+ * new session. A pool already at its size lends the same one again (no deadlock). Best effort:
+ * a connection that fails is left to the statement that needs it to report.
+ */
+export async function warmPool(pool: PgPoolLike, n: number): Promise<void> {
+  const open = () =>
+    checkOut(pool).then(
+      (c) => c.release(),
+      () => undefined,
+    );
+  await Promise.all(Array.from({ length: n }, open));
+}
