@@ -118,6 +118,13 @@ describe.each([true, false])('lifecycle (claimIntoRunning=%s)', (claimIntoRunnin
     expect(worker.stats().succeeded).toBe(0);
   });
 
+  it('start() opens a pool connection per queue plus one for outcome writes, so the first ones wait for no connect', async () => {
+    // No jobs and no reaper: without the warm-up, the first claim of each queue (sent as start()
+    // resolves) is all that would have asked for a connection by now.
+    const { pool } = await engines.startObserved({ queues: { a: 1, b: 1 }, reaper: false });
+    expect(pool.totalCount).toBe(3);
+  });
+
   it('stop() is idempotent and safe without start(); start() after stop() is refused', async () => {
     const never = engines.create({ queues: { q: 1 } });
     const s1 = never.stop();
