@@ -70,12 +70,7 @@ function jobLog(d: RunnerDeps, entry: InFlight): Logger {
  * handed to the completer as the outcome to write, and called back once it was written.
  */
 export function runJob(entry: InFlight, slot: Slot, d: RunnerDeps): void {
-  try {
-    new JobRun(entry, slot, d).start();
-  } catch {
-    // Only an 'error' listener that throws gets here, after the run was wound up: the
-    // caller goes on starting the rest of its claim.
-  }
+  new JobRun(entry, slot, d).start();
 }
 
 class JobRun implements OutcomeWrite {
@@ -193,13 +188,18 @@ class JobRun implements OutcomeWrite {
     }
   }
 
-  /** The runner itself failed: reported, and nothing is written (the lease runs out or is reaped). */
+  /**
+   * The runner itself failed: reported, and nothing is written (the lease runs out or is
+   * reaped). Never throws, so neither does anything that ends here: the completer calls
+   * written() in a loop over its batch, and the engine starts a claim's jobs in one.
+   */
   #crashed(err: unknown): void {
     try {
       this.#d.events.emit('error', { where: 'runner', error: err });
-    } finally {
-      this.#finish();
+    } catch {
+      // An 'error' listener threw: there is nobody left to tell.
     }
+    this.#finish();
   }
 
   /** The completer's answer (called once). */

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { TerminalError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { deferred, withTimeout } from '../helpers/wait.ts';
+import { deferred, waitFor, withTimeout } from '../helpers/wait.ts';
 import { Invocations, row, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
@@ -46,6 +46,27 @@ describe.each([true, false])('retries and delays (claimIntoRunning=%s)', (claimI
       expect(r).toMatchObject({ attempt: 1, dead_letter_reason: 'terminal_error', result: null });
       expect(r.errors[0]!.kind).toBe('terminal');
     }
+  });
+
+  it("a runner failure reported to an 'error' listener that throws still starts the claim's other jobs and frees every slot", async () => {
+    const calls = new Invocations();
+    const worker = engines.create({ queues: { q: 5 }, handlers: { work: (ctx) => calls.record(ctx) } });
+    await worker.enqueueMany([1, 2, 3].map((n) => ({ jobType: 'work', queue: 'q', payload: { n } })));
+    let runnerErrors = 0;
+    worker.events.on('started', () => {
+      throw new Error('a started listener that throws');
+    });
+    worker.events.on('error', ({ where }) => {
+      if (where !== 'runner') return;
+      runnerErrors++;
+      throw new Error('an error listener that throws');
+    });
+    await worker.start();
+    await waitFor(() => runnerErrors === 3, { message: 'each of the three jobs to report its runner failure' });
+    await waitFor(() => worker.stats().slots.q!.inFlight === 0, { message: 'every slot to be free again' });
+    // The runner failed before the handlers: nothing ran, nothing was written.
+    expect(calls.total).toBe(0);
+    expect(worker.stats().succeeded + worker.stats().retried).toBe(0);
   });
 
   it('a plain Error retries until maxAttempts, then dead-letters with one error entry per attempt', async () => {
