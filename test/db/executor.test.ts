@@ -202,6 +202,18 @@ describe('jobClaim', () => {
     expect((await ex.jobMarkRunningMany({ leases: [{ id, token: job!.token }] })).size).toBe(0);
     expect(await row(id)).toEqual(before);
   });
+
+  it('reads the claim by column name from a pool that answers with objects instead of arrays', async () => {
+    const queue = fresh();
+    const id = await insertJob(db.pool, { queue, payload: { n: 7 } });
+    // A pool-like wrapper that drops node-postgres' rowMode.
+    const lossy = { query: (c: pg.QueryConfig) => db.pool.query({ text: c.text, values: c.values }), connect: () => db.pool.connect() };
+    const viaObjects = new PgExecutor(lossy, quoteSchema(db.schema));
+    const [job] = await viaObjects.jobClaim({ queue, limit: 1, owner: 'w-objects', leaseMs: 60_000, intoRunning: true });
+    const r = await row(id);
+    expect(job).toMatchObject({ id, queue, payload: { n: 7 }, state: 'running', attempt: 1, token: r.lease_token, leaseOwner: 'w-objects' });
+    expect(job!.createdAt).toEqual(r.created_at);
+  });
 });
 
 describe('fencing', () => {

@@ -18,7 +18,7 @@ import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './i
 import { checkOut, type CheckedOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { jobQueries, type JobQueries } from './queries/job.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
-import { claimOrder, claimRowToJob, compareIds, rowToJob, type ClaimRow, type JobRow } from './rows.ts';
+import { claimOrder, claimRowFromObject, claimRowToJob, compareIds, rowToJob, type ClaimRow, type JobRow } from './rows.ts';
 
 export class PgExecutor implements Executor {
   readonly #pool: PgPoolLike;
@@ -152,7 +152,10 @@ export class PgExecutor implements Executor {
   }
 
   async jobClaim(p: JobClaimParams): Promise<LeasedJob[]> {
-    const rows = await this.#q<ClaimRow>(this.#job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]);
+    let rows = await this.#q<ClaimRow>(this.#job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]);
+    // A pool-like object of the caller's may drop rowMode and answer with objects: the jobs
+    // are claimed by now, so read those by column name rather than lose them.
+    if (rows.length > 0 && !Array.isArray(rows[0])) rows = rows.map((r) => claimRowFromObject(r as unknown as Record<string, unknown>));
     // UPDATE ... RETURNING has no order: restore claim order (sorting here is cheaper than in SQL).
     // Rows come back in id order, which is claim order when one priority's ids grow with run_at
     // (the common case): a linear check then spares the sort's n log n comparisons.

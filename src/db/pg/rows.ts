@@ -94,6 +94,16 @@ export type ClaimRow = [
   now_ms: number,
 ];
 
+const CLAIM_COLUMNS = [
+  'id', 'tenant_id', 'job_type', 'payload', 'priority', 'attempt', 'max_attempts', 'lease_token',
+  'idempotency_key', 'last_error', 'errors', 'replay_count', 'run_at_ms', 'created_at_ms', 'now_ms',
+] as const;
+
+/** A claim row that came back as an object (a pool that ignored rowMode), as ClaimRow. */
+export function claimRowFromObject(r: Record<string, unknown>): ClaimRow {
+  return CLAIM_COLUMNS.map((c) => r[c]) as ClaimRow;
+}
+
 /** What the claim's caller knows without reading it back. */
 export interface ClaimedAs {
   queue: string;
