@@ -2,9 +2,9 @@
 // ANALYZE ran while every job was pending, then a thousand leases went live. Each lease
 // write (start, heartbeat, complete, fail, release) must touch its own batch's rows by
 // primary key, whatever the plan cache picks (generic or custom), never scan the live
-// leases once per batch row; the reaper reads expired leases through the expiry index (a sweep
-// with nothing to do reads next to nothing), and the
-// claim picks through the claim index and updates the rows it picked by primary key.
+// leases once per batch row; the reaper reads expired leases through the expiry index (a
+// sweep with nothing to do reads next to nothing), and the claim picks through the claim
+// index and updates the rows it picked by primary key.
 // Read from EXPLAIN ANALYZE: the indexes used and the rows visited per statement.
 
 import { describe, expect, it, beforeAll } from 'vitest';
