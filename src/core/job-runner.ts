@@ -130,22 +130,12 @@ class JobRun implements OutcomeWrite {
     }
   }
 
-  /** The handler returned `value`: stored as jsonb, so it must serialise, without NUL characters. */
+  /** The handler returned `value`: written as the result unless jsonb cannot hold it. */
   #returned(value: unknown): void {
     try {
-      let text: string | undefined;
-      try {
-        text = JSON.stringify(value);
-      } catch (error) {
-        this.#failed(new Error('handler result is not JSON-serialisable', { cause: error }), true, 'terminal');
-      }
-      if (this.failure === null) {
-        if (text !== undefined && jsonTextHasNul(text)) {
-          this.#failed(new Error('handler result contains NUL (\\u0000) characters'), true, 'terminal');
-        } else {
-          this.result = value === undefined ? null : value;
-        }
-      }
+      const refused = refusedResult(value);
+      if (refused) this.#failed(refused, true, 'terminal');
+      else this.result = value === undefined ? null : value;
     } catch (err) {
       return this.#crashed(err);
     }
@@ -241,4 +231,15 @@ class JobRun implements OutcomeWrite {
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
   return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
+}
+
+/** Why a handler's result cannot be stored as jsonb (not serialisable, or NUL characters), else null. */
+function refusedResult(value: unknown): Error | null {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    return new Error('handler result is not JSON-serialisable', { cause: error });
+  }
+  return text !== undefined && jsonTextHasNul(text) ? new Error('handler result contains NUL (\\u0000) characters') : null;
 }
