@@ -86,6 +86,8 @@ export type EngineConfig = Readonly<
     heartbeatMs: number;
     heartbeatDeadlineMs: number;
     workerId: string;
+    /** True when workerId was generated for this engine (so no other process ever used it). */
+    workerIdGenerated: boolean;
   }
 >;
 
@@ -103,5 +105,6 @@ export function parseEngineConfig(input: unknown, defaultWorkerId: () => string)
     heartbeatMs: c.heartbeatMs ?? Math.max(1, Math.floor(c.leaseMs / 3)),
     heartbeatDeadlineMs: c.heartbeatDeadlineMs ?? Math.floor(c.leaseMs * 0.8),
     workerId: c.workerId ?? defaultWorkerId(),
+    workerIdGenerated: c.workerId === undefined,
   });
 }

@@ -61,6 +61,8 @@ export class Engine implements Baton {
   readonly #reaper: Reaper;
   readonly #runner: RunnerDeps;
   #presence: Presence | null = null;
+  /** The presence lock has been held at least once. */
+  #presenceAcquired = false;
   #listener: NotificationListener | null = null;
   /** The presence and listener connections being opened by start() (never rejects). */
   #connecting: Promise<PromiseSettledResult<void>[]> | null = null;
@@ -154,8 +156,13 @@ export class Engine implements Baton {
     const working = this.#dispatchers.size > 0;
     try {
       if (working) {
-        // Claims wait while the lock is lost (see #claimAndStart); getting it back wakes them.
-        this.#presence = this.#d.createPresence({ onAcquired: () => this.#wakeAll() });
+        // Claims wait while the lock is lost (see #mayClaim); getting it back wakes them.
+        this.#presence = this.#d.createPresence({
+          onAcquired: () => {
+            this.#presenceAcquired = true;
+            this.#wakeAll();
+          },
+        });
         if (this.config.dispatch === 'notify') {
           this.#listener = this.#d.createListener({
             onNotify: (channel) => this.#byChannel.get(channel)?.wake(),
@@ -164,19 +171,20 @@ export class Engine implements Baton {
             onError: (err) => this.events.emit('error', { where: 'listener', error: err }),
           });
         }
-        // Both connections are opened at once (each costs a connect and an authentication).
-        // Nothing is claimed before the presence lock is held: a lease whose owner holds no
-        // lock may be reclaimed by any reaper. A stop() meanwhile waits for both to settle.
-        // Meanwhile the pool opens what the first claims and outcome writes use side by side
-        // (one claim per queue, one write): opened on first use, each would stall its
-        // statement by a connect, and the first batch's write would hold up the next claim.
-        this.#warming = this.#d.warmPool(this.#dispatchers.size + 1);
+        // The claim loops start now. With a generated worker id the first claims go out while the
+        // presence and LISTEN connections open (#mayClaim), so a worker that starts with a backlog
+        // waits for one connect rather than for the slowest of several. Their connections open
+        // on first use; the pool opens one more for the first outcome write meanwhile, which
+        // would otherwise stall that write by a connect and the next claim behind it. With a
+        // configured id the claims wait for the lock, and the pool opens one connection per
+        // queue plus one for them. A stop() meanwhile waits for all of it to settle.
+        this.#heartbeater.start();
+        for (const d of this.#dispatchers.values()) d.start();
+        this.#warming = this.#d.warmPool(this.config.workerIdGenerated ? 1 : this.#dispatchers.size + 1);
         this.#connecting = Promise.allSettled([this.#presence.start(), this.#listener?.start([...this.#byChannel.keys()])]);
         for (const r of await this.#connecting) if (r.status === 'rejected') throw r.reason;
         this.#throwIfStopping();
-        this.#heartbeater.start();
         this.#poll = setInterval(() => this.#wakeAll(), this.config.pollIntervalMs);
-        for (const d of this.#dispatchers.values()) d.start();
       }
       if (this.config.reaper) this.#reaper.start();
       this.#log.info({ queues: this.config.queues, dispatch: this.config.dispatch }, 'baton: started');
@@ -289,10 +297,21 @@ export class Engine implements Baton {
     for (const d of this.#dispatchers.values()) d.wake();
   }
 
+  /**
+   * No claim without the presence lock once it has been held: after our session is gone, any
+   * reaper may take leases we hold (fast reclaim), so a lease taken then could run twice;
+   * onAcquired wakes the loops again. Before the first acquisition a generated worker id has
+   * no row in `workers`, so no sweep can mark it gone and its leases are reclaimed only at
+   * expiry: it may claim. A configured id may name the row of an earlier process that a sweep
+   * is about to mark gone, so it waits for the lock.
+   */
+  #mayClaim(): boolean {
+    if (!this.#presence) return false;
+    return this.#presence.held || (!this.#presenceAcquired && this.config.workerIdGenerated);
+  }
+
   async #claimAndStart(dispatcher: QueueDispatcher, limit: number): Promise<number> {
-    // No claim without the presence lock: once our session is gone, any reaper may take leases
-    // we hold (fast reclaim), so a lease taken now could run twice. onAcquired wakes us again.
-    if (!this.#presence?.held) return 0;
+    if (!this.#mayClaim()) return 0;
     const provenAt = monotonicMs();
     const t0 = performance.now();
     const { executor, config } = { executor: this.#d.executor, config: this.config };

@@ -1,8 +1,10 @@
 // When a worker must not start jobs: while its presence session is lost it claims
 // nothing, because any reaper may take a lease whose owner holds no lock (fast reclaim)
 // and the job would run twice (the lock's re-acquisition is held up by locking the
-// worker's row, so "lost, not yet back" lasts as long as we like). And a claim answered
-// past the heartbeat deadline gives its jobs back unstarted.
+// worker's row, so "lost, not yet back" lasts as long as we like). Before the lock is first
+// held, a worker with a generated id claims (no row of it exists that a sweep could mark
+// gone) and one with a configured id waits. And a claim answered past the heartbeat deadline
+// gives its jobs back unstarted.
 
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
@@ -11,6 +13,30 @@ import { waitFor } from '../helpers/wait.ts';
 import { Invocations, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
+
+/** Holds every insert into baton.workers (so the presence's first acquisition) until `release`. */
+async function holdWorkerRows() {
+  const blocker = new pg.Client({ connectionString: db.url });
+  await blocker.connect();
+  await blocker.query('BEGIN');
+  await blocker.query('LOCK TABLE baton.workers IN SHARE MODE');
+  return {
+    release: () => blocker.query('COMMIT'),
+    end: async () => {
+      await blocker.query('ROLLBACK').catch(() => undefined);
+      await blocker.end();
+    },
+  };
+}
+
+/** The presence connection exists and waits on a lock: it has connected but holds nothing yet. */
+const presenceWaiting = async () =>
+  (
+    await db.query(
+      `SELECT 1 FROM pg_stat_activity WHERE application_name = 'baton-presence'
+        AND datname = current_database() AND wait_event_type = 'Lock'`,
+    )
+  ).rowCount === 1;
 
 describe('claim guards', () => {
   const engines = useEngines(db);
@@ -66,6 +92,63 @@ describe('claim guards', () => {
     } finally {
       await blocker.query('ROLLBACK').catch(() => undefined);
       await blocker.end();
+    }
+  });
+
+  it('a worker with a generated id claims while its presence lock is still being taken', async () => {
+    const calls = new Invocations();
+    const { job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q' });
+    const hold = await holdWorkerRows();
+    try {
+      const { baton: worker } = engines.observe({
+        queues: { q: 1 },
+        pollIntervalMs: 600_000,
+        handlers: { work: (ctx) => calls.record(ctx) },
+      });
+      expect(worker.config.workerIdGenerated).toBe(true);
+      const started = worker.start();
+      await waitFor(presenceWaiting, { message: 'the presence connection to wait for the workers table' });
+      // Run and written while the lock is still not held.
+      expect((await rowInState(db, job.id, 'succeeded')).attempt).toBe(1);
+      expect(calls.of(job.id)).toBe(1);
+      expect(await presenceWaiting()).toBe(true);
+      expect(worker.stats().presenceHeld).toBe(false);
+
+      await hold.release();
+      await started;
+      expect(worker.stats().presenceHeld).toBe(true);
+    } finally {
+      await hold.end();
+    }
+  });
+
+  it('a worker with a configured id claims nothing until its presence lock is first held', async () => {
+    const calls = new Invocations();
+    const { job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q' });
+    const hold = await holdWorkerRows();
+    try {
+      const { baton: worker, claimsSent } = engines.observe({
+        queues: { q: 1 },
+        workerId: 'configured-worker',
+        pollIntervalMs: 600_000,
+        handlers: { work: (ctx) => calls.record(ctx) },
+      });
+      expect(worker.config.workerIdGenerated).toBe(false);
+      const started = worker.start();
+      // The claim loops started before the presence connection was opened: a claim they were
+      // allowed to send would have been counted by now.
+      await waitFor(presenceWaiting, { message: 'the presence connection to wait for the workers table' });
+      await worker.wake('q');
+      expect(claimsSent()).toBe(0);
+      expect((await rowInState(db, job.id, 'pending')).attempt).toBe(0);
+
+      await hold.release();
+      await started;
+      expect((await rowInState(db, job.id, 'succeeded')).attempt).toBe(1);
+      expect(calls.of(job.id)).toBe(1);
+      expect(claimsSent()).toBeGreaterThan(0);
+    } finally {
+      await hold.end();
     }
   });
 

@@ -10,6 +10,13 @@ import { deferred, waitFor, type Deferred } from '../helpers/wait.ts';
 
 export type EngineOptions = BatonOptions;
 
+export interface Observed {
+  baton: Baton;
+  claimsInFlight: () => number;
+  claimsSent: () => number;
+  pool: pg.Pool;
+}
+
 export interface Engines {
   /** A new engine on the file's database (own pool), not started. */
   create(options?: EngineOptions): Baton;
@@ -21,9 +28,9 @@ export interface Engines {
    * A started engine on a pool of ours that counts claim statements in flight. With no
    * claim in flight and a long poll, only a wake-up (NOTIFY, in-process) can start one.
    */
-  startObserved(
-    options?: EngineOptions,
-  ): Promise<{ baton: Baton; claimsInFlight: () => number; claimsSent: () => number; pool: pg.Pool }>;
+  startObserved(options?: EngineOptions): Promise<Observed>;
+  /** The same engine, not started. */
+  observe(options?: EngineOptions): Observed;
   /** A promise a handler can block on; opened after the test at the latest. */
   gate<T = void>(): Deferred<T>;
 }
@@ -50,6 +57,25 @@ export function useEngines(db: TestDatabase, defaults: () => EngineOptions = () 
     return engine;
   };
 
+  // A pool of ours whose claim statements are counted; the engine issues its claim
+  // synchronously from wake(), so the count is never behind.
+  const observe = (options: EngineOptions = {}): Observed => {
+    const pool = new pg.Pool({ connectionString: db.url, max: 3, application_name: 'baton' });
+    pool.on('error', () => undefined);
+    pools.push(pool);
+    let claims = 0;
+    let sent = 0;
+    const query = pool.query.bind(pool) as (config: unknown) => Promise<unknown>;
+    (pool as unknown as { query: unknown }).query = (config: { name?: unknown }) => {
+      if (typeof config?.name !== 'string' || !config.name.endsWith('job_claim')) return query(config);
+      claims++;
+      sent++;
+      return query(config).finally(() => claims--);
+    };
+    const baton = create({ ...options, pool });
+    return { baton, claimsInFlight: () => claims, claimsSent: () => sent, pool };
+  };
+
   return {
     create,
     start: async (options) => {
@@ -57,23 +83,11 @@ export function useEngines(db: TestDatabase, defaults: () => EngineOptions = () 
       await engine.start();
       return engine;
     },
+    observe,
     startObserved: async (options = {}) => {
-      const pool = new pg.Pool({ connectionString: db.url, max: 3, application_name: 'baton' });
-      pool.on('error', () => undefined);
-      pools.push(pool);
-      let claims = 0;
-      let sent = 0;
-      const query = pool.query.bind(pool) as (config: unknown) => Promise<unknown>;
-      // The engine issues its claim synchronously from wake(), so the count is never behind.
-      (pool as unknown as { query: unknown }).query = (config: { name?: unknown }) => {
-        if (typeof config?.name !== 'string' || !config.name.endsWith('job_claim')) return query(config);
-        claims++;
-        sent++;
-        return query(config).finally(() => claims--);
-      };
-      const baton = create({ ...options, pool });
-      await baton.start();
-      return { baton, claimsInFlight: () => claims, claimsSent: () => sent, pool };
+      const observed = observe(options);
+      await observed.baton.start();
+      return observed;
     },
     producer: (options = {}) => create({ poolSize: 2, ...options, queues: {} }),
     gate: <T>() => {

@@ -62,8 +62,7 @@ describe.each([true, false])('lifecycle (claimIntoRunning=%s)', (claimIntoRunnin
 
   it('jobs claimed when stop begins are released unstarted with their attempt refunded', async () => {
     const calls = new Invocations();
-    const worker = engines.create({ queues: { q: 4 }, handlers: { work: (ctx) => calls.record(ctx) } });
-    const ids = (await worker.enqueueMany([1, 2, 3].map(() => ({ jobType: 'work', queue: 'q' })))).map((r) => r.job.id);
+    const worker = await engines.start({ queues: { q: 4 }, handlers: { work: (ctx) => calls.record(ctx) } });
     // stop() from the 'claimed' listener runs synchronously inside the claim: the engine must
     // give the just-claimed jobs back instead of starting them.
     const claimed = deferred();
@@ -71,7 +70,8 @@ describe.each([true, false])('lifecycle (claimIntoRunning=%s)', (claimIntoRunnin
       void worker.stop();
       claimed.resolve();
     });
-    await worker.start();
+    // One insert, so one wake-up and one claim of all three.
+    const ids = (await worker.enqueueMany([1, 2, 3].map(() => ({ jobType: 'work', queue: 'q' })))).map((r) => r.job.id);
     await withTimeout(claimed.promise, 10_000, 'a claim');
     await withTimeout(worker.stop(), 10_000, 'stop to finish'); // the same stop, already under way
 
