@@ -10,24 +10,9 @@ import { describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { Invocations, rowInState, useEngines } from './harness.ts';
+import { Invocations, rowInState, useEngines, type EngineOptions } from './harness.ts';
 
 const db = useTestDatabase();
-
-/** Holds every insert into baton.workers (so the presence's first acquisition) until `release`. */
-async function holdWorkerRows() {
-  const blocker = new pg.Client({ connectionString: db.url });
-  await blocker.connect();
-  await blocker.query('BEGIN');
-  await blocker.query('LOCK TABLE baton.workers IN SHARE MODE');
-  return {
-    release: () => blocker.query('COMMIT'),
-    end: async () => {
-      await blocker.query('ROLLBACK').catch(() => undefined);
-      await blocker.end();
-    },
-  };
-}
 
 /** The presence connection exists and waits on a lock: it has connected but holds nothing yet. */
 const presenceWaiting = async () =>
@@ -40,6 +25,39 @@ const presenceWaiting = async () =>
 
 describe('claim guards', () => {
   const engines = useEngines(db);
+
+  /**
+   * Enqueues one job, holds every insert into baton.workers (so the presence's first
+   * acquisition) and starts a worker without awaiting start(); returns once its presence
+   * connection waits. `release` lets the insert through; `end` (in the test's finally) ends
+   * the hold in any case, before the engine is stopped.
+   */
+  async function startWithPresenceHeld(options: EngineOptions) {
+    const calls = new Invocations();
+    const { job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q' });
+    const blocker = new pg.Client({ connectionString: db.url });
+    await blocker.connect();
+    const end = async () => {
+      await blocker.query('ROLLBACK').catch(() => undefined);
+      await blocker.end();
+    };
+    try {
+      await blocker.query('BEGIN');
+      await blocker.query('LOCK TABLE baton.workers IN SHARE MODE');
+      const observed = engines.observe({
+        queues: { q: 1 },
+        pollIntervalMs: 600_000,
+        handlers: { work: (ctx) => calls.record(ctx) },
+        ...options,
+      });
+      const started = observed.baton.start();
+      await waitFor(presenceWaiting, { message: 'the presence connection to wait for the workers table' });
+      return { ...observed, job, calls, started, release: () => blocker.query('COMMIT'), end };
+    } catch (err) {
+      await end();
+      throw err;
+    }
+  }
 
   it('claims nothing while the presence lock is lost, and claims at once when it is back', async () => {
     const calls = new Invocations();
@@ -96,59 +114,42 @@ describe('claim guards', () => {
   });
 
   it('a worker with a generated id claims while its presence lock is still being taken', async () => {
-    const calls = new Invocations();
-    const { job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q' });
-    const hold = await holdWorkerRows();
+    const held = await startWithPresenceHeld({});
     try {
-      const { baton: worker } = engines.observe({
-        queues: { q: 1 },
-        pollIntervalMs: 600_000,
-        handlers: { work: (ctx) => calls.record(ctx) },
-      });
+      const { baton: worker, job, calls } = held;
       expect(worker.config.workerIdGenerated).toBe(true);
-      const started = worker.start();
-      await waitFor(presenceWaiting, { message: 'the presence connection to wait for the workers table' });
       // Run and written while the lock is still not held.
       expect((await rowInState(db, job.id, 'succeeded')).attempt).toBe(1);
       expect(calls.of(job.id)).toBe(1);
       expect(await presenceWaiting()).toBe(true);
       expect(worker.stats().presenceHeld).toBe(false);
 
-      await hold.release();
-      await started;
+      await held.release();
+      await held.started;
       expect(worker.stats().presenceHeld).toBe(true);
     } finally {
-      await hold.end();
+      await held.end();
     }
   });
 
   it('a worker with a configured id claims nothing until its presence lock is first held', async () => {
-    const calls = new Invocations();
-    const { job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q' });
-    const hold = await holdWorkerRows();
+    // The claim loops start before the presence connection opens: a claim they were allowed to
+    // send would have been counted by the time that connection waits.
+    const held = await startWithPresenceHeld({ workerId: 'configured-worker' });
     try {
-      const { baton: worker, claimsSent } = engines.observe({
-        queues: { q: 1 },
-        workerId: 'configured-worker',
-        pollIntervalMs: 600_000,
-        handlers: { work: (ctx) => calls.record(ctx) },
-      });
+      const { baton: worker, job, calls, claimsSent } = held;
       expect(worker.config.workerIdGenerated).toBe(false);
-      const started = worker.start();
-      // The claim loops started before the presence connection was opened: a claim they were
-      // allowed to send would have been counted by now.
-      await waitFor(presenceWaiting, { message: 'the presence connection to wait for the workers table' });
       await worker.wake('q');
       expect(claimsSent()).toBe(0);
       expect((await rowInState(db, job.id, 'pending')).attempt).toBe(0);
 
-      await hold.release();
-      await started;
+      await held.release();
+      await held.started;
       expect((await rowInState(db, job.id, 'succeeded')).attempt).toBe(1);
       expect(calls.of(job.id)).toBe(1);
       expect(claimsSent()).toBeGreaterThan(0);
     } finally {
-      await hold.end();
+      await held.end();
     }
   });
 

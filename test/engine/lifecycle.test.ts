@@ -118,10 +118,15 @@ describe.each([true, false])('lifecycle (claimIntoRunning=%s)', (claimIntoRunnin
     expect(worker.stats().succeeded).toBe(0);
   });
 
-  it('start() opens a pool connection per queue plus one for outcome writes, so the first ones wait for no connect', async () => {
-    // No jobs and no reaper: without the warm-up, the first claim of each queue (sent as start()
-    // resolves) is all that would have asked for a connection by now.
-    const { pool } = await engines.startObserved({ queues: { a: 1, b: 1 }, reaper: false });
+  it.each([
+    ['generated', {}],
+    ['configured', { workerId: 'warm-worker' }],
+  ])('start() has a pool connection per queue plus one for outcome writes (%s worker id)', async (_, id) => {
+    // No jobs and no reaper: without the warm-up, the first claim of each queue is all that
+    // would have asked for a connection by now (a generated id sends it as start() begins and
+    // the warm-up adds one; a configured id sends it once the lock is held, as start() resolves,
+    // on connections the warm-up opened), so the first outcome write would wait for a connect.
+    const { pool } = await engines.startObserved({ queues: { a: 1, b: 1 }, reaper: false, ...id });
     expect(pool.totalCount).toBe(3);
   });
 
