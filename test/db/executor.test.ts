@@ -880,6 +880,9 @@ describe('a connection that dies under an autocommit enqueue', () => {
       await locker.query('BEGIN');
       await locker.query('LOCK TABLE baton.jobs IN EXCLUSIVE MODE');
       const enqueued = pex.jobInsertMany({ jobs: [newJob({ queue: fresh() })], notifyAfter: { channels: ['x'], onError } });
+      // Handled from here on: the termination can reach this connection before the terminating
+      // query answers, and a rejection nobody is listening for yet fails the whole run.
+      const failed = expectBatonError(enqueued, 'DB_UNAVAILABLE');
       const pid = await waitFor(
         async () =>
           (await db.query(`SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [app])).rows[0]
@@ -888,7 +891,7 @@ describe('a connection that dies under an autocommit enqueue', () => {
       );
       await db.query('SELECT pg_terminate_backend($1)', [pid]);
       // Without an 'error' listener on the checked-out client this ends the test process.
-      await expectBatonError(enqueued, 'DB_UNAVAILABLE');
+      await failed;
     } finally {
       await locker.query('ROLLBACK');
       locker.release();
