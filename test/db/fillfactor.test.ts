@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const db = useTestDatabase();
 const queries = () => jobQueries(quoteSchema(db.schema));
@@ -44,6 +45,17 @@ describe('jobs table fillfactor', () => {
     const claimed = await db.query<{ id: string; lease_token: string }>(queries().claim.text, [queue, JOBS, 'ff-worker', true, 60_000]);
     expect(claimed.rows).toHaveLength(JOBS);
     const afterClaim = await pages(queue);
+
+    // The outcome's versions fit on the page only once the claim's old versions are pruned, and
+    // PostgreSQL prunes a version only when no transaction older than its deleter is still
+    // running anywhere on the server, in any database (the snapshot's xmin is server-wide).
+    // Other test files write concurrently, so wait for that horizon to pass the claim.
+    const marker = (await db.query<{ x: string }>('SELECT txid_current()::text AS x')).rows[0]!.x;
+    await waitFor(
+      async () =>
+        (await db.query<{ ok: boolean }>('SELECT txid_snapshot_xmin(txid_current_snapshot()) > $1::bigint AS ok', [marker])).rows[0]!.ok,
+      { message: 'every transaction older than the claim to end' },
+    );
 
     const ids = claimed.rows.map((r) => r.id);
     const tokens = claimed.rows.map((r) => r.lease_token);
