@@ -51,6 +51,9 @@ describe('claim guards', () => {
         ...options,
       });
       const started = observed.baton.start();
+      // The test awaits it only after release(). Until then (and for good if the test fails first,
+      // when afterEach's stop() makes it reject SHUTTING_DOWN) a rejection must not go unhandled.
+      started.catch(() => undefined);
       await waitFor(presenceWaiting, { message: 'the presence connection to wait for the workers table' });
       return { ...observed, job, calls, started, release: () => blocker.query('COMMIT'), end };
     } catch (err) {

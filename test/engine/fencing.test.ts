@@ -93,6 +93,9 @@ describe.each([true, false])('fencing (claimIntoRunning=%s)', (claimIntoRunning)
       },
     });
     const lost = nextEvent(a.events, 'leaseLost', { timeoutMs: 15_000, message: 'A to notice its lease is lost' });
+    // Awaited only after the reclaim below: its timeout must not reject unobserved meanwhile
+    // (nor, after an earlier failure, during a later test). `await lost` still throws it.
+    lost.catch(() => undefined);
     const { job } = await a.enqueue({ jobType: 'slow', queue: 'q' });
     const ctxA = await entered.next({ message: 'worker A to start the job' });
     expect(ctxA.signal.aborted).toBe(false);
