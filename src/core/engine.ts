@@ -180,7 +180,7 @@ export class Engine implements Baton {
         // queue plus one for them. A stop() meanwhile waits for all of it to settle.
         this.#heartbeater.start();
         for (const d of this.#dispatchers.values()) d.start();
-        this.#warming = this.#d.warmPool(this.config.workerIdGenerated ? 1 : this.#dispatchers.size + 1);
+        this.#warming = this.#d.warmPool(this.#claimsBeforePresence ? 1 : this.#dispatchers.size + 1);
         this.#connecting = Promise.allSettled([this.#presence.start(), this.#listener?.start([...this.#byChannel.keys()])]);
         for (const r of await this.#connecting) if (r.status === 'rejected') throw r.reason;
         this.#throwIfStopping();
@@ -298,16 +298,23 @@ export class Engine implements Baton {
   }
 
   /**
+   * Whether claims may go out before the presence lock is first held. A generated worker id
+   * has no row in `workers` until presence inserts it with the lock held, so no sweep can mark
+   * it gone and its leases are reclaimed only at expiry. A configured id may name the row of
+   * an earlier process that a sweep is about to mark gone, so it waits for the lock.
+   */
+  get #claimsBeforePresence(): boolean {
+    return this.config.workerIdGenerated;
+  }
+
+  /**
    * No claim without the presence lock once it has been held: after our session is gone, any
    * reaper may take leases we hold (fast reclaim), so a lease taken then could run twice;
-   * onAcquired wakes the loops again. Before the first acquisition a generated worker id has
-   * no row in `workers`, so no sweep can mark it gone and its leases are reclaimed only at
-   * expiry: it may claim. A configured id may name the row of an earlier process that a sweep
-   * is about to mark gone, so it waits for the lock.
+   * onAcquired wakes the loops again. Before the first acquisition, see #claimsBeforePresence.
    */
   #mayClaim(): boolean {
     if (!this.#presence) return false;
-    return this.#presence.held || (!this.#presenceAcquired && this.config.workerIdGenerated);
+    return this.#presence.held || (!this.#presenceAcquired && this.#claimsBeforePresence);
   }
 
   async #claimAndStart(dispatcher: QueueDispatcher, limit: number): Promise<number> {
