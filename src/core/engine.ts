@@ -6,15 +6,15 @@
 // an *attempt* is spent at claim time; a *worker* is one engine process holding
 // a presence lock; a *dispatcher* is its claim loop for one queue.
 
-import { EventEmitter } from 'node:events';
 import type { Executor, NotificationListener, Presence } from '../db/executor.ts';
 import type { MigrateResult } from '../db/migrate.ts';
 import { createAdmin } from './admin.ts';
-import type { AdminApi, Baton, EngineEvents, EngineStats, EnqueueOptions } from './baton.ts';
+import type { AdminApi, Baton, EngineStats, EnqueueOptions } from './baton.ts';
 import { Completer } from './completer.ts';
 import type { EngineConfig } from './config.ts';
 import { QueueDispatcher } from './dispatcher.ts';
 import { BatonError } from './errors.ts';
+import { EngineEventEmitter } from './events.ts';
 import type { HandlerMap } from './handler.ts';
 import { Heartbeater } from './heartbeater.ts';
 import type { EnqueueResult, JobSpec, LeasedJob } from './job.ts';
@@ -48,7 +48,7 @@ export interface EngineDeps {
 export class Engine implements Baton {
   readonly config: EngineConfig;
   readonly admin: AdminApi;
-  readonly events = new EventEmitter<EngineEvents>();
+  readonly events: EngineEventEmitter;
   readonly #d: EngineDeps;
   readonly #log: Logger;
   readonly #leases = new LeaseTable();
@@ -79,8 +79,7 @@ export class Engine implements Baton {
     this.#d = deps;
     this.config = deps.config;
     this.#log = deps.logger.child({ worker: deps.config.workerId });
-    // An 'error' event without listeners would throw; errors are reported, never fatal.
-    this.events.on('error', () => undefined);
+    this.events = new EngineEventEmitter((event, err) => this.#log.warn({ err, event }, 'baton: an event listener threw'));
     const onError = (where: string) => (error: unknown) => {
       this.#log.warn({ err: error, where }, 'baton: background operation failed');
       this.events.emit('error', { where, error });

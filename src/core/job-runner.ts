@@ -2,11 +2,10 @@
 // outcome and hands it to the completer. Once the lease is lost, nothing about
 // the job is written by this worker.
 
-import type { EventEmitter } from 'node:events';
-import type { EngineEvents } from './baton.ts';
 import type { Completer, OutcomeWrite, WriteResult } from './completer.ts';
 import type { EngineConfig } from './config.ts';
 import { LeaseLostError } from './errors.ts';
+import type { EngineEventEmitter } from './events.ts';
 import type { HandlerMap, JobContext } from './handler.ts';
 import type { AttemptError, LeasedJob } from './job.ts';
 import { jsonTextHasNul } from './job-spec.ts';
@@ -19,7 +18,8 @@ export interface RunnerDeps {
   completer: Completer;
   config: EngineConfig;
   logger: Logger;
-  events: EventEmitter<EngineEvents>;
+  /** Emits never throw: a listener that throws is reported by the emitter. */
+  events: EngineEventEmitter;
   counters: { succeeded: number; retried: number; deadLettered: number };
   /** Gives the lease up (marks it lost, aborts the signal) because it could not be proven in time. */
   onSelfFenced: (entry: InFlight) => void;
@@ -184,11 +184,7 @@ class JobRun implements OutcomeWrite {
    * written() in a loop over its batch, and the engine starts a claim's jobs in one.
    */
   #crashed(err: unknown): void {
-    try {
-      this.#d.events.emit('error', { where: 'runner', error: err });
-    } catch {
-      // An 'error' listener threw: there is nobody left to tell.
-    }
+    this.#d.events.emit('error', { where: 'runner', error: err });
     this.#finish();
   }
 

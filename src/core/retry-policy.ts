@@ -28,13 +28,18 @@ export function isTerminal(err: unknown): boolean {
     const e = stack.pop();
     if (e === null || e === undefined || seen.has(e)) continue;
     seen.add(e);
-    if (e instanceof TerminalError) return true;
-    // Errors from another realm or a bundled copy of Baton: match by name.
-    if (typeof e === 'object' && (e as { name?: unknown }).name === 'TerminalError') return true;
-    if (typeof e === 'object') {
-      const cause = (e as { cause?: unknown }).cause;
-      if (cause !== undefined) stack.push(cause);
-      if (e instanceof AggregateError) stack.push(...e.errors);
+    // A getter or proxy trap of the thrown value may throw: what cannot be read is not terminal.
+    try {
+      if (e instanceof TerminalError) return true;
+      // Errors from another realm or a bundled copy of Baton: match by name.
+      if (typeof e === 'object' && (e as { name?: unknown }).name === 'TerminalError') return true;
+      if (typeof e === 'object') {
+        const cause = (e as { cause?: unknown }).cause;
+        if (cause !== undefined) stack.push(cause);
+        if (e instanceof AggregateError) stack.push(...e.errors);
+      }
+    } catch {
+      continue;
     }
   }
   return false;
@@ -43,12 +48,23 @@ export function isTerminal(err: unknown): boolean {
 const MESSAGE_LIMIT = 2_000;
 const STACK_LIMIT = 8_000;
 
-/** A JSON-safe description of what was thrown, bounded in size, NUL-free (jsonb rejects \u0000). */
+/**
+ * A JSON-safe description of what was thrown, bounded in size, NUL-free (jsonb rejects \u0000).
+ * Never throws: a value whose getters, toJSON and toString all throw is still described.
+ */
 export function describeError(err: unknown): { name: string; message: string; stack?: string } {
+  try {
+    return describe(err);
+  } catch {
+    return { name: 'NonError', message: '[a thrown value that could not be read]' };
+  }
+}
+
+function describe(err: unknown): { name: string; message: string; stack?: string } {
   const clean = (s: string, limit: number) => s.replaceAll('\u0000', '\uFFFD').slice(0, limit);
   if (err instanceof Error) {
     const out: { name: string; message: string; stack?: string } = {
-      name: clean(err.name || 'Error', 200),
+      name: clean(String(err.name || 'Error'), 200),
       message: clean(String(err.message), MESSAGE_LIMIT),
     };
     if (typeof err.stack === 'string') out.stack = clean(err.stack, STACK_LIMIT);

@@ -152,4 +152,34 @@ describe('describeError', () => {
     expect(describeError(cyclic)).toEqual({ name: 'NonError', message: '[object Object]' });
     expect(describeError(10n).name).toBe('NonError');
   });
+
+  it('never throws: a thrown value that cannot be read at all is described by a placeholder', () => {
+    // No prototype, so no toString; its toJSON throws: JSON.stringify and String both fail.
+    const unreadable = Object.assign(Object.create(null) as object, {
+      toJSON() {
+        throw new Error('toJSON');
+      },
+    });
+    expect(describeError(unreadable)).toEqual({ name: 'NonError', message: '[a thrown value that could not be read]' });
+    const trap = () => {
+      throw new Error('trap');
+    };
+    const hostile = new Proxy(new Error('proxied'), { get: trap, getPrototypeOf: trap });
+    expect(describeError(hostile).name).toBe('NonError');
+    // A non-string name is stringified, not a reason to lose the message.
+    expect(describeError(Object.assign(new Error('m'), { name: 42 }))).toMatchObject({ name: '42', message: 'm' });
+  });
+});
+
+describe('isTerminal on values that cannot be read', () => {
+  it('treats them as not terminal rather than throwing', () => {
+    const trap = () => {
+      throw new Error('trap');
+    };
+    expect(isTerminal(new Proxy({}, { get: trap, getPrototypeOf: trap }))).toBe(false);
+    const cause = Object.defineProperty(new Error('outer'), 'cause', { get: trap });
+    expect(isTerminal(cause)).toBe(false);
+    // What can be read is still searched: an unreadable member does not hide a terminal one.
+    expect(isTerminal(new AggregateError([new Proxy({}, { get: trap }), new TerminalError('t')]))).toBe(true);
+  });
 });

@@ -1,7 +1,8 @@
 // Retries end to end through createBaton: transient errors retry until the attempt
 // budget is spent, TerminalError (also as a cause) dead-letters at once, an
-// unknown job type is retried; a delayed job waits for its run_at. Asserted on
-// the jobs row and its error history.
+// unknown job type is retried; a delayed job waits for its run_at. Neither an event
+// listener that throws nor a thrown value that cannot be read changes an outcome.
+// Asserted on the jobs row and its error history.
 
 import { describe, expect, it } from 'vitest';
 import { TerminalError } from '../../src/index.ts';
@@ -48,25 +49,84 @@ describe.each([true, false])('retries and delays (claimIntoRunning=%s)', (claimI
     }
   });
 
-  it("a runner failure reported to an 'error' listener that throws still starts the claim's other jobs and frees every slot", async () => {
+  it("event listeners that throw change nothing: every job runs and is written, the other listeners still hear, each throw is an 'error'", async () => {
     const calls = new Invocations();
-    const worker = engines.create({ queues: { q: 5 }, handlers: { work: (ctx) => calls.record(ctx) } });
-    await worker.enqueueMany([1, 2, 3].map((n) => ({ jobType: 'work', queue: 'q', payload: { n } })));
-    let runnerErrors = 0;
-    worker.events.on('started', () => {
-      throw new Error('a started listener that throws');
+    let flaky = 0;
+    const worker = engines.create({
+      queues: { q: 5 },
+      handlers: {
+        work: (ctx) => calls.record(ctx),
+        // Fails its first attempt (a 'retried' event), succeeds on the second.
+        flaky: () => {
+          if (flaky++ === 0) throw new Error('first attempt fails');
+        },
+        doomed: () => {
+          throw new TerminalError('no');
+        },
+      },
     });
+    const events = ['enqueued', 'claimed', 'started', 'succeeded', 'retried', 'deadLettered'] as const;
+    const heard = new Map<string, number>();
+    for (const event of events) {
+      worker.events.on(event, () => {
+        throw new Error(`a ${event} listener that throws`);
+      });
+      // Registered after the throwing one: still called.
+      worker.events.on(event, () => heard.set(event, (heard.get(event) ?? 0) + 1));
+    }
+    const reported = new Map<string, number>();
     worker.events.on('error', ({ where }) => {
-      if (where !== 'runner') return;
-      runnerErrors++;
+      reported.set(where, (reported.get(where) ?? 0) + 1);
       throw new Error('an error listener that throws');
     });
     await worker.start();
-    await waitFor(() => runnerErrors === 3, { message: 'each of the three jobs to report its runner failure' });
-    await waitFor(() => worker.stats().slots.q!.inFlight === 0, { message: 'every slot to be free again' });
-    // The runner failed before the handlers: nothing ran, nothing was written.
-    expect(calls.total).toBe(0);
-    expect(worker.stats().succeeded + worker.stats().retried).toBe(0);
+    // The insert committed, so enqueue resolves despite its listener, and the job is claimable.
+    const results = await worker.enqueueMany([
+      ...[1, 2, 3].map((n) => ({ jobType: 'work', queue: 'q', payload: { n } })),
+      { jobType: 'flaky', queue: 'q', maxAttempts: 2 },
+      { jobType: 'doomed', queue: 'q' },
+    ]);
+    expect(results.every((r) => r.created)).toBe(true);
+    const [w1, w2, w3, f, d] = results.map((r) => r.job.id);
+    for (const id of [w1!, w2!, w3!, f!]) await rowInState(db, id, 'succeeded');
+    expect((await rowInState(db, d!, 'dead_lettered')).attempt).toBe(1);
+    expect([w1!, w2!, w3!].map((id) => calls.of(id))).toEqual([1, 1, 1]);
+    expect(flaky).toBe(2);
+    // The events follow the rows' writes: wait for the last of them.
+    await waitFor(() => heard.get('succeeded') === 4 && heard.get('retried') === 1 && heard.get('deadLettered') === 1, {
+      message: 'the second listeners to hear every outcome',
+    });
+    expect(worker.stats().slots.q!.inFlight).toBe(0);
+
+    expect(Object.fromEntries(heard)).toMatchObject({ enqueued: 1, started: 6, succeeded: 4, retried: 1, deadLettered: 1 });
+    expect(heard.get('claimed')).toBeGreaterThanOrEqual(2);
+    // Every throw was reported once as an 'error', and the runner never failed.
+    for (const event of events) expect(reported.get(`listener:${event}`), event).toBe(heard.get(event));
+    expect(reported.get('runner')).toBeUndefined();
+    expect(worker.stats()).toMatchObject({ succeeded: 4, retried: 1, deadLettered: 1 });
+  });
+
+  it('a handler that throws a value nothing can read is a failed attempt, recorded with a placeholder', async () => {
+    const baton = await engines.start({
+      queues: { q: 1 },
+      handlers: {
+        unreadable: () => {
+          // No prototype (so no toString) and a toJSON that throws.
+          throw Object.assign(Object.create(null) as object, {
+            toJSON() {
+              throw new Error('toJSON');
+            },
+          });
+        },
+      },
+    });
+    const { job } = await baton.enqueue({ jobType: 'unreadable', queue: 'q', maxAttempts: 2 });
+    const r = await rowInState(db, job.id, 'dead_lettered');
+    expect(r.attempt).toBe(2);
+    expect(r.errors.map((e) => [e.kind, e.name, e.message])).toEqual([
+      ['transient', 'NonError', '[a thrown value that could not be read]'],
+      ['transient', 'NonError', '[a thrown value that could not be read]'],
+    ]);
   });
 
   it('a plain Error retries until maxAttempts, then dead-letters with one error entry per attempt', async () => {

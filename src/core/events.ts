@@ -1,0 +1,38 @@
+// The engine's event emitter. A listener that throws is reported and changes nothing the
+// engine does: the other listeners still run, and the emitting code carries on (a claim's
+// jobs still start, a committed enqueue still resolves, a background loop keeps going).
+
+import { EventEmitter } from 'node:events';
+import type { EngineEvents } from './baton.ts';
+
+type Listener = (...args: unknown[]) => unknown;
+
+export class EngineEventEmitter extends EventEmitter<EngineEvents> {
+  readonly #onListenerError: (event: string, error: unknown) => void;
+
+  /** `onListenerError` logs; it must not throw. */
+  constructor(onListenerError: (event: string, error: unknown) => void) {
+    super();
+    this.#onListenerError = onListenerError;
+    // An 'error' event without listeners would throw; errors are reported, never fatal.
+    this.on('error', () => undefined);
+  }
+
+  override emit<K extends keyof EngineEvents>(event: K, ...args: EngineEvents[K]): boolean;
+  override emit(event: string, ...args: unknown[]): boolean {
+    // rawListeners copies the list (as emit does), so a listener may add or remove listeners;
+    // it also holds once() wrappers, which remove themselves when called.
+    const listeners = this.rawListeners(event) as Listener[];
+    if (listeners.length === 0) return false;
+    for (const listener of listeners) {
+      try {
+        listener.apply(this, args);
+      } catch (error) {
+        this.#onListenerError(event, error);
+        // Reported once as an 'error' event too, unless an 'error' listener is what threw.
+        if (event !== 'error') this.emit('error', { where: `listener:${event}`, error });
+      }
+    }
+    return true;
+  }
+}
