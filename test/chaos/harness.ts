@@ -23,7 +23,14 @@ export interface Slot {
   index: number;
   proxy: FaultProxy;
   child: ChildProcess | null;
+  /** The slot's name for this generation (`w<slot>.<generation>`), as the history records it. */
   workerId: string;
+  /**
+   * The engine's worker id, as `lease_owner` shows it: the slot's name on even slots; on odd
+   * slots the engine generates one (the path that claims before its presence lock is first
+   * held), learned from the worker's 'ready' message.
+   */
+  leaseOwner: string;
   generation: number;
   logPath: string;
   /** Set while the harness itself kills or stops this slot's worker. */
@@ -111,7 +118,7 @@ export class Harness {
         ...(this.ns ? { upstreamLocalAddress: this.ns.clientAddrs[i]! } : {}),
       });
       await proxy.listen();
-      this.slots.push({ index: i, proxy, child: null, workerId: '', generation: 0, logPath: '', stopping: false });
+      this.slots.push({ index: i, proxy, child: null, workerId: '', leaseOwner: '', generation: 0, logPath: '', stopping: false });
     }
   }
 
@@ -119,6 +126,7 @@ export class Harness {
   async spawnWorker(slot: Slot): Promise<void> {
     slot.generation += 1;
     slot.workerId = `w${slot.index}.${slot.generation}`;
+    slot.leaseOwner = slot.workerId;
     slot.logPath = path.join(this.o.dir, `worker-${slot.index}.jsonl`);
     const child = spawn(process.execPath, ['--import', 'tsx', WORKER_TS], {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -126,6 +134,7 @@ export class Harness {
         ...process.env,
         CHAOS_DB_URL: `postgres://postgres@127.0.0.1:${slot.proxy.port}/postgres`,
         CHAOS_WORKER_ID: slot.workerId,
+        ...(slot.index % 2 === 1 ? { CHAOS_GENERATED_ID: '1' } : {}),
         CHAOS_LOG: slot.logPath,
         CHAOS_CONCURRENCY: String(this.o.concurrency),
         CHAOS_LEASE_MS: String(this.o.leaseMs),
@@ -143,9 +152,10 @@ export class Harness {
     });
     const ready = new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`worker ${slot.workerId} not ready in 60 s`)), 60_000);
-      child.on('message', (m: { type?: string }) => {
+      child.on('message', (m: { type?: string; leaseOwner?: string }) => {
         if (m?.type === 'ready') {
           clearTimeout(timer);
+          if (m.leaseOwner) slot.leaseOwner = m.leaseOwner;
           resolve();
         }
       });
@@ -157,12 +167,12 @@ export class Harness {
     await ready;
   }
 
-  /** Live leases (optionally of one worker), straight from the database. */
-  async inFlight(workerId?: string): Promise<string[]> {
+  /** Live leases (optionally of one lease owner), straight from the database. */
+  async inFlight(leaseOwner?: string): Promise<string[]> {
     try {
       const r = await this.admin.query<{ id: string }>(
         `SELECT id::text FROM baton.jobs WHERE state IN ('leased','running') AND ($1::text IS NULL OR lease_owner = $1)`,
-        [workerId ?? null],
+        [leaseOwner ?? null],
       );
       return r.rows.map((x) => x.id);
     } catch {
@@ -178,7 +188,7 @@ export class Harness {
          GROUP BY lease_owner ORDER BY n DESC, lease_owner`,
       );
       for (const row of r.rows) {
-        const s = this.slots.find((x) => x.workerId === row.owner && x.child?.exitCode === null && x.child.signalCode === null);
+        const s = this.slots.find((x) => x.leaseOwner === row.owner && x.child?.exitCode === null && x.child.signalCode === null);
         if (s) return s;
       }
     } catch {
@@ -201,7 +211,7 @@ export class Harness {
          GROUP BY lease_owner ORDER BY n DESC, lease_owner`,
       );
       for (const row of r.rows) {
-        const s = this.slots.find((x) => x.workerId === row.owner && x.child?.exitCode === null && x.child.signalCode === null);
+        const s = this.slots.find((x) => x.leaseOwner === row.owner && x.child?.exitCode === null && x.child.signalCode === null);
         if (s) return s;
       }
     } catch {
@@ -218,12 +228,12 @@ export class Harness {
     const child = slot.child;
     if (!child || child.exitCode !== null) return;
     const at = Date.now();
-    const before = await this.inFlight(slot.workerId);
+    const before = await this.inFlight(slot.leaseOwner);
     const exited = once(child, 'exit');
     slot.stopping = true;
     child.kill('SIGKILL');
     await exited;
-    const after = await this.inFlight(slot.workerId);
+    const after = await this.inFlight(slot.leaseOwner);
     this.log.append({ type: 'fault', kind: 'kill', worker: slot.workerId, at, inFlight: [...new Set([...before, ...after])] });
     await this.spawnWorker(slot);
   }
@@ -233,9 +243,9 @@ export class Harness {
     const child = slot.child;
     if (!child || child.exitCode !== null) return;
     const at = Date.now();
-    const before = await this.inFlight(slot.workerId);
+    const before = await this.inFlight(slot.leaseOwner);
     child.kill('SIGSTOP');
-    const after = await this.inFlight(slot.workerId);
+    const after = await this.inFlight(slot.leaseOwner);
     await new Promise((r) => setTimeout(r, durationMs));
     child.kill('SIGCONT');
     this.log.append({ type: 'fault', kind: 'pause', worker: slot.workerId, at, until: Date.now(), inFlight: [...new Set([...before, ...after])] });
@@ -306,7 +316,7 @@ export class Harness {
    */
   async blackhole(slot: Slot, durationMs: number): Promise<void> {
     const at = Date.now();
-    const before = await this.inFlight(slot.workerId);
+    const before = await this.inFlight(slot.leaseOwner);
     const source = this.ns?.clientAddrs[slot.index];
     const rule = this.ns && source ? await this.#rule(this.ns.blackhole(this.cluster.port, source)) : null;
     if (!rule) slot.proxy.setBlackhole(true);
@@ -328,7 +338,7 @@ export class Harness {
     const child = slot.child;
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
     const at = Date.now();
-    const before = await this.inFlight(slot.workerId);
+    const before = await this.inFlight(slot.leaseOwner);
     const done = new Promise<{ held: number; max: number } | null>((resolve) => {
       const onMessage = (m: { type?: string; held?: number; max?: number }) => {
         if (m?.type !== 'starved') return;

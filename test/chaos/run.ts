@@ -54,7 +54,7 @@ function seedsToRun(): number[] {
 
 async function runOne(plan: Plan): Promise<RunReport> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `baton-chaos-${plan.seed}-`));
-  console.log(`\n=== chaos ${plan.tier} scenario=${plan.scenario} seed=${plan.seed} jobs=${plan.jobs.length} workers=${plan.workers}x${plan.concurrency} faults=${plan.faults.length} producer=${plan.producer} history=${dir}`);
+  console.log(`\n=== chaos ${plan.tier} scenario=${plan.scenario} seed=${plan.seed} jobs=${plan.jobs.length} workers=${plan.workers}x${plan.concurrency} (odd slots generate their worker ids) faults=${plan.faults.length} producer=${plan.producer} history=${dir}`);
   console.log(`    replay: npm run test:chaos -- --seed ${plan.seed}${plan.scenario === 'mixed' ? '' : ` --scenario ${plan.scenario}`}${plan.tier === 'soak' ? ' --soak' : ''}`);
   const h = new Harness({
     dir,

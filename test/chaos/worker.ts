@@ -14,7 +14,10 @@ import { writeKind, writeRecords } from './write-recorder.ts';
 /** Environment the runner passes. */
 export interface WorkerEnv {
   CHAOS_DB_URL: string;
+  /** The slot's name: the engine's worker id too, unless CHAOS_GENERATED_ID is set. */
   CHAOS_WORKER_ID: string;
+  /** '1': let the engine generate its worker id (it then claims before its presence lock is first held). */
+  CHAOS_GENERATED_ID?: string;
   CHAOS_LOG: string;
   CHAOS_CONCURRENCY?: string;
   CHAOS_LEASE_MS?: string;
@@ -180,7 +183,7 @@ setInterval(() => {
 const makeBaton = () =>
   createBaton({
     connectionString: env.CHAOS_DB_URL,
-    workerId,
+    ...(env.CHAOS_GENERATED_ID === '1' ? {} : { workerId }),
     queues: { chaos: Number(env.CHAOS_CONCURRENCY ?? 4) },
     leaseMs,
     heartbeatMs: Math.floor(leaseMs / 4),
@@ -225,4 +228,4 @@ process.on('SIGTERM', () => {
 // The runner is gone (even SIGKILLed): never outlive it.
 process.on('disconnect', () => process.exit(1));
 
-process.send?.({ type: 'ready', workerId });
+process.send?.({ type: 'ready', workerId, leaseOwner: baton.config.workerId });
