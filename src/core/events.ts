@@ -10,7 +10,7 @@ type Listener = (...args: unknown[]) => unknown;
 export class EngineEventEmitter extends EventEmitter<EngineEvents> {
   readonly #onListenerError: (event: string, error: unknown) => void;
 
-  /** `onListenerError` logs; it must not throw. */
+  /** `onListenerError` logs a listener's throw (if it throws in turn, that is ignored). */
   constructor(onListenerError: (event: string, error: unknown) => void) {
     super();
     this.#onListenerError = onListenerError;
@@ -28,7 +28,11 @@ export class EngineEventEmitter extends EventEmitter<EngineEvents> {
       try {
         listener.apply(this, args);
       } catch (error) {
-        this.#onListenerError(event, error);
+        try {
+          this.#onListenerError(event, error);
+        } catch {
+          // Logging a value whose getters throw can throw too: it is still emitted below.
+        }
         // Reported once as an 'error' event too, unless an 'error' listener is what threw.
         if (event !== 'error') this.emit('error', { where: `listener:${event}`, error });
       }

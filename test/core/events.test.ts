@@ -44,6 +44,20 @@ describe('EngineEventEmitter', () => {
     ]);
   });
 
+  it('a report callback that throws (a logger choking on the thrown value) is ignored too', () => {
+    const events = new EngineEventEmitter(() => {
+      throw new Error('logger');
+    });
+    const heard: string[] = [];
+    events.on('started', () => {
+      throw new Error('listener');
+    });
+    events.on('started', () => heard.push('second'));
+    events.on('error', ({ where }) => heard.push(where));
+    expect(() => events.emit('started', { job: {} as never, startLatencyMs: 0 })).not.toThrow();
+    expect(heard).toEqual(['listener:started', 'second']);
+  });
+
   it('has a listener for error from the start, and keeps once(), off() and the return value of emit', () => {
     const { events } = emitter();
     expect(() => events.emit('error', { where: 'x', error: new Error('unheard') })).not.toThrow();
