@@ -97,14 +97,11 @@ class JobRun implements OutcomeWrite {
   start(): void {
     const d = this.#d;
     const { job } = this.lease;
-    try {
-      this.#startedAt = performance.now();
-      if (d.events.listenerCount('started') > 0) {
-        const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
-        d.events.emit('started', { job, startLatencyMs: Math.max(0, Date.now() - due) });
-      }
-    } catch (err) {
-      return this.#crashed(err);
+    this.#startedAt = performance.now();
+    // The emitter never throws (a listener's throw is reported by it).
+    if (d.events.listenerCount('started') > 0) {
+      const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
+      d.events.emit('started', { job, startLatencyMs: Math.max(0, Date.now() - due) });
     }
     const handler = d.handlers[job.jobType];
     if (!handler) {
@@ -132,24 +129,17 @@ class JobRun implements OutcomeWrite {
 
   /** The handler returned `value`: written as the result unless jsonb cannot hold it. */
   #returned(value: unknown): void {
-    try {
-      const refused = refusedResult(value);
-      if (refused) this.#failed(refused, true, 'terminal');
-      else this.result = value === undefined ? null : value;
-    } catch (err) {
-      return this.#crashed(err);
-    }
+    const refused = refusedResult(value);
+    if (refused) this.#failed(refused, true, 'terminal');
+    else this.result = value === undefined ? null : value;
     this.#handlerSettled();
   }
 
   /** The handler threw (or could not be found): a failed attempt, terminal when the error says so. */
   #threw(error: unknown, kind?: 'unknown_job_type'): void {
-    try {
-      const terminal = kind === undefined && isTerminal(error);
-      this.#failed(error, terminal, kind ?? (terminal ? 'terminal' : 'transient'));
-    } catch (err) {
-      return this.#crashed(err);
-    }
+    // isTerminal and describeError never throw, whatever was thrown.
+    const terminal = kind === undefined && isTerminal(error);
+    this.#failed(error, terminal, kind ?? (terminal ? 'terminal' : 'transient'));
     this.#handlerSettled();
   }
 
@@ -181,7 +171,9 @@ class JobRun implements OutcomeWrite {
   /**
    * The runner itself failed: reported, and nothing is written (the lease runs out or is
    * reaped). Never throws, so neither does anything that ends here: the completer calls
-   * written() in a loop over its batch, and the engine starts a claim's jobs in one.
+   * written() in a loop over its batch, and the engine starts a claim's jobs in one. Reached
+   * only once the handler has settled (from the hand-over to the completer or from written()),
+   * so the handler's slot is already free.
    */
   #crashed(err: unknown): void {
     this.#d.events.emit('error', { where: 'runner', error: err });
@@ -218,8 +210,6 @@ class JobRun implements OutcomeWrite {
   #finish(): void {
     if (this.#over) return;
     this.#over = true;
-    // Still 'running': the runner failed before the handler settled, so its slot is still taken.
-    if (this.lease.phase === 'running') this.#slot.handlerDone();
     this.#d.onFinished(this.lease);
     this.#slot.writeDone();
   }
