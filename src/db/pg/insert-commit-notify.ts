@@ -50,20 +50,22 @@ const NOTIFY = 3;
 class InsertCommitNotify<R> extends pg.Query {
   readonly #insert: Named;
   readonly #notify: Named;
-  readonly #settle: (err: Error | null, out?: InsertCommitNotifyResult<R>) => void;
   #phase = 0;
   #notifyParsed = false;
   #settled = false;
   #notifyError: Error | null = null;
 
   constructor(insert: Named, notify: Named, settle: (err: Error | null, out?: InsertCommitNotifyResult<R>) => void) {
-    // Query's own fields (its row parser, the callback pg wraps with query_timeout) serve the insert.
-    super({ name: insert.name, text: insert.text }, (err: Error | undefined) => {
-      if (err) this.#finish(err);
+    // Query's own fields serve the insert: its row parser, and its callback, which the client
+    // wraps to clear its query_timeout timer. Every ending goes through that callback (see
+    // #finish); the client calls it directly when the timer fires first.
+    super({ name: insert.name, text: insert.text }, (err: Error | null | undefined, out?: InsertCommitNotifyResult<R>) => {
+      if (this.#settled) return;
+      this.#settled = true;
+      settle(err ?? null, out);
     });
     this.#insert = insert;
     this.#notify = notify;
-    this.#settle = settle;
   }
 
   override submit = (connection: pg.Connection): void => {
@@ -127,11 +129,15 @@ class InsertCommitNotify<R> extends pg.Query {
     this.#finish(null);
   }
 
+  /**
+   * Ends the query through `this.callback`, never around it: with query_timeout set the client
+   * has wrapped it to clear its timer, which would otherwise fire queryTimeoutMs later and, on a
+   * pipelined client, destroy the connection under whatever then runs on it.
+   */
   #finish(err: Error | null): void {
-    if (this.#settled) return;
-    this.#settled = true;
-    if (err) this.#settle(err);
-    else this.#settle(null, { rows: this.#result().rows, notifyError: this.#notifyError });
+    const callback = (this as unknown as { callback?: (err: Error | null, out?: InsertCommitNotifyResult<R>) => void }).callback;
+    if (err) callback?.(err);
+    else callback?.(null, { rows: this.#result().rows, notifyError: this.#notifyError });
   }
 }
 
