@@ -79,6 +79,8 @@ export interface EngineStats {
   fencedWrites: number;
   leasesLost: number;
   reclaimed: number;
+  /** Leases found held without this worker knowing (a claim whose reply was lost) and given back, attempt refunded. */
+  strandedReleased: number;
   /** Gauges: queue -> { concurrency, inFlight }. */
   slots: Record<string, { concurrency: number; inFlight: number }>;
   /** Whether this worker holds its presence lock (it claims only then); null before start() or with no queues. */
@@ -96,6 +98,12 @@ export interface EngineEvents {
   fenced: [{ kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release'; count: number }];
   leaseLost: [{ job: Job }];
   reaped: [{ count: number; fast: boolean }];
+  /**
+   * Leases given back unrun or unfinished, attempt refunded: 'stranded' (claimed with the
+   * reply lost), 'late' (a claim answered past the heartbeat deadline), 'shutdown' (claimed
+   * during stop(), or aborted by the drain deadline).
+   */
+  released: [{ queue: string; count: number; reason: 'stranded' | 'late' | 'shutdown' }];
   error: [{ where: string; error: unknown }];
 }
 

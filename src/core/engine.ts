@@ -24,8 +24,11 @@ import type { Logger } from './logger.ts';
 import { Notifier, channelFor } from './notifier.ts';
 import { Reaper } from './reaper.ts';
 import { runJob, type RunnerDeps } from './job-runner.ts';
+import { StrandedLeases } from './stranded-leases.ts';
 
 export const ENQUEUE_BATCH_MAX = 10_000;
+/** Above every token (a bigint sequence's maximum is 2^63 - 1). */
+const INT8_LIMIT = 2n ** 63n;
 /** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
 const ABORT_GRACE_MS = 1_000;
 
@@ -60,6 +63,11 @@ export class Engine implements Baton {
   readonly #heartbeater: Heartbeater;
   readonly #reaper: Reaper;
   readonly #runner: RunnerDeps;
+  readonly #stranded: StrandedLeases;
+  /** Claims in flight, each settled once its jobs are in the lease table or given back. */
+  readonly #claims = new Set<Promise<number>>();
+  /** See StrandedLeasesDeps.tokenFloor; read before the first claim when the worker id is configured. */
+  #tokenFloor: bigint | null;
   #presence: Presence | null = null;
   /** The presence lock has been held at least once. */
   #presenceAcquired = false;
@@ -73,7 +81,7 @@ export class Engine implements Baton {
   #stopping = false;
   #stopped: Promise<void> | null = null;
   #idle: Array<() => void> = [];
-  readonly #counters = { claimed: 0, succeeded: 0, retried: 0, deadLettered: 0, fencedWrites: 0, leasesLost: 0, reclaimed: 0 };
+  readonly #counters = { claimed: 0, succeeded: 0, retried: 0, deadLettered: 0, fencedWrites: 0, leasesLost: 0, reclaimed: 0, strandedReleased: 0 };
 
   constructor(deps: EngineDeps) {
     this.#d = deps;
@@ -104,7 +112,28 @@ export class Engine implements Baton {
       leases: this.#leases,
       onLost: (entry, why) => this.#leaseLost(entry, why),
       onError: onError('heartbeat'),
-      afterTick: () => deps.executor.workerTouch({ id: this.config.workerId, inFlight: this.#leases.size }),
+      afterTick: () => {
+        this.#stranded.tick();
+        return deps.executor.workerTouch({ id: this.config.workerId, inFlight: this.#leases.size });
+      },
+    });
+    // A generated id is this process's alone: every lease it owns came from its own claims.
+    this.#tokenFloor = this.config.workerIdGenerated ? 0n : null;
+    this.#stranded = new StrandedLeases({
+      executor: deps.executor,
+      owner: this.config.workerId,
+      leases: this.#leases,
+      windowMs: this.config.leaseMs,
+      claimsInFlight: () => this.#claims,
+      // Before the floor is known no claim of ours has taken a token: nothing owned is ours.
+      tokenFloor: () => this.#tokenFloor ?? INT8_LIMIT,
+      onReleased: (jobs) => {
+        this.#counters.strandedReleased += jobs.length;
+        this.#log.warn({ count: jobs.length, jobIds: jobs.slice(0, 20).map((j) => j.id) }, 'baton: released leases whose claim reply was lost (attempt refunded)');
+        this.#emitReleased(jobs, 'stranded');
+        this.#wakeQueues([...new Set(jobs.map((j) => j.queue))]);
+      },
+      onError: onError('stranded-leases'),
     });
     this.#reaper = new Reaper({
       executor: deps.executor,
@@ -228,6 +257,7 @@ export class Engine implements Baton {
     }
     await this.#completer.drain();
     await this.#heartbeater.stop();
+    await this.#stranded.idle();
     await this.#reaper.stop();
     await this.#presence?.stop();
     await this.#d.close();
@@ -316,18 +346,37 @@ export class Engine implements Baton {
     return this.#presence.held || (!this.#presenceAcquired && this.#claimsBeforePresence);
   }
 
-  async #claimAndStart(dispatcher: QueueDispatcher, limit: number): Promise<number> {
-    if (!this.#mayClaim()) return 0;
+  #claimAndStart(dispatcher: QueueDispatcher, limit: number): Promise<number> {
+    if (!this.#mayClaim()) return Promise.resolve(0);
+    const claim = this.#claim(dispatcher, limit);
+    this.#claims.add(claim);
+    const settled = () => void this.#claims.delete(claim);
+    claim.then(settled, settled);
+    return claim;
+  }
+
+  async #claim(dispatcher: QueueDispatcher, limit: number): Promise<number> {
+    const { executor, config } = { executor: this.#d.executor, config: this.config };
+    // With a configured id, an earlier process may have held leases under it: bound what is
+    // ours before any claim of ours can take a token (see StrandedLeasesDeps.tokenFloor). Two
+    // queues may both read it; either answer is safe, as both precede their claims.
+    if (this.#tokenFloor === null) this.#tokenFloor = await executor.jobTokenHighWater();
     const provenAt = monotonicMs();
     const t0 = performance.now();
-    const { executor, config } = { executor: this.#d.executor, config: this.config };
-    let jobs = await executor.jobClaim({
-      queue: dispatcher.queue,
-      limit,
-      owner: config.workerId,
-      leaseMs: config.leaseMs,
-      intoRunning: config.claimIntoRunning,
-    });
+    let jobs: LeasedJob[];
+    try {
+      jobs = await executor.jobClaim({
+        queue: dispatcher.queue,
+        limit,
+        owner: config.workerId,
+        leaseMs: config.leaseMs,
+        intoRunning: config.claimIntoRunning,
+      });
+    } catch (err) {
+      // It may have committed with its reply lost: its leases would be ours without our knowing.
+      this.#stranded.suspect();
+      throw err;
+    }
     if (jobs.length === 0) return 0;
     this.#counters.claimed += jobs.length;
     this.events.emit('claimed', { queue: dispatcher.queue, count: jobs.length, durationMs: performance.now() - t0 });
@@ -355,7 +404,7 @@ export class Engine implements Baton {
         const fields = { queue: dispatcher.queue, count: jobs.length, waitedMs: Math.round(waitedMs) };
         this.#log.warn(fields, 'baton: claim answered past the heartbeat deadline; released unstarted');
       }
-      await this.#release(jobs);
+      await this.#release(jobs, this.#stopping ? 'shutdown' : 'late');
       return this.#stopping ? jobs.length : 0;
     }
     for (const job of jobs) {
@@ -370,11 +419,26 @@ export class Engine implements Baton {
     return jobs.length;
   }
 
-  async #release(jobs: LeasedJob[]): Promise<void> {
+  /** Gives unstarted leases back, attempt refunded; `reason` is reported on the 'released' event. */
+  async #release(jobs: LeasedJob[], reason?: 'late' | 'shutdown'): Promise<void> {
     if (jobs.length === 0) return;
     const leases = jobs.map((j) => ({ id: j.id, token: j.token }));
-    const ok = await this.#d.executor.jobReleaseMany({ leases, refundAttempt: true });
+    let ok: Set<string>;
+    try {
+      ok = await this.#d.executor.jobReleaseMany({ leases, refundAttempt: true });
+    } catch (err) {
+      // Still ours, and no longer known to us: found and released by the stranded-lease sweep.
+      this.#stranded.suspect();
+      throw err;
+    }
     if (ok.size < jobs.length) this.#fenced('release', jobs.length - ok.size);
+    if (reason) this.#emitReleased(jobs.filter((j) => ok.has(j.id)), reason);
+  }
+
+  #emitReleased(jobs: ReadonlyArray<{ queue: string }>, reason: 'stranded' | 'late' | 'shutdown'): void {
+    const byQueue = new Map<string, number>();
+    for (const j of jobs) byQueue.set(j.queue, (byQueue.get(j.queue) ?? 0) + 1);
+    for (const [queue, count] of byQueue) this.events.emit('released', { queue, count, reason });
   }
 
   #leaseLost(entry: InFlight, why: 'fenced' | 'deadline' | 'reclaimed'): void {

@@ -90,6 +90,10 @@ export interface Executor {
   /** Back to pending (refund: attempt - 1); without refund a spent budget dead-letters. Returns the ids written. */
   jobReleaseMany(p: { leases: Lease[]; refundAttempt: boolean }): Promise<Set<string>>;
   jobReap(p: { limit: number; graceMs: number; fastReclaim: boolean }): Promise<ReapedJob[]>;
+  /** The live leases `owner` holds, with their queue. */
+  jobLeasesOwned(p: { owner: string }): Promise<Array<Lease & { queue: string }>>;
+  /** No token issued before this call is greater than the answer. */
+  jobTokenHighWater(): Promise<bigint>;
   jobGet(p: { id: string }): Promise<Job | null>;
   jobList(p: JobListParams): Promise<Job[]>;
   jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }): Promise<number>;

@@ -111,6 +111,12 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
     labelNames: ['fast'] as const,
     registers,
   });
+  const released = new Counter({
+    name: 'baton_jobs_released_total',
+    help: 'Leases given back with the attempt refunded (stranded: claim reply lost; late: claim answered past the heartbeat deadline; shutdown: stop or drain deadline)',
+    labelNames: ['queue', 'reason'] as const,
+    registers,
+  });
   const engineErrors = new Counter({
     name: 'baton_engine_errors_total',
     help: 'Errors the engine reported on its error event',
@@ -172,6 +178,7 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   on('fenced', (e) => fenced.inc({ kind: e.kind }, e.count));
   on('leaseLost', (e) => leasesLost.inc({ queue: e.job.queue }));
   on('reaped', (e) => reaped.inc({ fast: String(e.fast) }, e.count));
+  on('released', (e) => released.inc({ queue: e.queue, reason: e.reason }, e.count));
   // Listening here also keeps an engine 'error' event from being thrown as unhandled.
   on('error', (e) => engineErrors.inc({ where: e.where }));
   let closed = false;

@@ -122,3 +122,14 @@ describe('the claim with stale statistics', () => {
     },
   );
 });
+
+describe('the owned-lease read of the stranded-lease sweep with stale statistics', () => {
+  it.each(['force_generic_plan', 'force_custom_plan'])('reads live leases through the expiry index, not the whole table (%s)', async (mode) => {
+    const plan = await explain(q.leasesOwned.text, [`'w-plan'`], mode);
+    expect(plan['Actual Rows']).toBe(LIVE_RUNNING + BATCH);
+    const scans = jobScans(plan);
+    expect(scans.map((s) => s['Index Name'] ?? s['Node Type'])).toEqual(['jobs_lease_expiry_idx']);
+    // The live leases and nothing else (3,000 rows, 2,000 of them pending, are in the table).
+    expect(rowsVisited(plan)).toBeLessThanOrEqual(2 * (LIVE_RUNNING + BATCH));
+  });
+});

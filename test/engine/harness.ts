@@ -10,6 +10,9 @@ import { deferred, waitFor, type Deferred } from '../helpers/wait.ts';
 
 export type EngineOptions = BatonOptions;
 
+/** Stands in for pool.query: `run` sends the statement as the pool would. */
+export type QueryHook = (config: { name?: string; values?: unknown[] }, run: () => Promise<pg.QueryResult>) => Promise<pg.QueryResult>;
+
 export interface Observed {
   baton: Baton;
   claimsInFlight: () => number;
@@ -31,6 +34,11 @@ export interface Engines {
   startObserved(options?: EngineOptions): Promise<Observed>;
   /** The same engine, not started. */
   observe(options?: EngineOptions): Observed;
+  /**
+   * A pool on the file's database (ended after the test, once its engines stopped) whose
+   * query() goes through `hook`, as a caller's own pool may: for losing or holding replies.
+   */
+  pool(hook?: QueryHook): pg.Pool;
   /** A promise a handler can block on; opened after the test at the latest. */
   gate<T = void>(): Deferred<T>;
 }
@@ -59,19 +67,24 @@ export function useEngines(db: TestDatabase, defaults: () => EngineOptions = () 
 
   // A pool of ours whose claim statements are counted; the engine issues its claim
   // synchronously from wake(), so the count is never behind.
-  const observe = (options: EngineOptions = {}): Observed => {
-    const pool = new pg.Pool({ connectionString: db.url, max: 3, application_name: 'baton' });
+  const hookedPool = (hook: QueryHook = (_, run) => run(), max = 3): pg.Pool => {
+    const pool = new pg.Pool({ connectionString: db.url, max, application_name: 'baton' });
     pool.on('error', () => undefined);
     pools.push(pool);
+    const query = pool.query.bind(pool) as (config: unknown) => Promise<pg.QueryResult>;
+    (pool as unknown as { query: unknown }).query = (config: { name?: string; values?: unknown[] }) => hook(config, () => query(config));
+    return pool;
+  };
+
+  const observe = (options: EngineOptions = {}): Observed => {
     let claims = 0;
     let sent = 0;
-    const query = pool.query.bind(pool) as (config: unknown) => Promise<unknown>;
-    (pool as unknown as { query: unknown }).query = (config: { name?: unknown }) => {
-      if (typeof config?.name !== 'string' || !config.name.endsWith('job_claim')) return query(config);
+    const pool = hookedPool((config, run) => {
+      if (typeof config?.name !== 'string' || !config.name.endsWith('job_claim')) return run();
       claims++;
       sent++;
-      return query(config).finally(() => claims--);
-    };
+      return run().finally(() => claims--);
+    });
     const baton = create({ ...options, pool });
     return { baton, claimsInFlight: () => claims, claimsSent: () => sent, pool };
   };
@@ -84,6 +97,7 @@ export function useEngines(db: TestDatabase, defaults: () => EngineOptions = () 
       return engine;
     },
     observe,
+    pool: (hook) => hookedPool(hook, 4),
     startObserved: async (options = {}) => {
       const observed = observe(options);
       await observed.baton.start();

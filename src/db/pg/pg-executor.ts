@@ -219,6 +219,15 @@ export class PgExecutor implements Executor {
     return rows.map((r) => ({ id: String(r.id), state: r.state, queue: r.queue, expired: r.expired }));
   }
 
+  jobLeasesOwned(p: { owner: string }): Promise<Array<Lease & { queue: string }>> {
+    return this.#q<Lease & { queue: string }>(this.#job.leasesOwned, [p.owner]);
+  }
+
+  async jobTokenHighWater(): Promise<bigint> {
+    const [row] = await this.#q<{ v: string }>(this.#job.tokenHighWater, []);
+    return BigInt(row!.v);
+  }
+
   async jobGet(p: { id: string }) {
     const rows = await this.#q<JobRow>(this.#job.get, [p.id]);
     return rows[0] ? rowToJob(rows[0]) : null;

@@ -200,6 +200,23 @@ export function jobQueries(schema: string) {
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
         WHERE ${FENCED} AND j.state IN ${LIVE}`),
     },
+    // The live leases one worker holds, to find those it does not know it holds (a claim that
+    // committed but whose reply was lost). Rare (only after a failed claim or release), so it
+    // may walk the live-lease index of the whole fleet rather than pay for an owner index on
+    // every claim; the ORDER BY keeps the planner on that index as the table grows.
+    leasesOwned: {
+      name: `${schema}.job_leases_owned`,
+      text: `SELECT j.id::text, j.lease_token::text AS token, j.queue FROM ${jobs} j
+        WHERE j.lease_expires_at IS NOT NULL AND j.lease_owner = $1 AND j.state IN ${LIVE}
+        ORDER BY j.lease_expires_at`,
+    },
+    // Every token issued so far is at most this (a sequence's last_value counts other
+    // sessions' calls, cached or not); read before a process's first claim, it bounds what an
+    // earlier process that used the same worker id can have been handed.
+    tokenHighWater: {
+      name: `${schema}.job_token_high_water`,
+      text: `SELECT last_value::text AS v FROM ${schema}.lease_token_seq`,
+    },
     // The reaper: live leases past their expiry, or (fast reclaim, $3) owned by a worker whose
     // session has been gone for longer than the grace ($2 ms). Back to pending, or dead-lettered
     // when the budget is spent. Bounded by $1 rows; SKIP LOCKED so reapers never queue.
