@@ -28,6 +28,11 @@ export interface OutcomeWrite {
   readonly result: unknown;
   /** A failed attempt (retried or dead-lettered by failMany); null completes the job. */
   readonly failure: { readonly error: AttemptErrorInput; readonly terminal: boolean } | null;
+  /**
+   * With a failure: give the job back to pending with its attempt refunded instead of
+   * recording the failure (the handler failed because this worker aborted it on shutdown).
+   */
+  readonly refund: boolean;
   /** Checked before each send (first or retry): once lost or unproven, the outcome is abandoned. */
   readonly lease: OutcomeLease;
   written(result: WriteResult): void;
@@ -35,6 +40,7 @@ export interface OutcomeWrite {
 
 // Shared results: one allocation fewer per job on the hot path.
 const SUCCEEDED: WriteResult = Object.freeze({ accepted: true, state: 'succeeded' });
+const RELEASED: WriteResult = Object.freeze({ accepted: true, state: 'pending' });
 const FENCED: WriteResult = Object.freeze({ accepted: false, reason: 'fenced' });
 const ABANDONED: WriteResult = Object.freeze({ accepted: false, reason: 'abandoned' });
 
@@ -44,7 +50,7 @@ const RETRY_MAX_MS = 2_000;
 export interface CompleterDeps {
   executor: Executor;
   config: EngineConfig;
-  onFenced: (kind: 'complete' | 'fail', count: number) => void;
+  onFenced: (kind: 'complete' | 'fail' | 'release', count: number) => void;
   onError: (err: unknown) => void;
 }
 
@@ -98,7 +104,9 @@ export class Completer {
     });
     if (batch.length === 0) return;
     const completes = batch.filter((p) => p.failure === null);
-    const fails = completes.length === batch.length ? [] : batch.filter((p) => p.failure !== null);
+    const rest = completes.length === batch.length ? [] : batch.filter((p) => p.failure !== null);
+    const fails = rest.filter((p) => !p.refund);
+    const releases = fails.length === rest.length ? [] : rest.filter((p) => p.refund);
     const retry: OutcomeWrite[] = [];
     await Promise.all([
       completes.length > 0 &&
@@ -115,6 +123,11 @@ export class Completer {
           })
           .then((states) => this.#settle(fails, (id) => states.get(id) ?? null, 'fail'))
           .catch((err) => this.#failed(fails, err, retry)),
+      releases.length > 0 &&
+        this.#d.executor
+          .jobReleaseMany({ leases: releases, refundAttempt: true })
+          .then((ok) => this.#settle(releases, (id) => (ok.has(id) ? 'pending' : null), 'release'))
+          .catch((err) => this.#failed(releases, err, retry)),
     ]);
     if (retry.length > 0) {
       this.#buffer.unshift(...retry);
@@ -127,11 +140,12 @@ export class Completer {
     }
   }
 
-  #settle(items: OutcomeWrite[], stateOf: (id: string) => JobState | null, kind: 'complete' | 'fail'): void {
+  #settle(items: OutcomeWrite[], stateOf: (id: string) => JobState | null, kind: 'complete' | 'fail' | 'release'): void {
     let fenced = 0;
     for (const p of items) {
       const state = stateOf(p.id);
       if (state === 'succeeded') p.written(SUCCEEDED);
+      else if (kind === 'release' && state) p.written(RELEASED);
       else if (state) p.written({ accepted: true, state });
       else {
         fenced++;
@@ -160,6 +174,9 @@ export class Completer {
       if (p.failure === null) {
         const ok = await this.#d.executor.jobCompleteMany({ items: [p] });
         this.#settle([p], (id) => (ok.has(id) ? 'succeeded' : null), 'complete');
+      } else if (p.refund) {
+        const ok = await this.#d.executor.jobReleaseMany({ leases: [p], refundAttempt: true });
+        this.#settle([p], (id) => (ok.has(id) ? 'pending' : null), 'release');
       } else {
         const states = await this.#d.executor.jobFailMany({
           items: [failItem(p)],

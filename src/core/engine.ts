@@ -244,15 +244,26 @@ export class Engine implements Baton {
     // Claims in flight finish; what they return is released unstarted (see #claimAndStart).
     await Promise.all([...this.#dispatchers.values()].map((d) => d.idle()));
     if (!(await this.#waitIdle(drainMs))) {
+      // Handlers still running are aborted. Whatever they throw now is our doing, not the job's:
+      // the runner gives those jobs back with the attempt refunded (a job that finishes anyway
+      // is recorded as it finished). A job that crashes the process never gets here: its
+      // attempt stays spent, so a poison job still dead-letters.
       const reason = new BatonError('SHUTTING_DOWN', `drain deadline of ${drainMs} ms passed`);
-      for (const e of this.#leases.live()) e.abort(reason);
+      for (const e of this.#leases.live()) {
+        e.drainAborted = true;
+        e.abort(reason);
+      }
       if (!(await this.#waitIdle(ABORT_GRACE_MS))) {
-        // Handlers that ignore their signal: give their leases back now rather than at expiry.
+        // Handlers that ignore their signal: give their leases back now rather than at expiry,
+        // refunded likewise (the outcome they may still reach is discarded).
         const stuck = this.#leases.live();
         for (const e of stuck) this.#leases.markLost(e, reason);
-        await this.#d.executor
-          .jobReleaseMany({ leases: stuck.map((e) => ({ id: e.job.id, token: e.token })), refundAttempt: false })
-          .catch((err) => this.#log.warn({ err }, 'baton: releasing stuck leases failed'));
+        try {
+          const ok = await this.#d.executor.jobReleaseMany({ leases: stuck.map((e) => ({ id: e.job.id, token: e.token })), refundAttempt: true });
+          this.#emitReleased(stuck.filter((e) => ok.has(e.job.id)).map((e) => e.job), 'shutdown');
+        } catch (err) {
+          this.#log.warn({ err }, 'baton: releasing stuck leases failed');
+        }
       }
     }
     await this.#completer.drain();

@@ -79,6 +79,7 @@ class JobRun implements OutcomeWrite {
   readonly lease: InFlight;
   result: unknown = null;
   failure: OutcomeWrite['failure'] = null;
+  refund = false;
   /** What the handler threw (or the reason its result was refused), for events and logs. */
   #error: unknown = undefined;
   #startedAt = 0;
@@ -140,6 +141,8 @@ class JobRun implements OutcomeWrite {
     // isTerminal and describeError never throw, whatever was thrown.
     const terminal = kind === undefined && isTerminal(error);
     this.#failed(error, terminal, kind ?? (terminal ? 'terminal' : 'transient'));
+    // Our own drain deadline aborted it: not the job's failure, so its attempt is given back.
+    this.refund = this.lease.drainAborted;
     this.#handlerSettled();
   }
 
@@ -191,6 +194,9 @@ class JobRun implements OutcomeWrite {
       } else if (w.state === 'succeeded') {
         d.counters.succeeded++;
         if (d.events.listenerCount('succeeded') > 0) d.events.emit('succeeded', { job, durationMs: performance.now() - this.#startedAt });
+      } else if (this.refund) {
+        jobLog(d, this.lease).info({}, 'baton: aborted by the drain deadline; released with its attempt refunded');
+        d.events.emit('released', { queue: job.queue, count: 1, reason: 'shutdown' });
       } else if (w.state === 'dead_lettered') {
         d.counters.deadLettered++;
         jobLog(d, this.lease).warn({ err: this.#error }, 'baton: job dead-lettered');

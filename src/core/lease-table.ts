@@ -15,6 +15,8 @@ export class InFlight {
   /** Local monotonic ms when a round trip that proved the lease was sent. */
   provenAt: number;
   lost = false;
+  /** Aborted by the engine's own drain deadline: a failure that follows is not the job's fault. */
+  drainAborted = false;
   #controller: AbortController | null = null;
   #aborted: { reason: unknown } | null = null;
 

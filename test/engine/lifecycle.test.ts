@@ -1,7 +1,8 @@
 // Lifecycle end to end: a drain-stop lets in-flight jobs finish and claims
 // nothing new; jobs claimed but not yet started when stop begins are released
-// with their attempt refunded; a handler that ignores its signal past the drain
-// deadline has its lease released; start() and stop() are idempotent.
+// with their attempt refunded; a handler aborted by the drain deadline gives its job back
+// with the attempt refunded (it did not fail), and so does one that ignores its signal;
+// start() and stop() are idempotent.
 
 import { describe, expect, it } from 'vitest';
 import { BatonError, type Baton, type JobContext } from '../../src/index.ts';
@@ -87,7 +88,63 @@ describe.each([true, false])('lifecycle (claimIntoRunning=%s)', (claimIntoRunnin
     expect(calls.total).toBe(3);
   });
 
-  it('a handler that ignores its signal past the drain deadline has its lease released', async () => {
+  it('a handler aborted by the drain deadline gives its job back with the attempt refunded, even its last one', async () => {
+    const entered = new Signal<JobContext>();
+    const worker = await engines.start({
+      queues: { q: 2 },
+      handlers: {
+        // Honours its signal: rejects with the abort reason as soon as it is aborted.
+        polite: (ctx) =>
+          new Promise((_, reject) => {
+            entered.emit(ctx);
+            ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
+          }),
+      },
+    });
+    const released: Array<{ queue: string; count: number; reason: string }> = [];
+    worker.events.on('released', (e) => released.push(e));
+    const last = await worker.enqueue({ jobType: 'polite', queue: 'q', maxAttempts: 1 });
+    const spare = await worker.enqueue({ jobType: 'polite', queue: 'q', maxAttempts: 3 });
+    await entered.next({ message: 'a first job to start' });
+    await entered.next({ message: 'a second job to start' });
+
+    await withTimeout(worker.stop({ drainMs: 100 }), 10_000, 'stop past the drain deadline');
+    for (const { job } of [last, spare]) {
+      expect(await row(db, job.id)).toMatchObject({
+        state: 'pending',
+        attempt: 0,
+        lease_owner: null,
+        lease_expires_at: null,
+        dead_letter_reason: null,
+        errors: [],
+      });
+    }
+    expect(worker.stats()).toMatchObject({ retried: 0, deadLettered: 0 });
+    expect(released).toEqual([
+      { queue: 'q', count: 1, reason: 'shutdown' },
+      { queue: 'q', count: 1, reason: 'shutdown' },
+    ]);
+  });
+
+  it('a handler that finishes although the drain deadline aborted it is recorded as it finished', async () => {
+    const entered = new Signal<JobContext>();
+    const worker = await engines.start({
+      queues: { q: 1 },
+      handlers: {
+        finisher: (ctx) =>
+          new Promise((resolve) => {
+            entered.emit(ctx);
+            ctx.signal.addEventListener('abort', () => resolve({ finished: true }), { once: true });
+          }),
+      },
+    });
+    const { job } = await worker.enqueue({ jobType: 'finisher', queue: 'q', maxAttempts: 1 });
+    await entered.next({ message: 'the job to start' });
+    await withTimeout(worker.stop({ drainMs: 100 }), 10_000, 'stop past the drain deadline');
+    expect(await row(db, job.id)).toMatchObject({ state: 'succeeded', attempt: 1, result: { finished: true } });
+  });
+
+  it('a handler that ignores its signal past the drain deadline has its lease released, attempt refunded', async () => {
     const entered = new Signal<JobContext>();
     const gate = engines.gate();
     const worker = await engines.start({
@@ -107,9 +164,9 @@ describe.each([true, false])('lifecycle (claimIntoRunning=%s)', (claimIntoRunnin
     expect(ctx.signal.aborted).toBe(true);
     expect(ctx.signal.reason).toBeInstanceOf(BatonError);
     expect((ctx.signal.reason as BatonError).code).toBe('SHUTTING_DOWN');
-    // Given back for someone else at once (not at lease expiry); the attempt it spent stays spent.
+    // Given back for someone else at once (not at lease expiry), its attempt refunded.
     const released = await row(db, job.id);
-    expect(released).toMatchObject({ state: 'pending', attempt: 1, lease_owner: null, lease_expires_at: null });
+    expect(released).toMatchObject({ state: 'pending', attempt: 0, lease_owner: null, lease_expires_at: null });
 
     // Its late result is never written.
     gate.resolve();
