@@ -26,12 +26,42 @@ export interface BatonOptions extends EngineConfigInput {
   connectionString?: string;
   /** Max connections of the pool Baton builds. Default 10. */
   poolSize?: number;
+  /**
+   * Max connections of the admin pool: listings, counts, getJob, replay, cancel and the worker
+   * list run there, opened on first use, so no number of operator reads can take a connection
+   * that claims, heartbeats and outcome writes need. Default 2.
+   */
+  adminPoolSize?: number;
   /** Per-query timeout (ms) of the pool Baton builds, so a blackholed connection errors instead of hanging. Default 10 000. */
   queryTimeoutMs?: number;
   /** Job type -> handler. */
   handlers?: HandlerMap;
   /** pino-compatible logger; silent by default. */
   logger?: Logger;
+}
+
+export const ADMIN_POOL_SIZE_DEFAULT = 2;
+
+/** A pool opened on first use (most engines never run an admin read); none is opened after end(). */
+function lazyPool(open: () => pg.Pool): PgPoolLike & { end(): Promise<void> } {
+  let pool: pg.Pool | null = null;
+  let ended = false;
+  const get = () => {
+    if (ended) throw new BatonError('SHUTTING_DOWN', 'this Baton instance was stopped');
+    if (!pool) {
+      pool = open();
+      pool.on('error', () => undefined);
+    }
+    return pool;
+  };
+  return {
+    query: (config) => get().query(config as pg.QueryConfig) as never,
+    connect: () => get().connect(),
+    end: async () => {
+      ended = true;
+      await pool?.end();
+    },
+  };
 }
 
 /** The advisory-lock namespace of a schema's presence locks: a stable positive int4. */
@@ -46,7 +76,7 @@ export function lockNamespaceFor(schema: string): number {
  * @throws BatonError INVALID_CONFIG naming every bad option.
  */
 export function createBaton(options: BatonOptions): Baton {
-  const { pool: givenPool, connectionString, poolSize, queryTimeoutMs, handlers, logger, ...engineInput } = options ?? {};
+  const { pool: givenPool, connectionString, poolSize, adminPoolSize, queryTimeoutMs, handlers, logger, ...engineInput } = options ?? {};
   const config = parseEngineConfig(engineInput, () => `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   if (!givenPool && !connectionString) {
     throw new BatonError('INVALID_CONFIG', 'invalid Baton options: pool or connectionString is required');
@@ -74,6 +104,9 @@ export function createBaton(options: BatonOptions): Baton {
   const ownPool = givenPool ? null : new pg.Pool(hardened);
   // Idle clients that lose their connection emit 'error' on the pool; without a listener that crashes the process.
   ownPool?.on('error', () => undefined);
+  // A caller's pool-like object whose settings we cannot read: admin work shares it.
+  const canOpen = connectionString !== undefined || (givenPool as { options?: unknown } | undefined)?.options !== undefined;
+  const adminPool = canOpen ? lazyPool(() => new pg.Pool({ ...hardened, max: adminPoolSize ?? ADMIN_POOL_SIZE_DEFAULT, application_name: 'baton-admin' })) : null;
   const schema = quoteSchema(config.schema);
   if (ownPool && config.asyncClaims) installTokenFloor(ownPool, jobQueries(schema).tokenFloor);
   const pool = (givenPool ?? ownPool) as PgPoolLike;
@@ -92,6 +125,7 @@ export function createBaton(options: BatonOptions): Baton {
   return new Engine({
     config,
     executor: new PgExecutor(pool, schema),
+    adminExecutor: new PgExecutor(adminPool ?? pool, schema),
     handlers: handlers ?? {},
     logger: log,
     lockNamespace,
@@ -109,7 +143,7 @@ export function createBaton(options: BatonOptions): Baton {
       }),
     createListener: (hooks) => new PgListener({ connection: sideConnection, ...hooks }),
     close: async () => {
-      await ownPool?.end();
+      await Promise.all([ownPool?.end(), adminPool?.end()]);
     },
   });
 }

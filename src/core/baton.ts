@@ -3,7 +3,7 @@
 
 import type { EventEmitter } from 'node:events';
 import type { EngineConfig } from './config.ts';
-import type { EnqueueResult, Job, JobSpec, JobState } from './job.ts';
+import type { EnqueueResult, Job, JobSpec, JobState, JobSummary } from './job.ts';
 import type { MigrateResult } from '../db/migrate.ts';
 import type { Queryable } from '../db/pg/pool.ts';
 
@@ -31,7 +31,8 @@ export interface ListJobsFilter {
 }
 
 export interface JobPage {
-  jobs: Job[];
+  /** Summaries: bulky fields bounded (see JobSummary). */
+  jobs: JobSummary[];
   /** Total rows matching the filter (capped count; see admin docs). */
   total: number;
   limit: number;
@@ -61,8 +62,8 @@ export interface AdminApi {
   replay(id: string): Promise<Job>;
   /** JOB_STATE_CONFLICT unless pending. */
   cancel(id: string): Promise<Job>;
-  /** Replays up to `limit` (1..1000, default 100) dead-lettered jobs, oldest first. */
-  replayDeadLetters(opts?: { limit?: number; queue?: string; tenantId?: string }): Promise<Job[]>;
+  /** Replays up to `limit` (1..1000, default 100) dead-lettered jobs, oldest first; answers their summaries. */
+  replayDeadLetters(opts?: { limit?: number; queue?: string; tenantId?: string }): Promise<JobSummary[]>;
   queueDepth(queue: string): Promise<StateCounts>;
   /** Every queue with at least one job, with counts by state. */
   queues(): Promise<Array<{ queue: string; counts: StateCounts }>>;

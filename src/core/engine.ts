@@ -35,6 +35,8 @@ const ABORT_GRACE_MS = 1_000;
 export interface EngineDeps {
   config: EngineConfig;
   executor: Executor;
+  /** Runs admin reads and operator actions, apart from the claim path's connections. */
+  adminExecutor: Executor;
   handlers: HandlerMap;
   logger: Logger;
   lockNamespace: number;
@@ -92,7 +94,7 @@ export class Engine implements Baton {
       this.#log.warn({ err: error, where }, 'baton: background operation failed');
       this.events.emit('error', { where, error });
     };
-    this.admin = createAdmin(deps.executor, (q) => this.#wakeQueues([q]));
+    this.admin = createAdmin(deps.adminExecutor, (q) => this.#wakeQueues([q]));
     this.#onNotifyError = onError('notify');
     this.#notifier = new Notifier({
       debounceMs: this.config.notifyDebounceMs,

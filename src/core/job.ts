@@ -76,6 +76,30 @@ export interface CancelledJob extends JobBase {
 
 export type Job = PendingJob | LeasedJob | SucceededJob | DeadLetteredJob | CancelledJob;
 
+/** Largest payload or result (stored bytes) a listing carries inline; a larger one is left out. */
+export const LIST_INLINE_MAX_BYTES = 2_048;
+/** Longest last-error message a listing carries (characters). */
+export const LIST_MESSAGE_MAX_CHARS = 1_000;
+
+type SummaryOf<J> = J extends unknown
+  ? Omit<J, 'payload' | 'errors' | 'lastError' | 'result'> & {
+      /** The payload when its stored size is at most LIST_INLINE_MAX_BYTES; absent otherwise (read the job). */
+      payload?: unknown;
+      /** Stored size of the payload in bytes (compressed when large). */
+      payloadBytes: number;
+      /** How many failed attempts the job's history holds. */
+      errorCount: number;
+      /** The last failed attempt, without its stack, its message cut to LIST_MESSAGE_MAX_CHARS. */
+      lastError: Omit<AttemptError, 'stack'> | null;
+    } & (J extends SucceededJob ? { result?: unknown; resultBytes: number } : unknown)
+  : never;
+
+/**
+ * A job as listings show it: bounded whatever the job holds, so a page of them costs what its
+ * row count says. The full job (payload, result, every attempt) is one getJob away.
+ */
+export type JobSummary = SummaryOf<Job>;
+
 /** What a producer submits. */
 export interface JobSpec {
   jobType: string;

@@ -2,7 +2,7 @@
 // performs, as one method with one params object, returning domain types.
 // @internal — not a public API.
 
-import type { AttemptError, EnqueueResult, Job, JobState, LeasedJob } from '../core/job.ts';
+import type { AttemptError, EnqueueResult, Job, JobState, JobSummary, LeasedJob } from '../core/job.ts';
 import type { Queryable } from './pg/pool.ts';
 import type { WorkerInfo } from '../core/baton.ts';
 
@@ -95,11 +95,11 @@ export interface Executor {
   /** No token issued before this call is greater than the answer. */
   jobTokenHighWater(): Promise<bigint>;
   jobGet(p: { id: string }): Promise<Job | null>;
-  jobList(p: JobListParams): Promise<Job[]>;
+  jobList(p: JobListParams): Promise<JobSummary[]>;
   jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }): Promise<number>;
   jobReplay(p: { id: string }): Promise<Job | null>;
   jobCancel(p: { id: string }): Promise<Job | null>;
-  jobReplayDeadLetters(p: { limit: number; queue?: string | undefined; tenantId?: string | undefined }): Promise<Job[]>;
+  jobReplayDeadLetters(p: { limit: number; queue?: string | undefined; tenantId?: string | undefined }): Promise<JobSummary[]>;
   jobCountsByQueue(p: { queue?: string | undefined }): Promise<Array<{ queue: string; state: JobState; n: number }>>;
   workerSweep(p: { lockNamespace: number }): Promise<void>;
   workerPrune(): Promise<void>;

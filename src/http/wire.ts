@@ -2,7 +2,7 @@
 // dates as ISO 8601 strings, ids and tokens as strings. Listing fields
 // explicitly keeps internals off the wire; the client's types come from here.
 
-import type { AttemptError, Job, StateCounts, WorkerInfo, EnqueueResult } from '../index.ts';
+import type { AttemptError, Job, JobSummary, StateCounts, WorkerInfo, EnqueueResult } from '../index.ts';
 import type { JSONValue } from 'hono/utils/types';
 
 const iso = (d: Date): string => d.toISOString();
@@ -12,29 +12,36 @@ const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null
  * A failed attempt on the wire. The handler's stack is left out on purpose: an API
  * response never carries stack traces (they reveal paths and code); it stays in the row.
  */
-export function toWireAttemptError(e: AttemptError) {
+export function toWireAttemptError(e: Omit<AttemptError, 'stack'>) {
   return { attempt: e.attempt, token: e.token, kind: e.kind, name: e.name, message: e.message, at: e.at };
 }
 
-/** A job on the wire; a discriminated union on `state` like Job itself. */
-export function toWireJob(job: Job) {
-  const base = {
+/** The fields a job and its summary share on the wire (not payload, result or errors). */
+function wireCommon(job: Job | JobSummary) {
+  return {
     id: job.id,
     tenantId: job.tenantId,
     queue: job.queue,
     jobType: job.jobType,
-    payload: job.payload as JSONValue,
     priority: job.priority,
     runAt: iso(job.runAt),
     attempt: job.attempt,
     maxAttempts: job.maxAttempts,
     idempotencyKey: job.idempotencyKey,
     replayCount: job.replayCount,
-    errors: job.errors.map(toWireAttemptError),
-    lastError: job.lastError ? toWireAttemptError(job.lastError) : null,
     createdAt: iso(job.createdAt),
     updatedAt: iso(job.updatedAt),
     startedAt: isoOrNull(job.startedAt),
+  };
+}
+
+/** A job on the wire; a discriminated union on `state` like Job itself. */
+export function toWireJob(job: Job) {
+  const base = {
+    ...wireCommon(job),
+    payload: job.payload as JSONValue,
+    errors: job.errors.map(toWireAttemptError),
+    lastError: job.lastError ? toWireAttemptError(job.lastError) : null,
   };
   switch (job.state) {
     case 'pending':
@@ -55,6 +62,61 @@ export function toWireJob(job: Job) {
     case 'cancelled':
       return { ...base, state: job.state, lastToken: job.lastToken, finishedAt: iso(job.finishedAt) };
   }
+}
+
+/**
+ * A job as listings show it: `payload` (and a succeeded job's `result`) only when small,
+ * with their stored sizes; the failure count and the last failure instead of the history.
+ */
+export function toWireSummary(job: JobSummary) {
+  const base = {
+    ...wireCommon(job),
+    ...('payload' in job ? { payload: job.payload as JSONValue } : {}),
+    payloadBytes: job.payloadBytes,
+    errorCount: job.errorCount,
+    lastError: job.lastError ? toWireAttemptError(job.lastError) : null,
+  };
+  switch (job.state) {
+    case 'pending':
+      return { ...base, state: job.state, lastToken: job.lastToken };
+    case 'leased':
+    case 'running':
+      return { ...base, state: job.state, token: job.token, leaseOwner: job.leaseOwner, leaseExpiresAt: iso(job.leaseExpiresAt) };
+    case 'succeeded':
+      return {
+        ...base,
+        state: job.state,
+        token: job.token,
+        ...('result' in job ? { result: job.result as JSONValue } : {}),
+        resultBytes: job.resultBytes,
+        finishedAt: iso(job.finishedAt),
+      };
+    case 'dead_lettered':
+      return { ...base, state: job.state, lastToken: job.lastToken, reason: job.reason, finishedAt: iso(job.finishedAt) };
+    case 'cancelled':
+      return { ...base, state: job.state, lastToken: job.lastToken, finishedAt: iso(job.finishedAt) };
+  }
+}
+
+export type WireJobSummary = ReturnType<typeof toWireSummary>;
+
+/** Largest list of jobs one response carries (JSON bytes, about); rows past it are left for the next page. */
+export const LIST_RESPONSE_MAX_BYTES = 1024 * 1024;
+
+/**
+ * Summaries on the wire, in order, while their JSON fits in LIST_RESPONSE_MAX_BYTES (the first
+ * always goes). A summary is bounded, so this only bites on pages of large summaries.
+ */
+export function wireSummaries(jobs: readonly JobSummary[]): { jobs: WireJobSummary[]; truncated: boolean } {
+  const out: WireJobSummary[] = [];
+  let bytes = 0;
+  for (const job of jobs) {
+    const wire = toWireSummary(job);
+    bytes += Buffer.byteLength(JSON.stringify(wire)) + 1;
+    if (out.length > 0 && bytes > LIST_RESPONSE_MAX_BYTES) return { jobs: out, truncated: true };
+    out.push(wire);
+  }
+  return { jobs: out, truncated: false };
 }
 
 export type WireJob = ReturnType<typeof toWireJob>;

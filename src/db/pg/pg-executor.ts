@@ -18,7 +18,17 @@ import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './i
 import { checkOut, type CheckedOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { jobQueries, type JobQueries } from './queries/job.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
-import { claimOrder, claimRowFromObject, claimRowToJob, compareIds, rowToJob, type ClaimRow, type JobRow } from './rows.ts';
+import {
+  claimOrder,
+  claimRowFromObject,
+  claimRowToJob,
+  compareIds,
+  rowToJob,
+  rowToSummary,
+  type ClaimRow,
+  type JobRow,
+  type JobSummaryRow,
+} from './rows.ts';
 
 export class PgExecutor implements Executor {
   readonly #pool: PgPoolLike;
@@ -234,8 +244,8 @@ export class PgExecutor implements Executor {
   }
 
   async jobList(p: JobListParams) {
-    const rows = await this.#q<JobRow>(this.#job.list, [...filterValues(p), p.limit, p.offset]);
-    return rows.map(rowToJob);
+    const rows = await this.#q<JobSummaryRow>(this.#job.list, [...filterValues(p), p.limit, p.offset]);
+    return rows.map(rowToSummary);
   }
 
   async jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }) {
@@ -254,8 +264,8 @@ export class PgExecutor implements Executor {
   }
 
   async jobReplayDeadLetters(p: { limit: number; queue?: string | undefined; tenantId?: string | undefined }) {
-    const rows = await this.#q<JobRow>(this.#job.replayDeadLetters, [p.limit, p.queue ?? null, p.tenantId ?? null]);
-    return rows.map(rowToJob).sort((a, b) => compareIds(a.id, b.id));
+    const rows = await this.#q<JobSummaryRow>(this.#job.replayDeadLetters, [p.limit, p.queue ?? null, p.tenantId ?? null]);
+    return rows.map(rowToSummary).sort((a, b) => compareIds(a.id, b.id));
   }
 
   jobCountsByQueue(p: { queue?: string | undefined }) {

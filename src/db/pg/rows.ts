@@ -1,7 +1,7 @@
 // Maps snake_case job rows to the Job union. The CHECK constraints of the jobs
 // table guarantee the per-state fields exist, so the casts here are safe.
 
-import type { AttemptError, Job, JobState, LeasedJob } from '../../core/job.ts';
+import type { AttemptError, Job, JobState, JobSummary, LeasedJob } from '../../core/job.ts';
 
 export interface JobRow {
   id: string;
@@ -68,6 +68,28 @@ export function rowToJob(r: JobRow): Job {
     case 'cancelled':
       return { ...base, state: 'cancelled', lastToken, finishedAt: r.finished_at as Date };
   }
+}
+
+/** A listing row (summaryColumns in queries/job.ts). */
+export interface JobSummaryRow extends Omit<JobRow, 'errors' | 'last_error'> {
+  payload_bytes: number;
+  payload_inline: boolean;
+  result_bytes: number;
+  result_inline: boolean;
+  error_count: number;
+  last_error: Omit<AttemptError, 'stack'> | null;
+}
+
+export function rowToSummary(r: JobSummaryRow): JobSummary {
+  const full = rowToJob({ ...r, errors: [], last_error: null });
+  const { errors: _errors, lastError: _lastError, payload: _payload, ...rest } = full;
+  // A value the listing left out (too large) is absent, not null.
+  const payload = r.payload_inline ? { payload: r.payload } : {};
+  const bounded = { ...payload, payloadBytes: r.payload_bytes, errorCount: r.error_count, lastError: r.last_error };
+  if (rest.state !== 'succeeded') return { ...rest, ...bounded };
+  const { result: _result, ...done } = rest;
+  const result = r.result_inline ? { result: r.result } : {};
+  return { ...done, ...bounded, ...result, resultBytes: r.result_bytes };
 }
 
 /**

@@ -8,14 +8,15 @@ import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
 import { DLQ_REPLAY_LIMIT_DEFAULT, dlqReplayQuerySchema, nameSchema } from '../schemas.ts';
-import { toWireCounts, toWireJob, toWireWorker } from '../wire.ts';
+import { toWireCounts, toWireWorker, wireSummaries } from '../wire.ts';
 
 export function dlqRoutes(baton: Baton) {
-  /** Replays up to `limit` (default 100, max 1000) dead-lettered jobs, oldest first. */
+  /** Replays up to `limit` (default 100, max 1000) dead-lettered jobs, oldest first; answers their summaries (capped like a listing). */
   return new Hono<AppEnv>().post('/replay', zValidator('query', dlqReplayQuerySchema, validationHook), async (c) => {
     const q = c.req.valid('query');
-    const jobs = await baton.admin.replayDeadLetters({ ...q, limit: q.limit ?? DLQ_REPLAY_LIMIT_DEFAULT });
-    return c.json({ replayed: jobs.length, jobs: jobs.map(toWireJob) }, 200);
+    const replayed = await baton.admin.replayDeadLetters({ ...q, limit: q.limit ?? DLQ_REPLAY_LIMIT_DEFAULT });
+    const { jobs, truncated } = wireSummaries(replayed);
+    return c.json({ replayed: replayed.length, jobs, truncated }, 200);
   });
 }
 

@@ -8,7 +8,7 @@ import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody } from '../json-body.ts';
 import { batchSchema, isJobId, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
-import { toWireJob, toWireResult } from '../wire.ts';
+import { toWireJob, toWireResult, wireSummaries } from '../wire.ts';
 
 /** A malformed id cannot name a job, so it is simply not found (never a 500 from a cast). */
 function jobId(raw: string): string {
@@ -29,10 +29,15 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
         const results = await baton.enqueueMany(c.req.valid('json').jobs);
         return c.json({ results: results.map(toWireResult) }, results.some((r) => r.created) ? 201 : 200);
       })
-      /** Newest first, filtered by state / tenantId / queue / jobType, paged by limit (1..500) and offset. */
+      /**
+       * Summaries, newest first, filtered by state / tenantId / queue / jobType, paged by limit
+       * (1..500) and offset; `truncated` when the response size cap cut the page short (the next
+       * page starts at offset + jobs.length). The full job is GET /api/jobs/:id.
+       */
       .get('/', zValidator('query', listJobsQuerySchema, validationHook), async (c) => {
         const page = await baton.admin.listJobs(c.req.valid('query'));
-        return c.json({ jobs: page.jobs.map(toWireJob), total: page.total, limit: page.limit, offset: page.offset }, 200);
+        const { jobs, truncated } = wireSummaries(page.jobs);
+        return c.json({ jobs, total: page.total, limit: page.limit, offset: page.offset, truncated }, 200);
       })
       .get('/:id', async (c) => {
         const job = await baton.admin.getJob(jobId(c.req.param('id')));

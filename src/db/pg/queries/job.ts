@@ -14,6 +14,8 @@
 // hand: it hashes the token list (a generic plan would scan it once per row, quadratic in
 // the batch: 81 ms instead of 32 for a heartbeat of 5,000 leases) and sizes the index scan.
 
+import { LIST_INLINE_MAX_BYTES, LIST_MESSAGE_MAX_CHARS } from '../../../core/job.ts';
+
 /** Error history kept per job (oldest entries dropped first). */
 export const ERROR_HISTORY_LIMIT = 100;
 
@@ -44,6 +46,25 @@ const leasePos = `array_position($2::bigint[], j.lease_token)`;
  */
 const acceptedIds = (update: string) => `WITH w AS (${update} RETURNING j.id)
         SELECT CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL ELSE COALESCE(array_agg(w.id), '{}') END AS ids FROM w`;
+
+/**
+ * A listing row (JobSummary) of alias `j`: every scalar column, and the bulky ones bounded.
+ * pg_column_size reads a large value's TOAST pointer, not the value, so a page of jobs with
+ * megabyte payloads costs what its row count says, in the database and in the daemon.
+ */
+const summaryColumns = (j: string) => `${j}.id, ${j}.tenant_id, ${j}.queue, ${j}.job_type, ${j}.priority, ${j}.state,
+    ${j}.run_at, ${j}.attempt, ${j}.max_attempts, ${j}.lease_token, ${j}.lease_owner, ${j}.lease_expires_at,
+    ${j}.idempotency_key, ${j}.dead_letter_reason, ${j}.replay_count, ${j}.created_at, ${j}.started_at,
+    ${j}.finished_at, ${j}.updated_at,
+    CASE WHEN pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} THEN ${j}.payload END AS payload,
+    pg_column_size(${j}.payload) AS payload_bytes,
+    pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} AS payload_inline,
+    CASE WHEN pg_column_size(${j}.result) <= ${LIST_INLINE_MAX_BYTES} THEN ${j}.result END AS result,
+    COALESCE(pg_column_size(${j}.result), 0) AS result_bytes,
+    COALESCE(pg_column_size(${j}.result) <= ${LIST_INLINE_MAX_BYTES}, true) AS result_inline,
+    jsonb_array_length(${j}.errors) AS error_count,
+    CASE WHEN ${j}.last_error IS NOT NULL THEN (${j}.last_error - 'stack')
+      || jsonb_build_object('message', left(${j}.last_error->>'message', ${LIST_MESSAGE_MAX_CHARS})) END AS last_error`;
 
 export function jobQueries(schema: string) {
   const jobs = `${schema}.jobs`;
@@ -274,7 +295,7 @@ export function jobQueries(schema: string) {
     get: { name: `${schema}.job_get`, text: `SELECT * FROM ${jobs} WHERE id = $1` },
     list: {
       name: `${schema}.job_list`,
-      text: `SELECT * FROM ${jobs}
+      text: `SELECT ${summaryColumns('j')} FROM ${jobs} j
         WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR tenant_id = $2)
           AND ($3::text IS NULL OR queue = $3) AND ($4::text IS NULL OR job_type = $4)
         ORDER BY id DESC LIMIT $5 OFFSET $6`,
@@ -312,7 +333,7 @@ export function jobQueries(schema: string) {
           replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL,
           started_at = NULL, finished_at = NULL, updated_at = now()
         FROM v WHERE j.id = v.id
-        RETURNING j.*`,
+        RETURNING ${summaryColumns('j')}`,
     },
     countsByQueue: {
       name: `${schema}.job_counts_by_queue`,
