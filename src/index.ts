@@ -32,3 +32,4 @@ export {
 export { BatonError, TerminalError, LeaseLostError, ERROR_CODES, isBatonError, type ErrorCode } from './core/errors.ts';
 export { engineConfigSchema, parseEngineConfig, NAME_PATTERN, type EngineConfig, type EngineConfigInput } from './core/config.ts';
 export { migrate, type MigrateOptions, type MigrateResult } from './db/migrate.ts';
+export { isInvalidInputSqlstate } from './db/pg/errors.ts';

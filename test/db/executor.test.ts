@@ -1131,4 +1131,13 @@ describe('bad input', () => {
     }
     expect(await jobCount()).toBe(before);
   });
+
+  it('every data exception the database raises (class 22, here 22009) is INVALID_ARGUMENT, not INTERNAL', async () => {
+    const before = await jobCount();
+    // Year 10000 written the way Date#toISOString writes it: PostgreSQL reads "+010000" as a
+    // time zone displacement and refuses it with 22009, a code no list of codes had named.
+    const err = await expectBatonError(ex.jobInsertMany({ jobs: [newJob({ runAt: '+010000-01-01T00:00:00.000Z' })] }), 'INVALID_ARGUMENT');
+    expect(err.details).toEqual({ sqlstate: '22009' });
+    expect(await jobCount()).toBe(before);
+  });
 });
