@@ -3,7 +3,7 @@
 // that takes query parameters, is a 400 naming it; a typo never becomes a default.
 
 import { z } from 'zod';
-import { JOB_STATES, NAME_PATTERN, type JobSpec, type ListJobsFilter } from '../index.ts';
+import { JOB_STATES, NAME_PATTERN, runAtSchema, type JobSpec, type ListJobsFilter } from '../index.ts';
 
 /** Most jobs accepted by one POST /api/jobs/batch. */
 export const BATCH_MAX = 1_000;
@@ -50,9 +50,11 @@ export const jobSpecSchema = z
     tenantId: nameSchema.optional(),
     /** Higher runs first; -1 000 000 .. 1 000 000. */
     priority: z.int().min(-PRIORITY_MAX).max(PRIORITY_MAX).optional(),
+    /** The engine's own bounds (years 0001..9999 in UTC), checked after the offset is applied. */
     runAt: z.iso
       .datetime({ offset: true })
       .transform((s) => new Date(s))
+      .pipe(runAtSchema)
       .optional(),
     delayMs: z.int().min(0).max(DELAY_MS_MAX).optional(),
     maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_MAX).optional(),

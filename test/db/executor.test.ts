@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Baton } from '../../src/core/baton.ts';
 import { BatonError } from '../../src/core/errors.ts';
+import { RUN_AT_MAX, RUN_AT_MIN } from '../../src/core/job-spec.ts';
 import type { JobSpec, LeasedJob } from '../../src/core/job.ts';
 import { channelFor } from '../../src/core/notifier.ts';
 import { createBaton, lockNamespaceFor } from '../../src/create-baton.ts';
@@ -1102,6 +1103,23 @@ describe('bad input', () => {
     const before = await jobCount();
     await expectBatonError(baton.enqueue(spec), 'INVALID_ARGUMENT');
     expect(await jobCount()).toBe(before);
+  });
+
+  it('a runAt outside years 0001..9999 (UTC) is refused before any SQL, naming runAt; the bounds themselves are stored', async () => {
+    const before = await jobCount();
+    // Valid-looking text whose offset carries it past a bound.
+    for (const text of ['9999-12-31T23:00:00-01:00', '0001-01-01T00:30:00+01:00']) {
+      const runAt = new Date(text);
+      const one = await expectBatonError(baton.enqueue({ jobType: 'bad.time', runAt }), 'INVALID_ARGUMENT');
+      expect(one.message).toMatch(/^invalid job: runAt: must be from 0001-01-01T00:00:00\.000Z to 9999-12-31T23:59:59\.999Z/);
+      const many = await expectBatonError(baton.enqueueMany([{ jobType: 'ok.one' }, { jobType: 'bad.time', runAt }]), 'INVALID_ARGUMENT');
+      expect(many.message).toContain('jobs[1].runAt: must be from');
+    }
+    expect(await jobCount()).toBe(before);
+    for (const iso of [RUN_AT_MIN, RUN_AT_MAX]) {
+      const { job } = await baton.enqueue({ jobType: 'ok.bound', runAt: new Date(iso) });
+      expect((await row(job.id)).run_at.toISOString()).toBe(iso);
+    }
   });
 
   it('accepts the six-character text \\u0000 (a backslash, no NUL) and stores it verbatim', async () => {

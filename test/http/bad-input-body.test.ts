@@ -93,6 +93,20 @@ describe('wrong types, ranges and shapes', () => {
     expect(field(res)).toBe('payload.x.1');
   });
 
+  it.each([
+    ['an offset carrying runAt into year 10000', '9999-12-31T23:00:00-01:00'],
+    ['an offset carrying runAt back into year 0', '0001-01-01T00:30:00+01:00'],
+  ])('%s -> 400 naming runAt, on POST /api/jobs and /api/jobs/batch, nothing written', async (_name, runAt) => {
+    const one = await rejectsEnqueue(JSON.stringify({ jobType: 'noop', runAt }), 400, 'INVALID_ARGUMENT');
+    expect(field(one)).toBe('runAt');
+    expect(one.error.message).toContain('must be from 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z');
+    const before = await countJobs(db);
+    const body = JSON.stringify({ jobs: [{ jobType: 'noop' }, { jobType: 'noop', runAt }] });
+    const batch = await expectError(await api.raw('/api/jobs/batch', { method: 'POST', headers: JSON_HEADERS, body }), 400, 'INVALID_ARGUMENT');
+    expect(field(batch)).toBe('jobs.1.runAt');
+    expect(await countJobs(db)).toBe(before);
+  });
+
   it('a far-future runAt (9999-12-31) is stored as given', async () => {
     const res = await api.client.api.jobs.$post({ json: { jobType: 'far', runAt: '9999-12-31T23:59:59.999Z' } });
     expect(res.status).toBe(201);
