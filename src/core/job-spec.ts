@@ -3,7 +3,7 @@
 
 import { z } from 'zod';
 import type { NewJob } from '../db/executor.ts';
-import { NAME_PATTERN } from './config.ts';
+import { nameSchema as name } from './config.ts';
 import { BatonError } from './errors.ts';
 import type { JobSpec } from './job.ts';
 
@@ -18,7 +18,6 @@ const noNul = (s: string) => !s.includes('\u0000');
 export function jsonTextHasNul(text: string): boolean {
   return /(?<!\\)(?:\\\\)*\\u0000/.test(text);
 }
-const name = z.string().regex(NAME_PATTERN, 'must be 1-128 chars of [A-Za-z0-9_.:-/]');
 
 /**
  * Earliest and latest runAt: the instants with a four-digit UTC year. Past them

@@ -71,6 +71,8 @@ describe('loadConfig', () => {
     [{ BATON_QUEUES: 'default' }, 'BATON_QUEUES (--queues)'],
     [{ BATON_QUEUES: 'default:0' }, 'BATON_QUEUES (--queues)'],
     [{ BATON_QUEUES: 'bad name:1' }, 'BATON_QUEUES (--queues)'],
+    [{ BATON_QUEUES: 'a//b:1' }, 'BATON_QUEUES (--queues)'],
+    [{ BATON_QUEUES: 'emails/:1' }, 'BATON_QUEUES (--queues)'],
     [{ BATON_CLAIM_INTO_RUNNING: 'maybe' }, 'BATON_CLAIM_INTO_RUNNING (--claim-into-running)'],
     [{ BATON_DISPATCH: 'push' }, 'BATON_DISPATCH (--dispatch)'],
     [{ BATON_SCHEMA: 'Bad-Schema' }, 'BATON_SCHEMA (--schema)'],

@@ -127,6 +127,10 @@ describe('names', () => {
     ['SQL', "' OR 1=1 --"],
     ['too long (10k chars)', 'q'.repeat(10_000)],
     ['empty', ''],
+    ['a lone slash', '/'],
+    ['a doubled slash', 'a//b'],
+    ['a leading slash', '/a'],
+    ['a trailing slash', 'a/'],
   ])('queue/jobType/tenantId %s -> 400', async (_name, name) => {
     for (const key of ['queue', 'jobType', 'tenantId']) {
       const res = await rejectsEnqueue(JSON.stringify({ jobType: 'ok', [key]: name }), 400, 'INVALID_ARGUMENT');
@@ -140,9 +144,24 @@ describe('names', () => {
     expect(lower.counts.pending).toBe(0);
   });
 
-  it('an invalid queue in the depth path -> 400', async () => {
-    const res = await api.raw('/api/queues/a%20b/depth');
-    expect(field(await expectError(res, 400, 'INVALID_ARGUMENT'))).toBe('queue');
+  it('an invalid queue in the depth path or a filter -> 400', async () => {
+    for (const queue of ['a b', '/', 'a//b', 'a/']) {
+      const res = await api.raw(`/api/queues/${encodeURIComponent(queue)}/depth`);
+      expect(field(await expectError(res, 400, 'INVALID_ARGUMENT')), queue).toBe('queue');
+      const list = await api.raw(`/api/jobs?queue=${encodeURIComponent(queue)}`);
+      expect(field(await expectError(list, 400, 'INVALID_ARGUMENT')), queue).toBe('queue');
+    }
+  });
+
+  it('a queue with a "/" in its name is addressed by the depth route percent-encoded (a%2Fb)', async () => {
+    const res = await api.client.api.jobs.$post({ json: { jobType: 'slashed', queue: 'a/b' } });
+    expect(res.status).toBe(201);
+    const raw = await api.raw('/api/queues/a%2Fb/depth');
+    expect(raw.status).toBe(200);
+    expect(await raw.json()).toMatchObject({ queue: 'a/b', counts: { pending: 1 } });
+    // The typed client puts params into the path as given, so the caller encodes them.
+    const typed = await api.client.api.queues[':queue'].depth.$get({ param: { queue: encodeURIComponent('a/b') } });
+    expect(await typed.json()).toMatchObject({ queue: 'a/b', counts: { pending: 1 } });
   });
 });
 
