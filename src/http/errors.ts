@@ -14,6 +14,8 @@ export const HTTP_ERROR_CODES = [
   'INVALID_JSON',
   'UNSUPPORTED_MEDIA_TYPE',
   'UNAUTHORIZED',
+  'FORBIDDEN_ORIGIN',
+  'HOST_NOT_ALLOWED',
   'ROUTE_NOT_FOUND',
   'METHOD_NOT_ALLOWED',
   'NOT_READY',
@@ -26,6 +28,10 @@ export const STATUS_BY_CODE = {
   INVALID_ARGUMENT: 400,
   INVALID_JSON: 400,
   UNAUTHORIZED: 401,
+  // A page on another origin asked to change state (same-origin.ts).
+  FORBIDDEN_ORIGIN: 403,
+  // Not a name this server is known by, e.g. a DNS-rebound one (allowed-hosts.ts): wrong server.
+  HOST_NOT_ALLOWED: 421,
   JOB_NOT_FOUND: 404,
   ROUTE_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
