@@ -68,8 +68,8 @@ export function assertSafeJson(value: unknown, maxDepth = MAX_JSON_DEPTH_DEFAULT
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
- * Reads the body of a request already known to be JSON-typed and within the size limit:
- * undefined when it is empty, else its text and value, well-formed and safe.
+ * Checks the content type and reads the body (bodyLimit has bounded it): undefined when it
+ * is empty, else its text and value, well-formed and safe.
  */
 async function readJson(c: Context<AppEnv>, maxDepth: number): Promise<{ text: string; value: unknown } | undefined> {
   assertJsonContentType(c.req.header('content-type'));
