@@ -32,5 +32,7 @@ export {
   type CancelledJob,
 } from './core/job.ts';
 export { BatonError, TerminalError, LeaseLostError, ERROR_CODES, isBatonError, type ErrorCode } from './core/errors.ts';
-export { engineConfigSchema, parseEngineConfig, NAME_PATTERN, type EngineConfig, type EngineConfigInput } from './core/config.ts';
+export { engineConfigSchema, parseEngineConfig, NAME_PATTERN, nameSchema, type EngineConfig, type EngineConfigInput } from './core/config.ts';
+export { RUN_AT_MIN, RUN_AT_MAX, runAtSchema } from './core/job-spec.ts';
 export { migrate, type MigrateOptions, type MigrateResult } from './db/migrate.ts';
+export { isInvalidInputSqlstate } from './db/pg/errors.ts';

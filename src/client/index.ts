@@ -18,13 +18,29 @@ export interface ClientOptions {
 }
 
 /**
+ * Gives every state-changing request the JSON content type, also those without a body
+ * (cancel, replay, DLQ replay): the server refuses others, as a page on another origin
+ * could send them (415 UNSUPPORTED_MEDIA_TYPE).
+ */
+function withJsonContentType(f: typeof fetch): typeof fetch {
+  return (input, init) => {
+    const method = (init?.method ?? 'GET').toUpperCase();
+    if (method === 'GET' || method === 'HEAD' || method === 'OPTIONS') return f(input, init);
+    const headers = new Headers(init?.headers);
+    if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+    return f(input, { ...init, headers });
+  };
+}
+
+/**
  * Creates a client for a Baton daemon at `baseUrl` (e.g. `http://127.0.0.1:8080`).
  * Example: `const res = await client.api.jobs.$post({ json: { jobType: 'noop' } })`.
  */
 export function createClient(baseUrl: string, opts: ClientOptions = {}) {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
-  return hc<AppType>(baseUrl, { headers, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
+  // Global fetch looked up per call, so a fetch replaced after the client was made is used.
+  return hc<AppType>(baseUrl, { headers, fetch: withJsonContentType(opts.fetch ?? ((input, init) => fetch(input, init))) });
 }
 
 export type BatonClient = ReturnType<typeof createClient>;

@@ -20,10 +20,17 @@ export const CONCURRENCY_DEFAULT = 10;
 export const COMPLETER_MAX_BATCH_DEFAULT = 500;
 export const QUERY_TIMEOUT_MS_DEFAULT = 10_000;
 
-/** Queue and job-type names: printable, no whitespace, 1-128 chars. */
-export const NAME_PATTERN = /^[A-Za-z0-9_.:\-/]{1,128}$/;
+/**
+ * Queue, job-type and tenant names: 1-128 chars of [A-Za-z0-9_.:-/], no whitespace, and no
+ * empty "/"-separated segment (no leading, trailing or doubled "/"): clients and proxies
+ * collapse or strip such slashes, so a name like "a//b" or "/" could not be addressed in a URL.
+ */
+export const NAME_PATTERN = /^(?=.{1,128}$)[A-Za-z0-9_.:-]+(?:\/[A-Za-z0-9_.:-]+)*$/;
 
-const name = z.string().regex(NAME_PATTERN, 'must be 1-128 chars of [A-Za-z0-9_.:-/]');
+/** A name checked against NAME_PATTERN, with the message every place that checks one shows. */
+export const nameSchema = z
+  .string()
+  .regex(NAME_PATTERN, 'must be 1-128 chars of [A-Za-z0-9_.:-/] with no empty segment (no leading, trailing or double /)');
 const positiveMs = z.number().int().positive();
 
 export const engineConfigSchema = z
@@ -33,7 +40,7 @@ export const engineConfigSchema = z
       .refine(isValidSchemaName, 'must match ^[a-z_][a-z0-9_]{0,62}$ and not start with pg_')
       .default(SCHEMA_DEFAULT),
     /** Queue name -> concurrency (free slots) on this process. Empty: this process only produces. */
-    queues: z.record(name, z.number().int().min(1).max(10_000)).default({}),
+    queues: z.record(nameSchema, z.number().int().min(1).max(10_000)).default({}),
     dispatch: z.enum(['notify', 'poll']).default('notify'),
     claimIntoRunning: z.boolean().default(true),
     /** Claims on Baton's own pool skip their WAL flush, behind a durable token floor (README). */

@@ -3,7 +3,7 @@
 
 import { z } from 'zod';
 import type { NewJob } from '../db/executor.ts';
-import { NAME_PATTERN } from './config.ts';
+import { nameSchema as name } from './config.ts';
 import { BatonError } from './errors.ts';
 import type { JobSpec } from './job.ts';
 
@@ -18,7 +18,22 @@ const noNul = (s: string) => !s.includes('\u0000');
 export function jsonTextHasNul(text: string): boolean {
   return /(?<!\\)(?:\\\\)*\\u0000/.test(text);
 }
-const name = z.string().regex(NAME_PATTERN, 'must be 1-128 chars of [A-Za-z0-9_.:-/]');
+
+/**
+ * Earliest and latest runAt: the instants with a four-digit UTC year. Past them
+ * Date#toISOString writes a six-digit signed year ("+010000-...") that PostgreSQL refuses,
+ * and an offset can carry a valid-looking "9999-12-31T23:00:00-01:00" into year 10000.
+ */
+export const RUN_AT_MIN = '0001-01-01T00:00:00.000Z';
+export const RUN_AT_MAX = '9999-12-31T23:59:59.999Z';
+const RUN_AT_MIN_MS = Date.parse(RUN_AT_MIN);
+const RUN_AT_MAX_MS = Date.parse(RUN_AT_MAX);
+
+/** A job's runAt: a valid Date from RUN_AT_MIN to RUN_AT_MAX. The HTTP edge reuses it. */
+export const runAtSchema = z
+  .date()
+  .refine((d) => !Number.isNaN(d.getTime()), { message: 'must be a valid date', abort: true })
+  .refine((d) => d.getTime() >= RUN_AT_MIN_MS && d.getTime() <= RUN_AT_MAX_MS, `must be from ${RUN_AT_MIN} to ${RUN_AT_MAX}`);
 
 export const jobSpecSchema = z
   .object({
@@ -27,7 +42,7 @@ export const jobSpecSchema = z
     queue: name.optional(),
     tenantId: name.optional(),
     priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
-    runAt: z.date().refine((d) => !Number.isNaN(d.getTime()), 'must be a valid date').optional(),
+    runAt: runAtSchema.optional(),
     delayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
     maxAttempts: z.number().int().min(1).max(1_000).optional(),
     idempotencyKey: z.string().min(1).max(512).refine(noNul, 'must not contain NUL bytes').optional(),

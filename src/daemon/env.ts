@@ -18,6 +18,7 @@ import {
   type EngineConfigInput,
 } from '../core/config.ts';
 import { isValidSchemaName } from '../db/schema-name.ts';
+import { allowedHostsSetting } from '../http/allowed-hosts.ts';
 
 export const PORT_DEFAULT = 8080;
 export const HOST_DEFAULT = '127.0.0.1';
@@ -79,6 +80,7 @@ export const SETTINGS = {
   BATON_HANDLERS: ['handlers', z.string().min(1).optional(), 'module exporting `handlers` (or default): jobType -> handler', '(none)'],
   BATON_DEMO_HANDLERS: ['demo-handlers', bool.default(true), 'register the demo handlers noop, sleep, boom, poison', 'true'],
   BATON_BODY_LIMIT_BYTES: ['body-limit-bytes', int(1, 1_073_741_824).default(BODY_LIMIT_BYTES_DEFAULT), 'largest accepted request body (413 above)', String(BODY_LIMIT_BYTES_DEFAULT)],
+  BATON_ALLOWED_HOSTS: ['allowed-hosts', allowedHostsSetting.optional(), 'more Host names the HTTP server answers to (name or name:port, comma-separated; * turns the Host check off)', '(none)'],
   LOG_LEVEL: ['log-level', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), 'pino log level', 'info'],
 } as const;
 
@@ -105,6 +107,8 @@ export interface DaemonConfig {
   handlersPath: string | undefined;
   demoHandlers: boolean;
   bodyLimitBytes: number;
+  /** Host names beyond the bind address and loopback names; '*' turns the Host check off. */
+  allowedHosts: readonly string[] | '*' | undefined;
   logLevel: Parsed['LOG_LEVEL'];
   /** Options for createBaton (only what was set; the engine applies its own defaults). */
   engine: EngineConfigInput;
@@ -179,6 +183,7 @@ export function loadConfig(
     handlersPath: c.BATON_HANDLERS === undefined ? undefined : path.resolve(cwd, c.BATON_HANDLERS),
     demoHandlers: c.BATON_DEMO_HANDLERS,
     bodyLimitBytes: c.BATON_BODY_LIMIT_BYTES,
+    allowedHosts: c.BATON_ALLOWED_HOSTS,
     logLevel: c.LOG_LEVEL,
     engine: Object.freeze(engine),
   });

@@ -58,8 +58,12 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     let serving = true;
     logger.info({ queues: baton.config.queues, workerId: baton.config.workerId }, 'workers started');
 
+    let listening: { host: string; port: number } | undefined;
     const app = createApp(baton, {
       apiToken: config.apiToken,
+      allowedHosts: config.allowedHosts,
+      // The Host check answers the bind host and loopback names on the port the server got.
+      listenOn: () => listening,
       bodyLimitBytes: config.bodyLimitBytes,
       logger: logger.child({ component: 'http' }),
       // /readyz turns 503 as soon as shutdown begins, so a load balancer stops routing here.
@@ -67,6 +71,7 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     });
     const server = createAdaptorServer({ fetch: app.fetch }) as Server;
     const address = await listen(server, config.port, config.host);
+    listening = { host: config.host, port: address.port };
     const closed = new Promise<void>((resolve) => server.once('close', () => resolve()));
     shutdown.add({
       order: SHUTDOWN_ORDER.stopAccepting,

@@ -1,6 +1,7 @@
 // The HTTP edge: one chained Hono app over a Baton engine (DESIGN §8). Order of
-// middleware: request id + log -> 405 detection -> bearer token (not on health
-// checks or the console page) -> body limit -> routes. `AppType` feeds the typed client.
+// middleware: request id + log -> Host check (not on health checks) -> 405 detection
+// -> bearer token (not on health checks or the console page) -> same-origin, JSON-typed
+// writes -> body limit -> routes. `AppType` feeds the typed client.
 
 import { fileURLToPath } from 'node:url';
 import { Hono } from 'hono';
@@ -10,6 +11,8 @@ import type { Baton, Logger } from '../index.ts';
 import { silentLogger, type AppEnv } from './context.ts';
 import { ApiError, errorResponse, handleError, handleNotFound } from './errors.ts';
 import { bearerToken } from './auth.ts';
+import { hostCheck, type ListenAddress } from './allowed-hosts.ts';
+import { sameOriginWrites } from './same-origin.ts';
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { requestContext } from './request-context.ts';
@@ -39,6 +42,19 @@ export interface AppOptions {
   isStarted?: () => boolean;
   /** The admin console page. Default: src/http/console.html next to this file. */
   consoleHtmlPath?: string;
+  /**
+   * Extra names the server answers to besides those it knows (see listenOn): `name` (any port)
+   * or `name:port`, compared case-insensitively. `'*'` turns the Host check off. Any other Host
+   * gets 421 HOST_NOT_ALLOWED, except on /healthz and /readyz. Default: none.
+   */
+  allowedHosts?: readonly string[] | '*';
+  /**
+   * Where the server listens, read per request (a port picked at listen time is seen). The
+   * bind host and loopback names on that port are accepted; with a wildcard bind (0.0.0.0,
+   * ::), any IP literal on it. While it returns undefined, or when absent, loopback names and
+   * IP literals on any port are.
+   */
+  listenOn?: () => ListenAddress | undefined;
 }
 
 /** Builds the app; throws a plain Error only for invalid options (a programmer error). */
@@ -51,6 +67,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
   base.onError(handleError);
   base.notFound(handleNotFound);
   base.use(requestContext(opts.logger ?? silentLogger, metrics));
+  if (opts.allowedHosts !== '*') base.use(hostCheck(opts.allowedHosts ?? [], opts.listenOn ?? (() => undefined)));
   base.use(
     methodNotAllowed({
       app: base,
@@ -66,6 +83,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     base.use('/api/*', guard);
     base.use('/metrics', guard);
   }
+  base.use('/api/*', sameOriginWrites());
   base.use(
     '/api/*',
     bodyLimit({

@@ -6,7 +6,7 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { core } from 'zod';
-import { isBatonError, type ErrorCode } from '../index.ts';
+import { isBatonError, isInvalidInputSqlstate, type ErrorCode } from '../index.ts';
 import type { AppEnv } from './context.ts';
 
 /** Codes that only the HTTP edge produces (the engine never throws them). */
@@ -14,6 +14,8 @@ export const HTTP_ERROR_CODES = [
   'INVALID_JSON',
   'UNSUPPORTED_MEDIA_TYPE',
   'UNAUTHORIZED',
+  'FORBIDDEN_ORIGIN',
+  'HOST_NOT_ALLOWED',
   'ROUTE_NOT_FOUND',
   'METHOD_NOT_ALLOWED',
   'NOT_READY',
@@ -26,6 +28,10 @@ export const STATUS_BY_CODE = {
   INVALID_ARGUMENT: 400,
   INVALID_JSON: 400,
   UNAUTHORIZED: 401,
+  // A page on another origin asked to change state (same-origin.ts).
+  FORBIDDEN_ORIGIN: 403,
+  // Not a name this server is known by, e.g. a DNS-rebound one (allowed-hosts.ts): wrong server.
+  HOST_NOT_ALLOWED: 421,
   JOB_NOT_FOUND: 404,
   ROUTE_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
@@ -92,16 +98,16 @@ function codeForHttpStatus(status: number): ApiErrorCode {
 }
 
 /**
- * SQLSTATE class 22 (data exception: NUL in text, out-of-range number or date, ...) and
- * 54001 (JSON too deep for the server) mean the client's value was refused. The engine
- * should already translate these; this is the edge's safety net so they never become 500s.
+ * A refused-value SQLSTATE (isInvalidInputSqlstate) anywhere in the cause chain means the
+ * client's value was refused. The engine already translates these; this is the edge's safety
+ * net so they never become 500s, also when something wrapped one as INTERNAL.
  */
 function findDataException(err: unknown): string | undefined {
   const seen = new Set<unknown>();
   for (let e = err; e && typeof e === 'object' && !seen.has(e); e = (e as { cause?: unknown }).cause) {
     seen.add(e);
     const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && /^(22[0-9A-Z]{3}|54001)$/.test(code)) return code;
+    if (typeof code === 'string' && isInvalidInputSqlstate(code)) return code;
   }
   return undefined;
 }
@@ -110,13 +116,16 @@ function findDataException(err: unknown): string | undefined {
 export function handleError(err: Error, c: Context<AppEnv>): Response {
   const log = c.get('log');
   if (err instanceof ApiError) return errorResponse(c, err.code, err.message, err.details);
+  if (isBatonError(err) && STATUS_BY_CODE[err.code] < 500) return errorResponse(c, err.code, err.message, err.details ?? undefined);
+  // Before the 5xx branches: a refused value wrapped as INTERNAL is still the client's fault.
+  const sqlstate = findDataException(err);
+  if (sqlstate) {
+    log?.warn({ err, sqlstate }, 'database refused a value');
+    return errorResponse(c, 'INVALID_ARGUMENT', 'a value was rejected by the database', { sqlstate });
+  }
   if (isBatonError(err)) {
-    const status = STATUS_BY_CODE[err.code];
-    if (status >= 500) {
-      log?.error({ err, code: err.code }, 'engine error');
-      return errorResponse(c, err.code, GENERIC_5XX[err.code] ?? 'internal error');
-    }
-    return errorResponse(c, err.code, err.message, err.details ?? undefined);
+    log?.error({ err, code: err.code }, 'engine error');
+    return errorResponse(c, err.code, GENERIC_5XX[err.code] ?? 'internal error');
   }
   if (err instanceof HTTPException) {
     const code = codeForHttpStatus(err.status);
@@ -125,11 +134,6 @@ export function handleError(err: Error, c: Context<AppEnv>): Response {
       return errorResponse(c, 'INTERNAL', 'internal error');
     }
     return errorResponse(c, code, err.message || code.toLowerCase().replaceAll('_', ' '));
-  }
-  const sqlstate = findDataException(err);
-  if (sqlstate) {
-    log?.warn({ err, sqlstate }, 'database refused a value');
-    return errorResponse(c, 'INVALID_ARGUMENT', 'a value was rejected by the database', { sqlstate });
   }
   log?.error({ err }, 'unhandled error');
   return errorResponse(c, 'INTERNAL', 'internal error');

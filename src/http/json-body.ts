@@ -3,7 +3,7 @@
 // nesting, no NUL characters and only finite numbers (400 INVALID_ARGUMENT).
 // Runs after bodyLimit, so the bytes it reads are already bounded.
 
-import type { MiddlewareHandler } from 'hono';
+import type { Context, MiddlewareHandler } from 'hono';
 import { ApiError } from './errors.ts';
 import type { AppEnv } from './context.ts';
 
@@ -68,32 +68,56 @@ export function assertSafeJson(value: unknown, maxDepth = MAX_JSON_DEPTH_DEFAULT
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
+ * Checks the content type and reads the body (bodyLimit has bounded it): undefined when it
+ * is empty, else its text and value, well-formed and safe.
+ */
+async function readJson(c: Context<AppEnv>, maxDepth: number): Promise<{ text: string; value: unknown } | undefined> {
+  assertJsonContentType(c.req.header('content-type'));
+  const bytes = await c.req.arrayBuffer();
+  if (bytes.byteLength === 0) return undefined;
+  let text: string;
+  try {
+    // ignoreBOM keeps a BOM in the text, so JSON.parse refuses it like any stray byte.
+    text = utf8.decode(bytes);
+  } catch {
+    throw new ApiError('INVALID_JSON', 'request body is not valid UTF-8');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ApiError('INVALID_JSON', 'request body is not well-formed JSON');
+  }
+  assertSafeJson(value, maxDepth);
+  return { text, value };
+}
+
+/**
  * Middleware for routes with a JSON body. After it, `c.req.json()` (and so zValidator)
  * sees the same text, already known to be well-formed and safe.
  */
 export function jsonBody(maxDepth = MAX_JSON_DEPTH_DEFAULT): MiddlewareHandler<AppEnv> {
   return async (c, next) => {
-    assertJsonContentType(c.req.header('content-type'));
-    const bytes = await c.req.arrayBuffer();
-    let text: string;
-    try {
-      // ignoreBOM keeps a BOM in the text, so JSON.parse refuses it like any stray byte.
-      text = utf8.decode(bytes);
-    } catch {
-      throw new ApiError('INVALID_JSON', 'request body is not valid UTF-8');
-    }
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      throw new ApiError(
-        'INVALID_JSON',
-        text.length === 0 ? 'request body is empty; a JSON document is required' : 'request body is not well-formed JSON',
-      );
-    }
-    assertSafeJson(value, maxDepth);
+    const body = await readJson(c, maxDepth);
+    if (!body) throw new ApiError('INVALID_JSON', 'request body is empty; a JSON document is required');
     // hono caches body reads as promises (its type says string); reuse the checked text.
-    c.req.bodyCache.text = Promise.resolve(text) as unknown as string;
+    c.req.bodyCache.text = Promise.resolve(body.text) as unknown as string;
+    await next();
+  };
+}
+
+/**
+ * Middleware for POST routes that take no body (cancel, replay, DLQ replay). They still
+ * require the JSON content type (see same-origin.ts); the body may be empty or `{}`, and
+ * anything else is refused, so parameters sent in the body by mistake are not ignored.
+ */
+export function noBody(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    const body = await readJson(c, MAX_JSON_DEPTH_DEFAULT);
+    const v = body?.value;
+    if (body && !(v !== null && typeof v === 'object' && !Array.isArray(v) && Object.keys(v).length === 0)) {
+      throw new ApiError('INVALID_ARGUMENT', 'this route takes no body: send none, or {}');
+    }
     await next();
   };
 }

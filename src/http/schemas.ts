@@ -3,7 +3,7 @@
 // that takes query parameters, is a 400 naming it; a typo never becomes a default.
 
 import { z } from 'zod';
-import { JOB_STATES, NAME_PATTERN, type JobSpec, type ListJobsFilter } from '../index.ts';
+import { JOB_STATES, nameSchema as engineNameSchema, runAtSchema, type JobSpec, type ListJobsFilter } from '../index.ts';
 
 /** Most jobs accepted by one POST /api/jobs/batch. */
 export const BATCH_MAX = 1_000;
@@ -22,14 +22,14 @@ export const IDEMPOTENCY_KEY_MAX_CHARS = 512;
 export const PRIORITY_MAX = 1_000_000;
 
 /**
- * Queue, job type and tenant names: the engine's NAME_PATTERN (1-128 of [A-Za-z0-9_.:-/], no
- * spaces, quotes or NUL), and at the edge also no "." or ".." segment: names show up in URLs
+ * Queue, job type and tenant names: the engine's rule (NAME_PATTERN: 1-128 of [A-Za-z0-9_.:-/],
+ * no empty segment), and at the edge also no "." or ".." segment: names show up in URLs
  * (/api/queues/:queue/depth), where such segments are rewritten by clients and proxies.
  */
-export const nameSchema = z
-  .string()
-  .regex(NAME_PATTERN, 'must be 1-128 characters of A-Z a-z 0-9 _ . : - /')
-  .refine((s) => !s.split('/').some((seg) => seg === '.' || seg === '..'), 'must not contain "." or ".." path segments');
+export const nameSchema = engineNameSchema.refine(
+  (s) => !s.split('/').some((seg) => seg === '.' || seg === '..'),
+  'must not contain "." or ".." path segments',
+);
 
 /** A non-negative decimal integer in a query string, bounded; "1e9", "-1", "1.5", "" are refused. */
 function intParam(min: number, max: number) {
@@ -50,9 +50,11 @@ export const jobSpecSchema = z
     tenantId: nameSchema.optional(),
     /** Higher runs first; -1 000 000 .. 1 000 000. */
     priority: z.int().min(-PRIORITY_MAX).max(PRIORITY_MAX).optional(),
+    /** The engine's own bounds (years 0001..9999 in UTC), checked after the offset is applied. */
     runAt: z.iso
       .datetime({ offset: true })
       .transform((s) => new Date(s))
+      .pipe(runAtSchema)
       .optional(),
     delayMs: z.int().min(0).max(DELAY_MS_MAX).optional(),
     maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_MAX).optional(),

@@ -91,6 +91,8 @@ describe('parseEngineConfig', () => {
     ['dispatch', { dispatch: 'push' }],
     ['queues', { queues: { 'has space': 1 } }],
     ['queues', { queues: { ok: 0 } }],
+    ['queues', { queues: { 'a//b': 1 } }],
+    ['queues', { queues: { '/': 1 } }],
     ['maxAttemptsDefault', { maxAttemptsDefault: 0 }],
     ['backoffCapMs', { backoffBaseMs: 2_000, backoffCapMs: 1_000 }],
     ['heartbeatDeadlineMs', { leaseMs: 1_000, heartbeatDeadlineMs: 2_000 }],

@@ -29,6 +29,7 @@ describe('loadConfig', () => {
       handlersPath: undefined,
       demoHandlers: true,
       bodyLimitBytes: 1_048_576,
+      allowedHosts: undefined,
       logLevel: 'info',
     });
     expect(c.engine).toEqual({ schema: 'baton', queues: { default: 10 }, dispatch: 'notify', claimIntoRunning: true, drainMs: 10_000 });
@@ -57,6 +58,11 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBe('postgres://u:p@db:5432/x');
   });
 
+  it('reads BATON_ALLOWED_HOSTS as a comma list of names (and name:port), or * for no Host check', () => {
+    expect(loadConfig({ BATON_ALLOWED_HOSTS: 'baton.internal, proxy.example:8443,' }).allowedHosts).toEqual(['baton.internal', 'proxy.example:8443']);
+    expect(loadConfig({}, parseFlags(['--allowed-hosts', '*'])).allowedHosts).toBe('*');
+  });
+
   it('lets flags win over the environment and treats empty variables as unset', () => {
     const c = loadConfig({ PORT: '9090', HOST: '' }, parseFlags(['--port', '7070', '--queues=']));
     expect(c.port).toBe(7070);
@@ -71,6 +77,8 @@ describe('loadConfig', () => {
     [{ BATON_QUEUES: 'default' }, 'BATON_QUEUES (--queues)'],
     [{ BATON_QUEUES: 'default:0' }, 'BATON_QUEUES (--queues)'],
     [{ BATON_QUEUES: 'bad name:1' }, 'BATON_QUEUES (--queues)'],
+    [{ BATON_QUEUES: 'a//b:1' }, 'BATON_QUEUES (--queues)'],
+    [{ BATON_QUEUES: 'emails/:1' }, 'BATON_QUEUES (--queues)'],
     [{ BATON_CLAIM_INTO_RUNNING: 'maybe' }, 'BATON_CLAIM_INTO_RUNNING (--claim-into-running)'],
     [{ BATON_DISPATCH: 'push' }, 'BATON_DISPATCH (--dispatch)'],
     [{ BATON_SCHEMA: 'Bad-Schema' }, 'BATON_SCHEMA (--schema)'],
@@ -79,6 +87,8 @@ describe('loadConfig', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL (--log-level)'],
     [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL (--database-url)'],
     [{ BATON_API_TOKEN: 'short' }, 'BATON_API_TOKEN (--api-token)'],
+    [{ BATON_ALLOWED_HOSTS: 'ok.example,bad host' }, 'BATON_ALLOWED_HOSTS (--allowed-hosts): "bad host" is not a host name'],
+    [{ BATON_ALLOWED_HOSTS: 'http://x.example' }, 'BATON_ALLOWED_HOSTS (--allowed-hosts)'],
   ])('refuses %j naming %s', (env, name) => {
     const err = configError(() => loadConfig(env));
     expect(err.message).toContain(name);

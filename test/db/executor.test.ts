@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Baton } from '../../src/core/baton.ts';
 import { BatonError } from '../../src/core/errors.ts';
+import { RUN_AT_MAX, RUN_AT_MIN } from '../../src/core/job-spec.ts';
 import type { JobSpec, LeasedJob } from '../../src/core/job.ts';
 import { channelFor } from '../../src/core/notifier.ts';
 import { createBaton, lockNamespaceFor } from '../../src/create-baton.ts';
@@ -1092,6 +1093,10 @@ describe('bad input', () => {
     ['queue with a space', { jobType: 'bad.name', queue: 'has space' }],
     ['empty jobType', { jobType: '' }],
     ['129-char jobType', { jobType: 'x'.repeat(129) }],
+    ['queue "/"', { jobType: 'bad.name', queue: '/' }],
+    ['queue with a doubled slash', { jobType: 'bad.name', queue: 'a//b' }],
+    ['jobType with a leading slash', { jobType: '/bad.name' }],
+    ['tenantId with a trailing slash', { jobType: 'bad.name', tenantId: 't/' }],
     ['runAt and delayMs together', { jobType: 'bad.time', runAt: new Date(), delayMs: 10 }],
     ['invalid runAt', { jobType: 'bad.time', runAt: new Date(Number.NaN) }],
     ['negative delayMs', { jobType: 'bad.time', delayMs: -1 }],
@@ -1102,6 +1107,23 @@ describe('bad input', () => {
     const before = await jobCount();
     await expectBatonError(baton.enqueue(spec), 'INVALID_ARGUMENT');
     expect(await jobCount()).toBe(before);
+  });
+
+  it('a runAt outside years 0001..9999 (UTC) is refused before any SQL, naming runAt; the bounds themselves are stored', async () => {
+    const before = await jobCount();
+    // Valid-looking text whose offset carries it past a bound.
+    for (const text of ['9999-12-31T23:00:00-01:00', '0001-01-01T00:30:00+01:00']) {
+      const runAt = new Date(text);
+      const one = await expectBatonError(baton.enqueue({ jobType: 'bad.time', runAt }), 'INVALID_ARGUMENT');
+      expect(one.message).toMatch(/^invalid job: runAt: must be from 0001-01-01T00:00:00\.000Z to 9999-12-31T23:59:59\.999Z/);
+      const many = await expectBatonError(baton.enqueueMany([{ jobType: 'ok.one' }, { jobType: 'bad.time', runAt }]), 'INVALID_ARGUMENT');
+      expect(many.message).toContain('jobs[1].runAt: must be from');
+    }
+    expect(await jobCount()).toBe(before);
+    for (const iso of [RUN_AT_MIN, RUN_AT_MAX]) {
+      const { job } = await baton.enqueue({ jobType: 'ok.bound', runAt: new Date(iso) });
+      expect((await row(job.id)).run_at.toISOString()).toBe(iso);
+    }
   });
 
   it('accepts the six-character text \\u0000 (a backslash, no NUL) and stores it verbatim', async () => {
@@ -1129,6 +1151,15 @@ describe('bad input', () => {
     for (const job of [newJob({ payload: { s: 'x\u0000' } }), newJob({ jobType: 'nul\u0000type' }), newJob({ idempotencyKey: 'k\u0000' })]) {
       await expectBatonError(ex.jobInsertMany({ jobs: [newJob(), job] }), 'INVALID_ARGUMENT');
     }
+    expect(await jobCount()).toBe(before);
+  });
+
+  it('every data exception the database raises (class 22, here 22009) is INVALID_ARGUMENT, not INTERNAL', async () => {
+    const before = await jobCount();
+    // Year 10000 written the way Date#toISOString writes it: PostgreSQL reads "+010000" as a
+    // time zone displacement and refuses it with 22009, a code no list of codes had named.
+    const err = await expectBatonError(ex.jobInsertMany({ jobs: [newJob({ runAt: '+010000-01-01T00:00:00.000Z' })] }), 'INVALID_ARGUMENT');
+    expect(err.details).toEqual({ sqlstate: '22009' });
     expect(await jobCount()).toBe(before);
   });
 });

@@ -1,9 +1,11 @@
 // The admin console in headless Chromium (playwright-core, system /usr/bin/chromium,
 // never a downloaded browser) against the real daemon on this file's database:
-// "Enqueue demo jobs" moves the whole state machine, replay works, a 409 is shown.
+// "Enqueue demo jobs" moves the whole state machine, replay and cancel work, a 409
+// is shown; a page on another origin cannot change state and a foreign Host is refused.
 
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -98,12 +100,82 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     // A stale button: pause refresh, make a succeeded sleep job live behind the page's back, click replay.
     await page.uncheck('#auto-refresh');
     const sleepId = await page.getAttribute('#jobs tr[data-job-type="sleep"][data-state="succeeded"]', 'data-job-id');
-    const res = await fetch(`${base}/api/jobs/${sleepId}/replay`, { method: 'POST' });
+    const res = await fetch(`${base}/api/jobs/${sleepId}/replay`, { method: 'POST', headers: { 'content-type': 'application/json' } });
     expect(res.status).toBe(200);
     await page.click(`#jobs tr[data-job-id="${sleepId}"] button[data-action="replay"]`);
     await page.waitForSelector('#flash[data-kind="error"]');
     expect(await page.textContent('#flash')).toMatch(/409 JOB_STATE_CONFLICT/);
   }, 120_000);
+
+  it('cancels a pending job from its button; a page on another origin cannot cancel or replay', async () => {
+    const created = await fetch(`${base}/api/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jobType: 'noop', delayMs: 3_600_000 }),
+    });
+    const { id } = (await created.json()) as { id: string };
+    const deadBefore = (await db.query(`SELECT count(*)::int AS n FROM baton.jobs WHERE state = 'dead_lettered'`)).rows[0].n;
+    expect(deadBefore).toBeGreaterThan(0);
+
+    // The attacker's page: another origin (another port) whose script sends the simple
+    // requests any page may send without asking, at the job and at the dead-letter queue.
+    const evil = http.createServer((_req, res) => res.end('<!doctype html><title>elsewhere</title>'));
+    await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
+    const evilPage = await browser.newPage();
+    try {
+      await evilPage.goto(`http://127.0.0.1:${(evil.address() as { port: number }).port}/`);
+      const answers = ['/cancel', '/dlq/replay'].map((suffix) => evilPage.waitForResponse((r) => r.url().endsWith(suffix)));
+      await evilPage.evaluate(
+        async ([target, jobId]) => {
+          const simple = { method: 'POST', mode: 'no-cors' as const, headers: { 'Content-Type': 'text/plain' }, body: '{}' };
+          await fetch(`${target}/api/jobs/${jobId}/cancel`, simple);
+          await fetch(`${target}/api/dlq/replay`, { ...simple, headers: { 'Content-Type': 'application/x-www-form-urlencoded' } });
+        },
+        [base, id] as const,
+      );
+      expect(await Promise.all(answers.map(async (a) => (await a).status()))).toEqual([403, 403]);
+    } finally {
+      await evilPage.close();
+      evil.close();
+    }
+    expect((await db.query('SELECT state FROM baton.jobs WHERE id = $1', [id])).rows[0].state).toBe('pending');
+    expect((await db.query(`SELECT count(*)::int AS n FROM baton.jobs WHERE state = 'dead_lettered'`)).rows[0].n).toBe(deadBefore);
+
+    // The console itself, same origin, cancels it.
+    await page.goto(base);
+    const cancel = `#jobs tr[data-job-id="${id}"] button[data-action="cancel"]`;
+    await page.waitForSelector(cancel, { timeout: 15_000 });
+    await page.click(cancel);
+    await page.waitForSelector(`#jobs tr[data-job-id="${id}"][data-state="cancelled"]`, { timeout: 15_000 });
+    expect((await db.query('SELECT state FROM baton.jobs WHERE id = $1', [id])).rows[0].state).toBe('cancelled');
+  }, 60_000);
+
+  it('answers its loopback names and refuses a foreign Host (DNS rebinding), unless BATON_ALLOWED_HOSTS names it', async () => {
+    const status = (url: string, host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const u = new URL(url);
+        http.get({ host: u.hostname, port: u.port, path: '/api/queues', headers: { host } }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        }).on('error', reject);
+      });
+    const { port } = new URL(base);
+    expect(await status(base, `localhost:${port}`)).toBe(200);
+    expect(await status(base, `evil.example:${port}`)).toBe(421);
+    expect(await status(base, 'baton.test')).toBe(421);
+
+    const p2 = await freePort();
+    const named = `http://127.0.0.1:${p2}`;
+    const d = runBaton(['serve', '--port', String(p2), '--queues', ''], { DATABASE_URL: db.url, BATON_ALLOWED_HOSTS: 'baton.test', LOG_LEVEL: 'warn' });
+    try {
+      await waitReady(d, named);
+      expect(await status(named, 'baton.test')).toBe(200);
+      expect(await status(named, `evil.example:${p2}`)).toBe(421);
+    } finally {
+      d.child.kill('SIGTERM');
+      expect(await waitExit(d, 30_000)).toBe(0);
+    }
+  }, 60_000);
 
   it('asks for the bearer token when the server requires one, and keeps it in localStorage', async () => {
     const port = await freePort();

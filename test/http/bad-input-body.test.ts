@@ -93,6 +93,20 @@ describe('wrong types, ranges and shapes', () => {
     expect(field(res)).toBe('payload.x.1');
   });
 
+  it.each([
+    ['an offset carrying runAt into year 10000', '9999-12-31T23:00:00-01:00'],
+    ['an offset carrying runAt back into year 0', '0001-01-01T00:30:00+01:00'],
+  ])('%s -> 400 naming runAt, on POST /api/jobs and /api/jobs/batch, nothing written', async (_name, runAt) => {
+    const one = await rejectsEnqueue(JSON.stringify({ jobType: 'noop', runAt }), 400, 'INVALID_ARGUMENT');
+    expect(field(one)).toBe('runAt');
+    expect(one.error.message).toContain('must be from 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z');
+    const before = await countJobs(db);
+    const body = JSON.stringify({ jobs: [{ jobType: 'noop' }, { jobType: 'noop', runAt }] });
+    const batch = await expectError(await api.raw('/api/jobs/batch', { method: 'POST', headers: JSON_HEADERS, body }), 400, 'INVALID_ARGUMENT');
+    expect(field(batch)).toBe('jobs.1.runAt');
+    expect(await countJobs(db)).toBe(before);
+  });
+
   it('a far-future runAt (9999-12-31) is stored as given', async () => {
     const res = await api.client.api.jobs.$post({ json: { jobType: 'far', runAt: '9999-12-31T23:59:59.999Z' } });
     expect(res.status).toBe(201);
@@ -113,6 +127,10 @@ describe('names', () => {
     ['SQL', "' OR 1=1 --"],
     ['too long (10k chars)', 'q'.repeat(10_000)],
     ['empty', ''],
+    ['a lone slash', '/'],
+    ['a doubled slash', 'a//b'],
+    ['a leading slash', '/a'],
+    ['a trailing slash', 'a/'],
   ])('queue/jobType/tenantId %s -> 400', async (_name, name) => {
     for (const key of ['queue', 'jobType', 'tenantId']) {
       const res = await rejectsEnqueue(JSON.stringify({ jobType: 'ok', [key]: name }), 400, 'INVALID_ARGUMENT');
@@ -126,9 +144,24 @@ describe('names', () => {
     expect(lower.counts.pending).toBe(0);
   });
 
-  it('an invalid queue in the depth path -> 400', async () => {
-    const res = await api.raw('/api/queues/a%20b/depth');
-    expect(field(await expectError(res, 400, 'INVALID_ARGUMENT'))).toBe('queue');
+  it('an invalid queue in the depth path or a filter -> 400', async () => {
+    for (const queue of ['a b', '/', 'a//b', 'a/']) {
+      const res = await api.raw(`/api/queues/${encodeURIComponent(queue)}/depth`);
+      expect(field(await expectError(res, 400, 'INVALID_ARGUMENT')), queue).toBe('queue');
+      const list = await api.raw(`/api/jobs?queue=${encodeURIComponent(queue)}`);
+      expect(field(await expectError(list, 400, 'INVALID_ARGUMENT')), queue).toBe('queue');
+    }
+  });
+
+  it('a queue with a "/" in its name is addressed by the depth route percent-encoded (a%2Fb)', async () => {
+    const res = await api.client.api.jobs.$post({ json: { jobType: 'slashed', queue: 'a/b' } });
+    expect(res.status).toBe(201);
+    const raw = await api.raw('/api/queues/a%2Fb/depth');
+    expect(raw.status).toBe(200);
+    expect(await raw.json()).toMatchObject({ queue: 'a/b', counts: { pending: 1 } });
+    // The typed client puts params into the path as given, so the caller encodes them.
+    const typed = await api.client.api.queues[':queue'].depth.$get({ param: { queue: encodeURIComponent('a/b') } });
+    expect(await typed.json()).toMatchObject({ queue: 'a/b', counts: { pending: 1 } });
   });
 });
 

@@ -74,7 +74,7 @@ describe('query strings', () => {
   it('POST /api/dlq/replay?limit= out of 1..1000 -> 400, nothing replayed', async () => {
     const id = await insertJob(db.pool, { state: 'dead_lettered', jobType: 'dlq-bad' });
     for (const qs of ['limit=0', 'limit=1001', 'limit=-5', 'limit=abc', 'tenantId=%27']) {
-      await expectError(await api.raw(`/api/dlq/replay?${qs}`, { method: 'POST' }), 400, 'INVALID_ARGUMENT');
+      await expectError(await api.raw(`/api/dlq/replay?${qs}`, { method: 'POST', headers: JSON_HEADERS }), 400, 'INVALID_ARGUMENT');
     }
     expect(await countJobs(db, `id = $1 AND state = 'dead_lettered'`, [id])).toBe(1);
   });

@@ -60,6 +60,30 @@ const query = fc.oneof(
   fc.dictionary(anyString, queryValue, { maxKeys: 3 }),
 );
 const anyValue = fc.oneof(fc.jsonValue(), anyString, fc.double(), fc.integer(), fc.constant(null), fc.boolean());
+const DAY_MS = 86_400_000;
+/** ISO 8601 text of `ms` as seen at UTC offset `offsetMin`, or '' when its local year has no four digits. */
+function isoAtOffset(ms: number, offsetMin: number): string {
+  const local = new Date(ms + offsetMin * 60_000).toISOString();
+  if (!/^\d{4}-/.test(local)) return '';
+  const sign = offsetMin < 0 ? '-' : '+';
+  const abs = Math.abs(offsetMin);
+  return `${local.slice(0, 19)}${sign}${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+}
+/** Instants a day either side of the first and last instant the engine accepts, at any offset. */
+const runAtNearBounds = fc
+  .tuple(
+    fc.constantFrom(Date.parse('0001-01-01T00:00:00Z'), Date.parse('9999-12-31T23:59:59.999Z')),
+    fc.integer({ min: -DAY_MS, max: DAY_MS }),
+    fc.integer({ min: -23 * 60 - 59, max: 23 * 60 + 59 }),
+  )
+  .map(([bound, delta, offset]) => isoAtOffset(bound + delta, offset));
+const runAt = fc.oneof(
+  fc.date({ noInvalidDate: true }).map((d) => d.toISOString()),
+  fc.constantFrom('9999-12-31T23:00:00-01:00', '0001-01-01T00:30:00+01:00', '9999-12-31T23:59:59.999Z', '0001-01-01T00:00:00Z'),
+  runAtNearBounds,
+  anyString,
+  anyValue,
+);
 /** Job specs that are nearly valid: right keys, values valid or wrong. */
 const spec = fc.record(
   {
@@ -68,7 +92,7 @@ const spec = fc.record(
     queue: fc.oneof(fc.constantFrom('fuzz', 'default'), anyString, anyValue),
     tenantId: fc.oneof(fc.constant('t1'), anyString, anyValue),
     priority: fc.oneof(fc.integer(), fc.double(), fc.constantFrom(2 ** 31, -(2 ** 53), 1e21), anyValue),
-    runAt: fc.oneof(fc.date({ noInvalidDate: true }).map((d) => d.toISOString()), anyString, anyValue),
+    runAt,
     delayMs: fc.oneof(fc.nat(), fc.integer(), fc.double(), anyValue),
     maxAttempts: fc.oneof(fc.integer({ min: -2, max: 1002 }), anyValue),
     idempotencyKey: fc.oneof(anyString, anyValue),
@@ -154,6 +178,28 @@ it('near-valid job specs are either created (201/200) or refused with 400, never
         const job = JSON.parse(text) as { id: string; jobType: string };
         const row = await db.query<{ job_type: string }>(`SELECT job_type FROM baton.jobs WHERE id = $1`, [job.id]);
         expect(row.rows[0]?.job_type).toBe(job.jobType);
+      }
+    }),
+    { numRuns: RUNS },
+  );
+}, 120_000);
+
+it('a runAt near the first or last accepted instant, at any offset, is stored exactly or refused with 400, on both routes', async () => {
+  const specWithRunAt = fc.record({ jobType: fc.constantFrom('noop', 'fuzz'), runAt: fc.oneof(runAtNearBounds, runAt) });
+  await fc.assert(
+    fc.asyncProperty(specWithRunAt, fc.boolean(), async (s, batch) => {
+      const res = await api.raw(batch ? '/api/jobs/batch' : '/api/jobs', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(batch ? { jobs: [s] } : s),
+      });
+      const text = await res.text();
+      expect([201, 400], `${JSON.stringify(s)} -> ${res.status} ${text}`).toContain(res.status);
+      if (res.status === 201) {
+        const parsed = JSON.parse(text) as { id: string } | { results: Array<{ job: { id: string } }> };
+        const id = 'results' in parsed ? parsed.results[0]!.job.id : parsed.id;
+        const row = await db.query<{ run_at: Date }>(`SELECT run_at FROM baton.jobs WHERE id = $1`, [id]);
+        expect(row.rows[0]!.run_at.getTime()).toBe(new Date(s.runAt as string).getTime());
       }
     }),
     { numRuns: RUNS },

@@ -6,6 +6,7 @@ import { expect } from 'vitest';
 import { serve, type ServerType } from '@hono/node-server';
 import { createBaton, type Baton, type BatonOptions } from '../../src/index.ts';
 import { createApp, type AppOptions } from '../../src/http/app.ts';
+import type { ListenAddress } from '../../src/http/allowed-hosts.ts';
 import { createMetrics, type Metrics } from '../../src/http/metrics.ts';
 import { createClient, type BatonClient } from '../../src/client/index.ts';
 import type { TestDatabase } from '../helpers/db.ts';
@@ -34,11 +35,14 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
   await baton.start();
   let started = true;
   const metrics = createMetrics(baton, { processMetrics: false });
-  const app = createApp(baton, { ...opts.app, metrics, isStarted: () => started });
+  let listening: ListenAddress | undefined;
+  // Told where it listens like the daemon's app is; a test may override it.
+  const app = createApp(baton, { listenOn: () => listening, ...opts.app, metrics, isStarted: () => started });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
   const { port } = server.address() as AddressInfo;
+  listening = { host: '127.0.0.1', port };
   const url = `http://127.0.0.1:${port}`;
   return {
     baton,

@@ -5,17 +5,15 @@ import { BatonError, isBatonError } from '../../core/errors.ts';
 /** SQLSTATEs worth retrying: serialization failure, deadlock, cannot connect now, admin shutdown, crash shutdown. */
 export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01', '57P01', '57P02', '57P03']);
 
-const INVALID_INPUT_SQLSTATES = new Set([
-  '22P05', // untranslatable character (\u0000 in jsonb)
-  '22021', // character not in repertoire / NUL byte in text
-  '22P02', // invalid text representation
-  '22007', // invalid datetime format
-  '22008', // datetime field overflow
-  '22003', // numeric value out of range
-  '22023', // invalid parameter value
-  '2202E', // array subscript error
-  '54001', // statement too complex (absurdly deep json)
-]);
+/**
+ * True for SQLSTATEs that mean the database refused a value it was given: all of class 22
+ * (data exception: NUL in text, a number or date out of range, a time zone displacement out
+ * of range, ...) and 54001 (statement too complex, e.g. absurdly deep jsonb). A whole class
+ * rather than a list, because a list misses the code nobody thought of and turns it into a 500.
+ */
+export function isInvalidInputSqlstate(code: string): boolean {
+  return /^22[0-9A-Z]{3}$/.test(code) || code === '54001';
+}
 
 /** Network-level failures of node-postgres: the database is unreachable, not the input bad. */
 function isConnectionError(err: { code?: unknown; message?: unknown }): boolean {
@@ -32,7 +30,7 @@ export function translatePgError(err: unknown): BatonError {
   if (isBatonError(err)) return err;
   const e = (err ?? {}) as { code?: unknown; message?: unknown };
   const code = typeof e.code === 'string' ? e.code : undefined;
-  if (code && INVALID_INPUT_SQLSTATES.has(code)) {
+  if (code && isInvalidInputSqlstate(code)) {
     return new BatonError('INVALID_ARGUMENT', `invalid input: ${String(e.message)}`, { cause: err, details: { sqlstate: code } });
   }
   if (isConnectionError(e)) {

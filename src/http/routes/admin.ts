@@ -7,12 +7,13 @@ import { z } from 'zod';
 import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
+import { noBody } from '../json-body.ts';
 import { DLQ_REPLAY_LIMIT_DEFAULT, dlqReplayQuerySchema, nameSchema } from '../schemas.ts';
 import { toWireCounts, toWireWorker, wireSummaries } from '../wire.ts';
 
 export function dlqRoutes(baton: Baton) {
   /** Replays up to `limit` (default 100, max 1000) dead-lettered jobs, oldest first; answers their summaries (capped like a listing). */
-  return new Hono<AppEnv>().post('/replay', zValidator('query', dlqReplayQuerySchema, validationHook), async (c) => {
+  return new Hono<AppEnv>().post('/replay', noBody(), zValidator('query', dlqReplayQuerySchema, validationHook), async (c) => {
     const q = c.req.valid('query');
     const replayed = await baton.admin.replayDeadLetters({ ...q, limit: q.limit ?? DLQ_REPLAY_LIMIT_DEFAULT });
     const { jobs, truncated } = wireSummaries(replayed);

@@ -6,7 +6,7 @@ import { zValidator } from '@hono/zod-validator';
 import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
-import { jsonBody } from '../json-body.ts';
+import { jsonBody, noBody } from '../json-body.ts';
 import { batchSchema, isJobId, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
 import { toWireJob, toWireResult, wireSummaries } from '../wire.ts';
 
@@ -44,12 +44,12 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
         return c.json(toWireJob(job), 200);
       })
       /** Terminal jobs only (409 otherwise): back to pending with a fresh budget, replayCount + 1. */
-      .post('/:id/replay', async (c) => {
+      .post('/:id/replay', noBody(), async (c) => {
         const job = await baton.admin.replay(jobId(c.req.param('id')));
         return c.json(toWireJob(job), 200);
       })
       /** Pending jobs only (409 otherwise). */
-      .post('/:id/cancel', async (c) => {
+      .post('/:id/cancel', noBody(), async (c) => {
         const job = await baton.admin.cancel(jobId(c.req.param('id')));
         return c.json(toWireJob(job), 200);
       })
