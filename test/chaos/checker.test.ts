@@ -1,6 +1,6 @@
 // The checker on synthetic histories: a clean run is valid, and each kind of
 // violation (lost, unexpected, stale accepted, duplicate beyond the bound,
-// dead letter) is detected and named.
+// dead letter, trouble with no fault active in a run that must be quiet) is detected and named.
 import { describe, expect, it } from 'vitest';
 import { checkHistory, formatResult, type FinalJob } from './checker.ts';
 import type { HistoryRecord } from './history.ts';
@@ -192,5 +192,21 @@ describe('checker', () => {
     const r = checkHistory(final, [...history, write('1', '10', 2.5, null)]);
     expect(r.ok).toBe(true);
     expect(r.writes.unknown).toBe(1);
+  });
+
+  it('counts engine errors and unknown enqueue outcomes that no fault explains, and requires none when asked', () => {
+    const { final, history } = clean();
+    const err = (at: number): HistoryRecord => ({ type: 'error', worker: 'producer', where: 'notify', code: 'DB_UNAVAILABLE', message: 'database unavailable', at });
+    const fault: HistoryRecord = { type: 'fault', kind: 'pg-restart', at: 100_000, until: 101_000, inFlight: [] };
+    // One error inside the restart's window (explained), one long after it, one unknown enqueue with no fault near.
+    const noisy = [...history, fault, err(103_000), err(200_000), { ...enq('2', 'indeterminate'), at: 300_000 } as HistoryRecord];
+    const reported = checkHistory(final, noisy);
+    expect(reported.unexplained).toMatchObject({ errors: 1, indeterminate: 1 });
+    expect(reported.ok).toBe(true);
+    expect(formatResult(reported)).toContain('with no fault active: engine errors 1, unknown enqueue outcomes 1');
+    const quiet = checkHistory(final, noisy, { requireQuiet: true });
+    expect(quiet.ok).toBe(false);
+    expect(quiet.violations.join('\n')).toMatch(/not quiet: 1 engine error\(s\) and 1 unknown enqueue outcome\(s\)/);
+    expect(checkHistory(final, history, { requireQuiet: true }).ok).toBe(true);
   });
 });

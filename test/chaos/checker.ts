@@ -3,7 +3,7 @@
 // stale-accepted / dead-lettered jobs and checks duplicates against the fault
 // bound (RELIABILITY.md §3.1 G1-G4). Pure function plus a small CLI.
 
-import type { EnqueueRecord, ExecRecord, FaultRecord, HistoryRecord, WriteRecord } from './history.ts';
+import type { EnqueueRecord, ErrorRecord, ExecRecord, FaultRecord, HistoryRecord, WriteRecord } from './history.ts';
 import { readHistory } from './history.ts';
 
 export interface FinalJob {
@@ -21,7 +21,15 @@ export interface FinalJob {
 export interface CheckOptions {
   /** Dead letters are a violation unless allowed (G4: test jobs have attempts to spare). Default false. */
   allowDeadLetters?: boolean;
+  /**
+   * A run with no fault must be quiet: any engine error or enqueue with an unknown outcome is
+   * a violation (a healthy system failing requests, as a destroyed connection would). Default false.
+   */
+  requireQuiet?: boolean;
 }
+
+/** How long after a fault heals (and before it begins) its effects still explain an error. */
+export const QUIET_GRACE_MS = 5_000;
 
 export interface DuplicateBoundBreach {
   jobId: string;
@@ -58,6 +66,11 @@ export interface CheckResult {
   writes: { attempted: number; accepted: number; fenced: number; unknown: number; fencedOutcomes: number };
   /** Accepted outcome writes that did not carry the job's current token. */
   staleAccepted: number;
+  /**
+   * Engine errors and enqueues with an unknown outcome at times no fault explains (none active
+   * within QUIET_GRACE_MS): trouble a healthy system made by itself.
+   */
+  unexplained: { errors: number; indeterminate: number; examples: string[] };
   faults: Record<string, number>;
   fractions: { lost: number; duplicated: number; okFrac: number; recovered: number };
   violations: string[];
@@ -261,6 +274,13 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
   if (lost > 0) violations.unshift(`LOST ${lost}`);
   if (staleAccepted > 0) violations.unshift(`STALE ACCEPTED ${staleAccepted}`);
 
+  const unexplained = unexplainedTrouble(history, faults);
+  if (options.requireQuiet && unexplained.errors + unexplained.indeterminate > 0) {
+    violations.push(
+      `not quiet: ${unexplained.errors} engine error(s) and ${unexplained.indeterminate} unknown enqueue outcome(s) with no fault active, e.g. ${unexplained.examples.slice(0, 3).join('; ')}`,
+    );
+  }
+
   const faultCounts: Record<string, number> = {};
   for (const f of faults) faultCounts[f.kind] = (faultCounts[f.kind] ?? 0) + 1;
   const expected = acked.length + indeterminate.length;
@@ -288,6 +308,7 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
       fencedOutcomes: writes.filter((w) => w.rowsAffected === 0 && OUTCOME_KINDS.has(w.kind)).length,
     },
     staleAccepted,
+    unexplained,
     faults: faultCounts,
     fractions: {
       lost: frac(lost, acked.length),
@@ -300,6 +321,19 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
   };
 }
 
+/** Errors and unknown enqueue outcomes outside every fault's window (widened by QUIET_GRACE_MS). */
+function unexplainedTrouble(history: HistoryRecord[], faults: FaultRecord[]): CheckResult['unexplained'] {
+  const windows = faults.map((f) => [f.at - QUIET_GRACE_MS, (f.until ?? f.at) + QUIET_GRACE_MS] as const);
+  const explained = (at: number) => windows.some(([from, to]) => at >= from && at <= to);
+  const errors = history.filter((r): r is ErrorRecord => r.type === 'error' && !explained(r.at));
+  const unknown = history.filter((r): r is EnqueueRecord => r.type === 'enqueue' && r.status === 'indeterminate' && !explained(r.at));
+  const examples = [
+    ...errors.map((e) => `${e.worker} ${e.where}: ${e.code ?? ''} ${e.message}`.replace(/\s+/g, ' ')),
+    ...unknown.map((e) => `enqueue ${e.key}: outcome unknown`),
+  ];
+  return { errors: errors.length, indeterminate: unknown.length, examples: examples.slice(0, 10) };
+}
+
 /** One-screen summary, Jepsen style. */
 export function formatResult(r: CheckResult): string {
   const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
@@ -310,6 +344,7 @@ export function formatResult(r: CheckResult): string {
     `executions ${r.executions}  duplicated jobs ${r.duplicated} (${pct(r.fractions.duplicated)})  extra executions ${r.duplicateExecutions} <= bound ${r.duplicateBound}: ${r.duplicateExecutions <= r.duplicateBound && r.perJobBreaches.length === 0 ? 'yes' : 'NO'}`,
     `outcome writes ${r.writes.attempted}: accepted ${r.writes.accepted}, fenced off ${r.writes.fenced} (outcomes ${r.writes.fencedOutcomes}), unknown ${r.writes.unknown}, stale accepted ${r.staleAccepted}`,
     `faults ${Object.entries(r.faults).map(([k, n]) => `${k}=${n}`).join(' ') || 'none'}`,
+    `with no fault active: engine errors ${r.unexplained.errors}, unknown enqueue outcomes ${r.unexplained.indeterminate}${r.unexplained.examples[0] ? ` (e.g. ${r.unexplained.examples[0]})` : ''}`,
     r.ok ? 'VALID' : `INVALID:\n  ${r.violations.slice(0, 30).join('\n  ')}`,
   ].join('\n');
 }

@@ -56,7 +56,28 @@ export interface EnqueueRecord {
   at: number;
 }
 
-export type HistoryRecord = ExecRecord | WriteRecord | FaultRecord | EnqueueRecord;
+/**
+ * An error the engine reported on its 'error' event (a background claim, heartbeat, outcome
+ * write, listener...), in a worker or the producer. With no fault active there should be none.
+ */
+export interface ErrorRecord {
+  type: 'error';
+  worker: string;
+  where: string;
+  /** The BatonError code, when it has one (DB_UNAVAILABLE, INTERNAL...). */
+  code?: string;
+  message: string;
+  at: number;
+}
+
+export type HistoryRecord = ExecRecord | WriteRecord | FaultRecord | EnqueueRecord | ErrorRecord;
+
+/** An engine 'error' event as a history record. */
+export function errorRecord(worker: string, e: { where: string; error: unknown }, at = Date.now()): ErrorRecord {
+  const err = e.error as { code?: unknown; message?: unknown } | null | undefined;
+  const code = typeof err?.code === 'string' ? err.code : undefined;
+  return { type: 'error', worker, where: e.where, ...(code ? { code } : {}), message: String(err?.message ?? e.error).slice(0, 300), at };
+}
 
 /** Appends records synchronously (one write(2) per line, O_APPEND), so a SIGKILL loses at most the line being built. */
 export class HistoryLog {

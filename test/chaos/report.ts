@@ -28,6 +28,8 @@ export interface RunReport {
   producer: 'direct' | 'http';
   /** Pool starvation faults: handlers of the starved worker aborted inside the window, the latest how long after it began. */
   starvation: { faults: number; aborted: number; latestAbortMs: number | null };
+  /** Server sessions that ended without their client's goodbye during the run (pg_stat_database). */
+  sessions: { abandoned: number; killed: number; fatal: number };
   result: CheckResult;
 }
 
@@ -46,7 +48,7 @@ export function toMarkdown(reports: RunReport[]): string {
   const lines = [
     `# Chaos run ${new Date().toISOString()}`,
     '',
-    `Tier **${reports[0]?.tier}**, scenario **${reports[0]?.scenario}**, ${reports.length} seed(s): ${reports.map((r) => r.seed).join(', ')}.` +
+    `Tier **${reports[0]?.tier}**, scenario(s) **${[...new Set(reports.map((r) => r.scenario))].join(', ')}**, ${reports.length} run(s), seeds: ${reports.map((r) => r.seed).join(', ')}.` +
       (reports[0]?.mutate ? ` **Mutation: ${reports[0].mutate}** (this run is expected to fail).` : ''),
     `Lease ${reports[0]?.leaseMs} ms; ${reports[0]?.workers} worker processes x concurrency ${reports[0]?.concurrency}; PostgreSQL 15 private cluster${reports[0]?.netns ? ' inside a network namespace' : ' on 127.0.0.1'}; ` +
       `producers enqueue ${reports[0]?.producer === 'http' ? 'over the HTTP API (createApp behind a fault proxy)' : 'straight into the database'}.`,
@@ -59,30 +61,33 @@ export function toMarkdown(reports: RunReport[]): string {
         ? ` Ambiguous acks: ${sum((r) => r.ambiguousAcks)} keys retried after an unknown outcome, ${sum((r) => r.ambiguousCommitted)} of them had committed (the retry found the job); ${sum((r) => r.unexpected) === 0 ? 'each key exactly one job' : '**unexpected jobs: see the violations**'}.`
         : ''),
     '',
-    '| seed | jobs | acked | lost | unexpected | executions | dup jobs | extra execs / bound | stale accepted | writes fenced (outcomes) / unknown | dead | faults | drain after heal | verdict |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+    'A calm run has no fault at all: there, any engine error, enqueue with an unknown outcome or session ended without its client\'s goodbye is a violation. In fault runs the same counts, taken outside every fault\'s window (widened by 5 s), are reported.',
+    '',
+    '| scenario | seed | jobs | acked | lost | unexpected | executions | dup jobs | extra execs / bound | stale accepted | writes fenced (outcomes) / unknown | dead | faults | no fault active: errors / unknown enqueues | sessions abandoned / killed / fatal | drain after heal | verdict |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
   ];
   for (const r of reports) {
     const c = r.result;
+    const s = r.sessions ? `${r.sessions.abandoned} / ${r.sessions.killed} / ${r.sessions.fatal}` : '-';
     lines.push(
-      `| ${r.seed} | ${c.jobs} | ${c.acked} | ${c.lost} | ${c.unexpected} | ${c.executions} | ${c.duplicated} (${(c.fractions.duplicated * 100).toFixed(1)}%) | ${c.duplicateExecutions} / ${c.duplicateBound} | ${c.staleAccepted} | ${c.writes.fenced} (${c.writes.fencedOutcomes}) / ${c.writes.unknown} | ${c.deadLettered} | ${Object.entries(c.faults).map(([k, n]) => `${k} ${n}`).join(', ')} | ${Number.isNaN(r.drainMs) ? 'NOT DRAINED' : `${r.drainMs} ms`} | ${c.ok ? 'valid' : '**INVALID**'} |`,
+      `| ${r.scenario} | ${r.seed} | ${c.jobs} | ${c.acked} | ${c.lost} | ${c.unexpected} | ${c.executions} | ${c.duplicated} (${(c.fractions.duplicated * 100).toFixed(1)}%) | ${c.duplicateExecutions} / ${c.duplicateBound} | ${c.staleAccepted} | ${c.writes.fenced} (${c.writes.fencedOutcomes}) / ${c.writes.unknown} | ${c.deadLettered} | ${Object.entries(c.faults).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'} | ${c.unexplained.errors} / ${c.unexplained.indeterminate} | ${s} | ${Number.isNaN(r.drainMs) ? 'NOT DRAINED' : `${r.drainMs} ms`} | ${c.ok ? 'valid' : '**INVALID**'} |`,
     );
   }
   lines.push(
     '',
-    '| seed | handlers aborted on lease loss | PG restart (ms) | listeners back after kill (ms) | HTTP responses reset | starvation: aborted / latest after start (ms) | wall time |',
-    '|---|---|---|---|---|---|---|',
+    '| scenario | seed | handlers aborted on lease loss | PG restart (ms) | listeners back after kill (ms) | HTTP responses reset | starvation: aborted / latest after start (ms) | wall time |',
+    '|---|---|---|---|---|---|---|---|',
   );
   for (const r of reports) {
     const st = r.starvation.faults > 0 ? `${r.starvation.aborted} / ${r.starvation.latestAbortMs ?? '-'}` : '-';
-    lines.push(`| ${r.seed} | ${r.zombieAborts} | ${ms(r.timings.pgRestartMs)} | ${ms(r.timings.listenerBackMs)} | ${ms(r.timings.apiResponseResets)} | ${st} | ${(r.wallMs / 1000).toFixed(0)} s |`);
+    lines.push(`| ${r.scenario} | ${r.seed} | ${r.zombieAborts} | ${ms(r.timings.pgRestartMs)} | ${ms(r.timings.listenerBackMs)} | ${ms(r.timings.apiResponseResets)} | ${st} | ${(r.wallMs / 1000).toFixed(0)} s |`);
   }
   const skipped = [...new Set(reports.flatMap((r) => r.skipped))];
   if (skipped.length) lines.push('', `**Skipped:** ${skipped.join('; ')}`);
   const bad = reports.filter((r) => !r.result.ok);
   if (bad.length) {
     lines.push('', '## Violations');
-    for (const r of bad) lines.push('', `Seed ${r.seed}:`, '', ...r.result.violations.slice(0, 20).map((v) => `- ${v}`));
+    for (const r of bad) lines.push('', `${r.scenario}, seed ${r.seed}:`, '', ...r.result.violations.slice(0, 20).map((v) => `- ${v}`));
   }
   lines.push('', 'Replay a seed: `npm run test:chaos -- --seed N` (add `--soak` / `--scenario K` as above).', '');
   return lines.join('\n');

@@ -2,10 +2,13 @@
 // private PostgreSQL with a seeded fault schedule, drains, then checks the
 // table and the history (checker.ts). Exit code 1 on any violation.
 //
-//   npm run test:chaos                         T2 smoke: fixed seed 1, then one random seed (300 jobs, 75 s of faults each)
+//   npm run test:chaos                         T2 smoke: a calm run (no faults: nothing may fail by itself), then
+//                                              fixed seed 1 and one random seed (300 jobs, 75 s of faults each)
 //   npm run test:chaos -- --seed 1234          replay one seed
 //   npm run test:chaos -- --scenario kill      one fault kind alone
-//                                              (kill|pause|pg-restart|listener|network|blackhole|resets|api-ack|starve)
+//                                              (kill|pause|pg-restart|listener|network|blackhole|resets|api-ack|starve),
+//                                              or calm: no faults at all
+//   npm run test:chaos -- --scenario calm --mutate notify-timer   must FAIL (the enqueue's query timer left armed)
 //   npm run test:chaos -- --soak               T3: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
 //   --no-netns                                 network faults on the Node proxy even as root (said loudly)
@@ -14,20 +17,21 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import pg from 'pg';
 import { createBaton } from '../../src/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { checkHistory, formatResult, readFinalJobs, type CheckResult } from './checker.ts';
 import { Harness } from './harness.ts';
-import { readHistory } from './history.ts';
+import { errorRecord, readHistory } from './history.ts';
 import { writeReports, type RunReport } from './report.ts';
-import { FAULT_KINDS, SMOKE_DEFAULTS, SOAK_DEFAULTS, makePlan, type FaultKind, type JobPlan, type Plan } from './schedule.ts';
+import { FAULT_KINDS, SMOKE_DEFAULTS, SOAK_DEFAULTS, makePlan, type JobPlan, type Plan, type Scenario } from './schedule.ts';
 
 const { values: args } = parseArgs({
   options: {
     seed: { type: 'string' },
     seeds: { type: 'string' },
     soak: { type: 'boolean', default: false },
-    scenario: { type: 'string', default: 'mixed' },
+    scenario: { type: 'string' },
     jobs: { type: 'string' },
     'fault-seconds': { type: 'string' },
     mutate: { type: 'string' },
@@ -36,18 +40,36 @@ const { values: args } = parseArgs({
   },
 });
 
-const scenario = args.scenario as FaultKind | 'mixed';
-if (scenario !== 'mixed' && !FAULT_KINDS.includes(scenario)) {
-  console.error(`--scenario must be mixed or one of ${FAULT_KINDS.join(', ')}`);
+const scenario = (args.scenario ?? 'mixed') as Scenario;
+if (scenario !== 'mixed' && scenario !== 'calm' && !FAULT_KINDS.includes(scenario)) {
+  console.error(`--scenario must be mixed, calm or one of ${FAULT_KINDS.join(', ')}`);
   process.exit(2);
 }
 const tier = args.soak ? 'soak' : 'smoke';
+// The plain smoke (no scenario, no seed) begins with a calm run: with no fault, nothing may fail.
+const withCalm = tier === 'smoke' && args.scenario === undefined && args.seed === undefined;
+
+if (args.mutate === 'notify-timer') {
+  // The deliberate bug: the one-round-trip enqueue settles without the callback node-postgres
+  // wraps to clear its query timer, which then fires and destroys the producer's connection.
+  // The calm run must fail on it.
+  type QueryFn = (this: pg.Client, config: { constructor?: { name?: string }; callback?: unknown }, ...rest: unknown[]) => unknown;
+  const original = pg.Client.prototype.query as unknown as QueryFn;
+  (pg.Client.prototype as unknown as { query: QueryFn }).query = function (config, ...rest) {
+    if (config?.constructor?.name !== 'InsertCommitNotify') return original.call(this, config, ...rest);
+    const own = config.callback;
+    const out = original.call(this, config, ...rest);
+    config.callback = own;
+    return out;
+  };
+}
 const DRAIN_DEADLINE_MS = 60_000;
 
 function seedsToRun(): number[] {
   if (args.seed) return [Number(args.seed)];
   const random = () => Math.floor(Math.random() * 2 ** 31);
-  const n = Number(args.seeds ?? (args.soak ? SOAK_DEFAULTS.seeds : SMOKE_DEFAULTS.seeds));
+  // A calm run has nothing to vary but job lengths: one seed unless asked for more.
+  const n = Number(args.seeds ?? (args.soak ? SOAK_DEFAULTS.seeds : scenario === 'calm' ? 1 : SMOKE_DEFAULTS.seeds));
   // A fixed seed (reproducible in CI) plus random ones (new interleavings each run).
   return [1, ...Array.from({ length: n - 1 }, random)];
 }
@@ -69,7 +91,9 @@ async function runOne(plan: Plan): Promise<RunReport> {
   try {
     await h.setup();
     const producer = createBaton({ connectionString: h.cluster.url(), queryTimeoutMs: 3_000, poolSize: 2 });
+    producer.events.on('error', (e) => h.log.append(errorRecord('producer', e)));
     await migrate(h.admin, { schema: 'baton' });
+    const sessionsBefore = await sessionEnds(h.admin);
     await Promise.all(h.slots.map((s) => h.spawnWorker(s)));
     const apiUrl = plan.producer === 'http' ? await h.startApi(producer) : null;
     const t0 = Date.now();
@@ -159,13 +183,23 @@ async function runOne(plan: Plan): Promise<RunReport> {
       await new Promise((r) => setTimeout(r, 100));
     }
     const leftover = await h.leftoverRules();
+    // Sessions the server saw end without their client's goodbye, before the harness stops anyone.
+    const sessionsAfter = await sessionEnds(h.admin);
+    const sessions = {
+      abandoned: sessionsAfter.abandoned - sessionsBefore.abandoned,
+      killed: sessionsAfter.killed - sessionsBefore.killed,
+      fatal: sessionsAfter.fatal - sessionsBefore.fatal,
+    };
     await h.stopWorkers();
     await producer.stop();
     const final = await readFinalJobs(h.cluster.url(), 'baton', 'chaos');
     // Kept with the history, so the run can be re-checked offline (checker.ts --final).
     writeFileSync(path.join(dir, 'final.json'), JSON.stringify(final));
     const history = readHistory(...h.logPaths);
-    const result: CheckResult = checkHistory(final, history);
+    const result: CheckResult = checkHistory(final, history, { requireQuiet: plan.scenario === 'calm' });
+    if (plan.scenario === 'calm' && sessions.abandoned + sessions.killed + sessions.fatal > 0) {
+      result.violations.push(`not quiet: ${sessions.abandoned} session(s) abandoned by their client, ${sessions.killed} killed, ${sessions.fatal} ended by an error, with no fault`);
+    }
     if (Number.isNaN(drainMs)) result.violations.push(`drain: jobs still unfinished ${DRAIN_DEADLINE_MS} ms after the last fault healed`);
     for (const c of h.crashes) result.violations.push(`crash: worker ${c} exited without being killed or stopped`);
     if (leftover && leftover.length > 0) result.violations.push(`cleanup: iptables rules left in the namespace after every fault healed: ${leftover.join('; ')}`);
@@ -174,6 +208,7 @@ async function runOne(plan: Plan): Promise<RunReport> {
     const starvation = starvationAborts(history);
     console.log(formatResult(result));
     console.log(`drain after last heal: ${Number.isNaN(drainMs) ? 'NOT DRAINED' : `${drainMs} ms`}; handlers aborted on lease loss: ${zombieAborts}`);
+    console.log(`server sessions ended without their client's goodbye: abandoned ${sessions.abandoned}, killed ${sessions.killed}, fatal ${sessions.fatal}`);
     console.log(`network faults: blackhole via ${h.tools.blackhole}, loss via ${h.tools.loss}${h.tools.fallbackReason ? ` (FALLBACK: ${h.tools.fallbackReason})` : ''}`);
     if (starvation.faults > 0) {
       console.log(
@@ -200,6 +235,7 @@ async function runOne(plan: Plan): Promise<RunReport> {
       tools: h.tools,
       producer: plan.producer,
       starvation,
+      sessions,
       result,
     };
   } finally {
@@ -224,7 +260,17 @@ function starvationAborts(history: ReturnType<typeof readHistory>): RunReport['s
   return { faults, aborted, latestAbortMs: latest };
 }
 
+/** Session ends the server counted in this database: lost clients, terminations, errors (PostgreSQL 14+). */
+async function sessionEnds(admin: pg.Pool): Promise<{ abandoned: number; killed: number; fatal: number }> {
+  const r = await admin.query<{ abandoned: number; killed: number; fatal: number }>(
+    `SELECT sessions_abandoned::int AS abandoned, sessions_killed::int AS killed, sessions_fatal::int AS fatal
+       FROM pg_stat_database WHERE datname = current_database()`,
+  );
+  return r.rows[0]!;
+}
+
 const reports: RunReport[] = [];
+if (withCalm) reports.push(await runOne(makePlan({ seed: 1, tier, scenario: 'calm' })));
 for (const seed of seedsToRun()) {
   const plan = makePlan({
     seed,

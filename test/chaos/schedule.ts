@@ -12,6 +12,14 @@ export const FAULT_KINDS: readonly FaultKind[] = [...BASE_KINDS, 'resets', 'api-
 export const SOAK_DEFAULTS = { jobs: 5_000, faultSeconds: 480, seeds: 3 } as const;
 /** T2 (smoke) defaults: a few hundred jobs, a few minutes on 2 cores with 2 seeds. */
 export const SMOKE_DEFAULTS = { jobs: 300, faultSeconds: 75, seeds: 2 } as const;
+/**
+ * The calm run: the same workload with no fault at all, over several query timeouts of the
+ * producer and the workers, so a healthy system that fails requests by itself shows up.
+ */
+export const CALM_DEFAULTS = { jobs: 300, faultSeconds: 25 } as const;
+
+/** Every scenario: each fault kind alone, all of them mixed, or none at all. */
+export type Scenario = FaultKind | 'mixed' | 'calm';
 
 export interface PlannedFault {
   /** ms after the run starts. */
@@ -36,7 +44,7 @@ export interface JobPlan {
 export interface Plan {
   seed: number;
   tier: 'smoke' | 'soak';
-  scenario: FaultKind | 'mixed';
+  scenario: Scenario;
   workers: number;
   concurrency: number;
   leaseMs: number;
@@ -51,7 +59,7 @@ export interface Plan {
 export interface PlanOptions {
   seed: number;
   tier: 'smoke' | 'soak';
-  scenario: FaultKind | 'mixed';
+  scenario: Scenario;
   jobs?: number;
   /** Length of the fault phase in seconds. */
   faultSeconds?: number;
@@ -72,16 +80,15 @@ export function makePlan(o: PlanOptions): Plan {
   const workers = soak ? 6 : 4;
   const concurrency = 4;
   const leaseMs = 2_000;
-  const defaults = soak ? SOAK_DEFAULTS : SMOKE_DEFAULTS;
+  const defaults = o.scenario === 'calm' ? CALM_DEFAULTS : soak ? SOAK_DEFAULTS : SMOKE_DEFAULTS;
   const seconds = o.faultSeconds ?? defaults.faultSeconds;
   const span = seconds * 1_000;
   const nJobs = o.jobs ?? defaults.jobs;
 
   const single = (kind: FaultKind) => (kind === 'network' || kind === 'api-ack' ? 1 : kind === 'pause' ? 5 : kind === 'starve' ? 4 : 3);
+  const none: Record<FaultKind, number> = { kill: 0, pause: 0, 'pg-restart': 0, listener: 0, network: 0, blackhole: 0, resets: 0, 'api-ack': 0, starve: 0 };
   const counts: Record<FaultKind, number> =
-    o.scenario === 'mixed'
-      ? mixedCounts(o.tier, seconds)
-      : ({ kill: 0, pause: 0, 'pg-restart': 0, listener: 0, network: 0, blackhole: 0, resets: 0, 'api-ack': 0, starve: 0, [o.scenario]: single(o.scenario) } as Record<FaultKind, number>);
+    o.scenario === 'mixed' ? mixedCounts(o.tier, seconds) : o.scenario === 'calm' ? none : { ...none, [o.scenario]: single(o.scenario) };
   // The pause scenario wants zombies that wake while the new owner still runs the job, and the starve
   // scenario handlers still running when the pool runs dry: more long jobs.
   const longFrac = o.scenario === 'pause' || o.scenario === 'starve' ? 0.3 : 0.1;
@@ -158,6 +165,6 @@ export function makePlan(o: PlanOptions): Plan {
       failFirst: rand() < 0.05,
     });
   }
-  const producer = o.scenario === 'mixed' || o.scenario === 'api-ack' ? 'http' : 'direct';
+  const producer = o.scenario === 'mixed' || o.scenario === 'api-ack' || o.scenario === 'calm' ? 'http' : 'direct';
   return { seed: o.seed, tier: o.tier, scenario: o.scenario, workers, concurrency, leaseMs, producer, faults, jobs, lastHealAt };
 }

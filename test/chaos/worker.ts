@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { createBaton } from '../../src/index.ts';
 import type { JobContext } from '../../src/index.ts';
-import { HistoryLog, type WriteRecord } from './history.ts';
+import { HistoryLog, errorRecord, type WriteRecord } from './history.ts';
 import { TOKEN_FENCE } from '../../src/db/pg/queries/job.ts';
 import { writeKind, writeRecords } from './write-recorder.ts';
 
@@ -180,8 +180,8 @@ setInterval(() => {
 }, STALL_TICK_MS).unref();
 
 // ---- main -----------------------------------------------------------------------
-const makeBaton = () =>
-  createBaton({
+const makeBaton = () => {
+  const b = createBaton({
     connectionString: env.CHAOS_DB_URL,
     ...(env.CHAOS_GENERATED_ID === '1' ? {} : { workerId }),
     queues: { chaos: Number(env.CHAOS_CONCURRENCY ?? 4) },
@@ -195,6 +195,10 @@ const makeBaton = () =>
     queryTimeoutMs: Number(env.CHAOS_QUERY_TIMEOUT_MS ?? 2_000),
     handlers: { chaos: chaosHandler as (ctx: JobContext) => Promise<unknown> },
   });
+  // Every background error, for the checker's count of errors with no fault active.
+  b.events.on('error', (e) => log.append(errorRecord(workerId, e)));
+  return b;
+};
 
 // start() rejects while the database is unreachable (e.g. a replacement worker spawned into a
 // blackhole); like a process supervisor, try again with a fresh instance.
@@ -204,6 +208,7 @@ for (let attempt = 0; ; attempt++) {
     await baton.start();
     break;
   } catch (err) {
+    log.append(errorRecord(workerId, { where: 'start', error: err }));
     process.stderr.write(`chaos worker ${workerId}: start failed (${(err as Error).message}); retrying\n`);
     await baton.stop({ drainMs: 0 }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, Math.min(2_000, 100 * 2 ** attempt)));
@@ -214,6 +219,7 @@ let aborted = 0;
 baton.events.on('leaseLost', () => {
   aborted++;
 });
+
 
 process.on('SIGTERM', () => {
   baton
