@@ -5,7 +5,8 @@ import os from 'node:os';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import type { Baton } from './core/baton.ts';
-import { parseEngineConfig, type EngineConfigInput } from './core/config.ts';
+import type { Clock } from './core/clock.ts';
+import { QUERY_TIMEOUT_MS_DEFAULT, parseEngineConfig, type EngineConfigInput } from './core/config.ts';
 import { BatonError } from './core/errors.ts';
 import { Engine } from './core/engine.ts';
 import type { HandlerMap } from './core/handler.ts';
@@ -38,6 +39,12 @@ export interface BatonOptions extends EngineConfigInput {
   handlers?: HandlerMap;
   /** pino-compatible logger; silent by default. */
   logger?: Logger;
+  /**
+   * Local monotonic time, for what the worker measures itself (how long a lease has gone
+   * unproven, how late a claim's answer came). Default: performance.now(). Tests pass one they
+   * can move; database time (run_at, expiry, backoff) is never taken from it.
+   */
+  clock?: Clock;
 }
 
 export const ADMIN_POOL_SIZE_DEFAULT = 2;
@@ -76,12 +83,12 @@ export function lockNamespaceFor(schema: string): number {
  * @throws BatonError INVALID_CONFIG naming every bad option.
  */
 export function createBaton(options: BatonOptions): Baton {
-  const { pool: givenPool, connectionString, poolSize, adminPoolSize, queryTimeoutMs, handlers, logger, ...engineInput } = options ?? {};
+  const { pool: givenPool, connectionString, poolSize, adminPoolSize, queryTimeoutMs, handlers, logger, clock, ...engineInput } = options ?? {};
   const config = parseEngineConfig(engineInput, () => `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   if (!givenPool && !connectionString) {
     throw new BatonError('INVALID_CONFIG', 'invalid Baton options: pool or connectionString is required');
   }
-  const timeout = queryTimeoutMs ?? 10_000;
+  const timeout = queryTimeoutMs ?? QUERY_TIMEOUT_MS_DEFAULT;
   const connection: pg.ClientConfig = connectionString
     ? { connectionString }
     : { ...((givenPool as unknown as { options?: pg.ClientConfig }).options ?? {}) };
@@ -145,5 +152,6 @@ export function createBaton(options: BatonOptions): Baton {
     close: async () => {
       await Promise.all([ownPool?.end(), adminPool?.end()]);
     },
+    ...(clock ? { clock } : {}),
   });
 }

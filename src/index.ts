@@ -1,19 +1,24 @@
 // Baton's public library API: re-exports only.
 
 export { createBaton, type BatonOptions } from './create-baton.ts';
-export type {
-  Baton,
-  AdminApi,
-  EnqueueOptions,
-  EngineEvents,
-  EngineStats,
-  JobPage,
-  ListJobsFilter,
-  StateCounts,
-  WorkerInfo,
-} from './core/baton.ts';
+export type { Baton, EnqueueOptions, EngineStats } from './core/baton.ts';
+export {
+  DLQ_REPLAY_LIMIT_DEFAULT,
+  DLQ_REPLAY_LIMIT_MAX,
+  LIST_LIMIT_DEFAULT,
+  LIST_LIMIT_MAX,
+  LIST_OFFSET_MAX,
+  isJobId,
+  type AdminApi,
+  type JobPage,
+  type ListJobsFilter,
+  type StateCounts,
+  type WorkerInfo,
+} from './core/admin.ts';
+export type { EngineEvents } from './core/events.ts';
 export type { Handler, HandlerMap, JobContext } from './core/handler.ts';
 export type { Logger } from './core/logger.ts';
+export type { Clock } from './core/clock.ts';
 export {
   JOB_STATES,
   TERMINAL_STATES,
@@ -33,6 +38,14 @@ export {
 } from './core/job.ts';
 export { BatonError, TerminalError, LeaseLostError, ERROR_CODES, isBatonError, type ErrorCode } from './core/errors.ts';
 export { engineConfigSchema, parseEngineConfig, NAME_PATTERN, nameSchema, type EngineConfig, type EngineConfigInput } from './core/config.ts';
-export { RUN_AT_MIN, RUN_AT_MAX, runAtSchema } from './core/job-spec.ts';
+export {
+  DELAY_MS_MAX,
+  IDEMPOTENCY_KEY_MAX_CHARS,
+  MAX_ATTEMPTS_MAX,
+  PRIORITY_MAX,
+  RUN_AT_MIN,
+  RUN_AT_MAX,
+  runAtSchema,
+} from './core/job-spec.ts';
 export { migrate, type MigrateOptions, type MigrateResult } from './db/migrate.ts';
 export { isInvalidInputSqlstate } from './db/pg/errors.ts';

@@ -3,20 +3,77 @@
 // changed state meanwhile gets a clear conflict instead of a half-written row.
 
 import type { Executor } from '../db/executor.ts';
-import type { AdminApi, JobPage, ListJobsFilter, StateCounts } from './baton.ts';
 import { BatonError } from './errors.ts';
-import { JOB_STATES, type Job, type JobState } from './job.ts';
+import { JOB_STATES, type Job, type JobState, type JobSummary } from './job.ts';
+
+export interface ListJobsFilter {
+  state?: JobState;
+  tenantId?: string;
+  queue?: string;
+  jobType?: string;
+  /** 1..500, default 50. */
+  limit?: number;
+  /** >= 0, default 0. */
+  offset?: number;
+}
+
+export interface JobPage {
+  /** Summaries: bulky fields bounded (see JobSummary). */
+  jobs: JobSummary[];
+  /** Total rows matching the filter (capped count; see admin docs). */
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+export type StateCounts = Record<JobState, number>;
+
+export interface WorkerInfo {
+  id: string;
+  hostname: string;
+  pid: number;
+  /** queue -> concurrency */
+  queues: Record<string, number>;
+  inFlight: number;
+  startedAt: Date;
+  lastSeenAt: Date;
+  /** True while the worker's database session holds its presence lock. */
+  alive: boolean;
+}
+
+export interface AdminApi {
+  /** Throws BatonError JOB_NOT_FOUND. */
+  getJob(id: string): Promise<Job>;
+  listJobs(filter?: ListJobsFilter): Promise<JobPage>;
+  /** Back to pending with a fresh attempt budget; replay_count + 1. JOB_STATE_CONFLICT unless terminal. */
+  replay(id: string): Promise<Job>;
+  /** JOB_STATE_CONFLICT unless pending. */
+  cancel(id: string): Promise<Job>;
+  /** Replays up to `limit` (1..1000, default 100) dead-lettered jobs, oldest first; answers their summaries. */
+  replayDeadLetters(opts?: { limit?: number; queue?: string; tenantId?: string }): Promise<JobSummary[]>;
+  queueDepth(queue: string): Promise<StateCounts>;
+  /** Every queue with at least one job, with counts by state. */
+  queues(): Promise<Array<{ queue: string; counts: StateCounts }>>;
+  workers(): Promise<WorkerInfo[]>;
+}
+
 
 export const LIST_LIMIT_DEFAULT = 50;
 export const LIST_LIMIT_MAX = 500;
+/** Deep OFFSET pages cost a scan each; page with filters instead. */
+export const LIST_OFFSET_MAX = 100_000;
 export const LIST_TOTAL_CAP = 10_000;
 export const DLQ_REPLAY_LIMIT_DEFAULT = 100;
 export const DLQ_REPLAY_LIMIT_MAX = 1_000;
 const INT8_MAX = 9223372036854775807n;
 
-/** Job ids are positive int8 values written in decimal. */
+/** True when `id` can name a job at all: a positive int8 written in decimal. */
+export function isJobId(id: string): boolean {
+  return /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= INT8_MAX;
+}
+
 export function assertJobId(id: string): void {
-  if (!/^[1-9][0-9]{0,18}$/.test(id) || BigInt(id) > INT8_MAX) {
+  if (!isJobId(id)) {
     throw new BatonError('INVALID_ARGUMENT', `invalid job id ${JSON.stringify(String(id).slice(0, 40))}: expected a positive integer`, {
       details: { field: 'id' },
     });
@@ -51,7 +108,7 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
         throw new BatonError('INVALID_ARGUMENT', `state must be one of ${JOB_STATES.join(', ')}`, { details: { field: 'state' } });
       }
       const limit = intIn('limit', filter.limit, 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT);
-      const offset = intIn('offset', filter.offset, 0, 1_000_000, 0);
+      const offset = intIn('offset', filter.offset, 0, LIST_OFFSET_MAX, 0);
       const where = { state: filter.state, tenantId: filter.tenantId, queue: filter.queue, jobType: filter.jobType };
       const [jobs, total] = await Promise.all([
         executor.jobList({ ...where, limit, offset }),

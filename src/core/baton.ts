@@ -3,7 +3,9 @@
 
 import type { EventEmitter } from 'node:events';
 import type { EngineConfig } from './config.ts';
-import type { EnqueueResult, Job, JobSpec, JobState, JobSummary } from './job.ts';
+import type { AdminApi } from './admin.ts';
+import type { EngineEvents } from './events.ts';
+import type { EnqueueResult, JobSpec } from './job.ts';
 import type { MigrateResult } from '../db/migrate.ts';
 import type { Queryable } from '../db/pg/pool.ts';
 
@@ -17,57 +19,6 @@ export interface EnqueueOptions {
   client?: Queryable;
   /** Default true. */
   notify?: boolean;
-}
-
-export interface ListJobsFilter {
-  state?: JobState;
-  tenantId?: string;
-  queue?: string;
-  jobType?: string;
-  /** 1..500, default 50. */
-  limit?: number;
-  /** >= 0, default 0. */
-  offset?: number;
-}
-
-export interface JobPage {
-  /** Summaries: bulky fields bounded (see JobSummary). */
-  jobs: JobSummary[];
-  /** Total rows matching the filter (capped count; see admin docs). */
-  total: number;
-  limit: number;
-  offset: number;
-}
-
-export type StateCounts = Record<JobState, number>;
-
-export interface WorkerInfo {
-  id: string;
-  hostname: string;
-  pid: number;
-  /** queue -> concurrency */
-  queues: Record<string, number>;
-  inFlight: number;
-  startedAt: Date;
-  lastSeenAt: Date;
-  /** True while the worker's database session holds its presence lock. */
-  alive: boolean;
-}
-
-export interface AdminApi {
-  /** Throws BatonError JOB_NOT_FOUND. */
-  getJob(id: string): Promise<Job>;
-  listJobs(filter?: ListJobsFilter): Promise<JobPage>;
-  /** Back to pending with a fresh attempt budget; replay_count + 1. JOB_STATE_CONFLICT unless terminal. */
-  replay(id: string): Promise<Job>;
-  /** JOB_STATE_CONFLICT unless pending. */
-  cancel(id: string): Promise<Job>;
-  /** Replays up to `limit` (1..1000, default 100) dead-lettered jobs, oldest first; answers their summaries. */
-  replayDeadLetters(opts?: { limit?: number; queue?: string; tenantId?: string }): Promise<JobSummary[]>;
-  queueDepth(queue: string): Promise<StateCounts>;
-  /** Every queue with at least one job, with counts by state. */
-  queues(): Promise<Array<{ queue: string; counts: StateCounts }>>;
-  workers(): Promise<WorkerInfo[]>;
 }
 
 /** In-process counters, for metrics. Monotonic unless named otherwise. */
@@ -86,26 +37,6 @@ export interface EngineStats {
   slots: Record<string, { concurrency: number; inFlight: number }>;
   /** Whether this worker holds its presence lock (it claims only then); null before start() or with no queues. */
   presenceHeld: boolean | null;
-}
-
-/** Events the engine emits (on baton.events) for metrics and logs. */
-export interface EngineEvents {
-  enqueued: [{ queue: string; count: number }];
-  claimed: [{ queue: string; count: number; durationMs: number }];
-  started: [{ job: Job; startLatencyMs: number }];
-  succeeded: [{ job: Job; durationMs: number }];
-  retried: [{ job: Job; error: unknown }];
-  deadLettered: [{ job: Job; error: unknown }];
-  fenced: [{ kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release'; count: number }];
-  leaseLost: [{ job: Job }];
-  reaped: [{ count: number; fast: boolean }];
-  /**
-   * Leases given back unrun or unfinished, attempt refunded: 'stranded' (claimed with the
-   * reply lost), 'late' (a claim answered past the heartbeat deadline), 'shutdown' (claimed
-   * during stop(), or aborted by the drain deadline).
-   */
-  released: [{ queue: string; count: number; reason: 'stranded' | 'late' | 'shutdown' }];
-  error: [{ where: string; error: unknown }];
 }
 
 export interface Baton {

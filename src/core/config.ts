@@ -16,7 +16,6 @@ export const DRAIN_MS_DEFAULT = 10_000;
 export const MAX_ATTEMPTS_DEFAULT = 5;
 export const BACKOFF_BASE_MS_DEFAULT = 1_000;
 export const BACKOFF_CAP_MS_DEFAULT = 10 * 60_000;
-export const CONCURRENCY_DEFAULT = 10;
 export const COMPLETER_MAX_BATCH_DEFAULT = 500;
 export const QUERY_TIMEOUT_MS_DEFAULT = 10_000;
 

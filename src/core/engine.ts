@@ -1,5 +1,6 @@
-// The engine: composes dispatchers, runner, completer, heartbeats, reaper,
-// wake-ups and presence into a Baton. Owns the lifecycle (start / drain-stop).
+// The engine: composes dispatchers, the claimer, runner, completer, heartbeats,
+// reaper, wake-ups and presence into a Baton. Owns the lifecycle (start / drain-stop);
+// the claim protocol itself lives in claimer.ts.
 //
 // Terminology. A *job* is one row; a *queue* groups jobs for claiming; a *lease*
 // is a worker's time-limited claim on a job, identified by its fencing *token*;
@@ -8,8 +9,8 @@
 
 import type { Executor, NotificationListener, Presence } from '../db/executor.ts';
 import type { MigrateResult } from '../db/migrate.ts';
-import { createAdmin } from './admin.ts';
-import type { AdminApi, Baton, EngineStats, EnqueueOptions } from './baton.ts';
+import { createAdmin, type AdminApi } from './admin.ts';
+import type { Baton, EngineStats, EnqueueOptions } from './baton.ts';
 import { Completer } from './completer.ts';
 import type { EngineConfig } from './config.ts';
 import { QueueDispatcher } from './dispatcher.ts';
@@ -17,18 +18,17 @@ import { BatonError } from './errors.ts';
 import { EngineEventEmitter } from './events.ts';
 import type { HandlerMap } from './handler.ts';
 import { Heartbeater } from './heartbeater.ts';
-import type { EnqueueResult, JobSpec, LeasedJob } from './job.ts';
+import { Claimer } from './claimer.ts';
+import { systemClock, type Clock } from './clock.ts';
+import type { EnqueueResult, JobSpec } from './job.ts';
 import { normalizeSpec } from './job-spec.ts';
-import { LeaseTable, monotonicMs, type InFlight } from './lease-table.ts';
+import { LeaseTable, type InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
 import { Notifier, channelFor } from './notifier.ts';
 import { Reaper } from './reaper.ts';
-import { runJob, type RunnerDeps } from './job-runner.ts';
-import { StrandedLeases } from './stranded-leases.ts';
+import type { RunnerDeps } from './job-runner.ts';
 
 export const ENQUEUE_BATCH_MAX = 10_000;
-/** Above every token (a bigint sequence's maximum is 2^63 - 1). */
-const INT8_LIMIT = 2n ** 63n;
 /** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
 const ABORT_GRACE_MS = 1_000;
 
@@ -48,6 +48,8 @@ export interface EngineDeps {
   createListener: (hooks: { onNotify: (channel: string) => void; onConnected: () => void; onError: (err: unknown) => void }) => NotificationListener;
   /** Releases resources the engine owns (e.g. a pool it created). Called once, at the end of stop(). */
   close: () => Promise<void>;
+  /** Local monotonic time (lease proofs, claim lateness). Default: the system's. */
+  clock?: Clock;
 }
 
 export class Engine implements Baton {
@@ -56,7 +58,7 @@ export class Engine implements Baton {
   readonly events: EngineEventEmitter;
   readonly #d: EngineDeps;
   readonly #log: Logger;
-  readonly #leases = new LeaseTable();
+  readonly #leases: LeaseTable;
   readonly #dispatchers = new Map<string, QueueDispatcher>();
   readonly #byChannel = new Map<string, QueueDispatcher>();
   readonly #notifier: Notifier;
@@ -65,14 +67,8 @@ export class Engine implements Baton {
   readonly #heartbeater: Heartbeater;
   readonly #reaper: Reaper;
   readonly #runner: RunnerDeps;
-  readonly #stranded: StrandedLeases;
-  /** Claims in flight, each settled once its jobs are in the lease table or given back. */
-  readonly #claims = new Set<Promise<number>>();
-  /** See StrandedLeasesDeps.tokenFloor; read before the first claim when the worker id is configured. */
-  #tokenFloor: bigint | null;
+  readonly #claimer: Claimer;
   #presence: Presence | null = null;
-  /** The presence lock has been held at least once. */
-  #presenceAcquired = false;
   #listener: NotificationListener | null = null;
   /** The presence and listener connections being opened by start() (never rejects). */
   #connecting: Promise<PromiseSettledResult<void>[]> | null = null;
@@ -89,6 +85,8 @@ export class Engine implements Baton {
     this.#d = deps;
     this.config = deps.config;
     this.#log = deps.logger.child({ worker: deps.config.workerId });
+    const clock = deps.clock ?? systemClock;
+    this.#leases = new LeaseTable(clock);
     this.events = new EngineEventEmitter((event, err) => this.#log.warn({ err, event }, 'baton: an event listener threw'));
     const onError = (where: string) => (error: unknown) => {
       this.#log.warn({ err: error, where }, 'baton: background operation failed');
@@ -111,31 +109,14 @@ export class Engine implements Baton {
     this.#heartbeater = new Heartbeater({
       executor: deps.executor,
       config: this.config,
+      clock,
       leases: this.#leases,
       onLost: (entry, why) => this.#leaseLost(entry, why),
       onError: onError('heartbeat'),
       afterTick: () => {
-        this.#stranded.tick();
+        this.#claimer.tick();
         return deps.executor.workerTouch({ id: this.config.workerId, inFlight: this.#leases.size });
       },
-    });
-    // A generated id is this process's alone: every lease it owns came from its own claims.
-    this.#tokenFloor = this.config.workerIdGenerated ? 0n : null;
-    this.#stranded = new StrandedLeases({
-      executor: deps.executor,
-      owner: this.config.workerId,
-      leases: this.#leases,
-      windowMs: this.config.leaseMs,
-      claimsInFlight: () => this.#claims,
-      // Before the floor is known no claim of ours has taken a token: nothing owned is ours.
-      tokenFloor: () => this.#tokenFloor ?? INT8_LIMIT,
-      onReleased: (jobs) => {
-        this.#counters.strandedReleased += jobs.length;
-        this.#log.warn({ count: jobs.length, jobIds: jobs.slice(0, 20).map((j) => j.id) }, 'baton: released leases whose claim reply was lost (attempt refunded)');
-        this.#emitReleased(jobs, 'stranded');
-        this.#wakeQueues([...new Set(jobs.map((j) => j.queue))]);
-      },
-      onError: onError('stranded-leases'),
     });
     this.#reaper = new Reaper({
       executor: deps.executor,
@@ -163,11 +144,25 @@ export class Engine implements Baton {
         if (this.#leases.size === 0) for (const f of this.#idle.splice(0)) f();
       },
     };
+    this.#claimer = new Claimer({
+      executor: deps.executor,
+      config: this.config,
+      clock,
+      leases: this.#leases,
+      runner: this.#runner,
+      events: this.events,
+      log: this.#log,
+      counters: this.#counters,
+      onReclaimed: (stale) => this.#leaseLost(stale, 'reclaimed'),
+      onFenced: (kind, count) => this.#fenced(kind, count),
+      wakeQueues: (queues) => this.#wakeQueues(queues),
+      onError: onError('stranded-leases'),
+    });
     for (const [queue, concurrency] of Object.entries(this.config.queues)) {
       const dispatcher: QueueDispatcher = new QueueDispatcher({
         queue,
         concurrency,
-        claimAndStart: (limit) => this.#claimAndStart(dispatcher, limit),
+        claimAndStart: (limit) => this.#claimer.claimAndStart(dispatcher, limit),
         onError: onError(`claim:${queue}`),
       });
       this.#dispatchers.set(queue, dispatcher);
@@ -186,13 +181,14 @@ export class Engine implements Baton {
     const working = this.#dispatchers.size > 0;
     try {
       if (working) {
-        // Claims wait while the lock is lost (see #mayClaim); getting it back wakes them.
+        // Claims wait while the lock is lost (see Claimer); getting it back wakes them.
         this.#presence = this.#d.createPresence({
           onAcquired: () => {
-            this.#presenceAcquired = true;
+            this.#claimer.presenceAcquired();
             this.#wakeAll();
           },
         });
+        this.#claimer.presence = this.#presence;
         if (this.config.dispatch === 'notify') {
           this.#listener = this.#d.createListener({
             onNotify: (channel) => this.#byChannel.get(channel)?.wake(),
@@ -202,7 +198,7 @@ export class Engine implements Baton {
           });
         }
         // The claim loops start now. With a generated worker id the first claims go out while the
-        // presence and LISTEN connections open (#mayClaim), so a worker that starts with a backlog
+        // presence and LISTEN connections open (Claimer.claimsBeforePresence), so a worker that starts with a backlog
         // waits for one connect rather than for the slowest of several. Their connections open
         // on first use; the pool opens one more for the first outcome write meanwhile, which
         // would otherwise stall that write by a connect and the next claim behind it. With a
@@ -210,7 +206,7 @@ export class Engine implements Baton {
         // queue plus one for them. A stop() meanwhile waits for all of it to settle.
         this.#heartbeater.start();
         for (const d of this.#dispatchers.values()) d.start();
-        this.#warming = this.#d.warmPool(this.#claimsBeforePresence ? 1 : this.#dispatchers.size + 1);
+        this.#warming = this.#d.warmPool(this.#claimer.claimsBeforePresence ? 1 : this.#dispatchers.size + 1);
         this.#connecting = Promise.allSettled([this.#presence.start(), this.#listener?.start([...this.#byChannel.keys()])]);
         for (const r of await this.#connecting) if (r.status === 'rejected') throw r.reason;
         this.#throwIfStopping();
@@ -236,6 +232,7 @@ export class Engine implements Baton {
 
   async #stop(drainMs: number): Promise<void> {
     this.#stopping = true;
+    this.#claimer.stop();
     if (this.#poll) clearInterval(this.#poll);
     for (const d of this.#dispatchers.values()) d.stop();
     this.#notifier.stop();
@@ -243,7 +240,7 @@ export class Engine implements Baton {
     await this.#connecting;
     await this.#warming;
     await this.#listener?.stop();
-    // Claims in flight finish; what they return is released unstarted (see #claimAndStart).
+    // Claims in flight finish; what they return is released unstarted (see Claimer).
     await Promise.all([...this.#dispatchers.values()].map((d) => d.idle()));
     if (!(await this.#waitIdle(drainMs))) {
       // Handlers still running are aborted. Whatever they throw now is our doing, not the job's:
@@ -260,17 +257,12 @@ export class Engine implements Baton {
         // refunded likewise (the outcome they may still reach is discarded).
         const stuck = this.#leases.live();
         for (const e of stuck) this.#leases.markLost(e, reason);
-        try {
-          const ok = await this.#d.executor.jobReleaseMany({ leases: stuck.map((e) => ({ id: e.job.id, token: e.token })), refundAttempt: true });
-          this.#emitReleased(stuck.filter((e) => ok.has(e.job.id)).map((e) => e.job), 'shutdown');
-        } catch (err) {
-          this.#log.warn({ err }, 'baton: releasing stuck leases failed');
-        }
+        await this.#claimer.releaseStuck(stuck).catch((err: unknown) => this.#log.warn({ err }, 'baton: releasing stuck leases failed'));
       }
     }
     await this.#completer.drain();
     await this.#heartbeater.stop();
-    await this.#stranded.idle();
+    await this.#claimer.idle();
     await this.#reaper.stop();
     await this.#presence?.stop();
     await this.#d.close();
@@ -337,121 +329,6 @@ export class Engine implements Baton {
 
   #wakeAll(): void {
     for (const d of this.#dispatchers.values()) d.wake();
-  }
-
-  /**
-   * Whether claims may go out before the presence lock is first held. A generated worker id
-   * has no row in `workers` until presence inserts it with the lock held, so no sweep can mark
-   * it gone and its leases are reclaimed only at expiry. A configured id may name the row of
-   * an earlier process that a sweep is about to mark gone, so it waits for the lock.
-   */
-  get #claimsBeforePresence(): boolean {
-    return this.config.workerIdGenerated;
-  }
-
-  /**
-   * No claim without the presence lock once it has been held: after our session is gone, any
-   * reaper may take leases we hold (fast reclaim), so a lease taken then could run twice;
-   * onAcquired wakes the loops again. Before the first acquisition, see #claimsBeforePresence.
-   */
-  #mayClaim(): boolean {
-    if (!this.#presence) return false;
-    return this.#presence.held || (!this.#presenceAcquired && this.#claimsBeforePresence);
-  }
-
-  #claimAndStart(dispatcher: QueueDispatcher, limit: number): Promise<number> {
-    if (!this.#mayClaim()) return Promise.resolve(0);
-    const claim = this.#claim(dispatcher, limit);
-    this.#claims.add(claim);
-    const settled = () => void this.#claims.delete(claim);
-    claim.then(settled, settled);
-    return claim;
-  }
-
-  async #claim(dispatcher: QueueDispatcher, limit: number): Promise<number> {
-    const { executor, config } = { executor: this.#d.executor, config: this.config };
-    // With a configured id, an earlier process may have held leases under it: bound what is
-    // ours before any claim of ours can take a token (see StrandedLeasesDeps.tokenFloor). Two
-    // queues may both read it; either answer is safe, as both precede their claims.
-    if (this.#tokenFloor === null) this.#tokenFloor = await executor.jobTokenHighWater();
-    const provenAt = monotonicMs();
-    const t0 = performance.now();
-    let jobs: LeasedJob[];
-    try {
-      jobs = await executor.jobClaim({
-        queue: dispatcher.queue,
-        limit,
-        owner: config.workerId,
-        leaseMs: config.leaseMs,
-        intoRunning: config.claimIntoRunning,
-      });
-    } catch (err) {
-      // It may have committed with its reply lost: its leases would be ours without our knowing.
-      this.#stranded.suspect();
-      throw err;
-    }
-    if (jobs.length === 0) return 0;
-    this.#counters.claimed += jobs.length;
-    this.events.emit('claimed', { queue: dispatcher.queue, count: jobs.length, durationMs: performance.now() - t0 });
-    if (!config.claimIntoRunning && !this.#stopping) {
-      const leases = jobs.map((j) => ({ id: j.id, token: j.token }));
-      let ok: Set<string>;
-      try {
-        ok = await executor.jobMarkRunningMany({ leases });
-      } catch (err) {
-        await this.#release(jobs);
-        throw err;
-      }
-      if (ok.size < jobs.length) this.#fenced('start', jobs.length - ok.size);
-      jobs = jobs.filter((j) => ok.has(j.id)).map((j): LeasedJob => ({ ...j, state: 'running', startedAt: new Date() }));
-    }
-    // A claim answered past the heartbeat deadline (it waited for a pool connection, or its
-    // round trip stalled) proves its leases only from when it was asked for, so they count as
-    // lost already: started now, the handlers would run while another worker may take the
-    // jobs, and their outcomes would be dropped. Give them back unstarted instead.
-    const waitedMs = monotonicMs() - provenAt;
-    const late = waitedMs > config.heartbeatDeadlineMs;
-    if (this.#stopping || late) {
-      // Claimed but never started: give them back with the attempt refunded.
-      if (!this.#stopping) {
-        const fields = { queue: dispatcher.queue, count: jobs.length, waitedMs: Math.round(waitedMs) };
-        this.#log.warn(fields, 'baton: claim answered past the heartbeat deadline; released unstarted');
-      }
-      await this.#release(jobs, this.#stopping ? 'shutdown' : 'late');
-      return this.#stopping ? jobs.length : 0;
-    }
-    for (const job of jobs) {
-      // We still run this job under an older token: that lease was reclaimed (expired or reaped)
-      // and we claimed the job again. The old run has lost its lease; abort it now.
-      const stale = this.#leases.get(job.id);
-      if (stale) this.#leaseLost(stale, 'reclaimed');
-      const entry = this.#leases.add(job, provenAt);
-      dispatcher.acquired();
-      runJob(entry, dispatcher, this.#runner);
-    }
-    return jobs.length;
-  }
-
-  /** Gives unstarted leases back, attempt refunded; `reason` is reported on the 'released' event. */
-  async #release(jobs: LeasedJob[], reason?: 'late' | 'shutdown'): Promise<void> {
-    if (jobs.length === 0) return;
-    const leases = jobs.map((j) => ({ id: j.id, token: j.token }));
-    let ok: Set<string>;
-    try {
-      ok = await this.#d.executor.jobReleaseMany({ leases, refundAttempt: true });
-    } catch (err) {
-      // Still ours, and no longer known to us: found and released by the stranded-lease sweep.
-      this.#stranded.suspect();
-      throw err;
-    }
-    if (ok.size < jobs.length) this.#fenced('release', jobs.length - ok.size);
-    if (reason) this.#emitReleased(jobs.filter((j) => ok.has(j.id)), reason);
-  }
-
-  #emitReleased(jobs: ReadonlyArray<{ queue: string }>, reason: 'stranded' | 'late' | 'shutdown'): void {
-    const byQueue = new Map<string, number>();
-    for (const j of jobs) byQueue.set(j.queue, (byQueue.get(j.queue) ?? 0) + 1);
-    for (const [queue, count] of byQueue) this.events.emit('released', { queue, count, reason });
   }
 
   #leaseLost(entry: InFlight, why: 'fenced' | 'deadline' | 'reclaimed'): void {

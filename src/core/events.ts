@@ -3,7 +3,27 @@
 // jobs still start, a committed enqueue still resolves, a background loop keeps going).
 
 import { EventEmitter } from 'node:events';
-import type { EngineEvents } from './baton.ts';
+import type { Job } from './job.ts';
+
+/** Events the engine emits (on baton.events) for metrics and logs. */
+export interface EngineEvents {
+  enqueued: [{ queue: string; count: number }];
+  claimed: [{ queue: string; count: number; durationMs: number }];
+  started: [{ job: Job; startLatencyMs: number }];
+  succeeded: [{ job: Job; durationMs: number }];
+  retried: [{ job: Job; error: unknown }];
+  deadLettered: [{ job: Job; error: unknown }];
+  fenced: [{ kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release'; count: number }];
+  leaseLost: [{ job: Job }];
+  reaped: [{ count: number; fast: boolean }];
+  /**
+   * Leases given back unrun or unfinished, attempt refunded: 'stranded' (claimed with the
+   * reply lost), 'late' (a claim answered past the heartbeat deadline), 'shutdown' (claimed
+   * during stop(), or aborted by the drain deadline).
+   */
+  released: [{ queue: string; count: number; reason: 'stranded' | 'late' | 'shutdown' }];
+  error: [{ where: string; error: unknown }];
+}
 
 type Listener = (...args: unknown[]) => unknown;
 

@@ -6,12 +6,14 @@
 // connection) must not postpone it until the query or pool timeout fires.
 
 import type { Executor } from '../db/executor.ts';
+import type { Clock } from './clock.ts';
 import type { EngineConfig } from './config.ts';
-import { monotonicMs, type InFlight, type LeaseTable } from './lease-table.ts';
+import type { InFlight, LeaseTable } from './lease-table.ts';
 
 export interface HeartbeaterDeps {
   executor: Executor;
   config: EngineConfig;
+  clock: Clock;
   leases: LeaseTable;
   onLost: (entry: InFlight, why: 'fenced' | 'deadline') => void;
   onError: (err: unknown) => void;
@@ -50,8 +52,8 @@ export class Heartbeater {
    * arms a timer for the next one due, whether or not a heartbeat round trip is in flight.
    */
   #enforceDeadline(): void {
-    const { config, leases } = this.#d;
-    const now = monotonicMs();
+    const { config, leases, clock } = this.#d;
+    const now = clock.now();
     let next = Number.POSITIVE_INFINITY;
     for (const e of leases.live()) {
       if (e.phase !== 'running') continue;
@@ -71,7 +73,7 @@ export class Heartbeater {
     const { executor, config, leases } = this.#d;
     const sent = leases.live();
     if (sent.length > 0) {
-      const sentAt = monotonicMs();
+      const sentAt = this.#d.clock.now();
       try {
         const alive = await executor.jobHeartbeatMany({
           leases: sent.map((e) => ({ id: e.job.id, token: e.token })),

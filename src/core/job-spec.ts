@@ -7,7 +7,12 @@ import { nameSchema as name } from './config.ts';
 import { BatonError } from './errors.ts';
 import type { JobSpec } from './job.ts';
 
-const MAX_DELAY_MS = 10 * 365 * 24 * 3600 * 1000;
+/** Ten years: delays beyond that are almost surely unit mistakes. */
+export const DELAY_MS_MAX = 10 * 365 * 24 * 3600 * 1000;
+/** Priority runs from -PRIORITY_MAX to PRIORITY_MAX; higher runs first. */
+export const PRIORITY_MAX = 1_000_000;
+export const MAX_ATTEMPTS_MAX = 1_000;
+export const IDEMPOTENCY_KEY_MAX_CHARS = 512;
 const noNul = (s: string) => !s.includes('\u0000');
 
 /**
@@ -41,11 +46,11 @@ export const jobSpecSchema = z
     payload: z.unknown().optional(),
     queue: name.optional(),
     tenantId: name.optional(),
-    priority: z.number().int().min(-1_000_000).max(1_000_000).optional(),
+    priority: z.number().int().min(-PRIORITY_MAX).max(PRIORITY_MAX).optional(),
     runAt: runAtSchema.optional(),
-    delayMs: z.number().int().min(0).max(MAX_DELAY_MS).optional(),
-    maxAttempts: z.number().int().min(1).max(1_000).optional(),
-    idempotencyKey: z.string().min(1).max(512).refine(noNul, 'must not contain NUL bytes').optional(),
+    delayMs: z.number().int().min(0).max(DELAY_MS_MAX).optional(),
+    maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_MAX).optional(),
+    idempotencyKey: z.string().min(1).max(IDEMPOTENCY_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes').optional(),
   })
   .strict()
   .refine((s) => !(s.runAt !== undefined && s.delayMs !== undefined), {

@@ -2,7 +2,7 @@
 // or heartbeat that returned it was sent; past provenAt + heartbeatDeadlineMs the
 // worker can no longer prove ownership and must stop (self-fencing).
 
-import { performance } from 'node:perf_hooks';
+import type { Clock } from './clock.ts';
 import { LeaseLostError } from './errors.ts';
 import type { LeasedJob } from './job.ts';
 
@@ -12,23 +12,25 @@ export class InFlight {
   readonly token: string;
   /** 'running': handler executing; 'writing': handler settled, its outcome is being written (the completer decides). */
   phase: 'running' | 'writing' = 'running';
-  /** Local monotonic ms when a round trip that proved the lease was sent. */
+  /** Clock ms when a round trip that proved the lease was sent. */
   provenAt: number;
   lost = false;
   /** Aborted by the engine's own drain deadline: a failure that follows is not the job's fault. */
   drainAborted = false;
+  readonly #clock: Clock;
   #controller: AbortController | null = null;
   #aborted: { reason: unknown } | null = null;
 
-  constructor(job: LeasedJob, provenAt: number) {
+  constructor(job: LeasedJob, provenAt: number, clock: Clock) {
     this.job = job;
     this.token = job.token;
     this.provenAt = provenAt;
+    this.#clock = clock;
   }
 
   /** True once no round trip has proven this lease for longer than `deadlineMs` (self-fencing). */
   unproven(deadlineMs: number): boolean {
-    return monotonicMs() - this.provenAt > deadlineMs;
+    return this.#clock.now() - this.provenAt > deadlineMs;
   }
 
   get signal(): AbortSignal {
@@ -49,9 +51,14 @@ export class InFlight {
 
 export class LeaseTable {
   readonly #entries = new Map<string, InFlight>();
+  readonly #clock: Clock;
+
+  constructor(clock: Clock) {
+    this.#clock = clock;
+  }
 
   add(job: LeasedJob, provenAt: number): InFlight {
-    const entry = new InFlight(job, provenAt);
+    const entry = new InFlight(job, provenAt, this.#clock);
     this.#entries.set(job.id, entry);
     return entry;
   }
@@ -81,4 +88,3 @@ export class LeaseTable {
   }
 }
 
-export const monotonicMs = (): number => performance.now();

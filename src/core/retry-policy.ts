@@ -1,21 +1,7 @@
-// Retry classification and backoff bounds. The random draw itself happens in
-// SQL (see job_fail_many); this module owns the formula and the classifier.
+// Retry classification and the description of a failure stored in the error history.
+// The backoff itself (full jitter, base and cap) is computed in SQL (queries/job.ts failMany).
 
 import { TerminalError } from './errors.ts';
-
-/**
- * Upper bound of the full-jitter delay before retry number `attempt` (1-based: the delay after
- * the first failed attempt is drawn from [0, base]). delay = random(0, min(cap, base * 2^(attempt-1))).
- */
-export function backoffCeilingMs(attempt: number, baseMs: number, capMs: number): number {
-  if (attempt < 1) return 0;
-  return Math.min(capMs, baseMs * 2 ** (attempt - 1));
-}
-
-/** A full-jitter draw, for callers outside SQL (and tests of the bounds). */
-export function backoffDelayMs(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
-  return random() * backoffCeilingMs(attempt, baseMs, capMs);
-}
 
 /**
  * True when `err` or anything in its `cause` chain (or an AggregateError's errors) is a

@@ -4,7 +4,7 @@
 
 import type { AttemptError, EnqueueResult, Job, JobState, JobSummary, LeasedJob } from '../core/job.ts';
 import type { Queryable } from './pg/pool.ts';
-import type { WorkerInfo } from '../core/baton.ts';
+import type { WorkerInfo } from '../core/admin.ts';
 
 /** A validated, defaulted job spec ready to insert. */
 export interface NewJob {

@@ -12,6 +12,7 @@ import type { AppEnv } from './context.ts';
 /** Codes that only the HTTP edge produces (the engine never throws them). */
 export const HTTP_ERROR_CODES = [
   'INVALID_JSON',
+  'PAYLOAD_TOO_LARGE',
   'UNSUPPORTED_MEDIA_TYPE',
   'UNAUTHORIZED',
   'FORBIDDEN_ORIGIN',
@@ -43,7 +44,6 @@ export const STATUS_BY_CODE = {
   INVALID_CONFIG: 500,
   INTERNAL: 500,
   SHUTTING_DOWN: 503,
-  NOT_STARTED: 503,
   DB_UNAVAILABLE: 503,
   NOT_READY: 503,
 } as const satisfies Record<ApiErrorCode, ContentfulStatusCode>;
@@ -68,7 +68,6 @@ export class ApiError extends Error {
 /** Messages for 5xx: the cause stays in the server log, never in the body. */
 const GENERIC_5XX: Partial<Record<ApiErrorCode, string>> = {
   SHUTTING_DOWN: 'the server is shutting down',
-  NOT_STARTED: 'the engine is not started',
   DB_UNAVAILABLE: 'the database is unavailable',
 };
 

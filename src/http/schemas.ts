@@ -3,23 +3,26 @@
 // that takes query parameters, is a 400 naming it; a typo never becomes a default.
 
 import { z } from 'zod';
-import { JOB_STATES, nameSchema as engineNameSchema, runAtSchema, type JobSpec, type ListJobsFilter } from '../index.ts';
+import {
+  DELAY_MS_MAX,
+  DLQ_REPLAY_LIMIT_MAX,
+  IDEMPOTENCY_KEY_MAX_CHARS,
+  JOB_STATES,
+  LIST_LIMIT_MAX,
+  LIST_OFFSET_MAX,
+  MAX_ATTEMPTS_MAX,
+  PRIORITY_MAX,
+  nameSchema as engineNameSchema,
+  runAtSchema,
+  type JobSpec,
+  type ListJobsFilter,
+} from '../index.ts';
 
-/** Most jobs accepted by one POST /api/jobs/batch. */
+/**
+ * Most jobs accepted by one POST /api/jobs/batch: below the engine's ENQUEUE_BATCH_MAX, as one
+ * request body (1 MiB by default) is what bounds a batch over HTTP.
+ */
 export const BATCH_MAX = 1_000;
-/** Page size bounds of GET /api/jobs (the engine's own bounds). */
-export const LIST_LIMIT_MAX = 500;
-/** Deep OFFSET pages cost a scan each; page with filters instead. */
-export const LIST_OFFSET_MAX = 100_000;
-/** Bounds of POST /api/dlq/replay?limit= (the engine's own bounds). */
-export const DLQ_REPLAY_LIMIT_MAX = 1_000;
-export const DLQ_REPLAY_LIMIT_DEFAULT = 100;
-/** Ten years: delays beyond that are almost surely unit mistakes. */
-export const DELAY_MS_MAX = 10 * 365 * 24 * 3600 * 1000;
-export const MAX_ATTEMPTS_MAX = 1_000;
-export const IDEMPOTENCY_KEY_MAX_CHARS = 512;
-/** Priority bounds (the engine's own). */
-export const PRIORITY_MAX = 1_000_000;
 
 /**
  * Queue, job type and tenant names: the engine's rule (NAME_PATTERN: 1-128 of [A-Za-z0-9_.:-/],
@@ -90,12 +93,3 @@ export const dlqReplayQuerySchema = z
     tenantId: nameSchema.optional(),
   })
   .strict();
-
-/** Job ids are bigint identities rendered as decimal strings. */
-const JOB_ID = /^[1-9][0-9]{0,18}$/;
-const BIGINT_MAX = 9223372036854775807n;
-
-/** True when `id` can name a job at all; anything else is simply not found. */
-export function isJobId(id: string): boolean {
-  return JOB_ID.test(id) && BigInt(id) <= BIGINT_MAX;
-}

@@ -5,13 +5,14 @@
 import { describe, expect, it } from 'vitest';
 import { LeaseLostError } from '../../src/core/errors.ts';
 import type { LeasedJob } from '../../src/core/job.ts';
+import { systemClock } from '../../src/core/clock.ts';
 import { LeaseTable } from '../../src/core/lease-table.ts';
 
 const job = (id: string, token: string) => ({ id, token }) as unknown as LeasedJob;
 
 describe('LeaseTable', () => {
   it('a signal read before the loss fires abort once, with the LeaseLostError as reason', () => {
-    const t = new LeaseTable();
+    const t = new LeaseTable(systemClock);
     const e = t.add(job('1', '7'), 0);
     const signal = e.signal;
     let fired = 0;
@@ -25,7 +26,7 @@ describe('LeaseTable', () => {
   });
 
   it('a signal first read after the loss is already aborted, with the first reason', () => {
-    const t = new LeaseTable();
+    const t = new LeaseTable(systemClock);
     const e = t.add(job('2', '8'), 0);
     const reason = new Error('drain deadline');
     e.abort(reason);
@@ -35,7 +36,7 @@ describe('LeaseTable', () => {
   });
 
   it('delete removes only the entry it was given (a newer lease of the same job stays)', () => {
-    const t = new LeaseTable();
+    const t = new LeaseTable(systemClock);
     const old = t.add(job('3', '1'), 0);
     const newer = t.add(job('3', '2'), 0);
     t.delete(old);

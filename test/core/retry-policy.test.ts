@@ -1,63 +1,10 @@
-// Unit tests (no database) of the retry policy: the full-jitter backoff bounds,
-// the terminal-error classifier (cause chains, cycles, AggregateError) and the
-// bounded, NUL-free error description stored in the error history.
+// Unit tests (no database) of the retry policy: the terminal-error classifier (cause
+// chains, cycles, AggregateError) and the bounded, NUL-free error description stored in
+// the error history. The backoff is SQL's: see the executor's failMany tests.
 
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TerminalError } from '../../src/core/errors.ts';
-import { backoffCeilingMs, backoffDelayMs, describeError, isTerminal } from '../../src/core/retry-policy.ts';
-
-describe('backoffCeilingMs', () => {
-  it('doubles from base per attempt and stops at the cap', () => {
-    expect(backoffCeilingMs(1, 1_000, 600_000)).toBe(1_000);
-    expect(backoffCeilingMs(2, 1_000, 600_000)).toBe(2_000);
-    expect(backoffCeilingMs(3, 1_000, 600_000)).toBe(4_000);
-    expect(backoffCeilingMs(10, 1_000, 600_000)).toBe(512_000);
-    expect(backoffCeilingMs(11, 1_000, 600_000)).toBe(600_000);
-    expect(backoffCeilingMs(1_000, 1_000, 600_000)).toBe(600_000);
-  });
-
-  it('is 0 before the first attempt', () => {
-    expect(backoffCeilingMs(0, 1_000, 600_000)).toBe(0);
-    expect(backoffCeilingMs(-3, 1_000, 600_000)).toBe(0);
-  });
-});
-
-describe('backoffDelayMs', () => {
-  it('stays within [0, min(cap, base * 2^(n-1))] for any attempt, base, cap and draw', () => {
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 1_000 }),
-        fc.integer({ min: 1, max: 60_000 }),
-        fc.integer({ min: 1, max: 24 * 3_600_000 }),
-        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
-        (attempt, base, capExtra, draw) => {
-          const cap = base + capExtra;
-          const delay = backoffDelayMs(attempt, base, cap, () => draw);
-          const ceiling = Math.min(cap, base * 2 ** (attempt - 1));
-          expect(Number.isFinite(delay)).toBe(true);
-          expect(delay).toBeGreaterThanOrEqual(0);
-          expect(delay).toBeLessThanOrEqual(ceiling);
-          expect(backoffCeilingMs(attempt, base, cap)).toBe(ceiling);
-        },
-      ),
-      { numRuns: 500 },
-    );
-  });
-
-  it('uses the full jitter range: draw 0 gives 0, a draw near 1 gives nearly the ceiling', () => {
-    expect(backoffDelayMs(3, 100, 10_000, () => 0)).toBe(0);
-    expect(backoffDelayMs(3, 100, 10_000, () => 0.999)).toBeCloseTo(399.6, 5);
-  });
-
-  it('defaults to Math.random and stays in bounds', () => {
-    for (let i = 0; i < 200; i++) {
-      const d = backoffDelayMs(4, 250, 1_500);
-      expect(d).toBeGreaterThanOrEqual(0);
-      expect(d).toBeLessThanOrEqual(1_500);
-    }
-  });
-});
+import { describeError, isTerminal } from '../../src/core/retry-policy.ts';
 
 describe('isTerminal', () => {
   it('is true for a TerminalError and false for ordinary errors and non-errors', () => {

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { createBaton } from '../../src/create-baton.ts';
 import { jobQueries, TOKEN_FLOOR_STEP } from '../../src/db/pg/queries/job.ts';
 import { installTokenFloor } from '../../src/db/pg/token-floor.ts';
-import type { ClaimRow } from '../../src/db/pg/rows.ts';
+import type { ClaimRow } from '../../src/db/pg/claim.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';

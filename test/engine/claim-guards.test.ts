@@ -158,12 +158,20 @@ describe('claim guards', () => {
 
   it('a claim answered past the heartbeat deadline gives its jobs back unstarted; they run once, later', async () => {
     const calls = new Invocations();
-    const { claimsInFlight, pool } = await engines.startObserved({
+    // The worker's own clock, moved by the test: the starvation lasts as long as it says.
+    let skew = 0;
+    const clock = { now: () => performance.now() + skew };
+    const released: string[] = [];
+    const observed = engines.observe({
       queues: { q: 1 },
       leaseMs: 2_000, // heartbeat deadline 1,600 ms
       pollIntervalMs: 100,
+      clock,
       handlers: { work: (ctx) => calls.record(ctx) },
     });
+    const { baton: worker, claimsInFlight, pool } = observed;
+    worker.events.on('released', (e) => released.push(e.reason));
+    await worker.start();
     await waitFor(() => claimsInFlight() === 0, { message: 'no claim in flight' });
     // Every connection of the worker's pool is busy: its next claim waits for one.
     const held = await Promise.all(Array.from({ length: pool.options.max }, () => pool.connect()));
@@ -171,8 +179,8 @@ describe('claim guards', () => {
     try {
       ({ job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q' }));
       await waitFor(() => claimsInFlight() === 1, { message: 'the claim to be waiting for a connection' });
-      // The starvation itself: longer than the heartbeat deadline.
-      await new Promise((r) => setTimeout(r, 1_800));
+      // The starvation itself, as the worker measures it: longer than the heartbeat deadline.
+      skew += 1_800;
     } finally {
       for (const c of held) c.release();
     }
@@ -181,5 +189,6 @@ describe('claim guards', () => {
     expect(done.attempt).toBe(1);
     expect(calls.of(job.id)).toBe(1);
     expect(done.errors).toEqual([]);
+    expect(released).toEqual(['late']);
   });
 });

@@ -18,17 +18,8 @@ import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './i
 import { checkOut, type CheckedOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { jobQueries, type JobQueries } from './queries/job.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
-import {
-  claimOrder,
-  claimRowFromObject,
-  claimRowToJob,
-  compareIds,
-  rowToJob,
-  rowToSummary,
-  type ClaimRow,
-  type JobRow,
-  type JobSummaryRow,
-} from './rows.ts';
+import { claimJobs, type ClaimRow } from './claim.ts';
+import { compareIds, rowToJob, rowToSummary, type JobRow, type JobSummaryRow } from './rows.ts';
 
 export class PgExecutor implements Executor {
   readonly #pool: PgPoolLike;
@@ -162,21 +153,7 @@ export class PgExecutor implements Executor {
   }
 
   async jobClaim(p: JobClaimParams): Promise<LeasedJob[]> {
-    let rows = await this.#q<ClaimRow>(this.#job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]);
-    // A pool-like object of the caller's may drop rowMode and answer with objects: the jobs
-    // are claimed by now, so read those by column name rather than lose them.
-    if (rows.length > 0 && !Array.isArray(rows[0])) rows = rows.map((r) => claimRowFromObject(r as unknown as Record<string, unknown>));
-    // UPDATE ... RETURNING has no order: restore claim order (sorting here is cheaper than in SQL).
-    // Rows come back in id order, which is claim order when one priority's ids grow with run_at
-    // (the common case): a linear check then spares the sort's n log n comparisons.
-    for (let i = 1; i < rows.length; i++) {
-      if (claimOrder(rows[i - 1]!, rows[i]!) > 0) {
-        rows.sort(claimOrder);
-        break;
-      }
-    }
-    const as = { queue: p.queue, owner: p.owner, state: p.intoRunning ? 'running' : 'leased', leaseMs: p.leaseMs } as const;
-    return rows.map((r) => claimRowToJob(r, as));
+    return claimJobs(await this.#q<ClaimRow>(this.#job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]), p);
   }
 
   /** Runs a lease write (see acceptedIds): the ids it wrote, all of `ids` when the answer is NULL. */

@@ -1,7 +1,7 @@
 // Maps snake_case job rows to the Job union. The CHECK constraints of the jobs
 // table guarantee the per-state fields exist, so the casts here are safe.
 
-import type { AttemptError, Job, JobState, JobSummary, LeasedJob } from '../../core/job.ts';
+import type { AttemptError, Job, JobState, JobSummary } from '../../core/job.ts';
 
 export interface JobRow {
   id: string;
@@ -92,82 +92,7 @@ export function rowToSummary(r: JobSummaryRow): JobSummary {
   return { ...done, ...bounded, ...result, resultBytes: r.result_bytes };
 }
 
-/**
- * A row of the claim statement, read in array mode (no per-row object keyed by column name):
- * the lease's columns in RETURNING order, times as float8 epoch milliseconds.
- */
-export type ClaimRow = [
-  id: string,
-  tenant_id: string,
-  job_type: string,
-  payload: unknown,
-  priority: number,
-  attempt: number,
-  max_attempts: number,
-  lease_token: string,
-  idempotency_key: string | null,
-  last_error: AttemptError | null,
-  /** NULL for an empty history (a job's first attempt). */
-  errors: AttemptError[] | null,
-  replay_count: number,
-  run_at_ms: number,
-  created_at_ms: number,
-  /** The claim's transaction time: updated_at, started_at when claimed into running, and expiry - leaseMs. */
-  now_ms: number,
-];
-
-const CLAIM_COLUMNS = [
-  'id', 'tenant_id', 'job_type', 'payload', 'priority', 'attempt', 'max_attempts', 'lease_token',
-  'idempotency_key', 'last_error', 'errors', 'replay_count', 'run_at_ms', 'created_at_ms', 'now_ms',
-] as const;
-
-/** A claim row that came back as an object (a pool that ignored rowMode), as ClaimRow. */
-export function claimRowFromObject(r: Record<string, unknown>): ClaimRow {
-  return CLAIM_COLUMNS.map((c) => r[c]) as ClaimRow;
-}
-
-/** What the claim's caller knows without reading it back. */
-export interface ClaimedAs {
-  queue: string;
-  owner: string;
-  state: 'leased' | 'running';
-  leaseMs: number;
-}
-
-/** Claim order (priority DESC, run_at, id), the order the claim picked its rows in. */
-export function claimOrder(a: ClaimRow, b: ClaimRow): number {
-  return b[4] - a[4] || a[12] - b[12] || compareIds(a[0], b[0]);
-}
-
 /** Orders bigint ids given as decimal strings. */
 export function compareIds(a: string, b: string): number {
   return a.length - b.length || (a < b ? -1 : a > b ? 1 : 0);
-}
-
-/** The hot path's mapper: one object per claimed job, no date-string parsing. */
-export function claimRowToJob(r: ClaimRow, as: ClaimedAs): LeasedJob {
-  const nowMs = r[14];
-  const now = new Date(nowMs);
-  return {
-    id: r[0],
-    tenantId: r[1],
-    queue: as.queue,
-    jobType: r[2],
-    payload: r[3],
-    priority: r[4],
-    runAt: new Date(r[12]),
-    attempt: r[5],
-    maxAttempts: r[6],
-    idempotencyKey: r[8],
-    replayCount: r[11],
-    errors: r[10] ?? [],
-    lastError: r[9],
-    createdAt: new Date(r[13]),
-    updatedAt: now,
-    startedAt: as.state === 'running' ? now : null,
-    state: as.state,
-    token: r[7],
-    leaseOwner: as.owner,
-    leaseExpiresAt: new Date(nowMs + as.leaseMs),
-  };
 }

@@ -8,7 +8,8 @@ import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
 import { noBody } from '../json-body.ts';
-import { DLQ_REPLAY_LIMIT_DEFAULT, dlqReplayQuerySchema, nameSchema } from '../schemas.ts';
+import { DLQ_REPLAY_LIMIT_DEFAULT } from '../../index.ts';
+import { dlqReplayQuerySchema, nameSchema } from '../schemas.ts';
 import { toWireCounts, toWireWorker, wireSummaries } from '../wire.ts';
 
 export function dlqRoutes(baton: Baton) {

@@ -7,7 +7,8 @@ import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
-import { batchSchema, isJobId, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
+import { isJobId } from '../../index.ts';
+import { batchSchema, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
 import { toWireJob, toWireResult, wireSummaries } from '../wire.ts';
 
 /** A malformed id cannot name a job, so it is simply not found (never a 500 from a cast). */

@@ -3,7 +3,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { Hono } from 'hono';
-import { isBatonError, type Baton } from '../../index.ts';
+import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
@@ -18,7 +18,7 @@ export interface OpsOptions {
   consoleHtmlPath: string;
 }
 
-async function probeDb(baton: Baton): Promise<'ok' | 'unreachable' | 'not_started'> {
+async function probeDb(baton: Baton): Promise<'ok' | 'unreachable'> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error('readiness probe timed out')), READY_DB_TIMEOUT_MS);
@@ -27,8 +27,8 @@ async function probeDb(baton: Baton): Promise<'ok' | 'unreachable' | 'not_starte
     // Cheapest admin read; any answer proves the pool can reach the database.
     await Promise.race([baton.admin.workers(), timeout]);
     return 'ok';
-  } catch (err) {
-    return isBatonError(err) && err.code === 'NOT_STARTED' ? 'not_started' : 'unreachable';
+  } catch {
+    return 'unreachable';
   } finally {
     clearTimeout(timer);
   }
@@ -40,7 +40,7 @@ export function opsRoutes(baton: Baton, opts: OpsOptions) {
     .get('/healthz', (c) => c.json({ status: 'ok' as const }, 200))
     .get('/readyz', async (c) => {
       const db = await probeDb(baton);
-      const started = db !== 'not_started' && (opts.isStarted?.() ?? true);
+      const started = opts.isStarted?.() ?? true;
       if (db !== 'ok' || !started) {
         c.get('log').warn({ db, started }, 'not ready');
         throw new ApiError('NOT_READY', 'not ready', { db, started });
