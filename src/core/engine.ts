@@ -21,14 +21,13 @@ import { Heartbeater } from './heartbeater.ts';
 import { Claimer } from './claimer.ts';
 import { systemClock, type Clock } from './clock.ts';
 import type { EnqueueResult, JobSpec } from './job.ts';
-import { normalizeSpec } from './job-spec.ts';
 import { LeaseTable, type InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
-import { Notifier, channelFor } from './notifier.ts';
+import { channelFor } from './notifier.ts';
+import { Producer } from './producer.ts';
 import { Reaper } from './reaper.ts';
 import type { RunnerDeps } from './job-runner.ts';
 
-export const ENQUEUE_BATCH_MAX = 10_000;
 /** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
 const ABORT_GRACE_MS = 1_000;
 
@@ -61,8 +60,7 @@ export class Engine implements Baton {
   readonly #leases: LeaseTable;
   readonly #dispatchers = new Map<string, QueueDispatcher>();
   readonly #byChannel = new Map<string, QueueDispatcher>();
-  readonly #notifier: Notifier;
-  readonly #onNotifyError: (err: unknown) => void;
+  readonly #producer: Producer;
   readonly #completer: Completer;
   readonly #heartbeater: Heartbeater;
   readonly #reaper: Reaper;
@@ -93,12 +91,14 @@ export class Engine implements Baton {
       this.events.emit('error', { where, error });
     };
     this.admin = createAdmin(deps.adminExecutor, (q) => this.#wakeQueues([q]));
-    this.#onNotifyError = onError('notify');
-    this.#notifier = new Notifier({
-      debounceMs: this.config.notifyDebounceMs,
-      channelOf: (q) => channelFor(this.config.schema, q),
-      send: (channels) => deps.executor.jobNotify({ channels }),
-      onError: this.#onNotifyError,
+    this.#producer = new Producer({
+      config: this.config,
+      executor: deps.executor,
+      events: this.events,
+      wakeLocal: (queues) => {
+        for (const q of queues) this.#dispatchers.get(q)?.wake();
+      },
+      onNotifyError: onError('notify'),
     });
     this.#completer = new Completer({
       executor: deps.executor,
@@ -235,7 +235,7 @@ export class Engine implements Baton {
     this.#claimer.stop();
     if (this.#poll) clearInterval(this.#poll);
     for (const d of this.#dispatchers.values()) d.stop();
-    this.#notifier.stop();
+    this.#producer.stop();
     // A connection still being opened cannot be closed cleanly: let it finish (or fail) first.
     await this.#connecting;
     await this.#warming;
@@ -281,50 +281,21 @@ export class Engine implements Baton {
   }
 
   async enqueue(spec: JobSpec, opts: EnqueueOptions = {}): Promise<EnqueueResult> {
-    const [result] = await this.enqueueMany([spec], opts);
+    const [result] = await this.#producer.enqueueMany([spec], opts);
     return result as EnqueueResult;
   }
 
-  async enqueueMany(specs: JobSpec[], opts: EnqueueOptions = {}): Promise<EnqueueResult[]> {
-    if (!Array.isArray(specs) || specs.length > ENQUEUE_BATCH_MAX) {
-      throw new BatonError('INVALID_ARGUMENT', `jobs must be an array of at most ${ENQUEUE_BATCH_MAX} specs`);
-    }
-    if (specs.length === 0) return [];
-    const jobs = specs.map((s, i) => normalizeSpec(s, this.config.maxAttemptsDefault, specs.length > 1 ? i : undefined));
-    const notify = opts.notify !== false;
-    const queues = [...new Set(jobs.filter((j) => j.runAt === null && j.delayMs === 0).map((j) => j.queue))];
-    const channels = (qs: string[]) => qs.map((q) => channelFor(this.config.schema, q));
-    // Autocommit: the leading-edge NOTIFYs run as their own statement in the insert's round
-    // trip (after its commit, outside its transaction, before the enqueue is answered).
-    const ahead = !opts.client && notify && this.config.dispatch === 'notify' ? this.#notifier.takeLeading(queues) : [];
-    const results = await this.#d.executor.jobInsertMany({
-      jobs,
-      ...(opts.client ? { client: opts.client } : {}),
-      // In the caller's transaction the NOTIFY rides in the insert statement and is delivered
-      // at their COMMIT (Baton cannot see that commit to notify after it).
-      ...(opts.client && notify ? { notify: channels(queues) } : {}),
-      ...(ahead.length > 0 ? { notifyAfter: { channels: channels(ahead), onError: this.#onNotifyError } } : {}),
-    });
-    const created = results.filter((r) => r.created);
-    for (const q of new Set(created.map((r) => r.job.queue))) {
-      this.events.emit('enqueued', { queue: q, count: created.filter((r) => r.job.queue === q).length });
-    }
-    // The insert has committed: wake local dispatchers, and owe a trailing NOTIFY for queues
-    // whose debounce window was already open.
-    if (!opts.client && notify && created.length > 0) this.#wakeQueues(queues, ahead);
-    return results;
+  enqueueMany(specs: JobSpec[], opts: EnqueueOptions = {}): Promise<EnqueueResult[]> {
+    return this.#producer.enqueueMany(specs, opts);
   }
 
   async wake(queue: string): Promise<void> {
-    this.#wakeQueues([queue]);
+    this.#producer.wake([queue]);
   }
 
-  /** Wakes `queues` here and, in notify mode, elsewhere (except those `notified` already). */
-  #wakeQueues(queues: string[], notified: string[] = []): void {
-    if (queues.length === 0) return;
-    for (const q of queues) this.#dispatchers.get(q)?.wake();
-    const rest = queues.filter((q) => !notified.includes(q));
-    if (this.config.dispatch === 'notify' && rest.length > 0) this.#notifier.notify(rest);
+  /** Wakes `queues` here and, in notify mode, in other processes. */
+  #wakeQueues(queues: string[]): void {
+    this.#producer.wake(queues);
   }
 
   #wakeAll(): void {
