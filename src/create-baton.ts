@@ -146,6 +146,7 @@ export function createBaton(options: BatonOptions): Baton {
         lockNamespace,
         workerId: config.workerId,
         queues: { ...config.queues },
+        jobTypes: Object.keys(handlers ?? {}),
         onError: (err) => log.warn({ err }, 'baton: presence connection lost; reconnecting'),
       }),
     createListener: (hooks) => new PgListener({ connection: sideConnection, ...hooks }),

@@ -26,6 +26,8 @@ export {
   LIST_INLINE_MAX_BYTES,
   type AttemptError,
   type EnqueueResult,
+  type EnqueueWarning,
+  type EnqueueWarningCode,
   type Job,
   type JobSpec,
   type JobState,

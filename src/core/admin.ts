@@ -34,6 +34,8 @@ export interface WorkerInfo {
   pid: number;
   /** queue -> concurrency */
   queues: Record<string, number>;
+  /** Job types it has handlers for. */
+  jobTypes: string[];
   inFlight: number;
   startedAt: Date;
   lastSeenAt: Date;

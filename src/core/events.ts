@@ -3,7 +3,7 @@
 // jobs still start, a committed enqueue still resolves, a background loop keeps going).
 
 import { EventEmitter } from 'node:events';
-import type { Job } from './job.ts';
+import type { EnqueueWarningCode, Job } from './job.ts';
 
 /** Events the engine emits (on baton.events) for metrics and logs. */
 export interface EngineEvents {
@@ -16,6 +16,8 @@ export interface EngineEvents {
   fenced: [{ kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release'; count: number }];
   leaseLost: [{ job: Job }];
   reaped: [{ count: number; fast: boolean }];
+  /** Jobs enqueued that no live worker can run yet (see EnqueueResult.warnings). */
+  enqueueWarning: [{ code: EnqueueWarningCode; queue: string; jobType: string; count: number }];
   /**
    * Leases given back unrun or unfinished, attempt refunded: 'stranded' (claimed with the
    * reply lost), 'late' (a claim answered past the heartbeat deadline), 'shutdown' (claimed

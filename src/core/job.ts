@@ -118,8 +118,24 @@ export interface JobSpec {
   idempotencyKey?: string;
 }
 
-/** Result of an enqueue: the job, and whether this call created it (false for a duplicate key). */
-export interface EnqueueResult {
+/** A stored job, and whether this call created it (false for a duplicate key). */
+export interface InsertedJob {
   job: Job;
   created: boolean;
+}
+
+/** Why nothing may run an enqueued job yet. It is stored all the same: a worker or handler may be deployed later. */
+export type EnqueueWarningCode = 'NO_WORKER_FOR_QUEUE' | 'NO_HANDLER_FOR_JOB_TYPE';
+
+export interface EnqueueWarning {
+  code: EnqueueWarningCode;
+  message: string;
+  queue: string;
+  jobType: string;
+}
+
+/** Result of an enqueue: the job, whether this call created it, and what may keep it from running. */
+export interface EnqueueResult extends InsertedJob {
+  /** Empty when a live worker serves the job's queue with a handler for its type (as of a few seconds ago). */
+  warnings: EnqueueWarning[];
 }

@@ -1,19 +1,26 @@
 // The producer side: validate specs, insert them (one statement per batch, in the
 // caller's transaction when given one), and wake the queues' workers: here at once,
 // elsewhere by a debounced NOTIFY that never runs inside the insert's transaction
-// unless it must (the caller's own transaction, whose commit Baton cannot see).
+// unless it must (the caller's own transaction, whose commit Baton cannot see). Each
+// result says if no live worker can run its job yet (read from the workers table, a few
+// seconds stale at most; the job is stored all the same).
 
 import type { Executor } from '../db/executor.ts';
 import type { EnqueueOptions } from './baton.ts';
 import type { EngineConfig } from './config.ts';
 import { BatonError } from './errors.ts';
 import type { EngineEventEmitter } from './events.ts';
-import type { EnqueueResult, JobSpec } from './job.ts';
+import type { EnqueueResult, EnqueueWarning, JobSpec } from './job.ts';
 import { normalizeSpec } from './job-spec.ts';
 import { Notifier, channelFor } from './notifier.ts';
 
 /** Most specs one enqueueMany takes (one INSERT statement). */
 export const ENQUEUE_BATCH_MAX = 10_000;
+/** How long a read of what live workers can run is used before it is read again (in the background). */
+export const CAPABILITIES_TTL_MS = 2_000;
+
+/** Queue -> job types some live worker of that queue has handlers for. */
+type Capabilities = Map<string, Set<string>>;
 
 export interface ProducerDeps {
   config: EngineConfig;
@@ -27,6 +34,8 @@ export interface ProducerDeps {
 export class Producer {
   readonly #d: ProducerDeps;
   readonly #notifier: Notifier;
+  #capabilities: { readAt: number; value: Capabilities } | null = null;
+  #reading: Promise<Capabilities | null> | null = null;
 
   constructor(deps: ProducerDeps) {
     this.#d = deps;
@@ -56,7 +65,8 @@ export class Producer {
     // Autocommit: the leading-edge NOTIFYs run as their own statement in the insert's round
     // trip (after its commit, outside its transaction, before the enqueue is answered).
     const ahead = !opts.client && notify && config.dispatch === 'notify' ? this.#notifier.takeLeading(queues) : [];
-    const results = await executor.jobInsertMany({
+    const capabilities = this.#liveCapabilities();
+    const inserted = await executor.jobInsertMany({
       jobs,
       ...(opts.client ? { client: opts.client } : {}),
       // In the caller's transaction the NOTIFY rides in the insert statement and is delivered
@@ -64,6 +74,9 @@ export class Producer {
       ...(opts.client && notify ? { notify: channels(queues) } : {}),
       ...(ahead.length > 0 ? { notifyAfter: { channels: channels(ahead), onError: this.#d.onNotifyError } } : {}),
     });
+    const can = await capabilities;
+    const results: EnqueueResult[] = inserted.map((r) => ({ ...r, warnings: can ? warningsFor(can, r.job.queue, r.job.jobType) : [] }));
+    this.#reportWarnings(results);
     const created = results.filter((r) => r.created);
     for (const q of new Set(created.map((r) => r.job.queue))) {
       this.#d.events.emit('enqueued', { queue: q, count: created.filter((r) => r.job.queue === q).length });
@@ -74,6 +87,50 @@ export class Producer {
     return results;
   }
 
+  /**
+   * What live workers can run, read at most CAPABILITIES_TTL_MS ago; a stale read is used while
+   * a fresh one is made in the background, so only a process's first enqueue waits for it.
+   * Null when it could not be read: then nothing is warned about.
+   */
+  #liveCapabilities(): Promise<Capabilities | null> {
+    const now = performance.now();
+    if (!this.#reading && (!this.#capabilities || now - this.#capabilities.readAt > CAPABILITIES_TTL_MS)) {
+      this.#reading = this.#d.executor.workerListLive().then(
+        (workers) => {
+          const value: Capabilities = new Map();
+          for (const w of workers) {
+            for (const q of w.queues) {
+              const types = value.get(q) ?? new Set<string>();
+              for (const t of w.jobTypes) types.add(t);
+              value.set(q, types);
+            }
+          }
+          this.#capabilities = { readAt: performance.now(), value };
+          this.#reading = null;
+          return value;
+        },
+        () => {
+          this.#reading = null;
+          return null;
+        },
+      );
+    }
+    return this.#capabilities ? Promise.resolve(this.#capabilities.value) : (this.#reading ?? Promise.resolve(null));
+  }
+
+  #reportWarnings(results: readonly EnqueueResult[]): void {
+    const counts = new Map<string, { code: EnqueueWarning['code']; queue: string; jobType: string; count: number }>();
+    for (const r of results) {
+      for (const w of r.warnings) {
+        const key = `${w.code}\u0000${w.queue}\u0000${w.jobType}`;
+        const c = counts.get(key) ?? { code: w.code, queue: w.queue, jobType: w.jobType, count: 0 };
+        c.count++;
+        counts.set(key, c);
+      }
+    }
+    for (const c of counts.values()) this.#d.events.emit('enqueueWarning', c);
+  }
+
   /** Wakes `queues` here and, in notify mode, elsewhere (except those `notified` already). */
   wake(queues: string[], notified: string[] = []): void {
     if (queues.length === 0) return;
@@ -81,4 +138,23 @@ export class Producer {
     const rest = queues.filter((q) => !notified.includes(q));
     if (this.#d.config.dispatch === 'notify' && rest.length > 0) this.#notifier.notify(rest);
   }
+}
+
+/** What may keep a job of `queue` and `jobType` from running, given what live workers can run. */
+function warningsFor(can: Capabilities, queue: string, jobType: string): EnqueueWarning[] {
+  const types = can.get(queue);
+  if (!types) {
+    return [{ code: 'NO_WORKER_FOR_QUEUE', queue, jobType, message: `no live worker works queue "${queue}"; the job waits until one does` }];
+  }
+  if (!types.has(jobType)) {
+    return [
+      {
+        code: 'NO_HANDLER_FOR_JOB_TYPE',
+        queue,
+        jobType,
+        message: `no live worker of queue "${queue}" has a handler for job type "${jobType}"; its attempts fail (unknown_job_type) until one is deployed`,
+      },
+    ];
+  }
+  return [];
 }

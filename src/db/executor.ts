@@ -2,7 +2,7 @@
 // performs, as one method with one params object, returning domain types.
 // @internal — not a public API.
 
-import type { AttemptError, EnqueueResult, Job, JobState, JobSummary, LeasedJob } from '../core/job.ts';
+import type { AttemptError, InsertedJob, Job, JobState, JobSummary, LeasedJob } from '../core/job.ts';
 import type { Queryable } from './pg/pool.ts';
 import type { WorkerInfo } from '../core/admin.ts';
 
@@ -78,7 +78,7 @@ export interface JobListParams {
 export type WorkerRow = WorkerInfo;
 
 export interface Executor {
-  jobInsertMany(p: JobInsertManyParams): Promise<EnqueueResult[]>;
+  jobInsertMany(p: JobInsertManyParams): Promise<InsertedJob[]>;
   jobNotify(p: { channels: string[] }): Promise<void>;
   jobClaim(p: JobClaimParams): Promise<LeasedJob[]>;
   /** Returns ids whose lease was still current (the others were fenced off). */
@@ -105,6 +105,8 @@ export interface Executor {
   workerPrune(): Promise<void>;
   workerTouch(p: { id: string; inFlight: number }): Promise<void>;
   workerList(): Promise<WorkerRow[]>;
+  /** What live workers can run: per worker, the queues it works and the job types it has handlers for. */
+  workerListLive(): Promise<Array<{ queues: string[]; jobTypes: string[] }>>;
 }
 
 /** Holds this process's presence lock on a dedicated connection, re-acquiring it after a reconnect. */

@@ -111,6 +111,12 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
     labelNames: ['fast'] as const,
     registers,
   });
+  const enqueueWarnings = new Counter({
+    name: 'baton_enqueue_warnings_total',
+    help: 'Jobs enqueued that no live worker could run yet (no worker of the queue, or no handler for the job type)',
+    labelNames: ['code', 'queue'] as const,
+    registers,
+  });
   const released = new Counter({
     name: 'baton_jobs_released_total',
     help: 'Leases given back with the attempt refunded (stranded: claim reply lost; late: claim answered past the heartbeat deadline; shutdown: stop or drain deadline)',
@@ -179,6 +185,7 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   on('leaseLost', (e) => leasesLost.inc({ queue: e.job.queue }));
   on('reaped', (e) => reaped.inc({ fast: String(e.fast) }, e.count));
   on('released', (e) => released.inc({ queue: e.queue, reason: e.reason }, e.count));
+  on('enqueueWarning', (e) => enqueueWarnings.inc({ code: e.code, queue: e.queue }, e.count));
   // Listening here also keeps an engine 'error' event from being thrown as unhandled.
   on('error', (e) => engineErrors.inc({ where: e.where }));
   let closed = false;

@@ -122,7 +122,7 @@ export function wireSummaries(jobs: readonly JobSummary[]): { jobs: WireJobSumma
 export type WireJob = ReturnType<typeof toWireJob>;
 
 export function toWireResult(r: EnqueueResult) {
-  return { created: r.created, job: toWireJob(r.job) };
+  return { created: r.created, job: toWireJob(r.job), warnings: r.warnings };
 }
 
 export function toWireWorker(w: WorkerInfo) {
@@ -131,6 +131,7 @@ export function toWireWorker(w: WorkerInfo) {
     hostname: w.hostname,
     pid: w.pid,
     queues: w.queues,
+    jobTypes: w.jobTypes,
     inFlight: w.inFlight,
     startedAt: iso(w.startedAt),
     lastSeenAt: iso(w.lastSeenAt),

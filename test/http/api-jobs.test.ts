@@ -48,6 +48,19 @@ describe('POST /api/jobs', () => {
     expect(row!.payload).toEqual({ to: 'a@b.c', n: [1, 2] });
   });
 
+  it('accepts a job nothing can run yet, says why in warnings, and counts it in the metrics', async () => {
+    // The harness's engine works no queue: nobody serves 'later'.
+    const res = await api.client.api.jobs.$post({ json: { jobType: 'not-deployed', queue: 'later' } });
+    expect(res.status).toBe(201);
+    const body = await res.json();
+    expect(body.warnings).toEqual([expect.objectContaining({ code: 'NO_WORKER_FOR_QUEUE', queue: 'later', jobType: 'not-deployed' })]);
+    expect((await jobRow(db.pool, body.id))!.state).toBe('pending');
+    const batch = await api.client.api.jobs.batch.$post({ json: { jobs: [{ jobType: 'not-deployed', queue: 'later' }] } });
+    expect((await batch.json()).results[0]!.warnings.map((w) => w.code)).toEqual(['NO_WORKER_FOR_QUEUE']);
+    const metrics = await (await api.raw('/metrics')).text();
+    expect(metrics).toMatch(/baton_enqueue_warnings_total\{code="NO_WORKER_FOR_QUEUE",queue="later"\} 2/);
+  });
+
   it('returns 200 with the existing job for a duplicate idempotency key, writing nothing', async () => {
     const spec = { jobType: 'charge', idempotencyKey: 'order-42', payload: { amount: 1 } };
     const first = await api.client.api.jobs.$post({ json: spec });
@@ -108,7 +121,7 @@ describe('POST /api/jobs/batch', () => {
 
 describe('GET /api/jobs/:id', () => {
   it('returns the job, 404 for an unknown or malformed id', async () => {
-    const created = await (await api.client.api.jobs.$post({ json: { jobType: 'get-me' } })).json();
+    const { warnings: _warnings, ...created } = await (await api.client.api.jobs.$post({ json: { jobType: 'get-me' } })).json();
     const res = await api.client.api.jobs[':id'].$get({ param: { id: created.id } });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(created);

@@ -1,7 +1,7 @@
 // Executor on node-postgres: runs the named queries, maps rows to domain types
 // and translates driver errors. Thin by design: the SQL carries the invariants.
 
-import type { EnqueueResult, JobState, LeasedJob } from '../../core/job.ts';
+import type { InsertedJob, JobState, LeasedJob } from '../../core/job.ts';
 import type {
   Executor,
   JobClaimParams,
@@ -42,7 +42,7 @@ export class PgExecutor implements Executor {
     }
   }
 
-  async jobInsertMany(p: JobInsertManyParams): Promise<EnqueueResult[]> {
+  async jobInsertMany(p: JobInsertManyParams): Promise<InsertedJob[]> {
     const on = p.client ?? this.#pool;
     const payload = JSON.stringify(
       p.jobs.map((j) => ({
@@ -68,7 +68,7 @@ export class PgExecutor implements Executor {
     // Inserted rows come back in identity order, which follows input order (ORDER BY ord).
     inserted.sort((a, b) => compareIds(a.id, b.id));
     const key = (tenant: string, k: string) => `${tenant}\u0000${k}`;
-    const byKey = new Map<string, EnqueueResult>();
+    const byKey = new Map<string, InsertedJob>();
     for (const job of inserted) {
       if (job.idempotencyKey !== null) byKey.set(key(job.tenantId, job.idempotencyKey), { job, created: true });
     }
@@ -85,7 +85,7 @@ export class PgExecutor implements Executor {
     }
     const unkeyed = inserted.filter((j) => j.idempotencyKey === null);
     let u = 0;
-    const out: EnqueueResult[] = [];
+    const out: InsertedJob[] = [];
     const seen = new Set<string>();
     for (const spec of p.jobs) {
       if (spec.idempotencyKey === null) {
@@ -261,9 +261,14 @@ export class PgExecutor implements Executor {
     await this.#q(this.#worker.touch, [p.id, p.inFlight]);
   }
 
+  async workerListLive(): Promise<Array<{ queues: string[]; jobTypes: string[] }>> {
+    const rows = await this.#q<{ queues: Record<string, number>; job_types: string[] }>(this.#worker.listLive, []);
+    return rows.map((r) => ({ queues: Object.keys(r.queues ?? {}), jobTypes: r.job_types }));
+  }
+
   async workerList(): Promise<WorkerRow[]> {
     const rows = await this.#q<{
-      id: string; hostname: string; pid: number; queues: Record<string, number>; in_flight: number;
+      id: string; hostname: string; pid: number; queues: Record<string, number>; job_types: string[]; in_flight: number;
       started_at: Date; last_seen_at: Date; alive: boolean;
     }>(this.#worker.list, []);
     return rows.map((r) => ({
@@ -271,6 +276,7 @@ export class PgExecutor implements Executor {
       hostname: r.hostname,
       pid: r.pid,
       queues: r.queues,
+      jobTypes: r.job_types,
       inFlight: r.in_flight,
       startedAt: r.started_at,
       lastSeenAt: r.last_seen_at,

@@ -17,6 +17,8 @@ export interface PgPresenceOptions {
   lockNamespace: number;
   workerId: string;
   queues: Record<string, number>;
+  /** Job types this process has handlers for. */
+  jobTypes: string[];
   retryMs?: number;
   onError?: (err: unknown) => void;
   /** Runs each time the lock is acquired, the first time and after every reconnect. */
@@ -68,7 +70,7 @@ export class PgPresence implements Presence {
       if (this.#key === null) throw new Error('could not acquire a presence lock');
       await client.query({
         ...this.#q.upsert,
-        values: [this.#o.workerId, this.#key, os.hostname(), process.pid, JSON.stringify(this.#o.queues)],
+        values: [this.#o.workerId, this.#key, os.hostname(), process.pid, JSON.stringify(this.#o.queues), this.#o.jobTypes],
       });
       if (this.#stopped) {
         // stop() ran while we connected: this session ends now, so leave no worker row behind.

@@ -20,10 +20,13 @@ function jobId(raw: string): string {
 export function jobRoutes(baton: Baton, maxJsonDepth: number) {
   return (
     new Hono<AppEnv>()
-      /** 201 with the new job; 200 with the existing one when (tenantId, idempotencyKey) already exists. */
+      /**
+       * 201 with the new job; 200 with the existing one when (tenantId, idempotencyKey) already
+       * exists. `warnings` says when no live worker can run it yet (it is stored all the same).
+       */
       .post('/', jsonBody(maxJsonDepth), zValidator('json', jobSpecSchema, validationHook), async (c) => {
         const r = await baton.enqueue(c.req.valid('json'));
-        return c.json(toWireJob(r.job), r.created ? 201 : 200);
+        return c.json({ ...toWireJob(r.job), warnings: r.warnings }, r.created ? 201 : 200);
       })
       /** One INSERT for the batch; results in input order. 201 if any job was created, else 200. */
       .post('/batch', jsonBody(maxJsonDepth), zValidator('json', batchSchema, validationHook), async (c) => {

@@ -8,9 +8,10 @@ export function workerQueries(schema: string) {
     tryLock: { text: `SELECT pg_try_advisory_lock($1::int, $2::int) AS ok` },
     unlock: { text: `SELECT pg_advisory_unlock($1::int, $2::int) AS ok` },
     upsert: {
-      text: `INSERT INTO ${workers} (id, lock_key, hostname, pid, queues)
-        VALUES ($1, $2, $3, $4, $5::jsonb)
-        ON CONFLICT (id) DO UPDATE SET lock_key = EXCLUDED.lock_key, gone_since = NULL, last_seen_at = now()`,
+      text: `INSERT INTO ${workers} (id, lock_key, hostname, pid, queues, job_types)
+        VALUES ($1, $2, $3, $4, $5::jsonb, $6::text[])
+        ON CONFLICT (id) DO UPDATE SET lock_key = EXCLUDED.lock_key, gone_since = NULL, last_seen_at = now(),
+          queues = EXCLUDED.queues, job_types = EXCLUDED.job_types`,
     },
     touch: {
       name: `${schema}.worker_touch`,
@@ -42,8 +43,13 @@ export function workerQueries(schema: string) {
     },
     list: {
       name: `${schema}.worker_list`,
-      text: `SELECT id, hostname, pid, queues, in_flight, started_at, last_seen_at, gone_since IS NULL AS alive
+      text: `SELECT id, hostname, pid, queues, job_types, in_flight, started_at, last_seen_at, gone_since IS NULL AS alive
         FROM ${workers} ORDER BY started_at`,
+    },
+    // What live workers can run: the queues they work and the job types they have handlers for.
+    listLive: {
+      name: `${schema}.worker_list_live`,
+      text: `SELECT queues, job_types FROM ${workers} WHERE gone_since IS NULL`,
     },
   } as const;
 }
