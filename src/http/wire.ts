@@ -9,11 +9,13 @@ const iso = (d: Date): string => d.toISOString();
 const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null);
 
 /**
- * A failed attempt on the wire. The handler's stack is left out on purpose: an API
- * response never carries stack traces (they reveal paths and code); it stays in the row.
+ * A failed attempt on the wire. The full job (GET /api/jobs/:id) carries each attempt's stack
+ * as the handler threw it (bounded to 8,000 characters when stored), for the operator reading
+ * the failure; listings leave stacks out. Errors of the API itself never carry one.
  */
-export function toWireAttemptError(e: Omit<AttemptError, 'stack'>) {
-  return { attempt: e.attempt, token: e.token, kind: e.kind, name: e.name, message: e.message, at: e.at };
+export function toWireAttemptError(e: AttemptError): AttemptError {
+  const wire = { attempt: e.attempt, token: e.token, kind: e.kind, name: e.name, message: e.message, at: e.at };
+  return e.stack === undefined ? wire : { ...wire, stack: e.stack };
 }
 
 /** The fields a job and its summary share on the wire (not payload, result or errors). */

@@ -189,7 +189,9 @@ describe('a job run end to end', () => {
       );
       expect(dead.attempt).toBe(1);
       expect(dead.lastError).toMatchObject({ kind: 'terminal', message: 'first run refuses' });
-      expect(JSON.stringify(dead)).not.toMatch(/\bat .+:\d+:\d+/);
+      // The handler's own stack is stored with the attempt and served with the full job.
+      expect(dead.lastError?.stack).toMatch(/first run refuses\n\s+at .+:\d+:\d+/);
+      expect(dead.errors[0]?.stack).toBe(dead.lastError?.stack);
       const replayed = await api.client.api.jobs[':id'].replay.$post({ param: { id: job.id } });
       expect(replayed.status).toBe(200);
       const done = await waitFor(

@@ -71,8 +71,10 @@ describe('listing summaries', () => {
     // The full job is one read away.
     const full = (await (await api.raw(`/api/jobs/${large}`)).json()) as { payload: { n: string } };
     expect(full.payload.n).toHaveLength(100_000);
-    const fullFailed = (await (await api.raw(`/api/jobs/${failed}`)).json()) as { errors: unknown[] };
+    const fullFailed = (await (await api.raw(`/api/jobs/${failed}`)).json()) as { errors: Array<{ stack?: string }> };
     expect(fullFailed.errors).toHaveLength(3);
+    // The full job carries each attempt's stack, for the operator reading the failure.
+    expect(fullFailed.errors[2]!.stack).toBe('Error\n    at secret (/srv/app.js:1:1)');
   });
 
   it('a page of many large summaries is cut at the response cap, and the next page goes on from there', async () => {

@@ -1,6 +1,7 @@
 // Drift guards: request schemas vs JobSpec / ListJobsFilter, and Job vs its
 // wire form (same keys per state, checked by the compiler and at run time),
-// dates as ISO strings, handler stacks never on the wire. No database needed.
+// dates as ISO strings, each attempt's stack on the full job (listings: see
+// listing-bounds.test.ts). No database needed.
 
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
@@ -21,7 +22,7 @@ const sameKeys: {
   succeeded: Same<keyof WireOf<'succeeded'>, keyof JobOf<'succeeded'>>;
   dead: Same<keyof WireOf<'dead_lettered'>, keyof JobOf<'dead_lettered'>>;
   cancelled: Same<keyof WireOf<'cancelled'>, keyof JobOf<'cancelled'>>;
-  errors: Same<keyof WireJob['errors'][number], Exclude<keyof AttemptError, 'stack'>>;
+  errors: Same<keyof WireJob['errors'][number], keyof AttemptError>;
   // What the typed client returns for GET /api/jobs/:id is the wire job.
   // The HTTP contracts accept exactly the library's fields (a new JobSpec field must reach the API).
   spec: Same<keyof z.output<typeof jobSpecSchema>, keyof JobSpec>;
@@ -70,15 +71,14 @@ const jobs: Job[] = [
 ];
 
 describe('toWireJob', () => {
-  it.each(jobs.map((j) => [j.state, j] as const))('%s: same keys, ISO dates, no stack', (_state, job) => {
+  it.each(jobs.map((j) => [j.state, j] as const))('%s: same keys, ISO dates, stacks kept', (_state, job) => {
     expect(Object.values(sameKeys).every(Boolean)).toBe(true);
     const wire = toWireJob(job);
     expect(Object.keys(wire).sort()).toEqual(Object.keys(job).sort());
     expect(wire.runAt).toBe('2030-01-02T03:04:05.678Z');
     expect(wire.createdAt).toBe(t.toISOString());
     const text = JSON.stringify(wire);
-    expect(text).not.toContain('/app/h.ts');
-    expect(wire.lastError).toEqual({ attempt: 1, token: '7', kind: 'transient', name: 'Error', message: 'boom', at: t.toISOString() });
+    expect(wire.lastError).toEqual({ attempt: 1, token: '7', kind: 'transient', name: 'Error', message: 'boom', stack: attemptError.stack, at: t.toISOString() });
     // The wire object survives JSON unchanged (no Dates or bigints left in it).
     expect(JSON.parse(text)).toEqual(wire);
   });
