@@ -1,10 +1,10 @@
 // Conformance of jobReap (expired leases, fast reclaim of a gone worker's leases) and of the
-// worker presence sweep and prune behind it, read back from the jobs and workers rows.
+// worker presence sweep behind it, read back from the jobs and workers rows.
 
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { lockNamespaceFor } from '../../src/create-baton.ts';
-import { insertJob, insertJobs } from '../helpers/factory.ts';
+import { insertJob, insertJobs, insertWorker, workerRow } from '../helpers/factory.ts';
 import { deferred, waitFor } from '../helpers/wait.ts';
 import { claim, ex, expireLeases, fresh, reapExpired, row, useExecutorHarness } from './executor-harness.ts';
 
@@ -56,12 +56,12 @@ describe('fast reclaim', () => {
 
   async function workerWithJob(workerId: string): Promise<{ jobId: string; key: number }> {
     const key = ++nextKey;
-    await db.query(`INSERT INTO baton.workers (id, lock_key, hostname, pid) VALUES ($1, $2, 'test-host', 1)`, [workerId, key]);
+    await insertWorker(db.pool, workerId, { lockKey: key });
     // A lease far from expiry: only fast reclaim may take it.
     const jobId = await insertJob(db.pool, { queue: fresh(), state: 'running', leaseOwner: workerId, leaseExpiresAt: { inMs: 600_000 } });
     return { jobId, key };
   }
-  const goneSince = async (id: string) => (await db.query(`SELECT gone_since FROM baton.workers WHERE id = $1`, [id])).rows[0].gone_since as Date | null;
+  const goneSince = async (id: string) => (await workerRow(db.pool, id))!.gone_since as Date | null;
   const reap = async (graceMs: number, fastReclaim = true) => ex.jobReap({ limit: 10_000, graceMs, fastReclaim });
 
   it('a worker whose presence lock nobody holds is marked gone, its leases reclaimed only after the grace', async () => {
