@@ -1,5 +1,5 @@
 // Conformance of jobReap (expired leases, fast reclaim of a gone worker's leases) and of the
-// worker presence sweep behind it, read back from the jobs and workers rows.
+// worker presence sweep and prune behind it, read back from the jobs and workers rows.
 
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -186,5 +186,33 @@ describe('fast reclaim', () => {
     } finally {
       await c.end();
     }
+  });
+});
+
+describe('workerPrune', () => {
+  // Last in the file: the lease of a gone worker below must not meet a fast-reclaim reap.
+  it('forgets workers gone for over an hour that hold no live lease, and only those', async () => {
+    const p = fresh('w-prune');
+    const HOUR = 3_600_000;
+    const longGone = { inMs: -HOUR - 60_000 };
+    await insertWorker(db.pool, `${p}-old`, { goneSince: longGone });
+    await insertWorker(db.pool, `${p}-leasing`, { goneSince: longGone });
+    const leased = await insertJob(db.pool, { queue: fresh(), state: 'running', leaseOwner: `${p}-leasing`, leaseExpiresAt: { inMs: 600_000 } });
+    await insertWorker(db.pool, `${p}-recent`, { goneSince: { inMs: -HOUR + 60_000 } });
+    // Alive (never seen gone), however long ago it last touched its row.
+    await insertWorker(db.pool, `${p}-alive`, { lastSeenAt: { inMs: -2 * HOUR }, goneSince: null });
+    const left = async () =>
+      (await db.query<{ id: string }>(`SELECT id FROM baton.workers WHERE id LIKE $1 || '-%'`, [p])).rows.map((r) => r.id).sort();
+    const recentBefore = await workerRow(db.pool, `${p}-recent`);
+
+    await ex.workerPrune();
+    expect(await left()).toEqual([`${p}-alive`, `${p}-leasing`, `${p}-recent`]);
+    expect(await workerRow(db.pool, `${p}-recent`)).toEqual(recentBefore);
+
+    // Once its last lease has an outcome, the long-gone worker goes too.
+    const token = (await row(leased)).lease_token as string;
+    expect(await ex.jobCompleteMany({ items: [{ id: leased, token, result: null }] })).toEqual(new Set([leased]));
+    await ex.workerPrune();
+    expect(await left()).toEqual([`${p}-alive`, `${p}-recent`]);
   });
 });
