@@ -130,6 +130,32 @@ describe('fencing', () => {
   });
 });
 
+describe('jobHeartbeatMany', () => {
+  it('extends every live lease of the batch to now() + leaseMs, and changes nothing else', async () => {
+    const queue = fresh();
+    await insertJobs(db.pool, 3, { queue });
+    const [leased] = await claim(queue, 1, { intoRunning: false, leaseMs: 1_000 });
+    const [running, finished] = await claim(queue, 2, { intoRunning: true, leaseMs: 1_000 });
+    await ex.jobCompleteMany({ items: [{ id: finished!.id, token: finished!.token, result: null }] });
+    const before = new Map(await Promise.all([leased!, running!, finished!].map(async (j) => [j.id, await row(j.id)] as const)));
+
+    const leases = [leased!, running!, finished!].map((j) => ({ id: j.id, token: j.token }));
+    const ok = await ex.jobHeartbeatMany({ leases, leaseMs: 45_000 });
+    expect([...ok].sort()).toEqual([leased!.id, running!.id].sort());
+    for (const j of [leased!, running!]) {
+      const r = await row(j.id);
+      const b = before.get(j.id)!;
+      // The new expiry counts from the heartbeat's own now(), past the old one.
+      expect(ms(r.lease_expires_at, r.updated_at)).toBe(45_000);
+      expect(ms(r.lease_expires_at, b.lease_expires_at)).toBeGreaterThan(0);
+      const rest = (x: Record<string, unknown>) => ({ ...x, lease_expires_at: null, updated_at: null });
+      expect(rest(r)).toEqual(rest(b));
+    }
+    // A job with an outcome has no lease left to extend.
+    expect(await row(finished!.id)).toEqual(before.get(finished!.id));
+  });
+});
+
 describe('jobFailMany', () => {
   it('transient: back to pending with a full-jitter delay within min(cap, base * 2^(attempt-1)) of the database now', async () => {
     const queue = fresh();
