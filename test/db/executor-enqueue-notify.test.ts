@@ -11,6 +11,28 @@ import { ex, expectBatonError, fresh, jobCount, newJob, useExecutorHarness } fro
 
 const db = useExecutorHarness();
 
+describe('jobNotify', () => {
+  it('notifies every channel given, in order and with an empty payload, and nothing for an empty list', async () => {
+    const [a, b, c] = [fresh('n'), fresh('n'), fresh('n')].map((q) => channelFor('baton', q)) as [string, string, string];
+    const listener = new pg.Client({ connectionString: db.url });
+    const heard: Array<{ channel: string; payload: string | undefined }> = [];
+    await listener.connect();
+    try {
+      listener.on('notification', (n) => heard.push({ channel: n.channel, payload: n.payload }));
+      for (const channel of [a, b, c]) await listener.query(`LISTEN ${channel}`);
+      await ex.jobNotify({ channels: [a, b] });
+      await waitFor(() => heard.length >= 2, { message: 'the NOTIFYs on a and b' });
+      await ex.jobNotify({ channels: [] });
+      await ex.jobNotify({ channels: [c] });
+      // Notifications arrive in commit order: one from the empty call would come before c's.
+      await waitFor(() => heard.length >= 3, { message: 'the NOTIFY on c' });
+      expect(heard).toEqual([a, b, c].map((channel) => ({ channel, payload: '' })));
+    } finally {
+      await listener.end();
+    }
+  });
+});
+
 describe('NOTIFY carried by the insert statement', () => {
   it('arrives with the commit of a statement that inserted, and not at all when every row was a duplicate', async () => {
     const queue = fresh();

@@ -13,6 +13,42 @@ import { baton, claim, ex, expectBatonError, fresh, jobCount, ms, newJob, row, u
 
 const db = useExecutorHarness();
 
+describe('jobInsertMany', () => {
+  it('writes each spec as a pending row, in input order; run_at as given or now() + delayMs; a taken key answers the stored job', async () => {
+    const queue = fresh();
+    const key = `${queue}-k`;
+    const at = '2030-01-02T03:04:05.678Z';
+    const res = await ex.jobInsertMany({
+      jobs: [
+        newJob({ queue, tenantId: 't-ins', jobType: 'ins.a', payload: { n: 1 }, priority: 4, maxAttempts: 9, idempotencyKey: key, delayMs: 2_500 }),
+        newJob({ queue, runAt: at, delayMs: null }),
+        newJob({ queue, payload: undefined }),
+        newJob({ queue, tenantId: 't-ins', idempotencyKey: key, payload: { n: 2 } }),
+      ],
+    });
+    expect(res.map((r) => r.created)).toEqual([true, true, true, false]);
+    const ids = res.slice(0, 3).map((r) => r.job.id);
+    expect(ids.map(BigInt)).toEqual(ids.map(BigInt).sort((a, b) => (a < b ? -1 : 1)));
+    expect(res[3]!.job).toEqual(res[0]!.job);
+
+    const [a, b, c] = await Promise.all(ids.map(row));
+    expect(a).toMatchObject({
+      state: 'pending', tenant_id: 't-ins', queue, job_type: 'ins.a', payload: { n: 1 }, priority: 4, max_attempts: 9,
+      idempotency_key: key, attempt: 0, lease_token: null, lease_owner: null, lease_expires_at: null,
+      started_at: null, finished_at: null, errors: [], last_error: null, result: null, replay_count: 0,
+    });
+    // delayMs counts from the insert's own now() (database clock).
+    expect(ms(a!.run_at, a!.created_at)).toBe(2_500);
+    expect(a!.updated_at).toEqual(a!.created_at);
+    expect(b!.run_at.toISOString()).toBe(at);
+    expect(c).toMatchObject({ payload: null, idempotency_key: null });
+    // The answer is the row as stored.
+    expect(res[0]!.job).toMatchObject({ id: a!.id, state: 'pending', lastToken: null, runAt: a!.run_at, createdAt: a!.created_at, updatedAt: a!.updated_at });
+    const stored = await db.query(`SELECT count(*)::int AS n FROM baton.jobs WHERE queue = $1`, [queue]);
+    expect(stored.rows[0].n).toBe(3);
+  });
+});
+
 describe('enqueue', () => {
   it('resolves delayMs on the database clock and stores the spec', async () => {
     const queue = fresh();
