@@ -1,4 +1,4 @@
-// Writes jobs rows directly, in any state, so a test can start from the exact
+// Writes jobs and workers rows directly, in any state, so a test can start from the exact
 // situation it examines. Defaults satisfy the table's CHECK constraints (see
 // migrations/0001_create_jobs.sql); explicit values are written as given, so a
 // test can also provoke a constraint violation on purpose.
@@ -54,12 +54,14 @@ const NOW = { inMs: 0 } as const;
 
 const statements = new Map<string, string>();
 
+/** A time column's value from parameters ($i absolute, $i+1 ms from now()); both null leaves it NULL. */
+const timeSql = (i: number) => `COALESCE($${i}::timestamptz, now() + $${i + 1}::float8 * interval '1 millisecond')`;
+
 function insertSql(schema: string): string {
   let sql = statements.get(schema);
   if (sql) return sql;
   const s = quoteSchema(schema);
-  // Each time column takes ($abs, $relMs); both null leaves it NULL.
-  const t = (i: number) => `COALESCE($${i}::timestamptz, now() + $${i + 1}::float8 * interval '1 millisecond')`;
+  const t = timeSql;
   sql = `INSERT INTO ${s}.jobs (
       tenant_id, queue, job_type, payload, priority, state, run_at, attempt, max_attempts,
       lease_token, lease_owner, lease_expires_at, idempotency_key, last_error, errors,
@@ -132,5 +134,49 @@ export async function insertJobs(
 /** The raw jobs row (snake_case columns, bigints as strings) for assertions, or undefined. */
 export async function jobRow(db: SqlRunner, id: string | number | bigint, schema = 'baton'): Promise<Record<string, any> | undefined> {
   const res = await db.query(`SELECT * FROM ${quoteSchema(schema)}.jobs WHERE id = $1`, [String(id)]);
+  return res.rows[0];
+}
+
+export interface InsertWorkerOptions {
+  schema?: string;
+  /** The presence lock's key (second half of the advisory lock). Default 0. */
+  lockKey?: number;
+  hostname?: string;
+  pid?: number;
+  /** queue -> concurrency. Default {}. */
+  queues?: Record<string, number>;
+  inFlight?: number;
+  /** Default now(). */
+  startedAt?: TimeInput;
+  /** Default now(). */
+  lastSeenAt?: TimeInput;
+  /** Default null: not seen gone. */
+  goneSince?: TimeInput | null;
+}
+
+/** Inserts one workers row as presence would, with any times (database clock for offsets). */
+export async function insertWorker(db: SqlRunner, id: string, options: InsertWorkerOptions = {}): Promise<void> {
+  const t = timeSql;
+  await db.query(
+    `INSERT INTO ${quoteSchema(options.schema ?? 'baton')}.workers
+       (id, lock_key, hostname, pid, queues, in_flight, started_at, last_seen_at, gone_since)
+     VALUES ($1, $2, $3, $4, $5::jsonb, $6, ${t(7)}, ${t(9)}, ${t(11)})`,
+    [
+      id,
+      options.lockKey ?? 0,
+      options.hostname ?? 'test-host',
+      options.pid ?? 1,
+      JSON.stringify(options.queues ?? {}),
+      options.inFlight ?? 0,
+      ...time(options.startedAt ?? NOW),
+      ...time(options.lastSeenAt ?? NOW),
+      ...time(options.goneSince ?? null),
+    ],
+  );
+}
+
+/** The raw workers row (snake_case columns) for assertions, or undefined. */
+export async function workerRow(db: SqlRunner, id: string, schema = 'baton'): Promise<Record<string, any> | undefined> {
+  const res = await db.query(`SELECT * FROM ${quoteSchema(schema)}.workers WHERE id = $1`, [id]);
   return res.rows[0];
 }
