@@ -284,13 +284,22 @@ describe('workers', () => {
   it('workerList: every worker row as a WorkerRow, oldest started first, alive while not seen gone', async () => {
     const [old, gone, young] = [fresh('w-list'), fresh('w-list'), fresh('w-list')] as [string, string, string];
     await insertWorker(db.pool, young, { startedAt: { inMs: -1_000 }, queues: { mail: 2 } });
-    await insertWorker(db.pool, old, { startedAt: { inMs: -3_000 }, hostname: 'h-old', pid: 42, inFlight: 3, queues: { a: 1, b: 4 } });
+    await insertWorker(db.pool, old, { startedAt: { inMs: -3_000 }, hostname: 'h-old', pid: 42, inFlight: 3, queues: { a: 1, b: 4 }, jobTypes: ['x'] });
     await insertWorker(db.pool, gone, { startedAt: { inMs: -2_000 }, goneSince: { inMs: -500 } });
     const mine = (await ex.workerList()).filter((w) => [old, gone, young].includes(w.id));
     expect(mine.map((w) => [w.id, w.alive])).toEqual([[old, true], [gone, false], [young, true]]);
     const r = (await workerRow(db.pool, old))!;
     expect(mine[0]).toEqual({
-      id: old, hostname: 'h-old', pid: 42, queues: { a: 1, b: 4 }, inFlight: 3, startedAt: r.started_at, lastSeenAt: r.last_seen_at, alive: true,
+      id: old, hostname: 'h-old', pid: 42, queues: { a: 1, b: 4 }, jobTypes: ['x'], inFlight: 3, startedAt: r.started_at, lastSeenAt: r.last_seen_at, alive: true,
     });
+  });
+
+  it('workerListLive: the queues and job types of workers not seen gone, and nothing of gone ones', async () => {
+    const [live, gone] = [fresh('w-live'), fresh('w-live')] as [string, string];
+    await insertWorker(db.pool, live, { queues: { [`${live}-q`]: 2 }, jobTypes: ['a', 'b'] });
+    await insertWorker(db.pool, gone, { queues: { [`${gone}-q`]: 1 }, jobTypes: ['c'], goneSince: { inMs: -500 } });
+    const all = await ex.workerListLive();
+    expect(all).toContainEqual({ queues: [`${live}-q`], jobTypes: ['a', 'b'] });
+    expect(all.some((w) => w.queues.includes(`${gone}-q`))).toBe(false);
   });
 });

@@ -41,7 +41,9 @@ describe('insert, commit and NOTIFY in one round trip', () => {
 
   it('leaves no timer behind: an enqueue arms no more timers than an ordinary statement', async () => {
     const p = makeProducer();
-    // An insert without NOTIFY opens the connection; its release arms the pool's idle timer.
+    // Inserts without NOTIFY open the connection (its release arms the pool's idle timer) and,
+    // the first time, read what live workers can run; the second is the steady state.
+    await p.enqueue({ jobType: 't', queue: 'icn' }, { notify: false });
     await p.enqueue({ jobType: 't', queue: 'icn' }, { notify: false });
     const afterRead = timers();
     const { created } = await p.enqueue({ jobType: 't', queue: 'icn' });

@@ -145,6 +145,8 @@ export interface InsertWorkerOptions {
   pid?: number;
   /** queue -> concurrency. Default {}. */
   queues?: Record<string, number>;
+  /** Job types it has handlers for. Default []. */
+  jobTypes?: string[];
   inFlight?: number;
   /** Default now(). */
   startedAt?: TimeInput;
@@ -159,8 +161,8 @@ export async function insertWorker(db: SqlRunner, id: string, options: InsertWor
   const t = timeSql;
   await db.query(
     `INSERT INTO ${quoteSchema(options.schema ?? 'baton')}.workers
-       (id, lock_key, hostname, pid, queues, in_flight, started_at, last_seen_at, gone_since)
-     VALUES ($1, $2, $3, $4, $5::jsonb, $6, ${t(7)}, ${t(9)}, ${t(11)})`,
+       (id, lock_key, hostname, pid, queues, in_flight, started_at, last_seen_at, gone_since, job_types)
+     VALUES ($1, $2, $3, $4, $5::jsonb, $6, ${t(7)}, ${t(9)}, ${t(11)}, $13::text[])`,
     [
       id,
       options.lockKey ?? 0,
@@ -171,6 +173,7 @@ export async function insertWorker(db: SqlRunner, id: string, options: InsertWor
       ...time(options.startedAt ?? NOW),
       ...time(options.lastSeenAt ?? NOW),
       ...time(options.goneSince ?? null),
+      options.jobTypes ?? [],
     ],
   );
 }
