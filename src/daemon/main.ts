@@ -35,7 +35,8 @@ const HELP: Record<string, string> = {
 
 Starts the daemon. With DATABASE_URL unset it runs an embedded PostgreSQL whose
 data persists in BATON_DATA_DIR. SIGTERM/SIGINT: stop accepting HTTP, let
-in-flight jobs finish (up to BATON_DRAIN_MS), stop; a second signal forces exit.
+in-flight jobs finish (up to BATON_DRAIN_MS), stop. Signals within 2 s of the
+first are the same request; one later than that forces exit (code 130).
 
 Settings (flag, environment variable, [default]):
 ${settingsHelp()}`,
