@@ -1,0 +1,163 @@
+// `npm start` as an operator runs it, DATABASE_URL unset (embedded PostgreSQL):
+// SIGTERM to npm, and Ctrl-C to the whole process group, drain an in-flight job
+// and take the whole process tree down. One data dir serves every case (initdb
+// once); each case leaves no process running, even when it fails.
+
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { noopLogger } from '../../src/core/logger.ts';
+import { EXIT_OK } from '../../src/daemon/shutdown.ts';
+import { startEmbeddedPostgres } from '../../src/daemon/embedded-pg.ts';
+import { descendantsOf, isRunning } from '../helpers/processes.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { freePort, runBaton, runNpmStart, waitExit, waitReady, type DaemonProcess } from './daemon-process.ts';
+
+/** Shorter than DRAIN_MS: the drain lets it finish. */
+const JOB_MS = 1_500;
+const DRAIN_MS = 20_000;
+const EXIT_TIMEOUT_MS = 40_000;
+
+let dataDir: string;
+const spawned: DaemonProcess[] = [];
+
+beforeAll(async () => {
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'baton-npm-start-'));
+  // Under root the embedded server runs as `postgres`, which must be able to enter the dir.
+  await chmod(dataDir, 0o755);
+});
+
+afterEach(async () => {
+  for (const d of spawned.splice(0)) d.kill();
+  await stopLeftoverPostmaster();
+});
+
+afterAll(async () => {
+  await stopLeftoverPostmaster();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+const pidFile = () => path.join(dataDir, 'pg', 'postmaster.pid');
+
+async function postmasterPid(): Promise<number> {
+  return Number((await readFile(pidFile(), 'utf8')).split('\n')[0]);
+}
+
+/** A postmaster a failed case left behind: stop it so the next case starts clean. */
+async function stopLeftoverPostmaster(): Promise<void> {
+  if (!existsSync(pidFile())) return;
+  const pid = await postmasterPid();
+  if (isRunning(pid)) process.kill(pid, 'SIGQUIT');
+  await waitFor(() => !isRunning(pid), { timeoutMs: 15_000, message: `leftover postmaster ${pid} to stop` });
+}
+
+interface Started {
+  npm: DaemonProcess;
+  base: string;
+}
+
+async function npmStart(): Promise<Started> {
+  const port = await freePort();
+  const npm = runNpmStart({
+    BATON_DATA_DIR: dataDir,
+    PORT: String(port),
+    BATON_PG_PORT: String(await freePort()),
+    BATON_DRAIN_MS: String(DRAIN_MS),
+  });
+  spawned.push(npm);
+  const base = `http://127.0.0.1:${port}`;
+  await waitReady(npm, base);
+  return { npm, base };
+}
+
+async function jobState(base: string, id: string): Promise<string> {
+  const res = await fetch(`${base}/api/jobs/${id}`);
+  return ((await res.json()) as { state: string }).state;
+}
+
+async function enqueueSleep(base: string): Promise<string> {
+  const res = await fetch(`${base}/api/jobs`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jobType: 'sleep', payload: { ms: JOB_MS } }),
+  });
+  expect(res.status).toBe(201);
+  return ((await res.json()) as { id: string }).id;
+}
+
+async function waitRunning(base: string, id: string): Promise<void> {
+  await waitFor(async () => (await jobState(base, id)) === 'running', { timeoutMs: 15_000, intervalMs: 25, message: `job ${id} running` });
+}
+
+/** Every process of the tree (npm, the daemon, the postmaster and its backends, helpers), now. */
+async function processTree(npm: DaemonProcess): Promise<number[]> {
+  return [npm.child.pid!, ...descendantsOf(npm.child.pid!)];
+}
+
+async function expectAllGone(pids: number[]): Promise<void> {
+  await waitFor(() => pids.every((p) => !isRunning(p)), {
+    timeoutMs: 15_000,
+    message: `every process of the tree to exit (${pids.join(' ')})`,
+  });
+  expect(existsSync(pidFile())).toBe(false);
+}
+
+/** The job's row, read with the daemon stopped: through an embedded server started here for the moment. */
+async function jobRow(id: string): Promise<Record<string, unknown>> {
+  const server = await startEmbeddedPostgres({ dataDir, port: await freePort(), logger: noopLogger });
+  try {
+    const client = new pg.Client({ connectionString: server.connectionString });
+    await client.connect();
+    try {
+      const { rows } = await client.query(
+        `SELECT state, attempt, jsonb_array_length(errors) AS failures, result FROM baton.jobs WHERE id = $1`,
+        [id],
+      );
+      return rows[0];
+    } finally {
+      await client.end();
+    }
+  } finally {
+    await server.stop();
+  }
+}
+
+const ranOnceAndSucceeded = { state: 'succeeded', attempt: 1, failures: 0, result: { sleptMs: JOB_MS } };
+
+describe('npm start (embedded PostgreSQL)', () => {
+  it('SIGTERM to the npm process: the in-flight job finishes, the whole tree exits 0, no postmaster is left', async () => {
+    const { npm, base } = await npmStart();
+    const postmaster = await postmasterPid();
+    // `baton enqueue` from a shell attaches to the live daemon's server and leaves it running.
+    const enqueue = runBaton(['enqueue', '--type', 'noop'], { BATON_DATA_DIR: dataDir, BATON_PG_PORT: String(await freePort()) });
+    spawned.push(enqueue);
+    expect(await waitExit(enqueue, 30_000), enqueue.output()).toBe(0);
+    const noop = (JSON.parse(enqueue.stdout()) as { job: { id: string } }).job.id;
+    await waitFor(async () => (await jobState(base, noop)) === 'succeeded', { timeoutMs: 15_000, message: `job ${noop} to succeed` });
+    expect(await postmasterPid()).toBe(postmaster);
+
+    const id = await enqueueSleep(base);
+    await waitRunning(base, id);
+
+    const tree = await processTree(npm);
+    npm.child.kill('SIGTERM');
+    expect(await waitExit(npm, EXIT_TIMEOUT_MS), npm.output()).toBe(EXIT_OK);
+    await expectAllGone(tree);
+    expect(await jobRow(id)).toEqual(ranOnceAndSucceeded);
+  }, 120_000);
+
+  it('Ctrl-C (SIGINT to the whole process group): an orderly exit, the job ran exactly once, nothing is left', async () => {
+    const { npm, base } = await npmStart();
+    const id = await enqueueSleep(base);
+    await waitRunning(base, id);
+
+    const tree = await processTree(npm);
+    process.kill(-npm.child.pid!, 'SIGINT');
+    expect(await waitExit(npm, EXIT_TIMEOUT_MS), npm.output()).toBe(EXIT_OK);
+    await expectAllGone(tree);
+    expect(await jobRow(id)).toEqual(ranOnceAndSucceeded);
+  }, 120_000);
+});
