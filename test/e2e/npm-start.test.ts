@@ -1,7 +1,8 @@
 // `npm start` as an operator runs it, DATABASE_URL unset (embedded PostgreSQL):
 // SIGTERM to npm, and Ctrl-C to the whole process group, drain an in-flight job
-// and take the whole process tree down. One data dir serves every case (initdb
-// once); each case leaves no process running, even when it fails.
+// and take the whole process tree down; a postmaster whose daemon died does not
+// outlive it. One data dir serves every case (initdb once); each case leaves no
+// process running, even when it fails.
 
 import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
@@ -12,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { noopLogger } from '../../src/core/logger.ts';
 import { EXIT_OK } from '../../src/daemon/shutdown.ts';
 import { startEmbeddedPostgres } from '../../src/daemon/embedded-pg.ts';
-import { descendantsOf, isRunning } from '../helpers/processes.ts';
+import { childrenOf, descendantsOf, isRunning, parentOf } from '../helpers/processes.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { freePort, runBaton, runNpmStart, waitExit, waitReady, type DaemonProcess } from './daemon-process.ts';
 
@@ -159,5 +160,24 @@ describe('npm start (embedded PostgreSQL)', () => {
     expect(await waitExit(npm, EXIT_TIMEOUT_MS), npm.output()).toBe(EXIT_OK);
     await expectAllGone(tree);
     expect(await jobRow(id)).toEqual(ranOnceAndSucceeded);
+  }, 120_000);
+
+  it('a server whose daemon died is stopped by the next npm start, which then starts its own', async () => {
+    const first = await npmStart();
+    const orphan = await postmasterPid();
+    const daemon = parentOf(orphan)!;
+    // Nothing of the daemon survives but its postmaster, as after a kill -9 of everything else.
+    for (const p of childrenOf(daemon)) if (p !== orphan) process.kill(p, 'SIGKILL');
+    process.kill(daemon, 'SIGKILL');
+    await waitExit(first.npm, EXIT_TIMEOUT_MS);
+    expect(isRunning(orphan)).toBe(true);
+
+    const second = await npmStart();
+    expect(isRunning(orphan)).toBe(false);
+    expect(await postmasterPid()).not.toBe(orphan);
+    const tree = await processTree(second.npm);
+    second.npm.child.kill('SIGTERM');
+    expect(await waitExit(second.npm, EXIT_TIMEOUT_MS), second.npm.output()).toBe(EXIT_OK);
+    await expectAllGone(tree);
   }, 120_000);
 });

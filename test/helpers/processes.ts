@@ -1,34 +1,14 @@
-// Process-tree facts read from /proc (Linux): liveness that counts a zombie as
-// dead (an orphan's zombie may never be reaped here), parents and descendants.
+// The process tree as tests need it: children and descendants of a process, and
+// its argv, read from /proc (Linux). Liveness comes from the daemon's own module.
 
 import { readdirSync, readFileSync } from 'node:fs';
+import { isRunning, processStat } from '../../src/daemon/process-info.ts';
 
-interface Stat {
-  state: string;
-  ppid: number;
-}
-
-function stat(pid: number): Stat | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return undefined;
-  }
-  // The command name sits in parentheses and may itself contain spaces or ')'.
-  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  return { state: fields[0] ?? '', ppid: Number(fields[1]) };
-}
-
-/** True while `pid` exists and has not exited (a zombie has exited). */
-export function isRunning(pid: number): boolean {
-  const s = stat(pid);
-  return s !== undefined && s.state !== 'Z' && s.state !== 'X';
-}
+export { isRunning };
 
 /** The parent of a running process, or undefined. */
 export function parentOf(pid: number): number | undefined {
-  return isRunning(pid) ? stat(pid)?.ppid : undefined;
+  return isRunning(pid) ? processStat(pid)?.ppid : undefined;
 }
 
 /** Running children of `pid`. */
@@ -53,9 +33,10 @@ export function descendantsOf(pid: number): number[] {
 function* running(): Generator<[pid: number, ppid: number]> {
   for (const name of readdirSync('/proc')) {
     const pid = Number(name);
-    if (!Number.isInteger(pid) || pid <= 0) continue;
-    const s = stat(pid);
-    if (s && s.state !== 'Z' && s.state !== 'X') yield [pid, s.ppid];
+    if (Number.isInteger(pid) && pid > 0 && isRunning(pid)) {
+      const ppid = processStat(pid)?.ppid;
+      if (ppid !== undefined) yield [pid, ppid];
+    }
   }
 }
 
