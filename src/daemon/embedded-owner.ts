@@ -1,9 +1,13 @@
 // Who owns the embedded postmaster: a small file in the data dir names the process
 // that started it, so a later start can tell a live daemon's server (attach to it)
-// from one whose daemon died (stop it, then start our own).
+// from one whose daemon died (stop it, then start our own); and a sentinel process
+// stops the postmaster as soon as its owner dies, even by kill -9.
 
+import { spawn } from 'node:child_process';
 import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import type { Socket } from 'node:net';
 import path from 'node:path';
+import type { Logger } from '../core/logger.ts';
 import { isRunning, processStat } from './process-info.ts';
 
 /** In the data dir, next to the cluster: `<dataDir>/postmaster.owner`. */
@@ -73,4 +77,39 @@ function signal(pid: number, name: NodeJS.Signals): void {
   } catch {
     // Exited meanwhile.
   }
+}
+
+/** The sentinel's $0, which names it in a process list. */
+export const SENTINEL_NAME = 'baton-pg-sentinel';
+
+// Reads stdin, a pipe whose only writer is the owner, until EOF: the kernel closes the
+// pipe when the owner exits, however it died. Then, if postmaster.pid still names the
+// postmaster it watches (not a later process that got the pid), asks for a fast shutdown.
+const SENTINEL_SCRIPT = 'read -r _; read -r pid < "$2/postmaster.pid" && [ "$pid" = "$1" ] && kill -INT "$1"';
+
+export interface Sentinel {
+  /** Ends the sentinel without it touching the postmaster. Idempotent. */
+  stop(): void;
+}
+
+/**
+ * Starts the sentinel of `postmasterPid`: a shell in a process group of its own (a
+ * terminal's Ctrl-C, or a kill of our group, must not take it down with us).
+ */
+export function startSentinel(postmasterPid: number, clusterDir: string, log: Logger): Sentinel {
+  const child = spawn('/bin/sh', ['-c', SENTINEL_SCRIPT, SENTINEL_NAME, String(postmasterPid), clusterDir], {
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  child.once('error', (err) => {
+    log.warn({ err }, 'no sentinel for the embedded PostgreSQL: if this process is killed, the next start stops it');
+  });
+  // Neither the sentinel nor our end of its pipe may keep this process alive.
+  child.unref();
+  (child.stdin as Socket | null)?.unref();
+  return {
+    stop: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    },
+  };
 }

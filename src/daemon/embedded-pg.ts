@@ -10,7 +10,7 @@ import { chown, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../core/logger.ts';
-import { forgetOwner, ownerAlive, readOwner, recordOwner, stopPostmaster } from './embedded-owner.ts';
+import { forgetOwner, ownerAlive, readOwner, recordOwner, startSentinel, stopPostmaster } from './embedded-owner.ts';
 import { isRunning } from './process-info.ts';
 
 /** Local-only superuser (the server listens on 127.0.0.1 and no Unix socket). */
@@ -92,8 +92,12 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     ],
     { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
   );
-  // Before it is ready: a start that dies half-way leaves an orphan the next start recognises.
-  if (child.pid !== undefined) recordOwner(opts.dataDir, child.pid);
+  // Both before it is ready: a start that dies half-way must not leave it running either.
+  if (child.pid !== undefined) {
+    recordOwner(opts.dataDir, child.pid);
+    const sentinel = startSentinel(child.pid, clusterDir, log);
+    child.once('exit', () => sentinel.stop());
+  }
   const state = { stopping: false };
   await waitReady(child, log, state);
   return handle(child, opts.port, log, state, () => forgetOwner(opts.dataDir));

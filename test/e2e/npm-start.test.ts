@@ -13,7 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { noopLogger } from '../../src/core/logger.ts';
 import { EXIT_OK } from '../../src/daemon/shutdown.ts';
 import { startEmbeddedPostgres } from '../../src/daemon/embedded-pg.ts';
-import { childrenOf, descendantsOf, isRunning, parentOf } from '../helpers/processes.ts';
+import { argvOf, childrenOf, descendantsOf, isRunning, parentOf } from '../helpers/processes.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { freePort, runBaton, runNpmStart, waitExit, waitReady, type DaemonProcess } from './daemon-process.ts';
 
@@ -99,10 +99,14 @@ async function processTree(npm: DaemonProcess): Promise<number[]> {
 }
 
 async function expectAllGone(pids: number[]): Promise<void> {
-  await waitFor(() => pids.every((p) => !isRunning(p)), {
-    timeoutMs: 15_000,
-    message: `every process of the tree to exit (${pids.join(' ')})`,
-  });
+  await waitFor(
+    () => {
+      const left = pids.filter(isRunning);
+      if (left.length > 0) throw new Error(`still running: ${left.map((p) => `${p} (${argvOf(p).join(' ')})`).join(', ')}`);
+      return true;
+    },
+    { timeoutMs: 15_000, message: 'every process of the tree to exit' },
+  );
   expect(existsSync(pidFile())).toBe(false);
 }
 
@@ -160,6 +164,23 @@ describe('npm start (embedded PostgreSQL)', () => {
     expect(await waitExit(npm, EXIT_TIMEOUT_MS), npm.output()).toBe(EXIT_OK);
     await expectAllGone(tree);
     expect(await jobRow(id)).toEqual(ranOnceAndSucceeded);
+  }, 120_000);
+
+  it('kill -9 of the daemon: nothing of its tree outlives it, and the next npm start starts normally', async () => {
+    const first = await npmStart();
+    const postmaster = await postmasterPid();
+    const daemon = parentOf(postmaster)!;
+    expect(parentOf(daemon), 'no shell between npm and the daemon').toBe(first.npm.child.pid);
+    const tree = await processTree(first.npm);
+    process.kill(daemon, 'SIGKILL');
+    await waitExit(first.npm, EXIT_TIMEOUT_MS);
+    await expectAllGone(tree);
+
+    const second = await npmStart();
+    const secondTree = await processTree(second.npm);
+    second.npm.child.kill('SIGTERM');
+    expect(await waitExit(second.npm, EXIT_TIMEOUT_MS), second.npm.output()).toBe(EXIT_OK);
+    await expectAllGone(secondTree);
   }, 120_000);
 
   it('a server whose daemon died is stopped by the next npm start, which then starts its own', async () => {
