@@ -130,11 +130,18 @@ async function jobRow(id: string): Promise<Record<string, unknown>> {
   }
 }
 
+/** Log lines at warn level or above (pino: 40 and up). */
+function warnings(stdout: string): string[] {
+  return stdout.split('\n').filter((line) => line.startsWith('{') && (JSON.parse(line) as { level: number }).level >= 40);
+}
+
 const ranOnceAndSucceeded = { state: 'succeeded', attempt: 1, failures: 0, result: { sleptMs: JOB_MS } };
 
 describe('npm start (embedded PostgreSQL)', () => {
-  it('SIGTERM to the npm process: the in-flight job finishes, the whole tree exits 0, no postmaster is left', async () => {
+  it('first start warns of nothing; SIGTERM to the npm process: the in-flight job finishes, the whole tree exits 0, no postmaster is left', async () => {
     const { npm, base } = await npmStart();
+    // This is the first start on the data dir (initdb, migrations): nothing alarming in it.
+    expect(warnings(npm.stdout())).toEqual([]);
     const postmaster = await postmasterPid();
     // `baton enqueue` from a shell attaches to the live daemon's server and leaves it running.
     const enqueue = runBaton(['enqueue', '--type', 'noop'], { BATON_DATA_DIR: dataDir, BATON_PG_PORT: String(await freePort()) });
