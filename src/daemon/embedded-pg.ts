@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../core/logger.ts';
 import { forgetOwner, ownerAlive, readOwner, recordOwner, startSentinel, stopPostmaster } from './embedded-owner.ts';
+import { PlainError } from './plain-error.ts';
 import { isRunning } from './process-info.ts';
 
 /** Local-only superuser (the server listens on 127.0.0.1 and no Unix socket). */
@@ -30,12 +31,8 @@ export interface EmbeddedPostgres {
   killNow(): void;
 }
 
-export class EmbeddedPostgresError extends Error {
+export class EmbeddedPostgresError extends PlainError {
   readonly code = 'EMBEDDED_PG_FAILED';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'EmbeddedPostgresError';
-  }
 }
 
 export interface EmbeddedOptions {

@@ -4,6 +4,7 @@
 
 import { pino, type Logger as PinoLogger } from 'pino';
 import { ConfigError, loadConfig, parseFlags, settingsHelp, type DaemonConfig } from './env.ts';
+import { PlainError } from './plain-error.ts';
 import { EXIT_CONFIG, EXIT_FAILED } from './shutdown.ts';
 
 const USAGE = `Usage: baton <command> [flags]
@@ -120,8 +121,7 @@ main(process.argv.slice(2)).then(
     if (err instanceof ConfigError) {
       process.stderr.write(`baton: ${err.message}\n`);
       process.exitCode = EXIT_CONFIG;
-    } else if (err instanceof Error && err.name === 'EmbeddedPostgresError') {
-      // Its message already says what to do; a stack would bury it.
+    } else if (err instanceof PlainError) {
       process.stderr.write(`baton: ${err.message}\n`);
       process.exitCode = EXIT_FAILED;
     } else {

@@ -1,5 +1,5 @@
-// Runs the real daemon (src/daemon/main.ts via tsx, or `npm start`) as a child
-// process for e2e tests: free ports, captured output, exit as a promise.
+// Runs the real daemon (bin/baton.js, or `npm start`) as a child process for
+// e2e tests: free ports, captured output, exit as a promise.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
@@ -8,8 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { waitFor } from '../helpers/wait.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = fileURLToPath(new URL('../../src/daemon/main.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
+/** The launcher users run (`npx baton`, `npm start`): registers tsx in-process, then runs the CLI. */
+const BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
 
 /** A port that was free a moment ago (the kernel picked it). */
 export function freePort(): Promise<number> {
@@ -31,6 +31,8 @@ export interface DaemonProcess {
   output(): string;
   /** What was written to stdout alone. */
   stdout(): string;
+  /** What was written to stderr alone. */
+  stderr(): string;
   /** Sends SIGKILL if still running (cleanup only); to the whole process group when it has its own. */
   kill(): void;
 }
@@ -47,7 +49,7 @@ function baseEnv(): Record<string, string> {
  * minimal base (PATH, HOME). DATABASE_URL is never inherited: pass it to use one.
  */
 export function runBaton(args: string[], env: Record<string, string>): DaemonProcess {
-  const child = spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
+  const child = spawn(process.execPath, [BIN, ...args], {
     cwd: REPO_ROOT,
     env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -73,11 +75,15 @@ export function runNpmStart(env: Record<string, string>): DaemonProcess {
 function track(child: ChildProcess, ownGroup: boolean): DaemonProcess {
   let out = '';
   let stdout = '';
+  let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => {
     out += d;
     stdout += d;
   });
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    stderr += d;
+  });
   const exited = new Promise<number>((resolve) => {
     child.once('exit', (code, signal) => resolve(code ?? 128 + (signal ? osConstants.signals[signal] : 0)));
   });
@@ -88,6 +94,7 @@ function track(child: ChildProcess, ownGroup: boolean): DaemonProcess {
     exited,
     output: () => out,
     stdout: () => stdout,
+    stderr: () => stderr,
     kill: () => {
       try {
         if (ownGroup) process.kill(-child.pid!, 'SIGKILL');
