@@ -2,6 +2,7 @@
 // Reads process.env once (here), parses flags, builds the pino logger, and maps
 // failures to exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
 
+import { readFile } from 'node:fs/promises';
 import { pino, type Logger as PinoLogger } from 'pino';
 import { ConfigError, loadConfig, parseFlags, settingsHelp, type DaemonConfig } from './env.ts';
 import { PlainError } from './plain-error.ts';
@@ -15,8 +16,8 @@ Commands:
   enqueue   enqueue one job from the shell, print it as JSON, exit
   bench     run the benchmark harness (bench/main.ts)
 
-Run "baton <command> --help" for the flags of a command.
-Every setting is an environment variable and a flag (the flag wins).
+Run "baton <command> --help" for the flags of a command, "baton --version" (or -v)
+for the version. Every setting is an environment variable and a flag (the flag wins).
 Exit codes: 0 ok, 1 failure, 2 bad configuration or usage.`;
 
 /** Flags of `baton enqueue` beyond the shared settings (kept here so --help needs no heavy imports). */
@@ -83,6 +84,11 @@ export async function main(argv: string[]): Promise<number | undefined> {
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     process.stdout.write(`${USAGE}\n`);
     return command === undefined ? EXIT_CONFIG : 0;
+  }
+  if (command === '--version' || command === '-v') {
+    const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    process.stdout.write(`${pkg.version}\n`);
+    return 0;
   }
   if (command === 'bench') {
     // bench/main.ts owns its flags and its --help.

@@ -1,10 +1,13 @@
 // The CLI's answers as a user sees them, through bin/baton.js in a child process:
-// one plain line (no stack trace, no password) with exit code 1 when
+// --version, and one plain line (no stack trace, no password) with exit code 1 when
 // the database cannot be reached. The output is the CLI's state here.
 
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 import { EXIT_FAILED } from '../../src/daemon/shutdown.ts';
+
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /** Port 1 on loopback: nothing listens, the connection is refused at once. */
 const UNREACHABLE = 'postgres://u:secret@127.0.0.1:1/x';
@@ -18,6 +21,11 @@ async function run(args: string[], env: Record<string, string> = {}): Promise<{ 
 }
 
 describe('baton CLI', () => {
+  it.each(['--version', '-v'])('%s prints the package version', async (flag) => {
+    const r = await run([flag]);
+    expect(r).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
   it.each([['migrate'], ['enqueue', '--type', 'noop']])(
     'an unreachable database: `baton %s` ends with one plain line naming the redacted URL, exit 1',
     async (...args) => {
