@@ -94,7 +94,7 @@ async function waitRunning(base: string, id: string): Promise<void> {
 }
 
 /** Every process of the tree (npm, the daemon, the postmaster and its backends, helpers), now. */
-async function processTree(npm: DaemonProcess): Promise<number[]> {
+function processTree(npm: DaemonProcess): number[] {
   return [npm.child.pid!, ...descendantsOf(npm.child.pid!)];
 }
 
@@ -154,7 +154,7 @@ describe('npm start (embedded PostgreSQL)', () => {
     const id = await enqueueSleep(base);
     await waitRunning(base, id);
 
-    const tree = await processTree(npm);
+    const tree = processTree(npm);
     npm.child.kill('SIGTERM');
     expect(await waitExit(npm, EXIT_TIMEOUT_MS), npm.output()).toBe(EXIT_OK);
     await expectAllGone(tree);
@@ -166,7 +166,7 @@ describe('npm start (embedded PostgreSQL)', () => {
     const id = await enqueueSleep(base);
     await waitRunning(base, id);
 
-    const tree = await processTree(npm);
+    const tree = processTree(npm);
     process.kill(-npm.child.pid!, 'SIGINT');
     expect(await waitExit(npm, EXIT_TIMEOUT_MS), npm.output()).toBe(EXIT_OK);
     await expectAllGone(tree);
@@ -178,13 +178,13 @@ describe('npm start (embedded PostgreSQL)', () => {
     const postmaster = await postmasterPid();
     const daemon = parentOf(postmaster)!;
     expect(parentOf(daemon), 'no shell between npm and the daemon').toBe(first.npm.child.pid);
-    const tree = await processTree(first.npm);
+    const tree = processTree(first.npm);
     process.kill(daemon, 'SIGKILL');
     await waitExit(first.npm, EXIT_TIMEOUT_MS);
     await expectAllGone(tree);
 
     const second = await npmStart();
-    const secondTree = await processTree(second.npm);
+    const secondTree = processTree(second.npm);
     second.npm.child.kill('SIGTERM');
     expect(await waitExit(second.npm, EXIT_TIMEOUT_MS), second.npm.output()).toBe(EXIT_OK);
     await expectAllGone(secondTree);
@@ -203,7 +203,7 @@ describe('npm start (embedded PostgreSQL)', () => {
     const second = await npmStart();
     expect(isRunning(orphan)).toBe(false);
     expect(await postmasterPid()).not.toBe(orphan);
-    const tree = await processTree(second.npm);
+    const tree = processTree(second.npm);
     second.npm.child.kill('SIGTERM');
     expect(await waitExit(second.npm, EXIT_TIMEOUT_MS), second.npm.output()).toBe(EXIT_OK);
     await expectAllGone(tree);
