@@ -37,8 +37,8 @@ export interface DaemonProcess {
   kill(): void;
 }
 
-/** PATH, HOME and friends: the minimal base every spawned process gets. */
-function baseEnv(): Record<string, string> {
+/** PATH, HOME and friends: the minimal base every spawned process gets (no DATABASE_URL). */
+export function baseEnv(): Record<string, string> {
   const base: Record<string, string> = {};
   for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG']) if (process.env[k]) base[k] = process.env[k]!;
   return base;

@@ -5,17 +5,15 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { REPO_ROOT } from '../e2e/daemon-process.ts';
+import { REPO_ROOT, baseEnv } from '../e2e/daemon-process.ts';
 import { withTimeout } from './wait.ts';
 
 it('a run with a failing test exits non-zero on the embedded server', async () => {
-  const env: Record<string, string> = { BATON_TEST_PG: 'embedded' };
-  for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG']) if (process.env[k]) env[k] = process.env[k]!;
   // vitest's own bin straight under node (npx would add a process that a timeout could orphan).
   const vitest = path.join(REPO_ROOT, 'node_modules/vitest/vitest.mjs');
   const child = spawn(process.execPath, [vitest, 'run', '-c', 'test/fixtures/failing-run/vitest.config.ts'], {
     cwd: REPO_ROOT,
-    env,
+    env: { ...baseEnv(), BATON_TEST_PG: 'embedded' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
