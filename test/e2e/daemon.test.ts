@@ -18,7 +18,7 @@ const dirs: string[] = [];
 afterAll(async () => {
   for (const d of started) d.kill();
   for (const dir of dirs) {
-    // A daemon killed above would leave its (detached) postmaster running: stop it.
+    // A postmaster a failed test left behind (its sentinel stops it only once the daemon is gone).
     const pidFile = path.join(dir, 'pg', 'postmaster.pid');
     if (existsSync(pidFile)) {
       const pid = Number((await readFile(pidFile, 'utf8')).split('\n')[0]);
