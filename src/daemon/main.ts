@@ -2,8 +2,10 @@
 // Reads process.env once (here), parses flags, builds the pino logger, and maps
 // failures to exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
 
+import { readFile } from 'node:fs/promises';
 import { pino, type Logger as PinoLogger } from 'pino';
 import { ConfigError, loadConfig, parseFlags, settingsHelp, type DaemonConfig } from './env.ts';
+import { PlainError } from './plain-error.ts';
 import { EXIT_CONFIG, EXIT_FAILED } from './shutdown.ts';
 
 const USAGE = `Usage: baton <command> [flags]
@@ -14,8 +16,8 @@ Commands:
   enqueue   enqueue one job from the shell, print it as JSON, exit
   bench     run the benchmark harness (bench/main.ts)
 
-Run "baton <command> --help" for the flags of a command.
-Every setting is an environment variable and a flag (the flag wins).
+Run "baton <command> --help" for the flags of a command, "baton --version" (or -v)
+for the version. Every setting is an environment variable and a flag (the flag wins).
 Exit codes: 0 ok, 1 failure, 2 bad configuration or usage.`;
 
 /** Flags of `baton enqueue` beyond the shared settings (kept here so --help needs no heavy imports). */
@@ -35,7 +37,8 @@ const HELP: Record<string, string> = {
 
 Starts the daemon. With DATABASE_URL unset it runs an embedded PostgreSQL whose
 data persists in BATON_DATA_DIR. SIGTERM/SIGINT: stop accepting HTTP, let
-in-flight jobs finish (up to BATON_DRAIN_MS), stop; a second signal forces exit.
+in-flight jobs finish (up to BATON_DRAIN_MS), stop. Signals within 2 s of the
+first are the same request; one later than that forces exit (code 130).
 
 Settings (flag, environment variable, [default]):
 ${settingsHelp()}`,
@@ -82,6 +85,11 @@ export async function main(argv: string[]): Promise<number | undefined> {
     process.stdout.write(`${USAGE}\n`);
     return command === undefined ? EXIT_CONFIG : 0;
   }
+  if (command === '--version' || command === '-v') {
+    const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    process.stdout.write(`${pkg.version}\n`);
+    return 0;
+  }
   if (command === 'bench') {
     // bench/main.ts owns its flags and its --help.
     const { runBench } = await import('./commands.ts');
@@ -119,8 +127,7 @@ main(process.argv.slice(2)).then(
     if (err instanceof ConfigError) {
       process.stderr.write(`baton: ${err.message}\n`);
       process.exitCode = EXIT_CONFIG;
-    } else if (err instanceof Error && err.name === 'EmbeddedPostgresError') {
-      // Its message already says what to do; a stack would bury it.
+    } else if (err instanceof PlainError) {
       process.stderr.write(`baton: ${err.message}\n`);
       process.exitCode = EXIT_FAILED;
     } else {

@@ -14,6 +14,7 @@ import { openDatabase } from './database.ts';
 import { demoHandlers } from './demo-handlers.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { loadHandlers } from './load-handlers.ts';
+import { PlainError } from './plain-error.ts';
 import { EXIT_CONFIG, EXIT_FAILED, SHUTDOWN_ORDER, installShutdown, type Shutdown } from './shutdown.ts';
 
 /** Slack on top of drainMs before the watchdog forces exit (closing HTTP, stopping PostgreSQL). */
@@ -96,6 +97,9 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     if (err instanceof ConfigError) {
       logger.fatal({ setting: err.setting }, err.message);
       shutdown.trigger('configuration error', EXIT_CONFIG);
+    } else if (err instanceof PlainError) {
+      logger.fatal({}, err.message);
+      shutdown.trigger('start-up failed', EXIT_FAILED);
     } else {
       logger.fatal({ err }, 'start-up failed');
       shutdown.trigger('start-up failed', EXIT_FAILED);
@@ -118,7 +122,7 @@ async function resolveHandlers(config: DaemonConfig, logger: PinoLogger): Promis
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException): void => {
-      reject(new Error(`cannot listen on ${host}:${port}: ${err.code ?? err.message} (set PORT / HOST)`, { cause: err }));
+      reject(new PlainError(`cannot listen on ${host}:${port}: ${err.code ?? err.message} (set PORT / HOST)`, { cause: err }));
     };
     server.once('error', onError);
     server.listen(port, host, () => {

@@ -1,6 +1,6 @@
 // Maps SIGTERM/SIGINT to an orderly shutdown: the steps run in order (stop
 // accepting HTTP, drain jobs, close the server, stop the embedded database) and
-// the process exits 0. A second signal, or the watchdog, forces exit at once.
+// the process exits 0. A repeat after REPEAT_SIGNAL_WINDOW_MS, or the watchdog, forces exit.
 
 import type { Logger } from '../core/logger.ts';
 
@@ -22,7 +22,18 @@ export interface ShutdownOptions {
   onForce?: () => void;
   /** Defaults to process.exit. */
   exit?: (code: number) => void;
+  /** Milliseconds clock for the repeat window. Defaults to Date.now. */
+  now?: () => number;
+  /** Signals mapped to trigger(). Defaults to SIGTERM and SIGINT. */
+  signals?: readonly NodeJS.Signals[];
 }
+
+/**
+ * Requests this soon after the first are the same request, not "force". One Ctrl-C
+ * often arrives twice within milliseconds: the terminal signals the whole process
+ * group and a launcher in it (npm) forwards its copy to the daemon as well.
+ */
+export const REPEAT_SIGNAL_WINDOW_MS = 2_000;
 
 export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
@@ -34,7 +45,7 @@ export const EXIT_FORCED = 130;
 export interface Shutdown {
   /** Registers a step as its resource comes up; steps run sorted by `order`. */
   add(step: ShutdownStep): void;
-  /** Starts the orderly shutdown (also what the signals do). Repeated calls force. */
+  /** Starts the orderly shutdown (also what the signals do). A repeat forces once REPEAT_SIGNAL_WINDOW_MS has passed. */
   trigger(reason: string, code?: number): void;
   /** Resolves when the orderly path has finished (just before exit). */
   readonly done: Promise<number>;
@@ -42,8 +53,9 @@ export interface Shutdown {
 
 export function installShutdown(opts: ShutdownOptions): Shutdown {
   const exit = opts.exit ?? ((code: number) => process.exit(code));
+  const now = opts.now ?? Date.now;
   const log = opts.logger;
-  let started = false;
+  let startedAt: number | undefined;
   const steps: ShutdownStep[] = [];
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((r) => (resolveDone = r));
@@ -58,7 +70,7 @@ export function installShutdown(opts: ShutdownOptions): Shutdown {
   };
 
   const orderly = async (reason: string, requested: number): Promise<void> => {
-    log.info({ reason }, 'shutting down: stop accepting, drain in-flight jobs, close (send the signal again to force)');
+    log.info({ reason }, `shutting down: stop accepting, drain in-flight jobs, close (signal again after ${REPEAT_SIGNAL_WINDOW_MS / 1000} s to force)`);
     const watchdog = setTimeout(() => force(`shutdown took longer than ${opts.forceAfterMs} ms`), opts.forceAfterMs);
     watchdog.unref();
     let code = requested;
@@ -79,12 +91,16 @@ export function installShutdown(opts: ShutdownOptions): Shutdown {
   };
 
   const trigger = (reason: string, code = EXIT_OK): void => {
-    if (started) return force(`second request (${reason})`);
-    started = true;
-    void orderly(reason, code);
+    if (startedAt === undefined) {
+      startedAt = now();
+      void orderly(reason, code);
+    } else if (now() - startedAt < REPEAT_SIGNAL_WINDOW_MS) {
+      log.info({ reason }, 'shutdown already in progress; this repeat is taken as the same request');
+    } else {
+      force(`second request (${reason})`);
+    }
   };
 
-  process.on('SIGTERM', () => trigger('SIGTERM'));
-  process.on('SIGINT', () => trigger('SIGINT'));
+  for (const signal of opts.signals ?? ['SIGTERM', 'SIGINT']) process.on(signal, () => trigger(signal));
   return { add: (step) => void steps.push(step), trigger, done };
 }

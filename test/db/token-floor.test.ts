@@ -2,7 +2,8 @@
 // floor installed advances the token sequence durably before its first claim and then claims
 // without waiting for the WAL flush; any other session claims synchronously; and a token the
 // sequence has forgotten (as a crash forgets an unflushed claim) is never handed out again by
-// a marked session, while an unmarked one would hand it out twice.
+// a marked session, while an unmarked one would hand it out twice. Before migrations the
+// mark does nothing, quietly, and a session is marked on its first checkout after them.
 
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -11,7 +12,8 @@ import { jobQueries, TOKEN_FLOOR_STEP } from '../../src/db/pg/queries/job.ts';
 import { installTokenFloor } from '../../src/db/pg/token-floor.ts';
 import type { ClaimRow } from '../../src/db/pg/claim.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
-import { useTestDatabase } from '../helpers/db.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { createTestDatabase, useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { deferred } from '../helpers/wait.ts';
 
@@ -122,7 +124,7 @@ describe('token floor', () => {
     pool.on('error', () => undefined);
     // A stand-in for the real mark that fails until the table exists (as the real one does
     // before migrations have created the schema).
-    installTokenFloor(pool, { text: `SELECT set_config('baton_test.mark', 'yes', false) FROM ${gate}` });
+    installTokenFloor(pool, { text: `SELECT set_config('baton_test.mark', 'yes', false) AS mark FROM ${gate}` });
     try {
       const read = async () => {
         const c = await pool.connect();
@@ -138,6 +140,35 @@ describe('token floor', () => {
     } finally {
       await pool.end();
       await db.query(`DROP TABLE IF EXISTS ${gate}`);
+    }
+  });
+
+  it('before migrations the mark is a no-op, not an error; the first checkout after them marks the session', async () => {
+    const empty = await createTestDatabase({ from: 'empty' });
+    const pool = new pg.Pool({ connectionString: empty.url, max: 1 });
+    pool.on('error', () => undefined);
+    try {
+      // An error here is what a first start against an empty database logged as a warning.
+      const { rows } = await empty.query<{ mark: string | null }>(queries().tokenFloor.text);
+      expect(rows[0]!.mark).toBeNull();
+      expect((await empty.query(`SELECT current_setting('baton.token_floor', true) AS m`)).rows[0].m ?? '').toBe('');
+
+      // What a daemon's first start does: the pool's only session migrates, then claims.
+      installTokenFloor(pool, queries().tokenFloor);
+      await migrate(pool, { schema: db.schema });
+      const queue = fresh();
+      await insertJob(pool, { queue });
+      const client = await pool.connect();
+      try {
+        const { tokens, syncCommit } = await claimOn(client, queue);
+        expect(syncCommit).toBe('off');
+        expect(tokens[0]!).toBeGreaterThan(BigInt(TOKEN_FLOOR_STEP));
+      } finally {
+        client.release();
+      }
+    } finally {
+      await pool.end();
+      await empty.drop();
     }
   });
 

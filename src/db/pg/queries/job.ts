@@ -166,11 +166,16 @@ export function jobQueries(schema: string) {
     // Run once per new session of Baton's own pool: advances the token sequence by
     // TOKEN_FLOOR_STEP and marks the session, in one synchronously committed transaction
     // (the xid makes it write a commit record, whose flush carries the setval's WAL).
+    // Before migrations have created the sequence it changes nothing and answers mark NULL,
+    // without an error (the server would log one, on a daemon's first start). The mark is
+    // set only where the setval returned, from the very sequence it advanced: the volatile
+    // setval keeps the subquery from being flattened, so `seq` is looked up once.
     tokenFloor: {
-      text: `SELECT set_config('synchronous_commit', 'on', true) AS sync,
-          setval(${tokenSeq}, nextval(${tokenSeq}) + ${TOKEN_FLOOR_STEP}) AS floor,
-          pg_current_xact_id()::text AS xid,
-          set_config('baton.token_floor', ${floorMark}, false) AS mark`,
+      text: `SELECT set_config('synchronous_commit', 'on', true) AS sync, f.floor,
+          CASE WHEN f.floor IS NOT NULL THEN pg_current_xact_id()::text END AS xid,
+          CASE WHEN f.floor IS NOT NULL THEN set_config('baton.token_floor', f.seq::oid::text, false) END AS mark
+        FROM (SELECT s.seq, setval(s.seq, nextval(s.seq) + ${TOKEN_FLOOR_STEP}) AS floor
+              FROM to_regclass(${tokenSeq}) AS s(seq)) f`,
     },
     markRunningMany: {
       text: acceptedIds(`UPDATE ${jobs} j SET state = 'running', started_at = now(), updated_at = now()
