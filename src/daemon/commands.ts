@@ -91,7 +91,7 @@ export async function runEnqueue(config: DaemonConfig, logger: PinoLogger, spec:
       await baton.migrate();
       // No start(): a producer needs no presence row, listener or workers; enqueue NOTIFYs by itself.
       const result = await baton.enqueue(spec);
-      process.stdout.write(`${JSON.stringify({ created: result.created, job: result.job })}\n`);
+      process.stdout.write(`${JSON.stringify({ created: result.created, job: result.job, warnings: result.warnings })}\n`);
     } finally {
       await baton.stop({ drainMs: 0 });
     }

@@ -51,7 +51,7 @@ Settings (flag, environment variable, [default]):
 ${settingsHelp()}`,
   enqueue: `Usage: baton enqueue --type JOB_TYPE [--payload JSON] [flags]
 
-Enqueues one job directly in the database and prints {"created","job"} as JSON.
+Enqueues one job directly in the database and prints {"created","job","warnings"} as JSON.
 A running daemon picks it up at once (NOTIFY). Uses the database settings of
 serve; with DATABASE_URL unset it attaches to the embedded PostgreSQL of a
 running daemon (or starts it for the moment).
