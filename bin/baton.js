@@ -1,7 +1,4 @@
 #!/usr/bin/env node
-// The `baton` launcher: registers tsx's ESM loader in this process and runs the
-// TypeScript CLI directly (no build step). Same process, so signals reach the daemon.
-import { register } from 'tsx/esm/api';
-
-register();
-await import('../src/daemon/main.ts');
+// The `baton` launcher: runs the compiled CLI (dist/) in this process, so the signals a
+// terminal or a supervisor sends reach the daemon that drains. `npm run build` makes dist/.
+await import('../dist/daemon/main.js');

@@ -2,7 +2,7 @@
 // Export `handlers` (or a default export): an object mapping job type -> handler.
 // Handlers run at least once per job, so they must be idempotent; ctx.token is a
 // fencing token you can pass downstream as an idempotency key.
-// In your own project import the types from the package ('baton') instead of ../src.
+// In your own project import the types from the package ('baton-queue') instead of ../src.
 
 import { TerminalError, type Handler, type HandlerMap } from '../src/index.ts';
 

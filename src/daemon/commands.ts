@@ -3,6 +3,7 @@
 // attaching to it when a daemon already runs it) and leave it as they found it.
 
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Logger as PinoLogger } from 'pino';
@@ -100,8 +101,17 @@ export async function runEnqueue(config: DaemonConfig, logger: PinoLogger, spec:
 
 /** Delegates to the benchmark harness (bench/main.ts) in a child process, forwarding argv and the exit code. */
 export function runBench(argv: string[]): Promise<number> {
-  const tsx = import.meta.resolve('tsx');
   const script = fileURLToPath(new URL('../../bench/main.ts', import.meta.url));
+  let tsx: string;
+  try {
+    tsx = import.meta.resolve('tsx');
+  } catch {
+    tsx = '';
+  }
+  if (!tsx || !existsSync(script)) {
+    process.stderr.write('baton: the benchmark runs from a source checkout of Baton (npm install; npm run bench), not from the installed package\n');
+    return Promise.resolve(1);
+  }
   return new Promise((resolve) => {
     const child = spawn(process.execPath, ['--import', tsx, script, ...argv], { stdio: 'inherit' });
     const forward = (sig: NodeJS.Signals) => () => child.kill(sig);

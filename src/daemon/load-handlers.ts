@@ -1,6 +1,8 @@
 // Loads user handlers from the module named by BATON_HANDLERS: its `handlers`
 // export (or default export) maps job type -> handler function. A module that
 // does not fit is a ConfigError at start-up, not a surprise at the first job.
+// A TypeScript module is loaded through tsx when it is installed (the daemon itself is
+// compiled JavaScript and does not need it).
 
 import { pathToFileURL } from 'node:url';
 import { existsSync } from 'node:fs';
@@ -13,8 +15,10 @@ export async function loadHandlers(modulePath: string): Promise<HandlerMap> {
   if (!existsSync(modulePath)) throw new ConfigError(`${where}: file not found`, 'BATON_HANDLERS');
   let mod: Record<string, unknown>;
   try {
+    if (/\.[cm]?tsx?$/.test(modulePath)) await registerTypeScript(where);
     mod = (await import(pathToFileURL(modulePath).href)) as Record<string, unknown>;
   } catch (err) {
+    if (err instanceof ConfigError) throw err;
     throw new ConfigError(`${where}: could not load: ${(err as Error).message}`, 'BATON_HANDLERS');
   }
   const map = (mod.handlers ?? mod.default) as unknown;
@@ -29,4 +33,19 @@ export async function loadHandlers(modulePath: string): Promise<HandlerMap> {
   }
   if (Object.keys(out).length === 0) throw new ConfigError(`${where}: exports no handlers`, 'BATON_HANDLERS');
   return Object.freeze(out);
+}
+
+let typeScriptRegistered = false;
+
+/** Registers tsx's ESM loader in this process, once; a clear ConfigError when tsx is not installed. */
+async function registerTypeScript(where: string): Promise<void> {
+  if (typeScriptRegistered) return;
+  let api: { register(): unknown };
+  try {
+    api = (await import('tsx/esm/api')) as { register(): unknown };
+  } catch {
+    throw new ConfigError(`${where}: a TypeScript module needs tsx (npm install tsx), or point at its compiled JavaScript`, 'BATON_HANDLERS');
+  }
+  api.register();
+  typeScriptRegistered = true;
 }

