@@ -147,6 +147,8 @@ export function createBaton(options: BatonOptions): Baton {
         workerId: config.workerId,
         queues: { ...config.queues },
         jobTypes: Object.keys(handlers ?? {}),
+        // Presence keys come from worker_lock_seq (1 and up): key 0 of the namespace is free.
+        ...(config.reaper ? { leaderLock: { namespace: lockNamespace, key: 0 } } : {}),
         onError: (err) => log.warn({ err }, 'baton: presence connection lost; reconnecting'),
       }),
     createListener: (hooks) => new PgListener({ connection: sideConnection, ...hooks }),

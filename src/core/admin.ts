@@ -41,6 +41,8 @@ export interface WorkerInfo {
   lastSeenAt: Date;
   /** True while the worker's database session holds its presence lock. */
   alive: boolean;
+  /** True for the elected leader, which runs the periodic maintenance (while alive). */
+  leader: boolean;
 }
 
 export interface AdminApi {

@@ -37,6 +37,8 @@ export interface EngineStats {
   slots: Record<string, { concurrency: number; inFlight: number }>;
   /** Whether this worker holds its presence lock (it claims only then); null before start() or with no queues. */
   presenceHeld: boolean | null;
+  /** Whether this process is the elected leader that runs maintenance; null before start() or with no queues. */
+  leader: boolean | null;
 }
 
 export interface Baton {

@@ -42,8 +42,11 @@ export interface EngineDeps {
   migrate: () => Promise<MigrateResult>;
   /** Opens this many query connections ahead of use (never rejects). */
   warmPool: (connections: number) => Promise<void>;
-  /** `onAcquired` runs each time the presence lock is (re-)acquired. */
-  createPresence: (hooks: { onAcquired: () => void }) => Presence;
+  /**
+   * `onAcquired` runs each time the presence lock is (re-)acquired; `onLeadership` when this
+   * process becomes (true) or stops being (false) the leader that runs maintenance.
+   */
+  createPresence: (hooks: { onAcquired: () => void; onLeadership: (leader: boolean) => void }) => Presence;
   createListener: (hooks: { onNotify: (channel: string) => void; onConnected: () => void; onError: (err: unknown) => void }) => NotificationListener;
   /** Releases resources the engine owns (e.g. a pool it created). Called once, at the end of stop(). */
   close: () => Promise<void>;
@@ -121,6 +124,7 @@ export class Engine implements Baton {
     this.#reaper = new Reaper({
       executor: deps.executor,
       config: this.config,
+      isLeader: () => this.#presence?.leader ?? false,
       lockNamespace: deps.lockNamespace,
       onReaped: (jobs) => {
         this.#counters.reclaimed += jobs.length;
@@ -186,6 +190,10 @@ export class Engine implements Baton {
           onAcquired: () => {
             this.#claimer.presenceAcquired();
             this.#wakeAll();
+          },
+          onLeadership: (leader) => {
+            this.#log.info({ leader }, leader ? 'baton: elected leader (runs maintenance)' : 'baton: no longer the leader');
+            this.events.emit('leadership', { leader });
           },
         });
         this.#claimer.presence = this.#presence;
@@ -318,6 +326,11 @@ export class Engine implements Baton {
   stats(): EngineStats {
     const slots: EngineStats['slots'] = {};
     for (const d of this.#dispatchers.values()) slots[d.queue] = { concurrency: d.concurrency, inFlight: d.inFlight };
-    return { ...this.#counters, slots, presenceHeld: this.#presence ? this.#presence.held : null };
+    return {
+      ...this.#counters,
+      slots,
+      presenceHeld: this.#presence ? this.#presence.held : null,
+      leader: this.#presence ? this.#presence.leader : null,
+    };
   }
 }

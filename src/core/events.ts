@@ -16,6 +16,8 @@ export interface EngineEvents {
   fenced: [{ kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release'; count: number }];
   leaseLost: [{ job: Job }];
   reaped: [{ count: number; fast: boolean }];
+  /** This process became (true) or stopped being (false) the leader that runs maintenance. */
+  leadership: [{ leader: boolean }];
   /** Jobs enqueued that no live worker can run yet (see EnqueueResult.warnings). */
   enqueueWarning: [{ code: EnqueueWarningCode; queue: string; jobType: string; count: number }];
   /**

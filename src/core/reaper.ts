@@ -1,7 +1,9 @@
 // The reaper: returns expired leases to pending (or dead-letters them when the
 // attempt budget is spent) in bounded batches, and with fast reclaim also the
 // leases of workers whose database session is provably gone for longer than the
-// grace. Any number of processes may reap at once (SKIP LOCKED, fenced writes).
+// grace. Any number of processes may reap at once (SKIP LOCKED, fenced writes): the
+// elected leader sweeps every reaperIntervalMs, the others only every
+// FOLLOWER_SWEEP_EVERY ticks, so a leader that is alive but stalled delays, never stops, it.
 
 import type { Executor, ReapedJob } from '../db/executor.ts';
 import type { EngineConfig } from './config.ts';
@@ -10,17 +12,22 @@ export interface ReaperDeps {
   executor: Executor;
   config: EngineConfig;
   lockNamespace: number;
+  /** Whether this process is the elected leader (it sweeps on every tick). */
+  isLeader: () => boolean;
   onReaped: (jobs: ReapedJob[]) => void;
   onError: (err: unknown) => void;
 }
 
 const PRUNE_EVERY_TICKS = 240;
+/** A process that does not lead sweeps on one tick in this many (5 s at the default interval). */
+export const FOLLOWER_SWEEP_EVERY = 20;
 
 export class Reaper {
   readonly #d: ReaperDeps;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
   #ticks = 0;
+  #followerTicks = 0;
 
   constructor(deps: ReaperDeps) {
     this.#d = deps;
@@ -29,6 +36,7 @@ export class Reaper {
   start(): void {
     if (this.#timer) return;
     this.#timer = setInterval(() => {
+      if (!this.#d.isLeader() && ++this.#followerTicks % FOLLOWER_SWEEP_EVERY !== 0) return;
       if (!this.#running) {
         this.#running = this.tick()
           .then(() => undefined, this.#d.onError)

@@ -115,6 +115,8 @@ export interface Presence {
   stop(): Promise<void>;
   /** True while the lock is held, as far as this process knows (false from the moment its session is seen lost). */
   readonly held: boolean;
+  /** True while this process holds the leader lock on the same session (see PgPresence). */
+  readonly leader: boolean;
 }
 
 /** One LISTEN connection per process. */

@@ -92,6 +92,18 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
     },
   });
 
+  new Gauge({
+    name: 'baton_leader',
+    help: 'Whether this worker is the elected leader that runs maintenance (1) or not (0)',
+    labelNames: ['worker'] as const,
+    registers,
+    collect() {
+      this.reset();
+      const leader = baton.stats().leader;
+      if (leader !== null) this.set({ worker }, leader ? 1 : 0);
+    },
+  });
+
   const q = ['queue'] as const;
   const enqueued = new Counter({ name: 'baton_jobs_enqueued_total', help: 'Jobs enqueued by this process', labelNames: q, registers });
   const claimed = new Counter({ name: 'baton_jobs_claimed_total', help: 'Jobs claimed by this worker', labelNames: q, registers });

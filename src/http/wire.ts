@@ -138,6 +138,7 @@ export function toWireWorker(w: WorkerInfo) {
     startedAt: iso(w.startedAt),
     lastSeenAt: iso(w.lastSeenAt),
     alive: w.alive,
+    leader: w.leader,
   };
 }
 

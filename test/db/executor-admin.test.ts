@@ -285,13 +285,18 @@ describe('workers', () => {
     const [old, gone, young] = [fresh('w-list'), fresh('w-list'), fresh('w-list')] as [string, string, string];
     await insertWorker(db.pool, young, { startedAt: { inMs: -1_000 }, queues: { mail: 2 } });
     await insertWorker(db.pool, old, { startedAt: { inMs: -3_000 }, hostname: 'h-old', pid: 42, inFlight: 3, queues: { a: 1, b: 4 }, jobTypes: ['x'] });
-    await insertWorker(db.pool, gone, { startedAt: { inMs: -2_000 }, goneSince: { inMs: -500 } });
+    // A leader whose session has gone is listed as gone, not as the leader.
+    await insertWorker(db.pool, gone, { startedAt: { inMs: -2_000 }, goneSince: { inMs: -500 }, leaderSince: { inMs: -3_000 } });
     const mine = (await ex.workerList()).filter((w) => [old, gone, young].includes(w.id));
     expect(mine.map((w) => [w.id, w.alive])).toEqual([[old, true], [gone, false], [young, true]]);
     const r = (await workerRow(db.pool, old))!;
     expect(mine[0]).toEqual({
-      id: old, hostname: 'h-old', pid: 42, queues: { a: 1, b: 4 }, jobTypes: ['x'], inFlight: 3, startedAt: r.started_at, lastSeenAt: r.last_seen_at, alive: true,
+      id: old, hostname: 'h-old', pid: 42, queues: { a: 1, b: 4 }, jobTypes: ['x'], inFlight: 3, startedAt: r.started_at, lastSeenAt: r.last_seen_at, alive: true, leader: false,
     });
+    expect(mine[1]).toMatchObject({ id: gone, alive: false, leader: false });
+    const chosen = fresh('w-list');
+    await insertWorker(db.pool, chosen, { leaderSince: { inMs: -100 } });
+    expect((await ex.workerList()).find((w) => w.id === chosen)).toMatchObject({ alive: true, leader: true });
   });
 
   it('workerListLive: the queues and job types of workers not seen gone, and nothing of gone ones', async () => {

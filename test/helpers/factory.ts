@@ -154,6 +154,8 @@ export interface InsertWorkerOptions {
   lastSeenAt?: TimeInput;
   /** Default null: not seen gone. */
   goneSince?: TimeInput | null;
+  /** Default null: not the leader. */
+  leaderSince?: TimeInput | null;
 }
 
 /** Inserts one workers row as presence would, with any times (database clock for offsets). */
@@ -161,8 +163,8 @@ export async function insertWorker(db: SqlRunner, id: string, options: InsertWor
   const t = timeSql;
   await db.query(
     `INSERT INTO ${quoteSchema(options.schema ?? 'baton')}.workers
-       (id, lock_key, hostname, pid, queues, in_flight, started_at, last_seen_at, gone_since, job_types)
-     VALUES ($1, $2, $3, $4, $5::jsonb, $6, ${t(7)}, ${t(9)}, ${t(11)}, $13::text[])`,
+       (id, lock_key, hostname, pid, queues, in_flight, started_at, last_seen_at, gone_since, job_types, leader_since)
+     VALUES ($1, $2, $3, $4, $5::jsonb, $6, ${t(7)}, ${t(9)}, ${t(11)}, $13::text[], ${t(14)})`,
     [
       id,
       options.lockKey ?? 0,
@@ -174,6 +176,7 @@ export async function insertWorker(db: SqlRunner, id: string, options: InsertWor
       ...time(options.lastSeenAt ?? NOW),
       ...time(options.goneSince ?? null),
       options.jobTypes ?? [],
+      ...time(options.leaderSince ?? null),
     ],
   );
 }

@@ -269,7 +269,7 @@ export class PgExecutor implements Executor {
   async workerList(): Promise<WorkerRow[]> {
     const rows = await this.#q<{
       id: string; hostname: string; pid: number; queues: Record<string, number>; job_types: string[]; in_flight: number;
-      started_at: Date; last_seen_at: Date; alive: boolean;
+      started_at: Date; last_seen_at: Date; alive: boolean; leader: boolean;
     }>(this.#worker.list, []);
     return rows.map((r) => ({
       id: r.id,
@@ -281,6 +281,7 @@ export class PgExecutor implements Executor {
       startedAt: r.started_at,
       lastSeenAt: r.last_seen_at,
       alive: r.alive,
+      leader: r.leader,
     }));
   }
 }

@@ -18,6 +18,11 @@ export function workerQueries(schema: string) {
       text: `UPDATE ${workers} SET last_seen_at = now(), in_flight = $2, gone_since = NULL WHERE id = $1`,
     },
     remove: { text: `DELETE FROM ${workers} WHERE id = $1` },
+    // The new leader marks its row and clears any other (an earlier leader's stale mark).
+    markLeader: {
+      text: `UPDATE ${workers} SET leader_since = CASE WHEN id = $1 THEN now() END
+        WHERE id = $1 OR leader_since IS NOT NULL`,
+    },
     // Marks workers whose presence lock nobody holds as gone (keeping the first time seen gone),
     // and clears the mark for those whose lock is held again.
     sweep: {
@@ -43,7 +48,8 @@ export function workerQueries(schema: string) {
     },
     list: {
       name: `${schema}.worker_list`,
-      text: `SELECT id, hostname, pid, queues, job_types, in_flight, started_at, last_seen_at, gone_since IS NULL AS alive
+      text: `SELECT id, hostname, pid, queues, job_types, in_flight, started_at, last_seen_at, gone_since IS NULL AS alive,
+          leader_since IS NOT NULL AND gone_since IS NULL AS leader
         FROM ${workers} ORDER BY started_at`,
     },
     // What live workers can run: the queues they work and the job types they have handlers for.

@@ -1,0 +1,41 @@
+// The reaper's schedule, without a database: the leader sweeps on every tick, a
+// follower on one tick in FOLLOWER_SWEEP_EVERY, so a stalled leader delays maintenance
+// but never stops it.
+
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { parseEngineConfig } from '../../src/core/config.ts';
+import { FOLLOWER_SWEEP_EVERY, Reaper } from '../../src/core/reaper.ts';
+import type { Executor } from '../../src/db/executor.ts';
+
+function countingReaper(isLeader: () => boolean) {
+  let sweeps = 0;
+  const executor = {
+    workerSweep: async () => undefined,
+    jobReap: async () => {
+      sweeps++;
+      return [];
+    },
+    workerPrune: async () => undefined,
+  } as unknown as Executor;
+  const config = parseEngineConfig({ reaperIntervalMs: 100 }, () => 'w');
+  const reaper = new Reaper({ executor, config, lockNamespace: 1, isLeader, onReaped: () => undefined, onError: () => undefined });
+  return { reaper, sweeps: () => sweeps };
+}
+
+describe('Reaper schedule', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it.each([
+    ['leader', true, 2 * FOLLOWER_SWEEP_EVERY],
+    ['follower', false, 2],
+  ] as const)('%s: sweeps on %s', async (_who, leader, expected) => {
+    vi.useFakeTimers();
+    const { reaper, sweeps } = countingReaper(() => leader);
+    reaper.start();
+    for (let i = 0; i < 2 * FOLLOWER_SWEEP_EVERY; i++) await vi.advanceTimersByTimeAsync(100);
+    await reaper.stop();
+    expect(sweeps()).toBe(expected);
+  });
+});
