@@ -111,7 +111,7 @@ export class Completer {
     await Promise.all([
       completes.length > 0 &&
         this.#d.executor
-          .jobCompleteMany({ items: completes })
+          .jobCompleteMany({ items: completes, deleteRows: this.#d.config.deleteOnSuccess })
           .then((ok) => this.#settle(completes, (id) => (ok.has(id) ? 'succeeded' : null), 'complete'))
           .catch((err) => this.#failed(completes, err, retry)),
       fails.length > 0 &&
@@ -172,7 +172,7 @@ export class Completer {
   async #writeAlone(p: OutcomeWrite, retry: OutcomeWrite[]): Promise<void> {
     try {
       if (p.failure === null) {
-        const ok = await this.#d.executor.jobCompleteMany({ items: [p] });
+        const ok = await this.#d.executor.jobCompleteMany({ items: [p], deleteRows: this.#d.config.deleteOnSuccess });
         this.#settle([p], (id) => (ok.has(id) ? 'succeeded' : null), 'complete');
       } else if (p.refund) {
         const ok = await this.#d.executor.jobReleaseMany({ leases: [p], refundAttempt: true });

@@ -18,6 +18,11 @@ export const BACKOFF_BASE_MS_DEFAULT = 1_000;
 export const BACKOFF_CAP_MS_DEFAULT = 10 * 60_000;
 export const COMPLETER_MAX_BATCH_DEFAULT = 500;
 export const QUERY_TIMEOUT_MS_DEFAULT = 10_000;
+const DAY_MS = 24 * 3600 * 1000;
+/** How long finished jobs are kept, per state (ms; 0: deleted by the next sweep; null: kept). */
+export const RETENTION_DEFAULT = Object.freeze({ succeededMs: DAY_MS, cancelledMs: 7 * DAY_MS, deadLetteredMs: 30 * DAY_MS });
+export const RETENTION_INTERVAL_MS_DEFAULT = 5_000;
+export const RETENTION_BATCH_SIZE_DEFAULT = 1_000;
 
 /**
  * Queue, job-type and tenant names: 1-128 chars of [A-Za-z0-9_.:-/], no whitespace, and no
@@ -51,8 +56,28 @@ export const engineConfigSchema = z
     notifyDebounceMs: z.number().int().min(0).default(NOTIFY_DEBOUNCE_MS_DEFAULT),
     reaperIntervalMs: positiveMs.default(REAPER_INTERVAL_MS_DEFAULT),
     reaperBatchSize: z.number().int().min(1).max(100_000).default(REAPER_BATCH_SIZE_DEFAULT),
-    /** Run the reaper in this process. Any number of processes may; it is safe (SKIP LOCKED + fencing). */
+    /**
+     * Run maintenance in this process: it may then be elected leader, which sweeps expired leases
+     * every reaperIntervalMs and deletes finished jobs past their retention (the others sweep
+     * leases now and then). Safe in any number of processes (SKIP LOCKED + fencing).
+     */
     reaper: z.boolean().default(true),
+    /** Age (ms) after which finished jobs are deleted, per state; 0 = at the next sweep; null = keep. */
+    retention: z
+      .object({
+        succeededMs: z.number().int().min(0).nullable().default(RETENTION_DEFAULT.succeededMs),
+        cancelledMs: z.number().int().min(0).nullable().default(RETENTION_DEFAULT.cancelledMs),
+        deadLetteredMs: z.number().int().min(0).nullable().default(RETENTION_DEFAULT.deadLetteredMs),
+      })
+      .strict()
+      .prefault({}),
+    retentionIntervalMs: positiveMs.default(RETENTION_INTERVAL_MS_DEFAULT),
+    retentionBatchSize: z.number().int().min(1).max(100_000).default(RETENTION_BATCH_SIZE_DEFAULT),
+    /**
+     * Delete a job when it succeeds, in the completing statement, instead of keeping it as
+     * succeeded (its result is not stored). For users who keep no history of successes.
+     */
+    deleteOnSuccess: z.boolean().default(false),
     fastReclaim: z.boolean().default(true),
     fastReclaimGraceMs: z.number().int().min(0).default(FAST_RECLAIM_GRACE_MS_DEFAULT),
     drainMs: z.number().int().min(0).default(DRAIN_MS_DEFAULT),

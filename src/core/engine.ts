@@ -26,6 +26,7 @@ import type { Logger } from './logger.ts';
 import { channelFor } from './notifier.ts';
 import { Producer } from './producer.ts';
 import { Reaper } from './reaper.ts';
+import { Retention } from './retention.ts';
 import type { RunnerDeps } from './job-runner.ts';
 
 /** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
@@ -67,6 +68,7 @@ export class Engine implements Baton {
   readonly #completer: Completer;
   readonly #heartbeater: Heartbeater;
   readonly #reaper: Reaper;
+  readonly #retention: Retention;
   readonly #runner: RunnerDeps;
   readonly #claimer: Claimer;
   #presence: Presence | null = null;
@@ -134,6 +136,15 @@ export class Engine implements Baton {
         this.#wakeQueues(jobs.filter((j) => j.state === 'pending').map((j) => j.queue));
       },
       onError: onError('reaper'),
+    });
+    this.#retention = new Retention({
+      executor: deps.executor,
+      config: this.config,
+      isLeader: () => this.#presence?.leader ?? false,
+      onPurged: (state, byQueue) => {
+        for (const { queue, n } of byQueue) this.events.emit('purged', { state, queue, count: n });
+      },
+      onError: onError('retention'),
     });
     this.#runner = {
       handlers: deps.handlers,
@@ -220,7 +231,10 @@ export class Engine implements Baton {
         this.#throwIfStopping();
         this.#poll = setInterval(() => this.#wakeAll(), this.config.pollIntervalMs);
       }
-      if (this.config.reaper) this.#reaper.start();
+      if (this.config.reaper) {
+        this.#reaper.start();
+        this.#retention.start();
+      }
       this.#log.info({ queues: this.config.queues, dispatch: this.config.dispatch }, 'baton: started');
     } catch (err) {
       await this.stop({ drainMs: 0 }).catch(() => undefined);
@@ -272,6 +286,7 @@ export class Engine implements Baton {
     await this.#heartbeater.stop();
     await this.#claimer.idle();
     await this.#reaper.stop();
+    await this.#retention.stop();
     await this.#presence?.stop();
     await this.#d.close();
     this.#log.info({}, 'baton: stopped');

@@ -3,7 +3,7 @@
 // jobs still start, a committed enqueue still resolves, a background loop keeps going).
 
 import { EventEmitter } from 'node:events';
-import type { EnqueueWarningCode, Job } from './job.ts';
+import type { EnqueueWarningCode, Job, TerminalState } from './job.ts';
 
 /** Events the engine emits (on baton.events) for metrics and logs. */
 export interface EngineEvents {
@@ -16,6 +16,8 @@ export interface EngineEvents {
   fenced: [{ kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release'; count: number }];
   leaseLost: [{ job: Job }];
   reaped: [{ count: number; fast: boolean }];
+  /** Finished jobs deleted by retention (on the leader), per state and queue. */
+  purged: [{ state: TerminalState; queue: string; count: number }];
   /** This process became (true) or stopped being (false) the leader that runs maintenance. */
   leadership: [{ leader: boolean }];
   /** Jobs enqueued that no live worker can run yet (see EnqueueResult.warnings). */

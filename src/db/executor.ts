@@ -2,7 +2,7 @@
 // performs, as one method with one params object, returning domain types.
 // @internal — not a public API.
 
-import type { AttemptError, InsertedJob, Job, JobState, JobSummary, LeasedJob } from '../core/job.ts';
+import type { AttemptError, InsertedJob, Job, JobState, JobSummary, LeasedJob, TerminalState } from '../core/job.ts';
 import type { Queryable } from './pg/pool.ts';
 import type { WorkerInfo } from '../core/admin.ts';
 
@@ -84,12 +84,15 @@ export interface Executor {
   /** Returns ids whose lease was still current (the others were fenced off). */
   jobMarkRunningMany(p: { leases: Lease[] }): Promise<Set<string>>;
   jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<Set<string>>;
-  jobCompleteMany(p: { items: JobCompleteItem[] }): Promise<Set<string>>;
+  /** Succeeded; with `deleteRows` the rows are deleted instead (no result kept). Returns the ids written. */
+  jobCompleteMany(p: { items: JobCompleteItem[]; deleteRows?: boolean }): Promise<Set<string>>;
   /** Returns id -> new state for the rows written. */
   jobFailMany(p: { items: JobFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, JobState>>;
   /** Back to pending (refund: attempt - 1); without refund a spent budget dead-letters. Returns the ids written. */
   jobReleaseMany(p: { leases: Lease[]; refundAttempt: boolean }): Promise<Set<string>>;
   jobReap(p: { limit: number; graceMs: number; fastReclaim: boolean }): Promise<ReapedJob[]>;
+  /** Deletes up to `limit` jobs finished in `state` more than `olderThanMs` ago; returns how many per queue. */
+  jobPurge(p: { state: TerminalState; olderThanMs: number; limit: number }): Promise<Array<{ queue: string; n: number }>>;
   /** The live leases `owner` holds, with their queue. */
   jobLeasesOwned(p: { owner: string }): Promise<Array<Lease & { queue: string }>>;
   /** No token issued before this call is greater than the answer. */

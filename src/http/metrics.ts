@@ -123,6 +123,12 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
     labelNames: ['fast'] as const,
     registers,
   });
+  const purged = new Counter({
+    name: 'baton_jobs_purged_total',
+    help: 'Finished jobs deleted by retention, by state',
+    labelNames: ['queue', 'state'] as const,
+    registers,
+  });
   const enqueueWarnings = new Counter({
     name: 'baton_enqueue_warnings_total',
     help: 'Jobs enqueued that no live worker could run yet (no worker of the queue, or no handler for the job type)',
@@ -197,6 +203,7 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   on('leaseLost', (e) => leasesLost.inc({ queue: e.job.queue }));
   on('reaped', (e) => reaped.inc({ fast: String(e.fast) }, e.count));
   on('released', (e) => released.inc({ queue: e.queue, reason: e.reason }, e.count));
+  on('purged', (e) => purged.inc({ queue: e.queue, state: e.state }, e.count));
   on('enqueueWarning', (e) => enqueueWarnings.inc({ code: e.code, queue: e.queue }, e.count));
   // Listening here also keeps an engine 'error' event from being thrown as unhandled.
   on('error', (e) => engineErrors.inc({ where: e.where }));

@@ -133,3 +133,14 @@ describe('the owned-lease read of the stranded-lease sweep with stale statistics
     expect(rowsVisited(plan)).toBeLessThanOrEqual(2 * (LIVE_RUNNING + BATCH));
   });
 });
+
+describe('the retention purge with stale statistics', () => {
+  it.each(['force_generic_plan', 'force_custom_plan'])('reads finished jobs through jobs_finished_idx, not the live or pending ones (%s)', async (mode) => {
+    // No job has finished: the purge must find that out without reading the 3,000 others.
+    const plan = await explain(q.purge.text, [`'succeeded'`, '0', '1000'], mode);
+    const scans = jobScans(plan);
+    expect(scans.map((s) => s['Node Type'])).not.toContain('Seq Scan');
+    expect(scans.map((s) => s['Index Name'])).toContain('jobs_finished_idx');
+    expect(rowsVisited(plan)).toBeLessThan(50);
+  });
+});

@@ -1,7 +1,7 @@
 // Executor on node-postgres: runs the named queries, maps rows to domain types
 // and translates driver errors. Thin by design: the SQL carries the invariants.
 
-import type { InsertedJob, JobState, LeasedJob } from '../../core/job.ts';
+import type { InsertedJob, JobState, LeasedJob, TerminalState } from '../../core/job.ts';
 import type {
   Executor,
   JobClaimParams,
@@ -172,8 +172,9 @@ export class PgExecutor implements Executor {
     return this.#accepted(this.#job.heartbeatMany, ids, [...values, p.leaseMs]);
   }
 
-  jobCompleteMany(p: { items: JobCompleteItem[] }): Promise<Set<string>> {
+  jobCompleteMany(p: { items: JobCompleteItem[]; deleteRows?: boolean }): Promise<Set<string>> {
     const { ids, values } = leaseArrays(p.items);
+    if (p.deleteRows) return this.#accepted(this.#job.completeDeleteMany, ids, values);
     // A null result is stored as SQL NULL (read back as null all the same), so a batch of
     // handlers that return nothing sends no array: the statement then neither parses one
     // jsonb value per row nor looks each row's position up in $2 (linear in the batch).
@@ -213,6 +214,10 @@ export class PgExecutor implements Executor {
   async jobTokenHighWater(): Promise<bigint> {
     const [row] = await this.#q<{ v: string }>(this.#job.tokenHighWater, []);
     return BigInt(row!.v);
+  }
+
+  jobPurge(p: { state: TerminalState; olderThanMs: number; limit: number }): Promise<Array<{ queue: string; n: number }>> {
+    return this.#q<{ queue: string; n: number }>(this.#job.purge, [p.state, p.olderThanMs, p.limit]);
   }
 
   async jobGet(p: { id: string }) {

@@ -187,6 +187,10 @@ export function jobQueries(schema: string) {
           updated_at = now()
         WHERE ${FENCED} AND j.state IN ${LIVE}`),
     },
+    // deleteOnSuccess: the job leaves at completion, in the same fenced statement (no result kept).
+    completeDeleteMany: {
+      text: acceptedIds(`DELETE FROM ${jobs} j WHERE ${FENCED} AND j.state IN ${LIVE}`),
+    },
     // $3: one result per lease, or NULL when every result is null (the common case).
     completeMany: {
       text: acceptedIds(`UPDATE ${jobs} j SET
@@ -294,6 +298,22 @@ export function jobQueries(schema: string) {
           errors = ${appendError('entry.err')}
         FROM entry WHERE j.id = entry.id
         RETURNING j.id, j.state, j.queue, entry.expired`,
+    },
+
+    // Retention: finished jobs of state $1 older than $2 ms, at most $3, through jobs_finished_idx
+    // (it reads what it deletes). SKIP LOCKED: a job an operator is replaying right now waits.
+    purge: {
+      name: `${schema}.job_purge`,
+      text: `WITH victims AS (
+          SELECT id FROM ${jobs}
+          WHERE finished_at IS NOT NULL AND state = $1
+            AND finished_at < now() - make_interval(secs => $2::double precision / 1000.0)
+          ORDER BY finished_at
+          LIMIT $3
+          FOR UPDATE SKIP LOCKED
+        )
+        , gone AS (DELETE FROM ${jobs} j USING victims v WHERE j.id = v.id AND j.state = $1 RETURNING j.queue)
+        SELECT queue, count(*)::int AS n FROM gone GROUP BY queue`,
     },
 
     // Admin.

@@ -1,0 +1,52 @@
+// Retention end to end: the elected leader deletes finished jobs past their state's
+// retention (a state with null is kept), and with deleteOnSuccess a job leaves at the
+// statement that completes it.
+
+import { describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../helpers/db.ts';
+import { insertJob } from '../helpers/factory.ts';
+import { Signal, waitFor } from '../helpers/wait.ts';
+import { rowInState, useEngines } from './harness.ts';
+
+const db = useTestDatabase();
+const exists = async (id: string) => (await db.query('SELECT 1 FROM baton.jobs WHERE id = $1', [id])).rowCount === 1;
+
+describe('retention', () => {
+  const engines = useEngines(db);
+
+  it('the leader deletes finished jobs once past their retention; a state kept (null) stays', async () => {
+    const purged = new Signal<{ state: string; queue: string; count: number }>();
+    const worker = engines.create({
+      queues: { q: 2 },
+      retention: { succeededMs: null, cancelledMs: 0, deadLetteredMs: 60_000 },
+      retentionIntervalMs: 50,
+      handlers: { work: () => ({ ok: true }) },
+    });
+    worker.events.on('purged', (e) => purged.emit(e));
+    await worker.start();
+    await waitFor(() => worker.stats().leader === true, { message: 'the worker to lead' });
+    const { job } = await worker.enqueue({ jobType: 'work', queue: 'q' });
+    await rowInState(db, job.id, 'succeeded');
+    const cancelled = await insertJob(db.pool, { queue: 'q', state: 'cancelled' });
+    const deadYoung = await insertJob(db.pool, { queue: 'q', state: 'dead_lettered' });
+    expect(await purged.next({ message: 'the cancelled job to be purged' })).toEqual({ state: 'cancelled', queue: 'q', count: 1 });
+    expect(await exists(cancelled)).toBe(false);
+    // The same sweep saw the succeeded job (kept) and the young dead letter (60 s retention).
+    expect(await exists(job.id)).toBe(true);
+    expect(await exists(deadYoung)).toBe(true);
+  });
+
+  it('with deleteOnSuccess a job leaves at completion, and still counts as succeeded', async () => {
+    const succeeded = new Signal<string>();
+    const worker = engines.create({ queues: { q: 1 }, deleteOnSuccess: true, handlers: { work: () => ({ kept: false }) } });
+    worker.events.on('succeeded', (e) => succeeded.emit(e.job.id));
+    await worker.start();
+    const { job } = await worker.enqueue({ jobType: 'work', queue: 'q' });
+    expect(await succeeded.next({ message: 'the job to succeed' })).toBe(job.id);
+    expect(await exists(job.id)).toBe(false);
+    expect(worker.stats().succeeded).toBe(1);
+    // A failure is kept as before (retention, not deleteOnSuccess, handles those).
+    const { job: bad } = await worker.enqueue({ jobType: 'nope', queue: 'q', maxAttempts: 1 });
+    expect((await rowInState(db, bad.id, 'dead_lettered')).attempt).toBe(1);
+  });
+});
