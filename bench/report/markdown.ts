@@ -210,7 +210,7 @@ export function renderMarkdown(r: BenchReport, svgFile: string): string {
   return `${out.join('\n')}\n`;
 }
 
-/** The targets of issue 4, each with the measured medians and whether this run meets it. */
+/** The performance targets, each with the measured medians and whether this run meets it. */
 export function targetsTable(r: BenchReport, out: string[]): void {
   const med = (sc: string, id: string, k: string) => {
     const x = fig(r, sc, id);

@@ -6,8 +6,8 @@ import type { Variant } from './types.ts';
 /**
  * Slots of the one Baton worker process (also the claim batch ceiling). 500 holds about as many
  * jobs per process as graphile-worker's performance configuration (24 running + a local queue
- * of 500 locked). Each claim and each outcome write is one commit, so bigger batches amortise it
- * (the README's Performance section says what 50, 200 and 500 gave). BENCH_BATON_CONCURRENCY
+ * of 500 locked). Each claim and each outcome write is one commit, so bigger batches amortise it.
+ * BENCH_BATON_CONCURRENCY
  * overrides it for experiments (child processes inherit it; the value is recorded in the results).
  */
 export const BATON_CONCURRENCY = Number(process.env.BENCH_BATON_CONCURRENCY ?? 500);

@@ -47,7 +47,7 @@ export const engineConfigSchema = z
     queues: z.record(nameSchema, z.number().int().min(1).max(10_000)).default({}),
     dispatch: z.enum(['notify', 'poll']).default('notify'),
     claimIntoRunning: z.boolean().default(true),
-    /** Claims on Baton's own pool skip their WAL flush, behind a durable token floor (README). */
+    /** Claims on Baton's own pool skip their WAL flush, behind a durable token floor (docs/how-it-works.md). */
     asyncClaims: z.boolean().default(true),
     leaseMs: positiveMs.min(100).default(LEASE_MS_DEFAULT),
     /** Heartbeat period; defaults to leaseMs / 3. */

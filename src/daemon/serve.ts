@@ -1,7 +1,8 @@
 // `baton serve`: the composition root. Database (URL or embedded) -> migrate ->
 // engine with handlers -> HTTP on HOST:PORT. Every resource registers its own
 // shutdown step as it comes up, so a signal or a start-up failure at any point
-// unwinds exactly what exists, in the DESIGN §5 order.
+// unwinds exactly what exists, in SHUTDOWN_ORDER (stop accepting HTTP, drain jobs,
+// close HTTP, stop the database).
 
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';

@@ -11,7 +11,7 @@ export interface ShutdownStep {
   run(): Promise<void>;
 }
 
-/** The order of the orderly path (DESIGN §5): HTTP stops accepting, jobs drain, then the rest closes. */
+/** The order of the orderly path: HTTP stops accepting, jobs drain, then the rest closes. */
 export const SHUTDOWN_ORDER = { stopAccepting: 10, drain: 20, closeHttp: 30, database: 40 } as const;
 
 export interface ShutdownOptions {

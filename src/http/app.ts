@@ -1,4 +1,4 @@
-// The HTTP edge: one chained Hono app over a Baton engine (DESIGN §8). Order of
+// The HTTP edge: one chained Hono app over a Baton engine (docs/http-api.md). Order of
 // middleware: request id + log -> Host check (not on health checks) -> 405 detection
 // -> bearer token (not on health checks or the console page) -> same-origin, JSON-typed
 // writes -> body limit -> routes. `AppType` feeds the typed client.

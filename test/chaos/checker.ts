@@ -1,7 +1,8 @@
 // A Jepsen total-queue style checker for Baton: from the final jobs table and
 // the run's history it counts lost / recovered / unexpected / duplicated /
 // stale-accepted / dead-lettered jobs and checks duplicates against the fault
-// bound (RELIABILITY.md §3.1 G1-G4). Pure function plus a small CLI.
+// bound. The properties: nothing lost or invented, no stale write accepted, duplicates
+// within the fault bound, no dead letters. Pure function plus a small CLI.
 
 import type { EnqueueRecord, ErrorRecord, ExecRecord, FaultRecord, HistoryRecord, WriteRecord } from './history.ts';
 import { readHistory } from './history.ts';
@@ -19,7 +20,7 @@ export interface FinalJob {
 }
 
 export interface CheckOptions {
-  /** Dead letters are a violation unless allowed (G4: test jobs have attempts to spare). Default false. */
+  /** Dead letters are a violation unless allowed (test jobs have attempts to spare). Default false. */
   allowDeadLetters?: boolean;
   /**
    * A run with no fault must be quiet: any engine error or enqueue with an unknown outcome is
@@ -126,7 +127,7 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
   const byId = new Map(final.map((j) => [j.id, j]));
   const byKey = groupBy(final.filter((j) => j.idempotencyKey !== null), (j) => j.idempotencyKey!);
 
-  // G1: enqueue acknowledgements against the table.
+  // Nothing lost or invented: enqueue acknowledgements against the table.
   let lost = 0;
   let recovered = 0;
   let unexpected = 0;
@@ -177,7 +178,7 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     }
   }
 
-  // G2: every accepted outcome write carries the job's current token. Several rules may see the
+  // No stale write accepted: every accepted outcome write carries the job's current token. Several rules may see the
   // same stale write; it counts once per (job, token).
   const staleKeys = new Set<string>();
   const stale = (jobId: string, token: string | null | undefined, msg: string) => {
@@ -231,7 +232,7 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
 
   const staleAccepted = staleKeys.size;
 
-  // G3: executions (distinct tokens started) against faults that hit the job.
+  // Duplicates within the bound: executions (distinct tokens started) against faults that hit the job.
   const faultsHitting = new Map<string, number>();
   let duplicateBound = 0;
   for (const f of faults) {

@@ -1,6 +1,6 @@
 // A network namespace with a veth pair, owned by one chaos run. PostgreSQL may
 // run inside it; loss, reset and blackhole rules are iptables rules INSIDE the
-// namespace only, so `ip netns del` undoes everything (RELIABILITY.md §2.1).
+// namespace only, so `ip netns del` undoes everything and the host is never touched.
 // Root only: netnsAvailability() says why not, and callers must SKIP loudly.
 
 import { execFile, execFileSync } from 'node:child_process';

@@ -2,14 +2,14 @@
 // private PostgreSQL with a seeded fault schedule, drains, then checks the
 // table and the history (checker.ts). Exit code 1 on any violation.
 //
-//   npm run test:chaos                         T2 smoke: a calm run (no faults: nothing may fail by itself), then
+//   npm run test:chaos                         smoke: a calm run (no faults: nothing may fail by itself), then
 //                                              fixed seed 1 and one random seed (300 jobs, 75 s of faults each)
 //   npm run test:chaos -- --seed 1234          replay one seed
 //   npm run test:chaos -- --scenario kill      one fault kind alone
 //                                              (kill|pause|pg-restart|listener|network|blackhole|resets|api-ack|starve),
 //                                              or calm: no faults at all
 //   npm run test:chaos -- --scenario calm --mutate notify-timer   must FAIL (the enqueue's query timer left armed)
-//   npm run test:chaos -- --soak               T3: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
+//   npm run test:chaos -- --soak               soak: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
 //   --no-netns                                 network faults on the Node proxy even as root (said loudly)
 

@@ -1,5 +1,5 @@
 // Fault schedules and workloads, derived from one seed so a run replays from
-// it. Tiers follow RELIABILITY.md §3.3: T2 (CI smoke) and T3 (soak).
+// it. Two tiers: smoke (run in CI) and soak.
 
 import { prng } from './fault-proxy.ts';
 
@@ -8,9 +8,9 @@ export type FaultKind = 'kill' | 'pause' | 'pg-restart' | 'listener' | 'network'
 const BASE_KINDS: readonly FaultKind[] = ['kill', 'pause', 'pg-restart', 'listener', 'network', 'blackhole'];
 export const FAULT_KINDS: readonly FaultKind[] = [...BASE_KINDS, 'resets', 'api-ack', 'starve'];
 
-/** T3 (soak) defaults, RELIABILITY.md §3.3: 5,000 jobs over 8 minutes of faults, 3 seeds. */
+/** Soak defaults: 5,000 jobs over 8 minutes of faults, 3 seeds. */
 export const SOAK_DEFAULTS = { jobs: 5_000, faultSeconds: 480, seeds: 3 } as const;
-/** T2 (smoke) defaults: a few hundred jobs, a few minutes on 2 cores with 2 seeds. */
+/** Smoke defaults: a few hundred jobs, a few minutes on 2 cores with 2 seeds. */
 export const SMOKE_DEFAULTS = { jobs: 300, faultSeconds: 75, seeds: 2 } as const;
 /**
  * The calm run: the same workload with no fault at all, over several query timeouts of the
@@ -65,7 +65,7 @@ export interface PlanOptions {
   faultSeconds?: number;
 }
 
-/** Fault counts per tier for the mixed scenario (RELIABILITY §3.3, T3 scaled by the fault phase length). */
+/** Fault counts per tier for the mixed scenario (the soak counts scaled by the fault phase length). */
 function mixedCounts(tier: 'smoke' | 'soak', seconds: number): Record<FaultKind, number> {
   if (tier === 'smoke') return { kill: 3, pause: 2, 'pg-restart': 1, listener: 2, network: 1, blackhole: 1, resets: 1, 'api-ack': 1, starve: 2 };
   const per8min = { kill: 20, pause: 10, 'pg-restart': 5, listener: 6, network: 4, blackhole: 3, resets: 4, 'api-ack': 1, starve: 4 };
@@ -134,7 +134,7 @@ export function makePlan(o: PlanOptions): Plan {
   // Ambiguous API acks and pool starvation came later still: a third stream, same reason.
   const rand3 = prng(o.seed ^ 0xacc5);
   if (counts['api-ack'] > 0) {
-    // One window over the whole enqueue phase: 2% of responses reset in a mixed run (RELIABILITY T3),
+    // One window over the whole enqueue phase: 2% of responses reset in a mixed run,
     // 10% when the scenario runs alone, so a smoke-sized run still sees a few dozen.
     faults.push({ at: 0, kind: 'api-ack', durationMs: Math.round(span * 0.9) + 1_000, probability: o.scenario === 'api-ack' ? 0.1 : 0.02 });
   }

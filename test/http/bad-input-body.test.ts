@@ -1,4 +1,4 @@
-// The bad-input matrix (RELIABILITY §3.4), request bodies: malformed JSON,
+// The bad-input matrix, request bodies: malformed JSON,
 // content types, wrong types and ranges, names, NUL bytes and pathological sizes.
 // Every rejection gets its status and code, never a 5xx or a stack trace, and
 // writes nothing (row counts are checked before and after).

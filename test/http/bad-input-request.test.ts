@@ -1,4 +1,4 @@
-// The bad-input matrix (RELIABILITY §3.4), the rest of the request: SQL-shaped
+// The bad-input matrix, the rest of the request: SQL-shaped
 // strings, query strings, unknown routes and methods, request smuggling and the
 // bearer token. Every rejection gets its status and code and writes nothing.
 

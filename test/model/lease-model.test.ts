@@ -17,7 +17,7 @@ const NJOBS = 2;
 const WORKERS = ['a', 'b', 'c'] as const;
 const MAX_ATTEMPTS = 4;
 const LIVE: readonly JobState[] = ['leased', 'running'];
-/** Transitions the state machine allows (DESIGN §3); anything else is a violation. */
+/** Transitions the job state machine allows; anything else is a violation. */
 const ALLOWED = new Set([
   'pending>leased', 'pending>running', 'leased>running', 'leased>pending', 'running>pending',
   'leased>succeeded', 'running>succeeded', 'leased>dead_lettered', 'running>dead_lettered',

@@ -1,10 +1,10 @@
 /*
- * Baton's lease protocol, checked exhaustively by Spin (DESIGN.md §4-5).
+ * Baton's lease protocol (claim, heartbeat, outcome, expiry), checked exhaustively by Spin.
  * Workers claim a pending job (fresh token = previous + 1), heartbeat, then
  * write the outcome (success, or a transient failure that makes the job
  * pending again), or crash at any point. A reaper may expire any live
  * lease at any moment (it cannot know whether the holder is paused).
- * Invariant (G2): an outcome is accepted only under the job's current token,
+ * Invariant (no stale write): an outcome is accepted only under the job's current token,
  * and at most once per job. Build with -DUNFENCED to drop the token condition
  * from the outcome write: Spin must then find a counterexample.
  *
