@@ -47,7 +47,7 @@ function intParam(min: number, max: number) {
 export const jobSpecSchema = z
   .object({
     jobType: nameSchema,
-    /** Any JSON; stored as jsonb. Defaults to {}. */
+    /** Any JSON; stored as jsonb. Absent: stored as JSON null. */
     payload: z.unknown().optional(),
     queue: nameSchema.optional(),
     tenantId: nameSchema.optional(),
