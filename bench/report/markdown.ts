@@ -3,7 +3,8 @@
 
 import type { BenchReport } from '../main.ts';
 import type { Figure } from '../scenarios/context.ts';
-import { num, ratio, spreadText } from './format.ts';
+import { num, ratio } from './format.ts';
+import { cell, configurationLines, fig, machineLines, summaryTable } from './headline.ts';
 
 const SCENARIO_TITLES: Record<string, string> = {
   throughput: 'Throughput',
@@ -13,16 +14,6 @@ const SCENARIO_TITLES: Record<string, string> = {
   'recovery-fast': 'kill -9 recovery, fast reclaim on',
   'recovery-lease': 'kill -9 recovery, fast reclaim off',
 };
-
-function fig(r: BenchReport, scenario: string, variantId: string): Figure | undefined {
-  return r.figures.find((f) => f.scenario === scenario && f.variantId === variantId);
-}
-
-function cell(f: Figure | undefined, key: string, digits?: number): string {
-  if (!f) return '—';
-  if (f.status === 'failed') return '**failed**';
-  return spreadText(f.summary[key], digits);
-}
 
 function statusNote(f: Figure): string {
   if (f.status === 'failed') return `FAILED: ${f.runs.find((x) => !x.warmup && !x.ok)?.detail ?? ''}`;
@@ -163,7 +154,6 @@ export function microAndCeiling(r: BenchReport, out: string[]): void {
 }
 
 export function renderMarkdown(r: BenchReport, svgFile: string): string {
-  const m = r.machine;
   const out: string[] = [
     `# Baton benchmark, ${r.startedAt.slice(0, 10)}`,
     '',
@@ -172,20 +162,19 @@ export function renderMarkdown(r: BenchReport, svgFile: string): string {
     '',
     `![latency distributions and throughput](${svgFile})`,
     '',
-    '## Machine',
+    '## Machine and server',
     '',
-    `- CPU: ${m.cpuModel}, ${m.cores} cores; memory ${m.memoryGiB} GiB; ${m.os}`,
-    `- Load average (1/5/15 min) at start ${m.loadAvgAtStart?.join(' / ') ?? 'n/a'}, at end ${r.loadAvgAtEnd?.join(' / ') ?? 'n/a'} (2 cores: above 2 means other work competed for the CPU)`,
-    `- Node ${m.node}; commit ${m.gitCommit}${m.gitDirty ? ' (working tree had uncommitted changes)' : ''}`,
-    `- PostgreSQL: ${m.postgres.version} (${m.postgres.source}), on the same host as the benchmark`,
-    `- Settings: ${Object.entries(m.postgres.settings).map(([k, v]) => `${k}=${v}`).join(', ')}`,
+    ...machineLines(r),
     `- Runs: each figure is the median of ${String(r.args.runs)} run(s) after ${r.args.quick ? 'no' : 'one discarded'} warm-up run, spread shown as (min–max); every run has its own fresh database.${r.interleaved ? ' Throughput and latency ran in rounds: each round ran every system once, one at a time, alternating the order between rounds, so run i of every system comes from round i.' : ''}`,
     '',
     '## Configurations',
     '',
-    ...r.variants.map((v) => `- **${v.label}** (\`${v.id}\`): ${v.note}. Options: \`${JSON.stringify(v.options)}\``),
+    ...configurationLines(r),
+    '',
+    '## Summary',
     '',
   ];
+  summaryTable(r, out);
   targetsTable(r, out);
   modesMatrix(r, out);
   throughputTable(r, out);

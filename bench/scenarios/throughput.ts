@@ -24,7 +24,7 @@ interface ThroughputResult {
 
 export function throughput(ctx: Ctx, v: Variant): Measurement {
   const n = ctx.args.jobs;
-  const capMs = v.system === 'baton' ? Math.max(ctx.args.capMs, 120_000) : ctx.args.capMs;
+  const capMs = ctx.args.capMs;
   const run: Measurement['run'] = (i, warm) =>
     withDatabase(ctx, `tp_${v.id}`, async (url) => {
       ctx.progress.update(`throughput ${v.label}: run ${i + 1}${warm ? ' (warm-up)' : ''}, ${n} jobs`);

@@ -7,24 +7,9 @@ import { checkExecutions, JOB_TYPE, type OnJob, type ProducerSide, type Variant,
 
 const quiet = new Logger(() => () => undefined);
 
+/** The variant's options are graphile-worker's own `preset.worker` settings, handed over as they are. */
 function preset(connectionString: string, v: Variant) {
-  const o = v.options as {
-    concurrency?: number;
-    maxPoolSize?: number;
-    localQueue?: { size: number };
-    completeJobBatchDelay?: number;
-    failJobBatchDelay?: number;
-  };
-  return {
-    worker: {
-      connectionString,
-      ...(o.concurrency !== undefined ? { concurrentJobs: o.concurrency } : {}),
-      ...(o.maxPoolSize !== undefined ? { maxPoolSize: o.maxPoolSize } : {}),
-      ...(o.localQueue !== undefined ? { localQueue: o.localQueue } : {}),
-      ...(o.completeJobBatchDelay !== undefined ? { completeJobBatchDelay: o.completeJobBatchDelay } : {}),
-      ...(o.failJobBatchDelay !== undefined ? { failJobBatchDelay: o.failJobBatchDelay } : {}),
-    },
-  };
+  return { worker: { connectionString, ...v.options } };
 }
 
 export function graphileWorker(connectionString: string, v: Variant): WorkerSide {

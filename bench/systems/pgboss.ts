@@ -1,27 +1,34 @@
-// pg-boss adapter (v10): createQueue + insert for bulk, send for the producer, one
-// work() subscription with the variant's polling interval.
+// pg-boss adapter (v12): createQueue + insert for bulk, send for the producer, one work()
+// registration with the variant's options (constructor, queue and work() options apart).
 
-import PgBoss from 'pg-boss';
+import { PgBoss, type ConstructorOptions, type Queue, type WorkOptions } from 'pg-boss';
 import pg from 'pg';
 import { checkExecutions, QUEUE, type OnJob, type ProducerSide, type Variant, type WorkerSide } from './types.ts';
 
+interface PgBossOptions {
+  constructor?: ConstructorOptions;
+  queue?: Omit<Queue, 'name'>;
+  work?: WorkOptions;
+}
+
 export function pgBossWorker(connectionString: string, v: Variant): WorkerSide {
-  const boss = new PgBoss({ connectionString, ...(v.options as object) });
+  const o = v.options as PgBossOptions;
+  const boss = new PgBoss({ connectionString, ...o.constructor });
   boss.on('error', () => undefined);
   const pool = new pg.Pool({ connectionString, max: 2 });
   pool.on('error', () => undefined);
   return {
     async setup() {
       await boss.start();
-      await boss.createQueue(QUEUE);
+      await boss.createQueue(QUEUE, o.queue ?? {});
     },
     async enqueueBulk(seqs) {
       for (let i = 0; i < seqs.length; i += 1000) {
-        await boss.insert(seqs.slice(i, i + 1000).map((seq) => ({ name: QUEUE, data: { seq } })));
+        await boss.insert(QUEUE, seqs.slice(i, i + 1000).map((seq) => ({ data: { seq } })));
       }
     },
     async start(onJob: OnJob) {
-      await boss.work<{ seq: number }>(QUEUE, async (jobs) => {
+      await boss.work<{ seq: number }>(QUEUE, o.work ?? {}, async (jobs) => {
         for (const job of jobs) await onJob(job.data.seq, 1);
       });
     },
@@ -54,13 +61,14 @@ export function pgBossWorker(connectionString: string, v: Variant): WorkerSide {
       };
     },
     async close() {
-      await boss.stop({ graceful: false, wait: true });
+      await boss.stop({ graceful: false });
       await pool.end();
     },
   };
 }
 
 export function pgBossProducer(connectionString: string): ProducerSide {
+  // Producer only: no maintenance, no schedules; the queue's notify setting makes its send()s wake the workers.
   const boss = new PgBoss({ connectionString, supervise: false, schedule: false });
   boss.on('error', () => undefined);
   return {
@@ -71,7 +79,7 @@ export function pgBossProducer(connectionString: string): ProducerSide {
       await boss.send(QUEUE, { seq });
     },
     async close() {
-      await boss.stop({ graceful: false, wait: true });
+      await boss.stop({ graceful: false });
     },
   };
 }
