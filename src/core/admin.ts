@@ -45,6 +45,34 @@ export interface WorkerInfo {
   leader: boolean;
 }
 
+/** Baton's tables and the server, as operators watch them (see AdminApi.health). */
+export interface DatabaseHealth {
+  /** When this was read (cached reads return the same object for HEALTH_CACHE_MS). */
+  readAt: Date;
+  /** Per queue with due pending jobs: how long the oldest has been due, and how many are due. */
+  queues: Array<{ queue: string; oldestDueSeconds: number; due: number }>;
+  /** Baton's tables: sizes in bytes, tuple counts (statistics, not exact), last (auto)vacuum and analyze. */
+  tables: Array<{
+    name: string;
+    totalBytes: number;
+    tableBytes: number;
+    indexBytes: number;
+    liveTuples: number;
+    deadTuples: number;
+    lastVacuumAt: Date | null;
+    lastAnalyzeAt: Date | null;
+  }>;
+  /**
+   * The server's oldest transaction horizon, in transactions (xids) behind the newest, from
+   * sessions, prepared transactions and replication slots; and the oldest open transaction's
+   * age in seconds. While a horizon stays old, dead rows in Baton's tables cannot be removed.
+   */
+  horizon: { sessionXminAge: number | null; oldestTransactionSeconds: number | null; preparedXminAge: number | null; slotXminAge: number | null };
+}
+
+/** How long admin.health() answers from its last read. */
+export const HEALTH_CACHE_MS = 5_000;
+
 export interface AdminApi {
   /** Throws BatonError JOB_NOT_FOUND. */
   getJob(id: string): Promise<Job>;
@@ -59,6 +87,8 @@ export interface AdminApi {
   /** Every queue with at least one job, with counts by state. */
   queues(): Promise<Array<{ queue: string; counts: StateCounts }>>;
   workers(): Promise<WorkerInfo[]>;
+  /** The database's health as Baton sees it: bounded queries, read at most once per HEALTH_CACHE_MS. */
+  health(): Promise<DatabaseHealth>;
 }
 
 
@@ -96,7 +126,13 @@ export function emptyCounts(): StateCounts {
   return Object.fromEntries(JOB_STATES.map((s) => [s, 0])) as StateCounts;
 }
 
+async function readHealth(executor: Executor): Promise<DatabaseHealth> {
+  const [queues, tables, horizon] = await Promise.all([executor.jobOldestDue(), executor.schemaTableStats(), executor.serverHorizon()]);
+  return { readAt: new Date(), queues, tables, horizon };
+}
+
 export function createAdmin(executor: Executor, wake: (queue: string) => void): AdminApi {
+  let healthCache: { at: number; read: Promise<DatabaseHealth> } | null = null;
   async function mustGet(id: string): Promise<Job> {
     assertJobId(id);
     const job = await executor.jobGet({ id });
@@ -172,5 +208,18 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
     },
 
     workers: () => executor.workerList(),
+
+    health() {
+      const now = Date.now();
+      if (!healthCache || now - healthCache.at > HEALTH_CACHE_MS) {
+        const read = readHealth(executor);
+        healthCache = { at: now, read };
+        // A failed read is not cached: the next call tries again.
+        read.catch(() => {
+          if (healthCache?.read === read) healthCache = null;
+        });
+      }
+      return healthCache.read;
+    },
   };
 }

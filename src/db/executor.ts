@@ -4,7 +4,7 @@
 
 import type { AttemptError, InsertedJob, Job, JobState, JobSummary, LeasedJob, TerminalState } from '../core/job.ts';
 import type { Queryable } from './pg/pool.ts';
-import type { WorkerInfo } from '../core/admin.ts';
+import type { DatabaseHealth, WorkerInfo } from '../core/admin.ts';
 
 /** A validated, defaulted job spec ready to insert. */
 export interface NewJob {
@@ -108,6 +108,12 @@ export interface Executor {
   workerPrune(): Promise<void>;
   workerTouch(p: { id: string; inFlight: number }): Promise<void>;
   workerList(): Promise<WorkerRow[]>;
+  /** Per queue with due pending jobs: seconds since the oldest became due, and how many are due. */
+  jobOldestDue(): Promise<DatabaseHealth['queues']>;
+  /** Sizes and vacuum state of the schema's tables. */
+  schemaTableStats(): Promise<DatabaseHealth['tables']>;
+  /** The server's oldest transaction horizon (see DatabaseHealth). */
+  serverHorizon(): Promise<DatabaseHealth['horizon']>;
   /** What live workers can run: per worker, the queues it works and the job types it has handlers for. */
   workerListLive(): Promise<Array<{ queues: string[]; jobTypes: string[] }>>;
 }

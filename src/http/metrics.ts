@@ -4,6 +4,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Baton, EngineEvents } from '../index.ts';
+import { registerDatabaseMetrics } from './metrics-db.ts';
 
 export interface MetricsOptions {
   /** Also export Node process metrics (heap, event loop lag, ...). Default true. */
@@ -33,6 +34,8 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
 
   // The scrape currently reading job counts; the error counter waits for it (prom-client reads all metrics concurrently).
   let jobsRead: Promise<void> = Promise.resolve();
+  // Whether a read of this scrape failed: baton_jobs is collected first and starts a scrape afresh.
+  let scrapeFailed = false;
   new Gauge({
     name: 'baton_jobs',
     help: 'Jobs by queue and state (read from the database on scrape)',
@@ -40,6 +43,7 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
     registers,
     collect() {
       this.reset();
+      scrapeFailed = false;
       jobsRead = (async () => {
         try {
           for (const { queue, counts } of await baton.admin.queues()) {
@@ -47,18 +51,24 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
           }
         } catch {
           // A scrape must still answer while the database is down; the error counter says why it is empty.
-          collectErrors.inc();
+          scrapeFailed = true;
         }
       })();
       return jobsRead;
     },
   });
+  const health = registerDatabaseMetrics(registry, baton, () => {
+    scrapeFailed = true;
+  });
   const collectErrors = new Counter({
     name: 'baton_metrics_collect_errors_total',
-    help: 'Scrapes whose job counts could not be read from the database',
+    help: 'Scrapes whose job counts or database health could not be read from the database',
     registers,
-    // Reports the failure of this very scrape, not only of earlier ones.
-    collect: () => jobsRead,
+    // Reports the failure of this very scrape, not only of earlier ones: once, whatever failed.
+    async collect() {
+      await Promise.all([jobsRead, health.settled()]);
+      if (scrapeFailed) this.inc();
+    },
   });
   const slotLabels = ['worker', 'queue'] as const;
   const inFlight = new Gauge({ name: 'baton_slots_in_flight', help: 'Jobs in flight on this worker', labelNames: slotLabels, registers });

@@ -1,6 +1,7 @@
 // Executor on node-postgres: runs the named queries, maps rows to domain types
 // and translates driver errors. Thin by design: the SQL carries the invariants.
 
+import type { DatabaseHealth } from '../../core/admin.ts';
 import type { InsertedJob, JobState, LeasedJob, TerminalState } from '../../core/job.ts';
 import type {
   Executor,
@@ -18,6 +19,7 @@ import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './i
 import { checkOut, type CheckedOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { jobQueries, type JobQueries } from './queries/job.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
+import { healthQueries, type HealthQueries } from './queries/health.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
 import { compareIds, rowToJob, rowToSummary, type JobRow, type JobSummaryRow } from './rows.ts';
 
@@ -25,12 +27,17 @@ export class PgExecutor implements Executor {
   readonly #pool: PgPoolLike;
   readonly #job: JobQueries;
   readonly #worker: WorkerQueries;
+  readonly #health: HealthQueries;
+  /** The schema as the catalogs spell it (unquoted). */
+  readonly #schemaName: string;
 
   /** `schema` must already be quoted (see quoteSchema). */
   constructor(pool: PgPoolLike, quotedSchema: string) {
     this.#pool = pool;
     this.#job = jobQueries(quotedSchema);
     this.#worker = workerQueries(quotedSchema);
+    this.#health = healthQueries(quotedSchema);
+    this.#schemaName = quotedSchema.replace(/^"(.*)"$/, '$1').replaceAll('""', '"');
   }
 
   async #q<R>(query: QueryConfigLike, values: unknown[], on: Queryable = this.#pool): Promise<R[]> {
@@ -264,6 +271,42 @@ export class PgExecutor implements Executor {
 
   async workerTouch(p: { id: string; inFlight: number }) {
     await this.#q(this.#worker.touch, [p.id, p.inFlight]);
+  }
+
+  async jobOldestDue(): Promise<DatabaseHealth['queues']> {
+    const rows = await this.#q<{ queue: string; seconds: number; due: number }>(this.#health.oldestDue, []);
+    return rows.map((r) => ({ queue: r.queue, oldestDueSeconds: Math.max(0, r.seconds), due: r.due }));
+  }
+
+  async schemaTableStats(): Promise<DatabaseHealth['tables']> {
+    const rows = await this.#q<{
+      name: string; total_bytes: number; table_bytes: number; index_bytes: number; live_tuples: number; dead_tuples: number;
+      last_vacuum_epoch: number | null; last_analyze_epoch: number | null;
+    }>(this.#health.tables, [this.#schemaName]);
+    const at = (epoch: number | null) => (epoch === null ? null : new Date(epoch * 1000));
+    return rows.map((r) => ({
+      name: r.name,
+      totalBytes: r.total_bytes,
+      tableBytes: r.table_bytes,
+      indexBytes: r.index_bytes,
+      liveTuples: r.live_tuples,
+      deadTuples: r.dead_tuples,
+      lastVacuumAt: at(r.last_vacuum_epoch),
+      lastAnalyzeAt: at(r.last_analyze_epoch),
+    }));
+  }
+
+  async serverHorizon(): Promise<DatabaseHealth['horizon']> {
+    const [r] = await this.#q<{ session_xmin_age: number | null; oldest_xact_seconds: number | null; prepared_xmin_age: number | null; slot_xmin_age: number | null }>(
+      this.#health.horizon,
+      [],
+    );
+    return {
+      sessionXminAge: r?.session_xmin_age ?? null,
+      oldestTransactionSeconds: r?.oldest_xact_seconds ?? null,
+      preparedXminAge: r?.prepared_xmin_age ?? null,
+      slotXminAge: r?.slot_xmin_age ?? null,
+    };
   }
 
   async workerListLive(): Promise<Array<{ queues: string[]; jobTypes: string[] }>> {
