@@ -8,11 +8,12 @@
 
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { noopLogger, type Logger } from '../core/logger.ts';
+import { resolveDataDir } from './embedded-data-dir.ts';
 import { forgetOwner, ownerAlive, readOwner, recordOwner, startSentinel, stopPostmaster } from './embedded-owner.ts';
 import { binaries, EmbeddedPostgresError, EMBEDDED_USER, giveToServer, initialise, serverIds, spawnPostmaster, type ServerIds } from './embedded-server.ts';
 import { isRunning } from './process-info.ts';
@@ -42,8 +43,10 @@ const DEFAULT_SETTINGS: Readonly<Record<string, string | number>> = {
 export interface EmbeddedOptions {
   /**
    * Absolute root of a persistent cluster (PostgreSQL's files in `<dataDir>/pg`),
-   * created on first use and kept across restarts. Omitted: a throwaway cluster in a
-   * fresh directory under os.tmpdir(), with a random password, removed by stop().
+   * created on first use and kept across restarts; under root, a directory the
+   * `postgres` user can reach when it cannot reach this one (embedded-data-dir.ts).
+   * Omitted: a throwaway cluster in a fresh directory under os.tmpdir(), with a random
+   * password, removed by stop().
    */
   dataDir?: string;
   /** Port on 127.0.0.1. Omitted: one the kernel says is free. */
@@ -62,7 +65,7 @@ export interface EmbeddedPostgres {
   /** Superuser URL of database `postgres`. */
   connectionString: string;
   port: number;
-  /** The directory holding `pg/` (the cluster) and the owner record. */
+  /** The directory holding `pg/` (the cluster) and the owner record; may be a fallback. */
   dataDir: string;
   /** False when we attached to a server already running on this data dir (we leave it running). */
   owned: boolean;
@@ -83,11 +86,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions = {}): Promise
   await binaries();
   const ids = serverIds();
   const throwaway = opts.dataDir === undefined;
-  const dataDir = throwaway ? await throwawayDir(ids) : opts.dataDir!;
-  if (!throwaway) {
-    await mkdir(dataDir, { recursive: true, mode: 0o755 });
-    await checkReachable(dataDir, ids);
-  }
+  const dataDir = throwaway ? await throwawayDir(ids) : await resolveDataDir(opts.dataDir!, ids, log);
   const clusterDir = path.join(dataDir, 'pg');
 
   const attached = await attachOrClear(dataDir, clusterDir, log);
@@ -128,26 +127,6 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions = {}): Promise
   } catch (err) {
     await remove();
     throw err;
-  }
-}
-
-/**
- * Under root the server runs as `postgres`, which must be able to enter every
- * ancestor of the data dir (a 0700 home directory is the usual trap). Say so
- * plainly instead of letting initdb fail with "Permission denied".
- */
-async function checkReachable(dataDir: string, ids: ServerIds): Promise<void> {
-  if (ids.uid === undefined) return;
-  for (let dir = dataDir; ; dir = path.dirname(dir)) {
-    const st = await stat(dir);
-    const bit = st.uid === ids.uid ? 0o100 : st.gid === ids.gid ? 0o010 : 0o001;
-    if ((st.mode & bit) === 0) {
-      throw new EmbeddedPostgresError(
-        `the embedded PostgreSQL runs as the "postgres" OS user (we are root), which cannot enter ${dir} ` +
-          `(mode ${(st.mode & 0o777).toString(8)}); set BATON_DATA_DIR to a directory it can reach, e.g. /var/lib/baton, or set DATABASE_URL`,
-      );
-    }
-    if (path.dirname(dir) === dir) return;
   }
 }
 
