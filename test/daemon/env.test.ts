@@ -94,6 +94,12 @@ describe('loadConfig', () => {
     expect(err.message).toContain(name);
   });
 
+  it('reads only the settings of the command: a bad PORT in a shared environment does not stop `migrate`', () => {
+    const c = loadConfig({ PORT: 'eighty', BATON_QUEUES: 'nonsense', BATON_SCHEMA: 'jobs' }, {}, '/srv/app', 'migrate');
+    expect(c).toMatchObject({ port: 8080, schema: 'jobs', engine: { queues: { default: 10 } } });
+    expect(configError(() => loadConfig({ BATON_SCHEMA: 'Bad-Schema' }, {}, '/srv/app', 'migrate')).message).toContain('BATON_SCHEMA (--schema)');
+  });
+
   it('never echoes secrets in its messages', () => {
     expect(configError(() => loadConfig({ BATON_API_TOKEN: 'sekret' })).message).not.toContain('sekret');
     expect(configError(() => loadConfig({ DATABASE_URL: 'pass:word@nohost' })).message).not.toContain('word');
@@ -104,5 +110,12 @@ describe('parseFlags', () => {
   it('refuses unknown flags and stray arguments', () => {
     expect(configError(() => parseFlags(['--prot', '1'])).message).toMatch(/--prot/);
     expect(configError(() => parseFlags(['extra'])).message).toMatch(/extra/);
+  });
+
+  it("takes only the command's setting flags", () => {
+    expect(parseFlags(['--schema', 'jobs'], 'migrate')).toMatchObject({ schema: 'jobs' });
+    expect(configError(() => parseFlags(['--port=1'], 'migrate')).message).toBe(
+      '--port is a flag of "baton serve", not of "baton migrate" (see baton migrate --help)',
+    );
   });
 });
