@@ -11,13 +11,20 @@ export function isTerminalState(state: JobState): state is TerminalState {
   return (TERMINAL_STATES as readonly string[]).includes(state);
 }
 
+/**
+ * Why an attempt failed: 'terminal' (TerminalError), 'transient' (anything else thrown),
+ * 'lease_expired' and 'worker_gone' (the reaper: the lease ran out, or its worker's session
+ * ended), 'unknown_job_type' (no handler).
+ */
+export const ATTEMPT_ERROR_KINDS = ['terminal', 'transient', 'lease_expired', 'worker_gone', 'unknown_job_type'] as const;
+export type AttemptErrorKind = (typeof ATTEMPT_ERROR_KINDS)[number];
+
 /** One failed attempt, kept in the job's error history so an operator can read the chain. */
 export interface AttemptError {
   attempt: number;
   /** Token of the lease the attempt ran under. */
   token: string;
-  /** 'terminal' (TerminalError), 'transient' (anything else), 'lease_expired' (reaper), 'unknown_job_type'. */
-  kind: 'terminal' | 'transient' | 'lease_expired' | 'worker_gone' | 'unknown_job_type';
+  kind: AttemptErrorKind;
   name: string;
   message: string;
   stack?: string;
@@ -125,7 +132,8 @@ export interface InsertedJob {
 }
 
 /** Why nothing may run an enqueued job yet. It is stored all the same: a worker or handler may be deployed later. */
-export type EnqueueWarningCode = 'NO_WORKER_FOR_QUEUE' | 'NO_HANDLER_FOR_JOB_TYPE';
+export const ENQUEUE_WARNING_CODES = ['NO_WORKER_FOR_QUEUE', 'NO_HANDLER_FOR_JOB_TYPE'] as const;
+export type EnqueueWarningCode = (typeof ENQUEUE_WARNING_CODES)[number];
 
 export interface EnqueueWarning {
   code: EnqueueWarningCode;

@@ -10,7 +10,7 @@ import { methodNotAllowed } from 'hono/method-not-allowed';
 import type { Baton, Logger } from '../index.ts';
 import { silentLogger, type AppEnv } from './context.ts';
 import { ApiError, errorResponse, handleError, handleNotFound } from './errors.ts';
-import { bearerToken } from './auth.ts';
+import { bearerToken, TOKEN_GUARDED_PATHS } from './auth.ts';
 import { hostCheck, type ListenAddress } from './allowed-hosts.ts';
 import { sameOriginWrites } from './same-origin.ts';
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
@@ -26,8 +26,8 @@ export const CONSOLE_HTML_PATH_DEFAULT = fileURLToPath(new URL('./console.html',
 export interface AppOptions {
   /**
    * When set, every /api/* route and /metrics require `Authorization: Bearer <apiToken>`
-   * (401 UNAUTHORIZED otherwise). /healthz, /readyz and the console page stay open: the
-   * page holds no data and a browser cannot attach a header to a navigation.
+   * (401 UNAUTHORIZED otherwise). /healthz, /readyz, /openapi.json and the console page stay
+   * open: they hold no data, and a browser cannot attach a header to a navigation.
    */
   apiToken?: string;
   /** Largest request body in bytes; larger ones get 413 before being read in full. Default 1 MiB. */
@@ -80,8 +80,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
   );
   if (opts.apiToken !== undefined) {
     const guard = bearerToken(opts.apiToken);
-    base.use('/api/*', guard);
-    base.use('/metrics', guard);
+    for (const path of TOKEN_GUARDED_PATHS) base.use(path, guard);
   }
   base.use('/api/*', sameOriginWrites());
   base.use(
@@ -105,6 +104,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
         ...(metrics ? { metrics } : {}),
         ...(opts.isStarted ? { isStarted: opts.isStarted } : {}),
         consoleHtmlPath: opts.consoleHtmlPath ?? CONSOLE_HTML_PATH_DEFAULT,
+        bearer: opts.apiToken !== undefined,
       }),
     );
 }

@@ -6,6 +6,17 @@ import type { MiddlewareHandler } from 'hono';
 import { ApiError } from './errors.ts';
 import type { AppEnv } from './context.ts';
 
+/**
+ * What the token guards when one is configured (Hono path patterns): the API and the metrics.
+ * Everything else (/healthz, /readyz, /openapi.json, the console page) holds no data and stays open.
+ */
+export const TOKEN_GUARDED_PATHS = ['/api/*', '/metrics'] as const;
+
+/** True when a route's path (/api/jobs/:id) falls under TOKEN_GUARDED_PATHS. */
+export function isTokenGuarded(path: string): boolean {
+  return TOKEN_GUARDED_PATHS.some((p) => (p.endsWith('/*') ? path.startsWith(p.slice(0, -1)) : path === p));
+}
+
 const digest = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 

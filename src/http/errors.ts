@@ -5,9 +5,10 @@
 import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
-import type { core } from 'zod';
+import type { core, z } from 'zod';
 import { isBatonError, isInvalidInputSqlstate, type ErrorCode } from '../index.ts';
 import type { AppEnv } from './context.ts';
+import type { errorBodySchema } from './wire-schemas.ts';
 
 /** Codes that only the HTTP edge produces (the engine never throws them). */
 export const HTTP_ERROR_CODES = [
@@ -48,10 +49,8 @@ export const STATUS_BY_CODE = {
   NOT_READY: 503,
 } as const satisfies Record<ApiErrorCode, ContentfulStatusCode>;
 
-/** Wire shape of every error response. */
-export interface ApiErrorBody {
-  error: { code: ApiErrorCode; message: string; details?: unknown };
-}
+/** Wire shape of every error response (its schema: errorBodySchema in wire-schemas.ts). */
+export type ApiErrorBody = z.output<typeof errorBodySchema>;
 
 /** An error raised by the HTTP layer itself; carries an ApiErrorCode. */
 export class ApiError extends Error {

@@ -5,13 +5,17 @@
 import { z } from 'zod';
 import {
   DELAY_MS_MAX,
+  DLQ_REPLAY_LIMIT_DEFAULT,
   DLQ_REPLAY_LIMIT_MAX,
   IDEMPOTENCY_KEY_MAX_CHARS,
   JOB_STATES,
+  LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,
   LIST_OFFSET_MAX,
   MAX_ATTEMPTS_MAX,
   PRIORITY_MAX,
+  RUN_AT_MAX,
+  RUN_AT_MIN,
   nameSchema as engineNameSchema,
   runAtSchema,
   type JobSpec,
@@ -29,39 +33,44 @@ export const BATCH_MAX = 1_000;
  * no empty segment), and at the edge also no "." or ".." segment: names show up in URLs
  * (/api/queues/:queue/depth), where such segments are rewritten by clients and proxies.
  */
-export const nameSchema = engineNameSchema.refine(
-  (s) => !s.split('/').some((seg) => seg === '.' || seg === '..'),
-  'must not contain "." or ".." path segments',
-);
+export const nameSchema = engineNameSchema
+  .refine((s) => !s.split('/').some((seg) => seg === '.' || seg === '..'), 'must not contain "." or ".." path segments')
+  .meta({ description: '1-128 characters of A-Z a-z 0-9 _ . : - /, case-sensitive; no empty, "." or ".." segment' });
 
 /** A non-negative decimal integer in a query string, bounded; "1e9", "-1", "1.5", "" are refused. */
-function intParam(min: number, max: number) {
+function intParam(min: number, max: number, dflt?: number) {
   return z
     .string()
     .regex(/^\d{1,9}$/, `must be an integer from ${min} to ${max}`)
     .transform(Number)
-    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
+    .meta({ description: `a decimal integer from ${min} to ${max}${dflt === undefined ? '' : `; default ${dflt}`}` });
 }
 
-/** One job as submitted over HTTP. runAt is an ISO 8601 instant with an offset (Z or ±hh:mm). */
+/** One job as submitted over HTTP. The descriptions are the OpenAPI document's (openapi-routes.ts). */
 export const jobSpecSchema = z
   .object({
     jobType: nameSchema,
-    /** Any JSON; stored as jsonb. Absent: stored as JSON null. */
-    payload: z.unknown().optional(),
-    queue: nameSchema.optional(),
-    tenantId: nameSchema.optional(),
-    /** Higher runs first; -1 000 000 .. 1 000 000. */
-    priority: z.int().min(-PRIORITY_MAX).max(PRIORITY_MAX).optional(),
-    /** The engine's own bounds (years 0001..9999 in UTC), checked after the offset is applied. */
+    payload: z.unknown().optional().meta({ description: 'any JSON, stored as jsonb; absent: JSON null' }),
+    queue: nameSchema.optional().meta({ description: 'a name, as jobType; default "default"' }),
+    tenantId: nameSchema.optional().meta({ description: 'a name, as jobType; default "default"' }),
+    priority: z.int().min(-PRIORITY_MAX).max(PRIORITY_MAX).optional().meta({ description: 'higher runs first; default 0' }),
     runAt: z.iso
       .datetime({ offset: true })
       .transform((s) => new Date(s))
       .pipe(runAtSchema)
-      .optional(),
-    delayMs: z.int().min(0).max(DELAY_MS_MAX).optional(),
-    maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_MAX).optional(),
-    idempotencyKey: z.string().min(1).max(IDEMPOTENCY_KEY_MAX_CHARS).optional(),
+      .optional()
+      .meta({
+        description: `ISO 8601 instant with Z or an offset; once the offset is applied it must lie from ${RUN_AT_MIN} to ${RUN_AT_MAX}. Not with delayMs`,
+      }),
+    delayMs: z.int().min(0).max(DELAY_MS_MAX).optional().meta({ description: 'run after this many ms (database clock). Not with runAt' }),
+    maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_MAX).optional().meta({ description: 'attempt budget including the first run; default from the engine config' }),
+    idempotencyKey: z
+      .string()
+      .min(1)
+      .max(IDEMPOTENCY_KEY_MAX_CHARS)
+      .optional()
+      .meta({ description: 'a second job with the same (tenantId, idempotencyKey) answers the first, with 200' }),
   })
   .strict()
   .refine((s) => s.runAt === undefined || s.delayMs === undefined, {
@@ -81,14 +90,24 @@ export const listJobsQuerySchema = z
     tenantId: nameSchema.optional(),
     queue: nameSchema.optional(),
     jobType: nameSchema.optional(),
-    limit: intParam(1, LIST_LIMIT_MAX).optional(),
+    limit: intParam(1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT).optional(),
     offset: intParam(0, LIST_OFFSET_MAX).optional(),
   })
   .strict() satisfies z.ZodType<ListJobsFilter>;
 
+/** Path parameter of /api/jobs/:id/…: any string; one that cannot name a job (isJobId) is simply 404 JOB_NOT_FOUND. */
+export const jobIdParamSchema = z.object({
+  id: z.string().meta({ description: 'the job id, a decimal integer; one that names no job answers 404 JOB_NOT_FOUND' }),
+});
+
+/** Path parameter of /api/queues/:queue/depth; a name with "/" goes percent-encoded. */
+export const queueParamSchema = z.object({
+  queue: nameSchema.meta({ description: 'a queue name (percent-encode "/"); an unknown queue has all-zero counts' }),
+});
+
 export const dlqReplayQuerySchema = z
   .object({
-    limit: intParam(1, DLQ_REPLAY_LIMIT_MAX).optional(),
+    limit: intParam(1, DLQ_REPLAY_LIMIT_MAX, DLQ_REPLAY_LIMIT_DEFAULT).optional(),
     queue: nameSchema.optional(),
     tenantId: nameSchema.optional(),
   })

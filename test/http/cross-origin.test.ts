@@ -3,13 +3,12 @@
 // Each attack answers 4xx and the row it aimed at is unchanged; same-origin requests,
 // the typed client and the console's way of calling still work.
 
-import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/http/app.ts';
 import { isAllowedHost, parseAllowedHosts, parseHost, type ListenAddress } from '../../src/http/allowed-hosts.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { badInputHelpers, countJobs, JSON_HEADERS, startApi, type ApiHarness } from './harness.ts';
+import { badInputHelpers, countJobs, JSON_HEADERS, requestWithHost, startApi, type ApiHarness } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;
@@ -27,18 +26,9 @@ const { expectError } = badInputHelpers(db, () => api);
 const EVIL = { origin: 'http://evil.example', 'content-type': 'text/plain' };
 const stateOf = async (id: string) => (await db.query<{ state: string }>('SELECT state FROM baton.jobs WHERE id = $1', [id])).rows[0]!.state;
 
-/** A request to the server on `to` with any Host header (fetch always sends the URL's own). */
-function withHost(host: string, path: string, method = 'GET', headers: Record<string, string> = {}, to = port): Promise<Response> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port: to, path, method, headers: { ...headers, host } }, (res) => {
-      let text = '';
-      res.on('data', (d) => (text += String(d)));
-      res.on('end', () => resolve(new Response(text, { status: res.statusCode!, headers: res.headers as Record<string, string> })));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+/** A request to the server on port `to` with any Host header. */
+const withHost = (host: string, path: string, method = 'GET', headers: Record<string, string> = {}, to = port): Promise<Response> =>
+  requestWithHost(`http://127.0.0.1:${to}`, host, path, method, headers);
 
 describe('cross-origin simple requests (CSRF)', () => {
   it('POST /api/jobs/:id/cancel from http://evil.example with text/plain -> 403 FORBIDDEN_ORIGIN, job still pending', async () => {

@@ -1,6 +1,7 @@
 // Test harness for the HTTP edge: a real Baton on the file's database, the app
 // served by @hono/node-server on an ephemeral port, and the typed client users get.
 
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import { serve, type ServerType } from '@hono/node-server';
@@ -74,6 +75,20 @@ export async function countJobs(db: TestDatabase, where = 'true', params: unknow
 export async function errorCode(res: Response): Promise<string | undefined> {
   const body = (await res.json().catch(() => undefined)) as { error?: { code?: string } } | undefined;
   return body?.error?.code;
+}
+
+/** A request to the server at `url` with any Host header (fetch always sends the URL's own). */
+export function requestWithHost(url: string, host: string, path: string, method = 'GET', headers: Record<string, string> = {}): Promise<Response> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: hostname, port, path, method, headers: { ...headers, host } }, (res) => {
+      let text = '';
+      res.on('data', (d) => (text += String(d)));
+      res.on('end', () => resolve(new Response(text, { status: res.statusCode!, headers: res.headers as Record<string, string> })));
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 export const JSON_HEADERS = { 'content-type': 'application/json' };

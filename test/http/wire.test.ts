@@ -9,7 +9,14 @@ import type { AttemptError, Job, JobSpec, ListJobsFilter } from '../../src/index
 import type { jobSpecSchema, listJobsQuerySchema } from '../../src/http/schemas.ts';
 import type { InferResponseType } from '../../src/client/index.ts';
 import type { createClient } from '../../src/client/index.ts';
-import { toWireJob, type WireJob } from '../../src/http/wire.ts';
+import { toWireAttemptError, toWireCounts, toWireJob, toWireWorker, type WireJob, type WireJobSummary } from '../../src/http/wire.ts';
+import type {
+  wireAttemptErrorSchema,
+  wireJobSchema,
+  wireJobSummarySchema,
+  wireStateCountsSchema,
+  wireWorkerSchema,
+} from '../../src/http/wire-schemas.ts';
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type JobOf<S> = Extract<Job, { state: S }>;
@@ -32,6 +39,17 @@ const sameKeys: {
     WireJob['state']
   >;
 } = { pending: true, live: true, succeeded: true, dead: true, cancelled: true, errors: true, spec: true, filter: true, client: true };
+
+// Compile-time: the response schemas (wire-schemas.ts, which the OpenAPI document is made of) type
+// exactly what the wire functions return; payload and result are any JSON (unknown) in the schemas.
+type NoJson<T> = T extends unknown ? Omit<T, 'payload' | 'result'> : never;
+const schemasMatchWire: {
+  job: Same<NoJson<z.output<typeof wireJobSchema>>, NoJson<WireJob>>;
+  summary: Same<NoJson<z.output<typeof wireJobSummarySchema>>, NoJson<WireJobSummary>>;
+  attemptError: Same<z.output<typeof wireAttemptErrorSchema>, ReturnType<typeof toWireAttemptError>>;
+  counts: Same<z.output<typeof wireStateCountsSchema>, ReturnType<typeof toWireCounts>>;
+  worker: Same<z.output<typeof wireWorkerSchema>, ReturnType<typeof toWireWorker>>;
+} = { job: true, summary: true, attemptError: true, counts: true, worker: true };
 
 const t = new Date('2030-01-02T03:04:05.678Z');
 const attemptError: AttemptError = {
@@ -72,7 +90,7 @@ const jobs: Job[] = [
 
 describe('toWireJob', () => {
   it.each(jobs.map((j) => [j.state, j] as const))('%s: same keys, ISO dates, stacks kept', (_state, job) => {
-    expect(Object.values(sameKeys).every(Boolean)).toBe(true);
+    expect(Object.values({ ...sameKeys, ...schemasMatchWire }).every(Boolean)).toBe(true);
     const wire = toWireJob(job);
     expect(Object.keys(wire).sort()).toEqual(Object.keys(job).sort());
     expect(wire.runAt).toBe('2030-01-02T03:04:05.678Z');

@@ -3,13 +3,12 @@
 
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
-import { z } from 'zod';
 import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
 import { noBody } from '../json-body.ts';
 import { DLQ_REPLAY_LIMIT_DEFAULT } from '../../index.ts';
-import { dlqReplayQuerySchema, nameSchema } from '../schemas.ts';
+import { dlqReplayQuerySchema, queueParamSchema } from '../schemas.ts';
 import { toWireCounts, toWireWorker, wireSummaries } from '../wire.ts';
 
 export function dlqRoutes(baton: Baton) {
@@ -28,7 +27,7 @@ export function queueRoutes(baton: Baton) {
       const queues = await baton.admin.queues();
       return c.json({ queues: queues.map((q) => ({ queue: q.queue, counts: toWireCounts(q.counts) })) }, 200);
     })
-    .get('/:queue/depth', zValidator('param', z.object({ queue: nameSchema }), validationHook), async (c) => {
+    .get('/:queue/depth', zValidator('param', queueParamSchema, validationHook), async (c) => {
       const { queue } = c.req.valid('param');
       return c.json({ queue, counts: toWireCounts(await baton.admin.queueDepth(queue)) }, 200);
     });

@@ -8,7 +8,7 @@ import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
 import { isJobId } from '../../index.ts';
-import { batchSchema, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
+import { batchSchema, jobIdParamSchema, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
 import { toWireJob, toWireResult, wireSummaries } from '../wire.ts';
 
 /** A malformed id cannot name a job, so it is simply not found (never a 500 from a cast). */
@@ -43,18 +43,18 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
         const { jobs, truncated } = wireSummaries(page.jobs);
         return c.json({ jobs, total: page.total, limit: page.limit, offset: page.offset, truncated }, 200);
       })
-      .get('/:id', async (c) => {
-        const job = await baton.admin.getJob(jobId(c.req.param('id')));
+      .get('/:id', zValidator('param', jobIdParamSchema, validationHook), async (c) => {
+        const job = await baton.admin.getJob(jobId(c.req.valid('param').id));
         return c.json(toWireJob(job), 200);
       })
       /** Terminal jobs only (409 otherwise): back to pending with a fresh budget, replayCount + 1. */
-      .post('/:id/replay', noBody(), async (c) => {
-        const job = await baton.admin.replay(jobId(c.req.param('id')));
+      .post('/:id/replay', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
+        const job = await baton.admin.replay(jobId(c.req.valid('param').id));
         return c.json(toWireJob(job), 200);
       })
       /** Pending jobs only (409 otherwise). */
-      .post('/:id/cancel', noBody(), async (c) => {
-        const job = await baton.admin.cancel(jobId(c.req.param('id')));
+      .post('/:id/cancel', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
+        const job = await baton.admin.cancel(jobId(c.req.valid('param').id));
         return c.json(toWireJob(job), 200);
       })
   );

@@ -1,5 +1,5 @@
-// Operational routes: liveness, readiness, Prometheus metrics and the admin
-// console page (one static HTML file, read from disk once and kept in memory).
+// Operational routes: liveness, readiness, Prometheus metrics, the OpenAPI document
+// and the admin console page (one static HTML file, read from disk once and kept in memory).
 
 import { readFile } from 'node:fs/promises';
 import { Hono } from 'hono';
@@ -7,6 +7,8 @@ import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
+import { apiDocument } from '../openapi-routes.ts';
+import type { JsonObject } from '../openapi.ts';
 
 /** A readiness probe must answer even when the pool is stuck waiting for a connection. */
 export const READY_DB_TIMEOUT_MS = 2_000;
@@ -16,6 +18,8 @@ export interface OpsOptions {
   /** Extra readiness condition, e.g. "the engine has started". Default: always true. */
   isStarted?: () => boolean;
   consoleHtmlPath: string;
+  /** Whether the API requires a bearer token; the OpenAPI document says so. */
+  bearer: boolean;
 }
 
 async function probeDb(baton: Baton): Promise<'ok' | 'unreachable'> {
@@ -36,8 +40,11 @@ async function probeDb(baton: Baton): Promise<'ok' | 'unreachable'> {
 
 export function opsRoutes(baton: Baton, opts: OpsOptions) {
   let consoleHtml: string | undefined;
+  let document: JsonObject | undefined;
   return new Hono<AppEnv>()
     .get('/healthz', (c) => c.json({ status: 'ok' as const }, 200))
+    // Built on first request, then kept: it depends only on the code and `bearer`.
+    .get('/openapi.json', (c) => c.json((document ??= apiDocument({ bearer: opts.bearer })), 200))
     .get('/readyz', async (c) => {
       const db = await probeDb(baton);
       const started = opts.isStarted?.() ?? true;

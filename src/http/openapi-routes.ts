@@ -1,0 +1,174 @@
+// The HTTP API as the OpenAPI document describes it: one entry per route of app.ts,
+// with the zod schemas the route validates (schemas.ts) and answers (wire-schemas.ts),
+// and the error codes it may answer. test/http/openapi.test.ts checks that every
+// route of the app is here and that real answers match.
+
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
+import { isTokenGuarded } from './auth.ts';
+import type { ApiErrorCode } from './errors.ts';
+import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc } from './openapi.ts';
+import { batchSchema, dlqReplayQuerySchema, jobIdParamSchema, jobSpecSchema, listJobsQuerySchema, queueParamSchema } from './schemas.ts';
+import {
+  responseSchemas as r,
+  wireAttemptErrorSchema,
+  wireEnqueuedJobSchema,
+  wireEnqueueWarningSchema,
+  wireJobSchema,
+  wireJobSummarySchema,
+  wireStateCountsSchema,
+  wireWorkerSchema,
+} from './wire-schemas.ts';
+
+/** What any route that reads or writes jobs may meet in the engine or the database. */
+const ENGINE: readonly ApiErrorCode[] = ['INVALID_ARGUMENT', 'INVALID_CONFIG', 'DB_UNAVAILABLE', 'SHUTTING_DOWN'];
+/** A checked JSON body (json-body.ts), or a body that must be empty or {}. */
+const BODY: readonly ApiErrorCode[] = ['INVALID_JSON', 'INVALID_ARGUMENT'];
+
+const noBody = {
+  schema: z.strictObject({}),
+  required: false,
+  description: 'none, or {}; the Content-Type must still be application/json',
+};
+
+const json = (description: string, schema: z.ZodType): ResponseDoc => ({ description, schema });
+
+/** A route, with what the middleware of app.ts adds: the Host check, the token, the guards on API writes. */
+function route(o: Omit<OperationDoc, 'bearer'>): OperationDoc {
+  const edge: ApiErrorCode[] = [];
+  if (!HOST_CHECK_EXEMPT_PATHS.has(o.path)) edge.push('HOST_NOT_ALLOWED');
+  // same-origin.ts and bodyLimit run on every /api/* route; only writes meet them.
+  if (o.method === 'post' && o.path.startsWith('/api/')) edge.push('FORBIDDEN_ORIGIN', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
+  return { ...o, errors: [...o.errors, ...edge], bearer: isTokenGuarded(o.path) };
+}
+
+/** POST /api/jobs/:id/<action>: no body; the job as the action left it, or 409 from a state it does not apply to. */
+function jobAction(action: string, operationId: string, summary: string, description: string, answer: string): OperationDoc {
+  return route({
+    method: 'post', path: `/api/jobs/:id/${action}`, operationId, tag: 'jobs', summary, description,
+    params: jobIdParamSchema, body: noBody,
+    responses: { 200: json(answer, wireJobSchema) },
+    errors: ['JOB_NOT_FOUND', 'JOB_STATE_CONFLICT', ...BODY, ...ENGINE],
+  });
+}
+
+const OPERATIONS: readonly OperationDoc[] = [
+  route({
+    method: 'post', path: '/api/jobs', operationId: 'enqueueJob', tag: 'jobs', summary: 'Enqueue a job',
+    description: '201 with the new job; 200 with the existing one when (tenantId, idempotencyKey) already exists. `warnings` says when no live worker can run it yet (it is stored all the same).',
+    body: { schema: jobSpecSchema, required: true },
+    responses: { 201: json('created', wireEnqueuedJobSchema), 200: json('a job with this idempotency key already exists', wireEnqueuedJobSchema) },
+    errors: [...BODY, ...ENGINE],
+  }),
+  route({
+    method: 'post', path: '/api/jobs/batch', operationId: 'enqueueJobs', tag: 'jobs', summary: 'Enqueue jobs in one INSERT',
+    description: 'All or nothing; results in input order.',
+    body: { schema: batchSchema, required: true },
+    responses: { 201: json('at least one job was created', r.batch), 200: json('every job already existed', r.batch) },
+    errors: [...BODY, ...ENGINE],
+  }),
+  route({
+    method: 'get', path: '/api/jobs', operationId: 'listJobs', tag: 'jobs', summary: 'List job summaries, newest first',
+    description: 'Unknown parameters are refused (400). The next page starts at offset + jobs.length; `total` is capped.',
+    query: listJobsQuerySchema,
+    responses: { 200: json('a page of summaries', r.jobPage) },
+    errors: ENGINE,
+  }),
+  route({
+    method: 'get', path: '/api/jobs/:id', operationId: 'getJob', tag: 'jobs', summary: 'Read a job, with its payload, result and attempts',
+    params: jobIdParamSchema,
+    responses: { 200: json('the job', wireJobSchema) },
+    errors: ['JOB_NOT_FOUND', ...ENGINE],
+  }),
+  jobAction('replay', 'replayJob', 'Replay a terminal job', 'Back to pending with a fresh attempt budget, replayCount + 1; 409 unless the job is terminal.', 'the job, pending again'),
+  jobAction('cancel', 'cancelJob', 'Cancel a pending job', '409 unless the job is pending.', 'the cancelled job'),
+  route({
+    method: 'post', path: '/api/dlq/replay', operationId: 'replayDeadLetters', tag: 'jobs', summary: 'Replay dead-lettered jobs, oldest first',
+    description: 'Unknown parameters are refused (400).',
+    query: dlqReplayQuerySchema, body: noBody,
+    responses: { 200: json('the replayed jobs, as summaries', r.dlqReplay) },
+    errors: [...BODY, ...ENGINE],
+  }),
+  route({
+    method: 'get', path: '/api/queues', operationId: 'listQueues', tag: 'queues', summary: 'Every queue with at least one job, with counts by state',
+    responses: { 200: json('the queues', r.queues) },
+    errors: ENGINE,
+  }),
+  route({
+    method: 'get', path: '/api/queues/:queue/depth', operationId: 'queueDepth', tag: 'queues', summary: "A queue's job counts by state",
+    params: queueParamSchema,
+    responses: { 200: json('the counts', r.depth) },
+    errors: ENGINE,
+  }),
+  route({
+    method: 'get', path: '/api/workers', operationId: 'listWorkers', tag: 'queues', summary: 'Workers seen recently, live or not',
+    responses: { 200: json('the workers', r.workers) },
+    errors: ENGINE,
+  }),
+  route({
+    method: 'get', path: '/healthz', operationId: 'health', tag: 'operations', summary: 'Liveness: the process is up',
+    description: 'Open, and answers whatever the Host.',
+    responses: { 200: json('up', r.health) },
+    errors: [],
+  }),
+  route({
+    method: 'get', path: '/readyz', operationId: 'ready', tag: 'operations', summary: 'Readiness: the database answers within 2 s and the engine has started',
+    description: 'Open, and answers whatever the Host. 503 NOT_READY carries `details: { db, started }`.',
+    responses: { 200: json('ready', r.ready) },
+    errors: ['NOT_READY'],
+  }),
+  route({
+    method: 'get', path: '/metrics', operationId: 'metrics', tag: 'operations', summary: 'Prometheus metrics',
+    description: '404 when the server runs without metrics.',
+    responses: { 200: { description: 'Prometheus text format', schema: r.text, contentType: 'text/plain' } },
+    errors: ['ROUTE_NOT_FOUND'],
+  }),
+  route({
+    method: 'get', path: '/openapi.json', operationId: 'openapi', tag: 'operations', summary: 'This document',
+    description: 'Open like the console page: it describes the API and holds no data.',
+    responses: { 200: json('the OpenAPI 3.1 document', r.openapi) },
+    errors: [],
+  }),
+  route({
+    method: 'get', path: '/', operationId: 'console', tag: 'operations', summary: 'The admin console page',
+    description: 'Open: the page holds no data and sends the token on its API calls. 404 when the page is not installed.',
+    responses: { 200: { description: 'one self-contained HTML page', schema: r.text, contentType: 'text/html' } },
+    errors: ['ROUTE_NOT_FOUND'],
+  }),
+];
+
+const version = (): string =>
+  (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+/**
+ * The OpenAPI 3.1 document of the app. `bearer`: whether the server requires a token (then the
+ * guarded routes carry the bearerAuth security scheme and 401 answers).
+ */
+export function apiDocument(opts: { bearer: boolean }): JsonObject {
+  return openApiDocument({
+    info: {
+      title: 'Baton HTTP API',
+      version: version(),
+      description:
+        'Errors are `{ error: { code, message, details? } }`; the status comes from the code. Every POST is JSON-typed, also without a body. A method a path does not serve answers 405 METHOD_NOT_ALLOWED with `Allow`.',
+    },
+    tags: [
+      { name: 'jobs', description: 'enqueue, read, list, replay, cancel' },
+      { name: 'queues', description: 'queues and workers' },
+      { name: 'operations', description: 'health, readiness, metrics, this document, the console' },
+    ],
+    components: {
+      Job: wireJobSchema,
+      EnqueuedJob: wireEnqueuedJobSchema,
+      JobSummary: wireJobSummarySchema,
+      AttemptError: wireAttemptErrorSchema,
+      EnqueueWarning: wireEnqueueWarningSchema,
+      StateCounts: wireStateCountsSchema,
+      Worker: wireWorkerSchema,
+    },
+    requestComponents: { JobSpec: jobSpecSchema },
+    operations: OPERATIONS,
+    bearer: opts.bearer,
+  });
+}

@@ -1,0 +1,154 @@
+// Zod schemas of what wire.ts puts on the wire, and of the error body: the one
+// description of each response, used for the OpenAPI document (openapi-routes.ts)
+// and, in test/http/openapi.test.ts, to check real responses against it. Strict
+// objects: a field the wire gains or loses without this file is caught.
+
+import { z } from 'zod';
+import { ATTEMPT_ERROR_KINDS, ENQUEUE_WARNING_CODES, ERROR_CODES, JOB_STATES, type JobState } from '../index.ts';
+import { HTTP_ERROR_CODES, type ApiErrorCode } from './errors.ts';
+
+/** Every code an error body may carry. */
+export const API_ERROR_CODES = [...ERROR_CODES, ...HTTP_ERROR_CODES] as const satisfies readonly ApiErrorCode[];
+
+/** Every error answer's body. */
+export const errorBodySchema = z.strictObject({
+  error: z.strictObject({
+    code: z.enum(API_ERROR_CODES),
+    message: z.string().meta({ description: 'for people; a 5xx carries a generic one' }),
+    details: z.unknown().optional().meta({ description: 'JSON, e.g. { issues: [{ path, message }] } for a refused field' }),
+  }),
+});
+
+const time = z
+  .string()
+  .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+  .meta({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds (Date#toISOString)' });
+const decimal = z.string().regex(/^[0-9]+$/);
+const count = z.int().min(0);
+const anyJson = z.unknown().meta({ description: 'any JSON' });
+
+export const wireAttemptErrorSchema = z.strictObject({
+  attempt: count,
+  token: decimal.meta({ description: 'the lease the attempt ran under' }),
+  kind: z.enum(ATTEMPT_ERROR_KINDS),
+  name: z.string(),
+  message: z.string(),
+  stack: z.string().optional().meta({ description: "the handler's stack, at most 8,000 characters; full jobs only" }),
+  at: z.iso.datetime({ offset: true }).meta({ description: 'ISO 8601 with offset, as the database clock wrote it' }),
+});
+
+const summaryAttemptError = wireAttemptErrorSchema.omit({ stack: true });
+
+/** The fields a job and its summary share (wireCommon in wire.ts). */
+const common = {
+  id: z.string().regex(/^[1-9][0-9]*$/).meta({ description: 'decimal bigint' }),
+  tenantId: z.string(),
+  queue: z.string(),
+  jobType: z.string(),
+  priority: z.int(),
+  runAt: time,
+  attempt: count,
+  maxAttempts: z.int().min(1),
+  idempotencyKey: z.string().nullable(),
+  replayCount: count,
+  createdAt: time,
+  updatedAt: time,
+  startedAt: time.nullable(),
+};
+
+/** The fields only some states carry, by state. */
+const lastToken = decimal.nullable().meta({ description: 'token of the last lease; null if never claimed' });
+const byState = {
+  pending: { lastToken },
+  live: { token: decimal, leaseOwner: z.string(), leaseExpiresAt: time },
+  succeeded: { token: decimal, finishedAt: time },
+  dead_lettered: { lastToken, reason: z.string(), finishedAt: time },
+  cancelled: { lastToken, finishedAt: time },
+};
+
+/**
+ * A discriminated union on `state` with `fields` in every variant, and `succeeded` (a succeeded
+ * job's result fields) in that one; the same order of states as JOB_STATES.
+ */
+function jobUnion<F extends z.ZodRawShape, S extends z.ZodRawShape>(fields: F, succeeded: S) {
+  const variant = <St extends readonly [JobState, ...JobState[]], X extends z.ZodRawShape>(states: St, extra: X) =>
+    z.strictObject({ ...fields, state: z.enum(states), ...extra });
+  return z.discriminatedUnion('state', [
+    variant(['pending'], byState.pending),
+    variant(['leased', 'running'], byState.live),
+    variant(['succeeded'], { ...byState.succeeded, ...succeeded }),
+    variant(['dead_lettered'], byState.dead_lettered),
+    variant(['cancelled'], byState.cancelled),
+  ]);
+}
+
+const fullJob = {
+  ...common,
+  payload: anyJson,
+  errors: z.array(wireAttemptErrorSchema),
+  lastError: wireAttemptErrorSchema.nullable(),
+};
+
+/** toWireJob. */
+export const wireJobSchema = jobUnion(fullJob, { result: anyJson });
+
+export const wireEnqueueWarningSchema = z.strictObject({
+  code: z.enum(ENQUEUE_WARNING_CODES),
+  message: z.string(),
+  queue: z.string(),
+  jobType: z.string(),
+});
+const warnings = z.array(wireEnqueueWarningSchema).meta({ description: 'empty when a live worker can run the job' });
+
+/** POST /api/jobs: the job and its enqueue warnings. */
+export const wireEnqueuedJobSchema = jobUnion({ ...fullJob, warnings }, { result: anyJson });
+
+/** toWireResult. */
+export const wireEnqueueResultSchema = z.strictObject({ created: z.boolean(), job: wireJobSchema, warnings });
+
+/** toWireSummary. */
+export const wireJobSummarySchema = jobUnion(
+  {
+    ...common,
+    payload: anyJson.optional().meta({ description: 'only when at most 2,048 stored bytes' }),
+    payloadBytes: count,
+    errorCount: count,
+    lastError: summaryAttemptError.nullable(),
+  },
+  { result: anyJson.optional().meta({ description: 'only when at most 2,048 stored bytes' }), resultBytes: count },
+);
+
+/** toWireCounts: every state, always. */
+export const wireStateCountsSchema = z.strictObject(
+  Object.fromEntries(JOB_STATES.map((s) => [s, count])) as Record<JobState, typeof count>,
+);
+
+/** toWireWorker. */
+export const wireWorkerSchema = z.strictObject({
+  id: z.string(),
+  hostname: z.string(),
+  pid: z.int(),
+  queues: z.record(z.string(), z.int()).meta({ description: 'queue -> concurrency' }),
+  jobTypes: z.array(z.string()),
+  inFlight: count,
+  startedAt: time,
+  lastSeenAt: time,
+  alive: z.boolean(),
+  leader: z.boolean(),
+});
+
+const truncated = z.boolean().meta({ description: 'the response size cap cut the list short' });
+
+/** The bodies of the routes' successful answers, by route. */
+export const responseSchemas = {
+  jobPage: z.strictObject({ jobs: z.array(wireJobSummarySchema), total: count, limit: count, offset: count, truncated }),
+  batch: z.strictObject({ results: z.array(wireEnqueueResultSchema) }),
+  dlqReplay: z.strictObject({ replayed: count, jobs: z.array(wireJobSummarySchema), truncated }),
+  queues: z.strictObject({ queues: z.array(z.strictObject({ queue: z.string(), counts: wireStateCountsSchema })) }),
+  depth: z.strictObject({ queue: z.string(), counts: wireStateCountsSchema }),
+  workers: z.strictObject({ workers: z.array(wireWorkerSchema) }),
+  health: z.strictObject({ status: z.literal('ok') }),
+  ready: z.strictObject({ status: z.literal('ready'), db: z.literal('ok'), started: z.literal(true) }),
+  openapi: z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) }),
+  text: z.string(),
+};

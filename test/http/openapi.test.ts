@@ -1,0 +1,252 @@
+// The OpenAPI document at /openapi.json: valid OpenAPI 3.1 (a real validator),
+// every route of the app in it and nothing else, and real answers of a server on
+// this file's database, a success and an error of every route, matching the
+// schemas the document gives for their status.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { createBaton, TerminalError, type Baton } from '../../src/index.ts';
+import { createApp } from '../../src/http/app.ts';
+import { openApiPath, type JsonObject } from '../../src/http/openapi.ts';
+import { apiDocument } from '../../src/http/openapi-routes.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { insertJob, insertWorker } from '../helpers/factory.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { JSON_HEADERS, requestWithHost, startApi, type ApiHarness } from './harness.ts';
+
+const db = useTestDatabase();
+const TOKEN = 'openapi-test-token';
+let api: ApiHarness;
+/** The same API with a token required. */
+let guarded: ApiHarness;
+let worker: Baton;
+type Doc = { paths: Record<string, Record<string, JsonObject>> };
+/** The served documents, every $ref resolved: `api`'s, and `guarded`'s (which says where the token is needed). */
+let resolved: Doc;
+let resolvedGuarded: Doc;
+
+type Op = { parameters: JsonObject[]; responses: Record<string, { content: Record<string, { schema: JsonObject }> }> };
+const operation = (route: string, doc = resolved): Op | undefined => {
+  const [method, path] = route.split(' ') as [string, string];
+  return doc.paths[openApiPath(path)]?.[method.toLowerCase()] as Op | undefined;
+};
+
+async function validOpenApi(doc: unknown): Promise<Validator> {
+  const validator = new Validator();
+  const res = await validator.validate(doc as Record<string, unknown>);
+  expect(res.errors, JSON.stringify(res.errors, null, 1)?.slice(0, 2000)).toBeUndefined();
+  expect(res.valid).toBe(true);
+  expect(validator.version).toBe('3.1');
+  return validator;
+}
+
+// Strict: an unknown keyword or a type-less keyword in a schema is an error; every schema
+// is also checked against the JSON Schema 2020-12 meta-schema when compiled.
+const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true });
+// ajv-formats is CommonJS: its function is the default export's `default`.
+(addFormats as unknown as { default: (a: Ajv2020) => void }).default(ajv);
+const compiled = new Map<unknown, ValidateFunction>();
+const compile = (schema: JsonObject): ValidateFunction => {
+  let v = compiled.get(schema);
+  if (!v) compiled.set(schema, (v = ajv.compile(schema)));
+  return v;
+};
+
+/** Routes ('GET /api/jobs/:id') whose success, and whose error, a test has checked against the document. */
+const checked = { ok: new Set<string>(), error: new Set<string>() };
+
+/** Asserts that `doc` lists `res`'s status for `route` and that its body matches that schema. */
+async function expectDocumented(route: string, res: Response, doc = resolved): Promise<any> {
+  const text = await res.text();
+  const op = operation(route, doc);
+  expect(op, `${route} is in the document`).toBeDefined();
+  const documented = op!.responses[String(res.status)];
+  expect(documented, `${route} answered ${res.status}, which the document does not list: ${text.slice(0, 300)}`).toBeDefined();
+  const [contentType, media] = Object.entries(documented!.content)[0]!;
+  expect(res.headers.get('content-type')).toContain(contentType);
+  const body: unknown = contentType === 'application/json' ? JSON.parse(text) : text;
+  const validate = compile(media.schema);
+  expect(validate(body), `${route} ${res.status}: ${ajv.errorsText(validate.errors).slice(0, 1000)}\n${text.slice(0, 500)}`).toBe(true);
+  (res.status < 400 ? checked.ok : checked.error).add(route);
+  return body;
+}
+
+const post = (path: string, body?: unknown, headers: Record<string, string> = JSON_HEADERS) =>
+  api.raw(path, { method: 'POST', headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+
+beforeAll(async () => {
+  api = await startApi(db);
+  guarded = await startApi(db, { app: { apiToken: TOKEN } });
+  worker = createBaton({
+    connectionString: db.url,
+    poolSize: 2,
+    queues: { oa: 1 },
+    handlers: {
+      works: () => ({ ok: true }),
+      fails: () => {
+        throw new TerminalError('refused');
+      },
+    },
+  });
+  await worker.start();
+  resolved = (await validOpenApi(await (await api.raw('/openapi.json')).json())).resolveRefs() as Doc;
+  resolvedGuarded = (await validOpenApi(await (await guarded.raw('/openapi.json')).json())).resolveRefs() as Doc;
+});
+afterAll(async () => {
+  await worker?.stop();
+  await guarded?.close();
+  await api?.close();
+});
+
+describe('the document', () => {
+  it('is valid OpenAPI 3.1 with and without a token, and every schema in it is valid JSON Schema 2020-12', async () => {
+    const open = apiDocument({ bearer: false }) as { components: JsonObject };
+    expect(open.components.securitySchemes).toBeUndefined();
+    await validOpenApi(open);
+    const withToken = resolvedGuarded.paths;
+    expect(withToken['/api/jobs']!.get!.security).toEqual([{ bearerAuth: [] }]);
+    expect(withToken['/healthz']!.get!.security).toBeUndefined();
+    expect(resolved.paths['/api/jobs']!.get!.security).toBeUndefined();
+    for (const [path, ops] of Object.entries(resolved.paths)) {
+      for (const [method, op] of Object.entries(ops) as Array<[string, Op & { requestBody?: { content: Record<string, { schema: JsonObject }> } }]>) {
+        const schemas = [
+          ...op.parameters.map((p) => p.schema as JsonObject),
+          ...Object.values(op.requestBody?.content ?? {}).map((m) => m.schema),
+          ...Object.values(op.responses).flatMap((r) => Object.values(r.content).map((m) => m.schema)),
+        ];
+        for (const schema of schemas) expect(() => compile(schema), `${method} ${path}`).not.toThrow();
+        const placeholders = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+        expect(op.parameters.filter((p) => p.in === 'path').map((p) => p.name), `${method} ${path}`).toEqual(placeholders);
+      }
+    }
+  });
+
+  it('has every route the app registers, with its method, and no other', () => {
+    const app = createApp(api.baton, { metrics: false });
+    const registered = new Set(app.routes.filter((r) => r.method !== 'ALL').map((r) => `${r.method} ${openApiPath(r.path)}`));
+    const documented = Object.entries(resolved.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    expect(documented.sort()).toEqual([...registered].sort());
+  });
+
+  it('is served like the console page: no token needed, but the Host is checked', async () => {
+    expect((await guarded.raw('/openapi.json')).status).toBe(200);
+    await expectDocumented('GET /openapi.json', await api.raw('/openapi.json'));
+    await expectDocumented('GET /openapi.json', await requestWithHost(api.url, 'evil.example', '/openapi.json'));
+  });
+});
+
+describe('real answers match the document', () => {
+  it('POST /api/jobs', async () => {
+    const created = await expectDocumented('POST /api/jobs', await post('/api/jobs', { jobType: 'works', queue: 'oa', idempotencyKey: 'k1' }));
+    expect(created.warnings).toEqual([]);
+    await expectDocumented('POST /api/jobs', await post('/api/jobs', { jobType: 'works', queue: 'oa', idempotencyKey: 'k1' }));
+    await expectDocumented('POST /api/jobs', await post('/api/jobs', { jobType: 'not deployed', queue: 'nobody' }));
+    await expectDocumented('POST /api/jobs', await post('/api/jobs', { jobType: '' }));
+    await expectDocumented('POST /api/jobs', await api.raw('/api/jobs', { method: 'POST', headers: JSON_HEADERS, body: '{' }));
+  });
+
+  it('POST /api/jobs/batch', async () => {
+    const body = { jobs: [{ jobType: 'works', queue: 'oa' }, { jobType: 'x', queue: 'nobody' }] };
+    await expectDocumented('POST /api/jobs/batch', await post('/api/jobs/batch', body));
+    await expectDocumented('POST /api/jobs/batch', await post('/api/jobs/batch', body, { 'content-type': 'text/plain' }));
+  });
+
+  it('GET /api/jobs/:id in every state, with real attempt errors and results', async () => {
+    const enqueue = async (jobType: string) => ((await (await post('/api/jobs', { jobType, queue: 'oa' })).json()) as { id: string }).id;
+    const [ok, failed] = [await enqueue('works'), await enqueue('fails')];
+    const ids = {
+      pending: await insertJob(db.pool, { queue: 'elsewhere' }),
+      running: await insertJob(db.pool, { state: 'running', queue: 'elsewhere' }),
+      leased: await insertJob(db.pool, { state: 'leased', queue: 'elsewhere' }),
+      cancelled: await insertJob(db.pool, { state: 'cancelled', queue: 'elsewhere' }),
+    };
+    for (const [id, state] of [[ok, 'succeeded'], [failed, 'dead_lettered']] as const) {
+      const stateOf = async () => ((await (await api.raw(`/api/jobs/${id}`)).json()) as { state: string }).state;
+      await waitFor(async () => (await stateOf()) === state, { message: `job ${id} to be ${state}` });
+    }
+    const dead = await expectDocumented('GET /api/jobs/:id', await api.raw(`/api/jobs/${failed}`));
+    expect(dead.lastError).toMatchObject({ kind: 'terminal', message: 'refused' });
+    expect((await expectDocumented('GET /api/jobs/:id', await api.raw(`/api/jobs/${ok}`))).result).toEqual({ ok: true });
+    for (const [state, id] of Object.entries(ids)) {
+      expect((await expectDocumented('GET /api/jobs/:id', await api.raw(`/api/jobs/${id}`))).state).toBe(state);
+    }
+    await expectDocumented('GET /api/jobs/:id', await api.raw('/api/jobs/999999999'));
+  });
+
+  it('GET /api/jobs', async () => {
+    const page = await expectDocumented('GET /api/jobs', await api.raw('/api/jobs?limit=500'));
+    expect(new Set(page.jobs.map((j: { state: string }) => j.state)).size).toBeGreaterThanOrEqual(5);
+    await expectDocumented('GET /api/jobs', await api.raw('/api/jobs?limit=0'));
+    await expectDocumented('GET /api/jobs', await api.raw('/api/jobs?nope=1'));
+  });
+
+  it('POST /api/jobs/:id/replay and /cancel', async () => {
+    const dead = await insertJob(db.pool, { state: 'dead_lettered', queue: 'elsewhere' });
+    const pending = await insertJob(db.pool, { queue: 'elsewhere' });
+    await expectDocumented('POST /api/jobs/:id/replay', await post(`/api/jobs/${dead}/replay`));
+    await expectDocumented('POST /api/jobs/:id/replay', await post(`/api/jobs/${pending}/replay`));
+    await expectDocumented('POST /api/jobs/:id/cancel', await post(`/api/jobs/${pending}/cancel`, {}));
+    await expectDocumented('POST /api/jobs/:id/cancel', await post(`/api/jobs/${pending}/cancel`));
+    await expectDocumented('POST /api/jobs/:id/cancel', await post(`/api/jobs/${pending}/cancel`, { why: 1 }));
+  });
+
+  it('POST /api/dlq/replay', async () => {
+    await insertJob(db.pool, { state: 'dead_lettered', queue: 'elsewhere' });
+    const res = await expectDocumented('POST /api/dlq/replay', await post('/api/dlq/replay?queue=elsewhere'));
+    expect(res.replayed).toBe(1);
+    await expectDocumented('POST /api/dlq/replay', await post('/api/dlq/replay', undefined, { ...JSON_HEADERS, origin: 'http://evil.example' }));
+    await expectDocumented('POST /api/dlq/replay', await post('/api/dlq/replay?limit=1001'));
+  });
+
+  it('GET /api/queues, /api/queues/:queue/depth, /api/workers', async () => {
+    await insertWorker(db.pool, 'openapi-worker', { queues: { oa: 2 }, jobTypes: ['works'] });
+    expect((await expectDocumented('GET /api/queues', await api.raw('/api/queues'))).queues.length).toBeGreaterThan(0);
+    await expectDocumented('GET /api/queues', await requestWithHost(api.url, 'evil.example', '/api/queues'));
+    await expectDocumented('GET /api/queues/:queue/depth', await api.raw('/api/queues/oa/depth'));
+    await expectDocumented('GET /api/queues/:queue/depth', await api.raw(`/api/queues/${encodeURIComponent('no spaces')}/depth`));
+    expect((await expectDocumented('GET /api/workers', await api.raw('/api/workers'))).workers.length).toBeGreaterThan(0);
+    await expectDocumented('GET /api/workers', await guarded.raw('/api/workers'), resolvedGuarded);
+  });
+
+  it('/healthz, /readyz, /metrics and the console page', async () => {
+    await expectDocumented('GET /healthz', await api.raw('/healthz'));
+    await expectDocumented('GET /readyz', await api.raw('/readyz'));
+    api.setStarted(false);
+    try {
+      await expectDocumented('GET /readyz', await api.raw('/readyz'));
+    } finally {
+      api.setStarted(true);
+    }
+    await expectDocumented('GET /metrics', await api.raw('/metrics'));
+    await expectDocumented('GET /metrics', await guarded.raw('/metrics'), resolvedGuarded);
+    await expectDocumented('GET /', await api.raw('/'));
+    await expectDocumented('GET /', await requestWithHost(api.url, 'evil.example', '/'));
+  });
+
+  it('every route: 401 without the token where one is required, 421 for a foreign Host where the Host is checked', async () => {
+    for (const [path, ops] of Object.entries(resolved.paths)) {
+      for (const method of Object.keys(ops)) {
+        const route = `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`;
+        const url = path.replace('{id}', '1').replace('{queue}', 'oa');
+        const init = { method: method.toUpperCase(), headers: JSON_HEADERS };
+        const anonymous = await guarded.raw(url, init);
+        if (operation(route, resolvedGuarded)!.responses['401']) expect(anonymous.status, route).toBe(401);
+        else expect(anonymous.status, route).not.toBe(401);
+        await expectDocumented(route, anonymous, resolvedGuarded);
+        const foreign = await requestWithHost(api.url, 'evil.example', url, init.method, JSON_HEADERS);
+        if (!['/healthz', '/readyz'].includes(path)) expect(foreign.status, route).toBe(421);
+        await expectDocumented(route, foreign);
+      }
+    }
+  });
+
+  it('checked a success and an error of every route (/healthz has no error to provoke)', () => {
+    const routes = Object.entries(resolved.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`),
+    );
+    expect(routes.filter((r) => !checked.ok.has(r))).toEqual([]);
+    expect(routes.filter((r) => !checked.error.has(r))).toEqual(['GET /healthz']);
+  });
+});
