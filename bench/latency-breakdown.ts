@@ -56,7 +56,9 @@ try {
       process.stdout.write(`round ${round + 1} ${id.padEnd(18)} ${line(s)}\n`);
       const slowest = [...stages].sort((a, b) => b.latencyMs - a.latencyMs).slice(0, tail);
       for (const j of slowest) {
-        process.stdout.write(`    seq ${j.seq} latency ${ms(j.latencyMs)}  ${STAGES.map((k) => `${k.replace('Ms', '')} ${ms(j[k])}`).join('  ')}\n`);
+        process.stdout.write(
+          `    seq ${j.seq} latency ${ms(j.latencyMs)}  ${STAGES.map((k) => `${k.replace('Ms', '')} ${ms(j[k])}`).join('  ')}\n`,
+        );
       }
     }
   }

@@ -39,7 +39,11 @@ const PG_SETTINGS = [
   'checkpoint_timeout',
 ];
 
-const PACKAGES: Record<SystemName, string> = { baton: '..', 'graphile-worker': '../node_modules/graphile-worker', 'pg-boss': '../node_modules/pg-boss' };
+const PACKAGES: Record<SystemName, string> = {
+  baton: '..',
+  'graphile-worker': '../node_modules/graphile-worker',
+  'pg-boss': '../node_modules/pg-boss',
+};
 
 function packageVersion(dir: string): string {
   try {

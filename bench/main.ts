@@ -84,7 +84,9 @@ async function main(): Promise<number> {
           : s.doneMs
             ? `done ${s.doneMs.median.toFixed(0)} ms after kill`
             : '';
-      progress.log(`${f.status === 'ok' ? 'ok    ' : f.status.toUpperCase().padEnd(6)} ${f.scenario} | ${f.label} | ${main}${f.note ? ` (${f.note})` : ''}${f.status === 'failed' ? ` :: ${f.runs.find((r) => !r.ok)?.detail}` : ''}`);
+      progress.log(
+        `${f.status === 'ok' ? 'ok    ' : f.status.toUpperCase().padEnd(6)} ${f.scenario} | ${f.label} | ${main}${f.note ? ` (${f.note})` : ''}${f.status === 'failed' ? ` :: ${f.runs.find((r) => !r.ok)?.detail}` : ''}`,
+      );
     };
 
     // One system at a time, in rounds: each round runs every system once, so the comparisons
@@ -95,8 +97,12 @@ async function main(): Promise<number> {
     };
     if (has('throughput')) await inRounds(systems.map((v) => throughput(ctx, v)));
     if (has('latency')) {
-      await inRounds(systems.map((v) => latency(ctx, v, { rate: args.latencyRate, jobs: args.latencyJobs, via: 'library', scenario: 'latency' })));
-      await inRounds(systems.map((v) => latency(ctx, v, { rate: args.sparseRate, jobs: args.sparseJobs, via: 'library', scenario: 'latency-sparse' })));
+      await inRounds(
+        systems.map((v) => latency(ctx, v, { rate: args.latencyRate, jobs: args.latencyJobs, via: 'library', scenario: 'latency' })),
+      );
+      await inRounds(
+        systems.map((v) => latency(ctx, v, { rate: args.sparseRate, jobs: args.sparseJobs, via: 'library', scenario: 'latency-sparse' })),
+      );
     }
     if (has('recovery')) {
       for (const v of batonModes) {
@@ -124,7 +130,9 @@ async function main(): Promise<number> {
       pgbench = await pgbenchCeiling(ctx).catch((err: unknown) => {
         // No pgbench binary on this machine is a gap to report, not a failure of the harness.
         const absent = (err as NodeJS.ErrnoException | undefined)?.code === 'ENOENT';
-        (absent ? missing : broken).push(`pgbench ${absent ? 'not installed' : 'failed'}: ${err instanceof Error ? err.message : String(err)}`);
+        (absent ? missing : broken).push(
+          `pgbench ${absent ? 'not installed' : 'failed'}: ${err instanceof Error ? err.message : String(err)}`,
+        );
         return [];
       });
       for (const p of pgbench) progress.log(`pgbench ${p.name}: ${p.jobsPerSec.toFixed(0)} jobs/s`);

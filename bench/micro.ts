@@ -100,10 +100,16 @@ export async function microBenchmarks(ctx: Ctx): Promise<MicroResult[]> {
   for (const batch of [1, 10, 50]) {
     progress(`claim batch ${batch}`);
     out.push(
-      await one(ctx, `claim (into running)`, batch, (pool) => pending(pool, rows), (ex) => async () => {
-        const got = await ex.jobClaim({ queue: QUEUE, limit: batch, owner: 'micro', leaseMs: 60_000, intoRunning: true });
-        if (got.length !== batch) throw new Error(`claim returned ${got.length} of ${batch}: provision more rows`);
-      }),
+      await one(
+        ctx,
+        `claim (into running)`,
+        batch,
+        (pool) => pending(pool, rows),
+        (ex) => async () => {
+          const got = await ex.jobClaim({ queue: QUEUE, limit: batch, owner: 'micro', leaseMs: 60_000, intoRunning: true });
+          if (got.length !== batch) throw new Error(`claim returned ${got.length} of ${batch}: provision more rows`);
+        },
+      ),
     );
   }
   for (const batch of [1, 50]) {
@@ -130,9 +136,15 @@ export async function microBenchmarks(ctx: Ctx): Promise<MicroResult[]> {
     progress(`enqueue batch ${batch}`);
     let seq = 0;
     out.push(
-      await one(ctx, batch === 1 ? 'enqueue (single)' : 'enqueue (batch)', batch, async () => undefined, (ex) => async () => {
-        await ex.jobInsertMany({ jobs: Array.from({ length: batch }, () => newJob(seq++)) });
-      }),
+      await one(
+        ctx,
+        batch === 1 ? 'enqueue (single)' : 'enqueue (batch)',
+        batch,
+        async () => undefined,
+        (ex) => async () => {
+          await ex.jobInsertMany({ jobs: Array.from({ length: batch }, () => newJob(seq++)) });
+        },
+      ),
     );
   }
   return out;

@@ -86,7 +86,22 @@ export async function pgbenchCeiling(ctx: Ctx): Promise<PgbenchResult[]> {
             } finally {
               await pool.end();
             }
-            const args = ['-n', '-M', 'prepared', '-f', file, '-D', `batch=${batch}`, '-c', String(clients), '-j', String(Math.min(clients, 2)), '-t', String(txPerClient), url];
+            const args = [
+              '-n',
+              '-M',
+              'prepared',
+              '-f',
+              file,
+              '-D',
+              `batch=${batch}`,
+              '-c',
+              String(clients),
+              '-j',
+              String(Math.min(clients, 2)),
+              '-t',
+              String(txPerClient),
+              url,
+            ];
             const { stdout } = await run(pgbenchBinary(), args, { maxBuffer: 1 << 22 });
             const tps = Number(/tps = ([\d.]+)/.exec(stdout)?.[1]);
             const tx = Number(/number of transactions actually processed: (\d+)/.exec(stdout)?.[1]);

@@ -34,7 +34,9 @@ for (const f of (await readdir(dir)).filter((x) => x.endsWith('.cpuprofile'))) {
   const p = JSON.parse(await readFile(path.join(dir, f), 'utf8')) as Profile;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const self = new Map<number, number>();
-  p.samples.forEach((id, i) => self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0)));
+  p.samples.forEach((id, i) => {
+    self.set(id, (self.get(id) ?? 0) + (p.timeDeltas[i] ?? 0));
+  });
   const total = (p.endTime - p.startTime) / 1000;
   const byFn = new Map<string, number>();
   const byArea = new Map<string, number>();

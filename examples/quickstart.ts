@@ -27,8 +27,18 @@ await baton.start();
 
 const { job } = await baton.enqueue({ jobType: 'send-email', queue: 'emails', payload: { to: 'ada@example.com' } });
 await baton.enqueue({ jobType: 'send-email', queue: 'emails', payload: { to: 'later@example.com' }, delayMs: 500 });
-const first = await baton.enqueue({ jobType: 'send-email', queue: 'emails', payload: { to: 'x@example.com' }, idempotencyKey: 'signup-42' });
-const again = await baton.enqueue({ jobType: 'send-email', queue: 'emails', payload: { to: 'x@example.com' }, idempotencyKey: 'signup-42' });
+const first = await baton.enqueue({
+  jobType: 'send-email',
+  queue: 'emails',
+  payload: { to: 'x@example.com' },
+  idempotencyKey: 'signup-42',
+});
+const again = await baton.enqueue({
+  jobType: 'send-email',
+  queue: 'emails',
+  payload: { to: 'x@example.com' },
+  idempotencyKey: 'signup-42',
+});
 console.log('duplicate returns the first job:', again.created === false && again.job.id === first.job.id);
 
 // Enqueue inside your own transaction: the job exists only if you commit.

@@ -75,7 +75,7 @@ function lazyPool(open: () => pg.Pool): PgPoolLike & { end(): Promise<void> } {
 export function lockNamespaceFor(schema: string): number {
   let h = 0x811c9dc5;
   for (const ch of `baton.presence:${schema}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193);
-  return (h >>> 1) || 1;
+  return h >>> 1 || 1;
 }
 
 /**
@@ -83,7 +83,17 @@ export function lockNamespaceFor(schema: string): number {
  * @throws BatonError INVALID_CONFIG naming every bad option.
  */
 export function createBaton(options: BatonOptions): Baton {
-  const { pool: givenPool, connectionString, poolSize, adminPoolSize, queryTimeoutMs, handlers, logger, clock, ...engineInput } = options ?? {};
+  const {
+    pool: givenPool,
+    connectionString,
+    poolSize,
+    adminPoolSize,
+    queryTimeoutMs,
+    handlers,
+    logger,
+    clock,
+    ...engineInput
+  } = options ?? {};
   const config = parseEngineConfig(engineInput, () => `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   if (!givenPool && !connectionString) {
     throw new BatonError('INVALID_CONFIG', 'invalid Baton options: pool or connectionString is required');
@@ -113,7 +123,9 @@ export function createBaton(options: BatonOptions): Baton {
   ownPool?.on('error', () => undefined);
   // A caller's pool-like object whose settings we cannot read: admin work shares it.
   const canOpen = connectionString !== undefined || (givenPool as { options?: unknown } | undefined)?.options !== undefined;
-  const adminPool = canOpen ? lazyPool(() => new pg.Pool({ ...hardened, max: adminPoolSize ?? ADMIN_POOL_SIZE_DEFAULT, application_name: 'baton-admin' })) : null;
+  const adminPool = canOpen
+    ? lazyPool(() => new pg.Pool({ ...hardened, max: adminPoolSize ?? ADMIN_POOL_SIZE_DEFAULT, application_name: 'baton-admin' }))
+    : null;
   const schema = quoteSchema(config.schema);
   if (ownPool && config.asyncClaims) installTokenFloor(ownPool, jobQueries(schema).tokenFloor);
   const pool = (givenPool ?? ownPool) as PgPoolLike;

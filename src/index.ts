@@ -44,7 +44,14 @@ export {
   type CancelledJob,
 } from './core/job.ts';
 export { BatonError, TerminalError, LeaseLostError, ERROR_CODES, isBatonError, type ErrorCode } from './core/errors.ts';
-export { engineConfigSchema, parseEngineConfig, NAME_PATTERN, nameSchema, type EngineConfig, type EngineConfigInput } from './core/config.ts';
+export {
+  engineConfigSchema,
+  parseEngineConfig,
+  NAME_PATTERN,
+  nameSchema,
+  type EngineConfig,
+  type EngineConfigInput,
+} from './core/config.ts';
 export {
   DELAY_MS_MAX,
   IDEMPOTENCY_KEY_MAX_CHARS,

@@ -19,11 +19,16 @@ const inside = (file: string, dir: string) => file === dir || file.startsWith(di
 /** Packages core may not import, even type-only (it works through structural seams). */
 function forbiddenInCore(pkg: string): boolean {
   return (
-    pkg === 'hono' || pkg.startsWith('@hono/') ||
-    pkg === 'pino' || pkg.startsWith('pino-') ||
-    pkg === 'pg' || pkg.startsWith('pg-') || pkg === '@types/pg' ||
+    pkg === 'hono' ||
+    pkg.startsWith('@hono/') ||
+    pkg === 'pino' ||
+    pkg.startsWith('pino-') ||
+    pkg === 'pg' ||
+    pkg.startsWith('pg-') ||
+    pkg === '@types/pg' ||
     // process.env / process.exit must not be reachable through the module either.
-    pkg === 'process' || pkg === 'node:process'
+    pkg === 'process' ||
+    pkg === 'node:process'
   );
 }
 

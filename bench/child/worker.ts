@@ -77,7 +77,18 @@ serve(async (run) => {
     let verify = await w.verify(executed, n);
     if (!drained && !verify.ok) verify = await stoppedMidStream(w, executed, n, verify);
     await w.close();
-    send({ type: 'result', enqueueMs, elapsedMs: t1 - t0, workerCpuMs, workerGcMs: gcMs, pgCpuMs, done: doneAtEnd, drained, executions: executed.length, verify });
+    send({
+      type: 'result',
+      enqueueMs,
+      elapsedMs: t1 - t0,
+      workerCpuMs,
+      workerGcMs: gcMs,
+      pgCpuMs,
+      done: doneAtEnd,
+      drained,
+      executions: executed.length,
+      verify,
+    });
     return;
   }
 

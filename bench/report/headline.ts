@@ -40,7 +40,9 @@ export function machineLines(r: BenchReport): string[] {
     `- Commit ${m.gitCommit}${m.gitDirty ? ' (working tree had uncommitted changes)' : ''}`,
     `- Server: ${m.postgres.version.split(' ').slice(0, 2).join(' ')}, ${m.postgres.source}, on the same host as the benchmark`,
     `- Server settings set by the bench: ${tuned.length ? `${tuned.map(([k, v]) => `${k}=${v}`).join(', ')}; durability, autovacuum and everything else at PostgreSQL's defaults` : 'none (a given server, as it was)'}`,
-    `- Settings in force: ${Object.entries(m.postgres.settings).map(([k, v]) => `${k}=${v}`).join(', ')}`,
+    `- Settings in force: ${Object.entries(m.postgres.settings)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')}`,
   ];
 }
 

@@ -88,7 +88,12 @@ export function recoveryTable(r: BenchReport, out: string[]): void {
 export function modesMatrix(r: BenchReport, out: string[]): void {
   const modes = r.variants.filter((v) => v.system === 'baton');
   if (!modes.length) return;
-  out.push('## Baton modes side by side', '', `| Figure | ${modes.map((m) => m.label.replace('Baton ', '')).join(' | ')} |`, `|---|${modes.map(() => '---:').join('|')}|`);
+  out.push(
+    '## Baton modes side by side',
+    '',
+    `| Figure | ${modes.map((m) => m.label.replace('Baton ', '')).join(' | ')} |`,
+    `|---|${modes.map(() => '---:').join('|')}|`,
+  );
   const rows: Array<[string, string, string, number | undefined]> = [
     ['throughput (jobs/s)', 'throughput', 'jobsPerSec', 0],
     ['latency p50 (ms)', 'latency', 'p50', undefined],
@@ -133,21 +138,31 @@ export function peersRatios(r: BenchReport, out: string[]): void {
 
 export function microAndCeiling(r: BenchReport, out: string[]): void {
   if (r.micro.length) {
-    out.push('## Micro-benchmarks (tinybench, through the engine\'s executor)', '', '| Statement | batch | ops/s | rows/s | mean (ms) | p99 (ms) | samples |', '|---|---:|---:|---:|---:|---:|---:|');
-    for (const m of r.micro) out.push(`| ${m.name} | ${m.batch} | ${num(m.opsPerSec, 0)} | ${num(m.rowsPerSec, 0)} | ${num(m.meanMs, 3)} | ${num(m.p99Ms, 3)} | ${m.samples} |`);
+    out.push(
+      "## Micro-benchmarks (tinybench, through the engine's executor)",
+      '',
+      '| Statement | batch | ops/s | rows/s | mean (ms) | p99 (ms) | samples |',
+      '|---|---:|---:|---:|---:|---:|---:|',
+    );
+    for (const m of r.micro)
+      out.push(
+        `| ${m.name} | ${m.batch} | ${num(m.opsPerSec, 0)} | ${num(m.rowsPerSec, 0)} | ${num(m.meanMs, 3)} | ${num(m.p99Ms, 3)} | ${m.samples} |`,
+      );
     out.push('');
   }
   if (r.pgbench.length) {
     const tp = fig(r, 'throughput', 'baton-notify-cir');
     const batonTp = tp?.status === 'ok' ? tp.summary.jobsPerSec?.median : undefined;
     out.push(
-      '## The database\'s own ceiling (pgbench: claim then complete, same statements, same server)',
+      "## The database's own ceiling (pgbench: claim then complete, same statements, same server)",
       '',
       '| Script | batch | clients | transactions | tps | jobs/s | Baton notify/cir as share |',
       '|---|---:|---:|---:|---:|---:|---:|',
     );
     for (const p of r.pgbench) {
-      out.push(`| ${p.name} | ${p.batch} | ${p.clients} | ${p.transactions} | ${num(p.tps, 0)} | ${num(p.jobsPerSec, 0)} | ${batonTp && p.batch > 1 ? `${((batonTp / p.jobsPerSec) * 100).toFixed(0)}%` : '—'} |`);
+      out.push(
+        `| ${p.name} | ${p.batch} | ${p.clients} | ${p.transactions} | ${num(p.tps, 0)} | ${num(p.jobsPerSec, 0)} | ${batonTp && p.batch > 1 ? `${((batonTp / p.jobsPerSec) * 100).toFixed(0)}%` : '—'} |`,
+      );
     }
     out.push('');
   }
@@ -185,15 +200,25 @@ export function renderMarkdown(r: BenchReport, svgFile: string): string {
   recoveryTable(r, out);
   microAndCeiling(r, out);
   if (r.sqlProfile?.length) {
-    out.push('## Server time by statement (pg_stat_statements, --profile-sql)', '', '| calls | total (ms) | mean (ms) | rows | statement |', '|---:|---:|---:|---:|---|');
-    for (const q of r.sqlProfile) out.push(`| ${q.calls} | ${num(q.totalMs, 0)} | ${num(q.meanMs, 3)} | ${q.rows} | \`${q.query.replace(/\|/g, '\\|').replace(/`/g, "'")}\` |`);
+    out.push(
+      '## Server time by statement (pg_stat_statements, --profile-sql)',
+      '',
+      '| calls | total (ms) | mean (ms) | rows | statement |',
+      '|---:|---:|---:|---:|---|',
+    );
+    for (const q of r.sqlProfile)
+      out.push(
+        `| ${q.calls} | ${num(q.totalMs, 0)} | ${num(q.meanMs, 3)} | ${q.rows} | \`${q.query.replace(/\|/g, '\\|').replace(/`/g, "'")}\` |`,
+      );
     out.push('');
   }
   if (r.missing.length) out.push('## Not measured in this run', '', ...r.missing.map((x) => `- ${x}`), '');
   const failed = r.figures.filter((f) => f.status === 'failed');
   if (failed.length) {
     out.push('## Failed runs (not reported as figures)', '');
-    for (const f of failed) for (const run of f.runs.filter((x) => !x.ok)) out.push(`- ${f.scenario} / ${f.label}${run.warmup ? ' (warm-up)' : ''}: ${run.detail}`);
+    for (const f of failed)
+      for (const run of f.runs.filter((x) => !x.ok))
+        out.push(`- ${f.scenario} / ${f.label}${run.warmup ? ' (warm-up)' : ''}: ${run.detail}`);
     out.push('');
   }
   return `${out.join('\n')}\n`;
@@ -219,23 +244,47 @@ export function targetsTable(r: BenchReport, out: string[]): void {
   const rows: Array<[string, string, boolean | undefined]> = [];
   const tp = med('throughput', b, 'jobsPerSec');
   const gw = med('throughput', 'graphile-perf', 'jobsPerSec');
-  if (tp !== undefined && gw !== undefined) rows.push(['throughput ≥ 1.5x graphile-worker (performance config)', `${ratio(tp, gw)}${rounds('throughput', 'jobsPerSec', (x, y) => x >= 1.5 * y)}`, tp >= 1.5 * gw]);
+  if (tp !== undefined && gw !== undefined)
+    rows.push([
+      'throughput ≥ 1.5x graphile-worker (performance config)',
+      `${ratio(tp, gw)}${rounds('throughput', 'jobsPerSec', (x, y) => x >= 1.5 * y)}`,
+      tp >= 1.5 * gw,
+    ]);
   const ceiling = Math.max(0, ...r.pgbench.filter((p) => p.batch === 50).map((p) => p.jobsPerSec));
-  if (tp !== undefined && ceiling > 0) rows.push(['throughput ≥ 80% of the pgbench batch-50 ceiling (best client count)', `${((tp / ceiling) * 100).toFixed(0)}% of ${num(ceiling, 0)} jobs/s`, tp >= 0.8 * ceiling]);
-  for (const [sc, name] of [['latency', 'latency'], ['latency-sparse', 'sparse latency']] as const) {
+  if (tp !== undefined && ceiling > 0)
+    rows.push([
+      'throughput ≥ 80% of the pgbench batch-50 ceiling (best client count)',
+      `${((tp / ceiling) * 100).toFixed(0)}% of ${num(ceiling, 0)} jobs/s`,
+      tp >= 0.8 * ceiling,
+    ]);
+  for (const [sc, name] of [
+    ['latency', 'latency'],
+    ['latency-sparse', 'sparse latency'],
+  ] as const) {
     for (const k of ['p50', 'p99']) {
       const mine = med(sc, b, k);
       const peer = med(sc, 'graphile-perf', k);
-      if (mine !== undefined && peer !== undefined) rows.push([`notify ${name} ${k} ≤ graphile-worker (performance config)`, `${num(mine)} ms vs ${num(peer)} ms${rounds(sc, k, (x, y) => x <= y)}`, mine <= peer]);
+      if (mine !== undefined && peer !== undefined)
+        rows.push([
+          `notify ${name} ${k} ≤ graphile-worker (performance config)`,
+          `${num(mine)} ms vs ${num(peer)} ms${rounds(sc, k, (x, y) => x <= y)}`,
+          mine <= peer,
+        ]);
     }
   }
   const fast = Math.max(...r.variants.filter((v) => v.system === 'baton').map((v) => med('recovery-fast', v.id, 'doneMs') ?? Number.NaN));
   if (Number.isFinite(fast)) rows.push(['kill -9 recovery with fast reclaim < 1.5 s (worst mode)', `${num(fast, 0)} ms`, fast < 1_500]);
   const slow = Math.max(...r.variants.filter((v) => v.system === 'baton').map((v) => med('recovery-lease', v.id, 'doneMs') ?? Number.NaN));
-  if (Number.isFinite(slow)) rows.push(['kill -9 recovery without fast reclaim ≤ lease + 1 s (worst mode)', `${num(slow, 0)} ms (lease 5,000 ms)`, slow <= 6_000]);
+  if (Number.isFinite(slow))
+    rows.push(['kill -9 recovery without fast reclaim ≤ lease + 1 s (worst mode)', `${num(slow, 0)} ms (lease 5,000 ms)`, slow <= 6_000]);
   for (const v of r.variants.filter((x) => x.system === 'baton' && !x.notify)) {
     const p50 = med('latency', v.id, 'p50');
-    if (p50 !== undefined) rows.push([`${v.label}: p50 explained by the poll interval (≈ interval / 2)`, `p50 ${num(p50)} ms, interval ${v.pollIntervalMs} ms`, p50 <= v.pollIntervalMs * 0.6]);
+    if (p50 !== undefined)
+      rows.push([
+        `${v.label}: p50 explained by the poll interval (≈ interval / 2)`,
+        `p50 ${num(p50)} ms, interval ${v.pollIntervalMs} ms`,
+        p50 <= v.pollIntervalMs * 0.6,
+      ]);
   }
   if (!rows.length) return;
   out.push('## Targets (issue 4) against this run', '', '| Target | measured (medians) | met |', '|---|---|---|');

@@ -19,18 +19,29 @@ function throughputPanel(r: BenchReport, top: number, out: string[]): number {
   if (!figs.length) return top;
   const maxV = Math.max(...figs.map((f) => f.summary.jobsPerSec?.max ?? 0), 1);
   const plotW = W - LABEL_W - 120;
-  out.push(text(16, top + 16, `Throughput: ${String((figs[0]!.params as { jobs: number }).jobs)} no-op jobs drained by one process (jobs/s, median; whisker = min–max)`, 'font-weight="bold"'));
+  out.push(
+    text(
+      16,
+      top + 16,
+      `Throughput: ${String((figs[0]!.params as { jobs: number }).jobs)} no-op jobs drained by one process (jobs/s, median; whisker = min–max)`,
+      'font-weight="bold"',
+    ),
+  );
   let y = top + 32;
   for (const f of figs) {
     const s = f.summary.jobsPerSec!;
     const sys = r.variants.find((v) => v.id === f.variantId)?.system ?? 'baton';
     const w = (s.median / maxV) * plotW;
     out.push(text(16, y + 14, f.label, 'font-size="12"'));
-    out.push(`<rect x="${LABEL_W}" y="${y + 3}" width="${Math.max(1, w).toFixed(1)}" height="${ROW - 8}" fill="${COLORS[sys]}" opacity="0.85"/>`);
+    out.push(
+      `<rect x="${LABEL_W}" y="${y + 3}" width="${Math.max(1, w).toFixed(1)}" height="${ROW - 8}" fill="${COLORS[sys]}" opacity="0.85"/>`,
+    );
     const x0 = LABEL_W + (s.min / maxV) * plotW;
     const x1 = LABEL_W + (s.max / maxV) * plotW;
     out.push(`<line x1="${x0.toFixed(1)}" x2="${x1.toFixed(1)}" y1="${y + 10}" y2="${y + 10}" stroke="#000" stroke-width="1"/>`);
-    out.push(text(LABEL_W + Math.max(w, (s.max / maxV) * plotW) + 6, y + 14, `${num(s.median, 0)}${f.note ? ' (capped)' : ''}`, 'font-size="12"'));
+    out.push(
+      text(LABEL_W + Math.max(w, (s.max / maxV) * plotW) + 6, y + 14, `${num(s.median, 0)}${f.note ? ' (capped)' : ''}`, 'font-size="12"'),
+    );
     y += ROW;
   }
   return y + 12;
@@ -69,7 +80,9 @@ function latencyPanel(r: BenchReport, scenario: string, title: string, top: numb
     const x50 = x(50);
     const x95 = x(95);
     const x99 = x(99);
-    out.push(`<rect x="${x50.toFixed(1)}" y="${y + 4}" width="${Math.max(1, x95 - x50).toFixed(1)}" height="12" fill="${c}" opacity="0.6"/>`);
+    out.push(
+      `<rect x="${x50.toFixed(1)}" y="${y + 4}" width="${Math.max(1, x95 - x50).toFixed(1)}" height="12" fill="${c}" opacity="0.6"/>`,
+    );
     out.push(`<line x1="${x99.toFixed(1)}" x2="${x99.toFixed(1)}" y1="${y + 2}" y2="${y + 18}" stroke="${c}" stroke-width="2"/>`);
     out.push(`<circle cx="${x50.toFixed(1)}" cy="${y + 10}" r="3.5" fill="#000"/>`);
     if (at(100) === Number.POSITIVE_INFINITY) out.push(text(xMax - 90, y + 14, 'not all started', 'font-size="11" fill="#b00"'));

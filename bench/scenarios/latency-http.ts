@@ -34,13 +34,19 @@ export async function latencyHttp(ctx: Ctx, v: Variant, opts: { rate: number; jo
         producer.send({ type: 'run', variantId: v.id, url, via: 'http', httpBase: daemon.base, rate: opts.rate, jobs: opts.jobs });
         await producer.waitFor('ready', 30_000);
         producer.send({ type: 'go' });
-        const p = await producer.waitFor<{ commits: Array<[number, number]>; callMs: number[]; errors: string[]; errorCount: number; lateMs: number }>(
-          'result',
-          (opts.jobs / opts.rate) * 1000 + 60_000,
-        );
+        const p = await producer.waitFor<{
+          commits: Array<[number, number]>;
+          callMs: number[];
+          errors: string[];
+          errorCount: number;
+          lateMs: number;
+        }>('result', (opts.jobs / opts.rate) * 1000 + 60_000);
         const end = Date.now() + GRACE_MS;
         const doneCount = async () =>
-          Number((await pool.query<{ n: string }>("select count(*) as n from baton.jobs where queue = $1 and state = 'succeeded'", [QUEUE])).rows[0]!.n);
+          Number(
+            (await pool.query<{ n: string }>("select count(*) as n from baton.jobs where queue = $1 and state = 'succeeded'", [QUEUE]))
+              .rows[0]!.n,
+          );
         while ((await doneCount()) < p.commits.length && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
         producer.send({ type: 'close' });
         await producer.waitFor('closed', 30_000);
@@ -48,7 +54,11 @@ export async function latencyHttp(ctx: Ctx, v: Variant, opts: { rate: number; jo
         const startsRaw: Array<[number, number]> = JSON.parse(await readFile(startsFile, 'utf8').catch(() => '[]'));
         const starts = new Map<number, number>();
         for (const [seq, t] of startsRaw) if (!starts.has(seq)) starts.set(seq, t);
-        const verify = await verifyBatonJobs(pool, startsRaw.map(([s]) => s), p.commits.length);
+        const verify = await verifyBatonJobs(
+          pool,
+          startsRaw.map(([s]) => s),
+          p.commits.length,
+        );
         const lat = p.commits.map(([seq, t]) => {
           const s = starts.get(seq);
           return s === undefined ? Number.POSITIVE_INFINITY : s - t;

@@ -60,7 +60,11 @@ export async function latencyRun(url: string, o: LatencyRunOptions): Promise<{ p
   }
 }
 
-export function latency(ctx: Ctx, v: Variant, opts: { rate: number; jobs: number; via: 'library' | 'http'; scenario: string }): Measurement {
+export function latency(
+  ctx: Ctx,
+  v: Variant,
+  opts: { rate: number; jobs: number; via: 'library' | 'http'; scenario: string },
+): Measurement {
   const pooled: number[] = [];
   const run: Measurement['run'] = (i, warm) =>
     withDatabase(ctx, `lat_${v.id}`, async (url) => {
@@ -79,7 +83,11 @@ export function latency(ctx: Ctx, v: Variant, opts: { rate: number; jobs: number
       const ok = problems.length === 0;
       return {
         ok,
-        detail: ok ? (notStarted ? `${notStarted} of ${lat.length} not started within ${GRACE_MS} ms of the last enqueue` : 'ok') : problems.join('; '),
+        detail: ok
+          ? notStarted
+            ? `${notStarted} of ${lat.length} not started within ${GRACE_MS} ms of the last enqueue`
+            : 'ok'
+          : problems.join('; '),
         values: latencyValues(lat, p),
       };
     });
@@ -119,7 +127,10 @@ export function latencyValues(lat: number[], p: { callMs: number[]; lateMs: numb
     mean: d.mean,
     jobs: lat.length,
     notStarted: lat.filter((x) => x === Number.POSITIVE_INFINITY).length,
-    enqueueCallP50: percentile([...p.callMs].sort((a, b) => a - b), 50),
+    enqueueCallP50: percentile(
+      [...p.callMs].sort((a, b) => a - b),
+      50,
+    ),
     producerLateMs: p.lateMs,
   };
 }

@@ -79,7 +79,8 @@ export async function recovery(ctx: Ctx, v: Variant, opts: { fastReclaim: boolea
           await pool.end();
         }
         const seqs = new Set(r.starts.map((s) => s[0]));
-        if (seqs.size !== k || r.starts.length !== k) problems.push(`rescuer ran ${r.starts.length} executions of ${seqs.size} distinct jobs, expected ${k}`);
+        if (seqs.size !== k || r.starts.length !== k)
+          problems.push(`rescuer ran ${r.starts.length} executions of ${seqs.size} distinct jobs, expected ${k}`);
         if (r.successes.length !== k) problems.push(`${r.successes.length} successes recorded by the rescuer`);
         const restart = r.starts.map((s) => s[2] - tKill);
         const done = r.successes.map((s) => s[1] - tKill);

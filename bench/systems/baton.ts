@@ -18,12 +18,7 @@ export function batonOptions(connectionString: string, v: Variant, extra: Partia
 }
 
 /** Every row succeeded once (attempt 1 unless retries are expected) and matches the handler executions. */
-export async function verifyBatonJobs(
-  pool: pg.Pool,
-  executed: readonly number[],
-  total: number,
-  opts: { maxAttempt?: number } = {},
-) {
+export async function verifyBatonJobs(pool: pg.Pool, executed: readonly number[], total: number, opts: { maxAttempt?: number } = {}) {
   const r = await pool.query<{ seq: number; state: string; attempt: number }>(
     "select (payload->>'seq')::int as seq, state, attempt from baton.jobs where queue = $1",
     [QUEUE],
@@ -66,9 +61,7 @@ export function batonWorker(connectionString: string, v: Variant): WorkerSide {
       await baton.stop({ drainMs: 5_000 });
     },
     async countDone() {
-      const r = await pool.query<{ n: string }>("select count(*) as n from baton.jobs where queue = $1 and state = 'succeeded'", [
-        QUEUE,
-      ]);
+      const r = await pool.query<{ n: string }>("select count(*) as n from baton.jobs where queue = $1 and state = 'succeeded'", [QUEUE]);
       return Number(r.rows[0]!.n);
     },
     verify: (executed, total) => verifyBatonJobs(pool, executed, total),

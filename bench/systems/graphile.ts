@@ -52,8 +52,8 @@ export function graphileWorker(connectionString: string, v: Variant): WorkerSide
     async verify(executed, total) {
       const left = await remaining();
       const failed = Number(
-        (await pool.query<{ n: string }>('select count(*) as n from graphile_worker._private_jobs where last_error is not null'))
-          .rows[0]!.n,
+        (await pool.query<{ n: string }>('select count(*) as n from graphile_worker._private_jobs where last_error is not null')).rows[0]!
+          .n,
       );
       const done = total - left;
       // Rows are deleted on success, so the executed set is checked for size and uniqueness.

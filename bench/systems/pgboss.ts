@@ -24,7 +24,10 @@ export function pgBossWorker(connectionString: string, v: Variant): WorkerSide {
     },
     async enqueueBulk(seqs) {
       for (let i = 0; i < seqs.length; i += 1000) {
-        await boss.insert(QUEUE, seqs.slice(i, i + 1000).map((seq) => ({ data: { seq } })));
+        await boss.insert(
+          QUEUE,
+          seqs.slice(i, i + 1000).map((seq) => ({ data: { seq } })),
+        );
       }
     },
     async start(onJob: OnJob) {
@@ -36,9 +39,7 @@ export function pgBossWorker(connectionString: string, v: Variant): WorkerSide {
       await boss.offWork(QUEUE);
     },
     async countDone() {
-      const r = await pool.query<{ n: string }>("select count(*) as n from pgboss.job where name = $1 and state = 'completed'", [
-        QUEUE,
-      ]);
+      const r = await pool.query<{ n: string }>("select count(*) as n from pgboss.job where name = $1 and state = 'completed'", [QUEUE]);
       return Number(r.rows[0]!.n);
     },
     async verify(executed, total) {

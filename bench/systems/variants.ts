@@ -30,12 +30,7 @@ function baton(dispatch: 'notify' | 'poll', cir: boolean): Variant {
   };
 }
 
-export const BATON_VARIANTS: Variant[] = [
-  baton('notify', true),
-  baton('notify', false),
-  baton('poll', true),
-  baton('poll', false),
-];
+export const BATON_VARIANTS: Variant[] = [baton('notify', true), baton('notify', false), baton('poll', true), baton('poll', false)];
 
 /**
  * Each peer in its best documented configuration for a backlog of short jobs, one worker

@@ -67,7 +67,12 @@ export interface DatabaseHealth {
    * sessions, prepared transactions and replication slots; and the oldest open transaction's
    * age in seconds. While a horizon stays old, dead rows in Baton's tables cannot be removed.
    */
-  horizon: { sessionXminAge: number | null; oldestTransactionSeconds: number | null; preparedXminAge: number | null; slotXminAge: number | null };
+  horizon: {
+    sessionXminAge: number | null;
+    oldestTransactionSeconds: number | null;
+    preparedXminAge: number | null;
+    slotXminAge: number | null;
+  };
 }
 
 /** How long admin.health() answers from its last read. */
@@ -90,7 +95,6 @@ export interface AdminApi {
   /** The database's health as Baton sees it: bounded queries, read at most once per HEALTH_CACHE_MS. */
   health(): Promise<DatabaseHealth>;
 }
-
 
 export const LIST_LIMIT_DEFAULT = 50;
 export const LIST_LIMIT_MAX = 500;

@@ -179,7 +179,11 @@ export class Claimer {
       throw err;
     }
     if (ok.size < jobs.length) this.#d.onFenced('release', jobs.length - ok.size);
-    if (reason) this.emitReleased(jobs.filter((j) => ok.has(j.id)), reason);
+    if (reason)
+      this.emitReleased(
+        jobs.filter((j) => ok.has(j.id)),
+        reason,
+      );
   }
 
   /** Gives back the leases of handlers the drain deadline aborted that never settled. */
@@ -247,7 +251,10 @@ export class Claimer {
     const jobs = stranded.filter((l) => released.has(l.id));
     if (jobs.length === 0) return;
     this.#d.counters.strandedReleased += jobs.length;
-    this.#d.log.warn({ count: jobs.length, jobIds: jobs.slice(0, 20).map((j) => j.id) }, 'baton: released leases whose claim reply was lost (attempt refunded)');
+    this.#d.log.warn(
+      { count: jobs.length, jobIds: jobs.slice(0, 20).map((j) => j.id) },
+      'baton: released leases whose claim reply was lost (attempt refunded)',
+    );
     this.emitReleased(jobs, 'stranded');
     this.#d.wakeQueues([...new Set(jobs.map((j) => j.queue))]);
   }

@@ -39,10 +39,7 @@ const positiveMs = z.number().int().positive();
 
 export const engineConfigSchema = z
   .object({
-    schema: z
-      .string()
-      .refine(isValidSchemaName, 'must match ^[a-z_][a-z0-9_]{0,62}$ and not start with pg_')
-      .default(SCHEMA_DEFAULT),
+    schema: z.string().refine(isValidSchemaName, 'must match ^[a-z_][a-z0-9_]{0,62}$ and not start with pg_').default(SCHEMA_DEFAULT),
     /** Queue name -> concurrency (free slots) on this process. Empty: this process only produces. */
     queues: z.record(nameSchema, z.number().int().min(1).max(10_000)).default({}),
     dispatch: z.enum(['notify', 'poll']).default('notify'),

@@ -48,7 +48,11 @@ export interface EngineDeps {
    * process becomes (true) or stops being (false) the leader that runs maintenance.
    */
   createPresence: (hooks: { onAcquired: () => void; onLeadership: (leader: boolean) => void }) => Presence;
-  createListener: (hooks: { onNotify: (channel: string) => void; onConnected: () => void; onError: (err: unknown) => void }) => NotificationListener;
+  createListener: (hooks: {
+    onNotify: (channel: string) => void;
+    onConnected: () => void;
+    onError: (err: unknown) => void;
+  }) => NotificationListener;
   /** Releases resources the engine owns (e.g. a pool it created). Called once, at the end of stop(). */
   close: () => Promise<void>;
   /** Local monotonic time (lease proofs, claim lateness). Default: the system's. */
@@ -82,7 +86,16 @@ export class Engine implements Baton {
   #stopping = false;
   #stopped: Promise<void> | null = null;
   #idle: Array<() => void> = [];
-  readonly #counters = { claimed: 0, succeeded: 0, retried: 0, deadLettered: 0, fencedWrites: 0, leasesLost: 0, reclaimed: 0, strandedReleased: 0 };
+  readonly #counters = {
+    claimed: 0,
+    succeeded: 0,
+    retried: 0,
+    deadLettered: 0,
+    fencedWrites: 0,
+    leasesLost: 0,
+    reclaimed: 0,
+    strandedReleased: 0,
+  };
 
   constructor(deps: EngineDeps) {
     this.#d = deps;

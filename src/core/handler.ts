@@ -19,4 +19,5 @@ export interface JobContext<P = unknown> {
 /** A job handler. The resolved value (JSON-serialisable) is stored as the job's result. */
 export type Handler<P = unknown> = (ctx: JobContext<P>) => Promise<unknown> | unknown;
 
+// biome-ignore lint/suspicious/noExplicitAny: a map holds handlers typed for their own payloads; Handler<unknown> would refuse them (parameters are contravariant).
 export type HandlerMap = Readonly<Record<string, Handler<any>>>;

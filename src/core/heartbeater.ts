@@ -92,4 +92,3 @@ export class Heartbeater {
     await this.#d.afterTick?.().catch(this.#d.onError);
   }
 }
-

@@ -107,7 +107,8 @@ class JobRun implements OutcomeWrite {
     const handler = d.handlers[job.jobType];
     if (!handler) {
       // Retried, not dead-lettered: a deploy may still be rolling out this handler.
-      return this.#threw(new Error(`no handler registered for job type "${job.jobType}"`), 'unknown_job_type');
+      this.#threw(new Error(`no handler registered for job type "${job.jobType}"`), 'unknown_job_type');
+      return;
     }
     let returned: unknown;
     let thenable: boolean;
@@ -115,7 +116,8 @@ class JobRun implements OutcomeWrite {
       returned = handler(new LeaseContext(this.lease));
       thenable = isThenable(returned);
     } catch (error) {
-      return this.#threw(error);
+      this.#threw(error);
+      return;
     }
     if (thenable) {
       // Promise.resolve adopts a foreign thenable as `await` would (at most one of the two runs).
@@ -162,7 +164,8 @@ class JobRun implements OutcomeWrite {
       if (!entry.lost && entry.unproven(d.config.heartbeatDeadlineMs)) d.onSelfFenced(entry);
       if (entry.lost) {
         jobLog(d, entry).debug({}, 'baton: lease lost during execution; outcome discarded');
-        return this.#finish();
+        this.#finish();
+        return;
       }
       // The lease stays in the table (and heartbeated) until written() has been called.
       d.completer.submit(this);
@@ -222,7 +225,11 @@ class JobRun implements OutcomeWrite {
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  );
 }
 
 /** Why a handler's result cannot be stored as jsonb (not serialisable, or NUL characters), else null. */

@@ -87,4 +87,3 @@ export class LeaseTable {
     return this.#entries.size;
   }
 }
-

@@ -144,7 +144,9 @@ export class Producer {
 function warningsFor(can: Capabilities, queue: string, jobType: string): EnqueueWarning[] {
   const types = can.get(queue);
   if (!types) {
-    return [{ code: 'NO_WORKER_FOR_QUEUE', queue, jobType, message: `no live worker works queue "${queue}"; the job waits until one does` }];
+    return [
+      { code: 'NO_WORKER_FOR_QUEUE', queue, jobType, message: `no live worker works queue "${queue}"; the job waits until one does` },
+    ];
   }
   if (!types.has(jobType)) {
     return [

@@ -24,9 +24,7 @@ export function isTerminal(err: unknown): boolean {
         if (cause !== undefined) stack.push(cause);
         if (e instanceof AggregateError) stack.push(...e.errors);
       }
-    } catch {
-      continue;
-    }
+    } catch {}
   }
   return false;
 }
@@ -58,7 +56,7 @@ function describe(err: unknown): { name: string; message: string; stack?: string
   }
   let message: string;
   try {
-    message = typeof err === 'string' ? err : JSON.stringify(err) ?? String(err);
+    message = typeof err === 'string' ? err : (JSON.stringify(err) ?? String(err));
   } catch {
     message = String(err);
   }

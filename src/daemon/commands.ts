@@ -109,7 +109,9 @@ export function runBench(argv: string[]): Promise<number> {
     tsx = '';
   }
   if (!tsx || !existsSync(script)) {
-    process.stderr.write('baton: the benchmark runs from a source checkout of Baton (npm install; npm run bench), not from the installed package\n');
+    process.stderr.write(
+      'baton: the benchmark runs from a source checkout of Baton (npm install; npm run bench), not from the installed package\n',
+    );
     return Promise.resolve(1);
   }
   return new Promise((resolve) => {

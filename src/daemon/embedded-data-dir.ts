@@ -58,13 +58,18 @@ export async function resolveDataDir(requested: string, ids: ServerIds, log: Log
       await prepareFallback(dir, ids);
       const fallbackBlocked = await blockedAt(dir, ids);
       if (fallbackBlocked) throw new Error(`cannot enter ${fallbackBlocked.dir}`);
-      log.warn({ requested, dataDir: dir }, `${why}: keeping its data in ${dir} instead of ${requested} (set BATON_DATA_DIR to choose the place)`);
+      log.warn(
+        { requested, dataDir: dir },
+        `${why}: keeping its data in ${dir} instead of ${requested} (set BATON_DATA_DIR to choose the place)`,
+      );
       return dir;
     } catch (err) {
       failures.push(`${dir}: ${(err as Error).message}`);
     }
   }
-  throw new EmbeddedPostgresError(`${why}, nor use a fallback (${failures.join('; ')}); set BATON_DATA_DIR to a directory it can reach, or set DATABASE_URL`);
+  throw new EmbeddedPostgresError(
+    `${why}, nor use a fallback (${failures.join('; ')}); set BATON_DATA_DIR to a directory it can reach, or set DATABASE_URL`,
+  );
 }
 
 /**

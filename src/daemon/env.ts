@@ -31,7 +31,10 @@ export const BODY_LIMIT_BYTES_DEFAULT = 1_048_576;
 /** Start-up stops with exit code 2 and this message; `setting` names the variable. */
 export class ConfigError extends Error {
   readonly code = 'INVALID_CONFIG';
-  constructor(message: string, readonly setting?: string) {
+  constructor(
+    message: string,
+    readonly setting?: string,
+  ) {
     super(message);
     this.name = 'ConfigError';
   }
@@ -45,7 +48,10 @@ const int = (min: number, max: number) => z.coerce.number().int().min(min).max(m
 /** "default:10,emails:4" -> { default: 10, emails: 4 }. Empty string: produce only. */
 const queueSpec = z.string().transform((raw, ctx) => {
   const out: Record<string, number> = {};
-  for (const part of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^(.+):(\d+)$/.exec(part);
     const name = m?.[1];
     const n = Number(m?.[2]);
@@ -60,28 +66,92 @@ const queueSpec = z.string().transform((raw, ctx) => {
 
 /** Every setting: env name -> [flag, zod schema, help, shown default]. The table drives parsing and --help. */
 export const SETTINGS = {
-  DATABASE_URL: ['database-url', z.string().url().refine((u) => /^postgres(ql)?:\/\//.test(u), 'must be a postgres:// or postgresql:// URL').optional(), 'PostgreSQL URL; unset: embedded PostgreSQL in BATON_DATA_DIR', '(embedded)'],
+  DATABASE_URL: [
+    'database-url',
+    z
+      .string()
+      .url()
+      .refine((u) => /^postgres(ql)?:\/\//.test(u), 'must be a postgres:// or postgresql:// URL')
+      .optional(),
+    'PostgreSQL URL; unset: embedded PostgreSQL in BATON_DATA_DIR',
+    '(embedded)',
+  ],
   PORT: ['port', int(0, 65_535).default(PORT_DEFAULT), 'HTTP port (0 picks a free one)', String(PORT_DEFAULT)],
   HOST: ['host', z.string().min(1).default(HOST_DEFAULT), 'HTTP bind address (0.0.0.0 in containers)', HOST_DEFAULT],
-  BATON_API_TOKEN: ['api-token', z.string().min(8).optional(), 'bearer token for /api/* and /metrics (min 8 chars; health checks and the console page stay open)', '(none)'],
-  BATON_SCHEMA: ['schema', z.string().refine(isValidSchemaName, 'must match ^[a-z_][a-z0-9_]{0,62}$').default(SCHEMA_DEFAULT), 'PostgreSQL schema of the tables', SCHEMA_DEFAULT],
+  BATON_API_TOKEN: [
+    'api-token',
+    z.string().min(8).optional(),
+    'bearer token for /api/* and /metrics (min 8 chars; health checks and the console page stay open)',
+    '(none)',
+  ],
+  BATON_SCHEMA: [
+    'schema',
+    z.string().refine(isValidSchemaName, 'must match ^[a-z_][a-z0-9_]{0,62}$').default(SCHEMA_DEFAULT),
+    'PostgreSQL schema of the tables',
+    SCHEMA_DEFAULT,
+  ],
   BATON_QUEUES: ['queues', queueSpec.prefault(QUEUES_DEFAULT), 'queues this process works, queue:concurrency,...', QUEUES_DEFAULT],
-  BATON_DISPATCH: ['dispatch', z.enum(['notify', 'poll']).default('notify'), 'wake-ups by LISTEN/NOTIFY (+ polling) or polling only', 'notify'],
+  BATON_DISPATCH: [
+    'dispatch',
+    z.enum(['notify', 'poll']).default('notify'),
+    'wake-ups by LISTEN/NOTIFY (+ polling) or polling only',
+    'notify',
+  ],
   BATON_CLAIM_INTO_RUNNING: ['claim-into-running', bool.default(true), 'claim straight into running (skip leased)', 'true'],
   BATON_LEASE_MS: ['lease-ms', int(100, 86_400_000).optional(), 'lease length; heartbeats every lease/3', String(LEASE_MS_DEFAULT)],
   BATON_POLL_INTERVAL_MS: ['poll-interval-ms', int(1, 86_400_000).optional(), 'fallback poll period', String(POLL_INTERVAL_MS_DEFAULT)],
-  BATON_DRAIN_MS: ['drain-ms', int(0, 86_400_000).default(DRAIN_MS_DEFAULT), 'on SIGTERM, how long in-flight jobs may finish', String(DRAIN_MS_DEFAULT)],
+  BATON_DRAIN_MS: [
+    'drain-ms',
+    int(0, 86_400_000).default(DRAIN_MS_DEFAULT),
+    'on SIGTERM, how long in-flight jobs may finish',
+    String(DRAIN_MS_DEFAULT),
+  ],
   BATON_MAX_ATTEMPTS: ['max-attempts', int(1, 1_000).optional(), 'default attempt budget per job', String(MAX_ATTEMPTS_DEFAULT)],
-  BATON_BACKOFF_BASE_MS: ['backoff-base-ms', int(1, 86_400_000).optional(), 'retry backoff base (full jitter)', String(BACKOFF_BASE_MS_DEFAULT)],
+  BATON_BACKOFF_BASE_MS: [
+    'backoff-base-ms',
+    int(1, 86_400_000).optional(),
+    'retry backoff base (full jitter)',
+    String(BACKOFF_BASE_MS_DEFAULT),
+  ],
   BATON_BACKOFF_CAP_MS: ['backoff-cap-ms', int(1, 86_400_000).optional(), 'retry backoff cap', String(BACKOFF_CAP_MS_DEFAULT)],
-  BATON_POOL_SIZE: ['pool-size', int(1, 1_000).default(POOL_SIZE_DEFAULT), 'max PostgreSQL connections of the pool', String(POOL_SIZE_DEFAULT)],
-  BATON_DATA_DIR: ['data-dir', z.string().min(1).default(DATA_DIR_DEFAULT), 'embedded PostgreSQL data (relative to the cwd); kept across restarts', DATA_DIR_DEFAULT],
-  BATON_PG_PORT: ['pg-port', int(1, 65_535).default(PG_PORT_DEFAULT), 'port of the embedded PostgreSQL (127.0.0.1 only)', String(PG_PORT_DEFAULT)],
+  BATON_POOL_SIZE: [
+    'pool-size',
+    int(1, 1_000).default(POOL_SIZE_DEFAULT),
+    'max PostgreSQL connections of the pool',
+    String(POOL_SIZE_DEFAULT),
+  ],
+  BATON_DATA_DIR: [
+    'data-dir',
+    z.string().min(1).default(DATA_DIR_DEFAULT),
+    'embedded PostgreSQL data (relative to the cwd); kept across restarts',
+    DATA_DIR_DEFAULT,
+  ],
+  BATON_PG_PORT: [
+    'pg-port',
+    int(1, 65_535).default(PG_PORT_DEFAULT),
+    'port of the embedded PostgreSQL (127.0.0.1 only)',
+    String(PG_PORT_DEFAULT),
+  ],
   BATON_HANDLERS: ['handlers', z.string().min(1).optional(), 'module exporting `handlers` (or default): jobType -> handler', '(none)'],
   BATON_DEMO_HANDLERS: ['demo-handlers', bool.default(true), 'register the demo handlers noop, sleep, boom, poison', 'true'],
-  BATON_BODY_LIMIT_BYTES: ['body-limit-bytes', int(1, 1_073_741_824).default(BODY_LIMIT_BYTES_DEFAULT), 'largest accepted request body (413 above)', String(BODY_LIMIT_BYTES_DEFAULT)],
-  BATON_ALLOWED_HOSTS: ['allowed-hosts', allowedHostsSetting.optional(), 'more Host names the HTTP server answers to (name or name:port, comma-separated; * turns the Host check off)', '(none)'],
-  LOG_LEVEL: ['log-level', z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), 'pino log level', 'info'],
+  BATON_BODY_LIMIT_BYTES: [
+    'body-limit-bytes',
+    int(1, 1_073_741_824).default(BODY_LIMIT_BYTES_DEFAULT),
+    'largest accepted request body (413 above)',
+    String(BODY_LIMIT_BYTES_DEFAULT),
+  ],
+  BATON_ALLOWED_HOSTS: [
+    'allowed-hosts',
+    allowedHostsSetting.optional(),
+    'more Host names the HTTP server answers to (name or name:port, comma-separated; * turns the Host check off)',
+    '(none)',
+  ],
+  LOG_LEVEL: [
+    'log-level',
+    z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    'pino log level',
+    'info',
+  ],
 } as const;
 
 type Settings = typeof SETTINGS;
@@ -175,7 +245,10 @@ export function loadConfig(
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => {
       const name = String(i.path[0]) as SettingName;
-      const got = raw[name] === undefined ? '' : ` (got ${JSON.stringify(name === 'BATON_API_TOKEN' || name === 'DATABASE_URL' ? '***' : raw[name])})`;
+      const got =
+        raw[name] === undefined
+          ? ''
+          : ` (got ${JSON.stringify(name === 'BATON_API_TOKEN' || name === 'DATABASE_URL' ? '***' : raw[name])})`;
       return `${describeSetting(name)}: ${i.message}${got}`;
     });
     throw new ConfigError(`invalid configuration: ${lines.join('; ')}`, String(parsed.error.issues[0]?.path[0]));
@@ -266,7 +339,8 @@ export function parseFlags(
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     // parseArgs names the option (without any =value) in quotes; say whose flag it is instead.
-    const flag = (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']+)'/.exec((err as Error).message)?.[1] : undefined;
+    const flag =
+      (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'(-[^']+)'/.exec((err as Error).message)?.[1] : undefined;
     if (flag === undefined) throw new ConfigError((err as Error).message);
     const owner = (Object.keys(COMMAND_SETTINGS) as Command[]).find((c) => flag.startsWith('--') && flag.slice(2) in settingFlags(c));
     throw new ConfigError(

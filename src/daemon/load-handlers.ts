@@ -27,8 +27,10 @@ export async function loadHandlers(modulePath: string): Promise<HandlerMap> {
   }
   const out: Record<string, Handler> = {};
   for (const [jobType, fn] of Object.entries(map)) {
-    if (!NAME_PATTERN.test(jobType)) throw new ConfigError(`${where}: job type ${JSON.stringify(jobType)} is not a valid name`, 'BATON_HANDLERS');
-    if (typeof fn !== 'function') throw new ConfigError(`${where}: handler for ${JSON.stringify(jobType)} is not a function`, 'BATON_HANDLERS');
+    if (!NAME_PATTERN.test(jobType))
+      throw new ConfigError(`${where}: job type ${JSON.stringify(jobType)} is not a valid name`, 'BATON_HANDLERS');
+    if (typeof fn !== 'function')
+      throw new ConfigError(`${where}: handler for ${JSON.stringify(jobType)} is not a function`, 'BATON_HANDLERS');
     out[jobType] = fn as Handler;
   }
   if (Object.keys(out).length === 0) throw new ConfigError(`${where}: exports no handlers`, 'BATON_HANDLERS');
@@ -44,7 +46,10 @@ async function registerTypeScript(where: string): Promise<void> {
   try {
     api = (await import('tsx/esm/api')) as { register(): unknown };
   } catch {
-    throw new ConfigError(`${where}: a TypeScript module needs tsx (npm install tsx), or point at its compiled JavaScript`, 'BATON_HANDLERS');
+    throw new ConfigError(
+      `${where}: a TypeScript module needs tsx (npm install tsx), or point at its compiled JavaScript`,
+      'BATON_HANDLERS',
+    );
   }
   api.register();
   typeScriptRegistered = true;

@@ -93,7 +93,10 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
       },
     });
     const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
-    logger.info({ url, port: address.port, host: address.address, auth: config.apiToken ? 'bearer' : 'none' }, `Baton is listening on ${url} (console at /)`);
+    logger.info(
+      { url, port: address.port, host: address.address, auth: config.apiToken ? 'bearer' : 'none' },
+      `Baton is listening on ${url} (console at /)`,
+    );
   } catch (err) {
     if (err instanceof ConfigError) {
       logger.fatal({ setting: err.setting }, err.message);

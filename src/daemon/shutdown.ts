@@ -70,7 +70,10 @@ export function installShutdown(opts: ShutdownOptions): Shutdown {
   };
 
   const orderly = async (reason: string, requested: number): Promise<void> => {
-    log.info({ reason }, `shutting down: stop accepting, drain in-flight jobs, close (signal again after ${REPEAT_SIGNAL_WINDOW_MS / 1000} s to force)`);
+    log.info(
+      { reason },
+      `shutting down: stop accepting, drain in-flight jobs, close (signal again after ${REPEAT_SIGNAL_WINDOW_MS / 1000} s to force)`,
+    );
     const watchdog = setTimeout(() => force(`shutdown took longer than ${opts.forceAfterMs} ms`), opts.forceAfterMs);
     watchdog.unref();
     let code = requested;

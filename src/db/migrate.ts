@@ -45,9 +45,7 @@ export async function migrate(pool: PgPoolLike, options: MigrateOptions): Promis
     try {
       await client.query(q.createSchema);
       await client.query(q.createTable);
-      const done = new Set(
-        (await client.query<{ name: string }>(q.listApplied)).rows.map((r) => r.name),
-      );
+      const done = new Set((await client.query<{ name: string }>(q.listApplied)).rows.map((r) => r.name));
       for (const name of files) {
         if (done.has(name)) continue;
         const sql = await readFile(path.join(dir, name), 'utf8');

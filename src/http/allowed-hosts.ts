@@ -68,7 +68,10 @@ export function parseAllowedHosts(entries: readonly string[]): HostPort[] {
 
 /** BATON_ALLOWED_HOSTS: a comma list of `name` / `name:port`, or `*` (no Host check). */
 export const allowedHostsSetting = z.string().transform((raw, ctx): string[] | '*' => {
-  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const entries = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (entries.includes('*')) return '*';
   try {
     parseAllowedHosts(entries);

@@ -85,13 +85,20 @@ export function errorResponse(c: Context, code: ApiErrorCode, message: string, d
 /** HTTP-status -> code for HTTPExceptions raised by hono middleware. */
 function codeForHttpStatus(status: number): ApiErrorCode {
   switch (status) {
-    case 400: return 'INVALID_JSON';
-    case 401: return 'UNAUTHORIZED';
-    case 404: return 'ROUTE_NOT_FOUND';
-    case 405: return 'METHOD_NOT_ALLOWED';
-    case 413: return 'PAYLOAD_TOO_LARGE';
-    case 415: return 'UNSUPPORTED_MEDIA_TYPE';
-    default: return 'INTERNAL';
+    case 400:
+      return 'INVALID_JSON';
+    case 401:
+      return 'UNAUTHORIZED';
+    case 404:
+      return 'ROUTE_NOT_FOUND';
+    case 405:
+      return 'METHOD_NOT_ALLOWED';
+    case 413:
+      return 'PAYLOAD_TOO_LARGE';
+    case 415:
+      return 'UNSUPPORTED_MEDIA_TYPE';
+    default:
+      return 'INTERNAL';
   }
 }
 

@@ -49,9 +49,14 @@ export function registerDatabaseMetrics(registry: Registry, baton: Baton, onErro
       g.set({ table: t.name, kind: 'dead' }, t.deadTuples);
     }
   });
-  gauge('baton_table_last_vacuum_timestamp_seconds', "When Baton's tables were last vacuumed (by hand or autovacuum), Unix time", ['table'], (g, h) => {
-    for (const t of h.tables) if (t.lastVacuumAt) g.set({ table: t.name }, t.lastVacuumAt.getTime() / 1000);
-  });
+  gauge(
+    'baton_table_last_vacuum_timestamp_seconds',
+    "When Baton's tables were last vacuumed (by hand or autovacuum), Unix time",
+    ['table'],
+    (g, h) => {
+      for (const t of h.tables) if (t.lastVacuumAt) g.set({ table: t.name }, t.lastVacuumAt.getTime() / 1000);
+    },
+  );
   gauge(
     'baton_xmin_horizon_age',
     "Age in transactions of the server's oldest horizon, by source (sessions, prepared transactions, replication slots); dead rows newer than it cannot be removed",

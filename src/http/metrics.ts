@@ -60,7 +60,7 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   const health = registerDatabaseMetrics(registry, baton, () => {
     scrapeFailed = true;
   });
-  const collectErrors = new Counter({
+  new Counter({
     name: 'baton_metrics_collect_errors_total',
     help: 'Scrapes whose job counts or database health could not be read from the database',
     registers,
@@ -119,8 +119,18 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   const claimed = new Counter({ name: 'baton_jobs_claimed_total', help: 'Jobs claimed by this worker', labelNames: q, registers });
   const succeeded = new Counter({ name: 'baton_jobs_succeeded_total', help: 'Jobs completed successfully', labelNames: q, registers });
   const retried = new Counter({ name: 'baton_jobs_retried_total', help: 'Failed attempts scheduled for retry', labelNames: q, registers });
-  const deadLettered = new Counter({ name: 'baton_jobs_dead_lettered_total', help: 'Jobs moved to the dead-letter queue', labelNames: q, registers });
-  const leasesLost = new Counter({ name: 'baton_leases_lost_total', help: 'Leases this worker lost while running a job', labelNames: q, registers });
+  const deadLettered = new Counter({
+    name: 'baton_jobs_dead_lettered_total',
+    help: 'Jobs moved to the dead-letter queue',
+    labelNames: q,
+    registers,
+  });
+  const leasesLost = new Counter({
+    name: 'baton_leases_lost_total',
+    help: 'Leases this worker lost while running a job',
+    labelNames: q,
+    registers,
+  });
   const fenced = new Counter({
     name: 'baton_fenced_writes_total',
     help: 'Writes refused because the lease token was stale',

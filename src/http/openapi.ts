@@ -99,7 +99,8 @@ class SchemaSet {
     const text = JSON.stringify(out);
     const dangling = /"\$ref":"#\/components\/schemas\/(~inline\d+)"/.exec(text);
     if (dangling) throw new Error(`openapi: an unnamed schema (${dangling[1]}) is used inside another one; name it in components`);
-    return (this.#emitted = out);
+    this.#emitted = out;
+    return out;
   }
 }
 
@@ -178,7 +179,10 @@ export function openApiDocument(api: ApiDoc): JsonObject {
         : {}),
       responses: {
         ...Object.fromEntries(
-          ok.map(([status, r, schema]) => [status, { description: r.description, content: { [r.contentType ?? 'application/json']: { schema: schema() } } }]),
+          ok.map(([status, r, schema]) => [
+            status,
+            { description: r.description, content: { [r.contentType ?? 'application/json']: { schema: schema() } } },
+          ]),
         ),
         ...Object.fromEntries(Object.entries(errors).map(([status, response]) => [status, response()])),
       },
@@ -187,7 +191,9 @@ export function openApiDocument(api: ApiDoc): JsonObject {
 
   const paths: Record<string, Record<string, JsonObject>> = {};
   api.operations.forEach((op, i) => {
-    const path = (paths[openApiPath(op.path)] ??= {});
+    const key = openApiPath(op.path);
+    paths[key] ??= {};
+    const path = paths[key];
     if (path[op.method]) throw new Error(`openapi: ${op.method.toUpperCase()} ${op.path} is in the table twice`);
     path[op.method] = ops[i]!();
   });
@@ -199,7 +205,9 @@ export function openApiDocument(api: ApiDoc): JsonObject {
     paths,
     components: {
       schemas: { ...output.components(), ...input.components() },
-      ...(api.bearer ? { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'the API token (apiToken, BATON_API_TOKEN)' } } } : {}),
+      ...(api.bearer
+        ? { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'the API token (apiToken, BATON_API_TOKEN)' } } }
+        : {}),
     },
   };
 }

@@ -43,7 +43,10 @@ export function sameOriginWrites(): MiddlewareHandler<AppEnv> {
         throw new ApiError('FORBIDDEN_ORIGIN', 'cross-site requests may not change state (Sec-Fetch-Site: cross-site)');
       }
       if (origin !== undefined && !isSameOrigin(origin, requestHost(c))) {
-        throw new ApiError('FORBIDDEN_ORIGIN', `requests from another origin may not change state (Origin ${JSON.stringify(origin.slice(0, 100))})`);
+        throw new ApiError(
+          'FORBIDDEN_ORIGIN',
+          `requests from another origin may not change state (Origin ${JSON.stringify(origin.slice(0, 100))})`,
+        );
       }
       assertJsonContentType(c.req.header('content-type'));
     }

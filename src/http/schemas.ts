@@ -64,7 +64,12 @@ export const jobSpecSchema = z
         description: `ISO 8601 instant with Z or an offset; once the offset is applied it must lie from ${RUN_AT_MIN} to ${RUN_AT_MAX}. Not with delayMs`,
       }),
     delayMs: z.int().min(0).max(DELAY_MS_MAX).optional().meta({ description: 'run after this many ms (database clock). Not with runAt' }),
-    maxAttempts: z.int().min(1).max(MAX_ATTEMPTS_MAX).optional().meta({ description: 'attempt budget including the first run; default from the engine config' }),
+    maxAttempts: z
+      .int()
+      .min(1)
+      .max(MAX_ATTEMPTS_MAX)
+      .optional()
+      .meta({ description: 'attempt budget including the first run; default from the engine config' }),
     idempotencyKey: z
       .string()
       .min(1)

@@ -41,7 +41,10 @@ const summaryAttemptError = wireAttemptErrorSchema.omit({ stack: true });
 
 /** The fields a job and its summary share (wireCommon in wire.ts). */
 const common = {
-  id: z.string().regex(/^[1-9][0-9]*$/).meta({ description: 'decimal bigint' }),
+  id: z
+    .string()
+    .regex(/^[1-9][0-9]*$/)
+    .meta({ description: 'decimal bigint' }),
   tenantId: z.string(),
   queue: z.string(),
   jobType: z.string(),

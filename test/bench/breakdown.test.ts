@@ -36,7 +36,7 @@ describe('jobStages', () => {
     expect(b!.claimMs).toBeCloseTo(1.5);
   });
 
-  it('never takes the previous job\'s events, and marks missing ones NaN', () => {
+  it("never takes the previous job's events, and marks missing ones NaN", () => {
     // Job 1 was found by a poll: no notification of its own; the earlier one is outside the lead.
     const events: TraceEvent[] = [
       ['notification', 99.9],

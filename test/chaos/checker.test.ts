@@ -14,18 +14,54 @@ const job = (id: string, over: Partial<FinalJob> = {}): FinalJob => ({
   errorTokens: [],
   ...over,
 });
-const enq = (id: string, status: 'ok' | 'indeterminate' = 'ok'): HistoryRecord => ({ type: 'enqueue', key: `k${id}`, status, jobId: id, at: 0 });
+const enq = (id: string, status: 'ok' | 'indeterminate' = 'ok'): HistoryRecord => ({
+  type: 'enqueue',
+  key: `k${id}`,
+  status,
+  jobId: id,
+  at: 0,
+});
 const start = (jobId: string, token: string, at: number, worker = 'w1'): HistoryRecord => ({ type: 'start', jobId, token, worker, at });
-const end = (jobId: string, token: string, at: number, worker = 'w1'): HistoryRecord => ({ type: 'end', jobId, token, worker, at, outcome: 'ok' });
-const write = (jobId: string, token: string, sentAt: number, rows: number | null, kind: 'complete' | 'fail' | 'heartbeat' = 'complete', worker = 'w1'): HistoryRecord => ({
-  type: 'write', kind, jobId, token, worker, rowsAffected: rows, sentAt, at: sentAt + 1,
+const end = (jobId: string, token: string, at: number, worker = 'w1'): HistoryRecord => ({
+  type: 'end',
+  jobId,
+  token,
+  worker,
+  at,
+  outcome: 'ok',
+});
+const write = (
+  jobId: string,
+  token: string,
+  sentAt: number,
+  rows: number | null,
+  kind: 'complete' | 'fail' | 'heartbeat' = 'complete',
+  worker = 'w1',
+): HistoryRecord => ({
+  type: 'write',
+  kind,
+  jobId,
+  token,
+  worker,
+  rowsAffected: rows,
+  sentAt,
+  at: sentAt + 1,
 });
 
 /** Two jobs, each run once and completed under its token. */
 function clean(): { final: FinalJob[]; history: HistoryRecord[] } {
   return {
     final: [job('1'), job('2')],
-    history: [enq('1'), enq('2'), start('1', '10', 1), end('1', '10', 2), write('1', '10', 3, 1), start('2', '20', 4), end('2', '20', 5), write('2', '20', 6, 1)],
+    history: [
+      enq('1'),
+      enq('2'),
+      start('1', '10', 1),
+      end('1', '10', 2),
+      write('1', '10', 3, 1),
+      start('2', '20', 4),
+      end('2', '20', 5),
+      write('2', '20', 6, 1),
+    ],
   };
 }
 
@@ -92,7 +128,9 @@ describe('checker', () => {
     // is sent at t=30 and accepted.
     const h = [
       ...history.filter((x) => !(x.type === 'write' && x.jobId === '1')),
-      start('1', '11', 20, 'w2'), write('1', '11', 25, 1, 'complete', 'w2'), write('1', '10', 30, 1, 'complete', 'w1'),
+      start('1', '11', 20, 'w2'),
+      write('1', '11', 25, 1, 'complete', 'w2'),
+      write('1', '10', 30, 1, 'complete', 'w1'),
     ];
     const r = checkHistory([job('1', { leaseToken: '11', resultToken: '11' }), final[1]!], h);
     expect(r.staleAccepted).toBeGreaterThanOrEqual(1);
@@ -105,7 +143,10 @@ describe('checker', () => {
     const fault: HistoryRecord = { type: 'fault', kind: 'sigstop', worker: 'w1', at: 15, inFlight: ['1'] };
     const h = [
       ...history.filter((x) => !(x.type === 'write' && x.jobId === '1')),
-      fault, start('1', '11', 20, 'w2'), write('1', '11', 25, 1, 'complete', 'w2'), write('1', '10', 30, 0, 'complete', 'w1'),
+      fault,
+      start('1', '11', 20, 'w2'),
+      write('1', '11', 25, 1, 'complete', 'w2'),
+      write('1', '10', 30, 0, 'complete', 'w1'),
     ];
     const r = checkHistory([job('1', { leaseToken: '11', resultToken: '11' }), final[1]!], h);
     expect(r.violations).toEqual([]);
@@ -153,8 +194,16 @@ describe('checker', () => {
 
   it('does not count a retry after an accepted failure as a duplicate', () => {
     const { final, history } = clean();
-    const h = [...history.filter((x) => !(x.type === 'write' && x.jobId === '2')), write('2', '20', 5.5, 1, 'fail'), start('2', '21', 8), write('2', '21', 9, 1)];
-    expect(checkHistory([final[0]!, job('2', { leaseToken: '21', resultToken: '21', errorTokens: ['20'] })], h)).toMatchObject({ ok: true, duplicated: 0 });
+    const h = [
+      ...history.filter((x) => !(x.type === 'write' && x.jobId === '2')),
+      write('2', '20', 5.5, 1, 'fail'),
+      start('2', '21', 8),
+      write('2', '21', 9, 1),
+    ];
+    expect(checkHistory([final[0]!, job('2', { leaseToken: '21', resultToken: '21', errorTokens: ['20'] })], h)).toMatchObject({
+      ok: true,
+      duplicated: 0,
+    });
   });
 
   it('counts jobs started inside a fault window as hit by it', () => {
@@ -177,7 +226,11 @@ describe('checker', () => {
     expect(checkHistory(final1, [...rerun, pause, stall])).toMatchObject({ ok: true, duplicateBound: 1, faults: { pause: 1 } });
     // A pause of another worker does not swallow w1's stall.
     const otherPause: HistoryRecord = { ...pause, worker: 'w3', inFlight: [] };
-    expect(checkHistory(final1, [...rerun, otherPause, stall])).toMatchObject({ ok: true, duplicateBound: 1, faults: { pause: 1, stall: 1 } });
+    expect(checkHistory(final1, [...rerun, otherPause, stall])).toMatchObject({
+      ok: true,
+      duplicateBound: 1,
+      faults: { pause: 1, stall: 1 },
+    });
   });
 
   it('flags dead letters unless allowed', () => {
@@ -196,7 +249,14 @@ describe('checker', () => {
 
   it('counts engine errors and unknown enqueue outcomes that no fault explains, and requires none when asked', () => {
     const { final, history } = clean();
-    const err = (at: number): HistoryRecord => ({ type: 'error', worker: 'producer', where: 'notify', code: 'DB_UNAVAILABLE', message: 'database unavailable', at });
+    const err = (at: number): HistoryRecord => ({
+      type: 'error',
+      worker: 'producer',
+      where: 'notify',
+      code: 'DB_UNAVAILABLE',
+      message: 'database unavailable',
+      at,
+    });
     const fault: HistoryRecord = { type: 'fault', kind: 'pg-restart', at: 100_000, until: 101_000, inFlight: [] };
     // One error inside the restart's window (explained), one long after it, one unknown enqueue with no fault near.
     const noisy = [...history, fault, err(103_000), err(200_000), { ...enq('2', 'indeterminate'), at: 300_000 } as HistoryRecord];

@@ -117,7 +117,9 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     if (!seen || rank[r.status] > rank[seen.status]) enqByKey.set(r.key, r);
   }
   const enq = [...enqByKey.values()];
-  const keysWithUnknown = new Set(history.filter((r): r is EnqueueRecord => r.type === 'enqueue' && r.status === 'indeterminate').map((r) => r.key));
+  const keysWithUnknown = new Set(
+    history.filter((r): r is EnqueueRecord => r.type === 'enqueue' && r.status === 'indeterminate').map((r) => r.key),
+  );
   let ambiguousAcks = 0;
   let ambiguousCommitted = 0;
   const execs = history.filter((r): r is ExecRecord => r.type === 'start' || r.type === 'end');
@@ -125,7 +127,10 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
   const recorded = history.filter((r): r is FaultRecord => r.type === 'fault');
   const faults = recorded.filter((f) => !isPauseEcho(f, recorded));
   const byId = new Map(final.map((j) => [j.id, j]));
-  const byKey = groupBy(final.filter((j) => j.idempotencyKey !== null), (j) => j.idempotencyKey!);
+  const byKey = groupBy(
+    final.filter((j) => j.idempotencyKey !== null),
+    (j) => j.idempotencyKey!,
+  );
 
   // Nothing lost or invented: enqueue acknowledgements against the table.
   let lost = 0;
@@ -187,13 +192,17 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
   };
   const accepted = writes.filter((w) => (w.rowsAffected ?? 0) > 0);
   const unknown = writes.filter((w) => w.rowsAffected === null).length;
-  for (const [jobId, ws] of groupBy(accepted.filter((w) => OUTCOME_KINDS.has(w.kind)), (w) => w.jobId)) {
+  for (const [jobId, ws] of groupBy(
+    accepted.filter((w) => OUTCOME_KINDS.has(w.kind)),
+    (w) => w.jobId,
+  )) {
     const job = byId.get(jobId);
     const sorted = [...ws].sort((a, b) => a.at - b.at);
     const completes = sorted.filter((w) => w.kind === 'complete');
     const perToken = groupBy(sorted, (w) => w.token);
     for (const [token, same] of perToken) {
-      if (same.length > 1) stale(jobId, `${token}#${same.length}`, `job ${jobId} token ${token} had ${same.length} accepted outcome writes`);
+      if (same.length > 1)
+        stale(jobId, `${token}#${same.length}`, `job ${jobId} token ${token} had ${same.length} accepted outcome writes`);
     }
     for (const w of completes.slice(0, -1)) {
       stale(jobId, w.token, `job ${jobId} completed ${completes.length} times (tokens ${completes.map((x) => x.token).join(', ')})`);
@@ -206,12 +215,20 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     // an accepted write under t' > t had been ANSWERED was stale (answers may arrive late).
     for (const w of sorted) {
       const newer = sorted.find((x) => BigInt(x.token) > BigInt(w.token) && x.at < w.sentAt);
-      if (newer) stale(jobId, w.token, `job ${jobId} accepted a ${w.kind} under token ${w.token}, sent after token ${newer.token}'s write was accepted`);
+      if (newer)
+        stale(
+          jobId,
+          w.token,
+          `job ${jobId} accepted a ${w.kind} under token ${w.token}, sent after token ${newer.token}'s write was accepted`,
+        );
     }
   }
   // Any write accepted although it was SENT after a newer lease had started proves a stale lease
   // (sentAt precedes the commit, and a newer claim commits before its start record).
-  const startsByJob = groupBy(execs.filter((x) => x.type === 'start'), (x) => x.jobId);
+  const startsByJob = groupBy(
+    execs.filter((x) => x.type === 'start'),
+    (x) => x.jobId,
+  );
   for (const w of accepted) {
     const newer = (startsByJob.get(w.jobId) ?? []).find((s) => BigInt(s.token) > BigInt(w.token) && s.at < w.sentAt);
     if (newer) stale(w.jobId, w.token, `job ${w.jobId} ${w.kind} under token ${w.token} accepted, sent after token ${newer.token} started`);
@@ -225,7 +242,11 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     const toks = j.errorTokens ?? [];
     for (let i = 1; i < toks.length; i++) {
       if (BigInt(toks[i]!) <= BigInt(toks[i - 1]!)) {
-        stale(j.id, toks[i], `job ${j.id} error history has token ${toks[i]} after ${toks[i - 1]} (two outcomes for one lease, or out of order)`);
+        stale(
+          j.id,
+          toks[i],
+          `job ${j.id} error history has token ${toks[i]} after ${toks[i - 1]} (two outcomes for one lease, or out of order)`,
+        );
       }
     }
   }
@@ -344,7 +365,11 @@ export function formatResult(r: CheckResult): string {
     `succeeded ${r.succeeded} (ok-frac ${pct(r.fractions.okFrac)})  dead-lettered ${r.deadLettered}`,
     `executions ${r.executions}  duplicated jobs ${r.duplicated} (${pct(r.fractions.duplicated)})  extra executions ${r.duplicateExecutions} <= bound ${r.duplicateBound}: ${r.duplicateExecutions <= r.duplicateBound && r.perJobBreaches.length === 0 ? 'yes' : 'NO'}`,
     `outcome writes ${r.writes.attempted}: accepted ${r.writes.accepted}, fenced off ${r.writes.fenced} (outcomes ${r.writes.fencedOutcomes}), unknown ${r.writes.unknown}, stale accepted ${r.staleAccepted}`,
-    `faults ${Object.entries(r.faults).map(([k, n]) => `${k}=${n}`).join(' ') || 'none'}`,
+    `faults ${
+      Object.entries(r.faults)
+        .map(([k, n]) => `${k}=${n}`)
+        .join(' ') || 'none'
+    }`,
     `with no fault active: engine errors ${r.unexplained.errors}, unknown enqueue outcomes ${r.unexplained.indeterminate}${r.unexplained.examples[0] ? ` (e.g. ${r.unexplained.examples[0]})` : ''}`,
     r.ok ? 'VALID' : `INVALID:\n  ${r.violations.slice(0, 30).join('\n  ')}`,
   ].join('\n');
@@ -358,8 +383,12 @@ export async function readFinalJobs(connectionString: string, schema: string, qu
   try {
     if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`bad schema ${schema}`);
     const r = await c.query<{
-      id: string; state: string; lease_token: string | null; idempotency_key: string | null;
-      result_token: string | null; error_tokens: string[];
+      id: string;
+      state: string;
+      lease_token: string | null;
+      idempotency_key: string | null;
+      result_token: string | null;
+      error_tokens: string[];
     }>(
       `SELECT id::text, state, lease_token::text, idempotency_key, result->>'token' AS result_token,
               ARRAY(SELECT e->>'token' FROM jsonb_array_elements(errors) e) AS error_tokens

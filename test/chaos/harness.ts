@@ -93,7 +93,9 @@ export class Harness {
     if (avail.ok) {
       this.ns = await createNetNs({ clientAddrs: this.o.workers });
       this.tools = { blackhole: 'iptables', loss: 'iptables' };
-      console.log(`    network faults: iptables DROP inside namespace ${this.ns.name} (blackhole per worker source address, 5% loss both ways)`);
+      console.log(
+        `    network faults: iptables DROP inside namespace ${this.ns.name} (blackhole per worker source address, 5% loss both ways)`,
+      );
     } else {
       this.tools = { blackhole: 'proxy', loss: 'none', fallbackReason: avail.reason! };
       skipLoudly(
@@ -103,9 +105,7 @@ export class Harness {
       );
       this.skipped.push(`iptables blackhole + loss (proxy blackhole used, no packet loss): ${avail.reason}`);
     }
-    this.cluster = this.ns
-      ? await startPgCluster({ netns: this.ns.name, host: this.ns.nsAddr, port: 5432 })
-      : await startPgCluster();
+    this.cluster = this.ns ? await startPgCluster({ netns: this.ns.name, host: this.ns.nsAddr, port: 5432 }) : await startPgCluster();
     this.admin = new pg.Pool({ connectionString: this.cluster.url(), max: 3, connectionTimeoutMillis: 5_000 });
     this.admin.on('error', () => undefined);
     for (let i = 0; i < this.o.workers; i++) {
@@ -221,7 +221,7 @@ export class Harness {
   }
 
   #time(name: string, ms: number): void {
-    (this.timings[name] ??= []).push(ms);
+    this.timings[name] = [...(this.timings[name] ?? []), ms];
   }
 
   async kill(slot: Slot): Promise<void> {
@@ -248,7 +248,14 @@ export class Harness {
     const after = await this.inFlight(slot.leaseOwner);
     await new Promise((r) => setTimeout(r, durationMs));
     child.kill('SIGCONT');
-    this.log.append({ type: 'fault', kind: 'pause', worker: slot.workerId, at, until: Date.now(), inFlight: [...new Set([...before, ...after])] });
+    this.log.append({
+      type: 'fault',
+      kind: 'pause',
+      worker: slot.workerId,
+      at,
+      until: Date.now(),
+      inFlight: [...new Set([...before, ...after])],
+    });
   }
 
   async pgRestart(): Promise<void> {
@@ -326,7 +333,14 @@ export class Harness {
       if (rule) await this.#heal(rule);
       else slot.proxy.setBlackhole(false);
     }
-    this.log.append({ type: 'fault', kind: rule ? 'blackhole' : 'blackhole(proxy)', worker: slot.workerId, at, until: Date.now(), inFlight: before });
+    this.log.append({
+      type: 'fault',
+      kind: rule ? 'blackhole' : 'blackhole(proxy)',
+      worker: slot.workerId,
+      at,
+      until: Date.now(),
+      inFlight: before,
+    });
   }
 
   /**
@@ -355,7 +369,7 @@ export class Harness {
     });
     child.send({ type: 'starve', ms: durationMs });
     const r = await done;
-    if (r) (this.timings.starveHeldConnections ??= []).push(r.held);
+    if (r) this.timings.starveHeldConnections = [...(this.timings.starveHeldConnections ?? []), r.held];
     this.log.append({ type: 'fault', kind: 'starve', worker: slot.workerId, at, until: Date.now(), inFlight: before });
   }
 
@@ -386,7 +400,7 @@ export class Harness {
     } finally {
       this.api.proxy.setResponseResetProbability(0);
     }
-    (this.timings.apiResponseResets ??= []).push(this.api.proxy.stats().responseResets - before);
+    this.timings.apiResponseResets = [...(this.timings.apiResponseResets ?? []), this.api.proxy.stats().responseResets - before];
     this.log.append({ type: 'fault', kind: 'api-ack', at, until: Date.now(), inFlight: [] });
   }
 

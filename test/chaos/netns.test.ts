@@ -65,7 +65,8 @@ describe.skipIf(!avail.ok)('netns faults', () => {
       const stream = () => {
         const s = new net.Socket();
         const connect = s.connect.bind(s) as (o: net.TcpNetConnectOpts) => net.Socket;
-        (s as unknown as { connect: (port: number, host: string) => net.Socket }).connect = (port, host) => connect({ port, host, localAddress });
+        (s as unknown as { connect: (port: number, host: string) => net.Socket }).connect = (port, host) =>
+          connect({ port, host, localAddress });
         return s;
       };
       const c = new pg.Client({ connectionString: cluster!.url(), stream, query_timeout: 1_500 } as pg.ClientConfig);
@@ -88,7 +89,11 @@ describe.skipIf(!avail.ok)('netns faults', () => {
     // DROP is silent: after the heal the stalled connection simply carries on.
     const deadline = Date.now() + 10_000;
     let back = false;
-    while (!back && Date.now() < deadline) back = await a.query('SELECT 3').then(() => true, () => false);
+    while (!back && Date.now() < deadline)
+      back = await a.query('SELECT 3').then(
+        () => true,
+        () => false,
+      );
     expect(back).toBe(true);
     await a.end().catch(() => undefined);
     await b.end();

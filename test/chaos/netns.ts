@@ -115,7 +115,10 @@ function destroySync(ns: LiveNs): void {
   signal('SIGQUIT');
   for (let i = 0; i < 30 && nsPids(ns.name).length > 0; i++) sleepSync(100);
   signal('SIGKILL');
-  for (const args of [['netns', 'del', ns.name], ['link', 'del', ns.hostIf]]) {
+  for (const args of [
+    ['netns', 'del', ns.name],
+    ['link', 'del', ns.hostIf],
+  ]) {
     try {
       execFileSync('ip', args, { stdio: 'ignore' });
     } catch {

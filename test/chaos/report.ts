@@ -33,11 +33,12 @@ export interface RunReport {
   result: CheckResult;
 }
 
-const ms = (xs: number[] | undefined) => (xs && xs.length ? xs.map((x) => (Number.isNaN(x) ? 'never' : `${Math.round(x)}`)).join(', ') : '-');
+const ms = (xs: number[] | undefined) => (xs?.length ? xs.map((x) => (Number.isNaN(x) ? 'never' : `${Math.round(x)}`)).join(', ') : '-');
 
 function networkLine(t: NetworkFaultTools | undefined): string {
   if (!t) return '';
-  if (t.blackhole === 'iptables') return 'Network faults: iptables DROP rules inside the run\'s own namespace (blackhole of one worker\'s source address; 5% random loss both ways); latency and resets from the Node proxy.';
+  if (t.blackhole === 'iptables')
+    return "Network faults: iptables DROP rules inside the run's own namespace (blackhole of one worker's source address; 5% random loss both ways); latency and resets from the Node proxy.";
   return `**FALLBACK: no iptables (${t.fallbackReason ?? 'unknown'}).** Blackholes used the Node proxy (bytes swallowed in user space, connections reset on heal), and the network fault had latency but no packet loss.`;
 }
 
@@ -56,12 +57,14 @@ export function toMarkdown(reports: RunReport[]): string {
     '',
     `**Totals:** ${sum((r) => r.jobs)} jobs, ${sum((r) => r.lost)} lost, ${sum((r) => r.staleAccepted)} stale writes accepted, ` +
       `${sum((r) => r.duplicateExecutions)} duplicate executions <= bound ${sum((r) => r.duplicateBound)}, ` +
-      `${sum((r) => r.deadLettered)} dead-lettered, faults: ${Object.entries(faults).map(([k, n]) => `${n} ${k}`).join(', ')}.` +
+      `${sum((r) => r.deadLettered)} dead-lettered, faults: ${Object.entries(faults)
+        .map(([k, n]) => `${n} ${k}`)
+        .join(', ')}.` +
       (sum((r) => r.ambiguousAcks) > 0
         ? ` Ambiguous acks: ${sum((r) => r.ambiguousAcks)} keys retried after an unknown outcome, ${sum((r) => r.ambiguousCommitted)} of them had committed (the retry found the job); ${sum((r) => r.unexpected) === 0 ? 'each key exactly one job' : '**unexpected jobs: see the violations**'}.`
         : ''),
     '',
-    'A calm run has no fault at all: there, any engine error, enqueue with an unknown outcome or session ended without its client\'s goodbye is a violation. In fault runs the same counts, taken outside every fault\'s window (widened by 5 s), are reported.',
+    "A calm run has no fault at all: there, any engine error, enqueue with an unknown outcome or session ended without its client's goodbye is a violation. In fault runs the same counts, taken outside every fault's window (widened by 5 s), are reported.",
     '',
     '| scenario | seed | jobs | acked | lost | unexpected | executions | dup jobs | extra execs / bound | stale accepted | writes fenced (outcomes) / unknown | dead | faults | no fault active: errors / unknown enqueues | sessions abandoned / killed / fatal | drain after heal | verdict |',
     '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
@@ -70,7 +73,11 @@ export function toMarkdown(reports: RunReport[]): string {
     const c = r.result;
     const s = r.sessions ? `${r.sessions.abandoned} / ${r.sessions.killed} / ${r.sessions.fatal}` : '-';
     lines.push(
-      `| ${r.scenario} | ${r.seed} | ${c.jobs} | ${c.acked} | ${c.lost} | ${c.unexpected} | ${c.executions} | ${c.duplicated} (${(c.fractions.duplicated * 100).toFixed(1)}%) | ${c.duplicateExecutions} / ${c.duplicateBound} | ${c.staleAccepted} | ${c.writes.fenced} (${c.writes.fencedOutcomes}) / ${c.writes.unknown} | ${c.deadLettered} | ${Object.entries(c.faults).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'} | ${c.unexplained.errors} / ${c.unexplained.indeterminate} | ${s} | ${Number.isNaN(r.drainMs) ? 'NOT DRAINED' : `${r.drainMs} ms`} | ${c.ok ? 'valid' : '**INVALID**'} |`,
+      `| ${r.scenario} | ${r.seed} | ${c.jobs} | ${c.acked} | ${c.lost} | ${c.unexpected} | ${c.executions} | ${c.duplicated} (${(c.fractions.duplicated * 100).toFixed(1)}%) | ${c.duplicateExecutions} / ${c.duplicateBound} | ${c.staleAccepted} | ${c.writes.fenced} (${c.writes.fencedOutcomes}) / ${c.writes.unknown} | ${c.deadLettered} | ${
+        Object.entries(c.faults)
+          .map(([k, n]) => `${k} ${n}`)
+          .join(', ') || 'none'
+      } | ${c.unexplained.errors} / ${c.unexplained.indeterminate} | ${s} | ${Number.isNaN(r.drainMs) ? 'NOT DRAINED' : `${r.drainMs} ms`} | ${c.ok ? 'valid' : '**INVALID**'} |`,
     );
   }
   lines.push(
@@ -80,7 +87,9 @@ export function toMarkdown(reports: RunReport[]): string {
   );
   for (const r of reports) {
     const st = r.starvation.faults > 0 ? `${r.starvation.aborted} / ${r.starvation.latestAbortMs ?? '-'}` : '-';
-    lines.push(`| ${r.scenario} | ${r.seed} | ${r.zombieAborts} | ${ms(r.timings.pgRestartMs)} | ${ms(r.timings.listenerBackMs)} | ${ms(r.timings.apiResponseResets)} | ${st} | ${(r.wallMs / 1000).toFixed(0)} s |`);
+    lines.push(
+      `| ${r.scenario} | ${r.seed} | ${r.zombieAborts} | ${ms(r.timings.pgRestartMs)} | ${ms(r.timings.listenerBackMs)} | ${ms(r.timings.apiResponseResets)} | ${st} | ${(r.wallMs / 1000).toFixed(0)} s |`,
+    );
   }
   const skipped = [...new Set(reports.flatMap((r) => r.skipped))];
   if (skipped.length) lines.push('', `**Skipped:** ${skipped.join('; ')}`);

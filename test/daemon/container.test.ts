@@ -89,7 +89,10 @@ describe('Dockerfile', () => {
     expect(copied).toContain('--from=build /app/dist ./dist');
     expect(copied).toContain('migrations ./migrations');
     expect(copied).toContain('bin ./bin');
-    expect(copied.filter((c) => /(^|\s)\.?\/?src\b/.test(c)), 'no sources in the image').toEqual([]);
+    expect(
+      copied.filter((c) => /(^|\s)\.?\/?src\b/.test(c)),
+      'no sources in the image',
+    ).toEqual([]);
   });
 
   it('no stage installs or copies the embedded PostgreSQL; DATABASE_URL comes from outside', () => {
@@ -103,9 +106,15 @@ describe('Dockerfile', () => {
         expect(flagsOf(r).has('--omit=dev') || flagsOf(r).has('--omit=optional'), r).toBe(true);
       }
     }
-    const env = runtime!.instructions.filter((i) => i.op === 'ENV').map((i) => i.args).join(' ');
+    const env = runtime!.instructions
+      .filter((i) => i.op === 'ENV')
+      .map((i) => i.args)
+      .join(' ');
     expect(env).not.toMatch(/DATABASE_URL|BATON_DATA_DIR/);
-    expect(runtime!.instructions.some((i) => i.op === 'VOLUME'), 'no data volume: the database is elsewhere').toBe(false);
+    expect(
+      runtime!.instructions.some((i) => i.op === 'VOLUME'),
+      'no data volume: the database is elsewhere',
+    ).toBe(false);
 
     // The mechanism --omit=dev relies on: the embedded server is an optional peer, and a dev dependency only.
     const pkg = JSON.parse(read('package.json')) as Record<string, Record<string, unknown>>;
@@ -114,7 +123,9 @@ describe('Dockerfile', () => {
   });
 
   it('.dockerignore keeps the host node_modules and dist out of the build context', () => {
-    const ignored = read('.dockerignore').split('\n').map((l) => l.trim());
+    const ignored = read('.dockerignore')
+      .split('\n')
+      .map((l) => l.trim());
     expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'dist']));
   });
 });

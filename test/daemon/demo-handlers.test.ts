@@ -10,9 +10,26 @@ import { boom, noop, poison, sleep } from '../../src/daemon/demo-handlers.ts';
 function ctx<P>(payload: P, attempt = 1, signal = new AbortController().signal): JobContext<P> {
   const now = new Date();
   const job: LeasedJob = {
-    id: '1', tenantId: 'default', queue: 'default', jobType: 'x', payload, priority: 0, runAt: now,
-    attempt, maxAttempts: 3, idempotencyKey: null, replayCount: 0, errors: [], lastError: null,
-    createdAt: now, updatedAt: now, startedAt: now, state: 'running', token: '7', leaseOwner: 'w', leaseExpiresAt: now,
+    id: '1',
+    tenantId: 'default',
+    queue: 'default',
+    jobType: 'x',
+    payload,
+    priority: 0,
+    runAt: now,
+    attempt,
+    maxAttempts: 3,
+    idempotencyKey: null,
+    replayCount: 0,
+    errors: [],
+    lastError: null,
+    createdAt: now,
+    updatedAt: now,
+    startedAt: now,
+    state: 'running',
+    token: '7',
+    leaseOwner: 'w',
+    leaseExpiresAt: now,
   };
   return { payload, job, token: '7', signal, checkLease: () => undefined };
 }

@@ -36,7 +36,16 @@ describe('embedded PostgreSQL wrapper', () => {
       expect(path.dirname(server.dataDir)).toBe(os.tmpdir());
       // Not the persistent cluster's documented password.
       expect(server.connectionString).not.toContain(':baton@');
-      expect(await show(server.connectionString, ['work_mem', 'max_connections', 'listen_addresses', 'fsync', 'synchronous_commit', 'full_page_writes'])).toEqual({
+      expect(
+        await show(server.connectionString, [
+          'work_mem',
+          'max_connections',
+          'listen_addresses',
+          'fsync',
+          'synchronous_commit',
+          'full_page_writes',
+        ]),
+      ).toEqual({
         work_mem: '8MB',
         max_connections: '50',
         listen_addresses: '127.0.0.1',

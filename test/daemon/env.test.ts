@@ -59,7 +59,10 @@ describe('loadConfig', () => {
   });
 
   it('reads BATON_ALLOWED_HOSTS as a comma list of names (and name:port), or * for no Host check', () => {
-    expect(loadConfig({ BATON_ALLOWED_HOSTS: 'baton.internal, proxy.example:8443,' }).allowedHosts).toEqual(['baton.internal', 'proxy.example:8443']);
+    expect(loadConfig({ BATON_ALLOWED_HOSTS: 'baton.internal, proxy.example:8443,' }).allowedHosts).toEqual([
+      'baton.internal',
+      'proxy.example:8443',
+    ]);
     expect(loadConfig({}, parseFlags(['--allowed-hosts', '*'])).allowedHosts).toBe('*');
   });
 
@@ -97,7 +100,9 @@ describe('loadConfig', () => {
   it('reads only the settings of the command: a bad PORT in a shared environment does not stop `migrate`', () => {
     const c = loadConfig({ PORT: 'eighty', BATON_QUEUES: 'nonsense', BATON_SCHEMA: 'jobs' }, {}, '/srv/app', 'migrate');
     expect(c).toMatchObject({ port: 8080, schema: 'jobs', engine: { queues: { default: 10 } } });
-    expect(configError(() => loadConfig({ BATON_SCHEMA: 'Bad-Schema' }, {}, '/srv/app', 'migrate')).message).toContain('BATON_SCHEMA (--schema)');
+    expect(configError(() => loadConfig({ BATON_SCHEMA: 'Bad-Schema' }, {}, '/srv/app', 'migrate')).message).toContain(
+      'BATON_SCHEMA (--schema)',
+    );
   });
 
   it('never echoes secrets in its messages', () => {

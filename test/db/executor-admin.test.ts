@@ -12,7 +12,8 @@ const db = useExecutorHarness();
 describe('admin', () => {
   it('getJob: unknown id -> JOB_NOT_FOUND, malformed id -> INVALID_ARGUMENT', async () => {
     await expectBatonError(baton.admin.getJob('999999999'), 'JOB_NOT_FOUND');
-    for (const bad of ['abc', '0', '-1', '1.5', '99999999999999999999']) await expectBatonError(baton.admin.getJob(bad), 'INVALID_ARGUMENT');
+    for (const bad of ['abc', '0', '-1', '1.5', '99999999999999999999'])
+      await expectBatonError(baton.admin.getJob(bad), 'INVALID_ARGUMENT');
     const id = await insertJob(db.pool, { queue: fresh() });
     expect((await baton.admin.getJob(id)).id).toBe(id);
   });
@@ -28,11 +29,26 @@ describe('admin', () => {
     }
     await expectBatonError(baton.admin.replay('999999999'), 'JOB_NOT_FOUND');
 
-    const dead = await insertJob(db.pool, { queue, state: 'dead_lettered', attempt: 5, maxAttempts: 5, replayCount: 2, errors: [{ attempt: 5 }] });
+    const dead = await insertJob(db.pool, {
+      queue,
+      state: 'dead_lettered',
+      attempt: 5,
+      maxAttempts: 5,
+      replayCount: 2,
+      errors: [{ attempt: 5 }],
+    });
     const job = await baton.admin.replay(dead);
     expect(job).toMatchObject({ id: dead, state: 'pending', attempt: 0, replayCount: 3 });
     const r = await row(dead);
-    expect(r).toMatchObject({ state: 'pending', attempt: 0, replay_count: 3, dead_letter_reason: null, finished_at: null, started_at: null, errors: [{ attempt: 5 }] });
+    expect(r).toMatchObject({
+      state: 'pending',
+      attempt: 0,
+      replay_count: 3,
+      dead_letter_reason: null,
+      finished_at: null,
+      started_at: null,
+      errors: [{ attempt: 5 }],
+    });
     expect(r.run_at).toEqual(r.updated_at);
     await expectBatonError(baton.admin.replay(dead), 'JOB_STATE_CONFLICT'); // now pending
 
@@ -107,7 +123,14 @@ describe('admin', () => {
     await insertJob(db.pool, { queue, state: 'dead_lettered' });
     const depth = await baton.admin.queueDepth(queue);
     expect(depth).toEqual({ pending: 2, leased: 0, running: 1, succeeded: 0, dead_lettered: 1, cancelled: 0 });
-    expect(await baton.admin.queueDepth(fresh())).toEqual({ pending: 0, leased: 0, running: 0, succeeded: 0, dead_lettered: 0, cancelled: 0 });
+    expect(await baton.admin.queueDepth(fresh())).toEqual({
+      pending: 0,
+      leased: 0,
+      running: 0,
+      succeeded: 0,
+      dead_lettered: 0,
+      cancelled: 0,
+    });
     const queues = await baton.admin.queues();
     expect(queues.find((q) => q.queue === queue)?.counts).toEqual(depth);
   });
@@ -130,45 +153,122 @@ async function expectRefused(queue: string, states: readonly JobState[], write: 
 describe('admin queries, called on the executor', () => {
   it('jobGet: the row as a job of its state, and null for an id no row has', async () => {
     const queue = fresh();
-    const err = { attempt: 2, token: '7', kind: 'transient', name: 'Error', message: 'boom', stack: 'Error: boom', at: '2026-01-01T00:00:00.000Z' };
+    const err = {
+      attempt: 2,
+      token: '7',
+      kind: 'transient',
+      name: 'Error',
+      message: 'boom',
+      stack: 'Error: boom',
+      at: '2026-01-01T00:00:00.000Z',
+    };
     const dead = await insertJob(db.pool, {
-      queue, state: 'dead_lettered', tenantId: 't-get', jobType: 'get.me', payload: { n: 1 }, priority: 3, attempt: 2, maxAttempts: 2,
-      leaseToken: 7, idempotencyKey: `${queue}-k`, lastError: err, errors: [err], deadLetterReason: 'attempts_exhausted', replayCount: 1,
+      queue,
+      state: 'dead_lettered',
+      tenantId: 't-get',
+      jobType: 'get.me',
+      payload: { n: 1 },
+      priority: 3,
+      attempt: 2,
+      maxAttempts: 2,
+      leaseToken: 7,
+      idempotencyKey: `${queue}-k`,
+      lastError: err,
+      errors: [err],
+      deadLetterReason: 'attempts_exhausted',
+      replayCount: 1,
     });
     const r = await row(dead);
     expect(await ex.jobGet({ id: dead })).toEqual({
-      id: dead, tenantId: 't-get', queue, jobType: 'get.me', payload: { n: 1 }, priority: 3, state: 'dead_lettered', runAt: r.run_at,
-      attempt: 2, maxAttempts: 2, idempotencyKey: `${queue}-k`, replayCount: 1, errors: [err], lastError: err, lastToken: '7',
-      reason: 'attempts_exhausted', createdAt: r.created_at, updatedAt: r.updated_at, startedAt: r.started_at, finishedAt: r.finished_at,
+      id: dead,
+      tenantId: 't-get',
+      queue,
+      jobType: 'get.me',
+      payload: { n: 1 },
+      priority: 3,
+      state: 'dead_lettered',
+      runAt: r.run_at,
+      attempt: 2,
+      maxAttempts: 2,
+      idempotencyKey: `${queue}-k`,
+      replayCount: 1,
+      errors: [err],
+      lastError: err,
+      lastToken: '7',
+      reason: 'attempts_exhausted',
+      createdAt: r.created_at,
+      updatedAt: r.updated_at,
+      startedAt: r.started_at,
+      finishedAt: r.finished_at,
     });
     const running = await insertJob(db.pool, { queue, state: 'running', leaseOwner: 'w-get' });
     const rr = await row(running);
     expect(await ex.jobGet({ id: running })).toMatchObject({
-      id: running, state: 'running', token: rr.lease_token, leaseOwner: 'w-get', leaseExpiresAt: rr.lease_expires_at, startedAt: rr.started_at,
+      id: running,
+      state: 'running',
+      token: rr.lease_token,
+      leaseOwner: 'w-get',
+      leaseExpiresAt: rr.lease_expires_at,
+      startedAt: rr.started_at,
     });
     expect(await ex.jobGet({ id: NO_SUCH_ID })).toBeNull();
   });
 
   it('jobList: one page of summaries, newest first, filtered on each field given, bulky fields bounded', async () => {
     const queue = fresh();
-    const ids = await insertJobs(db.pool, 4, (i) => ({ queue, tenantId: i < 2 ? 't-a' : 't-b', jobType: i % 2 ? 'odd' : 'even', payload: { i } }));
-    const err = { attempt: 1, token: '3', kind: 'transient', name: 'Error', message: 'm'.repeat(1_500), stack: 'Error: at x', at: '2026-01-01T00:00:00.000Z' };
+    const ids = await insertJobs(db.pool, 4, (i) => ({
+      queue,
+      tenantId: i < 2 ? 't-a' : 't-b',
+      jobType: i % 2 ? 'odd' : 'even',
+      payload: { i },
+    }));
+    const err = {
+      attempt: 1,
+      token: '3',
+      kind: 'transient',
+      name: 'Error',
+      message: 'm'.repeat(1_500),
+      stack: 'Error: at x',
+      at: '2026-01-01T00:00:00.000Z',
+    };
     // Random text does not compress: its stored size stays above the inline bound.
     const bulky = { blob: randomBytes(3_000).toString('base64') };
-    const big = await insertJob(db.pool, { queue, tenantId: 't-a', jobType: 'even', state: 'dead_lettered', payload: bulky, errors: [err, err], lastError: err });
+    const big = await insertJob(db.pool, {
+      queue,
+      tenantId: 't-a',
+      jobType: 'even',
+      state: 'dead_lettered',
+      payload: bulky,
+      errors: [err, err],
+      lastError: err,
+    });
 
     const page = await ex.jobList({ queue, limit: 10, offset: 0 });
     expect(page.map((j) => j.id)).toEqual([big, ...[...ids].reverse()]);
     const first = await row(ids[0]!);
     expect(page.at(-1)).toMatchObject({
-      id: ids[0], state: 'pending', tenantId: 't-a', jobType: 'even', payload: { i: 0 }, attempt: 0, lastToken: null,
-      runAt: first.run_at, createdAt: first.created_at, errorCount: 0, lastError: null,
+      id: ids[0],
+      state: 'pending',
+      tenantId: 't-a',
+      jobType: 'even',
+      payload: { i: 0 },
+      attempt: 0,
+      lastToken: null,
+      runAt: first.run_at,
+      createdAt: first.created_at,
+      errorCount: 0,
+      lastError: null,
     });
     const bytes = (await db.query(`SELECT pg_column_size(payload) AS n FROM baton.jobs WHERE id = $1`, [big])).rows[0].n as number;
     expect(bytes).toBeGreaterThan(LIST_INLINE_MAX_BYTES);
     const summary = page[0]!;
     expect(summary).not.toHaveProperty('payload');
-    expect(summary).toMatchObject({ state: 'dead_lettered', payloadBytes: bytes, errorCount: 2, lastError: { attempt: 1, kind: 'transient', message: 'm'.repeat(1_000) } });
+    expect(summary).toMatchObject({
+      state: 'dead_lettered',
+      payloadBytes: bytes,
+      errorCount: 2,
+      lastError: { attempt: 1, kind: 'transient', message: 'm'.repeat(1_000) },
+    });
     expect(summary.lastError).not.toHaveProperty('stack');
 
     expect((await ex.jobList({ queue, limit: 2, offset: 1 })).map((j) => j.id)).toEqual([ids[3], ids[2]]);
@@ -193,17 +293,39 @@ describe('admin queries, called on the executor', () => {
     const queue = fresh();
     for (const state of ['dead_lettered', 'succeeded', 'cancelled'] as const) {
       const id = await insertJob(db.pool, {
-        queue, state, attempt: 3, maxAttempts: 3, replayCount: 1, leaseToken: 5, errors: [{ attempt: 3 }], runAt: { inMs: -60_000 },
+        queue,
+        state,
+        attempt: 3,
+        maxAttempts: 3,
+        replayCount: 1,
+        leaseToken: 5,
+        errors: [{ attempt: 3 }],
+        runAt: { inMs: -60_000 },
         result: state === 'succeeded' ? { ok: 1 } : undefined,
       });
       const job = await ex.jobReplay({ id });
       const r = await row(id);
       expect(r).toMatchObject({
-        state: 'pending', attempt: 0, replay_count: 2, dead_letter_reason: null, result: null, started_at: null, finished_at: null,
-        lease_token: '5', errors: [{ attempt: 3 }],
+        state: 'pending',
+        attempt: 0,
+        replay_count: 2,
+        dead_letter_reason: null,
+        result: null,
+        started_at: null,
+        finished_at: null,
+        lease_token: '5',
+        errors: [{ attempt: 3 }],
       });
       expect(r.run_at).toEqual(r.updated_at);
-      expect(job).toMatchObject({ id, state: 'pending', attempt: 0, replayCount: 2, lastToken: '5', runAt: r.run_at, updatedAt: r.updated_at });
+      expect(job).toMatchObject({
+        id,
+        state: 'pending',
+        attempt: 0,
+        replayCount: 2,
+        lastToken: '5',
+        runAt: r.run_at,
+        updatedAt: r.updated_at,
+      });
     }
     await expectRefused(queue, ['pending', 'leased', 'running'], (id) => ex.jobReplay({ id }));
   });
@@ -224,18 +346,35 @@ describe('admin queries, called on the executor', () => {
 
   it('jobReplayDeadLetters: the oldest dead letters of the queue and tenant, up to the limit, back to pending', async () => {
     const queue = fresh();
-    const ids = await insertJobs(db.pool, 4, (i) => ({ queue, tenantId: i === 1 ? 't-other' : 't-dlq', state: 'dead_lettered', attempt: 2, maxAttempts: 2 }));
+    const ids = await insertJobs(db.pool, 4, (i) => ({
+      queue,
+      tenantId: i === 1 ? 't-other' : 't-dlq',
+      state: 'dead_lettered',
+      attempt: 2,
+      maxAttempts: 2,
+    }));
     const elsewhere = await insertJob(db.pool, { queue: fresh(), tenantId: 't-dlq', state: 'dead_lettered' });
     const page = await ex.jobReplayDeadLetters({ limit: 2, queue, tenantId: 't-dlq' });
     expect(page.map((j) => j.id)).toEqual([ids[0], ids[2]]);
     for (const job of page) {
       const r = await row(job.id);
-      expect(r).toMatchObject({ state: 'pending', attempt: 0, replay_count: 1, dead_letter_reason: null, finished_at: null, started_at: null });
+      expect(r).toMatchObject({
+        state: 'pending',
+        attempt: 0,
+        replay_count: 1,
+        dead_letter_reason: null,
+        finished_at: null,
+        started_at: null,
+      });
       expect(r.run_at).toEqual(r.updated_at);
       expect(job).toMatchObject({ state: 'pending', attempt: 0, replayCount: 1, runAt: r.run_at });
     }
     const still = async (id: string) => (await row(id)).state;
-    expect([await still(ids[1]!), await still(ids[3]!), await still(elsewhere)]).toEqual(['dead_lettered', 'dead_lettered', 'dead_lettered']);
+    expect([await still(ids[1]!), await still(ids[3]!), await still(elsewhere)]).toEqual([
+      'dead_lettered',
+      'dead_lettered',
+      'dead_lettered',
+    ]);
     // Without a tenant, the queue's remaining dead letters.
     expect((await ex.jobReplayDeadLetters({ limit: 10, queue })).map((j) => j.id)).toEqual([ids[1], ids[3]]);
     expect(await ex.jobReplayDeadLetters({ limit: 10, queue })).toEqual([]);
@@ -284,14 +423,34 @@ describe('workers', () => {
   it('workerList: every worker row as a WorkerRow, oldest started first, alive while not seen gone', async () => {
     const [old, gone, young] = [fresh('w-list'), fresh('w-list'), fresh('w-list')] as [string, string, string];
     await insertWorker(db.pool, young, { startedAt: { inMs: -1_000 }, queues: { mail: 2 } });
-    await insertWorker(db.pool, old, { startedAt: { inMs: -3_000 }, hostname: 'h-old', pid: 42, inFlight: 3, queues: { a: 1, b: 4 }, jobTypes: ['x'] });
+    await insertWorker(db.pool, old, {
+      startedAt: { inMs: -3_000 },
+      hostname: 'h-old',
+      pid: 42,
+      inFlight: 3,
+      queues: { a: 1, b: 4 },
+      jobTypes: ['x'],
+    });
     // A leader whose session has gone is listed as gone, not as the leader.
     await insertWorker(db.pool, gone, { startedAt: { inMs: -2_000 }, goneSince: { inMs: -500 }, leaderSince: { inMs: -3_000 } });
     const mine = (await ex.workerList()).filter((w) => [old, gone, young].includes(w.id));
-    expect(mine.map((w) => [w.id, w.alive])).toEqual([[old, true], [gone, false], [young, true]]);
+    expect(mine.map((w) => [w.id, w.alive])).toEqual([
+      [old, true],
+      [gone, false],
+      [young, true],
+    ]);
     const r = (await workerRow(db.pool, old))!;
     expect(mine[0]).toEqual({
-      id: old, hostname: 'h-old', pid: 42, queues: { a: 1, b: 4 }, jobTypes: ['x'], inFlight: 3, startedAt: r.started_at, lastSeenAt: r.last_seen_at, alive: true, leader: false,
+      id: old,
+      hostname: 'h-old',
+      pid: 42,
+      queues: { a: 1, b: 4 },
+      jobTypes: ['x'],
+      inFlight: 3,
+      startedAt: r.started_at,
+      lastSeenAt: r.last_seen_at,
+      alive: true,
+      leader: false,
     });
     expect(mine[1]).toMatchObject({ id: gone, alive: false, leader: false });
     const chosen = fresh('w-list');

@@ -1,7 +1,7 @@
 // Conformance of jobClaim and jobMarkRunningMany on a real database: claim order, tokens,
 // queue isolation, slot bounds, and the lease written to the row (database clock).
 
-import pg from 'pg';
+import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { LeasedJob } from '../../src/core/job.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
@@ -41,7 +41,9 @@ describe('jobClaim', () => {
     const tokens = batches.map((b) => b.map((j) => BigInt(j.token)));
     expect(new Set(tokens.flat()).size).toBe(9);
     for (let i = 1; i < tokens.length; i++) {
+      // biome-ignore lint/complexity/useMathMinMax: tokens are bigints, which Math.max does not take.
       const prevMax = tokens[i - 1]!.reduce((m, t) => (t > m ? t : m));
+      // biome-ignore lint/complexity/useMathMinMax: as above.
       const curMin = tokens[i]!.reduce((m, t) => (t < m ? t : m));
       expect(curMin > prevMax).toBe(true);
     }
@@ -87,24 +89,34 @@ describe('jobClaim', () => {
     expect(r.started_at).toEqual(r.updated_at);
   });
 
-  it.each([true, false])('the claimed job is the row as read back, also the fields the claim leaves out (into running: %s)', async (intoRunning) => {
-    const queue = fresh();
-    const earlier = { attempt: 1, token: '3', kind: 'transient', name: 'Error', message: 'boom', at: '2026-01-01T00:00:00.000Z' };
-    const fresher = await insertJob(db.pool, { queue, tenantId: 't-1', payload: { n: 1 }, priority: 2, idempotencyKey: queue });
-    const retried = await insertJob(db.pool, { queue, attempt: 1, lastError: earlier, errors: [earlier], replayCount: 2, runAt: { inMs: -5_000 } });
-    const claimed = await claim(queue, 2, { owner: 'w-row', intoRunning, leaseMs: 12_345 });
-    expect(claimed.map((j) => j.id)).toEqual([fresher, retried]);
-    for (const job of claimed) {
-      const stored = (await ex.jobGet({ id: job.id })) as LeasedJob;
-      expect(stored.state).toBe(intoRunning ? 'running' : 'leased');
-      // Times come back as epoch milliseconds with microseconds: within a millisecond of the row.
-      const times = ['runAt', 'createdAt', 'updatedAt', 'startedAt', 'leaseExpiresAt'] as const;
-      const drift = (a: Date | null, b: Date | null) => (a && b ? Math.abs(a.getTime() - b.getTime()) <= 1 : a === b);
-      expect(times.filter((t) => !drift(job[t] as Date | null, stored[t] as Date | null))).toEqual([]);
-      const strip = (j: object) => Object.fromEntries(Object.entries(j).filter(([k]) => !(times as readonly string[]).includes(k)));
-      expect(strip(job)).toEqual(strip(stored));
-    }
-  });
+  it.each([true, false])(
+    'the claimed job is the row as read back, also the fields the claim leaves out (into running: %s)',
+    async (intoRunning) => {
+      const queue = fresh();
+      const earlier = { attempt: 1, token: '3', kind: 'transient', name: 'Error', message: 'boom', at: '2026-01-01T00:00:00.000Z' };
+      const fresher = await insertJob(db.pool, { queue, tenantId: 't-1', payload: { n: 1 }, priority: 2, idempotencyKey: queue });
+      const retried = await insertJob(db.pool, {
+        queue,
+        attempt: 1,
+        lastError: earlier,
+        errors: [earlier],
+        replayCount: 2,
+        runAt: { inMs: -5_000 },
+      });
+      const claimed = await claim(queue, 2, { owner: 'w-row', intoRunning, leaseMs: 12_345 });
+      expect(claimed.map((j) => j.id)).toEqual([fresher, retried]);
+      for (const job of claimed) {
+        const stored = (await ex.jobGet({ id: job.id })) as LeasedJob;
+        expect(stored.state).toBe(intoRunning ? 'running' : 'leased');
+        // Times come back as epoch milliseconds with microseconds: within a millisecond of the row.
+        const times = ['runAt', 'createdAt', 'updatedAt', 'startedAt', 'leaseExpiresAt'] as const;
+        const drift = (a: Date | null, b: Date | null) => (a && b ? Math.abs(a.getTime() - b.getTime()) <= 1 : a === b);
+        expect(times.filter((t) => !drift(job[t] as Date | null, stored[t] as Date | null))).toEqual([]);
+        const strip = (j: object) => Object.fromEntries(Object.entries(j).filter(([k]) => !(times as readonly string[]).includes(k)));
+        expect(strip(job)).toEqual(strip(stored));
+      }
+    },
+  );
 
   it('not into running: leased without started_at, then jobMarkRunningMany starts it', async () => {
     const queue = fresh();
@@ -133,7 +145,15 @@ describe('jobClaim', () => {
     const viaObjects = new PgExecutor(lossy, quoteSchema(db.schema));
     const [job] = await viaObjects.jobClaim({ queue, limit: 1, owner: 'w-objects', leaseMs: 60_000, intoRunning: true });
     const r = await row(id);
-    expect(job).toMatchObject({ id, queue, payload: { n: 7 }, state: 'running', attempt: 1, token: r.lease_token, leaseOwner: 'w-objects' });
+    expect(job).toMatchObject({
+      id,
+      queue,
+      payload: { n: 7 },
+      state: 'running',
+      attempt: 1,
+      token: r.lease_token,
+      leaseOwner: 'w-objects',
+    });
     expect(job!.createdAt).toEqual(r.created_at);
   });
 });

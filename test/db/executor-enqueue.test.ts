@@ -20,7 +20,16 @@ describe('jobInsertMany', () => {
     const at = '2030-01-02T03:04:05.678Z';
     const res = await ex.jobInsertMany({
       jobs: [
-        newJob({ queue, tenantId: 't-ins', jobType: 'ins.a', payload: { n: 1 }, priority: 4, maxAttempts: 9, idempotencyKey: key, delayMs: 2_500 }),
+        newJob({
+          queue,
+          tenantId: 't-ins',
+          jobType: 'ins.a',
+          payload: { n: 1 },
+          priority: 4,
+          maxAttempts: 9,
+          idempotencyKey: key,
+          delayMs: 2_500,
+        }),
         newJob({ queue, runAt: at, delayMs: null }),
         newJob({ queue, payload: undefined }),
         newJob({ queue, tenantId: 't-ins', idempotencyKey: key, payload: { n: 2 } }),
@@ -33,9 +42,24 @@ describe('jobInsertMany', () => {
 
     const [a, b, c] = await Promise.all(ids.map(row));
     expect(a).toMatchObject({
-      state: 'pending', tenant_id: 't-ins', queue, job_type: 'ins.a', payload: { n: 1 }, priority: 4, max_attempts: 9,
-      idempotency_key: key, attempt: 0, lease_token: null, lease_owner: null, lease_expires_at: null,
-      started_at: null, finished_at: null, errors: [], last_error: null, result: null, replay_count: 0,
+      state: 'pending',
+      tenant_id: 't-ins',
+      queue,
+      job_type: 'ins.a',
+      payload: { n: 1 },
+      priority: 4,
+      max_attempts: 9,
+      idempotency_key: key,
+      attempt: 0,
+      lease_token: null,
+      lease_owner: null,
+      lease_expires_at: null,
+      started_at: null,
+      finished_at: null,
+      errors: [],
+      last_error: null,
+      result: null,
+      replay_count: 0,
     });
     // delayMs counts from the insert's own now() (database clock).
     expect(ms(a!.run_at, a!.created_at)).toBe(2_500);
@@ -43,7 +67,14 @@ describe('jobInsertMany', () => {
     expect(b!.run_at.toISOString()).toBe(at);
     expect(c).toMatchObject({ payload: null, idempotency_key: null });
     // The answer is the row as stored.
-    expect(res[0]!.job).toMatchObject({ id: a!.id, state: 'pending', lastToken: null, runAt: a!.run_at, createdAt: a!.created_at, updatedAt: a!.updated_at });
+    expect(res[0]!.job).toMatchObject({
+      id: a!.id,
+      state: 'pending',
+      lastToken: null,
+      runAt: a!.run_at,
+      createdAt: a!.created_at,
+      updatedAt: a!.updated_at,
+    });
     const stored = await db.query(`SELECT count(*)::int AS n FROM baton.jobs WHERE queue = $1`, [queue]);
     expect(stored.rows[0].n).toBe(3);
   });
@@ -52,10 +83,25 @@ describe('jobInsertMany', () => {
 describe('enqueue', () => {
   it('resolves delayMs on the database clock and stores the spec', async () => {
     const queue = fresh();
-    const { job, created } = await baton.enqueue({ jobType: 'mail.send', queue, payload: { to: 'a@b' }, priority: 3, delayMs: 45_000, maxAttempts: 7 });
+    const { job, created } = await baton.enqueue({
+      jobType: 'mail.send',
+      queue,
+      payload: { to: 'a@b' },
+      priority: 3,
+      delayMs: 45_000,
+      maxAttempts: 7,
+    });
     expect(created).toBe(true);
     const r = await row(job.id);
-    expect(r).toMatchObject({ state: 'pending', queue, job_type: 'mail.send', payload: { to: 'a@b' }, priority: 3, max_attempts: 7, attempt: 0 });
+    expect(r).toMatchObject({
+      state: 'pending',
+      queue,
+      job_type: 'mail.send',
+      payload: { to: 'a@b' },
+      priority: 3,
+      max_attempts: 7,
+      attempt: 0,
+    });
     expect(ms(r.run_at, r.created_at)).toBe(45_000);
     expect(await claim(queue, 1)).toEqual([]);
   });
@@ -135,7 +181,7 @@ describe('enqueue', () => {
   });
 });
 
-describe('transactional enqueue on the caller\'s client', () => {
+describe("transactional enqueue on the caller's client", () => {
   /** The caller's client, recording every statement text Baton sends on it. */
   async function callerClient() {
     const client = await db.pool.connect();
@@ -179,7 +225,7 @@ describe('transactional enqueue on the caller\'s client', () => {
       expect(sent.length).toBeGreaterThan(0);
       expect(sent.filter((s) => CONTROL.test(s))).toEqual([]);
       // The wake-up NOTIFY travelled with the transaction: only the committed one arrives.
-      await waitFor(() => heard.length > 0, { message: 'the committed enqueue\'s NOTIFY' });
+      await waitFor(() => heard.length > 0, { message: "the committed enqueue's NOTIFY" });
       expect(heard).toEqual([channelFor('baton', queue)]);
     } finally {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -188,13 +234,16 @@ describe('transactional enqueue on the caller\'s client', () => {
     }
   });
 
-  it('a batch on the caller\'s client rolls back as a whole', async () => {
+  it("a batch on the caller's client rolls back as a whole", async () => {
     const queue = fresh();
     const client = await db.pool.connect();
     try {
       await client.query('BEGIN');
       const res = await baton.enqueueMany(
-        [{ jobType: 'tx.batch', queue }, { jobType: 'tx.batch', queue, idempotencyKey: 'tx-k' }],
+        [
+          { jobType: 'tx.batch', queue },
+          { jobType: 'tx.batch', queue, idempotencyKey: 'tx-k' },
+        ],
         { client },
       );
       expect(res.every((r) => r.created)).toBe(true);
@@ -212,7 +261,7 @@ describe('transactional enqueue on the caller\'s client', () => {
 describe('bad input', () => {
   it.each<[string, JobSpec]>([
     ['NUL in payload string', { jobType: 'bad.nul', payload: { s: 'a\u0000b' } }],
-    ['NUL in payload key', { jobType: 'bad.nul', payload: { ['k\u0000']: 1 } }],
+    ['NUL in payload key', { jobType: 'bad.nul', payload: { 'k\u0000': 1 } }],
     ['NUL after a literal backslash', { jobType: 'bad.nul', payload: ['\\\u0000'] }],
     ['NUL in jobType', { jobType: 'bad\u0000nul' }],
     ['NUL in idempotencyKey', { jobType: 'bad.nul', idempotencyKey: 'k\u0000' }],
@@ -261,7 +310,10 @@ describe('bad input', () => {
 
   it('one bad spec rejects the whole batch, naming its index', async () => {
     const before = await jobCount();
-    const err = await expectBatonError(baton.enqueueMany([{ jobType: 'ok.one' }, { jobType: 'ok.two', maxAttempts: 0 }]), 'INVALID_ARGUMENT');
+    const err = await expectBatonError(
+      baton.enqueueMany([{ jobType: 'ok.one' }, { jobType: 'ok.two', maxAttempts: 0 }]),
+      'INVALID_ARGUMENT',
+    );
     expect(err.message).toContain('jobs[1].maxAttempts');
     expect(await jobCount()).toBe(before);
   });
@@ -275,7 +327,11 @@ describe('bad input', () => {
 
   it('the executor itself turns NUL bytes the database rejects into INVALID_ARGUMENT, writing nothing', async () => {
     const before = await jobCount();
-    for (const job of [newJob({ payload: { s: 'x\u0000' } }), newJob({ jobType: 'nul\u0000type' }), newJob({ idempotencyKey: 'k\u0000' })]) {
+    for (const job of [
+      newJob({ payload: { s: 'x\u0000' } }),
+      newJob({ jobType: 'nul\u0000type' }),
+      newJob({ idempotencyKey: 'k\u0000' }),
+    ]) {
       await expectBatonError(ex.jobInsertMany({ jobs: [newJob(), job] }), 'INVALID_ARGUMENT');
     }
     expect(await jobCount()).toBe(before);

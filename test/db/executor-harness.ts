@@ -81,7 +81,15 @@ export async function reapExpired(ids: string[]) {
 }
 
 export function attemptError(attempt: number, token: string, over: Partial<AttemptErrorInput> = {}): AttemptErrorInput {
-  return { attempt, token, kind: 'transient', name: 'Error', message: `failed attempt ${attempt}`, stack: `Error: failed attempt ${attempt}\n    at handler`, ...over };
+  return {
+    attempt,
+    token,
+    kind: 'transient',
+    name: 'Error',
+    message: `failed attempt ${attempt}`,
+    stack: `Error: failed attempt ${attempt}\n    at handler`,
+    ...over,
+  };
 }
 
 /** Rows in the whole jobs table (to show that a refused write wrote nothing). */

@@ -32,7 +32,13 @@ describe('fencing', () => {
     expect((await ex.jobCompleteMany({ items: [{ ...stale, result: { by: 'slow' } }] })).size).toBe(0);
     expect(await row(id)).toEqual(before);
     expect(
-      (await ex.jobFailMany({ items: [{ ...stale, error: attemptError(1, stale.token), terminal: true }], backoffBaseMs: 1, backoffCapMs: 1 })).size,
+      (
+        await ex.jobFailMany({
+          items: [{ ...stale, error: attemptError(1, stale.token), terminal: true }],
+          backoffBaseMs: 1,
+          backoffCapMs: 1,
+        })
+      ).size,
     ).toBe(0);
     expect(await row(id)).toEqual(before);
     expect((await ex.jobHeartbeatMany({ leases: [stale], leaseMs: 600_000 })).size).toBe(0);
@@ -49,7 +55,13 @@ describe('fencing', () => {
     expect(ms(hb.lease_expires_at, hb.updated_at)).toBe(12_345);
     expect([...(await ex.jobCompleteMany({ items: [{ ...current, result: { by: 'new' } }] }))]).toEqual([id]);
     const done = await row(id);
-    expect(done).toMatchObject({ state: 'succeeded', result: { by: 'new' }, lease_owner: null, lease_expires_at: null, lease_token: current.token });
+    expect(done).toMatchObject({
+      state: 'succeeded',
+      result: { by: 'new' },
+      lease_owner: null,
+      lease_expires_at: null,
+      lease_token: current.token,
+    });
     expect(done.finished_at).toEqual(done.updated_at);
 
     // After the outcome, even the current token writes nothing more.
@@ -68,7 +80,15 @@ describe('fencing', () => {
     expect(before.state).toBe('pending');
     const lease = { id, token: a!.token };
     expect((await ex.jobCompleteMany({ items: [{ ...lease, result: null }] })).size).toBe(0);
-    expect((await ex.jobFailMany({ items: [{ ...lease, error: attemptError(1, a!.token), terminal: false }], backoffBaseMs: 1, backoffCapMs: 1 })).size).toBe(0);
+    expect(
+      (
+        await ex.jobFailMany({
+          items: [{ ...lease, error: attemptError(1, a!.token), terminal: false }],
+          backoffBaseMs: 1,
+          backoffCapMs: 1,
+        })
+      ).size,
+    ).toBe(0);
     expect((await ex.jobHeartbeatMany({ leases: [lease], leaseMs: 1_000 })).size).toBe(0);
     expect(await row(id)).toEqual(before);
   });
@@ -102,7 +122,12 @@ describe('fencing', () => {
       `SELECT id::text, result IS NULL AS sql_null, result FROM baton.jobs WHERE id = ANY($1::bigint[]) ORDER BY id`,
       [ids],
     );
-    expect(stored.rows.map((r) => [r.sql_null, r.result])).toEqual([[true, null], [false, { n: 1 }], [true, null], [false, 'two']]);
+    expect(stored.rows.map((r) => [r.sql_null, r.result])).toEqual([
+      [true, null],
+      [false, { n: 1 }],
+      [true, null],
+      [false, 'two'],
+    ]);
     // A batch of nothing but null results (sent without a results array) stores NULL too.
     const [more] = await insertJobs(db.pool, 1, { queue });
     const [lease] = await claim(queue, 1);
@@ -171,7 +196,14 @@ describe('jobFailMany', () => {
     const delays: number[] = [];
     for (const id of ids) {
       const r = await row(id);
-      expect(r).toMatchObject({ state: 'pending', attempt: 4, lease_owner: null, lease_expires_at: null, finished_at: null, dead_letter_reason: null });
+      expect(r).toMatchObject({
+        state: 'pending',
+        attempt: 4,
+        lease_owner: null,
+        lease_expires_at: null,
+        finished_at: null,
+        dead_letter_reason: null,
+      });
       delays.push(ms(r.run_at, r.updated_at));
     }
     for (const d of delays) {
@@ -185,12 +217,16 @@ describe('jobFailMany', () => {
     // The cap bounds the delay once base * 2^(n-1) exceeds it.
     const capped = await insertJob(db.pool, { queue, state: 'running', attempt: 9, maxAttempts: 10 });
     const token = (await row(capped)).lease_token as string;
-    await ex.jobFailMany({ items: [{ id: capped, token, error: attemptError(9, token), terminal: false }], backoffBaseMs: 1_000, backoffCapMs: 50 });
+    await ex.jobFailMany({
+      items: [{ id: capped, token, error: attemptError(9, token), terminal: false }],
+      backoffBaseMs: 1_000,
+      backoffCapMs: 50,
+    });
     const c = await row(capped);
     expect(ms(c.run_at, c.updated_at)).toBeLessThanOrEqual(50);
   });
 
-  it('keeps each attempt\'s error (attempt, kind, message, stack, database time) in a growing history', async () => {
+  it("keeps each attempt's error (attempt, kind, message, stack, database time) in a growing history", async () => {
     const queue = fresh();
     const id = await insertJob(db.pool, { queue, maxAttempts: 5 });
     for (let n = 1; n <= 2; n++) {
@@ -220,7 +256,11 @@ describe('jobFailMany', () => {
     const old = Array.from({ length: 100 }, (_, i) => ({ attempt: i, kind: 'transient', message: `old ${i}` }));
     const id = await insertJob(db.pool, { queue, state: 'running', attempt: 1, maxAttempts: 5, errors: old });
     const token = (await row(id)).lease_token as string;
-    await ex.jobFailMany({ items: [{ id, token, error: attemptError(1, token, { message: 'newest' }), terminal: false }], backoffBaseMs: 1, backoffCapMs: 1 });
+    await ex.jobFailMany({
+      items: [{ id, token, error: attemptError(1, token, { message: 'newest' }), terminal: false }],
+      backoffBaseMs: 1,
+      backoffCapMs: 1,
+    });
     const r = await row(id);
     expect(r.errors).toHaveLength(100);
     expect(r.errors[0].message).toBe('old 1');
@@ -239,7 +279,13 @@ describe('jobFailMany', () => {
     });
     expect(states.get(id)).toBe('dead_lettered');
     const r = await row(id);
-    expect(r).toMatchObject({ state: 'dead_lettered', dead_letter_reason: 'terminal_error', attempt: 1, lease_owner: null, lease_expires_at: null });
+    expect(r).toMatchObject({
+      state: 'dead_lettered',
+      dead_letter_reason: 'terminal_error',
+      attempt: 1,
+      lease_owner: null,
+      lease_expires_at: null,
+    });
     expect(r.finished_at).toEqual(r.updated_at);
     expect(r.run_at).toEqual(runAtBefore);
     expect(r.errors).toHaveLength(1);
@@ -250,11 +296,27 @@ describe('jobFailMany', () => {
     const queue = fresh();
     const id = await insertJob(db.pool, { queue, maxAttempts: 2 });
     const [first] = await claim(queue, 1);
-    expect((await ex.jobFailMany({ items: [{ id, token: first!.token, error: attemptError(1, first!.token), terminal: false }], backoffBaseMs: 1, backoffCapMs: 1 })).get(id)).toBe('pending');
+    expect(
+      (
+        await ex.jobFailMany({
+          items: [{ id, token: first!.token, error: attemptError(1, first!.token), terminal: false }],
+          backoffBaseMs: 1,
+          backoffCapMs: 1,
+        })
+      ).get(id),
+    ).toBe('pending');
     await db.query(`UPDATE baton.jobs SET run_at = now() WHERE id = $1`, [id]);
     const [second] = await claim(queue, 1);
     expect(second!.attempt).toBe(2);
-    expect((await ex.jobFailMany({ items: [{ id, token: second!.token, error: attemptError(2, second!.token), terminal: false }], backoffBaseMs: 1, backoffCapMs: 1 })).get(id)).toBe('dead_lettered');
+    expect(
+      (
+        await ex.jobFailMany({
+          items: [{ id, token: second!.token, error: attemptError(2, second!.token), terminal: false }],
+          backoffBaseMs: 1,
+          backoffCapMs: 1,
+        })
+      ).get(id),
+    ).toBe('dead_lettered');
     const r = await row(id);
     expect(r).toMatchObject({ state: 'dead_lettered', dead_letter_reason: 'attempts_exhausted', attempt: 2 });
     expect(r.errors.map((e: { attempt: number }) => e.attempt)).toEqual([1, 2]);
@@ -286,7 +348,14 @@ describe('jobReleaseMany', () => {
     const [job] = await claim(queue, 1, { intoRunning: false });
     expect((await row(id)).attempt).toBe(1);
     expect([...(await ex.jobReleaseMany({ leases: [{ id, token: job!.token }], refundAttempt: true }))]).toEqual([id]);
-    expect(await row(id)).toMatchObject({ state: 'pending', attempt: 0, lease_owner: null, lease_expires_at: null, started_at: null, lease_token: job!.token });
+    expect(await row(id)).toMatchObject({
+      state: 'pending',
+      attempt: 0,
+      lease_owner: null,
+      lease_expires_at: null,
+      started_at: null,
+      lease_token: job!.token,
+    });
     // Claimable again at once.
     expect((await claim(queue, 1)).map((j) => j.id)).toEqual([id]);
   });
@@ -305,7 +374,13 @@ describe('jobReleaseMany', () => {
     const token = (await row(id)).lease_token as string;
     expect([...(await ex.jobReleaseMany({ leases: [{ id, token }], refundAttempt: false }))]).toEqual([id]);
     const r = await row(id);
-    expect(r).toMatchObject({ state: 'dead_lettered', dead_letter_reason: 'attempts_exhausted', attempt: 2, lease_owner: null, lease_expires_at: null });
+    expect(r).toMatchObject({
+      state: 'dead_lettered',
+      dead_letter_reason: 'attempts_exhausted',
+      attempt: 2,
+      lease_owner: null,
+      lease_expires_at: null,
+    });
     expect(r.finished_at).toEqual(r.updated_at);
     expect(await claim(queue, 1)).toEqual([]);
     // With the refund the spent attempt is given back, so the job stays runnable.

@@ -44,5 +44,8 @@ it('every Executor method is called directly, as ex.<method>(...), in a conforma
   expect(untested, 'Executor methods with no direct `ex.<method>(` call in test/db/executor-*.test.ts').toEqual([]);
   // The parse itself: it found the interface's methods, each one PgExecutor's.
   expect(declared.length, 'methods read from interface Executor').toBeGreaterThan(0);
-  expect(declared.filter((n) => !implementationMethods().includes(n)), 'interface methods PgExecutor lacks').toEqual([]);
+  expect(
+    declared.filter((n) => !implementationMethods().includes(n)),
+    'interface methods PgExecutor lacks',
+  ).toEqual([]);
 });

@@ -25,7 +25,14 @@ describe('jobReap', () => {
     expect(await row(live)).toEqual(liveBefore);
 
     const r = await row(id);
-    expect(r).toMatchObject({ state: 'pending', attempt: 1, lease_owner: null, lease_expires_at: null, started_at: null, dead_letter_reason: null });
+    expect(r).toMatchObject({
+      state: 'pending',
+      attempt: 1,
+      lease_owner: null,
+      lease_expires_at: null,
+      started_at: null,
+      dead_letter_reason: null,
+    });
     expect(r.errors).toHaveLength(1);
     expect(r.errors[0]).toMatchObject({ kind: 'lease_expired', attempt: 1, token: job!.token, worker: 'w-dead' });
     expect(r.last_error).toEqual(r.errors[0]);
@@ -139,7 +146,13 @@ describe('fast reclaim', () => {
     await db.query(`UPDATE baton.workers SET gone_since = now() - interval '1 minute' WHERE id = 'w-late'`);
     const twoMinutesAgo = { inMs: -120_000 };
     await db.query(`UPDATE baton.jobs SET updated_at = now() - interval '2 minutes' WHERE id = $1`, [renewed]);
-    const early = await insertJob(db.pool, { queue: fresh(), state: 'running', leaseOwner: 'w-late', leaseExpiresAt: { inMs: 600_000 }, updatedAt: twoMinutesAgo });
+    const early = await insertJob(db.pool, {
+      queue: fresh(),
+      state: 'running',
+      leaseOwner: 'w-late',
+      leaseExpiresAt: { inMs: 600_000 },
+      updatedAt: twoMinutesAgo,
+    });
     // Since then the owner renewed one of them and claimed a new job: it was alive after all.
     const token = (await row(renewed)).lease_token as string;
     expect(await ex.jobHeartbeatMany({ leases: [{ id: renewed, token }], leaseMs: 600_000 })).toEqual(new Set([renewed]));
@@ -153,24 +166,44 @@ describe('fast reclaim', () => {
     expect((await row(renewed)).state).toBe('running');
 
     // Left to their leases: once expired, the reaper takes them as it takes any other.
-    await db.query(`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ANY($1::bigint[])`, [[claimed!.id, renewed]]);
+    await db.query(`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = ANY($1::bigint[])`, [
+      [claimed!.id, renewed],
+    ]);
     const expired = await reap(0);
-    expect(expired.map((r) => [r.id, r.expired]).sort()).toEqual([[claimed!.id, true], [renewed, true]].sort());
+    expect(expired.map((r) => [r.id, r.expired]).sort()).toEqual(
+      [
+        [claimed!.id, true],
+        [renewed, true],
+      ].sort(),
+    );
   });
 
-  it('one bound covers expired leases and a gone worker\'s leases together, the expired first', async () => {
+  it("one bound covers expired leases and a gone worker's leases together, the expired first", async () => {
     await reap(0); // nothing left over from earlier tests to share the bound with
     const { jobId } = await workerWithJob('w-bound');
-    const owned = [jobId, ...(await insertJobs(db.pool, 2, { queue: fresh(), state: 'running', leaseOwner: 'w-bound', leaseExpiresAt: { inMs: 600_000 } }))];
+    const owned = [
+      jobId,
+      ...(await insertJobs(db.pool, 2, { queue: fresh(), state: 'running', leaseOwner: 'w-bound', leaseExpiresAt: { inMs: 600_000 } })),
+    ];
     const expired = await insertJobs(db.pool, 3, { queue: fresh(), state: 'running', leaseExpiresAt: { inMs: -1 } });
     await ex.workerSweep({ lockNamespace: ns });
     expect(await goneSince('w-bound')).not.toBeNull();
 
     const first = await ex.jobReap({ limit: 4, graceMs: 0, fastReclaim: true });
     expect(first).toHaveLength(4);
-    expect(first.filter((r) => r.expired).map((r) => r.id).sort()).toEqual([...expired].sort());
+    expect(
+      first
+        .filter((r) => r.expired)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual([...expired].sort());
     const rest = await ex.jobReap({ limit: 4, graceMs: 0, fastReclaim: true });
-    expect([...first, ...rest].filter((r) => !r.expired).map((r) => r.id).sort()).toEqual([...owned].sort());
+    expect(
+      [...first, ...rest]
+        .filter((r) => !r.expired)
+        .map((r) => r.id)
+        .sort(),
+    ).toEqual([...owned].sort());
   });
 
   it('a worker seen gone that holds its lock again is cleared by the next sweep', async () => {
@@ -197,7 +230,12 @@ describe('workerPrune', () => {
     const longGone = { inMs: -HOUR - 60_000 };
     await insertWorker(db.pool, `${p}-old`, { goneSince: longGone });
     await insertWorker(db.pool, `${p}-leasing`, { goneSince: longGone });
-    const leased = await insertJob(db.pool, { queue: fresh(), state: 'running', leaseOwner: `${p}-leasing`, leaseExpiresAt: { inMs: 600_000 } });
+    const leased = await insertJob(db.pool, {
+      queue: fresh(),
+      state: 'running',
+      leaseOwner: `${p}-leasing`,
+      leaseExpiresAt: { inMs: 600_000 },
+    });
     await insertWorker(db.pool, `${p}-recent`, { goneSince: { inMs: -HOUR + 60_000 } });
     // Alive (never seen gone), however long ago it last touched its row.
     await insertWorker(db.pool, `${p}-alive`, { lastSeenAt: { inMs: -2 * HOUR }, goneSince: null });

@@ -23,7 +23,12 @@ describe('jobPurge', () => {
 
     const first = await ex.jobPurge({ state: 'succeeded', olderThanMs: HOUR, limit: 2 });
     // The two oldest, one per queue.
-    expect(first.sort((a, b) => a.queue.localeCompare(b.queue))).toEqual([{ queue: qa, n: 1 }, { queue: qb, n: 1 }].sort((a, b) => a.queue.localeCompare(b.queue)));
+    expect(first.sort((a, b) => a.queue.localeCompare(b.queue))).toEqual(
+      [
+        { queue: qa, n: 1 },
+        { queue: qb, n: 1 },
+      ].sort((a, b) => a.queue.localeCompare(b.queue)),
+    );
     expect([await exists(old1), await exists(old2), await exists(old3)]).toEqual([false, false, true]);
     const second = await ex.jobPurge({ state: 'succeeded', olderThanMs: HOUR, limit: 2 });
     expect(second).toEqual([{ queue: qa, n: 1 }]);

@@ -54,10 +54,13 @@ describe('insert, commit and NOTIFY in one round trip', () => {
   it('keeps its connection past the query timeout, and the statements on it succeed', async () => {
     const p = makeProducer();
     const { job } = await p.enqueue({ jobType: 't', queue: 'icn' });
-    const [pid] = await waitFor(async () => {
-      const pids = await poolBackends();
-      return pids.length === 1 ? pids : null;
-    }, { message: 'the producer pool to show one backend' });
+    const [pid] = await waitFor(
+      async () => {
+        const pids = await poolBackends();
+        return pids.length === 1 ? pids : null;
+      },
+      { message: 'the producer pool to show one backend' },
+    );
     // Statements on that connection across two query timeouts (inserts without NOTIFY, which
     // end the ordinary way): each must succeed on the same session.
     const until = Date.now() + 2.5 * QUERY_TIMEOUT_MS;

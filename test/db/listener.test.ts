@@ -44,7 +44,9 @@ describe('PgListener', () => {
     return { l, heard, connected, errors, start: () => l.start(channels) };
   }
   const backends = () =>
-    db.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'baton-listener'`);
+    db.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'baton-listener'`,
+    );
 
   it('hears its channels; after its backend is terminated it reconnects, reports it and hears again', async () => {
     const { heard, connected, errors, start } = listener(db.url);

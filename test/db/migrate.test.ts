@@ -88,7 +88,13 @@ describe('migrate()', () => {
         },
         connect: async () => {
           calls.push('connect');
-          return { query: async (c) => (calls.push(c.text), { rows: [], rowCount: 0 }), release: () => undefined };
+          return {
+            query: async (c) => {
+              calls.push(c.text);
+              return { rows: [], rowCount: 0 };
+            },
+            release: () => undefined,
+          };
         },
       };
       await expect(migrate(spy, { schema })).rejects.toThrow(/schema/i);
@@ -101,7 +107,7 @@ describe('schema drift', () => {
   const db = useTestDatabase();
 
   it('the migrated template matches test/fixtures/schema.sql', async () => {
-    const actual = FIXTURE_HEADER + '\n' + (await describeSchema(db.pool, 'baton'));
+    const actual = `${FIXTURE_HEADER}\n${await describeSchema(db.pool, 'baton')}`;
     if (process.env.UPDATE_SCHEMA_FIXTURE === '1') {
       await writeFile(FIXTURE, actual);
       return;

@@ -23,14 +23,11 @@ let running: { ids: string[]; tokens: string[] };
 let leased: { ids: string[]; tokens: string[] };
 
 beforeAll(async () => {
-  await db.query(
-    `INSERT INTO baton.jobs (queue, job_type) SELECT 'q', 'plan.test' FROM generate_series(1, 3000)`,
-  );
+  await db.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'q', 'plan.test' FROM generate_series(1, 3000)`);
   // The statistics say: no live lease at all.
   await db.query('ANALYZE baton.jobs');
   const ex = new PgExecutor(db.pool, quoteSchema('baton'));
-  const claim = (limit: number, intoRunning: boolean) =>
-    ex.jobClaim({ queue: 'q', limit, owner: 'w-plan', leaseMs: 60_000, intoRunning });
+  const claim = (limit: number, intoRunning: boolean) => ex.jobClaim({ queue: 'q', limit, owner: 'w-plan', leaseMs: 60_000, intoRunning });
   const r = await claim(LIVE_RUNNING, true);
   const l = await claim(BATCH, false);
   running = { ids: r.slice(0, BATCH).map((j) => j.id), tokens: r.slice(0, BATCH).map((j) => j.token) };
@@ -96,17 +93,20 @@ describe.each(['force_generic_plan', 'force_custom_plan'])('lease writes with st
 });
 
 describe('the reaper with stale statistics', () => {
-  it.each(['force_generic_plan', 'force_custom_plan'])('finds expired leases through the expiry index without reading the live ones (%s)', async (mode) => {
-    const plan = await explain(q.reap.text, ['100', '1000', 'true'], mode);
-    const scans = jobScans(plan);
-    expect(scans.length).toBeGreaterThan(0);
-    expect(scans.map((s) => s['Node Type'])).not.toContain('Seq Scan');
-    expect(scans.map((s) => s['Index Name'])).toContain('jobs_lease_expiry_idx');
-    // Nothing has expired and no worker is gone: nothing reaped, and the 1,000 live leases
-    // were not read one by one to find that out.
-    expect(plan['Actual Rows']).toBe(0);
-    expect(rowsVisited(plan)).toBeLessThan(50);
-  });
+  it.each(['force_generic_plan', 'force_custom_plan'])(
+    'finds expired leases through the expiry index without reading the live ones (%s)',
+    async (mode) => {
+      const plan = await explain(q.reap.text, ['100', '1000', 'true'], mode);
+      const scans = jobScans(plan);
+      expect(scans.length).toBeGreaterThan(0);
+      expect(scans.map((s) => s['Node Type'])).not.toContain('Seq Scan');
+      expect(scans.map((s) => s['Index Name'])).toContain('jobs_lease_expiry_idx');
+      // Nothing has expired and no worker is gone: nothing reaped, and the 1,000 live leases
+      // were not read one by one to find that out.
+      expect(plan['Actual Rows']).toBe(0);
+      expect(rowsVisited(plan)).toBeLessThan(50);
+    },
+  );
 });
 
 describe('the claim with stale statistics', () => {
@@ -124,23 +124,29 @@ describe('the claim with stale statistics', () => {
 });
 
 describe('the owned-lease read of the stranded-lease sweep with stale statistics', () => {
-  it.each(['force_generic_plan', 'force_custom_plan'])('reads live leases through the expiry index, not the whole table (%s)', async (mode) => {
-    const plan = await explain(q.leasesOwned.text, [`'w-plan'`], mode);
-    expect(plan['Actual Rows']).toBe(LIVE_RUNNING + BATCH);
-    const scans = jobScans(plan);
-    expect(scans.map((s) => s['Index Name'] ?? s['Node Type'])).toEqual(['jobs_lease_expiry_idx']);
-    // The live leases and nothing else (3,000 rows, 2,000 of them pending, are in the table).
-    expect(rowsVisited(plan)).toBeLessThanOrEqual(2 * (LIVE_RUNNING + BATCH));
-  });
+  it.each(['force_generic_plan', 'force_custom_plan'])(
+    'reads live leases through the expiry index, not the whole table (%s)',
+    async (mode) => {
+      const plan = await explain(q.leasesOwned.text, [`'w-plan'`], mode);
+      expect(plan['Actual Rows']).toBe(LIVE_RUNNING + BATCH);
+      const scans = jobScans(plan);
+      expect(scans.map((s) => s['Index Name'] ?? s['Node Type'])).toEqual(['jobs_lease_expiry_idx']);
+      // The live leases and nothing else (3,000 rows, 2,000 of them pending, are in the table).
+      expect(rowsVisited(plan)).toBeLessThanOrEqual(2 * (LIVE_RUNNING + BATCH));
+    },
+  );
 });
 
 describe('the retention purge with stale statistics', () => {
-  it.each(['force_generic_plan', 'force_custom_plan'])('reads finished jobs through jobs_finished_idx, not the live or pending ones (%s)', async (mode) => {
-    // No job has finished: the purge must find that out without reading the 3,000 others.
-    const plan = await explain(q.purge.text, [`'succeeded'`, '0', '1000'], mode);
-    const scans = jobScans(plan);
-    expect(scans.map((s) => s['Node Type'])).not.toContain('Seq Scan');
-    expect(scans.map((s) => s['Index Name'])).toContain('jobs_finished_idx');
-    expect(rowsVisited(plan)).toBeLessThan(50);
-  });
+  it.each(['force_generic_plan', 'force_custom_plan'])(
+    'reads finished jobs through jobs_finished_idx, not the live or pending ones (%s)',
+    async (mode) => {
+      // No job has finished: the purge must find that out without reading the 3,000 others.
+      const plan = await explain(q.purge.text, [`'succeeded'`, '0', '1000'], mode);
+      const scans = jobScans(plan);
+      expect(scans.map((s) => s['Node Type'])).not.toContain('Seq Scan');
+      expect(scans.map((s) => s['Index Name'])).toContain('jobs_finished_idx');
+      expect(rowsVisited(plan)).toBeLessThan(50);
+    },
+  );
 });

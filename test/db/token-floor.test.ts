@@ -90,8 +90,11 @@ describe('token floor', () => {
       // A claim, then what a crash before its WAL flush leaves: the job pending, its attempt
       // unspent, the sequence back before its token. The worker still holds that token.
       const forget = async (token: bigint) => {
-        await db.query(`UPDATE baton.jobs SET state = 'pending', attempt = 0, lease_token = NULL, lease_owner = NULL,
-          lease_expires_at = NULL, started_at = NULL WHERE id = $1`, [id]);
+        await db.query(
+          `UPDATE baton.jobs SET state = 'pending', attempt = 0, lease_token = NULL, lease_owner = NULL,
+          lease_expires_at = NULL, started_at = NULL WHERE id = $1`,
+          [id],
+        );
         await db.query('SELECT setval($1::regclass, $2)', ['baton.lease_token_seq', String(token - 1n)]);
       };
       const [held] = (await claimOn(plain, queue)).tokens;

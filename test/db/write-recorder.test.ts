@@ -31,7 +31,7 @@ function recordedExecutor(): { ex: PgExecutor; records: WriteRecord[] } {
 const seen = (records: WriteRecord[], kind: WriteRecord['kind']) =>
   records.filter((r) => r.kind === kind).map((r) => [r.jobId, r.token, r.rowsAffected]);
 
-describe('the chaos write recorder on the executor\'s own statements', () => {
+describe("the chaos write recorder on the executor's own statements", () => {
   it('reads every lease of start, heartbeat, complete, fail and release, written or fenced off', async () => {
     const { ex, records } = recordedExecutor();
     const ids = await insertJobs(db.pool, 4, { queue: 'rec' });
@@ -46,10 +46,13 @@ describe('the chaos write recorder on the executor\'s own statements', () => {
     expect(seen(records, 'heartbeat')).toEqual(all(1));
 
     // The first job's lease is taken over: every write under its old token is fenced off.
-    const [first, second, third, fourth] = leases as [typeof leases[0], typeof leases[0], typeof leases[0], typeof leases[0]];
+    const [first, second, third, fourth] = leases as [(typeof leases)[0], (typeof leases)[0], (typeof leases)[0], (typeof leases)[0]];
     await db.query(`UPDATE baton.jobs SET lease_token = nextval('baton.lease_token_seq') WHERE id = $1`, [first.id]);
     await ex.jobCompleteMany({ items: [first, second].map((l) => ({ ...l, result: null })) });
-    expect(seen(records, 'complete')).toEqual([[first.id, first.token, 0], [second.id, second.token, 1]]);
+    expect(seen(records, 'complete')).toEqual([
+      [first.id, first.token, 0],
+      [second.id, second.token, 1],
+    ]);
     await ex.jobFailMany({
       items: [{ ...third, error: { attempt: 1, token: third.token, kind: 'transient', name: 'Error', message: 'x' }, terminal: false }],
       backoffBaseMs: 10,
@@ -57,6 +60,9 @@ describe('the chaos write recorder on the executor\'s own statements', () => {
     });
     expect(seen(records, 'fail')).toEqual([[third.id, third.token, 1]]);
     await ex.jobReleaseMany({ leases: [fourth, first], refundAttempt: true });
-    expect(seen(records, 'release')).toEqual([[fourth.id, fourth.token, 1], [first.id, first.token, 0]]);
+    expect(seen(records, 'release')).toEqual([
+      [fourth.id, fourth.token, 1],
+      [first.id, first.token, 0],
+    ]);
   });
 });

@@ -40,7 +40,16 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     await waitReady(daemon, base);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
     page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
   });
@@ -68,7 +77,9 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     expect(boomLast).toContain('transient');
     await page.click('#dlq tr[data-job-type="boom"] details summary');
     await page.waitForSelector('#dlq tr[data-job-type="boom"] details[open] li[data-attempt="3"]');
-    const boomKinds = await page.$$eval('#dlq tr[data-job-type="boom"] li[data-kind]', (lis) => lis.map((li) => li.getAttribute('data-kind')));
+    const boomKinds = await page.$$eval('#dlq tr[data-job-type="boom"] li[data-kind]', (lis) =>
+      lis.map((li) => li.getAttribute('data-kind')),
+    );
     expect(boomKinds).toEqual(['transient', 'transient', 'transient']);
     await page.waitForSelector('#queues tr[data-queue="default"] td[data-state="succeeded"]');
 
@@ -154,10 +165,12 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     const status = (url: string, host: string) =>
       new Promise<number>((resolve, reject) => {
         const u = new URL(url);
-        http.get({ host: u.hostname, port: u.port, path: '/api/queues', headers: { host } }, (res) => {
-          res.resume();
-          resolve(res.statusCode!);
-        }).on('error', reject);
+        http
+          .get({ host: u.hostname, port: u.port, path: '/api/queues', headers: { host } }, (res) => {
+            res.resume();
+            resolve(res.statusCode!);
+          })
+          .on('error', reject);
       });
     const { port } = new URL(base);
     expect(await status(base, `localhost:${port}`)).toBe(200);
@@ -166,7 +179,11 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
 
     const p2 = await freePort();
     const named = `http://127.0.0.1:${p2}`;
-    const d = runBaton(['serve', '--port', String(p2), '--queues', ''], { DATABASE_URL: db.url, BATON_ALLOWED_HOSTS: 'baton.test', LOG_LEVEL: 'warn' });
+    const d = runBaton(['serve', '--port', String(p2), '--queues', ''], {
+      DATABASE_URL: db.url,
+      BATON_ALLOWED_HOSTS: 'baton.test',
+      LOG_LEVEL: 'warn',
+    });
     try {
       await waitReady(d, named);
       expect(await status(named, 'baton.test')).toBe(200);
@@ -182,7 +199,11 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     const guarded = `http://127.0.0.1:${port}`;
     const token = 'console-test-token-123';
     // A second, producer-only daemon on the same database, with a token.
-    const d = runBaton(['serve', '--port', String(port), '--queues', ''], { DATABASE_URL: db.url, BATON_API_TOKEN: token, LOG_LEVEL: 'warn' });
+    const d = runBaton(['serve', '--port', String(port), '--queues', ''], {
+      DATABASE_URL: db.url,
+      BATON_API_TOKEN: token,
+      LOG_LEVEL: 'warn',
+    });
     try {
       await waitReady(d, guarded);
       const ctx = await browser.newContext();

@@ -64,7 +64,11 @@ describe('claim guards', () => {
 
   it('claims nothing while the presence lock is lost, and claims at once when it is back', async () => {
     const calls = new Invocations();
-    const { baton: worker, claimsSent, claimsInFlight } = await engines.startObserved({
+    const {
+      baton: worker,
+      claimsSent,
+      claimsInFlight,
+    } = await engines.startObserved({
       queues: { q: 1 },
       // Only wake-ups start claims here: the poll is out of the way.
       pollIntervalMs: 600_000,

@@ -23,8 +23,7 @@ describe.each([true, false])('fencing (claimIntoRunning=%s)', (claimIntoRunning)
   const engines = useEngines(db, () => ({ claimIntoRunning }));
 
   /** Engine B: reaps fast and completes 'slow' jobs at once, writing {by:'B'}. */
-  const startRescuer = () =>
-    engines.start({ queues: { q: 1 }, reaperIntervalMs: 50, handlers: { slow: () => ({ by: 'B' }) } });
+  const startRescuer = () => engines.start({ queues: { q: 1 }, reaperIntervalMs: 50, handlers: { slow: () => ({ by: 'B' }) } });
 
   it.each(['returns', 'throws'] as const)(
     'a stale worker whose handler %s after the job was reclaimed and completed writes nothing',

@@ -21,6 +21,7 @@ describe.each([true, false])('heartbeats over a failing network (claimIntoRunnin
   });
   const engines = useEngines(db, () => ({ claimIntoRunning }));
   // Runs before the harness stops the engines (hooks run in reverse order).
+  // biome-ignore lint/suspicious/noDuplicateTestHooks: the harness's afterEach stops the engines; this one must heal the proxy first.
   afterEach(() => proxy.heal());
 
   beforeEach(async () => {

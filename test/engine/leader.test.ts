@@ -48,9 +48,16 @@ describe('leader election', () => {
     // The follower tries every second (LEADER_RETRY_MS_DEFAULT).
     expect(at - t0).toBeLessThan(3_000);
     expect(follower.stats().leader).toBe(true);
-    await waitFor(async () => (await follower.admin.workers()).filter((w) => w.leader).map((w) => w.id).join() === follower.config.workerId, {
-      message: 'the worker list to name the new leader',
-    });
+    await waitFor(
+      async () =>
+        (await follower.admin.workers())
+          .filter((w) => w.leader)
+          .map((w) => w.id)
+          .join() === follower.config.workerId,
+      {
+        message: 'the worker list to name the new leader',
+      },
+    );
   });
 
   it('a worker with the reaper off never leads', async () => {

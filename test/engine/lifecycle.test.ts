@@ -78,7 +78,13 @@ describe.each([true, false])('lifecycle (claimIntoRunning=%s)', (claimIntoRunnin
 
     expect(worker.stats().claimed).toBe(3);
     for (const id of ids) {
-      expect(await row(db, id)).toMatchObject({ state: 'pending', attempt: 0, lease_owner: null, lease_expires_at: null, started_at: null });
+      expect(await row(db, id)).toMatchObject({
+        state: 'pending',
+        attempt: 0,
+        lease_owner: null,
+        lease_expires_at: null,
+        started_at: null,
+      });
     }
     expect(calls.total).toBe(0);
     // Released, not lost: another worker runs each of them once, as its first attempt.

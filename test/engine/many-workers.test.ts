@@ -60,10 +60,14 @@ describe.each([true, false])('8 workers draining 2,000 jobs (claimIntoRunning=%s
     expect(calls.total).toBe(JOBS);
 
     const stats = workers.map((w) => w.stats());
-    const sum = (k: 'claimed' | 'succeeded' | 'fencedWrites' | 'leasesLost' | 'retried') =>
-      stats.reduce((a, s) => a + s[k], 0);
-    expect({ claimed: sum('claimed'), succeeded: sum('succeeded'), fenced: sum('fencedWrites'), lost: sum('leasesLost'), retried: sum('retried') })
-      .toEqual({ claimed: JOBS, succeeded: JOBS, fenced: 0, lost: 0, retried: 0 });
+    const sum = (k: 'claimed' | 'succeeded' | 'fencedWrites' | 'leasesLost' | 'retried') => stats.reduce((a, s) => a + s[k], 0);
+    expect({
+      claimed: sum('claimed'),
+      succeeded: sum('succeeded'),
+      fenced: sum('fencedWrites'),
+      lost: sum('leasesLost'),
+      retried: sum('retried'),
+    }).toEqual({ claimed: JOBS, succeeded: JOBS, fenced: 0, lost: 0, retried: 0 });
     // The work was shared: SKIP LOCKED let more than one worker claim.
     expect(perWorker.filter((n) => n > 0).length).toBeGreaterThan(1);
   });
@@ -90,14 +94,16 @@ describe.each([true, false])('8 workers draining 2,000 jobs (claimIntoRunning=%s
     const live = await db.query<{ queue: string; n: number }>(
       `SELECT queue, count(*)::int AS n FROM baton.jobs WHERE state IN ('leased', 'running') GROUP BY queue ORDER BY queue`,
     );
-    expect(live.rows).toEqual([{ queue: 'a', n: 2 }, { queue: 'b', n: 1 }]);
+    expect(live.rows).toEqual([
+      { queue: 'a', n: 2 },
+      { queue: 'b', n: 1 },
+    ]);
     expect(worker.stats().slots).toEqual({ a: { concurrency: 2, inFlight: 2 }, b: { concurrency: 1, inFlight: 1 } });
 
     gate.resolve();
-    await waitFor(
-      async () => (await db.query(`SELECT 1 FROM baton.jobs WHERE state <> 'succeeded'`)).rowCount === 0,
-      { message: 'all ten jobs to succeed' },
-    );
+    await waitFor(async () => (await db.query(`SELECT 1 FROM baton.jobs WHERE state <> 'succeeded'`)).rowCount === 0, {
+      message: 'all ten jobs to succeed',
+    });
     expect(peak).toEqual({ a: 2, b: 1 });
   });
 });

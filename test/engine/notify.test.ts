@@ -74,7 +74,8 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
     const burst: string[] = [];
     for (let i = 0; i < 5; i++) burst.push((await producer.enqueue({ jobType: 'ping', queue: 'q' })).job.id);
     const ids = new Set<string>();
-    while (ids.size < burst.length) ids.add((await started.next({ timeoutMs: 5_000, message: `job ${ids.size + 1} of the burst to start` })).id);
+    while (ids.size < burst.length)
+      ids.add((await started.next({ timeoutMs: 5_000, message: `job ${ids.size + 1} of the burst to start` })).id);
     expect(ids).toEqual(new Set(burst));
     for (const id of burst) await rowInState(db, id, 'succeeded');
     await waitFor(() => worker.stats().succeeded === 6, { message: 'the worker to count 6 successes' });
@@ -119,9 +120,7 @@ describe.each([true, false])('wake-ups (claimIntoRunning=%s)', (claimIntoRunning
     expect(calls.of(job.id)).toBe(1);
 
     expect((await listeners()).rowCount).toBe(0);
-    const listening = await db.query(
-      `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'`,
-    );
+    const listening = await db.query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query ILIKE 'LISTEN%'`);
     expect(listening.rowCount).toBe(0);
     // The worker's own sessions are there (so the checks above looked at the right database).
     const presence = await db.query(

@@ -34,6 +34,7 @@ describe.each([true, false])('reaper (claimIntoRunning=%s)', (claimIntoRunning) 
   });
 
   // Hooks run in reverse order of registration: heal, then the harness stops every engine, then close.
+  // biome-ignore lint/suspicious/noDuplicateTestHooks: the harness's afterEach stops the engines; this one must heal the proxy first.
   afterEach(() => {
     // Let the "dead" worker reach the database again so its stop() is quick (its late writes are fenced).
     proxy.heal();
@@ -76,11 +77,9 @@ describe.each([true, false])('reaper (claimIntoRunning=%s)', (claimIntoRunning) 
     proxy.resetAll();
     const at = Date.now();
     // The presence lock is really gone (the session ended).
-    await waitFor(
-      async () =>
-        (await db.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [killed.rows[0]!.pid])).rowCount === 0,
-      { message: 'the presence backend to exit' },
-    );
+    await waitFor(async () => (await db.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1`, [killed.rows[0]!.pid])).rowCount === 0, {
+      message: 'the presence backend to exit',
+    });
     return at;
   }
 
@@ -137,16 +136,31 @@ describe.each([true, false])('reaper (claimIntoRunning=%s)', (claimIntoRunning) 
   it('an expired lease goes back to pending and runs again; with the budget spent it is dead-lettered', async () => {
     const owner = 'ghost-worker'; // never registered: only expiry can free its leases
     const retry = await insertJob(db.pool, {
-      state: claimIntoRunning ? 'running' : 'leased', jobType: 'work', queue: 'q',
-      leaseOwner: owner, leaseExpiresAt: { inMs: -1_000 }, attempt: 1, maxAttempts: 3,
+      state: claimIntoRunning ? 'running' : 'leased',
+      jobType: 'work',
+      queue: 'q',
+      leaseOwner: owner,
+      leaseExpiresAt: { inMs: -1_000 },
+      attempt: 1,
+      maxAttempts: 3,
     });
     const spent = await insertJob(db.pool, {
-      state: 'running', jobType: 'work', queue: 'q',
-      leaseOwner: owner, leaseExpiresAt: { inMs: -1_000 }, attempt: 3, maxAttempts: 3,
+      state: 'running',
+      jobType: 'work',
+      queue: 'q',
+      leaseOwner: owner,
+      leaseExpiresAt: { inMs: -1_000 },
+      attempt: 3,
+      maxAttempts: 3,
     });
     const live = await insertJob(db.pool, {
-      state: 'running', jobType: 'work', queue: 'other',
-      leaseOwner: owner, leaseExpiresAt: { inMs: 60_000 }, attempt: 1, maxAttempts: 3,
+      state: 'running',
+      jobType: 'work',
+      queue: 'other',
+      leaseOwner: owner,
+      leaseExpiresAt: { inMs: 60_000 },
+      attempt: 1,
+      maxAttempts: 3,
     });
     const calls = new Invocations();
     await rescuer(calls);

@@ -24,6 +24,7 @@ describe.each([true, false])('retries and delays (claimIntoRunning=%s)', (claimI
       handlers: {
         plain: () => ({ shape: 'plain' }),
         promise: async () => ({ shape: 'promise' }),
+        // biome-ignore lint/suspicious/noThenProperty: a foreign thenable is exactly what this handler must return.
         thenable: () => ({ then: (resolve: (v: unknown) => void) => resolve({ shape: 'thenable' }) }),
         nothing: () => undefined,
         syncThrow: () => {
@@ -38,7 +39,8 @@ describe.each([true, false])('retries and delays (claimIntoRunning=%s)', (claimI
       await Promise.all(['plain', 'promise', 'thenable', 'nothing', 'syncThrow', 'cyclic', 'nul'].map(async (t) => [t, await enqueue(t)])),
     ) as Record<string, string>;
 
-    for (const shape of ['plain', 'promise', 'thenable']) expect((await rowInState(db, ids[shape]!, 'succeeded')).result).toEqual({ shape });
+    for (const shape of ['plain', 'promise', 'thenable'])
+      expect((await rowInState(db, ids[shape]!, 'succeeded')).result).toEqual({ shape });
     expect((await rowInState(db, ids.nothing!, 'succeeded')).result).toBeNull();
     const thrown = await rowInState(db, ids.syncThrow!, 'dead_lettered');
     expect(thrown.errors.map((e) => [e.kind, e.message])).toEqual([['terminal', 'sync throw']]);

@@ -91,7 +91,14 @@ describe('stranded leases', () => {
     const calls = new Invocations();
     const workerId = 'configured-1';
     // An earlier process with this id crashed while running this job (its attempt is spent).
-    const earlier = await insertJob(db.pool, { queue: 'q', jobType: 'work', state: 'running', leaseOwner: workerId, attempt: 1, leaseExpiresAt: { inMs: LEASE_MS } });
+    const earlier = await insertJob(db.pool, {
+      queue: 'q',
+      jobType: 'work',
+      state: 'running',
+      leaseOwner: workerId,
+      attempt: 1,
+      leaseExpiresAt: { inMs: LEASE_MS },
+    });
     const before = await row(db, earlier);
     const { job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q', maxAttempts: 1 });
     let lost = 0;
@@ -103,7 +110,13 @@ describe('stranded leases', () => {
       }
       return res;
     });
-    const worker = await engines.start({ pool, workerId, queues: { q: 1 }, leaseMs: LEASE_MS, handlers: { work: (ctx) => calls.record(ctx) } });
+    const worker = await engines.start({
+      pool,
+      workerId,
+      queues: { q: 1 },
+      leaseMs: LEASE_MS,
+      handlers: { work: (ctx) => calls.record(ctx) },
+    });
     await rowInState(db, job.id, 'succeeded');
     expect(calls.of(job.id)).toBe(1);
     expect(worker.stats().strandedReleased).toBe(1);

@@ -73,7 +73,9 @@ export function scanSource(source: string, fileName = 'file.ts'): ScanResult {
 /** `process` or `globalThis.process`. */
 function isProcess(e: ts.Expression): boolean {
   if (ts.isIdentifier(e)) return e.text === 'process';
-  return ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression) && e.expression.text === 'globalThis' && e.name.text === 'process';
+  return (
+    ts.isPropertyAccessExpression(e) && ts.isIdentifier(e.expression) && e.expression.text === 'globalThis' && e.name.text === 'process'
+  );
 }
 
 /** Every .ts / .tsx / .mts file under `dir` (recursively); [] when the dir is missing. */

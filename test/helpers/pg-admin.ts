@@ -62,10 +62,9 @@ export async function dropDatabase(adminUrl: string, name: string): Promise<void
 /** Names of databases on the server starting with `prefix`. */
 export async function listDatabases(adminUrl: string, prefix: string): Promise<string[]> {
   return withAdmin(adminUrl, async (client) => {
-    const res = await client.query<{ datname: string }>(
-      `SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY datname`,
-      [prefix],
-    );
+    const res = await client.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE starts_with(datname, $1) ORDER BY datname`, [
+      prefix,
+    ]);
     return res.rows.map((r) => r.datname);
   });
 }

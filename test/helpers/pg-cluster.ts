@@ -62,8 +62,7 @@ function postgresIds(): { uid: number; gid: number } {
 /** argv that runs `cmd` as the postgres user (and inside `netns` when given). */
 function asPostgres(cmd: string, args: string[], netns?: string): [string, string[]] {
   const uid = process.getuid?.();
-  const inner: string[] =
-    uid === 0 ? ['runuser', '-u', 'postgres', '--', cmd, ...args] : [cmd, ...args];
+  const inner: string[] = uid === 0 ? ['runuser', '-u', 'postgres', '--', cmd, ...args] : [cmd, ...args];
   if (uid !== 0 && os.userInfo().username !== 'postgres') {
     throw new Error('pg-cluster: must run as root (to switch to postgres) or as the postgres user');
   }
@@ -176,10 +175,17 @@ export async function startPgCluster(options: PgClusterOptions = {}): Promise<Pg
   live.add(cluster);
   installExitHook();
   try {
-    const [cmd, argv] = asPostgres(
-      path.join(PG_BIN, 'initdb'),
-      ['-D', cluster.dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8', '--locale=C'],
-    );
+    const [cmd, argv] = asPostgres(path.join(PG_BIN, 'initdb'), [
+      '-D',
+      cluster.dataDir,
+      '-U',
+      'postgres',
+      '--auth=trust',
+      '--no-sync',
+      '-E',
+      'UTF8',
+      '--locale=C',
+    ]);
     await run(cmd, argv, { timeout: 120_000 });
     const settings: Record<string, string | number> = {
       port,
@@ -194,7 +200,9 @@ export async function startPgCluster(options: PgClusterOptions = {}): Promise<Pg
       logging_collector: 'off',
       ...options.settings,
     };
-    const conf = Object.entries(settings).map(([k, v]) => `${k} = ${v}`).join('\n');
+    const conf = Object.entries(settings)
+      .map(([k, v]) => `${k} = ${v}`)
+      .join('\n');
     // The conf file is owned by postgres; root may still append to it.
     appendFileSync(path.join(cluster.dataDir, 'postgresql.conf'), `\n# baton test cluster\n${conf}\n`);
     // Clients on a veth (namespace runs) come from the directly connected subnet only.

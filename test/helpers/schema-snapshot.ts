@@ -62,10 +62,9 @@ export async function describeSchema(db: SqlRunner, schema: string): Promise<str
       [t.oid],
     );
     for (const i of idx) out.push(`${i.def};`);
-    const trg = await q(
-      `SELECT pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE tgrelid = $1 AND NOT tgisinternal ORDER BY tgname`,
-      [t.oid],
-    );
+    const trg = await q(`SELECT pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE tgrelid = $1 AND NOT tgisinternal ORDER BY tgname`, [
+      t.oid,
+    ]);
     for (const g of trg) out.push(`${g.def};`);
     out.push('');
   }
@@ -134,7 +133,7 @@ export async function describeSchema(db: SqlRunner, schema: string): Promise<str
     out.push(`CREATE DOMAIN ${d.typname} AS ${d.base}${d.typnotnull ? ' NOT NULL' : ''}${d.checks ? ` ${d.checks}` : ''};`);
   }
 
-  return elideSchema(out.join('\n').trimEnd() + '\n', schema);
+  return elideSchema(`${out.join('\n').trimEnd()}\n`, schema);
 }
 
 function ident(schema: string): string {

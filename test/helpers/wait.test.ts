@@ -8,11 +8,14 @@ import { Signal, WaitTimeoutError, deferred, nextEvent, waitFor } from './wait.t
 describe('waitFor', () => {
   it('returns the first truthy value, treating throws as "not yet"', async () => {
     let n = 0;
-    const v = await waitFor(() => {
-      n++;
-      if (n < 3) throw new Error('not yet');
-      return n;
-    }, { intervalMs: 1 });
+    const v = await waitFor(
+      () => {
+        n++;
+        if (n < 3) throw new Error('not yet');
+        return n;
+      },
+      { intervalMs: 1 },
+    );
     expect(v).toBe(3);
   });
 

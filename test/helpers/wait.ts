@@ -23,10 +23,7 @@ export class WaitTimeoutError extends Error {
  * deadline passes. A predicate that throws counts as "not yet", so assertions
  * may be used as predicates; the last error is reported on timeout.
  */
-export async function waitFor<T>(
-  predicate: () => T | Promise<T>,
-  options: WaitForOptions = {},
-): Promise<NonNullable<T>> {
+export async function waitFor<T>(predicate: () => T | Promise<T>, options: WaitForOptions = {}): Promise<NonNullable<T>> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const intervalMs = options.intervalMs ?? 20;
   const what = options.message ?? (predicate.toString().replace(/\s+/g, ' ').slice(0, 120) || 'condition');

@@ -13,7 +13,9 @@ const RULES = fileURLToPath(new URL('../../deploy/prometheus/baton-alerts.yml', 
 const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' });
 const hasPromtool = promtool.status === 0;
 if (!hasPromtool) {
-  console.warn(`\n${'!'.repeat(100)}\nSKIP promtool check of ${RULES}: promtool is not installed (apt-get install -y prometheus)\n${'!'.repeat(100)}\n`);
+  console.warn(
+    `\n${'!'.repeat(100)}\nSKIP promtool check of ${RULES}: promtool is not installed (apt-get install -y prometheus)\n${'!'.repeat(100)}\n`,
+  );
 }
 
 describe('alert rules', () => {

@@ -86,10 +86,9 @@ describe('POST /api/jobs', () => {
     expect((await res.json()).runAt).toBe(runAt);
     const delayed = await api.client.api.jobs.$post({ json: { jobType: 'later', delayMs: 60_000 } });
     const job = await delayed.json();
-    const row = await db.query<{ ahead: boolean }>(
-      `SELECT run_at > now() + interval '50 seconds' AS ahead FROM baton.jobs WHERE id = $1`,
-      [job.id],
-    );
+    const row = await db.query<{ ahead: boolean }>(`SELECT run_at > now() + interval '50 seconds' AS ahead FROM baton.jobs WHERE id = $1`, [
+      job.id,
+    ]);
     expect(row.rows[0]!.ahead).toBe(true);
   });
 });

@@ -124,7 +124,11 @@ describe('request ids, logs and server-side failures', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toBe('req-abc_123');
     expect(lines).toContainEqual(
-      expect.objectContaining({ bindings: { reqId: 'req-abc_123' }, level: 'info', obj: expect.objectContaining({ status: 200, path: '/api/queues' }) }),
+      expect.objectContaining({
+        bindings: { reqId: 'req-abc_123' },
+        level: 'info',
+        obj: expect.objectContaining({ status: 200, path: '/api/queues' }),
+      }),
     );
     const unsafe = await app.request('/healthz', { headers: { 'x-request-id': 'evil\tid with spaces' } });
     expect(unsafe.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
@@ -141,7 +145,11 @@ describe('request ids, logs and server-side failures', () => {
       expect(['DB_UNAVAILABLE', 'INTERNAL']).toContain(body.error.code);
       expect(text).not.toMatch(/hunter2|secretdb|ECONNREFUSED|127\.0\.0\.1|\bat .+:\d+:\d+/);
     }
-    const enqueue = await app.request('/api/jobs', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jobType":"x"}' });
+    const enqueue = await app.request('/api/jobs', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"jobType":"x"}',
+    });
     expect(enqueue.status).toBeGreaterThanOrEqual(500);
     // A scrape still answers, and says the job counts could not be read.
     const scrape = await createApp(down, {}).request('/metrics');

@@ -102,7 +102,11 @@ describe('wrong types, ranges and shapes', () => {
     expect(one.error.message).toContain('must be from 0001-01-01T00:00:00.000Z to 9999-12-31T23:59:59.999Z');
     const before = await countJobs(db);
     const body = JSON.stringify({ jobs: [{ jobType: 'noop' }, { jobType: 'noop', runAt }] });
-    const batch = await expectError(await api.raw('/api/jobs/batch', { method: 'POST', headers: JSON_HEADERS, body }), 400, 'INVALID_ARGUMENT');
+    const batch = await expectError(
+      await api.raw('/api/jobs/batch', { method: 'POST', headers: JSON_HEADERS, body }),
+      400,
+      'INVALID_ARGUMENT',
+    );
     expect(field(batch)).toBe('jobs.1.runAt');
     expect(await countJobs(db)).toBe(before);
   });
@@ -112,7 +116,10 @@ describe('wrong types, ranges and shapes', () => {
     expect(res.status).toBe(201);
     const job = await res.json();
     expect(job.runAt).toBe('9999-12-31T23:59:59.999Z');
-    const row = await db.query<{ y: number }>(`SELECT extract(year FROM run_at AT TIME ZONE 'UTC')::int AS y FROM baton.jobs WHERE id = $1`, [job.id]);
+    const row = await db.query<{ y: number }>(
+      `SELECT extract(year FROM run_at AT TIME ZONE 'UTC')::int AS y FROM baton.jobs WHERE id = $1`,
+      [job.id],
+    );
     expect(row.rows[0]!.y).toBe(9999);
   });
 });

@@ -24,7 +24,8 @@ afterAll(async () => {
 
 const { expectError } = badInputHelpers(db, () => api);
 const EVIL = { origin: 'http://evil.example', 'content-type': 'text/plain' };
-const stateOf = async (id: string) => (await db.query<{ state: string }>('SELECT state FROM baton.jobs WHERE id = $1', [id])).rows[0]!.state;
+const stateOf = async (id: string) =>
+  (await db.query<{ state: string }>('SELECT state FROM baton.jobs WHERE id = $1', [id])).rows[0]!.state;
 
 /** A request to the server on port `to` with any Host header. */
 const withHost = (host: string, path: string, method = 'GET', headers: Record<string, string> = {}, to = port): Promise<Response> =>
@@ -57,7 +58,11 @@ describe('cross-origin simple requests (CSRF)', () => {
     const h = { ...JSON_HEADERS, ...headers };
     const body = '{"jobType":"csrf"}';
     await expectError(await api.raw('/api/jobs', { method: 'POST', headers: h, body }), 403, 'FORBIDDEN_ORIGIN');
-    await expectError(await api.raw('/api/jobs/batch', { method: 'POST', headers: h, body: `{"jobs":[${body}]}` }), 403, 'FORBIDDEN_ORIGIN');
+    await expectError(
+      await api.raw('/api/jobs/batch', { method: 'POST', headers: h, body: `{"jobs":[${body}]}` }),
+      403,
+      'FORBIDDEN_ORIGIN',
+    );
     await expectError(await api.raw(`/api/jobs/${pending}/cancel`, { method: 'POST', headers: h }), 403, 'FORBIDDEN_ORIGIN');
     await expectError(await api.raw(`/api/jobs/${dead}/replay`, { method: 'POST', headers: h }), 403, 'FORBIDDEN_ORIGIN');
     await expectError(await api.raw('/api/dlq/replay?queue=csrf-json', { method: 'POST', headers: h }), 403, 'FORBIDDEN_ORIGIN');
@@ -88,16 +93,27 @@ describe('cross-origin simple requests (CSRF)', () => {
     expect([await stateOf(pending), await stateOf(dead)]).toEqual(['cancelled', 'pending']);
     const created = await api.raw('/api/jobs', { method: 'POST', headers: h, body: '{"jobType":"console"}' });
     expect(created.status).toBe(201);
-    const replayed = await api.raw('/api/dlq/replay?queue=console-dlq', { method: 'POST', headers: { ...h, origin: api.url.replace('127.0.0.1', 'LOCALHOST') } });
+    const replayed = await api.raw('/api/dlq/replay?queue=console-dlq', {
+      method: 'POST',
+      headers: { ...h, origin: api.url.replace('127.0.0.1', 'LOCALHOST') },
+    });
     expect(replayed.status).toBe(403); // another name for the same machine is another origin
   });
 
   it('routes without a body refuse one other than {}, so a parameter sent there is not ignored', async () => {
     const dead = await insertJob(db.pool, { state: 'dead_lettered', jobType: 'body', queue: 'body-dlq' });
     for (const body of ['{"limit":1}', '[]', 'null', '""']) {
-      await expectError(await api.raw('/api/dlq/replay?queue=body-dlq', { method: 'POST', headers: JSON_HEADERS, body }), 400, 'INVALID_ARGUMENT');
+      await expectError(
+        await api.raw('/api/dlq/replay?queue=body-dlq', { method: 'POST', headers: JSON_HEADERS, body }),
+        400,
+        'INVALID_ARGUMENT',
+      );
     }
-    await expectError(await api.raw('/api/dlq/replay?queue=body-dlq', { method: 'POST', headers: JSON_HEADERS, body: '{' }), 400, 'INVALID_JSON');
+    await expectError(
+      await api.raw('/api/dlq/replay?queue=body-dlq', { method: 'POST', headers: JSON_HEADERS, body: '{' }),
+      400,
+      'INVALID_JSON',
+    );
     expect(await stateOf(dead)).toBe('dead_lettered');
   });
 
@@ -143,7 +159,8 @@ describe('Host check (DNS rebinding)', () => {
 
     it('a name without a port passes on any port, one with a port only on it; loopback still passes', async () => {
       const send = async (host: string) => (await withHost(host, '/api/queues', 'GET', {}, at(named))).status;
-      for (const ok of ['baton.internal', 'BATON.internal:9999', 'proxy.example:8443', `localhost:${at(named)}`]) expect(await send(ok), ok).toBe(200);
+      for (const ok of ['baton.internal', 'BATON.internal:9999', 'proxy.example:8443', `localhost:${at(named)}`])
+        expect(await send(ok), ok).toBe(200);
       for (const bad of ['proxy.example', 'proxy.example:80', 'evil.example', 'sub.baton.internal']) expect(await send(bad), bad).toBe(421);
     });
   });
@@ -164,8 +181,10 @@ describe('Host check (DNS rebinding)', () => {
     it('a wildcard bind (0.0.0.0 or ::) accepts IP literals and loopback names on its port, no other names', () => {
       for (const bind of ['0.0.0.0', '::']) {
         const listen = { host: bind, port: 8080 };
-        for (const ok of ['10.1.2.3:8080', '[fe80::1]:8080', 'localhost:8080', '[::1]:8080']) expect(allowed(ok, listen), `${bind} ${ok}`).toBe(true);
-        for (const bad of ['10.1.2.3:9090', 'evil.example:8080', 'pod.cluster.local:8080']) expect(allowed(bad, listen), `${bind} ${bad}`).toBe(false);
+        for (const ok of ['10.1.2.3:8080', '[fe80::1]:8080', 'localhost:8080', '[::1]:8080'])
+          expect(allowed(ok, listen), `${bind} ${ok}`).toBe(true);
+        for (const bad of ['10.1.2.3:9090', 'evil.example:8080', 'pod.cluster.local:8080'])
+          expect(allowed(bad, listen), `${bind} ${bad}`).toBe(false);
         expect(allowed('pod.cluster.local:8080', listen, ['pod.cluster.local'])).toBe(true);
       }
     });

@@ -53,7 +53,12 @@ const segment = fc.oneof(
   fc.integer().map(String),
   anyString,
 );
-const queryValue = fc.oneof(anyString, fc.integer().map(String), fc.double().map(String), fc.constantFrom('pending', 'dead_lettered', '500', '501'));
+const queryValue = fc.oneof(
+  anyString,
+  fc.integer().map(String),
+  fc.double().map(String),
+  fc.constantFrom('pending', 'dead_lettered', '500', '501'),
+);
 const query = fc.oneof(
   fc.constant(''),
   fc.dictionary(fc.constantFrom('state', 'tenantId', 'queue', 'jobType', 'limit', 'offset'), queryValue, { maxKeys: 4 }),

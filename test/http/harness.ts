@@ -78,7 +78,13 @@ export async function errorCode(res: Response): Promise<string | undefined> {
 }
 
 /** A request to the server at `url` with any Host header (fetch always sends the URL's own). */
-export function requestWithHost(url: string, host: string, path: string, method = 'GET', headers: Record<string, string> = {}): Promise<Response> {
+export function requestWithHost(
+  url: string,
+  host: string,
+  path: string,
+  method = 'GET',
+  headers: Record<string, string> = {},
+): Promise<Response> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     const req = http.request({ host: hostname, port, path, method, headers: { ...headers, host } }, (res) => {
@@ -95,8 +101,7 @@ export const JSON_HEADERS = { 'content-type': 'application/json' };
 const STACK = /\bat .+:\d+:\d+|node_modules|\.ts:\d+/;
 
 /** The first field an INVALID_ARGUMENT error names. */
-export const field = (body: { error: { details?: any } }): unknown =>
-  body.error.details?.issues?.[0]?.path ?? body.error.details?.path;
+export const field = (body: { error: { details?: any } }): unknown => body.error.details?.issues?.[0]?.path ?? body.error.details?.path;
 
 /** Assertions shared by the bad-input files; `api` is read lazily (it exists after beforeAll). */
 export function badInputHelpers(db: TestDatabase, api: () => ApiHarness) {

@@ -17,7 +17,10 @@ import { startApi, type ApiHarness } from './harness.ts';
 const db = useTestDatabase();
 const big = (bytes: number) => ({ blob: 'x'.repeat(bytes) });
 /** Incompressible text, so its stored size is about its size. */
-const noise = (chars: number) => randomBytes(Math.ceil(chars * 0.75)).toString('base64').slice(0, chars);
+const noise = (chars: number) =>
+  randomBytes(Math.ceil(chars * 0.75))
+    .toString('base64')
+    .slice(0, chars);
 
 interface WireSummary {
   id: string;
@@ -45,7 +48,13 @@ describe('listing summaries', () => {
     const large = await insertJob(db.pool, { queue: 'sum', payload: { n: noise(100_000) } });
     const done = await insertJob(db.pool, { queue: 'sum', state: 'succeeded', payload: { n: 2 }, result: { r: noise(50_000) } });
     const failing = Array.from({ length: 3 }, (_, i) => ({
-      attempt: i + 1, token: String(i + 1), kind: 'transient', name: 'Error', message: `m${i}-${'y'.repeat(5_000)}`, stack: 'Error\n    at secret (/srv/app.js:1:1)', at: new Date().toISOString(),
+      attempt: i + 1,
+      token: String(i + 1),
+      kind: 'transient',
+      name: 'Error',
+      message: `m${i}-${'y'.repeat(5_000)}`,
+      stack: 'Error\n    at secret (/srv/app.js:1:1)',
+      at: new Date().toISOString(),
     }));
     const failed = await insertJob(db.pool, { queue: 'sum', state: 'dead_lettered', attempt: 3, errors: failing, lastError: failing[2] });
 
@@ -171,7 +180,9 @@ describe('admin reads beside running jobs', () => {
 
     gate.resolve();
     for (const id of ids) {
-      await expect.poll(async () => (await db.query('SELECT state, attempt FROM baton.jobs WHERE id = $1', [id])).rows[0], { timeout: 10_000 }).toEqual({ state: 'succeeded', attempt: 1 });
+      await expect
+        .poll(async () => (await db.query('SELECT state, attempt FROM baton.jobs WHERE id = $1', [id])).rows[0], { timeout: 10_000 })
+        .toEqual({ state: 'succeeded', attempt: 1 });
     }
     expect(started.sort()).toEqual([...ids].sort());
   });

@@ -49,8 +49,10 @@ const ajv = new Ajv2020({ strict: true, allowUnionTypes: true, allErrors: true }
 (addFormats as unknown as { default: (a: Ajv2020) => void }).default(ajv);
 const compiled = new Map<unknown, ValidateFunction>();
 const compile = (schema: JsonObject): ValidateFunction => {
-  let v = compiled.get(schema);
-  if (!v) compiled.set(schema, (v = ajv.compile(schema)));
+  const known = compiled.get(schema);
+  if (known) return known;
+  const v = ajv.compile(schema);
+  compiled.set(schema, v);
   return v;
 };
 
@@ -110,7 +112,9 @@ describe('the document', () => {
     expect(withToken['/healthz']!.get!.security).toBeUndefined();
     expect(resolved.paths['/api/jobs']!.get!.security).toBeUndefined();
     for (const [path, ops] of Object.entries(resolved.paths)) {
-      for (const [method, op] of Object.entries(ops) as Array<[string, Op & { requestBody?: { content: Record<string, { schema: JsonObject }> } }]>) {
+      for (const [method, op] of Object.entries(ops) as Array<
+        [string, Op & { requestBody?: { content: Record<string, { schema: JsonObject }> } }]
+      >) {
         const schemas = [
           ...op.parameters.map((p) => p.schema as JsonObject),
           ...Object.values(op.requestBody?.content ?? {}).map((m) => m.schema),
@@ -118,7 +122,10 @@ describe('the document', () => {
         ];
         for (const schema of schemas) expect(() => compile(schema), `${method} ${path}`).not.toThrow();
         const placeholders = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
-        expect(op.parameters.filter((p) => p.in === 'path').map((p) => p.name), `${method} ${path}`).toEqual(placeholders);
+        expect(
+          op.parameters.filter((p) => p.in === 'path').map((p) => p.name),
+          `${method} ${path}`,
+        ).toEqual(placeholders);
       }
     }
   });
@@ -139,7 +146,10 @@ describe('the document', () => {
 
 describe('real answers match the document', () => {
   it('POST /api/jobs', async () => {
-    const created = await expectDocumented('POST /api/jobs', await post('/api/jobs', { jobType: 'works', queue: 'oa', idempotencyKey: 'k1' }));
+    const created = await expectDocumented(
+      'POST /api/jobs',
+      await post('/api/jobs', { jobType: 'works', queue: 'oa', idempotencyKey: 'k1' }),
+    );
     expect(created.warnings).toEqual([]);
     await expectDocumented('POST /api/jobs', await post('/api/jobs', { jobType: 'works', queue: 'oa', idempotencyKey: 'k1' }));
     await expectDocumented('POST /api/jobs', await post('/api/jobs', { jobType: 'not deployed', queue: 'nobody' }));
@@ -148,7 +158,12 @@ describe('real answers match the document', () => {
   });
 
   it('POST /api/jobs/batch', async () => {
-    const body = { jobs: [{ jobType: 'works', queue: 'oa' }, { jobType: 'x', queue: 'nobody' }] };
+    const body = {
+      jobs: [
+        { jobType: 'works', queue: 'oa' },
+        { jobType: 'x', queue: 'nobody' },
+      ],
+    };
     await expectDocumented('POST /api/jobs/batch', await post('/api/jobs/batch', body));
     await expectDocumented('POST /api/jobs/batch', await post('/api/jobs/batch', body, { 'content-type': 'text/plain' }));
   });
@@ -162,7 +177,10 @@ describe('real answers match the document', () => {
       leased: await insertJob(db.pool, { state: 'leased', queue: 'elsewhere' }),
       cancelled: await insertJob(db.pool, { state: 'cancelled', queue: 'elsewhere' }),
     };
-    for (const [id, state] of [[ok, 'succeeded'], [failed, 'dead_lettered']] as const) {
+    for (const [id, state] of [
+      [ok, 'succeeded'],
+      [failed, 'dead_lettered'],
+    ] as const) {
       const stateOf = async () => ((await (await api.raw(`/api/jobs/${id}`)).json()) as { state: string }).state;
       await waitFor(async () => (await stateOf()) === state, { message: `job ${id} to be ${state}` });
     }
@@ -196,7 +214,10 @@ describe('real answers match the document', () => {
     await insertJob(db.pool, { state: 'dead_lettered', queue: 'elsewhere' });
     const res = await expectDocumented('POST /api/dlq/replay', await post('/api/dlq/replay?queue=elsewhere'));
     expect(res.replayed).toBe(1);
-    await expectDocumented('POST /api/dlq/replay', await post('/api/dlq/replay', undefined, { ...JSON_HEADERS, origin: 'http://evil.example' }));
+    await expectDocumented(
+      'POST /api/dlq/replay',
+      await post('/api/dlq/replay', undefined, { ...JSON_HEADERS, origin: 'http://evil.example' }),
+    );
     await expectDocumented('POST /api/dlq/replay', await post('/api/dlq/replay?limit=1001'));
   });
 

@@ -9,7 +9,14 @@ import type { AttemptError, Job, JobSpec, ListJobsFilter } from '../../src/index
 import type { jobSpecSchema, listJobsQuerySchema } from '../../src/http/schemas.ts';
 import type { InferResponseType } from '../../src/client/index.ts';
 import type { createClient } from '../../src/client/index.ts';
-import { toWireAttemptError, toWireCounts, toWireJob, toWireWorker, type WireJob, type WireJobSummary } from '../../src/http/wire.ts';
+import {
+  type toWireAttemptError,
+  type toWireCounts,
+  toWireJob,
+  type toWireWorker,
+  type WireJob,
+  type WireJobSummary,
+} from '../../src/http/wire.ts';
 import type {
   wireAttemptErrorSchema,
   wireJobSchema,
@@ -34,10 +41,7 @@ const sameKeys: {
   // The HTTP contracts accept exactly the library's fields (a new JobSpec field must reach the API).
   spec: Same<keyof z.output<typeof jobSpecSchema>, keyof JobSpec>;
   filter: Same<keyof z.output<typeof listJobsQuerySchema>, keyof ListJobsFilter>;
-  client: Same<
-    InferResponseType<ReturnType<typeof createClient>['api']['jobs'][':id']['$get'], 200>['state'],
-    WireJob['state']
-  >;
+  client: Same<InferResponseType<ReturnType<typeof createClient>['api']['jobs'][':id']['$get'], 200>['state'], WireJob['state']>;
 } = { pending: true, live: true, succeeded: true, dead: true, cancelled: true, errors: true, spec: true, filter: true, client: true };
 
 // Compile-time: the response schemas (wire-schemas.ts, which the OpenAPI document is made of) type
@@ -96,7 +100,15 @@ describe('toWireJob', () => {
     expect(wire.runAt).toBe('2030-01-02T03:04:05.678Z');
     expect(wire.createdAt).toBe(t.toISOString());
     const text = JSON.stringify(wire);
-    expect(wire.lastError).toEqual({ attempt: 1, token: '7', kind: 'transient', name: 'Error', message: 'boom', stack: attemptError.stack, at: t.toISOString() });
+    expect(wire.lastError).toEqual({
+      attempt: 1,
+      token: '7',
+      kind: 'transient',
+      name: 'Error',
+      message: 'boom',
+      stack: attemptError.stack,
+      at: t.toISOString(),
+    });
     // The wire object survives JSON unchanged (no Dates or bigints left in it).
     expect(JSON.parse(text)).toEqual(wire);
   });

@@ -19,8 +19,15 @@ const MAX_ATTEMPTS = 4;
 const LIVE: readonly JobState[] = ['leased', 'running'];
 /** Transitions the job state machine allows; anything else is a violation. */
 const ALLOWED = new Set([
-  'pending>leased', 'pending>running', 'leased>running', 'leased>pending', 'running>pending',
-  'leased>succeeded', 'running>succeeded', 'leased>dead_lettered', 'running>dead_lettered',
+  'pending>leased',
+  'pending>running',
+  'leased>running',
+  'leased>pending',
+  'running>pending',
+  'leased>succeeded',
+  'running>succeeded',
+  'leased>dead_lettered',
+  'running>dead_lettered',
 ]);
 
 interface ModelJob {
@@ -93,7 +100,10 @@ const isCurrent = (m: Model, id: string, token: bigint) => {
 type Cmd = fc.AsyncCommand<Model, Real>;
 
 class Claim implements Cmd {
-  constructor(readonly w: string, readonly intoRunning: boolean) {}
+  constructor(
+    readonly w: string,
+    readonly intoRunning: boolean,
+  ) {}
   check = () => true;
   async run(m: Model, r: Real) {
     const before = await rows(r.db);
@@ -153,7 +163,13 @@ class Outcome implements Cmd {
       case 'fail':
       case 'terminal': {
         const out = await r.ex.jobFailMany({
-          items: [{ ...lease, terminal: this.kind === 'terminal', error: { attempt: mj.attempt, token: lease.token, kind: 'transient', name: 'E', message: 'x' } }],
+          items: [
+            {
+              ...lease,
+              terminal: this.kind === 'terminal',
+              error: { attempt: mj.attempt, token: lease.token, kind: 'transient', name: 'E', message: 'x' },
+            },
+          ],
           backoffBaseMs: 1,
           backoffCapMs: 1,
         });
@@ -194,7 +210,11 @@ class Heartbeat implements Cmd {
       else m.beliefs.get(this.w)!.delete(l.id);
     }
     const after = await verify(m, r, before);
-    expectUnchanged(before, after, held.filter((l) => !ok.has(l.id)).map((l) => l.id));
+    expectUnchanged(
+      before,
+      after,
+      held.filter((l) => !ok.has(l.id)).map((l) => l.id),
+    );
   }
   toString = () => `heartbeat(${this.w})`;
 }
@@ -245,7 +265,8 @@ const worker = fc.constantFrom(...WORKERS);
 const commands = fc.commands(
   [
     fc.tuple(worker, fc.boolean()).map(([w, b]) => new Claim(w, b)),
-    fc.tuple(worker, fc.constantFrom('complete', 'fail', 'terminal', 'release', 'markRunning' as const), fc.nat(8), fc.boolean())
+    fc
+      .tuple(worker, fc.constantFrom('complete', 'fail', 'terminal', 'release', 'markRunning' as const), fc.nat(8), fc.boolean())
       .map(([w, k, p, s]) => new Outcome(w, k, p, s)),
     worker.map((w) => new Heartbeat(w)),
     fc.nat(8).map((p) => new Expire(p)),
@@ -257,11 +278,21 @@ const commands = fc.commands(
 
 async function setup(ex: Executor): Promise<{ model: Model; real: Real }> {
   await db.query('TRUNCATE baton.jobs');
-  const maxToken = BigInt((await db.query<{ t: string }>(`SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::text AS t FROM baton.lease_token_seq`)).rows[0]!.t);
+  const maxToken = BigInt(
+    (await db.query<{ t: string }>(`SELECT (CASE WHEN is_called THEN last_value ELSE 0 END)::text AS t FROM baton.lease_token_seq`))
+      .rows[0]!.t,
+  );
   const inserted = await ex.jobInsertMany({
     jobs: Array.from({ length: NJOBS }, () => ({
-      tenantId: 'default', queue: 'q', jobType: 't', payload: {}, priority: 0, runAt: null, delayMs: null,
-      maxAttempts: MAX_ATTEMPTS, idempotencyKey: null,
+      tenantId: 'default',
+      queue: 'q',
+      jobType: 't',
+      payload: {},
+      priority: 0,
+      runAt: null,
+      delayMs: null,
+      maxAttempts: MAX_ATTEMPTS,
+      idempotencyKey: null,
     })),
   });
   const jobs = new Map(inserted.map((r) => [r.job.id, { state: 'pending' as JobState, token: null, attempt: 0, expired: false }]));
@@ -291,12 +322,12 @@ describe('lease protocol model vs. the SQL store', () => {
     const real = new PgExecutor(db.pool, '"baton"');
     // The bug under test: complete without the lease_token condition.
     const jobCompleteMany = async (p: { items: Array<{ id: string }> }) => {
-        const r = await db.query<{ id: string }>(
-          `UPDATE baton.jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = now()
+      const r = await db.query<{ id: string }>(
+        `UPDATE baton.jobs SET state = 'succeeded', lease_owner = NULL, lease_expires_at = NULL, finished_at = now()
            WHERE id = ANY($1::bigint[]) AND state IN ('leased','running') RETURNING id::text`,
-          [p.items.map((i) => i.id)],
-        );
-        return new Set(r.rows.map((x) => x.id));
+        [p.items.map((i) => i.id)],
+      );
+      return new Set(r.rows.map((x) => x.id));
     };
     const unfenced = new Proxy(real, {
       get(target, key) {
@@ -312,4 +343,3 @@ describe('lease protocol model vs. the SQL store', () => {
     expect(out.failed).toBe(true);
   }, 120_000);
 });
-

@@ -70,8 +70,12 @@ describe.skipIf(missing !== undefined)('Spin: lease protocol', () => {
   });
 
   // Measured here: 26.5 M states, 67 s, 1.7 GB. Opt-in (SPIN_FULL=1).
-  it.runIf(full)('full tier: 3 jobs x 3 workers, 4 leases per job', async () => {
-    const r = await check(['NJOBS=3', 'NWORKERS=3', 'MAXTOK=4']);
-    expect(r.errors, r.output).toBe(0);
-  }, 600_000);
+  it.runIf(full)(
+    'full tier: 3 jobs x 3 workers, 4 leases per job',
+    async () => {
+      const r = await check(['NJOBS=3', 'NWORKERS=3', 'MAXTOK=4']);
+      expect(r.errors, r.output).toBe(0);
+    },
+    600_000,
+  );
 });

@@ -30,8 +30,21 @@ export type ClaimRow = [
 ];
 
 const CLAIM_COLUMNS = [
-  'id', 'tenant_id', 'job_type', 'payload', 'priority', 'attempt', 'max_attempts', 'lease_token',
-  'idempotency_key', 'last_error', 'errors', 'replay_count', 'run_at_ms', 'created_at_ms', 'now_ms',
+  'id',
+  'tenant_id',
+  'job_type',
+  'payload',
+  'priority',
+  'attempt',
+  'max_attempts',
+  'lease_token',
+  'idempotency_key',
+  'last_error',
+  'errors',
+  'replay_count',
+  'run_at_ms',
+  'created_at_ms',
+  'now_ms',
 ] as const;
 
 /** A claim row that came back as an object (a pool that ignored rowMode), as ClaimRow. */
@@ -88,7 +101,10 @@ export function claimRowToJob(r: ClaimRow, as: ClaimedAs): LeasedJob {
 export function claimJobs(answer: ClaimRow[], p: JobClaimParams): LeasedJob[] {
   // A pool-like object of the caller's may drop rowMode and answer with objects: the jobs
   // are claimed by now, so read those by column name rather than lose them.
-  const rows = answer.length > 0 && !Array.isArray(answer[0]) ? answer.map((r) => claimRowFromObject(r as unknown as Record<string, unknown>)) : answer;
+  const rows =
+    answer.length > 0 && !Array.isArray(answer[0])
+      ? answer.map((r) => claimRowFromObject(r as unknown as Record<string, unknown>))
+      : answer;
   for (let i = 1; i < rows.length; i++) {
     if (claimOrder(rows[i - 1]!, rows[i]!) > 0) {
       rows.sort(claimOrder);

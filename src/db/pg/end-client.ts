@@ -18,7 +18,13 @@ export async function endClient(client: pg.Client): Promise<void> {
   const graceOver = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(false), END_GRACE_MS);
   });
-  const ended = await Promise.race([client.end().then(() => true, () => true), graceOver]);
+  const ended = await Promise.race([
+    client.end().then(
+      () => true,
+      () => true,
+    ),
+    graceOver,
+  ]);
   clearTimeout(timer);
   // pg keeps its socket on `connection.stream` (not in its typings).
   if (!ended) (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();

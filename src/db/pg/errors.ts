@@ -22,7 +22,9 @@ function isConnectionError(err: { code?: unknown; message?: unknown }): boolean 
   if (code.startsWith('08') || code.startsWith('57P')) return true;
   const msg = typeof err.message === 'string' ? err.message : '';
   // 'timeout expired': a pg.Client's own connectionTimeoutMillis (the pool's says 'timeout exceeded ...').
-  return /Connection terminated|timeout exceeded when trying to connect|^timeout expired$|Query read timeout|Client has encountered a connection error/i.test(msg);
+  return /Connection terminated|timeout exceeded when trying to connect|^timeout expired$|Query read timeout|Client has encountered a connection error/i.test(
+    msg,
+  );
 }
 
 /** Wraps any error from the driver into a BatonError with a stable code. */
@@ -36,5 +38,8 @@ export function translatePgError(err: unknown): BatonError {
   if (isConnectionError(e)) {
     return new BatonError('DB_UNAVAILABLE', `database unavailable: ${String(e.message)}`, { cause: err });
   }
-  return new BatonError('INTERNAL', `database error: ${String(e.message ?? err)}`, { cause: err, details: code ? { sqlstate: code } : undefined });
+  return new BatonError('INTERNAL', `database error: ${String(e.message ?? err)}`, {
+    cause: err,
+    details: code ? { sqlstate: code } : undefined,
+  });
 }

@@ -116,7 +116,10 @@ class InsertCommitNotify<R> extends pg.Query {
 
   // pg ends a query at its error (no ReadyForQuery reaches it after one).
   handleError(err: Error): void {
-    if (this.#phase < NOTIFY) return this.#finish(err);
+    if (this.#phase < NOTIFY) {
+      this.#finish(err);
+      return;
+    }
     this.#notifyError = err;
     this.#finish(null);
   }

@@ -280,8 +280,14 @@ export class PgExecutor implements Executor {
 
   async schemaTableStats(): Promise<DatabaseHealth['tables']> {
     const rows = await this.#q<{
-      name: string; total_bytes: number; table_bytes: number; index_bytes: number; live_tuples: number; dead_tuples: number;
-      last_vacuum_epoch: number | null; last_analyze_epoch: number | null;
+      name: string;
+      total_bytes: number;
+      table_bytes: number;
+      index_bytes: number;
+      live_tuples: number;
+      dead_tuples: number;
+      last_vacuum_epoch: number | null;
+      last_analyze_epoch: number | null;
     }>(this.#health.tables, [this.#schemaName]);
     const at = (epoch: number | null) => (epoch === null ? null : new Date(epoch * 1000));
     return rows.map((r) => ({
@@ -297,10 +303,12 @@ export class PgExecutor implements Executor {
   }
 
   async serverHorizon(): Promise<DatabaseHealth['horizon']> {
-    const [r] = await this.#q<{ session_xmin_age: number | null; oldest_xact_seconds: number | null; prepared_xmin_age: number | null; slot_xmin_age: number | null }>(
-      this.#health.horizon,
-      [],
-    );
+    const [r] = await this.#q<{
+      session_xmin_age: number | null;
+      oldest_xact_seconds: number | null;
+      prepared_xmin_age: number | null;
+      slot_xmin_age: number | null;
+    }>(this.#health.horizon, []);
     return {
       sessionXminAge: r?.session_xmin_age ?? null,
       oldestTransactionSeconds: r?.oldest_xact_seconds ?? null,
@@ -316,8 +324,16 @@ export class PgExecutor implements Executor {
 
   async workerList(): Promise<WorkerRow[]> {
     const rows = await this.#q<{
-      id: string; hostname: string; pid: number; queues: Record<string, number>; job_types: string[]; in_flight: number;
-      started_at: Date; last_seen_at: Date; alive: boolean; leader: boolean;
+      id: string;
+      hostname: string;
+      pid: number;
+      queues: Record<string, number>;
+      job_types: string[];
+      in_flight: number;
+      started_at: Date;
+      last_seen_at: Date;
+      alive: boolean;
+      leader: boolean;
     }>(this.#worker.list, []);
     return rows.map((r) => ({
       id: r.id,

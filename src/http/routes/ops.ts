@@ -41,37 +41,42 @@ async function probeDb(baton: Baton): Promise<'ok' | 'unreachable'> {
 export function opsRoutes(baton: Baton, opts: OpsOptions) {
   let consoleHtml: string | undefined;
   let document: JsonObject | undefined;
-  return new Hono<AppEnv>()
-    .get('/healthz', (c) => c.json({ status: 'ok' as const }, 200))
-    // Built on first request, then kept: it depends only on the code and `bearer`.
-    .get('/openapi.json', (c) => c.json((document ??= apiDocument({ bearer: opts.bearer })), 200))
-    .get('/readyz', async (c) => {
-      const db = await probeDb(baton);
-      const started = opts.isStarted?.() ?? true;
-      if (db !== 'ok' || !started) {
-        c.get('log').warn({ db, started }, 'not ready');
-        throw new ApiError('NOT_READY', 'not ready', { db, started });
-      }
-      return c.json({ status: 'ready' as const, db, started }, 200);
-    })
-    .get('/metrics', async (c) => {
-      if (!opts.metrics) throw new ApiError('ROUTE_NOT_FOUND', 'metrics are disabled');
-      return c.body(await opts.metrics.render(), 200, { 'Content-Type': opts.metrics.contentType });
-    })
-    .get('/', async (c) => {
-      if (consoleHtml === undefined) {
-        try {
-          consoleHtml = await readFile(opts.consoleHtmlPath, 'utf8');
-        } catch {
-          // Not cached, so a console file deployed later is picked up.
-          throw new ApiError('ROUTE_NOT_FOUND', 'the admin console is not installed');
+  return (
+    new Hono<AppEnv>()
+      .get('/healthz', (c) => c.json({ status: 'ok' as const }, 200))
+      // Built on first request, then kept: it depends only on the code and `bearer`.
+      .get('/openapi.json', (c) => {
+        document ??= apiDocument({ bearer: opts.bearer });
+        return c.json(document, 200);
+      })
+      .get('/readyz', async (c) => {
+        const db = await probeDb(baton);
+        const started = opts.isStarted?.() ?? true;
+        if (db !== 'ok' || !started) {
+          c.get('log').warn({ db, started }, 'not ready');
+          throw new ApiError('NOT_READY', 'not ready', { db, started });
         }
-      }
-      return c.html(consoleHtml, 200, {
-        'Cache-Control': 'no-store',
-        // The console is one self-contained file: nothing may load from elsewhere.
-        'Content-Security-Policy':
-          "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-      });
-    });
+        return c.json({ status: 'ready' as const, db, started }, 200);
+      })
+      .get('/metrics', async (c) => {
+        if (!opts.metrics) throw new ApiError('ROUTE_NOT_FOUND', 'metrics are disabled');
+        return c.body(await opts.metrics.render(), 200, { 'Content-Type': opts.metrics.contentType });
+      })
+      .get('/', async (c) => {
+        if (consoleHtml === undefined) {
+          try {
+            consoleHtml = await readFile(opts.consoleHtmlPath, 'utf8');
+          } catch {
+            // Not cached, so a console file deployed later is picked up.
+            throw new ApiError('ROUTE_NOT_FOUND', 'the admin console is not installed');
+          }
+        }
+        return c.html(consoleHtml, 200, {
+          'Cache-Control': 'no-store',
+          // The console is one self-contained file: nothing may load from elsewhere.
+          'Content-Security-Policy':
+            "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+        });
+      })
+  );
 }
