@@ -37,12 +37,23 @@ export class Reaper {
     if (this.#timer) return;
     this.#timer = setInterval(() => {
       if (!this.#d.isLeader() && ++this.#followerTicks % FOLLOWER_SWEEP_EVERY !== 0) return;
-      if (!this.#running) {
-        this.#running = this.tick()
-          .then(() => undefined, this.#d.onError)
-          .finally(() => (this.#running = null));
-      }
+      this.#sweep();
     }, this.#d.config.reaperIntervalMs);
+  }
+
+  /**
+   * Sweeps now, between ticks (a no-op while one runs or before start): called when this process
+   * becomes the leader, most often because the last one died, whose leases are then waiting.
+   */
+  kick(): void {
+    if (this.#timer) this.#sweep();
+  }
+
+  #sweep(): void {
+    if (this.#running) return;
+    this.#running = this.tick()
+      .then(() => undefined, this.#d.onError)
+      .finally(() => (this.#running = null));
   }
 
   async stop(): Promise<void> {

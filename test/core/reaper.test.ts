@@ -1,6 +1,6 @@
 // The reaper's schedule, without a database: the leader sweeps on every tick, a
 // follower on one tick in FOLLOWER_SWEEP_EVERY, so a stalled leader delays maintenance
-// but never stops it.
+// but never stops it; a new leader sweeps at once.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseEngineConfig } from '../../src/core/config.ts';
@@ -37,5 +37,18 @@ describe('Reaper schedule', () => {
     for (let i = 0; i < 2 * FOLLOWER_SWEEP_EVERY; i++) await vi.advanceTimersByTimeAsync(100);
     await reaper.stop();
     expect(sweeps()).toBe(expected);
+  });
+
+  it('kick() sweeps at once (a new leader does not wait for the next tick), and not before start()', async () => {
+    vi.useFakeTimers();
+    const { reaper, sweeps } = countingReaper(() => true);
+    reaper.kick();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sweeps()).toBe(0);
+    reaper.start();
+    reaper.kick();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(sweeps()).toBe(1);
+    await reaper.stop();
   });
 });

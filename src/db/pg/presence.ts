@@ -35,7 +35,11 @@ export interface PgPresenceOptions {
   onLeadership?: (leader: boolean) => void;
 }
 
-export const LEADER_RETRY_MS_DEFAULT = 1_000;
+/**
+ * A dead leader's leases wait for the next one (fast reclaim is its sweep): a try is one
+ * pg_try_advisory_lock on the idle presence session, cheap enough to make often.
+ */
+export const LEADER_RETRY_MS_DEFAULT = 250;
 
 export class PgPresence implements Presence {
   readonly #o: PgPresenceOptions;
