@@ -287,7 +287,7 @@ export function targetsTable(r: BenchReport, out: string[]): void {
       ]);
   }
   if (!rows.length) return;
-  out.push('## Targets (issue 4) against this run', '', '| Target | measured (medians) | met |', '|---|---|---|');
+  out.push('## Targets against this run', '', '| Target | measured (medians) | met |', '|---|---|---|');
   for (const [t, m, ok] of rows) out.push(`| ${t} | ${m} | ${ok === undefined ? 'n/a' : ok ? 'yes' : '**no**'} |`);
   out.push('');
 }

@@ -22,9 +22,8 @@ const lostReply = () => new Error('Connection terminated unexpectedly');
 describe('stranded leases', () => {
   const engines = useEngines(db);
 
-  it('a job whose claim reply was lost runs promptly, once, with its single attempt', async () => {
-    const calls = new Invocations();
-    const { job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q', maxAttempts: 1 });
+  /** A pool whose first claim that takes jobs commits and then loses its reply. */
+  function poolLosingFirstClaimReply() {
     let lost = 0;
     const pool = engines.pool(async (config, run) => {
       const res = await run();
@@ -34,12 +33,19 @@ describe('stranded leases', () => {
       }
       return res;
     });
+    return { pool, lost: () => lost };
+  }
+
+  it('a job whose claim reply was lost runs promptly, once, with its single attempt', async () => {
+    const calls = new Invocations();
+    const { job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q', maxAttempts: 1 });
+    const { pool, lost } = poolLosingFirstClaimReply();
     const worker = engines.create({ pool, queues: { q: 1 }, leaseMs: LEASE_MS, handlers: { work: (ctx) => calls.record(ctx) } });
     const released: Array<{ reason: string; count: number }> = [];
     worker.events.on('released', (e) => released.push(e));
     await worker.start();
     const done = await rowInState(db, job.id, 'succeeded');
-    expect(lost).toBe(1);
+    expect(lost()).toBe(1);
     expect(calls.of(job.id)).toBe(1);
     expect(done.attempt).toBe(1);
     expect(worker.stats().strandedReleased).toBe(1);
@@ -101,15 +107,7 @@ describe('stranded leases', () => {
     });
     const before = await row(db, earlier);
     const { job } = await engines.producer().enqueue({ jobType: 'work', queue: 'q', maxAttempts: 1 });
-    let lost = 0;
-    const pool = engines.pool(async (config, run) => {
-      const res = await run();
-      if (is(config, 'job_claim') && res.rows.length > 0 && lost === 0) {
-        lost++;
-        throw lostReply();
-      }
-      return res;
-    });
+    const { pool } = poolLosingFirstClaimReply();
     const worker = await engines.start({
       pool,
       workerId,
