@@ -17,7 +17,7 @@ import { recovery } from './scenarios/recovery.ts';
 import { throughput } from './scenarios/throughput.ts';
 import { openServer } from './server.ts';
 import type { Variant } from './systems/types.ts';
-import { BATON_VARIANTS, GRAPHILE_VARIANTS, PGBOSS_VARIANTS } from './systems/variants.ts';
+import { BATON_OPT_IN_VARIANTS, BATON_VARIANTS, GRAPHILE_VARIANTS, PGBOSS_VARIANTS } from './systems/variants.ts';
 import { microBenchmarks, type MicroResult } from './micro.ts';
 import { pgbenchCeiling, type PgbenchResult } from './pgbench.ts';
 import { interleaved, type Measurement } from './scenarios/summarize.ts';
@@ -66,7 +66,10 @@ async function main(): Promise<number> {
     const ctx: Ctx = { server, args, progress };
     if (args.profileSql) await server.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
 
-    let batonModes = BATON_VARIANTS.filter((v) => args.modes.length === 0 || args.modes.some((m) => v.id.endsWith(m)));
+    let batonModes =
+      args.modes.length === 0
+        ? BATON_VARIANTS
+        : [...BATON_VARIANTS, ...BATON_OPT_IN_VARIANTS].filter((v) => args.modes.some((m) => v.id.endsWith(m)));
     if (args.quick && args.modes.length === 0) {
       batonModes = BATON_VARIANTS.filter((v) => v.id === 'baton-notify-cir' || v.id === 'baton-poll-leased');
     }

@@ -27,6 +27,7 @@ function newJob(seq: number): NewJob {
     queue: QUEUE,
     jobType: JOB_TYPE,
     payload: { seq },
+    traceContext: null,
     priority: 0,
     runAt: null,
     delayMs: null,

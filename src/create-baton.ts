@@ -19,6 +19,8 @@ import { PgPresence } from './db/pg/presence.ts';
 import { jobQueries } from './db/pg/queries/job.ts';
 import { installTokenFloor } from './db/pg/token-floor.ts';
 import { quoteSchema } from './db/schema-name.ts';
+import { otelTracing } from './otel.ts';
+import { PACKAGE_VERSION } from './version.ts';
 
 export interface BatonOptions extends EngineConfigInput {
   /** A pg.Pool to use (Baton does not end it on stop). Either pool or connectionString is required. */
@@ -45,6 +47,12 @@ export interface BatonOptions extends EngineConfigInput {
    * can move; database time (run_at, expiry, backoff) is never taken from it.
    */
   clock?: Clock;
+  /**
+   * Trace context capture at enqueue and a span per attempt through @opentelemetry/api (an
+   * optional peer dependency). Default: on when that package is installed. `true` without it
+   * is INVALID_CONFIG.
+   */
+  tracing?: boolean;
 }
 
 export const ADMIN_POOL_SIZE_DEFAULT = 2;
@@ -92,11 +100,19 @@ export function createBaton(options: BatonOptions): Baton {
     handlers,
     logger,
     clock,
+    tracing,
     ...engineInput
   } = options ?? {};
   const config = parseEngineConfig(engineInput, () => `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   if (!givenPool && !connectionString) {
     throw new BatonError('INVALID_CONFIG', 'invalid Baton options: pool or connectionString is required');
+  }
+  const otel = tracing === false ? null : otelTracing(PACKAGE_VERSION);
+  if (tracing === true && !otel) {
+    throw new BatonError(
+      'INVALID_CONFIG',
+      'invalid Baton options: tracing: true needs @opentelemetry/api installed (npm install @opentelemetry/api)',
+    );
   }
   const timeout = queryTimeoutMs ?? QUERY_TIMEOUT_MS_DEFAULT;
   const connection: pg.ClientConfig = connectionString
@@ -168,5 +184,6 @@ export function createBaton(options: BatonOptions): Baton {
       await Promise.all([ownPool?.end(), adminPool?.end()]);
     },
     ...(clock ? { clock } : {}),
+    ...(otel ? { tracing: otel } : {}),
   });
 }

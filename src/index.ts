@@ -63,3 +63,5 @@ export {
 } from './core/job-spec.ts';
 export { migrate, type MigrateOptions, type MigrateResult } from './db/migrate.ts';
 export { isInvalidInputSqlstate } from './db/pg/errors.ts';
+export { PACKAGE_VERSION } from './version.ts';
+export { traceCarrier, type TraceCarrier } from './core/tracing.ts';

@@ -6,13 +6,20 @@ import { createBaton, type Baton, type BatonOptions } from '../../src/index.ts';
 import { checkExecutions, JOB_TYPE, QUEUE, type OnJob, type ProducerSide, type Variant, type WorkerSide } from './types.ts';
 
 export function batonOptions(connectionString: string, v: Variant, extra: Partial<BatonOptions> = {}): BatonOptions {
-  const o = v.options as { dispatch: 'notify' | 'poll'; claimIntoRunning: boolean; concurrency: number; poolSize: number };
+  const o = v.options as {
+    dispatch: 'notify' | 'poll';
+    claimIntoRunning: boolean;
+    concurrency: number;
+    poolSize: number;
+    tracing?: boolean;
+  };
   return {
     connectionString,
     poolSize: o.poolSize,
     dispatch: o.dispatch,
     claimIntoRunning: o.claimIntoRunning,
     queues: { [QUEUE]: o.concurrency },
+    ...(o.tracing === undefined ? {} : { tracing: o.tracing }),
     ...extra,
   };
 }

@@ -15,8 +15,8 @@ export const BATON_POOL_SIZE = 10;
 /** Baton's default poll interval, config.ts POLL_INTERVAL_MS_DEFAULT. */
 export const BATON_POLL_MS = 1_000;
 
-function baton(dispatch: 'notify' | 'poll', cir: boolean): Variant {
-  return {
+function baton(dispatch: 'notify' | 'poll', cir: boolean, tracing = true): Variant {
+  const v: Variant = {
     id: `baton-${dispatch}-${cir ? 'cir' : 'leased'}`,
     system: 'baton',
     label: `Baton ${dispatch}, claimIntoRunning ${cir ? 'on' : 'off'}`,
@@ -28,9 +28,20 @@ function baton(dispatch: 'notify' | 'poll', cir: boolean): Variant {
         ? `LISTEN off; claims every pollIntervalMs (default ${BATON_POLL_MS} ms) or when a claim filled every slot`
         : 'LISTEN/NOTIFY wake-ups, leading-edge debounce; poll fallback every 1000 ms',
   };
+  if (tracing) return v;
+  return {
+    ...v,
+    id: `${v.id}-untraced`,
+    label: `${v.label}, tracing off`,
+    options: { ...v.options, tracing: false },
+    note: `${v.note}; tracing: false (the others run with @opentelemetry/api installed and no SDK, as most applications do)`,
+  };
 }
 
 export const BATON_VARIANTS: Variant[] = [baton('notify', true), baton('notify', false), baton('poll', true), baton('poll', false)];
+
+/** Run only when --modes names them: the cost of tracing, measured against its traced twin in the same run. */
+export const BATON_OPT_IN_VARIANTS: Variant[] = [baton('notify', true, false)];
 
 /**
  * Each peer in its best documented configuration for a backlog of short jobs, one worker
@@ -81,7 +92,7 @@ export const PGBOSS_VARIANTS: Variant[] = [
   },
 ];
 
-export const ALL_VARIANTS = [...BATON_VARIANTS, ...GRAPHILE_VARIANTS, ...PGBOSS_VARIANTS];
+export const ALL_VARIANTS = [...BATON_VARIANTS, ...BATON_OPT_IN_VARIANTS, ...GRAPHILE_VARIANTS, ...PGBOSS_VARIANTS];
 
 export function variantById(id: string): Variant {
   const v = ALL_VARIANTS.find((x) => x.id === id);

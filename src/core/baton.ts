@@ -6,6 +6,7 @@ import type { EngineConfig } from './config.ts';
 import type { AdminApi } from './admin.ts';
 import type { EngineEvents } from './events.ts';
 import type { EnqueueResult, JobSpec } from './job.ts';
+import type { TraceCarrier } from './tracing.ts';
 import type { MigrateResult } from '../db/migrate.ts';
 import type { Queryable } from '../db/pg/pool.ts';
 
@@ -19,6 +20,11 @@ export interface EnqueueOptions {
   client?: Queryable;
   /** Default true. */
   notify?: boolean;
+  /**
+   * The trace context to store with the jobs (e.g. from an HTTP request's traceparent header).
+   * Default: the active OpenTelemetry context, when @opentelemetry/api is installed.
+   */
+  traceContext?: TraceCarrier;
 }
 
 /** In-process counters, for metrics. Monotonic unless named otherwise. */

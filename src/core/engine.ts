@@ -20,6 +20,7 @@ import type { HandlerMap } from './handler.ts';
 import { Heartbeater } from './heartbeater.ts';
 import { Claimer } from './claimer.ts';
 import { systemClock, type Clock } from './clock.ts';
+import { noTracing, type Tracing } from './tracing.ts';
 import type { EnqueueResult, JobSpec } from './job.ts';
 import { LeaseTable, type InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
@@ -57,6 +58,8 @@ export interface EngineDeps {
   close: () => Promise<void>;
   /** Local monotonic time (lease proofs, claim lateness). Default: the system's. */
   clock?: Clock;
+  /** Trace context capture at enqueue and a span per attempt. Default: none. */
+  tracing?: Tracing;
 }
 
 export class Engine implements Baton {
@@ -102,6 +105,7 @@ export class Engine implements Baton {
     this.config = deps.config;
     this.#log = deps.logger.child({ worker: deps.config.workerId });
     const clock = deps.clock ?? systemClock;
+    const tracing = deps.tracing ?? noTracing;
     this.#leases = new LeaseTable(clock);
     this.events = new EngineEventEmitter((event, err) => this.#log.warn({ err, event }, 'baton: an event listener threw'));
     const onError = (where: string) => (error: unknown) => {
@@ -117,6 +121,7 @@ export class Engine implements Baton {
         for (const q of queues) this.#dispatchers.get(q)?.wake();
       },
       onNotifyError: onError('notify'),
+      tracing,
     });
     this.#completer = new Completer({
       executor: deps.executor,
@@ -160,6 +165,7 @@ export class Engine implements Baton {
       onError: onError('retention'),
     });
     this.#runner = {
+      tracing,
       handlers: deps.handlers,
       completer: this.#completer,
       config: this.config,

@@ -12,8 +12,10 @@ import { jsonTextHasNul } from './job-spec.ts';
 import type { InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
 import { describeError, isTerminal } from './retry-policy.ts';
+import type { JobSpan, JobSpanOutcome, Tracing } from './tracing.ts';
 
 export interface RunnerDeps {
+  tracing: Tracing;
   handlers: HandlerMap;
   completer: Completer;
   config: EngineConfig;
@@ -84,6 +86,10 @@ class JobRun implements OutcomeWrite {
   #error: unknown = undefined;
   #startedAt = 0;
   #over = false;
+  /** This attempt's span; null when tracing is off (then the handler is called as is, no closure). */
+  #span: JobSpan | null = null;
+  /** How the attempt ended, for its span: set by written() or #crashed(); unset means the lease was lost. */
+  #outcome: JobSpanOutcome | null = null;
   readonly #slot: Slot;
   readonly #d: RunnerDeps;
 
@@ -99,6 +105,7 @@ class JobRun implements OutcomeWrite {
     const d = this.#d;
     const { job } = this.lease;
     this.#startedAt = performance.now();
+    this.#span = d.tracing.startJob(job);
     // The emitter never throws (a listener's throw is reported by it).
     if (d.events.listenerCount('started') > 0) {
       const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
@@ -113,7 +120,8 @@ class JobRun implements OutcomeWrite {
     let returned: unknown;
     let thenable: boolean;
     try {
-      returned = handler(new LeaseContext(this.lease));
+      const span = this.#span;
+      returned = span ? span.run(() => handler(new LeaseContext(this.lease))) : handler(new LeaseContext(this.lease));
       thenable = isThenable(returned);
     } catch (error) {
       this.#threw(error);
@@ -183,6 +191,7 @@ class JobRun implements OutcomeWrite {
    */
   #crashed(err: unknown): void {
     this.#d.events.emit('error', { where: 'runner', error: err });
+    this.#outcome = 'error';
     this.#finish();
   }
 
@@ -191,6 +200,15 @@ class JobRun implements OutcomeWrite {
     if (this.#over) return;
     const d = this.#d;
     const { job } = this.lease;
+    this.#outcome = !w.accepted
+      ? 'fenced'
+      : w.state === 'succeeded'
+        ? 'succeeded'
+        : this.refund
+          ? 'released'
+          : w.state === 'dead_lettered'
+            ? 'dead_lettered'
+            : 'retried';
     try {
       if (!w.accepted) {
         jobLog(d, this.lease).warn({ reason: w.reason }, 'baton: outcome not recorded (lease no longer ours)');
@@ -219,6 +237,7 @@ class JobRun implements OutcomeWrite {
   #finish(): void {
     if (this.#over) return;
     this.#over = true;
+    this.#span?.end(this.#outcome ?? 'lease_lost', this.#error);
     this.#d.onFinished(this.lease);
     this.#slot.writeDone();
   }

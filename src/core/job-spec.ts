@@ -6,6 +6,7 @@ import type { NewJob } from '../db/executor.ts';
 import { nameSchema as name } from './config.ts';
 import { BatonError } from './errors.ts';
 import type { JobSpec } from './job.ts';
+import type { TraceCarrier } from './tracing.ts';
 
 /** Ten years: delays beyond that are almost surely unit mistakes. */
 export const DELAY_MS_MAX = 10 * 365 * 24 * 3600 * 1000;
@@ -59,7 +60,7 @@ export const jobSpecSchema = z
   });
 
 /** Validates and defaults one spec; throws BatonError INVALID_ARGUMENT naming the field. */
-export function normalizeSpec(spec: JobSpec, maxAttemptsDefault: number, index?: number): NewJob {
+export function normalizeSpec(spec: JobSpec, maxAttemptsDefault: number, index?: number, traceContext: TraceCarrier | null = null): NewJob {
   const parsed = jobSpecSchema.safeParse(spec);
   const where = index === undefined ? '' : `jobs[${index}].`;
   if (!parsed.success) {
@@ -87,5 +88,6 @@ export function normalizeSpec(spec: JobSpec, maxAttemptsDefault: number, index?:
     delayMs: s.runAt ? null : (s.delayMs ?? 0),
     maxAttempts: s.maxAttempts ?? maxAttemptsDefault,
     idempotencyKey: s.idempotencyKey ?? null,
+    traceContext,
   };
 }

@@ -1,6 +1,8 @@
 // The job model: states (a contract, lowercase everywhere) and a discriminated
 // union so a field only one state has is never optional on all of them.
 
+import type { TraceCarrier } from './tracing.ts';
+
 export const JOB_STATES = ['pending', 'leased', 'running', 'succeeded', 'dead_lettered', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
@@ -50,6 +52,8 @@ interface JobBase {
   createdAt: Date;
   updatedAt: Date;
   startedAt: Date | null;
+  /** The W3C trace context it was enqueued in, which each attempt's span continues; null if none. */
+  trace: TraceCarrier | null;
 }
 
 export interface PendingJob extends JobBase {

@@ -13,6 +13,7 @@ import type { EngineEventEmitter } from './events.ts';
 import type { EnqueueResult, EnqueueWarning, JobSpec } from './job.ts';
 import { normalizeSpec } from './job-spec.ts';
 import { Notifier, channelFor } from './notifier.ts';
+import { type TraceCarrier, type Tracing, traceCarrier } from './tracing.ts';
 
 /** Most specs one enqueueMany takes (one INSERT statement). */
 export const ENQUEUE_BATCH_MAX = 10_000;
@@ -29,6 +30,7 @@ export interface ProducerDeps {
   /** Wakes this process's dispatchers of these queues. */
   wakeLocal: (queues: string[]) => void;
   onNotifyError: (err: unknown) => void;
+  tracing: Tracing;
 }
 
 export class Producer {
@@ -58,7 +60,8 @@ export class Producer {
       throw new BatonError('INVALID_ARGUMENT', `jobs must be an array of at most ${ENQUEUE_BATCH_MAX} specs`);
     }
     if (specs.length === 0) return [];
-    const jobs = specs.map((s, i) => normalizeSpec(s, config.maxAttemptsDefault, specs.length > 1 ? i : undefined));
+    const trace = opts.traceContext === undefined ? this.#d.tracing.capture() : givenTrace(opts.traceContext);
+    const jobs = specs.map((s, i) => normalizeSpec(s, config.maxAttemptsDefault, specs.length > 1 ? i : undefined, trace));
     const notify = opts.notify !== false;
     const queues = [...new Set(jobs.filter((j) => j.runAt === null && j.delayMs === 0).map((j) => j.queue))];
     const channels = (qs: string[]) => qs.map((q) => channelFor(config.schema, q));
@@ -159,4 +162,12 @@ function warningsFor(can: Capabilities, queue: string, jobType: string): Enqueue
     ];
   }
   return [];
+}
+
+/** A caller's trace context, checked: a malformed one would be stored and break every attempt's span. */
+function givenTrace(given: TraceCarrier): TraceCarrier {
+  const carrier = traceCarrier(given?.traceparent, given?.tracestate);
+  if (!carrier)
+    throw new BatonError('INVALID_ARGUMENT', 'traceContext.traceparent is not a valid W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)');
+  return carrier;
 }

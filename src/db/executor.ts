@@ -3,6 +3,7 @@
 // @internal — not a public API.
 
 import type { AttemptError, InsertedJob, Job, JobState, JobSummary, LeasedJob, TerminalState } from '../core/job.ts';
+import type { TraceCarrier } from '../core/tracing.ts';
 import type { Queryable } from './pg/pool.ts';
 import type { DatabaseHealth, WorkerInfo } from '../core/admin.ts';
 
@@ -18,6 +19,8 @@ export interface NewJob {
   delayMs: number | null;
   maxAttempts: number;
   idempotencyKey: string | null;
+  /** The producer's trace context, stored with the job. */
+  traceContext: TraceCarrier | null;
 }
 
 export interface Lease {

@@ -3,13 +3,21 @@
 // and the error codes it may answer. test/http/openapi.test.ts checks that every
 // route of the app is here and that real answers match.
 
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { PACKAGE_VERSION } from '../version.ts';
 import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
 import { isTokenGuarded } from './auth.ts';
 import type { ApiErrorCode } from './errors.ts';
 import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc } from './openapi.ts';
-import { batchSchema, dlqReplayQuerySchema, jobIdParamSchema, jobSpecSchema, listJobsQuerySchema, queueParamSchema } from './schemas.ts';
+import {
+  batchSchema,
+  dlqReplayQuerySchema,
+  jobIdParamSchema,
+  jobSpecSchema,
+  listJobsQuerySchema,
+  queueParamSchema,
+  traceHeadersSchema,
+} from './schemas.ts';
 import {
   responseSchemas as r,
   wireAttemptErrorSchema,
@@ -68,6 +76,7 @@ const OPERATIONS: readonly OperationDoc[] = [
     summary: 'Enqueue a job',
     description:
       '201 with the new job; 200 with the existing one when (tenantId, idempotencyKey) already exists. `warnings` says when no live worker can run it yet (it is stored all the same).',
+    headers: traceHeadersSchema,
     body: { schema: jobSpecSchema, required: true },
     responses: {
       201: json('created', wireEnqueuedJobSchema),
@@ -82,6 +91,7 @@ const OPERATIONS: readonly OperationDoc[] = [
     tag: 'jobs',
     summary: 'Enqueue jobs in one INSERT',
     description: 'All or nothing; results in input order.',
+    headers: traceHeadersSchema,
     body: { schema: batchSchema, required: true },
     responses: { 201: json('at least one job was created', r.batch), 200: json('every job already existed', r.batch) },
     errors: [...BODY, ...ENGINE],
@@ -207,9 +217,6 @@ const OPERATIONS: readonly OperationDoc[] = [
   }),
 ];
 
-const version = (): string =>
-  (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
-
 /**
  * The OpenAPI 3.1 document of the app. `bearer`: whether the server requires a token (then the
  * guarded routes carry the bearerAuth security scheme and 401 answers).
@@ -218,7 +225,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
   return openApiDocument({
     info: {
       title: 'Baton HTTP API',
-      version: version(),
+      version: PACKAGE_VERSION,
       description:
         'Errors are `{ error: { code, message, details? } }`; the status comes from the code. Every POST is JSON-typed, also without a body. A method a path does not serve answers 405 METHOD_NOT_ALLOWED with `Allow`.',
     },

@@ -30,6 +30,8 @@ export interface OperationDoc {
   params?: z.ZodObject;
   /** Query parameters: an object schema, one parameter per key. */
   query?: z.ZodObject;
+  /** Request headers the route reads: an object schema, one parameter per key. */
+  headers?: z.ZodObject;
   /** A JSON request body. */
   body?: { schema: z.ZodType; required: boolean; description?: string };
   /** Successful answers by status. */
@@ -105,7 +107,7 @@ class SchemaSet {
 }
 
 /** Splits an object schema (input side) into OpenAPI parameters. */
-function parameters(where: 'path' | 'query', json: JsonObject): JsonObject[] {
+function parameters(where: 'path' | 'query' | 'header', json: JsonObject): JsonObject[] {
   const props = (json.properties ?? {}) as Record<string, JsonObject>;
   const required = new Set((json.required ?? []) as string[]);
   return Object.entries(props).map(([name, { description, ...schema }]) => ({
@@ -158,6 +160,7 @@ export function openApiDocument(api: ApiDoc): JsonObject {
   const ops = api.operations.map((op) => {
     const params = op.params && input.use(op.params);
     const query = op.query && input.use(op.query);
+    const headers = op.headers && input.use(op.headers);
     const body = op.body && input.use(op.body.schema);
     const ok = Object.entries(op.responses).map(([status, r]) => [status, r, output.use(r.schema)] as const);
     const errors = errorResponses([...op.errors, ...(op.bearer && api.bearer ? ['UNAUTHORIZED' as const] : []), 'INTERNAL'], errorBody);
@@ -167,7 +170,11 @@ export function openApiDocument(api: ApiDoc): JsonObject {
       summary: op.summary,
       ...(op.description ? { description: op.description } : {}),
       ...(op.bearer && api.bearer ? { security: [{ bearerAuth: [] }] } : {}),
-      parameters: [...(params ? parameters('path', params()) : []), ...(query ? parameters('query', query()) : [])],
+      parameters: [
+        ...(params ? parameters('path', params()) : []),
+        ...(query ? parameters('query', query()) : []),
+        ...(headers ? parameters('header', headers()) : []),
+      ],
       ...(body
         ? {
             requestBody: {

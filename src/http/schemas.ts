@@ -89,6 +89,17 @@ export const batchSchema = z
   })
   .strict();
 
+/**
+ * Trace headers an enqueue reads (documentation only: the route parses them leniently, since
+ * W3C says an invalid traceparent is ignored, not refused).
+ */
+export const traceHeadersSchema = z.object({
+  traceparent: z.string().optional().meta({
+    description: "W3C trace context of the caller's span; stored with the jobs, each attempt's span continues it. Ignored when invalid.",
+  }),
+  tracestate: z.string().optional().meta({ description: 'W3C tracestate, stored with the traceparent (at most 512 characters kept).' }),
+});
+
 export const listJobsQuerySchema = z
   .object({
     state: z.enum(JOB_STATES).optional(),

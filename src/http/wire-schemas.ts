@@ -57,6 +57,10 @@ const common = {
   createdAt: time,
   updatedAt: time,
   startedAt: time.nullable(),
+  trace: z
+    .strictObject({ traceparent: z.string(), tracestate: z.string().optional() })
+    .nullable()
+    .meta({ description: 'the W3C trace context the job was enqueued in (traceparent, tracestate); null if none' }),
 };
 
 /** The fields only some states carry, by state. */

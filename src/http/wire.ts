@@ -34,6 +34,7 @@ function wireCommon(job: Job | JobSummary) {
     createdAt: iso(job.createdAt),
     updatedAt: iso(job.updatedAt),
     startedAt: isoOrNull(job.startedAt),
+    trace: job.trace,
   };
 }
 

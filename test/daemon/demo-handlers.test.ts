@@ -26,6 +26,7 @@ function ctx<P>(payload: P, attempt = 1, signal = new AbortController().signal):
     createdAt: now,
     updatedAt: now,
     startedAt: now,
+    trace: null,
     state: 'running',
     token: '7',
     leaseOwner: 'w',

@@ -200,6 +200,7 @@ describe('admin queries, called on the executor', () => {
       updatedAt: r.updated_at,
       startedAt: r.started_at,
       finishedAt: r.finished_at,
+      trace: null,
     });
     const running = await insertJob(db.pool, { queue, state: 'running', leaseOwner: 'w-get' });
     const rr = await row(running);

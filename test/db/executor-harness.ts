@@ -57,6 +57,7 @@ export function newJob(over: Partial<NewJob> = {}): NewJob {
     delayMs: 0,
     maxAttempts: 5,
     idempotencyKey: null,
+    traceContext: null,
     ...over,
   };
 }

@@ -288,6 +288,7 @@ async function setup(ex: Executor): Promise<{ model: Model; real: Real }> {
       queue: 'q',
       jobType: 't',
       payload: {},
+      traceContext: null,
       priority: 0,
       runAt: null,
       delayMs: null,

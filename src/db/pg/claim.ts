@@ -2,6 +2,7 @@
 // `claim`). The hot path: rows come as arrays, times as epoch milliseconds, one object per job.
 
 import type { AttemptError, LeasedJob } from '../../core/job.ts';
+import type { TraceCarrier } from '../../core/tracing.ts';
 import type { JobClaimParams } from '../executor.ts';
 import { compareIds } from './rows.ts';
 
@@ -27,6 +28,7 @@ export type ClaimRow = [
   created_at_ms: number,
   /** The claim's transaction time: updated_at, started_at when claimed into running, and expiry - leaseMs. */
   now_ms: number,
+  trace_context: TraceCarrier | null,
 ];
 
 const CLAIM_COLUMNS = [
@@ -45,6 +47,7 @@ const CLAIM_COLUMNS = [
   'run_at_ms',
   'created_at_ms',
   'now_ms',
+  'trace_context',
 ] as const;
 
 /** A claim row that came back as an object (a pool that ignored rowMode), as ClaimRow. */
@@ -90,6 +93,7 @@ export function claimRowToJob(r: ClaimRow, as: ClaimedAs): LeasedJob {
     token: r[7],
     leaseOwner: as.owner,
     leaseExpiresAt: new Date(nowMs + as.leaseMs),
+    trace: r[15],
   };
 }
 

@@ -62,6 +62,7 @@ export class PgExecutor implements Executor {
         delay_ms: j.delayMs,
         max_attempts: j.maxAttempts,
         idempotency_key: j.idempotencyKey,
+        trace_context: j.traceContext,
       })),
     );
     const notify = p.notify ?? [];

@@ -2,6 +2,7 @@
 // table guarantee the per-state fields exist, so the casts here are safe.
 
 import type { AttemptError, Job, JobState, JobSummary } from '../../core/job.ts';
+import type { TraceCarrier } from '../../core/tracing.ts';
 
 export interface JobRow {
   id: string;
@@ -27,6 +28,7 @@ export interface JobRow {
   started_at: Date | null;
   finished_at: Date | null;
   updated_at: Date;
+  trace_context: TraceCarrier | null;
 }
 
 export function rowToJob(r: JobRow): Job {
@@ -47,6 +49,7 @@ export function rowToJob(r: JobRow): Job {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     startedAt: r.started_at,
+    trace: r.trace_context ?? null,
   };
   const lastToken = r.lease_token === null ? null : String(r.lease_token);
   switch (r.state) {

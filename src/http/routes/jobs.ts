@@ -7,9 +7,18 @@ import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
-import { isJobId } from '../../index.ts';
+import { isJobId, traceCarrier, type EnqueueOptions } from '../../index.ts';
 import { batchSchema, jobIdParamSchema, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
 import { toWireJob, toWireResult, wireSummaries } from '../wire.ts';
+
+/**
+ * The request's W3C trace context (traceparent, tracestate headers) to store with the jobs, so
+ * their attempts' spans continue the caller's trace. An invalid traceparent is ignored (W3C).
+ */
+function tracedBy(c: { req: { header(name: string): string | undefined } }): EnqueueOptions {
+  const trace = traceCarrier(c.req.header('traceparent'), c.req.header('tracestate'));
+  return trace ? { traceContext: trace } : {};
+}
 
 /** A malformed id cannot name a job, so it is simply not found (never a 500 from a cast). */
 function jobId(raw: string): string {
@@ -25,12 +34,12 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
        * exists. `warnings` says when no live worker can run it yet (it is stored all the same).
        */
       .post('/', jsonBody(maxJsonDepth), zValidator('json', jobSpecSchema, validationHook), async (c) => {
-        const r = await baton.enqueue(c.req.valid('json'));
+        const r = await baton.enqueue(c.req.valid('json'), tracedBy(c));
         return c.json({ ...toWireJob(r.job), warnings: r.warnings }, r.created ? 201 : 200);
       })
       /** One INSERT for the batch; results in input order. 201 if any job was created, else 200. */
       .post('/batch', jsonBody(maxJsonDepth), zValidator('json', batchSchema, validationHook), async (c) => {
-        const results = await baton.enqueueMany(c.req.valid('json').jobs);
+        const results = await baton.enqueueMany(c.req.valid('json').jobs, tracedBy(c));
         return c.json({ results: results.map(toWireResult) }, results.some((r) => r.created) ? 201 : 200);
       })
       /**

@@ -55,7 +55,7 @@ const acceptedIds = (update: string) => `WITH w AS (${update} RETURNING j.id)
 const summaryColumns = (j: string) => `${j}.id, ${j}.tenant_id, ${j}.queue, ${j}.job_type, ${j}.priority, ${j}.state,
     ${j}.run_at, ${j}.attempt, ${j}.max_attempts, ${j}.lease_token, ${j}.lease_owner, ${j}.lease_expires_at,
     ${j}.idempotency_key, ${j}.dead_letter_reason, ${j}.replay_count, ${j}.created_at, ${j}.started_at,
-    ${j}.finished_at, ${j}.updated_at,
+    ${j}.finished_at, ${j}.updated_at, ${j}.trace_context,
     CASE WHEN pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} THEN ${j}.payload END AS payload,
     pg_column_size(${j}.payload) AS payload_bytes,
     pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} AS payload_inline,
@@ -81,14 +81,15 @@ export function jobQueries(schema: string) {
   // a duplicate (tenant_id, idempotency_key) is skipped here and read back by selectByKeys.
   // run_at: an absolute time when given, else now() + delay_ms (database clock).
   const insertSql = `INSERT INTO ${jobs}
-          (tenant_id, queue, job_type, payload, priority, run_at, max_attempts, idempotency_key)
+          (tenant_id, queue, job_type, payload, priority, run_at, max_attempts, idempotency_key, trace_context)
         SELECT x.tenant_id, x.queue, x.job_type, COALESCE(x.payload, 'null'::jsonb), x.priority,
                COALESCE(x.run_at, now() + make_interval(secs => COALESCE(x.delay_ms, 0) / 1000.0)),
-               x.max_attempts, x.idempotency_key
+               x.max_attempts, x.idempotency_key, x.trace_context
         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS a(elem, ord)
         CROSS JOIN LATERAL jsonb_to_record(a.elem) AS x(
           tenant_id text, queue text, job_type text, payload jsonb, priority integer,
-          run_at timestamptz, delay_ms double precision, max_attempts integer, idempotency_key text)
+          run_at timestamptz, delay_ms double precision, max_attempts integer, idempotency_key text,
+          trace_context jsonb)
         ORDER BY a.ord
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING *`;
@@ -161,7 +162,8 @@ export function jobQueries(schema: string) {
               ELSE current_setting('synchronous_commit') END, true)) IS NOT NULL
         RETURNING j.id::text, j.tenant_id, j.job_type, j.payload, j.priority, j.attempt, j.max_attempts,
           j.lease_token::text, j.idempotency_key, j.last_error, NULLIF(j.errors, '[]') AS errors, j.replay_count,
-          ${epochMs('j.run_at')} AS run_at_ms, ${epochMs('j.created_at')} AS created_at_ms, ${epochMs('now()')} AS now_ms`,
+          ${epochMs('j.run_at')} AS run_at_ms, ${epochMs('j.created_at')} AS created_at_ms, ${epochMs('now()')} AS now_ms,
+          j.trace_context`,
     },
     // Run once per new session of Baton's own pool: advances the token sequence by
     // TOKEN_FLOOR_STEP and marks the session, in one synchronously committed transaction

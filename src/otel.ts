@@ -1,0 +1,83 @@
+// Tracing over OpenTelemetry's API (an optional peer dependency): the producer's active span
+// context is written as a W3C traceparent at enqueue, and each attempt's handler runs in a
+// CONSUMER span that is a child of it (so it shows in the producer's trace, attempt after
+// attempt) and links to it, with the job's id, type, queue, attempt and outcome as attributes.
+// The SDK, exporters and propagators stay the application's: Baton only uses the API.
+
+import { createRequire } from 'node:module';
+import type * as Api from '@opentelemetry/api';
+import type { LeasedJob } from './core/job.ts';
+import type { JobSpan, JobSpanOutcome, TraceCarrier, Tracing } from './core/tracing.ts';
+import { traceCarrier } from './core/tracing.ts';
+
+/** The API when the application has it installed, else null (tracing is then off). */
+function loadApi(): typeof Api | null {
+  try {
+    return createRequire(import.meta.url)('@opentelemetry/api') as typeof Api;
+  } catch {
+    return null;
+  }
+}
+
+/** Tracing over @opentelemetry/api, or null when it is not installed. */
+export function otelTracing(version: string): Tracing | null {
+  const api = loadApi();
+  if (!api) return null;
+  const tracer = api.trace.getTracer('baton-queue', version);
+
+  const remoteContext = (carrier: TraceCarrier): Api.SpanContext | null => {
+    const [, traceId, spanId, flags] = carrier.traceparent.split('-');
+    if (!traceId || !spanId || !flags) return null;
+    const sc: Api.SpanContext = { traceId, spanId, traceFlags: Number.parseInt(flags, 16) & 1, isRemote: true };
+    if (carrier.tracestate) sc.traceState = api.createTraceState(carrier.tracestate);
+    return api.trace.isSpanContextValid(sc) ? sc : null;
+  };
+
+  return {
+    capture() {
+      const sc = api.trace.getSpanContext(api.context.active());
+      if (!sc || !api.trace.isSpanContextValid(sc)) return null;
+      const flags = (sc.traceFlags & 0xff).toString(16).padStart(2, '0');
+      return traceCarrier(`00-${sc.traceId}-${sc.spanId}-${flags}`, sc.traceState?.serialize());
+    },
+
+    startJob(job: LeasedJob): JobSpan {
+      const producer = job.trace ? remoteContext(job.trace) : null;
+      const parent = producer ? api.trace.setSpanContext(api.ROOT_CONTEXT, producer) : api.ROOT_CONTEXT;
+      const span = tracer.startSpan(
+        `process ${job.jobType}`,
+        {
+          kind: api.SpanKind.CONSUMER,
+          attributes: {
+            'messaging.system': 'baton',
+            'messaging.operation.type': 'process',
+            'messaging.destination.name': job.queue,
+            'messaging.message.id': job.id,
+            'baton.job.id': job.id,
+            'baton.job.type': job.jobType,
+            'baton.job.queue': job.queue,
+            'baton.job.tenant': job.tenantId,
+            'baton.job.attempt': job.attempt,
+          },
+          ...(producer ? { links: [{ context: producer }] } : {}),
+        },
+        parent,
+      );
+      const active = api.trace.setSpan(parent, span);
+      let ended = false;
+      return {
+        run: (fn) => api.context.with(active, fn),
+        end(outcome: JobSpanOutcome, error?: unknown) {
+          if (ended) return;
+          ended = true;
+          span.setAttribute('baton.job.outcome', outcome);
+          if (error !== undefined) {
+            span.recordException(error instanceof Error ? error : new Error(String(error)));
+            span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+          }
+          span.end();
+        },
+      };
+    },
+  };
+}
