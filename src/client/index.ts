@@ -33,6 +33,27 @@ function withJsonContentType(f: typeof fetch): typeof fetch {
 }
 
 /**
+ * hc puts path parameters into the URL as they are, so a queue named `emails/eu` would
+ * address another route. This wraps hc's proxy so every call's `param` values go
+ * percent-encoded (the server decodes them), keeping its types as they are.
+ */
+function encodingParams<T extends object>(target: T): T {
+  return new Proxy(target, {
+    get: (t, key) => {
+      const v = Reflect.get(t, key) as unknown;
+      return (typeof v === 'function' || (typeof v === 'object' && v !== null)) && typeof key === 'string' ? encodingParams(v) : v;
+    },
+    apply: (t, self, args: unknown[]) => {
+      const [first, ...rest] = args;
+      const param = (first as { param?: Record<string, unknown> } | undefined)?.param;
+      if (!param) return Reflect.apply(t as (...a: unknown[]) => unknown, self, args);
+      const encoded = Object.fromEntries(Object.entries(param).map(([k, v]) => [k, encodeURIComponent(String(v))]));
+      return Reflect.apply(t as (...a: unknown[]) => unknown, self, [{ ...(first as object), param: encoded }, ...rest]);
+    },
+  });
+}
+
+/**
  * Creates a client for a Baton daemon at `baseUrl` (e.g. `http://127.0.0.1:8080`).
  * Example: `const res = await client.api.jobs.$post({ json: { jobType: 'noop' } })`.
  */
@@ -40,7 +61,7 @@ export function createClient(baseUrl: string, opts: ClientOptions = {}) {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
   // Global fetch looked up per call, so a fetch replaced after the client was made is used.
-  return hc<AppType>(baseUrl, { headers, fetch: withJsonContentType(opts.fetch ?? ((input, init) => fetch(input, init))) });
+  return encodingParams(hc<AppType>(baseUrl, { headers, fetch: withJsonContentType(opts.fetch ?? ((input, init) => fetch(input, init))) }));
 }
 
 export type BatonClient = ReturnType<typeof createClient>;

@@ -37,6 +37,15 @@ describe('queues and workers', () => {
     expect(await countJobs(db, `queue = 'nothing-here'`)).toBe(0);
   });
 
+  it('the typed client percent-encodes path parameters: a queue name with "/" reaches its own depth', async () => {
+    await insertJob(db.pool, { queue: 'emails/eu', jobType: 'x' });
+    const depth = api.client.api.queues[':queue'].depth;
+    expect(depth.$url({ param: { queue: 'emails/eu' } }).pathname).toBe('/api/queues/emails%2Feu/depth');
+    const res = await depth.$get({ param: { queue: 'emails/eu' } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ queue: 'emails/eu', counts: { pending: 1 } });
+  });
+
   it('GET /api/queues lists every queue with counts', async () => {
     const res = await api.client.api.queues.$get();
     expect(res.status).toBe(200);

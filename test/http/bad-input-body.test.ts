@@ -166,8 +166,8 @@ describe('names', () => {
     const raw = await api.raw('/api/queues/a%2Fb/depth');
     expect(raw.status).toBe(200);
     expect(await raw.json()).toMatchObject({ queue: 'a/b', counts: { pending: 1 } });
-    // The typed client puts params into the path as given, so the caller encodes them.
-    const typed = await api.client.api.queues[':queue'].depth.$get({ param: { queue: encodeURIComponent('a/b') } });
+    // The typed client percent-encodes path parameters itself.
+    const typed = await api.client.api.queues[':queue'].depth.$get({ param: { queue: 'a/b' } });
     expect(await typed.json()).toMatchObject({ queue: 'a/b', counts: { pending: 1 } });
   });
 });
