@@ -7,6 +7,14 @@ import type { JSONValue } from 'hono/utils/types';
 
 const iso = (d: Date): string => d.toISOString();
 const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null);
+/**
+ * An attempt's time as the other wire times are (UTC, milliseconds, Z): PostgreSQL wrote it
+ * into jsonb in the session's time zone with microseconds. Kept as is if it does not parse.
+ */
+const utcTime = (t: string): string => {
+  const ms = Date.parse(t);
+  return Number.isNaN(ms) ? t : new Date(ms).toISOString();
+};
 
 /**
  * A failed attempt on the wire. The full job (GET /api/jobs/:id) carries each attempt's stack
@@ -14,7 +22,7 @@ const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null
  * the failure; listings leave stacks out. Errors of the API itself never carry one.
  */
 export function toWireAttemptError(e: AttemptError): AttemptError {
-  const wire = { attempt: e.attempt, token: e.token, kind: e.kind, name: e.name, message: e.message, at: e.at };
+  const wire = { attempt: e.attempt, token: e.token, kind: e.kind, name: e.name, message: e.message, at: utcTime(e.at) };
   return e.stack === undefined ? wire : { ...wire, stack: e.stack };
 }
 

@@ -10,7 +10,7 @@ import type { jobSpecSchema, listJobsQuerySchema } from '../../src/http/schemas.
 import type { InferResponseType } from '../../src/client/index.ts';
 import type { createClient } from '../../src/client/index.ts';
 import {
-  type toWireAttemptError,
+  toWireAttemptError,
   type toWireCounts,
   toWireJob,
   type toWireWorker,
@@ -92,6 +92,13 @@ const jobs: Job[] = [
   { ...base, state: 'dead_lettered', lastToken: '8', reason: 'terminal', finishedAt: t },
   { ...base, state: 'cancelled', lastToken: null, finishedAt: t },
 ];
+
+describe('toWireAttemptError', () => {
+  it('gives the time as the other wire times are, whatever zone PostgreSQL wrote it in', () => {
+    expect(toWireAttemptError({ ...attemptError, at: '2030-01-02T05:04:05.678912+02:00' }).at).toBe('2030-01-02T03:04:05.678Z');
+    expect(toWireAttemptError({ ...attemptError, at: 'not a time' }).at).toBe('not a time');
+  });
+});
 
 describe('toWireJob', () => {
   it.each(jobs.map((j) => [j.state, j] as const))('%s: same keys, ISO dates, stacks kept', (_state, job) => {
