@@ -41,28 +41,33 @@ export function otelTracing(version: string): Tracing | null {
       return traceCarrier(`00-${sc.traceId}-${sc.spanId}-${flags}`, sc.traceState?.serialize());
     },
 
-    startJob(job: LeasedJob): JobSpan {
+    startJob(job: LeasedJob): JobSpan | null {
       const producer = job.trace ? remoteContext(job.trace) : null;
       const parent = producer ? api.trace.setSpanContext(api.ROOT_CONTEXT, producer) : api.ROOT_CONTEXT;
       const span = tracer.startSpan(
         `process ${job.jobType}`,
-        {
-          kind: api.SpanKind.CONSUMER,
-          attributes: {
-            'messaging.system': 'baton',
-            'messaging.operation.type': 'process',
-            'messaging.destination.name': job.queue,
-            'messaging.message.id': job.id,
-            'baton.job.id': job.id,
-            'baton.job.type': job.jobType,
-            'baton.job.queue': job.queue,
-            'baton.job.tenant': job.tenantId,
-            'baton.job.attempt': job.attempt,
-          },
-          ...(producer ? { links: [{ context: producer }] } : {}),
-        },
+        { kind: api.SpanKind.CONSUMER, ...(producer ? { links: [{ context: producer }] } : {}) },
         parent,
       );
+      // No SDK registered and no producer context: the span is the API's no-op with an invalid
+      // context, so there is nothing to record and nothing to carry into the handler. The
+      // common case for applications without tracing set up; it must cost next to nothing.
+      if (!producer && !span.isRecording() && !api.trace.isSpanContextValid(span.spanContext())) return null;
+      // Attributes only for a span that records them (set right after the start, so a sampler
+      // decides on the name, kind and links).
+      if (span.isRecording()) {
+        span.setAttributes({
+          'messaging.system': 'baton',
+          'messaging.operation.type': 'process',
+          'messaging.destination.name': job.queue,
+          'messaging.message.id': job.id,
+          'baton.job.id': job.id,
+          'baton.job.type': job.jobType,
+          'baton.job.queue': job.queue,
+          'baton.job.tenant': job.tenantId,
+          'baton.job.attempt': job.attempt,
+        });
+      }
       const active = api.trace.setSpan(parent, span);
       let ended = false;
       return {
@@ -70,10 +75,12 @@ export function otelTracing(version: string): Tracing | null {
         end(outcome: JobSpanOutcome, error?: unknown) {
           if (ended) return;
           ended = true;
-          span.setAttribute('baton.job.outcome', outcome);
-          if (error !== undefined) {
-            span.recordException(error instanceof Error ? error : new Error(String(error)));
-            span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+          if (span.isRecording()) {
+            span.setAttribute('baton.job.outcome', outcome);
+            if (error !== undefined) {
+              span.recordException(error instanceof Error ? error : new Error(String(error)));
+              span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+            }
           }
           span.end();
         },

@@ -1,0 +1,30 @@
+// Tracing with @opentelemetry/api installed but no SDK registered, as in most applications:
+// a job enqueued outside any trace gets no span at all (the handler is called as is), and one
+// with a producer context still gets a span that carries it to the handler's downstream calls.
+
+import { describe, expect, it } from 'vitest';
+import type { LeasedJob } from '../../src/core/job.ts';
+import { otelTracing } from '../../src/otel.ts';
+
+const job = (trace: LeasedJob['trace']): LeasedJob =>
+  ({ id: '1', tenantId: 'default', queue: 'q', jobType: 't', attempt: 1, trace }) as LeasedJob;
+
+describe('otelTracing without an SDK', () => {
+  const tracing = otelTracing('0.0.0')!;
+
+  it('is on (the API is installed) and captures nothing outside a span', () => {
+    expect(tracing).not.toBeNull();
+    expect(tracing.capture()).toBeNull();
+  });
+
+  it('starts no span for a job enqueued outside any trace', () => {
+    expect(tracing.startJob(job(null))).toBeNull();
+  });
+
+  it("still runs the handler of a traced job in a span carrying its producer's context", () => {
+    const span = tracing.startJob(job({ traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' }));
+    expect(span).not.toBeNull();
+    expect(span!.run(() => 42)).toBe(42);
+    span!.end('succeeded');
+  });
+});
