@@ -24,6 +24,13 @@ export function otelTracing(version: string): Tracing | null {
   const api = loadApi();
   if (!api) return null;
   const tracer = api.trace.getTracer('baton-queue', version);
+  // The global provider is a proxy whose delegate is the API's shared no-op provider until an
+  // SDK registers (which may happen after createBaton, so this is asked per job).
+  const noopProvider = new api.ProxyTracerProvider().getDelegate();
+  const noSdk = (): boolean => {
+    const provider = api.trace.getTracerProvider();
+    return provider instanceof api.ProxyTracerProvider && provider.getDelegate() === noopProvider;
+  };
 
   const remoteContext = (carrier: TraceCarrier): Api.SpanContext | null => {
     const [, traceId, spanId, flags] = carrier.traceparent.split('-');
@@ -42,6 +49,10 @@ export function otelTracing(version: string): Tracing | null {
     },
 
     startJob(job: LeasedJob): JobSpan | null {
+      // No SDK registered and no producer context: nothing to record and nothing to carry into
+      // the handler. The common case for applications without tracing set up, so it is
+      // decided before anything is allocated.
+      if (!job.trace && noSdk()) return null;
       const producer = job.trace ? remoteContext(job.trace) : null;
       const parent = producer ? api.trace.setSpanContext(api.ROOT_CONTEXT, producer) : api.ROOT_CONTEXT;
       const span = tracer.startSpan(
@@ -49,9 +60,7 @@ export function otelTracing(version: string): Tracing | null {
         { kind: api.SpanKind.CONSUMER, ...(producer ? { links: [{ context: producer }] } : {}) },
         parent,
       );
-      // No SDK registered and no producer context: the span is the API's no-op with an invalid
-      // context, so there is nothing to record and nothing to carry into the handler. The
-      // common case for applications without tracing set up; it must cost next to nothing.
+      // A tracer that is a no-op under another provider: the same, found after the fact.
       if (!producer && !span.isRecording() && !api.trace.isSpanContextValid(span.spanContext())) return null;
       // Attributes only for a span that records them (set right after the start, so a sampler
       // decides on the name, kind and links).
