@@ -17,7 +17,7 @@ import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { requestContext } from './request-context.ts';
 import { jobRoutes } from './routes/jobs.ts';
-import { dlqRoutes, queueRoutes, workerRoutes } from './routes/admin.ts';
+import { dlqRoutes, queueRoutes, statsRoutes, workerRoutes } from './routes/admin.ts';
 import { opsRoutes } from './routes/ops.ts';
 
 export const BODY_LIMIT_BYTES_DEFAULT = 1024 * 1024;
@@ -98,6 +98,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/api/dlq', dlqRoutes(baton))
     .route('/api/queues', queueRoutes(baton))
     .route('/api/workers', workerRoutes(baton))
+    .route('/api/stats', statsRoutes(baton))
     .route(
       '/',
       opsRoutes(baton, {
