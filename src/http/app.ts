@@ -43,6 +43,11 @@ export interface AppOptions {
   /** The admin console page. Default: src/http/console.html next to this file. */
   consoleHtmlPath?: string;
   /**
+   * Whether the console offers its "Enqueue demo jobs" button: true when this process runs the
+   * demo handlers (noop, sleep, boom, poison). Default false.
+   */
+  demoHandlers?: boolean;
+  /**
    * Extra names the server answers to besides those it knows (see listenOn): `name` (any port)
    * or `name:port`, compared case-insensitively. `'*'` turns the Host check off. Any other Host
    * gets 421 HOST_NOT_ALLOWED, except on /healthz and /readyz. Default: none.
@@ -105,6 +110,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
         ...(metrics ? { metrics } : {}),
         ...(opts.isStarted ? { isStarted: opts.isStarted } : {}),
         consoleHtmlPath: opts.consoleHtmlPath ?? CONSOLE_HTML_PATH_DEFAULT,
+        demoHandlers: opts.demoHandlers ?? false,
         bearer: opts.apiToken !== undefined,
       }),
     );
