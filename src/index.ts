@@ -17,6 +17,18 @@ export {
   type StateCounts,
   type WorkerInfo,
 } from './core/admin.ts';
+export {
+  BULK_ACTIONS,
+  BULK_IDS_MAX,
+  STATS_WINDOW_SECONDS_DEFAULT,
+  STATS_WINDOW_SECONDS_MAX,
+  type BulkAction,
+  type BulkItemResult,
+  type PausedQueue,
+  type QueuePauseState,
+  type StatsSnapshot,
+} from './core/queue-admin.ts';
+export { JOB_SORT_KEYS, SORT_ORDERS, type JobSortKey, type SortOrder } from './core/job-sort.ts';
 export type { EngineEvents } from './core/events.ts';
 export type { Handler, HandlerMap, JobContext } from './core/handler.ts';
 export type { Logger } from './core/logger.ts';

@@ -5,12 +5,34 @@
 import type { Executor } from '../db/executor.ts';
 import { BatonError } from './errors.ts';
 import { JOB_STATES, type Job, type JobState, type JobSummary } from './job.ts';
+import { JOB_SORT_KEYS, SORT_ORDERS, type JobSortKey, type SortOrder } from './job-sort.ts';
+import {
+  bulk,
+  pauseQueue,
+  resumeQueue,
+  STATS_WINDOW_SECONDS_DEFAULT,
+  STATS_WINDOW_SECONDS_MAX,
+  toStatsSnapshot,
+  type BulkAction,
+  type BulkItemResult,
+  type PausedQueue,
+  type QueuePauseState,
+  type StatsSnapshot,
+} from './queue-admin.ts';
 
 export interface ListJobsFilter {
   state?: JobState;
   tenantId?: string;
   queue?: string;
   jobType?: string;
+  /** Created at or after this time. */
+  createdAfter?: Date;
+  /** Created strictly before this time. */
+  createdBefore?: Date;
+  /** Sort key; default id (see JOB_SORT_KEYS). Ties are broken by id in the same order. */
+  sort?: JobSortKey;
+  /** Default desc. */
+  order?: SortOrder;
   /** 1..500, default 50. */
   limit?: number;
   /** >= 0, default 0. */
@@ -89,8 +111,23 @@ export interface AdminApi {
   /** Replays up to `limit` (1..1000, default 100) dead-lettered jobs, oldest first; answers their summaries. */
   replayDeadLetters(opts?: { limit?: number; queue?: string; tenantId?: string }): Promise<JobSummary[]>;
   queueDepth(queue: string): Promise<StateCounts>;
-  /** Every queue with at least one job, with counts by state. */
-  queues(): Promise<Array<{ queue: string; counts: StateCounts }>>;
+  /** Every queue with at least one job or paused, with counts by state and whether it is paused. */
+  queues(): Promise<Array<{ queue: string; paused: boolean; pausedAt: Date | null; counts: StateCounts }>>;
+  /**
+   * Stops every worker process on the database from claiming `queue` (from its next claim);
+   * jobs already claimed run on, and enqueues are accepted. Idempotent. QUEUE_NOT_FOUND when
+   * the queue has no job, no live worker and is not paused.
+   */
+  pauseQueue(queue: string): Promise<QueuePauseState>;
+  /** Lets workers claim `queue` again and wakes them. Idempotent; QUEUE_NOT_FOUND as pauseQueue. */
+  resumeQueue(queue: string): Promise<QueuePauseState>;
+  pausedQueues(): Promise<PausedQueue[]>;
+  /** A pending job (delayed or not) becomes due now; JOB_STATE_CONFLICT unless pending. */
+  runNow(id: string): Promise<Job>;
+  /** replay, cancel or runNow on each of 1..100 distinct ids; per-id outcomes, in input order. */
+  bulk(action: BulkAction, ids: readonly string[]): Promise<BulkItemResult[]>;
+  /** Counts by queue and state, paused queues and the jobs finished in the last `windowSeconds` (1..3600, default 60), from one statement. */
+  stats(opts?: { windowSeconds?: number }): Promise<StatsSnapshot>;
   workers(): Promise<WorkerInfo[]>;
   /** The database's health as Baton sees it: bounded queries, read at most once per HEALTH_CACHE_MS. */
   health(): Promise<DatabaseHealth>;
@@ -144,7 +181,7 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
     return job;
   }
 
-  return {
+  const api: AdminApi = {
     getJob: mustGet,
 
     async listJobs(filter: ListJobsFilter = {}): Promise<JobPage> {
@@ -153,9 +190,28 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
       }
       const limit = intIn('limit', filter.limit, 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT);
       const offset = intIn('offset', filter.offset, 0, LIST_OFFSET_MAX, 0);
-      const where = { state: filter.state, tenantId: filter.tenantId, queue: filter.queue, jobType: filter.jobType };
+      if (filter.sort !== undefined && !JOB_SORT_KEYS.includes(filter.sort)) {
+        throw new BatonError('INVALID_ARGUMENT', `sort must be one of ${JOB_SORT_KEYS.join(', ')}`, { details: { field: 'sort' } });
+      }
+      if (filter.order !== undefined && !SORT_ORDERS.includes(filter.order)) {
+        throw new BatonError('INVALID_ARGUMENT', `order must be one of ${SORT_ORDERS.join(', ')}`, { details: { field: 'order' } });
+      }
+      for (const field of ['createdAfter', 'createdBefore'] as const) {
+        const d = filter[field];
+        if (d !== undefined && !(d instanceof Date && Number.isFinite(d.getTime()))) {
+          throw new BatonError('INVALID_ARGUMENT', `${field} must be a valid Date`, { details: { field } });
+        }
+      }
+      const where = {
+        state: filter.state,
+        tenantId: filter.tenantId,
+        queue: filter.queue,
+        jobType: filter.jobType,
+        createdAfter: filter.createdAfter,
+        createdBefore: filter.createdBefore,
+      };
       const [jobs, total] = await Promise.all([
-        executor.jobList({ ...where, limit, offset }),
+        executor.jobList({ ...where, sort: filter.sort, order: filter.order, limit, offset }),
         executor.jobCountCapped({ ...where, cap: LIST_TOTAL_CAP }),
       ]);
       return { jobs, total, limit, offset };
@@ -188,6 +244,35 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
       return job;
     },
 
+    async runNow(id: string): Promise<Job> {
+      assertJobId(id);
+      const job = await executor.jobRunNow({ id });
+      if (!job) {
+        const current = await mustGet(id);
+        throw new BatonError('JOB_STATE_CONFLICT', `job ${id} is ${current.state}; only pending jobs can be run now`, {
+          details: { id, state: current.state },
+        });
+      }
+      wake(job.queue);
+      return job;
+    },
+
+    async bulk(action, ids) {
+      if (!Array.isArray(ids)) throw new BatonError('INVALID_ARGUMENT', 'ids must be an array', { details: { field: 'ids' } });
+      const one = { replay: api.replay, cancel: api.cancel, runNow: api.runNow }[action];
+      if (!one) throw new BatonError('INVALID_ARGUMENT', 'action must be replay, cancel or runNow', { details: { field: 'action' } });
+      return bulk(ids, one);
+    },
+
+    pauseQueue: (queue) => pauseQueue(executor, queue),
+    resumeQueue: (queue) => resumeQueue(executor, wake, queue),
+    pausedQueues: () => executor.queueListPaused(),
+
+    async stats(opts = {}) {
+      const windowSeconds = intIn('windowSeconds', opts.windowSeconds, 1, STATS_WINDOW_SECONDS_MAX, STATS_WINDOW_SECONDS_DEFAULT);
+      return toStatsSnapshot(await executor.statsSnapshot({ windowSeconds }), windowSeconds);
+    },
+
     async replayDeadLetters(opts = {}) {
       const limit = intIn('limit', opts.limit, 1, DLQ_REPLAY_LIMIT_MAX, DLQ_REPLAY_LIMIT_DEFAULT);
       const jobs = await executor.jobReplayDeadLetters({ limit, queue: opts.queue, tenantId: opts.tenantId });
@@ -202,13 +287,18 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
     },
 
     async queues() {
+      const [rows, paused] = await Promise.all([executor.jobCountsByQueue({}), executor.queueListPaused()]);
+      const pausedAt = new Map(paused.map((p) => [p.queue, p.pausedAt]));
       const byQueue = new Map<string, StateCounts>();
-      for (const r of await executor.jobCountsByQueue({})) {
+      for (const r of rows) {
         const c = byQueue.get(r.queue) ?? emptyCounts();
         c[r.state] = r.n;
         byQueue.set(r.queue, c);
       }
-      return [...byQueue].map(([queue, counts]) => ({ queue, counts }));
+      for (const p of paused) if (!byQueue.has(p.queue)) byQueue.set(p.queue, emptyCounts());
+      return [...byQueue]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([queue, counts]) => ({ queue, paused: pausedAt.has(queue), pausedAt: pausedAt.get(queue) ?? null, counts }));
     },
 
     workers: () => executor.workerList(),
@@ -226,4 +316,5 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
       return healthCache.read;
     },
   };
+  return api;
 }

@@ -67,6 +67,7 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
       // The Host check answers the bind host and loopback names on the port the server got.
       listenOn: () => listening,
       bodyLimitBytes: config.bodyLimitBytes,
+      demoHandlers: config.demoHandlers,
       logger: logger.child({ component: 'http' }),
       // /readyz turns 503 as soon as shutdown begins, so a load balancer stops routing here.
       isStarted: () => serving,

@@ -6,6 +6,8 @@ import type { AttemptError, InsertedJob, Job, JobState, JobSummary, LeasedJob, T
 import type { TraceCarrier } from '../core/tracing.ts';
 import type { Queryable } from './pg/pool.ts';
 import type { DatabaseHealth, WorkerInfo } from '../core/admin.ts';
+import type { PausedQueue, StatsRow } from '../core/queue-admin.ts';
+import type { JobSortKey, SortOrder } from '../core/job-sort.ts';
 
 /** A validated, defaulted job spec ready to insert. */
 export interface NewJob {
@@ -74,6 +76,12 @@ export interface JobListParams {
   tenantId?: string | undefined;
   queue?: string | undefined;
   jobType?: string | undefined;
+  /** Created at or after / strictly before. */
+  createdAfter?: Date | undefined;
+  createdBefore?: Date | undefined;
+  /** Default: id, desc (newest first). */
+  sort?: JobSortKey | undefined;
+  order?: SortOrder | undefined;
   limit: number;
   offset: number;
 }
@@ -105,8 +113,17 @@ export interface Executor {
   jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }): Promise<number>;
   jobReplay(p: { id: string }): Promise<Job | null>;
   jobCancel(p: { id: string }): Promise<Job | null>;
+  /** A pending job due at once (run_at = least(run_at, now())); null unless pending. */
+  jobRunNow(p: { id: string }): Promise<Job | null>;
   jobReplayDeadLetters(p: { limit: number; queue?: string | undefined; tenantId?: string | undefined }): Promise<JobSummary[]>;
   jobCountsByQueue(p: { queue?: string | undefined }): Promise<Array<{ queue: string; state: JobState; n: number }>>;
+  /** Pauses a known queue (idempotent); null when the queue is unknown (no job, no live worker, not paused). */
+  queuePause(p: { queue: string }): Promise<Date | null>;
+  /** Resumes a queue; null when unknown, else whether it was paused. */
+  queueResume(p: { queue: string }): Promise<{ wasPaused: boolean } | null>;
+  queueListPaused(): Promise<PausedQueue[]>;
+  /** Counts, paused queues and the last `windowSeconds` of finished jobs, from one statement. */
+  statsSnapshot(p: { windowSeconds: number }): Promise<StatsRow>;
   workerSweep(p: { lockNamespace: number }): Promise<void>;
   workerPrune(): Promise<void>;
   workerTouch(p: { id: string; inFlight: number }): Promise<void>;

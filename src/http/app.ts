@@ -17,7 +17,7 @@ import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { requestContext } from './request-context.ts';
 import { jobRoutes } from './routes/jobs.ts';
-import { dlqRoutes, queueRoutes, workerRoutes } from './routes/admin.ts';
+import { dlqRoutes, queueRoutes, statsRoutes, workerRoutes } from './routes/admin.ts';
 import { opsRoutes } from './routes/ops.ts';
 
 export const BODY_LIMIT_BYTES_DEFAULT = 1024 * 1024;
@@ -42,6 +42,11 @@ export interface AppOptions {
   isStarted?: () => boolean;
   /** The admin console page. Default: src/http/console.html next to this file. */
   consoleHtmlPath?: string;
+  /**
+   * Whether the console offers its "Enqueue demo jobs" button: true when this process runs the
+   * demo handlers (noop, sleep, boom, poison). Default false.
+   */
+  demoHandlers?: boolean;
   /**
    * Extra names the server answers to besides those it knows (see listenOn): `name` (any port)
    * or `name:port`, compared case-insensitively. `'*'` turns the Host check off. Any other Host
@@ -98,12 +103,14 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/api/dlq', dlqRoutes(baton))
     .route('/api/queues', queueRoutes(baton))
     .route('/api/workers', workerRoutes(baton))
+    .route('/api/stats', statsRoutes(baton))
     .route(
       '/',
       opsRoutes(baton, {
         ...(metrics ? { metrics } : {}),
         ...(opts.isStarted ? { isStarted: opts.isStarted } : {}),
         consoleHtmlPath: opts.consoleHtmlPath ?? CONSOLE_HTML_PATH_DEFAULT,
+        demoHandlers: opts.demoHandlers ?? false,
         bearer: opts.apiToken !== undefined,
       }),
     );

@@ -36,6 +36,16 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   let jobsRead: Promise<void> = Promise.resolve();
   // Whether a read of this scrape failed: baton_jobs is collected first and starts a scrape afresh.
   let scrapeFailed = false;
+  // Filled by baton_jobs's read (the same admin.queues() answer), so both show one moment.
+  const paused = new Gauge({
+    name: 'baton_queue_paused',
+    help: 'Whether the queue is paused (1): no worker process claims from it (read from the database on scrape)',
+    labelNames: ['queue'] as const,
+    registers: [],
+    async collect() {
+      await jobsRead;
+    },
+  });
   new Gauge({
     name: 'baton_jobs',
     help: 'Jobs by queue and state (read from the database on scrape)',
@@ -43,11 +53,13 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
     registers,
     collect() {
       this.reset();
+      paused.reset();
       scrapeFailed = false;
       jobsRead = (async () => {
         try {
-          for (const { queue, counts } of await baton.admin.queues()) {
+          for (const { queue, counts, paused: p } of await baton.admin.queues()) {
             for (const [state, n] of Object.entries(counts)) this.set({ queue, state }, n);
+            paused.set({ queue }, p ? 1 : 0);
           }
         } catch {
           // A scrape must still answer while the database is down; the error counter says why it is empty.
@@ -57,6 +69,8 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
       return jobsRead;
     },
   });
+  // Registered after baton_jobs, whose collect starts the read this one waits for.
+  registry.registerMetric(paused);
   const health = registerDatabaseMetrics(registry, baton, () => {
     scrapeFailed = true;
   });

@@ -11,12 +11,14 @@ import type { ApiErrorCode } from './errors.ts';
 import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc } from './openapi.ts';
 import {
   batchSchema,
+  bulkSchema,
   dlqReplayQuerySchema,
   jobIdParamSchema,
   jobSpecSchema,
   listJobsQuerySchema,
   queueParamSchema,
   traceHeadersSchema,
+  statsQuerySchema,
 } from './schemas.ts';
 import {
   responseSchemas as r,
@@ -25,7 +27,9 @@ import {
   wireEnqueueWarningSchema,
   wireJobSchema,
   wireJobSummarySchema,
+  wireQueueSchema,
   wireStateCountsSchema,
+  wireStatsSchema,
   wireWorkerSchema,
 } from './wire-schemas.ts';
 
@@ -125,6 +129,25 @@ const OPERATIONS: readonly OperationDoc[] = [
     'the job, pending again',
   ),
   jobAction('cancel', 'cancelJob', 'Cancel a pending job', '409 unless the job is pending.', 'the cancelled job'),
+  jobAction(
+    'run-now',
+    'runJobNow',
+    'Run a pending (e.g. delayed) job now',
+    'Its run_at becomes now (a job already due keeps its place) and workers are woken; 409 unless the job is pending.',
+    'the job, due now',
+  ),
+  route({
+    method: 'post',
+    path: '/api/jobs/bulk',
+    operationId: 'bulkJobs',
+    tag: 'jobs',
+    summary: 'Replay, cancel or run now a selection of jobs',
+    description:
+      'Each id is done or refused on its own, with the refusal the single-job route would answer (JOB_NOT_FOUND, JOB_STATE_CONFLICT); every id gets its outcome, in input order. 200 whatever the outcomes.',
+    body: { schema: bulkSchema, required: true },
+    responses: { 200: json('per-id outcomes', r.bulk) },
+    errors: [...BODY, ...ENGINE],
+  }),
   route({
     method: 'post',
     path: '/api/dlq/replay',
@@ -142,8 +165,36 @@ const OPERATIONS: readonly OperationDoc[] = [
     path: '/api/queues',
     operationId: 'listQueues',
     tag: 'queues',
-    summary: 'Every queue with at least one job, with counts by state',
+    summary: 'Every queue with at least one job or paused, with counts by state and pause state',
     responses: { 200: json('the queues', r.queues) },
+    errors: ENGINE,
+  }),
+  ...(['pause', 'resume'] as const).map((action) =>
+    route({
+      method: 'post',
+      path: `/api/queues/:queue/${action}`,
+      operationId: `${action}Queue`,
+      tag: 'queues',
+      summary: action === 'pause' ? 'Pause a queue: no worker process claims from it' : 'Resume a paused queue',
+      description:
+        action === 'pause'
+          ? "Fleet-wide, from each worker's next claim; jobs already claimed run on, enqueues are accepted. Idempotent. 404 QUEUE_NOT_FOUND for a queue with no job, no live worker, and not paused."
+          : 'Workers are woken. Idempotent. 404 QUEUE_NOT_FOUND as for pause.',
+      params: queueParamSchema,
+      body: noBody,
+      responses: { 200: json("the queue's pause state", r.queueState) },
+      errors: ['QUEUE_NOT_FOUND', ...BODY, ...ENGINE],
+    }),
+  ),
+  route({
+    method: 'get',
+    path: '/api/stats',
+    operationId: 'stats',
+    tag: 'queues',
+    summary: 'Counts by queue and state, pause state and the last window of finished jobs, read in one statement',
+    description: 'What the console polls for its panels and charts. Unknown parameters are refused (400).',
+    query: statsQuerySchema,
+    responses: { 200: json('the snapshot', r.stats) },
     errors: ENGINE,
   }),
   route({
@@ -230,8 +281,8 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
         'Errors are `{ error: { code, message, details? } }`; the status comes from the code. Every POST is JSON-typed, also without a body. A method a path does not serve answers 405 METHOD_NOT_ALLOWED with `Allow`.',
     },
     tags: [
-      { name: 'jobs', description: 'enqueue, read, list, replay, cancel' },
-      { name: 'queues', description: 'queues and workers' },
+      { name: 'jobs', description: 'enqueue, read, list, replay, cancel, run now, bulk actions' },
+      { name: 'queues', description: 'queues, pause and resume, workers, stats' },
       { name: 'operations', description: 'health, readiness, metrics, this document, the console' },
     ],
     components: {
@@ -241,6 +292,8 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       AttemptError: wireAttemptErrorSchema,
       EnqueueWarning: wireEnqueueWarningSchema,
       StateCounts: wireStateCountsSchema,
+      Queue: wireQueueSchema,
+      Stats: wireStatsSchema,
       Worker: wireWorkerSchema,
     },
     requestComponents: { JobSpec: jobSpecSchema },

@@ -4,10 +4,13 @@
 
 import { z } from 'zod';
 import {
+  BULK_ACTIONS,
+  BULK_IDS_MAX,
   DELAY_MS_MAX,
   DLQ_REPLAY_LIMIT_DEFAULT,
   DLQ_REPLAY_LIMIT_MAX,
   IDEMPOTENCY_KEY_MAX_CHARS,
+  JOB_SORT_KEYS,
   JOB_STATES,
   LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,
@@ -16,6 +19,9 @@ import {
   PRIORITY_MAX,
   RUN_AT_MAX,
   RUN_AT_MIN,
+  SORT_ORDERS,
+  STATS_WINDOW_SECONDS_DEFAULT,
+  STATS_WINDOW_SECONDS_MAX,
   nameSchema as engineNameSchema,
   runAtSchema,
   type JobSpec,
@@ -45,6 +51,15 @@ function intParam(min: number, max: number, dflt?: number) {
     .transform(Number)
     .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
     .meta({ description: `a decimal integer from ${min} to ${max}${dflt === undefined ? '' : `; default ${dflt}`}` });
+}
+
+/** An ISO 8601 instant with Z or an offset, in a query string. */
+function instantParam(description: string) {
+  return z.iso
+    .datetime({ offset: true })
+    .transform((s) => new Date(s))
+    .pipe(z.date().refine((d) => Number.isFinite(d.getTime()), 'must be a valid instant'))
+    .meta({ description: `${description}: ISO 8601 with Z or an offset` });
 }
 
 /** One job as submitted over HTTP. The descriptions are the OpenAPI document's (openapi-routes.ts). */
@@ -106,10 +121,33 @@ export const listJobsQuerySchema = z
     tenantId: nameSchema.optional(),
     queue: nameSchema.optional(),
     jobType: nameSchema.optional(),
+    createdAfter: instantParam('jobs created at or after this instant').optional(),
+    createdBefore: instantParam('jobs created before this instant').optional(),
+    sort: z.enum(JOB_SORT_KEYS).optional().meta({ description: 'sort key; default id. Ties are broken by id' }),
+    order: z.enum(SORT_ORDERS).optional().meta({ description: 'default desc' }),
     limit: intParam(1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT).optional(),
     offset: intParam(0, LIST_OFFSET_MAX).optional(),
   })
   .strict() satisfies z.ZodType<ListJobsFilter>;
+
+/** Body of POST /api/jobs/bulk. */
+export const bulkSchema = z
+  .object({
+    action: z.enum(BULK_ACTIONS).meta({ description: 'what to do to each job: replay, cancel or runNow' }),
+    ids: z
+      .array(z.string().max(40))
+      .min(1)
+      .max(BULK_IDS_MAX)
+      .refine((ids) => new Set(ids).size === ids.length, 'must not repeat an id')
+      .meta({ description: `1 to ${BULK_IDS_MAX} distinct job ids; each is done or refused on its own` }),
+  })
+  .strict();
+
+export const statsQuerySchema = z
+  .object({
+    windowSeconds: intParam(1, STATS_WINDOW_SECONDS_MAX, STATS_WINDOW_SECONDS_DEFAULT).optional(),
+  })
+  .strict();
 
 /** Path parameter of /api/jobs/:id/…: any string; one that cannot name a job (isJobId) is simply 404 JOB_NOT_FOUND. */
 export const jobIdParamSchema = z.object({

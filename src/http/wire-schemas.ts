@@ -4,7 +4,7 @@
 // objects: a field the wire gains or loses without this file is caught.
 
 import { z } from 'zod';
-import { ATTEMPT_ERROR_KINDS, ENQUEUE_WARNING_CODES, ERROR_CODES, JOB_STATES, type JobState } from '../index.ts';
+import { ATTEMPT_ERROR_KINDS, BULK_ACTIONS, ENQUEUE_WARNING_CODES, ERROR_CODES, JOB_STATES, type JobState } from '../index.ts';
 import { HTTP_ERROR_CODES, type ApiErrorCode } from './errors.ts';
 
 /** Every code an error body may carry. */
@@ -146,12 +146,52 @@ export const wireWorkerSchema = z.strictObject({
 
 const truncated = z.boolean().meta({ description: 'the response size cap cut the list short' });
 
+const queueState = {
+  queue: z.string(),
+  paused: z.boolean().meta({ description: 'no worker process claims from a paused queue' }),
+  pausedAt: time.nullable(),
+};
+
+/** toWireQueue. */
+export const wireQueueSchema = z.strictObject({ ...queueState, counts: wireStateCountsSchema });
+
+const ms = z.number().min(0).nullable();
+
+/** toWireStats. */
+export const wireStatsSchema = z.strictObject({
+  at: time.meta({ description: "the database's clock when the counts were read" }),
+  queues: z.array(wireQueueSchema),
+  window: z.strictObject({
+    seconds: z.int().min(1),
+    succeeded: count.meta({ description: 'jobs that succeeded within the window (at most 100,000)' }),
+    deadLettered: count,
+    cancelled: count,
+    startLatencyMs: z
+      .strictObject({ count, p50: ms, p95: ms, max: ms })
+      .meta({ description: 'run_at to started_at of the newest (at most 1,000) jobs that succeeded within the window' }),
+  }),
+});
+
+/** toWireBulkItem. */
+export const wireBulkItemSchema = z.discriminatedUnion('ok', [
+  z.strictObject({ id: z.string(), ok: z.literal(true), state: z.enum(JOB_STATES) }),
+  z.strictObject({
+    id: z.string(),
+    ok: z.literal(false),
+    error: z.strictObject({ code: z.enum(ERROR_CODES), message: z.string() }),
+    state: z.enum(JOB_STATES).optional().meta({ description: 'the state that refused the action (409)' }),
+  }),
+]);
+
 /** The bodies of the routes' successful answers, by route. */
 export const responseSchemas = {
   jobPage: z.strictObject({ jobs: z.array(wireJobSummarySchema), total: count, limit: count, offset: count, truncated }),
   batch: z.strictObject({ results: z.array(wireEnqueueResultSchema) }),
   dlqReplay: z.strictObject({ replayed: count, jobs: z.array(wireJobSummarySchema), truncated }),
-  queues: z.strictObject({ queues: z.array(z.strictObject({ queue: z.string(), counts: wireStateCountsSchema })) }),
+  queues: z.strictObject({ queues: z.array(wireQueueSchema) }),
+  queueState: z.strictObject(queueState),
+  stats: wireStatsSchema,
+  bulk: z.strictObject({ action: z.enum(BULK_ACTIONS), done: count, refused: count, results: z.array(wireBulkItemSchema) }),
   depth: z.strictObject({ queue: z.string(), counts: wireStateCountsSchema }),
   workers: z.strictObject({ workers: z.array(wireWorkerSchema) }),
   health: z.strictObject({ status: z.literal('ok') }),

@@ -2,7 +2,18 @@
 // dates as ISO 8601 strings, ids and tokens as strings. Listing fields
 // explicitly keeps internals off the wire; the client's types come from here.
 
-import type { AttemptError, Job, JobSummary, StateCounts, WorkerInfo, EnqueueResult } from '../index.ts';
+import type {
+  AttemptError,
+  BulkItemResult,
+  Job,
+  JobSummary,
+  QueuePauseState,
+  StateCounts,
+  StatsSnapshot,
+  WorkerInfo,
+  EnqueueResult,
+} from '../index.ts';
+import { STATUS_BY_CODE } from './errors.ts';
 import type { JSONValue } from 'hono/utils/types';
 
 const iso = (d: Date): string => d.toISOString();
@@ -153,4 +164,27 @@ export function toWireWorker(w: WorkerInfo) {
 
 export function toWireCounts(counts: StateCounts): StateCounts {
   return { ...counts };
+}
+
+/** A queue as listings show it: counts by state, and whether it is paused (since when). */
+export function toWireQueue(q: { queue: string; paused: boolean; pausedAt: Date | null; counts: StateCounts }) {
+  return { queue: q.queue, paused: q.paused, pausedAt: isoOrNull(q.pausedAt), counts: toWireCounts(q.counts) };
+}
+
+export function toWireQueueState(s: QueuePauseState) {
+  return { queue: s.queue, paused: s.paused, pausedAt: isoOrNull(s.pausedAt) };
+}
+
+export function toWireStats(s: StatsSnapshot) {
+  return { at: iso(s.at), queues: s.queues.map(toWireQueue), window: s.window };
+}
+
+/**
+ * A bulk call's per-id outcome: the state the action left the job in (read it in full with
+ * GET /api/jobs/:id), or why it was refused; a 5xx-class refusal carries a generic message.
+ */
+export function toWireBulkItem(r: BulkItemResult) {
+  if (r.ok) return { id: r.id, ok: true as const, state: r.job.state };
+  const message = STATUS_BY_CODE[r.code] >= 500 ? 'not done: the server failed' : r.message;
+  return { id: r.id, ok: false as const, error: { code: r.code, message }, ...(r.state ? { state: r.state } : {}) };
 }

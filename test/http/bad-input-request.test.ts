@@ -65,7 +65,11 @@ describe('query strings', () => {
     ['empty limit', 'limit=', 'limit'],
     ['negative offset', 'offset=-1', 'offset'],
     ['repeated limit', 'limit=1&limit=2', 'limit'],
-    ['unknown parameter', 'sort=id', 'sort'],
+    ['unknown parameter', 'sortBy=id', 'sortBy'],
+    ['unknown sort key', 'sort=payload', 'sort'],
+    ['unknown order', 'order=random', 'order'],
+    ['createdAfter without a time', 'createdAfter=2030-01-01', 'createdAfter'],
+    ['createdBefore not a date', 'createdBefore=soon', 'createdBefore'],
   ])('GET /api/jobs?%s -> 400 naming the parameter', async (_name, qs, path) => {
     const body = await expectError(await api.raw(`/api/jobs?${qs}`), 400, 'INVALID_ARGUMENT');
     expect(field(body)).toBe(path);

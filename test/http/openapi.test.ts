@@ -210,6 +210,28 @@ describe('real answers match the document', () => {
     await expectDocumented('POST /api/jobs/:id/cancel', await post(`/api/jobs/${pending}/cancel`, { why: 1 }));
   });
 
+  it('POST /api/jobs/:id/run-now and /api/jobs/bulk', async () => {
+    const pending = await insertJob(db.pool, { queue: 'elsewhere', runAt: { inMs: 3_600_000 } });
+    const dead = await insertJob(db.pool, { state: 'dead_lettered', queue: 'elsewhere' });
+    await expectDocumented('POST /api/jobs/:id/run-now', await post(`/api/jobs/${pending}/run-now`));
+    await expectDocumented('POST /api/jobs/:id/run-now', await post(`/api/jobs/${dead}/run-now`));
+    await expectDocumented('POST /api/jobs/:id/run-now', await post('/api/jobs/999999999/run-now'));
+    const bulk = await expectDocumented('POST /api/jobs/bulk', await post('/api/jobs/bulk', { action: 'replay', ids: [dead, pending] }));
+    expect(bulk.results.map((r: { ok: boolean }) => r.ok)).toEqual([true, false]);
+    await expectDocumented('POST /api/jobs/bulk', await post('/api/jobs/bulk', { action: 'replay', ids: [] }));
+  });
+
+  it('POST /api/queues/:queue/pause and /resume, GET /api/stats', async () => {
+    await insertJob(db.pool, { queue: 'oa-paused' });
+    await expectDocumented('POST /api/queues/:queue/pause', await post('/api/queues/oa-paused/pause'));
+    await expectDocumented('POST /api/queues/:queue/pause', await post('/api/queues/never-heard-of/pause'));
+    const stats = await expectDocumented('GET /api/stats', await api.raw('/api/stats?windowSeconds=60'));
+    expect(stats.queues.find((q: { queue: string }) => q.queue === 'oa-paused').paused).toBe(true);
+    await expectDocumented('GET /api/stats', await api.raw('/api/stats?windowSeconds=0'));
+    await expectDocumented('POST /api/queues/:queue/resume', await post('/api/queues/oa-paused/resume'));
+    await expectDocumented('POST /api/queues/:queue/resume', await post('/api/queues/never-heard-of/resume'));
+  });
+
   it('POST /api/dlq/replay', async () => {
     await insertJob(db.pool, { state: 'dead_lettered', queue: 'elsewhere' });
     const res = await expectDocumented('POST /api/dlq/replay', await post('/api/dlq/replay?queue=elsewhere'));

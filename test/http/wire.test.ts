@@ -14,6 +14,9 @@ import {
   type toWireCounts,
   toWireJob,
   type toWireWorker,
+  type toWireQueue,
+  type toWireStats,
+  type toWireBulkItem,
   type WireJob,
   type WireJobSummary,
 } from '../../src/http/wire.ts';
@@ -23,6 +26,9 @@ import type {
   wireJobSummarySchema,
   wireStateCountsSchema,
   wireWorkerSchema,
+  wireQueueSchema,
+  wireStatsSchema,
+  wireBulkItemSchema,
 } from '../../src/http/wire-schemas.ts';
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
@@ -53,7 +59,10 @@ const schemasMatchWire: {
   attemptError: Same<z.output<typeof wireAttemptErrorSchema>, ReturnType<typeof toWireAttemptError>>;
   counts: Same<z.output<typeof wireStateCountsSchema>, ReturnType<typeof toWireCounts>>;
   worker: Same<z.output<typeof wireWorkerSchema>, ReturnType<typeof toWireWorker>>;
-} = { job: true, summary: true, attemptError: true, counts: true, worker: true };
+  queue: Same<z.output<typeof wireQueueSchema>, ReturnType<typeof toWireQueue>>;
+  stats: Same<z.output<typeof wireStatsSchema>, ReturnType<typeof toWireStats>>;
+  bulkItem: Same<z.output<typeof wireBulkItemSchema>, ReturnType<typeof toWireBulkItem>>;
+} = { job: true, summary: true, attemptError: true, counts: true, worker: true, queue: true, stats: true, bulkItem: true };
 
 const t = new Date('2030-01-02T03:04:05.678Z');
 const attemptError: AttemptError = {

@@ -2,6 +2,7 @@
 // and translates driver errors. Thin by design: the SQL carries the invariants.
 
 import type { DatabaseHealth } from '../../core/admin.ts';
+import type { PausedQueue, StatsRow } from '../../core/queue-admin.ts';
 import type { InsertedJob, JobState, LeasedJob, TerminalState } from '../../core/job.ts';
 import type {
   Executor,
@@ -20,6 +21,9 @@ import { checkOut, type CheckedOut, type PgPoolLike, type QueryConfigLike, type 
 import { jobQueries, type JobQueries } from './queries/job.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
 import { healthQueries, type HealthQueries } from './queries/health.ts';
+import { jobListQueries, type JobListQueries } from './queries/job-list.ts';
+import { queueQueries, type QueueQueries } from './queries/queue.ts';
+import { statsQueries, type StatsQueries } from './queries/stats.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
 import { compareIds, rowToJob, rowToSummary, type JobRow, type JobSummaryRow } from './rows.ts';
 
@@ -28,6 +32,9 @@ export class PgExecutor implements Executor {
   readonly #job: JobQueries;
   readonly #worker: WorkerQueries;
   readonly #health: HealthQueries;
+  readonly #jobList: JobListQueries;
+  readonly #queue: QueueQueries;
+  readonly #stats: StatsQueries;
   /** The schema as the catalogs spell it (unquoted). */
   readonly #schemaName: string;
 
@@ -37,6 +44,9 @@ export class PgExecutor implements Executor {
     this.#job = jobQueries(quotedSchema);
     this.#worker = workerQueries(quotedSchema);
     this.#health = healthQueries(quotedSchema);
+    this.#jobList = jobListQueries(quotedSchema);
+    this.#queue = queueQueries(quotedSchema);
+    this.#stats = statsQueries(quotedSchema);
     this.#schemaName = quotedSchema.replace(/^"(.*)"$/, '$1').replaceAll('""', '"');
   }
 
@@ -234,13 +244,69 @@ export class PgExecutor implements Executor {
   }
 
   async jobList(p: JobListParams) {
-    const rows = await this.#q<JobSummaryRow>(this.#job.list, [...filterValues(p), p.limit, p.offset]);
+    // The default listing (newest first, no time filter) keeps its own index-tuned statement.
+    const rows = isDefaultListing(p)
+      ? await this.#q<JobSummaryRow>(this.#job.list, [...filterValues(p), p.limit, p.offset])
+      : await this.#q<JobSummaryRow>(this.#jobList.list[`${p.sort ?? 'id'}:${p.order ?? 'desc'}`], [
+          ...filterValues(p),
+          ...timeValues(p),
+          p.limit,
+          p.offset,
+        ]);
     return rows.map(rowToSummary);
   }
 
   async jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }) {
-    const rows = await this.#q<{ n: number }>(this.#job.countCapped, [...filterValues(p), p.cap]);
+    const rows =
+      p.createdAfter === undefined && p.createdBefore === undefined
+        ? await this.#q<{ n: number }>(this.#job.countCapped, [...filterValues(p), p.cap])
+        : await this.#q<{ n: number }>(this.#jobList.countCapped, [...filterValues(p), ...timeValues(p), p.cap]);
     return rows[0]?.n ?? 0;
+  }
+
+  async jobRunNow(p: { id: string }) {
+    const rows = await this.#q<JobRow>(this.#job.runNow, [p.id]);
+    return rows[0] ? rowToJob(rows[0]) : null;
+  }
+
+  async queuePause(p: { queue: string }): Promise<Date | null> {
+    const rows = await this.#q<{ paused_at: Date }>(this.#queue.pause, [p.queue]);
+    return rows[0]?.paused_at ?? null;
+  }
+
+  async queueResume(p: { queue: string }): Promise<{ wasPaused: boolean } | null> {
+    const rows = await this.#q<{ paused_at: Date | null }>(this.#queue.resume, [p.queue]);
+    return rows[0] ? { wasPaused: rows[0].paused_at !== null } : null;
+  }
+
+  async queueListPaused(): Promise<PausedQueue[]> {
+    const rows = await this.#q<{ queue: string; paused_at: Date }>(this.#queue.listPaused, []);
+    return rows.map((r) => ({ queue: r.queue, pausedAt: r.paused_at }));
+  }
+
+  async statsSnapshot(p: { windowSeconds: number }): Promise<StatsRow> {
+    const [r] = await this.#q<{
+      at: Date;
+      counts: Array<[string, JobState, number]>;
+      paused: Array<[string, string]>;
+      succeeded: number;
+      dead_lettered: number;
+      cancelled: number;
+      latency_n: number;
+      latency_p50: number | null;
+      latency_p95: number | null;
+      latency_max: number | null;
+    }>(this.#stats.snapshot, [p.windowSeconds]);
+    if (!r) throw translatePgError(new Error('stats snapshot returned no row'));
+    return {
+      at: r.at,
+      counts: r.counts.map(([queue, state, n]) => ({ queue, state, n })),
+      paused: r.paused.map(([queue, at]) => ({ queue, pausedAt: new Date(at) })),
+      succeeded: r.succeeded,
+      deadLettered: r.dead_lettered,
+      cancelled: r.cancelled,
+      latency: { count: r.latency_n, p50: r.latency_p50, p95: r.latency_p95, max: r.latency_max },
+    };
   }
 
   async jobReplay(p: { id: string }) {
@@ -365,6 +431,14 @@ function leaseArrays(leases: readonly Lease[]): { ids: string[]; values: [string
   const tokenList = `{${tokens.join(',')}}`;
   const plain = BIGINT_LIST.test(idList) && BIGINT_LIST.test(tokenList);
   return { ids, values: plain ? [idList, tokenList] : [ids, tokens] };
+}
+
+function isDefaultListing(p: JobListParams): boolean {
+  return (p.sort ?? 'id') === 'id' && (p.order ?? 'desc') === 'desc' && p.createdAfter === undefined && p.createdBefore === undefined;
+}
+
+function timeValues(p: Pick<JobListParams, 'createdAfter' | 'createdBefore'>): unknown[] {
+  return [p.createdAfter ?? null, p.createdBefore ?? null];
 }
 
 function filterValues(p: Pick<JobListParams, 'state' | 'tenantId' | 'queue' | 'jobType'>): unknown[] {

@@ -1,5 +1,6 @@
-// Operator routes: bulk dead-letter replay (capped), queues with counts by
-// state, live workers. Queues are implicit: an unknown queue has all-zero counts.
+// Operator routes: bulk dead-letter replay (capped), queues with counts by state and
+// pause state, pause/resume, live workers, the console's stats snapshot. Queues are
+// implicit: an unknown queue has all-zero counts, and cannot be paused (404).
 
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
@@ -8,8 +9,8 @@ import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
 import { noBody } from '../json-body.ts';
 import { DLQ_REPLAY_LIMIT_DEFAULT } from '../../index.ts';
-import { dlqReplayQuerySchema, queueParamSchema } from '../schemas.ts';
-import { toWireCounts, toWireWorker, wireSummaries } from '../wire.ts';
+import { dlqReplayQuerySchema, queueParamSchema, statsQuerySchema } from '../schemas.ts';
+import { toWireCounts, toWireQueue, toWireQueueState, toWireStats, toWireWorker, wireSummaries } from '../wire.ts';
 
 export function dlqRoutes(baton: Baton) {
   /** Replays up to `limit` (default 100, max 1000) dead-lettered jobs, oldest first; answers their summaries (capped like a listing). */
@@ -22,15 +23,35 @@ export function dlqRoutes(baton: Baton) {
 }
 
 export function queueRoutes(baton: Baton) {
-  return new Hono<AppEnv>()
-    .get('/', async (c) => {
-      const queues = await baton.admin.queues();
-      return c.json({ queues: queues.map((q) => ({ queue: q.queue, counts: toWireCounts(q.counts) })) }, 200);
-    })
-    .get('/:queue/depth', zValidator('param', queueParamSchema, validationHook), async (c) => {
-      const { queue } = c.req.valid('param');
-      return c.json({ queue, counts: toWireCounts(await baton.admin.queueDepth(queue)) }, 200);
-    });
+  return (
+    new Hono<AppEnv>()
+      .get('/', async (c) => {
+        const queues = await baton.admin.queues();
+        return c.json({ queues: queues.map(toWireQueue) }, 200);
+      })
+      .get('/:queue/depth', zValidator('param', queueParamSchema, validationHook), async (c) => {
+        const { queue } = c.req.valid('param');
+        return c.json({ queue, counts: toWireCounts(await baton.admin.queueDepth(queue)) }, 200);
+      })
+      /** Every worker process stops claiming the queue (idempotent); 404 for a queue with no job, no live worker, not paused. */
+      .post('/:queue/pause', noBody(), zValidator('param', queueParamSchema, validationHook), async (c) => {
+        const state = await baton.admin.pauseQueue(c.req.valid('param').queue);
+        c.get('log').info({ queue: state.queue }, 'queue paused');
+        return c.json(toWireQueueState(state), 200);
+      })
+      .post('/:queue/resume', noBody(), zValidator('param', queueParamSchema, validationHook), async (c) => {
+        const state = await baton.admin.resumeQueue(c.req.valid('param').queue);
+        c.get('log').info({ queue: state.queue }, 'queue resumed');
+        return c.json(toWireQueueState(state), 200);
+      })
+  );
+}
+
+export function statsRoutes(baton: Baton) {
+  /** Counts by queue and state, paused queues and the last window's finished jobs, from one statement. */
+  return new Hono<AppEnv>().get('/', zValidator('query', statsQuerySchema, validationHook), async (c) => {
+    return c.json(toWireStats(await baton.admin.stats(c.req.valid('query'))), 200);
+  });
 }
 
 export function workerRoutes(baton: Baton) {

@@ -1,4 +1,4 @@
-// /api/jobs: enqueue (one or a batch), read, list, replay, cancel. Bodies go
+// /api/jobs: enqueue (one or a batch), read, list, replay, cancel, run now, bulk. Bodies go
 // through jsonBody (strict JSON) then zod; engine errors map to statuses in errors.ts.
 
 import { Hono } from 'hono';
@@ -8,8 +8,8 @@ import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
 import { isJobId, traceCarrier, type EnqueueOptions } from '../../index.ts';
-import { batchSchema, jobIdParamSchema, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
-import { toWireJob, toWireResult, wireSummaries } from '../wire.ts';
+import { batchSchema, bulkSchema, jobIdParamSchema, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
+import { toWireBulkItem, toWireJob, toWireResult, wireSummaries } from '../wire.ts';
 
 /**
  * The request's W3C trace context (traceparent, tracestate headers) to store with the jobs, so
@@ -43,6 +43,16 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
         return c.json({ results: results.map(toWireResult) }, results.some((r) => r.created) ? 201 : 200);
       })
       /**
+       * replay, cancel or runNow on 1..100 distinct ids, one at a time: each is done or refused on
+       * its own (404, 409 as the single-job routes), and every id gets its outcome, in input order.
+       */
+      .post('/bulk', jsonBody(maxJsonDepth), zValidator('json', bulkSchema, validationHook), async (c) => {
+        const { action, ids } = c.req.valid('json');
+        const results = (await baton.admin.bulk(action, ids)).map(toWireBulkItem);
+        const done = results.filter((r) => r.ok).length;
+        return c.json({ action, done, refused: results.length - done, results }, 200);
+      })
+      /**
        * Summaries, newest first, filtered by state / tenantId / queue / jobType, paged by limit
        * (1..500) and offset; `truncated` when the response size cap cut the page short (the next
        * page starts at offset + jobs.length). The full job is GET /api/jobs/:id.
@@ -59,6 +69,11 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
       /** Terminal jobs only (409 otherwise): back to pending with a fresh budget, replayCount + 1. */
       .post('/:id/replay', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
         const job = await baton.admin.replay(jobId(c.req.valid('param').id));
+        return c.json(toWireJob(job), 200);
+      })
+      /** Pending jobs only (409 otherwise): due now (a delayed job's run_at becomes now), workers woken. */
+      .post('/:id/run-now', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
+        const job = await baton.admin.runNow(jobId(c.req.valid('param').id));
         return c.json(toWireJob(job), 200);
       })
       /** Pending jobs only (409 otherwise). */

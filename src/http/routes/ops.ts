@@ -18,6 +18,8 @@ export interface OpsOptions {
   /** Extra readiness condition, e.g. "the engine has started". Default: always true. */
   isStarted?: () => boolean;
   consoleHtmlPath: string;
+  /** Marks the console page so it shows its demo button (see AppOptions.demoHandlers). */
+  demoHandlers: boolean;
   /** Whether the API requires a bearer token; the OpenAPI document says so. */
   bearer: boolean;
 }
@@ -65,7 +67,9 @@ export function opsRoutes(baton: Baton, opts: OpsOptions) {
       .get('/', async (c) => {
         if (consoleHtml === undefined) {
           try {
-            consoleHtml = await readFile(opts.consoleHtmlPath, 'utf8');
+            const html = await readFile(opts.consoleHtmlPath, 'utf8');
+            // The page hides its demo button unless its body says the demo handlers run here.
+            consoleHtml = opts.demoHandlers ? html.replace('<body data-demo="off">', '<body data-demo="on">') : html;
           } catch {
             // Not cached, so a console file deployed later is picked up.
             throw new ApiError('ROUTE_NOT_FOUND', 'the admin console is not installed');

@@ -52,7 +52,7 @@ const acceptedIds = (update: string) => `WITH w AS (${update} RETURNING j.id)
  * pg_column_size reads a large value's TOAST pointer, not the value, so a page of jobs with
  * megabyte payloads costs what its row count says, in the database and in the daemon.
  */
-const summaryColumns = (j: string) => `${j}.id, ${j}.tenant_id, ${j}.queue, ${j}.job_type, ${j}.priority, ${j}.state,
+export const summaryColumns = (j: string) => `${j}.id, ${j}.tenant_id, ${j}.queue, ${j}.job_type, ${j}.priority, ${j}.state,
     ${j}.run_at, ${j}.attempt, ${j}.max_attempts, ${j}.lease_token, ${j}.lease_owner, ${j}.lease_expires_at,
     ${j}.idempotency_key, ${j}.dead_letter_reason, ${j}.replay_count, ${j}.created_at, ${j}.started_at,
     ${j}.finished_at, ${j}.updated_at, ${j}.trace_context,
@@ -137,12 +137,15 @@ export function jobQueries(schema: string) {
     // so they would have made the claim durable first) match no row. Its token is never
     // handed out again, because every session that claims this way started after the crash
     // and advanced the sequence past it in a durable commit.
+    // A paused queue (paused_queues, see migration 0010) yields nothing: the NOT EXISTS is one
+    // primary-key probe, evaluated once per statement (it depends on $1 alone).
     claim: {
       name: `${schema}.job_claim`,
       rowMode: 'array' as const,
       text: `WITH picked AS (
           SELECT id FROM ${jobs}
           WHERE state = 'pending' AND queue = $1 AND run_at <= now()
+            AND NOT EXISTS (SELECT 1 FROM ${schema}.paused_queues WHERE queue = $1)
           ORDER BY priority DESC, run_at, id
           LIMIT $2
           FOR UPDATE SKIP LOCKED
@@ -346,6 +349,13 @@ export function jobQueries(schema: string) {
     cancel: {
       name: `${schema}.job_cancel`,
       text: `UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now()
+        WHERE id = $1 AND state = 'pending'
+        RETURNING *`,
+    },
+    // "Run now": a pending job becomes due at once; one already due keeps its place (least).
+    runNow: {
+      name: `${schema}.job_run_now`,
+      text: `UPDATE ${jobs} SET run_at = least(run_at, now()), updated_at = now()
         WHERE id = $1 AND state = 'pending'
         RETURNING *`,
     },

@@ -1,0 +1,304 @@
+// The console's operator actions in headless Chromium (playwright-core, system /usr/bin/chromium)
+// against the real daemon on this file's database: pause/resume, run now, bulk replay/cancel,
+// the linkable job detail view, search by id, sorting and time filters, the charts, a 375 px
+// wide screen, and the demo button only where the demo handlers run. Assertions read the
+// database, the API and the DOM; every wait is a Playwright wait or a polled condition.
+
+import { existsSync } from 'node:fs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../helpers/db.ts';
+import { insertJob } from '../helpers/factory.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { freePort, runBaton, waitExit, waitReady, type DaemonProcess } from './daemon-process.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) {
+  console.warn(`\n*** SKIPPED console-actions.browser.test.ts: ${CHROMIUM} is missing (apt-get install -y chromium) ***\n`);
+}
+
+const JSON_HEADERS = { 'content-type': 'application/json' };
+
+describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
+  const db = useTestDatabase();
+  let daemon: DaemonProcess;
+  let browser: Browser;
+  let page: Page;
+  let base: string;
+
+  const stateOf = async (id: string) => (await db.query('SELECT state FROM baton.jobs WHERE id = $1', [id])).rows[0]?.state;
+  const enqueue = async (spec: Record<string, unknown>): Promise<string> => {
+    const res = await fetch(`${base}/api/jobs`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(spec) });
+    expect(res.status).toBe(201);
+    return ((await res.json()) as { id: string }).id;
+  };
+  const visible = (selector: string) => page.waitForSelector(selector, { state: 'visible', timeout: 15_000 });
+
+  beforeAll(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    daemon = runBaton(['serve', '--port', String(port)], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
+    await waitReady(daemon, base);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
+    });
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    if (daemon) {
+      daemon.child.kill('SIGTERM');
+      await waitExit(daemon, 30_000).catch(() => daemon.kill());
+    }
+  });
+
+  beforeEach(async () => {
+    await page.goto(base);
+    await page.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
+  });
+
+  it('pauses a queue from its row: shown in the console, the API and the gauge; its job waits, and runs once resumed', async () => {
+    await enqueue({ jobType: 'noop', delayMs: 3_600_000 });
+    await visible('#queues tr[data-queue="default"][data-paused="false"] button[data-queue-action="pause"]');
+    await page.click('#queues tr[data-queue="default"] button[data-queue-action="pause"]');
+    await visible('#queues tr[data-queue="default"][data-paused="true"] [data-field="paused"]');
+    expect((await db.query('SELECT queue FROM baton.paused_queues')).rows).toEqual([{ queue: 'default' }]);
+    const { queues } = (await (await fetch(`${base}/api/queues`)).json()) as { queues: Array<{ queue: string; paused: boolean }> };
+    expect(queues.find((q) => q.queue === 'default')?.paused).toBe(true);
+    expect(await (await fetch(`${base}/metrics`)).text()).toMatch(/baton_queue_paused\{queue="default"\} 1\b/);
+
+    // A due job while paused: the daemon's worker, woken by the enqueue, leaves it pending.
+    const id = await enqueue({ jobType: 'noop' });
+    await visible(`#jobs tr[data-job-id="${id}"][data-state="pending"]`);
+    expect(await stateOf(id)).toBe('pending');
+
+    await page.click('#queues tr[data-queue="default"] button[data-queue-action="resume"]');
+    await visible('#queues tr[data-queue="default"][data-paused="false"]');
+    await waitFor(async () => (await stateOf(id)) === 'succeeded', { message: `job ${id} to run after resume` });
+    expect((await db.query('SELECT count(*)::int AS n FROM baton.paused_queues')).rows[0].n).toBe(0);
+    await visible(`#jobs tr[data-job-id="${id}"][data-state="succeeded"]`);
+  }, 60_000);
+
+  it('runs a delayed job now from its row', async () => {
+    const id = await enqueue({ jobType: 'noop', payload: { late: true }, delayMs: 3_600_000 });
+    await visible(`#jobs tr[data-job-id="${id}"][data-delayed="true"] [data-field="due"]`);
+    await page.click(`#jobs tr[data-job-id="${id}"] button[data-action="run-now"]`);
+    await waitFor(async () => (await stateOf(id)) === 'succeeded', { message: `job ${id} to run now` });
+    await visible(`#jobs tr[data-job-id="${id}"][data-state="succeeded"]`);
+    expect(await page.$(`#jobs tr[data-job-id="${id}"] button[data-action="run-now"]`)).toBeNull();
+  }, 60_000);
+
+  it('replays and cancels a selection, reporting each id, conflicts included', async () => {
+    // A queue no worker serves, so replayed jobs stay pending where the test can see them.
+    const dead = [
+      await insertJob(db.pool, { queue: 'bulk-q', jobType: 'noop', state: 'dead_lettered' }),
+      await insertJob(db.pool, { queue: 'bulk-q', jobType: 'noop', state: 'dead_lettered' }),
+    ];
+    const running = await insertJob(db.pool, { queue: 'bulk-q', jobType: 'noop', state: 'running' });
+    await page.selectOption('#filter-state', '');
+    await page.fill('#filter-queue', 'bulk-q');
+    await page.click('#job-filters button[type="submit"]');
+    for (const id of [...dead, running]) {
+      await visible(`#jobs tr[data-job-id="${id}"] input.select`);
+      await page.check(`#jobs tr[data-job-id="${id}"] input.select`);
+    }
+    expect(await page.textContent('#selected-count')).toBe('3');
+    await page.click('#bulk-replay');
+    await visible(`#bulk-result[data-action="replay"] li[data-job-id="${running}"][data-ok="false"]`);
+    const outcomes = await page.$$eval('#bulk-result li', (lis) =>
+      lis.map((li) => [li.getAttribute('data-job-id'), li.getAttribute('data-ok')]),
+    );
+    expect(outcomes).toEqual([
+      [dead[0], 'true'],
+      [dead[1], 'true'],
+      [running, 'false'],
+    ]);
+    expect(await page.textContent(`#bulk-result li[data-job-id="${running}"]`)).toMatch(/JOB_STATE_CONFLICT \(running\)/);
+    await visible('#flash[data-kind="error"]');
+    expect(await page.textContent('#flash')).toMatch(/2 of 3 replayed/);
+    const rows = await db.query('SELECT id::text, state, replay_count FROM baton.jobs WHERE queue = $1 ORDER BY id', ['bulk-q']);
+    expect(rows.rows).toEqual([
+      { id: dead[0], state: 'pending', replay_count: 1 },
+      { id: dead[1], state: 'pending', replay_count: 1 },
+      { id: running, state: 'running', replay_count: 0 },
+    ]);
+    // Done ids leave the selection; the refused one stays ticked.
+    expect(await page.textContent('#selected-count')).toBe('1');
+
+    await page.click('#bulk-clear');
+    await visible(`#jobs tr[data-job-id="${dead[0]}"][data-state="pending"]`);
+    await page.check('#select-page');
+    expect(await page.textContent('#selected-count')).toBe('3');
+    await page.click('#bulk-cancel');
+    await visible(`#bulk-result[data-action="cancel"] li[data-job-id="${running}"][data-ok="false"]`);
+    expect(await page.$$eval('#bulk-result li[data-ok="true"]', (lis) => lis.length)).toBe(2);
+    expect(await Promise.all([...dead, running].map(stateOf))).toEqual(['cancelled', 'cancelled', 'running']);
+    await page.click('#filter-clear');
+  }, 60_000);
+
+  it('opens a job by its link, by URL and by search: times, durations, attempts with stack traces', async () => {
+    const stack = 'Error: disk full\n    at handler (/srv/jobs/report.ts:12:7)';
+    const id = await insertJob(db.pool, {
+      queue: 'detail-q',
+      jobType: 'report',
+      state: 'dead_lettered',
+      attempt: 2,
+      maxAttempts: 2,
+      createdAt: { inMs: -60_000 },
+      runAt: { inMs: -60_000 },
+      startedAt: { inMs: -30_000 },
+      finishedAt: { inMs: -20_000 },
+      errors: [
+        { attempt: 1, token: '5', kind: 'transient', name: 'Error', message: 'disk full', stack, at: new Date().toISOString() },
+        { attempt: 2, token: '6', kind: 'transient', name: 'Error', message: 'disk still full', stack, at: new Date().toISOString() },
+      ],
+    });
+    await page.click(`#dlq tr[data-job-id="${id}"] a[data-job-link="${id}"]`);
+    await visible(`#job-detail[data-job-id="${id}"][data-state="dead_lettered"]`);
+    expect(new URL(page.url()).hash).toBe(`#/jobs/${id}`);
+    expect(await page.$$eval('#detail-attempts li', (lis) => lis.map((li) => li.getAttribute('data-attempt')))).toEqual(['1', '2']);
+    expect(await page.textContent('#detail-attempts li[data-attempt="2"] pre[data-field="stack"]')).toContain('report.ts:12:7');
+    for (const field of ['createdAt', 'runAt', 'startedAt', 'finishedAt']) {
+      expect(await page.textContent(`#detail-times [data-field="${field}"]`), field).toMatch(/ago/);
+    }
+    expect(await page.textContent('#detail-durations [data-field="ran"]')).toMatch(/^1\d(\.\d)? s$/);
+    expect(await page.textContent('#detail-durations [data-field="total"]')).toMatch(/^[45]\d(\.\d)? s$/);
+
+    // Linkable: a fresh page at the URL shows the same job.
+    const other = await browser.newPage();
+    try {
+      await other.goto(`${base}/#/jobs/${id}`);
+      await other.waitForSelector(`#job-detail[data-job-id="${id}"] #detail-attempts li[data-attempt="2"]`, { timeout: 15_000 });
+    } finally {
+      await other.close();
+    }
+
+    await page.click('#detail-close');
+    await page.waitForSelector('#job-detail', { state: 'hidden' });
+    expect(new URL(page.url()).hash).toBe('');
+
+    // Search by id: a job, an unknown id, not an id.
+    const pending = await enqueue({ jobType: 'noop', queue: 'nobody-serves', delayMs: 3_600_000 });
+    await page.fill('#search-id', pending);
+    await page.press('#search-id', 'Enter');
+    await visible(`#job-detail[data-job-id="${pending}"][data-state="pending"] button[data-action="run-now"]`);
+    await page.fill('#search-id', '987654321');
+    await page.press('#search-id', 'Enter');
+    await visible('#job-detail[data-job-id="987654321"][data-error="JOB_NOT_FOUND"]');
+    await page.fill('#search-id', 'abc');
+    await page.press('#search-id', 'Enter');
+    await visible('#flash[data-kind="error"]');
+    expect(await page.textContent('#flash')).toMatch(/not a job id/);
+    await page.click('#detail-close');
+  }, 60_000);
+
+  it('sorts the listing by a column header both ways, and filters it by creation time', async () => {
+    for (const jobType of ['sort-b', 'sort-c', 'sort-a']) await insertJob(db.pool, { queue: 'sort-q', jobType });
+    await page.fill('#filter-queue', 'sort-q');
+    await page.click('#job-filters button[type="submit"]');
+    const types = () => page.$$eval('#jobs tbody tr[data-job-type]', (trs) => trs.map((tr) => tr.getAttribute('data-job-type')));
+    await waitFor(async () => (await types()).length === 3, { message: 'the three sort-q jobs listed' });
+
+    await page.click('#jobs th[data-sort="jobType"]');
+    await visible('#jobs th[data-sort="jobType"][aria-sort="ascending"]');
+    await waitFor(async () => JSON.stringify(await types()) === JSON.stringify(['sort-a', 'sort-b', 'sort-c']), { message: 'A to Z' });
+    await page.click('#jobs th[data-sort="jobType"]');
+    await visible('#jobs th[data-sort="jobType"][aria-sort="descending"]');
+    await waitFor(async () => JSON.stringify(await types()) === JSON.stringify(['sort-c', 'sort-b', 'sort-a']), { message: 'Z to A' });
+    expect(await page.$('#jobs th[data-sort="id"][aria-sort]')).toBeNull();
+
+    // Created after a minute from now: nothing; before it: all three.
+    const later = new Date(Date.now() + 60_000);
+    const local = new Date(later.getTime() - later.getTimezoneOffset() * 60_000).toISOString().slice(0, 19);
+    await page.fill('#filter-created-after', local);
+    await page.click('#job-filters button[type="submit"]');
+    await visible('#jobs td.empty');
+    await page.fill('#filter-created-after', '');
+    await page.fill('#filter-created-before', local);
+    await page.click('#job-filters button[type="submit"]');
+    await waitFor(async () => (await types()).length === 3, { message: 'created before: all three' });
+    await page.click('#filter-clear');
+  }, 60_000);
+
+  it('draws the charts from the stats it polls, and they move with the work; the totals agree across panels', async () => {
+    const points = async (id: string) => Number(await page.getAttribute(`#${id}`, 'data-points'));
+    await waitFor(async () => (await points('chart-throughput')) >= 2, { message: 'two samples' });
+    const before = await points('chart-depth');
+    for (let i = 0; i < 5; i++) await enqueue({ jobType: 'noop', payload: { chart: i } });
+    await waitFor(async () => Number(await page.getAttribute('#chart-throughput', 'data-max')) > 0, { message: 'throughput above zero' });
+    await waitFor(async () => (await points('chart-depth')) > before, { message: 'new depth samples' });
+    for (const id of ['chart-throughput', 'chart-depth', 'chart-latency', 'chart-failures']) {
+      expect(await page.$(`#${id} svg polyline, #${id} svg circle`), id).not.toBeNull();
+    }
+    expect(Number(await page.getAttribute('#chart-latency', 'data-max'))).toBeGreaterThanOrEqual(0);
+
+    // The dead-letter total and the queue table's column come from one snapshot.
+    await insertJob(db.pool, { queue: 'agree-q', jobType: 'x', state: 'dead_lettered' });
+    await visible('#queues tr[data-queue="agree-q"]');
+    // Read in one evaluation, so no refresh can come between the two.
+    const [total, column] = (await page.evaluate(`[
+      Number(document.getElementById('dlq-total').dataset.count),
+      [...document.querySelectorAll('#queues td[data-state="dead_lettered"]')].reduce((a, td) => a + Number(td.textContent), 0),
+    ]`)) as [number, number];
+    expect(total).toBe(column);
+    const { rows } = await db.query(`SELECT count(*)::int AS n FROM baton.jobs WHERE state = 'dead_lettered'`);
+    expect(total).toBe(rows[0].n);
+  }, 60_000);
+
+  it('is usable 375 px wide: no sideways scrolling of the page, every control within the screen', async () => {
+    const narrow = await browser.newPage({ viewport: { width: 375, height: 800 } });
+    try {
+      await narrow.goto(base);
+      await narrow.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
+      await narrow.waitForSelector('#queues tr[data-queue] button[data-queue-action]');
+      expect(await narrow.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
+      for (const sel of [
+        '#search-id',
+        '#enqueue-demo',
+        '#chart-throughput svg',
+        '#filter-state',
+        '#bulk-replay',
+        '#page-next',
+        '#queues-section h2',
+      ]) {
+        const box = await narrow.locator(sel).first().boundingBox();
+        expect(box, sel).not.toBeNull();
+        expect(box!.x, sel).toBeGreaterThanOrEqual(0);
+        expect(box!.x + box!.width, sel).toBeLessThanOrEqual(375);
+      }
+      // Sections stack in one column.
+      const [q, w] = await Promise.all(['#queues-section', '#workers-section'].map((s) => narrow.locator(s).boundingBox()));
+      expect(w!.y).toBeGreaterThanOrEqual(q!.y + q!.height);
+    } finally {
+      await narrow.close();
+    }
+  }, 60_000);
+
+  it('shows the demo button only where the demo handlers run, and has a favicon', async () => {
+    await visible('#enqueue-demo');
+    expect(await page.getAttribute('link[rel="icon"]', 'href')).toMatch(/^data:image\/svg\+xml,/);
+    const port = await freePort();
+    const plain = `http://127.0.0.1:${port}`;
+    const d = runBaton(['serve', '--port', String(port), '--queues', ''], {
+      DATABASE_URL: db.url,
+      BATON_DEMO_HANDLERS: 'false',
+      LOG_LEVEL: 'warn',
+    });
+    const p = await browser.newPage();
+    try {
+      await waitReady(d, plain);
+      await p.goto(plain);
+      await p.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
+      expect(await p.getAttribute('body', 'data-demo')).toBe('off');
+      expect(await p.isHidden('#enqueue-demo')).toBe(true);
+      expect(await p.isVisible('#replay-all-dlq')).toBe(true);
+    } finally {
+      await p.close();
+      d.child.kill('SIGTERM');
+      expect(await waitExit(d, 30_000)).toBe(0);
+    }
+  }, 60_000);
+});

@@ -1,0 +1,155 @@
+// The console's routes through the typed client on a real server and database: queue pause
+// and resume (404 unknown, 400 bad name, visible in /api/queues, /api/stats and /metrics),
+// run now (404, 409), bulk replay/cancel with per-id outcomes, listing sort and time filters,
+// and the stats snapshot.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../helpers/db.ts';
+import { insertJob } from '../helpers/factory.ts';
+import { JSON_HEADERS, errorCode, startApi, type ApiHarness } from './harness.ts';
+
+const db = useTestDatabase();
+let api: ApiHarness;
+
+beforeAll(async () => {
+  api = await startApi(db);
+});
+afterAll(async () => {
+  await api?.close();
+});
+
+const state = async (id: string) => (await db.query('SELECT state FROM baton.jobs WHERE id = $1', [id])).rows[0]?.state;
+
+describe('queue pause over HTTP', () => {
+  it('pauses and resumes a known queue; 404 for an unknown one, 400 for a bad name; shown everywhere queues are', async () => {
+    await insertJob(db.pool, { queue: 'pz', jobType: 'x' });
+    const q = api.client.api.queues[':queue'];
+    const paused = await q.pause.$post({ param: { queue: 'pz' } });
+    expect(paused.status).toBe(200);
+    const body = await paused.json();
+    expect(body).toMatchObject({ queue: 'pz', paused: true });
+    expect(Date.parse(body.pausedAt ?? '')).not.toBeNaN();
+    expect((await db.query(`SELECT queue FROM baton.paused_queues`)).rows).toEqual([{ queue: 'pz' }]);
+
+    const unknown = await q.pause.$post({ param: { queue: 'no-such-queue' } });
+    expect(unknown.status).toBe(404);
+    expect(await errorCode(unknown)).toBe('QUEUE_NOT_FOUND');
+    expect((await q.resume.$post({ param: { queue: 'no-such-queue' } })).status).toBe(404);
+    const bad = await api.raw(`/api/queues/${encodeURIComponent('a b')}/pause`, { method: 'POST', headers: JSON_HEADERS });
+    expect(bad.status).toBe(400);
+    expect(await errorCode(bad)).toBe('INVALID_ARGUMENT');
+    expect((await db.query(`SELECT count(*)::int AS n FROM baton.paused_queues`)).rows[0].n).toBe(1);
+
+    const { queues } = await (await api.client.api.queues.$get()).json();
+    expect(queues.find((x) => x.queue === 'pz')).toMatchObject({ paused: true, pausedAt: body.pausedAt });
+    const stats = await (await api.client.api.stats.$get({ query: {} })).json();
+    expect(stats.queues.find((x) => x.queue === 'pz')).toMatchObject({ paused: true, counts: { pending: 1 } });
+    expect(await (await api.raw('/metrics')).text()).toMatch(/baton_queue_paused\{queue="pz"\} 1\b/);
+
+    const resumed = await (await q.resume.$post({ param: { queue: 'pz' } })).json();
+    expect(resumed).toEqual({ queue: 'pz', paused: false, pausedAt: null });
+    expect((await db.query(`SELECT count(*)::int AS n FROM baton.paused_queues`)).rows[0].n).toBe(0);
+    expect(await (await api.raw('/metrics')).text()).toMatch(/baton_queue_paused\{queue="pz"\} 0\b/);
+  });
+});
+
+describe('run now', () => {
+  it('makes a delayed job due now; 409 unless pending, 404 unknown or malformed', async () => {
+    const created = await api.client.api.jobs.$post({ json: { jobType: 'later', queue: 'nobody-runs-this', delayMs: 3_600_000 } });
+    const { id } = await created.json();
+    const run = api.client.api.jobs[':id']['run-now'];
+    const res = await run.$post({ param: { id } });
+    expect(res.status).toBe(200);
+    const job = await res.json();
+    expect(job.state).toBe('pending');
+    expect(Date.parse(job.runAt)).toBeLessThanOrEqual(Date.now() + 1_000);
+    const r = (await db.query('SELECT run_at <= now() AS due FROM baton.jobs WHERE id = $1', [id])).rows[0];
+    expect(r.due).toBe(true);
+
+    const done = await insertJob(db.pool, { state: 'succeeded' });
+    const conflict = await run.$post({ param: { id: done } });
+    expect(conflict.status).toBe(409);
+    expect(await errorCode(conflict)).toBe('JOB_STATE_CONFLICT');
+    expect((await run.$post({ param: { id: '999999999' } })).status).toBe(404);
+    expect((await run.$post({ param: { id: 'abc' } })).status).toBe(404);
+  });
+});
+
+describe('bulk', () => {
+  it('replays and cancels a selection, reporting each id: done, conflict or not found; nothing else is touched', async () => {
+    const dead = [await insertJob(db.pool, { state: 'dead_lettered' }), await insertJob(db.pool, { state: 'dead_lettered' })];
+    const running = await insertJob(db.pool, { state: 'running' });
+    const res = await api.client.api.jobs.bulk.$post({ json: { action: 'replay', ids: [...dead, running, '999999999'] } });
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body).toMatchObject({ action: 'replay', done: 2, refused: 2 });
+    expect(body.results).toEqual([
+      { id: dead[0], ok: true, state: 'pending' },
+      { id: dead[1], ok: true, state: 'pending' },
+      { id: running, ok: false, error: { code: 'JOB_STATE_CONFLICT', message: expect.any(String) }, state: 'running' },
+      { id: '999999999', ok: false, error: { code: 'JOB_NOT_FOUND', message: expect.any(String) } },
+    ]);
+    expect([await state(dead[0]!), await state(dead[1]!), await state(running)]).toEqual(['pending', 'pending', 'running']);
+
+    const cancel = await (await api.client.api.jobs.bulk.$post({ json: { action: 'cancel', ids: [dead[0]!, running] } })).json();
+    expect(cancel.results.map((r) => r.ok)).toEqual([true, false]);
+    expect(await state(dead[0]!)).toBe('cancelled');
+  });
+
+  it('refuses a bad body whole: no ids, too many, repeated, unknown action', async () => {
+    const pending = await insertJob(db.pool, {});
+    for (const json of [
+      { action: 'cancel', ids: [] },
+      { action: 'cancel', ids: Array.from({ length: 101 }, (_, i) => String(i + 1)) },
+      { action: 'cancel', ids: [pending, pending] },
+      { action: 'delete', ids: [pending] },
+      { action: 'cancel', ids: [pending], extra: 1 },
+    ]) {
+      const res = await api.raw('/api/jobs/bulk', { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(json) });
+      expect(res.status, JSON.stringify(json)).toBe(400);
+    }
+    expect(await state(pending)).toBe('pending');
+  });
+});
+
+describe('listing sort and time filters', () => {
+  it('sorts by a column both ways and filters by creation time; bad values are 400s naming the parameter', async () => {
+    const ids = [
+      await insertJob(db.pool, { queue: 'sorted', jobType: 'b', createdAt: '2031-01-01T00:00:00Z' }),
+      await insertJob(db.pool, { queue: 'sorted', jobType: 'a', createdAt: '2031-01-03T00:00:00Z' }),
+      await insertJob(db.pool, { queue: 'sorted', jobType: 'c', createdAt: '2031-01-02T00:00:00Z' }),
+    ];
+    const list = async (query: Record<string, string>) =>
+      (await (await api.client.api.jobs.$get({ query: { queue: 'sorted', ...query } })).json()).jobs.map((j) => j.id);
+    expect(await list({ sort: 'jobType', order: 'asc' })).toEqual([ids[1], ids[0], ids[2]]);
+    expect(await list({ sort: 'createdAt', order: 'desc' })).toEqual([ids[1], ids[2], ids[0]]);
+    expect(await list({ createdAfter: '2031-01-02T00:00:00Z' })).toEqual([ids[2], ids[1]]);
+    expect(await list({ createdAfter: '2031-01-01T12:00:00+11:00', createdBefore: '2031-01-03T00:00:00Z' })).toEqual([ids[2]]);
+    const page = await (await api.client.api.jobs.$get({ query: { queue: 'sorted', createdBefore: '2031-01-02T00:00:00Z' } })).json();
+    expect(page.total).toBe(1);
+    for (const [qs, field] of [
+      ['sort=payload', 'sort'],
+      ['order=up', 'order'],
+      ['createdAfter=yesterday', 'createdAfter'],
+      ['createdBefore=2031-01-01', 'createdBefore'],
+    ]) {
+      const res = await api.raw(`/api/jobs?${qs}`);
+      expect(res.status, qs).toBe(400);
+      expect(((await res.json()) as { error: { details: { issues: Array<{ path: string }> } } }).error.details.issues[0]?.path).toBe(field);
+    }
+  });
+});
+
+describe('stats', () => {
+  it('answers counts, pause state and the window; windowSeconds is bounded', async () => {
+    const res = await api.client.api.stats.$get({ query: { windowSeconds: '30' } });
+    expect(res.status).toBe(200);
+    const body = await res.json();
+    expect(body.window.seconds).toBe(30);
+    expect(Date.parse(body.at)).not.toBeNaN();
+    const counts = (await (await api.client.api.queues.$get()).json()).queues;
+    expect(body.queues).toEqual(counts);
+    for (const qs of ['windowSeconds=0', 'windowSeconds=3601', 'window=5'])
+      expect((await api.raw(`/api/stats?${qs}`)).status, qs).toBe(400);
+  });
+});
