@@ -18,6 +18,7 @@ import { translatePgError } from './errors.ts';
 import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './insert-commit-notify.ts';
 import { checkOut, type CheckedOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { jobQueries, type JobQueries } from './queries/job.ts';
+import { jobReadQueries, shapeValues, type JobReadQueries } from './queries/job-read.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
 import { healthQueries, type HealthQueries } from './queries/health.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
@@ -26,6 +27,7 @@ import { compareIds, rowToJob, rowToSummary, type JobRow, type JobSummaryRow } f
 export class PgExecutor implements Executor {
   readonly #pool: PgPoolLike;
   readonly #job: JobQueries;
+  readonly #read: JobReadQueries;
   readonly #worker: WorkerQueries;
   readonly #health: HealthQueries;
   /** The schema as the catalogs spell it (unquoted). */
@@ -35,6 +37,7 @@ export class PgExecutor implements Executor {
   constructor(pool: PgPoolLike, quotedSchema: string) {
     this.#pool = pool;
     this.#job = jobQueries(quotedSchema);
+    this.#read = jobReadQueries(quotedSchema);
     this.#worker = workerQueries(quotedSchema);
     this.#health = healthQueries(quotedSchema);
     this.#schemaName = quotedSchema.replace(/^"(.*)"$/, '$1').replaceAll('""', '"');
@@ -233,12 +236,14 @@ export class PgExecutor implements Executor {
   }
 
   async jobList(p: JobListParams) {
-    const rows = await this.#q<JobSummaryRow>(this.#job.list, [...filterValues(p), p.limit, p.offset]);
+    const { shape, values } = shapeValues(p);
+    const rows = await this.#q<JobSummaryRow>(this.#read.list({ ...shape, state: p.state }), [...values, p.limit, p.offset]);
     return rows.map(rowToSummary);
   }
 
   async jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }) {
-    const rows = await this.#q<{ n: number }>(this.#job.countCapped, [...filterValues(p), p.cap]);
+    const { shape, values } = shapeValues(p);
+    const rows = await this.#q<{ n: number }>(this.#read.countCapped({ ...shape, state: p.state }), [...values, p.cap]);
     return rows[0]?.n ?? 0;
   }
 
@@ -258,7 +263,8 @@ export class PgExecutor implements Executor {
   }
 
   jobCountsByQueue(p: { queue?: string | undefined }) {
-    return this.#q<{ queue: string; state: JobState; n: number }>(this.#job.countsByQueue, [p.queue ?? null]);
+    const one = p.queue !== undefined;
+    return this.#q<{ queue: string; state: JobState; n: number }>(this.#read.countsByQueue(one), one ? [p.queue] : []);
   }
 
   async workerSweep(p: { lockNamespace: number }) {
@@ -364,8 +370,4 @@ function leaseArrays(leases: readonly Lease[]): { ids: string[]; values: [string
   const tokenList = `{${tokens.join(',')}}`;
   const plain = BIGINT_LIST.test(idList) && BIGINT_LIST.test(tokenList);
   return { ids, values: plain ? [idList, tokenList] : [ids, tokens] };
-}
-
-function filterValues(p: Pick<JobListParams, 'state' | 'tenantId' | 'queue' | 'jobType'>): unknown[] {
-  return [p.state ?? null, p.tenantId ?? null, p.queue ?? null, p.jobType ?? null];
 }
