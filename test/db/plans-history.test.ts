@@ -120,6 +120,7 @@ const READS: Record<string, Read> = {
   'list running': list({ state: 'running' }, [], 1, ['jobs_lease_expiry_idx']),
   'list succeeded': list({ state: 'succeeded' }, [], 50, []),
   'list dead-lettered': list({ state: 'dead_lettered' }, [], 50, ['jobs_settled_rare_idx']),
+  'list succeeded of a tenant': list({ state: 'succeeded', tenantId: true }, ['small'], 5, ['jobs_finished_tenant_idx']),
   'list dead-lettered of a rare queue': list({ state: 'dead_lettered', queue: true }, ['rare'], 5, []),
   'list by tenant (rare)': list({ tenantId: true }, ['small'], 10, ['jobs_finished_tenant_idx']),
   'list by queue (rare)': list({ queue: true }, ['rare'], 10, ['jobs_finished_queue_idx']),
@@ -144,18 +145,10 @@ async function check(name: string, mode: string): Promise<void> {
 
 const MODES = ['force_custom_plan', 'force_generic_plan'];
 
-// Without statistics (autovacuum off and no ANALYZE yet) the planner takes IS NOT NULL for
-// nearly every row, so reads through the lease, tenant and queue indexes rely on statistics;
-// these reads do not, which covers the claim, the health gauges, pending work and dead letters.
-const WITHOUT_STATISTICS = [
-  'due jobs (health)',
-  'list pending',
-  'list pending of a tenant',
-  'count pending',
-  'list dead-lettered',
-  'list dead-lettered of a rare queue',
-  'claim',
-];
+// Without statistics (autovacuum off and no ANALYZE yet) every read holds but a page of
+// succeeded jobs: the planner guesses a state's share of the table, and for the bulk state it may
+// walk the primary key or read every succeeded row through another index.
+const WITHOUT_STATISTICS = Object.keys(READS).filter((name) => !name.startsWith('list succeeded'));
 
 describe(`reads next to ${HISTORY.toLocaleString('en')} finished jobs, before any ANALYZE`, () => {
   for (const mode of MODES) it.each(WITHOUT_STATISTICS)(`%s (${mode})`, (name) => check(name, mode));
