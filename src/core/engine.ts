@@ -224,7 +224,10 @@ export class Engine implements Baton {
           onLeadership: (leader) => {
             this.#log.info({ leader }, leader ? 'baton: elected leader (runs maintenance)' : 'baton: no longer the leader');
             this.events.emit('leadership', { leader });
-            if (leader) this.#reaper.kick();
+            if (leader) {
+              this.#reaper.kick();
+              this.#retention.kick();
+            }
           },
         });
         this.#claimer.presence = this.#presence;

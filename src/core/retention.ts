@@ -40,18 +40,49 @@ export class Retention {
 
   start(): void {
     if (this.#timer || this.#ages.length === 0) return;
-    this.#timer = setInterval(() => {
-      if (this.#running || !this.#d.isLeader()) return;
+    // The first sweep at once: a leader that just took over works off what its predecessor left.
+    this.#schedule(0);
+  }
+
+  /**
+   * The next sweep after `ms`. A sweep that stopped at its batch limit left a backlog (jobs
+   * finish faster than one sweep per interval deletes them), so the next one starts at once:
+   * each sweep stays short, and the table stays bounded by the retention window at any rate.
+   */
+  #schedule(ms: number): void {
+    this.#timer = setTimeout(() => {
+      if (!this.#d.isLeader()) return this.#schedule(this.#d.config.retentionIntervalMs);
       this.#running = this.sweep()
-        .then(() => undefined, this.#d.onError)
-        .finally(() => (this.#running = null));
-    }, this.#d.config.retentionIntervalMs);
+        .then(
+          (n) => n,
+          (err) => {
+            this.#d.onError(err);
+            return 0;
+          },
+        )
+        .then((n) => {
+          this.#running = null;
+          if (this.#timer) this.#schedule(n >= this.#fullSweep ? 0 : this.#d.config.retentionIntervalMs);
+        });
+    }, ms);
+  }
+
+  /** Sweeps soon (a new leader: what its predecessor left), unless a sweep runs or it was never started. */
+  kick(): void {
+    if (!this.#timer || this.#running) return;
+    clearTimeout(this.#timer);
+    this.#schedule(0);
   }
 
   async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
+    if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     await this.#running;
+  }
+
+  /** Jobs a sweep deletes when every state it sweeps hits the batch limit: a backlog remains. */
+  get #fullSweep(): number {
+    return MAX_BATCHES_PER_SWEEP * this.#d.config.retentionBatchSize;
   }
 
   /** One sweep over every state with a retention; returns how many jobs it deleted. Exposed for tests. */

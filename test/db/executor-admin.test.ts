@@ -3,7 +3,10 @@
 
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { LIST_INLINE_MAX_BYTES, type Job, type JobState } from '../../src/core/job.ts';
+import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
+import { quoteSchema } from '../../src/db/schema-name.ts';
 import { insertJob, insertJobs, insertWorker, workerRow } from '../helpers/factory.ts';
 import { baton, claim, ex, expectBatonError, fresh, row, useExecutorHarness } from './executor-harness.ts';
 
@@ -133,6 +136,40 @@ describe('admin', () => {
     });
     const queues = await baton.admin.queues();
     expect(queues.find((q) => q.queue === queue)?.counts).toEqual(depth);
+  });
+
+  it('succeeded counts follow completes (one shard per session), replays and purges', async () => {
+    const queue = fresh();
+    const other = fresh();
+    await insertJobs(db.pool, 3, { queue });
+    await insertJobs(db.pool, 1, { queue: other });
+    const leases = [...(await claim(queue, 3)), ...(await claim(other, 1))];
+    // One statement over two queues, and a second one on another connection (another shard).
+    const done = (js: typeof leases) => js.map((j) => ({ id: j.id, token: j.token, result: null }));
+    await ex.jobCompleteMany({ items: done(leases.slice(0, 2)) });
+    const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+    try {
+      await new PgExecutor(pool, quoteSchema(db.schema)).jobCompleteMany({ items: done(leases.slice(2)) });
+    } finally {
+      await pool.end();
+    }
+    // A fenced-off complete counts nothing.
+    await ex.jobCompleteMany({ items: done(leases.slice(0, 1)) });
+    expect((await baton.admin.queueDepth(queue)).succeeded).toBe(3);
+    expect((await baton.admin.queueDepth(other)).succeeded).toBe(1);
+
+    await baton.admin.replay(leases[0]!.id);
+    // A replayed dead letter leaves the succeeded count alone.
+    await baton.admin.replay(await insertJob(db.pool, { queue, state: 'dead_lettered' }));
+    expect(await baton.admin.queueDepth(queue)).toMatchObject({ pending: 2, succeeded: 2, dead_lettered: 0 });
+
+    await db.query(`UPDATE baton.jobs SET finished_at = now() - interval '2 hours' WHERE queue = ANY ($1) AND state = 'succeeded'`, [
+      [queue, other],
+    ]);
+    await ex.jobPurge({ state: 'succeeded', olderThanMs: 3_600_000, limit: 100 });
+    expect((await baton.admin.queueDepth(queue)).succeeded).toBe(0);
+    // A queue whose every job is gone is no longer listed.
+    expect((await baton.admin.queues()).map((q) => q.queue)).not.toContain(other);
   });
 });
 

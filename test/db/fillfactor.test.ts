@@ -28,9 +28,18 @@ function stayed(before: Map<string, number>, after: Map<string, number>): number
 }
 
 describe('jobs table fillfactor', () => {
-  it('is set by the migrations', async () => {
+  it('is set by the migrations, beside the vacuum settings of a queue table', async () => {
     const r = await db.query<{ opts: string[] | null }>(`SELECT reloptions AS opts FROM pg_class WHERE oid = 'baton.jobs'::regclass`);
-    expect(r.rows[0]!.opts).toEqual(['fillfactor=50']);
+    expect(r.rows[0]!.opts).toEqual([
+      'fillfactor=50',
+      'autovacuum_vacuum_scale_factor=0.01',
+      'autovacuum_vacuum_threshold=10000',
+      'autovacuum_vacuum_insert_scale_factor=0.01',
+      'autovacuum_vacuum_insert_threshold=10000',
+      'autovacuum_analyze_scale_factor=0.02',
+      'autovacuum_analyze_threshold=10000',
+      'vacuum_index_cleanup=on',
+    ]);
   });
 
   it('keeps most claimed and completed versions on the page of the row they replace', async () => {

@@ -12,7 +12,7 @@ import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { jobScans, type PlanNode } from '../helpers/plan-node.ts';
+import { jobScans, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
 
 const db = useTestDatabase();
 const q = jobQueries(quoteSchema('baton'));
@@ -49,12 +49,6 @@ const STATEMENTS: Record<string, () => [text: string, args: string[]]> = {
   release: () => [q.releaseMany.text, [bigints(running.ids), bigints(running.tokens), 'true']],
 };
 
-/** Rows produced or thrown away by every node, times its loops: the work the plan did. */
-function rowsVisited(n: PlanNode): number {
-  const own = (n['Actual Rows'] + (n['Rows Removed by Filter'] ?? 0) + (n['Rows Removed by Join Filter'] ?? 0)) * n['Actual Loops'];
-  return own + (n.Plans ?? []).reduce((s, c) => s + rowsVisited(c), 0);
-}
-
 /** The UPDATE itself (lease writes that answer with one row run it in a CTE). */
 function modifyTable(n: PlanNode): PlanNode | undefined {
   if (n['Node Type'] === 'ModifyTable') return n;
@@ -87,8 +81,9 @@ describe.each(['force_generic_plan', 'force_custom_plan'])('lease writes with st
     // It did its work: one row written per lease of the batch.
     expect(modifyTable(plan)?.['Actual Rows']).toBe(BATCH);
     for (const scan of jobScans(plan)) expect(scan['Index Name']).toBe('jobs_pkey');
-    // A few visits per batch row; scanning the 1,000 live leases once per batch row would be 200,000.
-    expect(rowsVisited(plan)).toBeLessThanOrEqual(5 * BATCH);
+    // A few visits per batch row (the complete reads its written rows once more to count them
+    // per queue); scanning the 1,000 live leases once per batch row would be 200,000.
+    expect(rowsVisited(plan)).toBeLessThanOrEqual(6 * BATCH);
   });
 });
 

@@ -36,6 +36,22 @@ describe('retention', () => {
     expect(await exists(deadYoung)).toBe(true);
   });
 
+  it('a backlog larger than one sweep deletes is worked off in sweeps back to back, not one per interval', async () => {
+    // 20 batches of 5 per sweep: 250 jobs take three sweeps, and the interval is an hour.
+    await db.query(`INSERT INTO baton.jobs (queue, job_type, state, finished_at)
+      SELECT 'backlog', 'x', 'cancelled', now() FROM generate_series(1, 250)`);
+    const worker = engines.create({
+      queues: { q: 1 },
+      retention: { succeededMs: null, cancelledMs: 0, deadLetteredMs: null },
+      retentionIntervalMs: 3_600_000,
+      retentionBatchSize: 5,
+    });
+    await worker.start();
+    await waitFor(async () => (await db.query(`SELECT 1 FROM baton.jobs WHERE queue = 'backlog' LIMIT 1`)).rowCount === 0, {
+      message: 'the whole backlog to be deleted within one interval',
+    });
+  });
+
   it('with deleteOnSuccess a job leaves at completion, and still counts as succeeded', async () => {
     const succeeded = new Signal<string>();
     const worker = engines.create({ queues: { q: 1 }, deleteOnSuccess: true, handlers: { work: () => ({ kept: false }) } });

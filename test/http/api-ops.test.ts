@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBaton, TerminalError, type Baton, type Logger } from '../../src/index.ts';
 import { createApp } from '../../src/http/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
+import { quoteSchema } from '../../src/db/schema-name.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { countJobs, errorCode, startApi, type ApiHarness } from './harness.ts';
@@ -23,9 +25,13 @@ afterAll(async () => {
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 describe('queues and workers', () => {
   it('GET /api/queues/:queue/depth counts by state; an unknown queue is all zeros and not created', async () => {
+    // The succeeded job is completed by the executor: succeeded counts are kept by the statements that write them.
+    await insertJob(db.pool, { queue: 'depth-q', jobType: 'x' });
+    const ex = new PgExecutor(db.pool, quoteSchema('baton'));
+    const [done] = await ex.jobClaim({ queue: 'depth-q', limit: 1, owner: 'depth-test', leaseMs: 60_000, intoRunning: true });
+    await ex.jobCompleteMany({ items: [{ id: done!.id, token: done!.token, result: null }] });
     await insertJob(db.pool, { queue: 'depth-q', jobType: 'x' });
     await insertJob(db.pool, { queue: 'depth-q', jobType: 'x', state: 'running' });
-    await insertJob(db.pool, { queue: 'depth-q', jobType: 'x', state: 'succeeded' });
     const res = await api.client.api.queues[':queue'].depth.$get({ param: { queue: 'depth-q' } });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({

@@ -19,6 +19,7 @@ import { translatePgError } from './errors.ts';
 import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './insert-commit-notify.ts';
 import { checkOut, type CheckedOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { jobQueries, type JobQueries } from './queries/job.ts';
+import { jobReadQueries, shapeValues, type JobReadQueries } from './queries/job-read.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
 import { healthQueries, type HealthQueries } from './queries/health.ts';
 import { jobListQueries, type JobListQueries } from './queries/job-list.ts';
@@ -30,6 +31,7 @@ import { compareIds, rowToJob, rowToSummary, type JobRow, type JobSummaryRow } f
 export class PgExecutor implements Executor {
   readonly #pool: PgPoolLike;
   readonly #job: JobQueries;
+  readonly #read: JobReadQueries;
   readonly #worker: WorkerQueries;
   readonly #health: HealthQueries;
   readonly #jobList: JobListQueries;
@@ -42,6 +44,7 @@ export class PgExecutor implements Executor {
   constructor(pool: PgPoolLike, quotedSchema: string) {
     this.#pool = pool;
     this.#job = jobQueries(quotedSchema);
+    this.#read = jobReadQueries(quotedSchema);
     this.#worker = workerQueries(quotedSchema);
     this.#health = healthQueries(quotedSchema);
     this.#jobList = jobListQueries(quotedSchema);
@@ -244,9 +247,15 @@ export class PgExecutor implements Executor {
   }
 
   async jobList(p: JobListParams) {
-    // The default listing (newest first, no time filter) keeps its own index-tuned statement.
+    // The default listing (newest first, no time filter) is read part by part through the
+    // partial indexes (job-read.ts), costing what the page costs; another sort or a time filter
+    // reads every matching row and sorts them (job-list.ts), an operator's occasional query.
     const rows = isDefaultListing(p)
-      ? await this.#q<JobSummaryRow>(this.#job.list, [...filterValues(p), p.limit, p.offset])
+      ? await this.#q<JobSummaryRow>(this.#read.list({ ...shapeValues(p).shape, state: p.state }), [
+          ...shapeValues(p).values,
+          p.limit,
+          p.offset,
+        ])
       : await this.#q<JobSummaryRow>(this.#jobList.list[`${p.sort ?? 'id'}:${p.order ?? 'desc'}`], [
           ...filterValues(p),
           ...timeValues(p),
@@ -259,7 +268,10 @@ export class PgExecutor implements Executor {
   async jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }) {
     const rows =
       p.createdAfter === undefined && p.createdBefore === undefined
-        ? await this.#q<{ n: number }>(this.#job.countCapped, [...filterValues(p), p.cap])
+        ? await this.#q<{ n: number }>(this.#read.countCapped({ ...shapeValues(p).shape, state: p.state }), [
+            ...shapeValues(p).values,
+            p.cap,
+          ])
         : await this.#q<{ n: number }>(this.#jobList.countCapped, [...filterValues(p), ...timeValues(p), p.cap]);
     return rows[0]?.n ?? 0;
   }
@@ -325,7 +337,8 @@ export class PgExecutor implements Executor {
   }
 
   jobCountsByQueue(p: { queue?: string | undefined }) {
-    return this.#q<{ queue: string; state: JobState; n: number }>(this.#job.countsByQueue, [p.queue ?? null]);
+    const one = p.queue !== undefined;
+    return this.#q<{ queue: string; state: JobState; n: number }>(this.#read.countsByQueue(one), one ? [p.queue] : []);
   }
 
   async workerSweep(p: { lockNamespace: number }) {

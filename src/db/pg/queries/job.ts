@@ -77,6 +77,13 @@ export function jobQueries(schema: string) {
     FROM jsonb_array_elements(j.errors || jsonb_build_array(${entry})) WITH ORDINALITY AS h(e, o)
     WHERE o > jsonb_array_length(j.errors) + 1 - ${ERROR_HISTORY_LIMIT})`;
 
+  // Adds n (a column of `from`, per queue) to the succeeded count of each queue, in this
+  // session's shard (see migration 0009). Rows in queue order: two statements of one shard
+  // lock counter rows in the same order, so they cannot deadlock.
+  const countSucceeded = (from: string, n: string) => `INSERT INTO ${schema}.succeeded_counts AS s (queue, shard, n)
+          SELECT queue, pg_backend_pid() % 32, ${n} FROM ${from} GROUP BY queue ORDER BY queue
+          ON CONFLICT (queue, shard) DO UPDATE SET n = s.n + excluded.n`;
+
   // Inserts a batch in one statement. Rows are read from a jsonb array in input order;
   // a duplicate (tenant_id, idempotency_key) is skipped here and read back by selectByKeys.
   // run_at: an absolute time when given, else now() + delay_ms (database clock).
@@ -198,11 +205,14 @@ export function jobQueries(schema: string) {
     },
     // $3: one result per lease, or NULL when every result is null (the common case).
     completeMany: {
-      text: acceptedIds(`UPDATE ${jobs} j SET
+      text: `WITH w AS (UPDATE ${jobs} j SET
           state = 'succeeded', finished_at = now(), updated_at = now(),
           result = CASE WHEN $3::jsonb[] IS NOT NULL THEN ($3::jsonb[])[${leasePos}] END,
           lease_owner = NULL, lease_expires_at = NULL
-        WHERE ${FENCED} AND j.state IN ${LIVE}`),
+        WHERE ${FENCED} AND j.state IN ${LIVE}
+        RETURNING j.id, j.queue),
+        counted AS (${countSucceeded('w', 'count(*)')})
+        SELECT CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL ELSE COALESCE(array_agg(w.id), '{}') END AS ids FROM w`,
     },
     // Retry with full-jitter exponential backoff resolved in SQL:
     // run_at = now() + random() * min(cap, base * 2^(attempt-1)); dead-letter when the error is
@@ -318,33 +328,23 @@ export function jobQueries(schema: string) {
           FOR UPDATE SKIP LOCKED
         )
         , gone AS (DELETE FROM ${jobs} j USING victims v WHERE j.id = v.id AND j.state = $1 RETURNING j.queue)
+        , counted AS (${countSucceeded(`gone WHERE $1::text = 'succeeded'`, '-count(*)')})
         SELECT queue, count(*)::int AS n FROM gone GROUP BY queue`,
     },
 
     // Admin.
     get: { name: `${schema}.job_get`, text: `SELECT * FROM ${jobs} WHERE id = $1` },
-    list: {
-      name: `${schema}.job_list`,
-      text: `SELECT ${summaryColumns('j')} FROM ${jobs} j
-        WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR tenant_id = $2)
-          AND ($3::text IS NULL OR queue = $3) AND ($4::text IS NULL OR job_type = $4)
-        ORDER BY id DESC LIMIT $5 OFFSET $6`,
-    },
-    // Capped count: an exact count of a huge table is a sequential scan the console doesn't need.
-    countCapped: {
-      name: `${schema}.job_count_capped`,
-      text: `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${jobs}
-        WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR tenant_id = $2)
-          AND ($3::text IS NULL OR queue = $3) AND ($4::text IS NULL OR job_type = $4)
-        LIMIT $5) c`,
-    },
+    // The old state is read under the row's lock, so a replayed success leaves the count exactly once.
     replay: {
       name: `${schema}.job_replay`,
-      text: `UPDATE ${jobs} SET state = 'pending', attempt = 0, run_at = now(),
-          replay_count = replay_count + 1, dead_letter_reason = NULL, result = NULL,
+      text: `WITH old AS (SELECT id, state FROM ${jobs} WHERE id = $1 FOR UPDATE),
+        r AS (UPDATE ${jobs} j SET state = 'pending', attempt = 0, run_at = now(),
+          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL,
           started_at = NULL, finished_at = NULL, updated_at = now()
-        WHERE id = $1 AND state IN ('succeeded', 'dead_lettered', 'cancelled')
-        RETURNING *`,
+        FROM old WHERE j.id = old.id AND old.state IN ('succeeded', 'dead_lettered', 'cancelled')
+        RETURNING j.*),
+        counted AS (${countSucceeded(`r WHERE (SELECT state FROM old) = 'succeeded'`, '-count(*)')})
+        SELECT * FROM r`,
     },
     cancel: {
       name: `${schema}.job_cancel`,
@@ -371,11 +371,6 @@ export function jobQueries(schema: string) {
           started_at = NULL, finished_at = NULL, updated_at = now()
         FROM v WHERE j.id = v.id
         RETURNING ${summaryColumns('j')}`,
-    },
-    countsByQueue: {
-      name: `${schema}.job_counts_by_queue`,
-      text: `SELECT queue, state, count(*)::int AS n FROM ${jobs}
-        WHERE ($1::text IS NULL OR queue = $1) GROUP BY queue, state ORDER BY queue`,
     },
   } as const;
 }

@@ -2,7 +2,11 @@
 // the last window (counts, start latencies), in ONE statement, so every panel fed from it
 // shows the same moment. Finished jobs are read through jobs_finished_idx (state, finished_at);
 // the window's counts stop at STATS_COUNT_CAP and its latencies come from the newest
-// STATS_LATENCY_SAMPLE succeeded jobs, so a busy database costs a bounded read per poll.
+// STATS_LATENCY_SAMPLE succeeded jobs, so a busy database costs a bounded read per poll. The
+// counts by queue and state are job-read.ts's (partial indexes and the succeeded counters), so
+// they cost what the live work costs, however much history the table holds.
+
+import { jobReadQueries } from './job-read.ts';
 
 export const STATS_COUNT_CAP = 100_000;
 export const STATS_LATENCY_SAMPLE = 1_000;
@@ -17,8 +21,7 @@ export function statsQueries(schema: string) {
   return {
     snapshot: {
       name: `${schema}.stats_snapshot`,
-      text: `WITH counts AS (
-          SELECT queue, state, count(*)::int AS n FROM ${jobs} GROUP BY queue, state
+      text: `WITH counts AS (${jobReadQueries(schema).countsByQueue(false).text}
         ), latency AS (
           SELECT greatest(0, date_part('epoch', started_at - run_at) * 1000) AS ms FROM ${jobs}
           WHERE state = 'succeeded' AND finished_at IS NOT NULL AND finished_at > ${since} AND started_at IS NOT NULL

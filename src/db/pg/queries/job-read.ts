@@ -1,0 +1,152 @@
+// Admin reads of the jobs table (listings, capped totals, counts by queue) whose cost follows
+// the live work and the page asked for, not the history of finished jobs. A row is in exactly
+// one part, each with a partial index (migration 0009): pending (the claim index), a live
+// lease (the expiry index) or finished (by tenant, by queue, by state for the rare states).
+//
+// Each combination of filters is its own statement: the state is part of the text, picked from
+// the fixed list of states, and a filter is in the text only when given. So a cached generic
+// plan still sees which partial index matches, where `($1 IS NULL OR state = $1)` would leave
+// it to scan the table.
+
+import { JOB_STATES, type JobState } from '../../../core/job.ts';
+import { summaryColumns } from './job.ts';
+
+/** The optional filters of a listing, as present or not. */
+export interface ListShape {
+  state?: JobState | undefined;
+  tenantId: boolean;
+  queue: boolean;
+  jobType: boolean;
+}
+
+/**
+ * Live leases: the expiry index's rows (jobs_lease_consistent), and finished jobs. Written as a
+ * range from -infinity rather than IS NOT NULL (the same rows): without statistics the planner
+ * takes IS NOT NULL for nearly every row, and a range for a third, so it still reads the index.
+ */
+const LEASED = `lease_expires_at > '-infinity' AND state IN ('leased', 'running')`;
+const FINISHED = `finished_at > '-infinity'`;
+
+interface Part {
+  where: string;
+  /** Live parts are read whole through their index and sorted: a few rows however old. */
+  live: boolean;
+}
+
+/** The parts that hold rows of `state` (all three without one). */
+function partsOf(state: JobState | undefined, viaIndex: boolean): Part[] {
+  if (state !== undefined && !JOB_STATES.includes(state)) throw new Error(`unknown job state ${JSON.stringify(state)}`);
+  const pending = { where: `state = 'pending'`, live: true };
+  if (state === undefined) {
+    return [pending, { where: LEASED, live: true }, { where: FINISHED, live: false }];
+  }
+  if (state === 'pending') return [pending];
+  if (state === 'leased' || state === 'running') return [{ where: `${LEASED} AND state = '${state}'`, live: true }];
+  // Through the tenant or queue index, which holds finished rows only; else by state alone, so
+  // that the index of finish times (retention's) is no candidate: reading a state's rows in
+  // finish order and sorting them all is what a page of the newest must not do.
+  return [{ where: viaIndex ? `${FINISHED} AND state = '${state}'` : `state = '${state}'`, live: false }];
+}
+
+/** The filter conditions of a shape and their parameters' order (tenant, queue, job type). */
+function filters(shape: ListShape): { conds: string; next: number } {
+  const conds: string[] = [];
+  let n = 1;
+  if (shape.tenantId) conds.push(`tenant_id = $${n++}`);
+  if (shape.queue) conds.push(`queue = $${n++}`);
+  if (shape.jobType) conds.push(`job_type = $${n++}`);
+  return { conds: conds.map((c) => ` AND ${c}`).join(''), next: n };
+}
+
+/** Whether a finished part is read through its tenant or queue index (see partIds). */
+const byIndex = (shape: ListShape) => shape.tenantId || shape.queue;
+
+function shapeKey(shape: ListShape): string {
+  return `${shape.state ?? 'all'}_${shape.tenantId ? 't' : ''}${shape.queue ? 'q' : ''}${shape.jobType ? 'y' : ''}`;
+}
+
+export function jobReadQueries(schema: string) {
+  const jobs = `${schema}.jobs`;
+  const cache = new Map<string, { name: string; text: string }>();
+  const memo = (key: string, build: () => string) => {
+    let q = cache.get(key);
+    if (!q) {
+      q = { name: `${schema}.${key}`, text: build() };
+      cache.set(key, q);
+    }
+    return q;
+  };
+
+  /**
+   * The ids of one part matching the filters, newest first, at most `limit`. A live part is read
+   * whole through its partial index (MATERIALIZED: no walk of the primary key looking for it)
+   * and sorted. A finished part filtered by tenant or queue is read in -id order, which only its
+   * index by tenant or queue gives (so no plan walks the primary key past other tenants'
+   * history); otherwise in id order (the primary key backwards, or the rare states' index).
+   */
+  const partIds = (p: Part, shape: ListShape, conds: string, limit: string) =>
+    p.live
+      ? `(WITH p AS MATERIALIZED (SELECT id FROM ${jobs} WHERE ${p.where}${conds}) SELECT id FROM p ORDER BY id DESC LIMIT ${limit})`
+      : `(SELECT id FROM ${jobs} WHERE ${p.where}${conds} ORDER BY ${byIndex(shape) ? '-id' : 'id DESC'} LIMIT ${limit})`;
+
+  return {
+    /** A page of summaries, newest first. Parameters: the shape's filters, then limit, offset. */
+    list(shape: ListShape) {
+      return memo(`job_list_${shapeKey(shape)}`, () => {
+        const { conds, next } = filters(shape);
+        const [limit, offset] = [`$${next}::int`, `$${next + 1}::int`];
+        const ids = partsOf(shape.state, byIndex(shape))
+          .map((p) => partIds(p, shape, conds, `${limit} + ${offset}`))
+          .join('\n          UNION ALL ');
+        // The ids reach the rows as an array, through the primary key: a join could let a plan
+        // that guessed many ids merge them with a walk of the whole primary key.
+        return `SELECT ${summaryColumns('j')} FROM ${jobs} j
+        WHERE j.id = ANY (ARRAY(SELECT id FROM (${ids}) u))
+        ORDER BY j.id DESC LIMIT ${limit} OFFSET ${offset}`;
+      });
+    },
+
+    /** Rows matching the filters, counted up to a cap. Parameters: the shape's filters, then the cap. */
+    countCapped(shape: Omit<ListShape, never>) {
+      return memo(`job_count_${shapeKey(shape)}`, () => {
+        const { conds, next } = filters(shape);
+        const cap = `$${next}::int`;
+        const parts = partsOf(shape.state, byIndex(shape))
+          .map((p) => `(SELECT 1 FROM ${jobs} WHERE ${p.where}${conds}${!p.live && byIndex(shape) ? ' ORDER BY -id' : ''} LIMIT ${cap})`)
+          .join('\n          UNION ALL ');
+        return `SELECT least(count(*), ${cap})::int AS n FROM (${parts}) c`;
+      });
+    },
+
+    /**
+     * Counts by queue and state, of one queue ($1) or of all. Live states and the rare finished
+     * ones are counted through their partial indexes; succeeded jobs, the bulk of the history,
+     * from succeeded_counts. A queue appears only with a non-zero count.
+     */
+    countsByQueue(oneQueue: boolean) {
+      return memo(`job_counts_by_queue${oneQueue ? '_one' : ''}`, () => {
+        const q = oneQueue ? ' AND queue = $1' : '';
+        return `SELECT queue, state, n FROM (
+          SELECT queue, 'pending' AS state, count(*)::float8 AS n FROM ${jobs} WHERE state = 'pending'${q} GROUP BY queue
+          UNION ALL
+          SELECT queue, state, count(*)::float8 FROM ${jobs} WHERE ${LEASED}${q} GROUP BY queue, state
+          UNION ALL
+          SELECT queue, state, count(*)::float8 FROM ${jobs} WHERE state IN ('dead_lettered', 'cancelled')${q} GROUP BY queue, state
+          UNION ALL
+          SELECT queue, 'succeeded', sum(n)::float8 FROM ${schema}.succeeded_counts WHERE true${q} GROUP BY queue HAVING sum(n) <> 0
+        ) c ORDER BY queue`;
+      });
+    },
+  };
+}
+
+/** The parameters of a listing's filters, in the order its statement numbers them. */
+export function shapeValues(p: { tenantId?: string | undefined; queue?: string | undefined; jobType?: string | undefined }): {
+  shape: Omit<ListShape, 'state'>;
+  values: string[];
+} {
+  const values = [p.tenantId, p.queue, p.jobType].filter((v): v is string => v !== undefined);
+  return { shape: { tenantId: p.tenantId !== undefined, queue: p.queue !== undefined, jobType: p.jobType !== undefined }, values };
+}
+
+export type JobReadQueries = ReturnType<typeof jobReadQueries>;

@@ -1,0 +1,162 @@
+// Reads of live work next to a large history: a table of finished jobs (written directly, not
+// run) and a little live work, some of it as old as the history. Each admin read (counts by
+// queue, listings by state, queue and tenant, dead letters, capped totals), the due-job read of
+// the health gauges and the claim must read the live rows and the page asked for, through the
+// partial index its filters fit, never scan the history: without statistics, with analyzed
+// statistics, in custom and in generic plans (what a connection's plan cache settles on).
+// Read from EXPLAIN ANALYZE: the scans of jobs and the rows they visited.
+
+import { beforeAll, describe, expect, it } from 'vitest';
+import { jobQueries } from '../../src/db/pg/queries/job.ts';
+import { healthQueries } from '../../src/db/pg/queries/health.ts';
+import { jobReadQueries, type ListShape } from '../../src/db/pg/queries/job-read.ts';
+import { quoteSchema } from '../../src/db/schema-name.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { indexesUsed, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
+
+const db = useTestDatabase();
+const schema = quoteSchema('baton');
+const jq = jobQueries(schema);
+const rq = jobReadQueries(schema);
+const hq = healthQueries(schema);
+/** Finished jobs in the history. Every read below must visit far fewer rows than this. */
+const HISTORY = 100_000;
+/** What any read may visit: the live rows, a page, a capped count's cap, and some slack. */
+const BUDGET = 3_000;
+const CAP = 1_000;
+/** Dead-lettered and cancelled jobs in the history: counts by queue read these (and no succeeded job). */
+const RARE = HISTORY / 50;
+
+beforeAll(async () => {
+  // Autovacuum's ANALYZE would take the "no statistics" case away.
+  await db.query('ALTER TABLE baton.jobs SET (autovacuum_enabled = false)');
+  // Old live work first: delayed pending jobs and a running one, under the whole history.
+  await db.query(`INSERT INTO baton.jobs (queue, tenant_id, job_type, run_at)
+    SELECT 'hot', 'big', 'old', now() + interval '1 day' FROM generate_series(1, 5)`);
+  await db.query(`INSERT INTO baton.jobs (queue, tenant_id, job_type, state, attempt, lease_token, lease_owner, lease_expires_at, started_at)
+    VALUES ('hot', 'big', 'old', 'running', 1, 1, 'w', now() + interval '1 hour', now())`);
+  // A rare queue and tenant, finished early: their rows are buried under the history.
+  await db.query(`INSERT INTO baton.jobs (queue, tenant_id, job_type, state, finished_at, dead_letter_reason)
+    SELECT 'rare', 'small', 'x', CASE WHEN g % 2 = 0 THEN 'succeeded' ELSE 'dead_lettered' END, now(),
+      CASE WHEN g % 2 = 1 THEN 'terminal_error' END
+    FROM generate_series(1, 10) g`);
+  // The history: succeeded, with a dead letter or a cancellation in every hundred.
+  await db.query(
+    `INSERT INTO baton.jobs (queue, tenant_id, job_type, state, finished_at, dead_letter_reason, attempt)
+    SELECT 'hot', 'big', 'x', s, now(), CASE WHEN s = 'dead_lettered' THEN 'attempts_exhausted' END, 1
+    FROM (SELECT CASE WHEN g % 100 = 0 THEN 'dead_lettered' WHEN g % 100 = 1 THEN 'cancelled' ELSE 'succeeded' END AS s
+          FROM generate_series(1, $1::int) g) h`,
+    [HISTORY],
+  );
+  await db.query(`INSERT INTO baton.succeeded_counts (queue, shard, n)
+    SELECT queue, 0, count(*) FROM baton.jobs WHERE state = 'succeeded' GROUP BY queue`);
+  // And new live work on top.
+  await db.query(`INSERT INTO baton.jobs (queue, tenant_id, job_type) SELECT 'hot', 'big', 'new' FROM generate_series(1, 20)`);
+});
+
+const lit = (v: string | number) => (typeof v === 'number' ? String(v) : `'${v.replaceAll("'", "''")}'`);
+
+async function explain(text: string, args: Array<string | number>, mode: string): Promise<PlanNode> {
+  const client = await db.pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(`SET LOCAL plan_cache_mode = ${mode}`);
+    await client.query(`PREPARE s AS ${text}`);
+    const execute = args.length > 0 ? `EXECUTE s(${args.map(lit).join(', ')})` : 'EXECUTE s';
+    const r = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${execute}`);
+    return (r.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
+  } finally {
+    await client.query('ROLLBACK');
+    await client.query('DEALLOCATE ALL');
+    client.release();
+  }
+}
+
+interface Read {
+  text: string;
+  args: Array<string | number>;
+  /** Rows the read answers with. */
+  rows: number;
+  /** Index scans it must use (a subset of its scans). */
+  uses: string[];
+  /** Rows it may visit, when more than BUDGET. */
+  budget?: number;
+}
+
+const shape = (s: Partial<ListShape>): ListShape => ({ tenantId: false, queue: false, jobType: false, ...s });
+const list = (s: Partial<ListShape>, args: string[], rows: number, uses: string[], limit = 50): Read => ({
+  text: rq.list(shape(s)).text,
+  args: [...args, limit, 0],
+  rows,
+  uses,
+});
+const count = (s: Partial<ListShape>, args: string[], uses: string[]): Read => ({
+  text: rq.countCapped(shape(s)).text,
+  args: [...args, CAP],
+  rows: 1,
+  uses,
+  // Up to CAP rows counted, each seen by a few nodes of the plan.
+  budget: BUDGET + 4 * CAP,
+});
+
+const READS: Record<string, Read> = {
+  'counts of every queue': {
+    text: rq.countsByQueue(false).text,
+    args: [],
+    rows: 7,
+    uses: ['jobs_claim_idx', 'jobs_settled_rare_idx'],
+    budget: BUDGET + 3 * RARE,
+  },
+  'counts of one queue': {
+    text: rq.countsByQueue(true).text,
+    args: ['rare'],
+    rows: 2,
+    uses: ['jobs_settled_rare_idx'],
+    budget: BUDGET + 3 * RARE,
+  },
+  'due jobs (health)': { text: hq.oldestDue.text, args: [], rows: 1, uses: ['jobs_claim_idx'] },
+  'list, no filter': list({}, [], 50, ['jobs_claim_idx', 'jobs_lease_expiry_idx']),
+  'list pending': list({ state: 'pending' }, [], 25, ['jobs_claim_idx']),
+  'list running': list({ state: 'running' }, [], 1, ['jobs_lease_expiry_idx']),
+  'list succeeded': list({ state: 'succeeded' }, [], 50, []),
+  'list dead-lettered': list({ state: 'dead_lettered' }, [], 50, ['jobs_settled_rare_idx']),
+  'list succeeded of a tenant': list({ state: 'succeeded', tenantId: true }, ['small'], 5, ['jobs_finished_tenant_idx']),
+  'list dead-lettered of a rare queue': list({ state: 'dead_lettered', queue: true }, ['rare'], 5, []),
+  'list by tenant (rare)': list({ tenantId: true }, ['small'], 10, ['jobs_finished_tenant_idx']),
+  'list by queue (rare)': list({ queue: true }, ['rare'], 10, ['jobs_finished_queue_idx']),
+  'list pending of a tenant': list({ state: 'pending', tenantId: true }, ['big'], 25, ['jobs_claim_idx']),
+  'count, no filter': count({}, [], []),
+  'count pending': count({ state: 'pending' }, [], ['jobs_claim_idx']),
+  'count dead-lettered': count({ state: 'dead_lettered' }, [], []),
+  'count by tenant (rare)': count({ tenantId: true }, ['small'], ['jobs_finished_tenant_idx']),
+  'count by queue (rare)': count({ queue: true }, ['rare'], ['jobs_finished_queue_idx']),
+  // Nothing due in the rare queue: the claim finds that out without reading the history.
+  claim: { text: jq.claim.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },
+};
+
+async function check(name: string, mode: string): Promise<void> {
+  const r = READS[name]!;
+  const plan = await explain(r.text, r.args, mode);
+  const used = indexesUsed(plan);
+  for (const index of r.uses) expect(used, name).toContain(index);
+  expect(plan['Actual Rows'], name).toBe(r.rows);
+  expect(rowsVisited(plan), name).toBeLessThan(r.budget ?? BUDGET);
+}
+
+const MODES = ['force_custom_plan', 'force_generic_plan'];
+
+// Without statistics (autovacuum off and no ANALYZE yet) every read holds but a page of
+// succeeded jobs: the planner guesses a state's share of the table, and for the bulk state it may
+// walk the primary key or read every succeeded row through another index.
+const WITHOUT_STATISTICS = Object.keys(READS).filter((name) => !name.startsWith('list succeeded'));
+
+describe(`reads next to ${HISTORY.toLocaleString('en')} finished jobs, before any ANALYZE`, () => {
+  for (const mode of MODES) it.each(WITHOUT_STATISTICS)(`%s (${mode})`, (name) => check(name, mode));
+});
+
+describe(`reads next to ${HISTORY.toLocaleString('en')} finished jobs, analyzed`, () => {
+  beforeAll(async () => {
+    await db.query('ANALYZE baton.jobs');
+  });
+  for (const mode of MODES) it.each(Object.keys(READS))(`%s (${mode})`, (name) => check(name, mode));
+});
