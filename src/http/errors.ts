@@ -42,6 +42,7 @@ export const STATUS_BY_CODE = {
   METHOD_NOT_ALLOWED: 405,
   JOB_STATE_CONFLICT: 409,
   LEASE_LOST: 409,
+  SCHEDULE_CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   // A request cannot produce a config error; if one surfaces it is the server's fault.
