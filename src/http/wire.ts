@@ -2,7 +2,7 @@
 // dates as ISO 8601 strings, ids and tokens as strings. Listing fields
 // explicitly keeps internals off the wire; the client's types come from here.
 
-import type { AttemptError, Job, JobSummary, StateCounts, WorkerInfo, EnqueueResult } from '../index.ts';
+import type { AttemptError, Job, JobSummary, Schedule, StateCounts, WorkerInfo, EnqueueResult } from '../index.ts';
 import type { JSONValue } from 'hono/utils/types';
 
 const iso = (d: Date): string => d.toISOString();
@@ -144,4 +144,29 @@ export function toWireWorker(w: WorkerInfo) {
 
 export function toWireCounts(counts: StateCounts): StateCounts {
   return { ...counts };
+}
+
+/** A schedule on the wire. */
+export function toWireSchedule(s: Schedule) {
+  return {
+    id: s.id,
+    tenantId: s.tenantId,
+    name: s.name,
+    cron: s.cron,
+    timezone: s.timezone,
+    jobType: s.jobType,
+    queue: s.queue,
+    payload: s.payload as JSONValue,
+    priority: s.priority,
+    maxAttempts: s.maxAttempts,
+    misfirePolicy: s.misfirePolicy,
+    catchUpLimit: s.catchUpLimit,
+    status: s.status,
+    disabledReason: s.disabledReason,
+    nextFireAt: isoOrNull(s.nextFireAt),
+    lastFiredAt: isoOrNull(s.lastFiredAt),
+    version: s.version,
+    createdAt: iso(s.createdAt),
+    updatedAt: iso(s.updatedAt),
+  };
 }
