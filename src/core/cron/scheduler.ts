@@ -149,6 +149,8 @@ export class Scheduler {
           policy: s.misfirePolicy,
           catchUpLimit: s.catchUpLimit,
         });
+        // One occurrence's job validated stands for all of them: they differ only in run_at and key.
+        if (plan.fire.length > 0) normalizeSpec(this.#spec(s, plan.fire[0] as Date), this.#d.maxAttemptsDefault);
         const mine = plan.fire.map((at) => this.#spec(s, at));
         specs.push(...mine);
         if (plan.next === null) {
@@ -207,7 +209,7 @@ export class Scheduler {
     return { created, disabled, more: due.length === batch };
   }
 
-  /** One occurrence's job, validated here so that one bad schedule cannot fail the batch. */
+  /** One occurrence's job (validated in tick(), so that one bad schedule cannot fail the batch). */
   #spec(s: Schedule, at: Date): JobSpec {
     const spec: JobSpec = {
       jobType: s.jobType,
@@ -219,7 +221,6 @@ export class Scheduler {
       idempotencyKey: occurrenceKey(s.id, at),
       ...(s.maxAttempts === null ? {} : { maxAttempts: s.maxAttempts }),
     };
-    normalizeSpec(spec, this.#d.maxAttemptsDefault);
     return spec;
   }
 }

@@ -48,11 +48,49 @@ function formatter(zone: string): Intl.DateTimeFormat {
   return f;
 }
 
+const HOUR = 60 * MINUTE;
+/** Per zone: hour bucket -> its offset when constant through the hour, null when a transition falls inside. */
+const hourOffsets = new Map<string, Map<number, number | null>>();
+const HOUR_OFFSETS_MAX = 100_000;
+
 /**
  * The wall-clock time at `instant` in `zone`, as "naive" epoch ms: the UTC instant whose
  * UTC fields equal the local fields (milliseconds kept).
  */
 export function localNaive(zone: string, instant: number): number {
+  return instant + offsetAt(zone, instant);
+}
+
+/**
+ * The zone's UTC offset (ms) at `instant`. Intl is slow (microseconds a call) and a tick asks
+ * for the same hours of the same zones for every due schedule, so each hour is read once: its
+ * offset at the start and just before the end, the same unless a transition falls inside (no
+ * zone changes offset and back within an hour), in which case Intl answers for the instant.
+ */
+export function offsetAt(zone: string, instant: number): number {
+  const bucket = Math.floor(instant / HOUR);
+  let byHour = hourOffsets.get(zone);
+  if (!byHour) {
+    byHour = new Map();
+    hourOffsets.set(zone, byHour);
+  }
+  let off = byHour.get(bucket);
+  if (off === undefined) {
+    const start = intlOffset(zone, bucket * HOUR);
+    off = start === intlOffset(zone, (bucket + 1) * HOUR - 1000) ? start : null;
+    if (byHour.size >= HOUR_OFFSETS_MAX) byHour.clear();
+    byHour.set(bucket, off);
+  }
+  return off ?? intlOffset(zone, instant);
+}
+
+/** The offset as Intl reports it (whole seconds). */
+function intlOffset(zone: string, instant: number): number {
+  return intlNaive(zone, instant) - Math.floor(instant / 1000) * 1000;
+}
+
+/** Wall-clock time at `instant` (floored to the second) as naive epoch ms, from Intl. */
+function intlNaive(zone: string, instant: number): number {
   const whole = Math.floor(instant / 1000) * 1000;
   const p: Record<string, string> = {};
   for (const part of formatter(zone).formatToParts(new Date(whole))) p[part.type] = part.value;
@@ -61,12 +99,7 @@ export function localNaive(zone: string, instant: number): number {
   const d = new Date(0);
   d.setUTCFullYear(year, Number(p.month) - 1, Number(p.day));
   d.setUTCHours(Number(p.hour), Number(p.minute), Number(p.second), 0);
-  return d.getTime() + (instant - whole);
-}
-
-/** The zone's UTC offset (ms) at `instant`. */
-export function offsetAt(zone: string, instant: number): number {
-  return localNaive(zone, instant) - instant;
+  return d.getTime();
 }
 
 /** The first instant in (lo, hi] whose offset differs from the offset at lo (whole seconds). */
