@@ -67,6 +67,22 @@ describe('baton.cron', () => {
     expect(await codeOf(b.cron.get('not-an-id'))).toBe('SCHEDULE_NOT_FOUND');
   });
 
+  it('a disabled schedule fires again once an edit or a resume makes it valid; an edit keeps a pause', async () => {
+    const b = engines.producer();
+    const { schedule } = await b.cron.upsert(input);
+    await db.query(`UPDATE baton.schedules SET enabled = false, disabled_reason = 'broken', next_fire_at = NULL WHERE id = $1`, [
+      schedule.id,
+    ]);
+    expect(await b.cron.get(schedule.id)).toMatchObject({ status: 'disabled', disabledReason: 'broken' });
+    const fixed = await b.cron.update(schedule.id, { cron: '45 2 * * *' });
+    expect(fixed).toMatchObject({ status: 'enabled', disabledReason: null });
+    expect(fixed.nextFireAt).not.toBeNull();
+    await b.cron.pause(schedule.id);
+    expect((await b.cron.update(schedule.id, { priority: 3 })).status).toBe('paused');
+    await db.query(`UPDATE baton.schedules SET enabled = false, disabled_reason = 'broken' WHERE id = $1`, [schedule.id]);
+    expect((await b.cron.resume(schedule.id)).status).toBe('enabled');
+  });
+
   it('refuses bad input with stable codes and writes nothing', async () => {
     const b = engines.producer();
     expect(await codeOf(b.cron.upsert({ ...input, timezone: '+01:00' }))).toBe('INVALID_TIMEZONE');

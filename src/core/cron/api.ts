@@ -139,7 +139,8 @@ export function createCronApi(deps: CronApiDeps): CronApi {
     };
     const now = deps.now();
     const def = validateDefinition(merged, cur.tenantId, now, deps.maxAttemptsDefault);
-    const enabled = p.paused === undefined ? cur.status === 'enabled' : !p.paused;
+    // An edit keeps a pause; a disabled schedule that now validates fires again.
+    const enabled = p.paused === undefined ? cur.status !== 'paused' : !p.paused;
     // Keep the stored next fire time unless the timing changed or the schedule starts firing again:
     // occurrences missed meanwhile stay for the misfire policy; a pause is not made up for.
     const sameTiming = def.cron === cur.cron && def.timezone === cur.timezone;
