@@ -13,6 +13,9 @@ import type { HandlerMap } from './core/handler.ts';
 import { noopLogger, type Logger } from './core/logger.ts';
 import { migrate } from './db/migrate.ts';
 import { PgExecutor } from './db/pg/pg-executor.ts';
+import { PgScheduleStore } from './db/pg/pg-schedules.ts';
+import { cronChannelFor } from './core/notifier.ts';
+import type { ScheduleInput } from './core/cron/schedule.ts';
 import { PgListener } from './db/pg/listener.ts';
 import { warmPool, type PgPoolLike } from './db/pg/pool.ts';
 import { PgPresence } from './db/pg/presence.ts';
@@ -37,6 +40,13 @@ export interface BatonOptions extends EngineConfigInput {
   adminPoolSize?: number;
   /** Per-query timeout (ms) of the pool Baton builds, so a blackholed connection errors instead of hanging. Default 10 000. */
   queryTimeoutMs?: number;
+  /**
+   * Schedules to create or update by (tenantId, name) at start(). Schedules not in the list
+   * are left alone unless pruneSchedules is true. Validated here: a bad one is INVALID_CONFIG.
+   */
+  schedules?: ScheduleInput[];
+  /** Delete, at start(), every schedule not in `schedules`. Default false. */
+  pruneSchedules?: boolean;
   /** Job type -> handler. */
   handlers?: HandlerMap;
   /** pino-compatible logger; silent by default. */
@@ -101,6 +111,8 @@ export function createBaton(options: BatonOptions): Baton {
     logger,
     clock,
     tracing,
+    schedules,
+    pruneSchedules,
     ...engineInput
   } = options ?? {};
   const config = parseEngineConfig(engineInput, () => `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
@@ -161,6 +173,9 @@ export function createBaton(options: BatonOptions): Baton {
     config,
     executor: new PgExecutor(pool, schema),
     adminExecutor: new PgExecutor(adminPool ?? pool, schema),
+    scheduleStore: new PgScheduleStore(pool, schema, cronChannelFor(config.schema)),
+    adminScheduleStore: new PgScheduleStore(adminPool ?? pool, schema, cronChannelFor(config.schema)),
+    schedules: { declared: schedules ?? [], pruneUndeclared: pruneSchedules ?? false },
     handlers: handlers ?? {},
     logger: log,
     lockNamespace,

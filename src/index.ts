@@ -30,6 +30,20 @@ export {
 } from './core/queue-admin.ts';
 export { JOB_SORT_KEYS, SORT_ORDERS, type JobSortKey, type SortOrder } from './core/job-sort.ts';
 export type { EngineEvents } from './core/events.ts';
+export type { CronApi } from './core/cron/api.ts';
+export { PREVIEW_COUNT_MAX, SCHEDULE_LIST_MAX } from './core/cron/api.ts';
+export type { CronCounters } from './core/cron/service.ts';
+export type { FireInstant } from './core/cron/expression.ts';
+export {
+  MISFIRE_POLICIES,
+  CATCH_UP_LIMIT_DEFAULT,
+  CATCH_UP_LIMIT_MAX,
+  type MisfirePolicy,
+  type Schedule,
+  type ScheduleInput,
+  type SchedulePatch,
+  type ScheduleStatus,
+} from './core/cron/schedule.ts';
 export type { Handler, HandlerMap, JobContext } from './core/handler.ts';
 export type { Logger } from './core/logger.ts';
 export type { Clock } from './core/clock.ts';

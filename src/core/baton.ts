@@ -4,6 +4,8 @@
 import type { EventEmitter } from 'node:events';
 import type { EngineConfig } from './config.ts';
 import type { AdminApi } from './admin.ts';
+import type { CronApi } from './cron/api.ts';
+import type { CronCounters } from './cron/service.ts';
 import type { EngineEvents } from './events.ts';
 import type { EnqueueResult, JobSpec } from './job.ts';
 import type { TraceCarrier } from './tracing.ts';
@@ -39,6 +41,8 @@ export interface EngineStats {
   reclaimed: number;
   /** Leases found held without this worker knowing (a claim whose reply was lost) and given back, attempt refunded. */
   strandedReleased: number;
+  /** Cron: occurrences this process turned into jobs, misfires it found (by policy), schedules it disabled. */
+  cron: CronCounters;
   /** Gauges: queue -> { concurrency, inFlight }. */
   slots: Record<string, { concurrency: number; inFlight: number }>;
   /** Whether this worker holds its presence lock (it claims only then); null before start() or with no queues. */
@@ -62,6 +66,8 @@ export interface Baton {
   /** Wakes workers of `queue` (in this process at once, others by NOTIFY). For use after a caller's COMMIT. */
   wake(queue: string): Promise<void>;
   readonly admin: AdminApi;
+  /** Schedules: recurring jobs from cron expressions in IANA zones (docs/cron.md). */
+  readonly cron: CronApi;
   readonly events: EventEmitter<EngineEvents>;
   stats(): EngineStats;
 }

@@ -23,6 +23,7 @@ const DAY_MS = 24 * 3600 * 1000;
 export const RETENTION_DEFAULT = Object.freeze({ succeededMs: DAY_MS, cancelledMs: 7 * DAY_MS, deadLetteredMs: 30 * DAY_MS });
 export const RETENTION_INTERVAL_MS_DEFAULT = 5_000;
 export const RETENTION_BATCH_SIZE_DEFAULT = 1_000;
+export const CRON_MISFIRE_THRESHOLD_MS_DEFAULT = 10_000;
 
 /**
  * Queue, job-type and tenant names: 1-128 chars of [A-Za-z0-9_.:-/], no whitespace, and no
@@ -75,6 +76,11 @@ export const engineConfigSchema = z
      * succeeded (its result is not stored). For users who keep no history of successes.
      */
     deleteOnSuccess: z.boolean().default(false),
+    /**
+     * A schedule occurrence older than this when the ticker reaches it was missed (nothing was
+     * ticking), and its schedule's misfire policy decides whether it fires. Younger ones always fire.
+     */
+    cronMisfireThresholdMs: z.number().int().min(0).default(CRON_MISFIRE_THRESHOLD_MS_DEFAULT),
     fastReclaim: z.boolean().default(true),
     fastReclaimGraceMs: z.number().int().min(0).default(FAST_RECLAIM_GRACE_MS_DEFAULT),
     drainMs: z.number().int().min(0).default(DRAIN_MS_DEFAULT),

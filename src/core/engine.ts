@@ -10,6 +10,10 @@
 import type { Executor, NotificationListener, Presence } from '../db/executor.ts';
 import type { MigrateResult } from '../db/migrate.ts';
 import { createAdmin, type AdminApi } from './admin.ts';
+import type { CronApi } from './cron/api.ts';
+import type { ScheduleInput } from './cron/schedule.ts';
+import { CronService } from './cron/service.ts';
+import type { ScheduleStore } from '../db/schedule-store.ts';
 import type { Baton, EngineStats, EnqueueOptions } from './baton.ts';
 import { Completer } from './completer.ts';
 import type { EngineConfig } from './config.ts';
@@ -24,7 +28,7 @@ import { noTracing, type Tracing } from './tracing.ts';
 import type { EnqueueResult, JobSpec } from './job.ts';
 import { LeaseTable, type InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
-import { channelFor } from './notifier.ts';
+import { channelFor, cronChannelFor } from './notifier.ts';
 import { Producer } from './producer.ts';
 import { Reaper } from './reaper.ts';
 import { Retention } from './retention.ts';
@@ -56,6 +60,11 @@ export interface EngineDeps {
   }) => NotificationListener;
   /** Releases resources the engine owns (e.g. a pool it created). Called once, at the end of stop(). */
   close: () => Promise<void>;
+  /** The schedules table, on the engine's pool (the ticker) and on the admin pool (baton.cron). */
+  scheduleStore: ScheduleStore;
+  adminScheduleStore: ScheduleStore;
+  /** Schedules declared in the options (reconciled at start()), and whether to delete undeclared ones. */
+  schedules?: { declared: readonly ScheduleInput[]; pruneUndeclared: boolean };
   /** Local monotonic time (lease proofs, claim lateness). Default: the system's. */
   clock?: Clock;
   /** Trace context capture at enqueue and a span per attempt. Default: none. */
@@ -65,6 +74,7 @@ export interface EngineDeps {
 export class Engine implements Baton {
   readonly config: EngineConfig;
   readonly admin: AdminApi;
+  readonly cron: CronApi;
   readonly events: EngineEventEmitter;
   readonly #d: EngineDeps;
   readonly #log: Logger;
@@ -78,6 +88,8 @@ export class Engine implements Baton {
   readonly #retention: Retention;
   readonly #runner: RunnerDeps;
   readonly #claimer: Claimer;
+  readonly #cron: CronService;
+  readonly #cronChannel: string;
   #presence: Presence | null = null;
   #listener: NotificationListener | null = null;
   /** The presence and listener connections being opened by start() (never rejects). */
@@ -164,6 +176,23 @@ export class Engine implements Baton {
       },
       onError: onError('retention'),
     });
+    this.#cronChannel = cronChannelFor(this.config.schema);
+    this.#cron = new CronService({
+      store: deps.scheduleStore,
+      adminStore: deps.adminScheduleStore,
+      misfireThresholdMs: this.config.cronMisfireThresholdMs,
+      maxAttemptsDefault: this.config.maxAttemptsDefault,
+      // Without LISTEN a change elsewhere is seen at the next poll; with it, a lost NOTIFY within a minute.
+      maxSleepMs: this.config.dispatch === 'notify' ? 60_000 : this.config.pollIntervalMs,
+      enqueue: (specs) => this.#producer.enqueueMany(specs),
+      wake: (queues) => this.#wakeQueues(queues),
+      isLeader: () => this.#presence?.leader ?? false,
+      log: this.#log,
+      onError: onError('cron'),
+      declared: deps.schedules?.declared ?? [],
+      pruneUndeclared: deps.schedules?.pruneUndeclared ?? false,
+    });
+    this.cron = this.#cron.api;
     this.#runner = {
       tracing,
       handlers: deps.handlers,
@@ -214,6 +243,8 @@ export class Engine implements Baton {
     this.#started = true;
     const working = this.#dispatchers.size > 0;
     try {
+      await this.#cron.reconcile();
+      this.#throwIfStopping();
       if (working) {
         // Claims wait while the lock is lost (see Claimer); getting it back wakes them.
         this.#presence = this.#d.createPresence({
@@ -228,14 +259,18 @@ export class Engine implements Baton {
               this.#reaper.kick();
               this.#retention.kick();
             }
+            this.#cron.wake();
           },
         });
         this.#claimer.presence = this.#presence;
         if (this.config.dispatch === 'notify') {
           this.#listener = this.#d.createListener({
-            onNotify: (channel) => this.#byChannel.get(channel)?.wake(),
+            onNotify: (channel) => (channel === this.#cronChannel ? this.#cron.wake() : this.#byChannel.get(channel)?.wake()),
             // Notifications sent while the listener was away are gone: poll at once.
-            onConnected: () => this.#wakeAll(),
+            onConnected: () => {
+              this.#wakeAll();
+              this.#cron.wake();
+            },
             onError: (err) => this.events.emit('error', { where: 'listener', error: err }),
           });
         }
@@ -249,7 +284,10 @@ export class Engine implements Baton {
         this.#heartbeater.start();
         for (const d of this.#dispatchers.values()) d.start();
         this.#warming = this.#d.warmPool(this.#claimer.claimsBeforePresence ? 1 : this.#dispatchers.size + 1);
-        this.#connecting = Promise.allSettled([this.#presence.start(), this.#listener?.start([...this.#byChannel.keys()])]);
+        this.#connecting = Promise.allSettled([
+          this.#presence.start(),
+          this.#listener?.start([...this.#byChannel.keys(), this.#cronChannel]),
+        ]);
         for (const r of await this.#connecting) if (r.status === 'rejected') throw r.reason;
         this.#throwIfStopping();
         this.#poll = setInterval(() => this.#wakeAll(), this.config.pollIntervalMs);
@@ -257,6 +295,8 @@ export class Engine implements Baton {
       if (this.config.reaper) {
         this.#reaper.start();
         this.#retention.start();
+        // The ticker needs the leader lock, which only a working process's presence session holds.
+        if (working) this.#cron.start();
       }
       this.#log.info({ queues: this.config.queues, dispatch: this.config.dispatch }, 'baton: started');
     } catch (err) {
@@ -277,6 +317,8 @@ export class Engine implements Baton {
 
   async #stop(drainMs: number): Promise<void> {
     this.#stopping = true;
+    // The ticker finishes the tick it is in (its writes are safe to cut anywhere) and stops.
+    const cronStopped = this.#cron.stop();
     this.#claimer.stop();
     if (this.#poll) clearInterval(this.#poll);
     for (const d of this.#dispatchers.values()) d.stop();
@@ -308,6 +350,7 @@ export class Engine implements Baton {
     await this.#completer.drain();
     await this.#heartbeater.stop();
     await this.#claimer.idle();
+    await cronStopped;
     await this.#reaper.stop();
     await this.#retention.stop();
     await this.#presence?.stop();
@@ -366,6 +409,7 @@ export class Engine implements Baton {
     for (const d of this.#dispatchers.values()) slots[d.queue] = { concurrency: d.concurrency, inFlight: d.inFlight };
     return {
       ...this.#counters,
+      cron: { ...this.#cron.counters, misfires: { ...this.#cron.counters.misfires } },
       slots,
       presenceHeld: this.#presence ? this.#presence.held : null,
       leader: this.#presence ? this.#presence.leader : null,

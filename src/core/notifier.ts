@@ -10,6 +10,11 @@ export function channelFor(schema: string, queue: string): string {
   return `baton_${createHash('sha1').update(`${schema}\u0000${queue}`).digest('hex').slice(0, 24)}`;
 }
 
+/** The NOTIFY channel that tells tickers a schedule of `schema` changed. */
+export function cronChannelFor(schema: string): string {
+  return `baton_cron_${createHash('sha1').update(schema).digest('hex').slice(0, 24)}`;
+}
+
 export interface NotifierOptions {
   debounceMs: number;
   send: (channels: string[]) => Promise<void>;

@@ -203,6 +203,7 @@ export const COMMAND_SETTINGS = {
   serve: Object.keys(SETTINGS) as SettingName[],
   migrate: DATABASE_SETTINGS,
   enqueue: [...DATABASE_SETTINGS, 'BATON_DISPATCH', 'BATON_MAX_ATTEMPTS'],
+  cron: DATABASE_SETTINGS,
 } as const satisfies Record<string, readonly SettingName[]>;
 
 export type Command = keyof typeof COMMAND_SETTINGS;

@@ -1,4 +1,4 @@
-// The `baton` CLI: serve | migrate | enqueue | bench, each with --help.
+// The `baton` CLI: serve | migrate | enqueue | cron | bench, each with --help.
 // Reads process.env once (here), parses flags, builds the pino logger, and maps
 // failures to exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
 
@@ -14,6 +14,7 @@ Commands:
   serve     run the daemon: HTTP API, admin console at /, workers
   migrate   create or update the database schema, then exit
   enqueue   enqueue one job from the shell, print it as JSON, exit
+  cron      list schedules, or preview an expression's next fire times
   bench     run the benchmark harness (bench/main.ts)
 
 Run "baton <command> --help" for the flags of a command, "baton --version" (or -v)
@@ -35,6 +36,16 @@ const ENQUEUE_FLAGS = {
   'delay-ms': { type: 'string' },
   'idempotency-key': { type: 'string' },
 } as const;
+
+/** Flags of `baton cron list|preview` beyond its settings. */
+const CRON_FLAGS = {
+  tenant: { type: 'string' },
+  limit: { type: 'string' },
+  cron: { type: 'string' },
+  timezone: { type: 'string' },
+  count: { type: 'string' },
+} as const;
+const CRON_SUBCOMMANDS = ['list', 'preview'] as const;
 
 const HELP: Record<Command, string> = {
   serve: `Usage: baton serve [flags]
@@ -74,6 +85,21 @@ Example:
 
 Settings (flag, environment variable, [default]):
 ${settingsHelp('enqueue')}`,
+  cron: `Usage: baton cron list [--tenant ID] [--limit N] [flags]
+       baton cron preview --cron EXPR --timezone ZONE [--count N]
+
+list     prints {"schedules":[...]}: every schedule (of one tenant with --tenant), with
+         its next fire time, last fired occurrence, status and disabled reason
+         (--limit, default 100, at most 1000). Reaches the database like enqueue.
+preview  prints {"cron","timezone","fires":[{"utc","local"}]}: the next --count
+         (default 10, at most 100) fire instants of EXPR in the IANA zone ZONE,
+         computed here without a database.
+
+Example:
+  baton cron preview --cron '30 1 * * *' --timezone Europe/London --count 3
+
+Settings (flag, environment variable, [default]):
+${settingsHelp('cron')}`,
 };
 
 function buildLogger(config: DaemonConfig, toStderr: boolean): PinoLogger {
@@ -104,13 +130,24 @@ export async function main(argv: string[]): Promise<number | undefined> {
     return EXIT_CONFIG;
   }
   const cmd = command as Command;
+  // `baton cron` takes a subcommand before its flags.
+  const sub = cmd === 'cron' && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
   // Heavy modules load only after the configuration is known to be good.
-  const flags = parseFlags(rest, cmd, cmd === 'enqueue' ? ENQUEUE_FLAGS : {});
+  const flags = parseFlags(rest, cmd, cmd === 'enqueue' ? ENQUEUE_FLAGS : cmd === 'cron' ? CRON_FLAGS : {});
   if (flags.help) {
     process.stdout.write(`${HELP[cmd]}\n`);
     return 0;
   }
+  if (cmd === 'cron' && !CRON_SUBCOMMANDS.includes(sub as (typeof CRON_SUBCOMMANDS)[number])) {
+    throw new ConfigError(`baton cron needs a subcommand: ${CRON_SUBCOMMANDS.join(' or ')} (see baton cron --help)`);
+  }
   const config = loadConfig(process.env, flags, process.cwd(), cmd);
+  if (cmd === 'cron') {
+    const { runCronList, runCronPreview } = await import('./cron-commands.ts');
+    if (sub === 'preview') runCronPreview(flags);
+    else await runCronList(config, buildLogger(config, true), flags);
+    return 0;
+  }
   if (command === 'serve') {
     const { serve } = await import('./serve.ts');
     await serve(config, buildLogger(config, false));

@@ -19,6 +19,7 @@ import { requestContext } from './request-context.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { dlqRoutes, queueRoutes, statsRoutes, workerRoutes } from './routes/admin.ts';
 import { opsRoutes } from './routes/ops.ts';
+import { cronRoutes } from './routes/cron.ts';
 
 export const BODY_LIMIT_BYTES_DEFAULT = 1024 * 1024;
 export const CONSOLE_HTML_PATH_DEFAULT = fileURLToPath(new URL('./console.html', import.meta.url));
@@ -104,6 +105,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/api/queues', queueRoutes(baton))
     .route('/api/workers', workerRoutes(baton))
     .route('/api/stats', statsRoutes(baton))
+    .route('/api/cron', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route(
       '/',
       opsRoutes(baton, {

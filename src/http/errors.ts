@@ -29,6 +29,8 @@ export type ApiErrorCode = ErrorCode | HttpErrorCode;
 export const STATUS_BY_CODE = {
   INVALID_ARGUMENT: 400,
   INVALID_JSON: 400,
+  INVALID_CRON_EXPRESSION: 400,
+  INVALID_TIMEZONE: 400,
   UNAUTHORIZED: 401,
   // A page on another origin asked to change state (same-origin.ts).
   FORBIDDEN_ORIGIN: 403,
@@ -37,9 +39,11 @@ export const STATUS_BY_CODE = {
   JOB_NOT_FOUND: 404,
   QUEUE_NOT_FOUND: 404,
   ROUTE_NOT_FOUND: 404,
+  SCHEDULE_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   JOB_STATE_CONFLICT: 409,
   LEASE_LOST: 409,
+  SCHEDULE_CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   // A request cannot produce a config error; if one surfaces it is the server's fault.

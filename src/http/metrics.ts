@@ -128,6 +128,36 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
     },
   });
 
+  // Cron counters live in the engine (stats().cron) and are read on scrape.
+  new Counter({
+    name: 'baton_cron_occurrences_fired_total',
+    help: 'Schedule occurrences this process turned into jobs',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(baton.stats().cron.fired);
+    },
+  });
+  new Counter({
+    name: 'baton_cron_misfires_total',
+    help: 'Catch-ups: times a schedule was found with occurrences missed while nothing ticked, by its misfire policy',
+    labelNames: ['policy'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const [policy, n] of Object.entries(baton.stats().cron.misfires)) this.inc({ policy }, n);
+    },
+  });
+  new Counter({
+    name: 'baton_cron_schedules_disabled_total',
+    help: 'Schedules this process disabled because it could not evaluate or enqueue them',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(baton.stats().cron.disabled);
+    },
+  });
+
   const q = ['queue'] as const;
   const enqueued = new Counter({ name: 'baton_jobs_enqueued_total', help: 'Jobs enqueued by this process', labelNames: q, registers });
   const claimed = new Counter({ name: 'baton_jobs_claimed_total', help: 'Jobs claimed by this worker', labelNames: q, registers });

@@ -12,6 +12,7 @@ import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc }
 import {
   batchSchema,
   bulkSchema,
+  cronPreviewQuerySchema,
   dlqReplayQuerySchema,
   jobIdParamSchema,
   jobSpecSchema,
@@ -19,15 +20,21 @@ import {
   queueParamSchema,
   traceHeadersSchema,
   statsQuerySchema,
+  listSchedulesQuerySchema,
+  scheduleBodySchema,
+  scheduleIdParamSchema,
+  schedulePatchSchema,
 } from './schemas.ts';
 import {
   responseSchemas as r,
   wireAttemptErrorSchema,
   wireEnqueuedJobSchema,
   wireEnqueueWarningSchema,
+  wireFireInstantSchema,
   wireJobSchema,
   wireJobSummarySchema,
   wireQueueSchema,
+  wireScheduleSchema,
   wireStateCountsSchema,
   wireStatsSchema,
   wireWorkerSchema,
@@ -37,6 +44,8 @@ import {
 const ENGINE: readonly ApiErrorCode[] = ['INVALID_ARGUMENT', 'INVALID_CONFIG', 'DB_UNAVAILABLE', 'SHUTTING_DOWN'];
 /** A checked JSON body (json-body.ts), or a body that must be empty or {}. */
 const BODY: readonly ApiErrorCode[] = ['INVALID_JSON', 'INVALID_ARGUMENT'];
+/** What a cron expression and zone may be refused with. */
+const CRON: readonly ApiErrorCode[] = ['INVALID_CRON_EXPRESSION', 'INVALID_TIMEZONE'];
 
 const noBody = {
   schema: z.strictObject({}),
@@ -51,7 +60,7 @@ function route(o: Omit<OperationDoc, 'bearer'>): OperationDoc {
   const edge: ApiErrorCode[] = [];
   if (!HOST_CHECK_EXEMPT_PATHS.has(o.path)) edge.push('HOST_NOT_ALLOWED');
   // same-origin.ts and bodyLimit run on every /api/* route; only writes meet them.
-  if (o.method === 'post' && o.path.startsWith('/api/')) edge.push('FORBIDDEN_ORIGIN', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
+  if (o.method !== 'get' && o.path.startsWith('/api/')) edge.push('FORBIDDEN_ORIGIN', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
   return { ...o, errors: [...o.errors, ...edge], bearer: isTokenGuarded(o.path) };
 }
 
@@ -217,6 +226,72 @@ const OPERATIONS: readonly OperationDoc[] = [
     errors: ENGINE,
   }),
   route({
+    method: 'post',
+    path: '/api/cron',
+    operationId: 'upsertSchedule',
+    tag: 'cron',
+    summary: 'Create a schedule, or update it by (tenantId, name)',
+    description:
+      'Each occurrence becomes an ordinary job (idempotency key cron:<id>:<instant>, run_at the occurrence). An update that keeps the expression and zone keeps the next fire time.',
+    body: { schema: scheduleBodySchema, required: true },
+    responses: { 201: json('created', wireScheduleSchema), 200: json('updated, or unchanged', wireScheduleSchema) },
+    errors: [...CRON, ...BODY, ...ENGINE],
+  }),
+  route({
+    method: 'get',
+    path: '/api/cron',
+    operationId: 'listSchedules',
+    tag: 'cron',
+    summary: 'List schedules by tenant and name',
+    query: listSchedulesQuerySchema,
+    responses: { 200: json('a page of schedules', r.schedules) },
+    errors: ENGINE,
+  }),
+  route({
+    method: 'get',
+    path: '/api/cron/preview',
+    operationId: 'previewCron',
+    tag: 'cron',
+    summary: "An expression's next fire instants in a zone, in UTC and local time",
+    query: cronPreviewQuerySchema,
+    responses: { 200: json('the next fire instants', r.cronPreview) },
+    errors: [...CRON, ...ENGINE],
+  }),
+  route({
+    method: 'get',
+    path: '/api/cron/:id',
+    operationId: 'getSchedule',
+    tag: 'cron',
+    summary: 'Read a schedule: next fire time, last fired occurrence, status and disabled reason',
+    params: scheduleIdParamSchema,
+    responses: { 200: json('the schedule', wireScheduleSchema) },
+    errors: ['SCHEDULE_NOT_FOUND', ...ENGINE],
+  }),
+  route({
+    method: 'patch',
+    path: '/api/cron/:id',
+    operationId: 'updateSchedule',
+    tag: 'cron',
+    summary: 'Edit, pause or resume a schedule',
+    description:
+      '`paused: true` pauses (occurrences meanwhile are not made up for); `paused: false` resumes from the next occurrence after now, and re-enables a disabled schedule. 409 SCHEDULE_CONFLICT when it changed meanwhile.',
+    params: scheduleIdParamSchema,
+    body: { schema: schedulePatchSchema, required: true },
+    responses: { 200: json('the schedule as edited', wireScheduleSchema) },
+    errors: ['SCHEDULE_NOT_FOUND', 'SCHEDULE_CONFLICT', ...CRON, ...BODY, ...ENGINE],
+  }),
+  route({
+    method: 'delete',
+    path: '/api/cron/:id',
+    operationId: 'removeSchedule',
+    tag: 'cron',
+    summary: 'Remove a schedule (jobs already enqueued stay)',
+    params: scheduleIdParamSchema,
+    body: noBody,
+    responses: { 200: json('removed', r.scheduleRemoved) },
+    errors: ['SCHEDULE_NOT_FOUND', ...BODY, ...ENGINE],
+  }),
+  route({
     method: 'get',
     path: '/healthz',
     operationId: 'health',
@@ -283,6 +358,9 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
     tags: [
       { name: 'jobs', description: 'enqueue, read, list, replay, cancel, run now, bulk actions' },
       { name: 'queues', description: 'queues, pause and resume, workers, stats' },
+      { name: 'jobs', description: 'enqueue, read, list, replay, cancel' },
+      { name: 'queues', description: 'queues and workers' },
+      { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
       { name: 'operations', description: 'health, readiness, metrics, this document, the console' },
     ],
     components: {
@@ -295,8 +373,10 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       Queue: wireQueueSchema,
       Stats: wireStatsSchema,
       Worker: wireWorkerSchema,
+      Schedule: wireScheduleSchema,
+      FireInstant: wireFireInstantSchema,
     },
-    requestComponents: { JobSpec: jobSpecSchema },
+    requestComponents: { JobSpec: jobSpecSchema, ScheduleSpec: scheduleBodySchema },
     operations: OPERATIONS,
     bearer: opts.bearer,
   });

@@ -4,7 +4,15 @@
 // objects: a field the wire gains or loses without this file is caught.
 
 import { z } from 'zod';
-import { ATTEMPT_ERROR_KINDS, BULK_ACTIONS, ENQUEUE_WARNING_CODES, ERROR_CODES, JOB_STATES, type JobState } from '../index.ts';
+import {
+  ATTEMPT_ERROR_KINDS,
+  BULK_ACTIONS,
+  ENQUEUE_WARNING_CODES,
+  ERROR_CODES,
+  JOB_STATES,
+  MISFIRE_POLICIES,
+  type JobState,
+} from '../index.ts';
 import { HTTP_ERROR_CODES, type ApiErrorCode } from './errors.ts';
 
 /** Every code an error body may carry. */
@@ -144,6 +152,39 @@ export const wireWorkerSchema = z.strictObject({
   leader: z.boolean(),
 });
 
+/** toWireSchedule. */
+export const wireScheduleSchema = z.strictObject({
+  id: z
+    .string()
+    .regex(/^[1-9][0-9]*$/)
+    .meta({ description: 'decimal bigint' }),
+  tenantId: z.string(),
+  name: z.string(),
+  cron: z.string(),
+  timezone: z.string().meta({ description: 'IANA zone id' }),
+  jobType: z.string(),
+  queue: z.string(),
+  payload: anyJson,
+  priority: z.int(),
+  maxAttempts: z.int().min(1).nullable().meta({ description: "null: the engine's default" }),
+  misfirePolicy: z.enum(MISFIRE_POLICIES),
+  catchUpLimit: z.int().min(1),
+  status: z
+    .enum(['enabled', 'paused', 'disabled'])
+    .meta({ description: 'paused by an operator, or disabled by the scheduler (see disabledReason)' }),
+  disabledReason: z.string().nullable(),
+  nextFireAt: time.nullable().meta({ description: 'the next occurrence; null while paused or disabled' }),
+  lastFiredAt: time.nullable().meta({ description: 'the instant of the last occurrence enqueued' }),
+  version: decimal.meta({ description: 'bumped by every edit' }),
+  createdAt: time,
+  updatedAt: time,
+});
+
+export const wireFireInstantSchema = z.strictObject({
+  utc: time,
+  local: z.string().meta({ description: 'ISO 8601 wall-clock time in the zone, with its offset' }),
+});
+
 const truncated = z.boolean().meta({ description: 'the response size cap cut the list short' });
 
 const queueState = {
@@ -194,6 +235,9 @@ export const responseSchemas = {
   bulk: z.strictObject({ action: z.enum(BULK_ACTIONS), done: count, refused: count, results: z.array(wireBulkItemSchema) }),
   depth: z.strictObject({ queue: z.string(), counts: wireStateCountsSchema }),
   workers: z.strictObject({ workers: z.array(wireWorkerSchema) }),
+  schedules: z.strictObject({ schedules: z.array(wireScheduleSchema), limit: count, offset: count }),
+  scheduleRemoved: z.strictObject({ id: z.string(), removed: z.literal(true) }),
+  cronPreview: z.strictObject({ cron: z.string(), timezone: z.string(), fires: z.array(wireFireInstantSchema) }),
   health: z.strictObject({ status: z.literal('ok') }),
   ready: z.strictObject({ status: z.literal('ready'), db: z.literal('ok'), started: z.literal(true) }),
   openapi: z.looseObject({ openapi: z.string(), info: z.looseObject({}), paths: z.looseObject({}) }),

@@ -8,6 +8,7 @@ import type {
   Job,
   JobSummary,
   QueuePauseState,
+  Schedule,
   StateCounts,
   StatsSnapshot,
   WorkerInfo,
@@ -187,4 +188,29 @@ export function toWireBulkItem(r: BulkItemResult) {
   if (r.ok) return { id: r.id, ok: true as const, state: r.job.state };
   const message = STATUS_BY_CODE[r.code] >= 500 ? 'not done: the server failed' : r.message;
   return { id: r.id, ok: false as const, error: { code: r.code, message }, ...(r.state ? { state: r.state } : {}) };
+}
+
+/** A schedule on the wire. */
+export function toWireSchedule(s: Schedule) {
+  return {
+    id: s.id,
+    tenantId: s.tenantId,
+    name: s.name,
+    cron: s.cron,
+    timezone: s.timezone,
+    jobType: s.jobType,
+    queue: s.queue,
+    payload: s.payload as JSONValue,
+    priority: s.priority,
+    maxAttempts: s.maxAttempts,
+    misfirePolicy: s.misfirePolicy,
+    catchUpLimit: s.catchUpLimit,
+    status: s.status,
+    disabledReason: s.disabledReason,
+    nextFireAt: isoOrNull(s.nextFireAt),
+    lastFiredAt: isoOrNull(s.lastFiredAt),
+    version: s.version,
+    createdAt: iso(s.createdAt),
+    updatedAt: iso(s.updatedAt),
+  };
 }

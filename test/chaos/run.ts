@@ -7,7 +7,8 @@
 //   npm run test:chaos -- --seed 1234          replay one seed
 //   npm run test:chaos -- --scenario kill      one fault kind alone
 //                                              (kill|pause|pg-restart|listener|network|blackhole|resets|api-ack|starve),
-//                                              or calm: no faults at all
+//                                              or calm: no faults at all,
+//                                              or cron: schedules firing every second while the leader is killed and paused
 //   npm run test:chaos -- --scenario calm --mutate notify-timer   must FAIL (the enqueue's query timer left armed)
 //   npm run test:chaos -- --soak               soak: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
@@ -21,6 +22,7 @@ import pg from 'pg';
 import { createBaton } from '../../src/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { checkHistory, formatResult, readFinalJobs, type CheckResult } from './checker.ts';
+import { runCronScenario, type CronRunResult } from './cron.ts';
 import { Harness } from './harness.ts';
 import { errorRecord, readHistory } from './history.ts';
 import { writeReports, type RunReport } from './report.ts';
@@ -40,9 +42,10 @@ const { values: args } = parseArgs({
   },
 });
 
-const scenario = (args.scenario ?? 'mixed') as Scenario;
+const cronOnly = args.scenario === 'cron';
+const scenario = (cronOnly ? 'mixed' : (args.scenario ?? 'mixed')) as Scenario;
 if (scenario !== 'mixed' && scenario !== 'calm' && !FAULT_KINDS.includes(scenario)) {
-  console.error(`--scenario must be mixed, calm or one of ${FAULT_KINDS.join(', ')}`);
+  console.error(`--scenario must be mixed, calm, cron or one of ${FAULT_KINDS.join(', ')}`);
   process.exit(2);
 }
 const tier = args.soak ? 'soak' : 'smoke';
@@ -306,8 +309,9 @@ async function sessionEnds(admin: pg.Pool): Promise<{ abandoned: number; killed:
 }
 
 const reports: RunReport[] = [];
+const cronRuns: CronRunResult[] = [];
 if (withCalm) reports.push(await runOne(makePlan({ seed: 1, tier, scenario: 'calm' })));
-for (const seed of seedsToRun()) {
+for (const seed of cronOnly ? [] : seedsToRun()) {
   const plan = makePlan({
     seed,
     tier,
@@ -317,14 +321,15 @@ for (const seed of seedsToRun()) {
   });
   reports.push(await runOne(plan));
 }
-if (!args['no-report']) {
+// The plain smoke ends with the cron scenario; --scenario cron runs it alone.
+if (cronOnly || withCalm) cronRuns.push(await runCronScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
+if (!args['no-report'] && reports.length > 0) {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../results');
   mkdirSync(root, { recursive: true });
   const files = writeReports(root, reports);
   console.log(`\nreports: ${files.join(', ')}`);
 }
-const failed = reports.filter((r) => !r.result.ok);
-console.log(
-  failed.length === 0 ? `\nCHAOS PASSED (${reports.length} run(s))` : `\nCHAOS FAILED: seeds ${failed.map((r) => r.seed).join(', ')}`,
-);
+const failed = [...reports.filter((r) => !r.result.ok).map((r) => `seed ${r.seed}`), ...cronRuns.filter((r) => !r.ok).map(() => 'cron')];
+const runs = reports.length + cronRuns.length;
+console.log(failed.length === 0 ? `\nCHAOS PASSED (${runs} run(s))` : `\nCHAOS FAILED: ${failed.join(', ')}`);
 process.exit(failed.length === 0 ? 0 : 1);

@@ -212,6 +212,8 @@ const makeBaton = () => {
     backoffBaseMs: 100,
     backoffCapMs: 1_000,
     poolSize: 6,
+    // The cron scenario (cron.ts) pauses the leader past a short threshold to make misfires.
+    ...(process.env.CHAOS_CRON_MISFIRE_MS ? { cronMisfireThresholdMs: Number(process.env.CHAOS_CRON_MISFIRE_MS) } : {}),
     queryTimeoutMs: Number(env.CHAOS_QUERY_TIMEOUT_MS ?? 2_000),
     handlers: { chaos: chaosHandler as (ctx: JobContext) => Promise<unknown> },
   });

@@ -253,6 +253,28 @@ describe('real answers match the document', () => {
     await expectDocumented('GET /api/workers', await guarded.raw('/api/workers'), resolvedGuarded);
   });
 
+  it('/api/cron: create, list, read, edit, preview and remove a schedule', async () => {
+    const spec = { name: 'oa-nightly', cron: '30 2 * * *', timezone: 'Europe/London', jobType: 'works', queue: 'oa' };
+    const created = await expectDocumented('POST /api/cron', await post('/api/cron', spec));
+    await expectDocumented('POST /api/cron', await post('/api/cron', spec));
+    await expectDocumented('POST /api/cron', await post('/api/cron', { ...spec, timezone: '+02:00' }));
+    await expectDocumented('GET /api/cron', await api.raw('/api/cron?limit=10'));
+    await expectDocumented('GET /api/cron', await api.raw('/api/cron?limit=0'));
+    await expectDocumented('GET /api/cron/:id', await api.raw(`/api/cron/${created.id}`));
+    await expectDocumented('GET /api/cron/:id', await api.raw('/api/cron/999999'));
+    const patch = (body: unknown) =>
+      api.raw(`/api/cron/${created.id}`, { method: 'PATCH', headers: JSON_HEADERS, body: JSON.stringify(body) });
+    expect((await expectDocumented('PATCH /api/cron/:id', await patch({ paused: true }))).status).toBe('paused');
+    await expectDocumented('PATCH /api/cron/:id', await patch({ cron: 'every day' }));
+    await expectDocumented(
+      'GET /api/cron/preview',
+      await api.raw('/api/cron/preview?cron=0%209%20*%20*%20MON&timezone=America/New_York&count=3'),
+    );
+    await expectDocumented('GET /api/cron/preview', await api.raw('/api/cron/preview?cron=0%209%20*%20*%20MON&timezone=Nowhere'));
+    await expectDocumented('DELETE /api/cron/:id', await api.raw(`/api/cron/${created.id}`, { method: 'DELETE', headers: JSON_HEADERS }));
+    await expectDocumented('DELETE /api/cron/:id', await api.raw(`/api/cron/${created.id}`, { method: 'DELETE', headers: JSON_HEADERS }));
+  });
+
   it('/healthz, /readyz, /metrics and the console page', async () => {
     await expectDocumented('GET /healthz', await api.raw('/healthz'));
     await expectDocumented('GET /readyz', await api.raw('/readyz'));

@@ -1,0 +1,226 @@
+// The ticker: turns due schedule occurrences into ordinary jobs and moves each schedule
+// forward. It runs on the elected leader (load, not safety): every occurrence is enqueued
+// under the deterministic key cron:<schedule-id>:<instant>, and the advance that follows is a
+// compare-and-set that never moves backwards, so two tickers, or one that died between the
+// two writes, make exactly one job per occurrence. It sleeps until the earliest next fire
+// time; wake() (a schedule changed, leadership gained) cuts the sleep short.
+
+import type { ScheduleAdvance, ScheduleStore } from '../../db/schedule-store.ts';
+import { isBatonError } from '../errors.ts';
+import type { EnqueueResult, JobSpec } from '../job.ts';
+import { normalizeSpec } from '../job-spec.ts';
+import { ENQUEUE_BATCH_MAX } from '../producer.ts';
+import { parseCron, type CronSchedule } from './expression.ts';
+import { planFiring } from './plan.ts';
+import { occurrenceKey, type MisfirePolicy, type Schedule } from './schedule.ts';
+
+/** Due schedules read and handled per statement pair; a larger backlog is worked off batch by batch. */
+export const TICK_BATCH_DEFAULT = 1_000;
+/** Batches one wake-up works through before it sleeps (an edit loop cannot spin the ticker). */
+const MAX_BATCHES_PER_WAKE = 100;
+/** After a failed tick (database away), the pause before the next try. */
+const ERROR_BACKOFF_MS = 1_000;
+/** Parsed expressions kept, by zone and text. */
+const PARSED_CACHE_MAX = 20_000;
+
+export interface SchedulerDeps {
+  store: ScheduleStore;
+  /** Enqueues the occurrences (the engine's producer). */
+  enqueue: (specs: JobSpec[]) => Promise<EnqueueResult[]>;
+  /** Wakes workers of these queues (jobs enqueued with a runAt send no wake-up of their own). */
+  wake: (queues: string[]) => void;
+  isLeader: () => boolean;
+  /** Wall-clock time (epoch ms). Default Date.now; tests pass one they can move. */
+  now?: () => number;
+  misfireThresholdMs: number;
+  maxAttemptsDefault: number;
+  /** The longest sleep: a NOTIFY lost with its connection is made up for by then. */
+  maxSleepMs: number;
+  batchSize?: number;
+  onFired: (schedule: Schedule, created: number) => void;
+  /** A schedule was found with missed occurrences (once per catch-up). */
+  onMisfire: (policy: MisfirePolicy) => void;
+  onDisabled: (schedule: Schedule, reason: string) => void;
+  onError: (err: unknown) => void;
+}
+
+export interface TickResult {
+  /** Jobs created by this tick (duplicates another ticker made are not counted). */
+  created: number;
+  /** Schedules disabled by this tick. */
+  disabled: number;
+  /** True when the batch was full: more may be due. */
+  more: boolean;
+}
+
+export class Scheduler {
+  readonly #d: SchedulerDeps;
+  readonly #now: () => number;
+  readonly #parsed = new Map<string, CronSchedule>();
+  #loop: Promise<void> | null = null;
+  #stopped = false;
+  #woken = false;
+  #wakeSleep: (() => void) | null = null;
+
+  constructor(deps: SchedulerDeps) {
+    this.#d = deps;
+    this.#now = deps.now ?? Date.now;
+  }
+
+  start(): void {
+    if (this.#loop) return;
+    this.#stopped = false;
+    this.#loop = this.#run();
+  }
+
+  /** Re-reads the schedules now (one changed, or leadership was gained). */
+  wake(): void {
+    this.#woken = true;
+    this.#wakeSleep?.();
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#wakeSleep?.();
+    await this.#loop;
+    this.#loop = null;
+  }
+
+  async #run(): Promise<void> {
+    while (!this.#stopped) {
+      this.#woken = false;
+      let sleepMs = this.#d.maxSleepMs;
+      if (this.#d.isLeader()) {
+        try {
+          for (let i = 0; i < MAX_BATCHES_PER_WAKE && !this.#stopped; i++) {
+            if (!(await this.tick()).more) break;
+          }
+          const at = await this.#d.store.earliest();
+          if (at) sleepMs = Math.min(sleepMs, Math.max(0, at.getTime() - this.#now()));
+        } catch (err) {
+          this.#d.onError(err);
+          sleepMs = ERROR_BACKOFF_MS;
+        }
+      }
+      if (!this.#woken && !this.#stopped) await this.#sleep(sleepMs);
+    }
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      const self = this;
+      function done() {
+        clearTimeout(timer);
+        self.#wakeSleep = null;
+        resolve();
+      }
+      this.#wakeSleep = done;
+    });
+  }
+
+  #parse(s: Schedule): CronSchedule {
+    const key = `${s.timezone}\u0000${s.cron}`;
+    let cron = this.#parsed.get(key);
+    if (!cron) {
+      if (this.#parsed.size >= PARSED_CACHE_MAX) this.#parsed.clear();
+      cron = parseCron(s.cron, s.timezone);
+      this.#parsed.set(key, cron);
+    }
+    return cron;
+  }
+
+  /** One pass over the due schedules (at most one batch). Exposed for tests; the loop calls it. */
+  async tick(): Promise<TickResult> {
+    const { store } = this.#d;
+    const now = this.#now();
+    const batch = this.#d.batchSize ?? TICK_BATCH_DEFAULT;
+    const due = await store.due({ now: new Date(now), limit: batch });
+    const specs: JobSpec[] = [];
+    const advances: Array<ScheduleAdvance & { schedule: Schedule; fired: number; missed: number }> = [];
+    const finished: Array<{ schedule: Schedule; reason: string }> = [];
+    const broken: Array<{ schedule: Schedule; reason: string }> = [];
+    for (const s of due) {
+      try {
+        const plan = planFiring(this.#parse(s), {
+          from: s.nextFireAt as Date,
+          now,
+          misfireThresholdMs: this.#d.misfireThresholdMs,
+          policy: s.misfirePolicy,
+          catchUpLimit: s.catchUpLimit,
+        });
+        // One occurrence's job validated stands for all of them: they differ only in run_at and key.
+        if (plan.fire.length > 0) normalizeSpec(this.#spec(s, plan.fire[0] as Date), this.#d.maxAttemptsDefault);
+        const mine = plan.fire.map((at) => this.#spec(s, at));
+        specs.push(...mine);
+        if (plan.next === null) {
+          finished.push({
+            schedule: s,
+            reason: `the expression ${JSON.stringify(s.cron)} has no fire time after ${new Date(now).toISOString()}`,
+          });
+        } else {
+          const lastFired = plan.fire.at(-1) ?? null;
+          advances.push({
+            id: s.id,
+            version: s.version,
+            expected: s.nextFireAt as Date,
+            next: plan.next,
+            lastFired,
+            schedule: s,
+            fired: mine.length,
+            missed: plan.missed,
+          });
+        }
+      } catch (err) {
+        // Invalid rows disable themselves with a readable reason; anything else is a real failure.
+        if (!isBatonError(err) || err.code === 'DB_UNAVAILABLE' || err.code === 'INTERNAL') throw err;
+        broken.push({ schedule: s, reason: err.message });
+      }
+    }
+    let created = 0;
+    if (specs.length > 0) {
+      const results: EnqueueResult[] = [];
+      for (let i = 0; i < specs.length; i += ENQUEUE_BATCH_MAX)
+        results.push(...(await this.#d.enqueue(specs.slice(i, i + ENQUEUE_BATCH_MAX))));
+      const queues = new Set<string>();
+      const byKey = new Map<string, number>();
+      for (const r of results) {
+        if (!r.created) continue;
+        created++;
+        queues.add(r.job.queue);
+        const id = (r.job.idempotencyKey as string).split(':')[1] as string;
+        byKey.set(id, (byKey.get(id) ?? 0) + 1);
+      }
+      if (queues.size > 0) this.#d.wake([...queues]);
+      for (const a of advances) if (byKey.has(a.id)) this.#d.onFired(a.schedule, byKey.get(a.id) as number);
+      for (const f of finished) if (byKey.has(f.schedule.id)) this.#d.onFired(f.schedule, byKey.get(f.schedule.id) as number);
+    }
+    const written = await store.advanceMany(
+      advances.map(({ id, version, expected, next, lastFired }) => ({ id, version, expected, next, lastFired })),
+    );
+    for (const a of advances) if (written.has(a.id) && a.missed > 0) this.#d.onMisfire(a.schedule.misfirePolicy);
+    let disabled = 0;
+    for (const { schedule, reason } of [...broken, ...finished]) {
+      if (await store.disable({ id: schedule.id, version: schedule.version, reason })) {
+        disabled++;
+        this.#d.onDisabled(schedule, reason);
+      }
+    }
+    return { created, disabled, more: due.length === batch };
+  }
+
+  /** One occurrence's job (validated in tick(), so that one bad schedule cannot fail the batch). */
+  #spec(s: Schedule, at: Date): JobSpec {
+    const spec: JobSpec = {
+      jobType: s.jobType,
+      queue: s.queue,
+      tenantId: s.tenantId,
+      payload: s.payload,
+      priority: s.priority,
+      runAt: at,
+      idempotencyKey: occurrenceKey(s.id, at),
+      ...(s.maxAttempts === null ? {} : { maxAttempts: s.maxAttempts }),
+    };
+    return spec;
+  }
+}

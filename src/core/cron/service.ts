@@ -1,0 +1,135 @@
+// Cron inside an engine: the baton.cron API, the ticker (run while this process leads),
+// the declarative schedules reconciled at start(), and the counters metrics read.
+
+import type { ScheduleStore } from '../../db/schedule-store.ts';
+import { BatonError, isBatonError } from '../errors.ts';
+import type { EnqueueResult, JobSpec } from '../job.ts';
+import type { Logger } from '../logger.ts';
+import { createCronApi, scheduleInputSchema, validateDefinition, type CronApi } from './api.ts';
+import type { MisfirePolicy, ScheduleInput } from './schedule.ts';
+import { Scheduler } from './scheduler.ts';
+
+export interface CronCounters {
+  /** Occurrences turned into jobs by this process. */
+  fired: number;
+  /** Catch-ups: times a schedule was found with missed occurrences (nothing ticked for longer than cronMisfireThresholdMs), by its misfire policy. */
+  misfires: Record<MisfirePolicy, number>;
+  /** Schedules this process disabled. */
+  disabled: number;
+}
+
+export interface CronServiceDeps {
+  /** The ticker's store (the engine's pool). */
+  store: ScheduleStore;
+  /** The API's store (the admin pool). */
+  adminStore: ScheduleStore;
+  misfireThresholdMs: number;
+  maxAttemptsDefault: number;
+  maxSleepMs: number;
+  enqueue: (specs: JobSpec[]) => Promise<EnqueueResult[]>;
+  wake: (queues: string[]) => void;
+  isLeader: () => boolean;
+  log: Logger;
+  onError: (err: unknown) => void;
+  /** Schedules declared in the options, created or updated by name at start(). */
+  declared: readonly ScheduleInput[];
+  /** Delete schedules that are not declared (default false: they are left alone). */
+  pruneUndeclared: boolean;
+  now?: () => number;
+}
+
+export class CronService {
+  readonly api: CronApi;
+  readonly counters: CronCounters = { fired: 0, misfires: { skip: 0, fire_once: 0, fire_all: 0 }, disabled: 0 };
+  readonly #d: CronServiceDeps;
+  readonly #scheduler: Scheduler;
+  readonly #declared: ScheduleInput[];
+
+  /** @throws BatonError INVALID_CONFIG naming every bad declared schedule. */
+  constructor(deps: CronServiceDeps) {
+    this.#d = deps;
+    const now = deps.now ?? Date.now;
+    this.#declared = validateDeclared(deps.declared, now(), deps.maxAttemptsDefault);
+    this.#scheduler = new Scheduler({
+      store: deps.store,
+      enqueue: deps.enqueue,
+      wake: deps.wake,
+      isLeader: deps.isLeader,
+      now,
+      misfireThresholdMs: deps.misfireThresholdMs,
+      maxAttemptsDefault: deps.maxAttemptsDefault,
+      maxSleepMs: deps.maxSleepMs,
+      onFired: (_, n) => {
+        this.counters.fired += n;
+      },
+      onMisfire: (policy) => {
+        this.counters.misfires[policy]++;
+      },
+      onDisabled: (s, reason) => {
+        this.counters.disabled++;
+        deps.log.warn({ schedule: s.id, tenantId: s.tenantId, name: s.name, reason }, 'baton: schedule disabled');
+      },
+      onError: deps.onError,
+    });
+    this.api = createCronApi({
+      store: deps.adminStore,
+      maxAttemptsDefault: deps.maxAttemptsDefault,
+      now,
+      changed: () => this.#scheduler.wake(),
+      onNotifyError: deps.onError,
+    });
+  }
+
+  /** Creates or updates the declared schedules; with pruneUndeclared, deletes the others. */
+  async reconcile(): Promise<void> {
+    for (const s of this.#declared) await this.api.upsert(s);
+    if (this.#d.pruneUndeclared) {
+      const n = await this.#d.adminStore.removeExcept(this.#declared.map((s) => ({ tenantId: s.tenantId ?? 'default', name: s.name })));
+      if (n > 0) {
+        this.#d.log.info({ removed: n }, 'baton: removed schedules not declared in the options');
+        await this.#d.adminStore.notifyChanged().catch(this.#d.onError);
+      }
+    }
+  }
+
+  /** Starts the ticker loop; it ticks only while isLeader() holds. */
+  start(): void {
+    this.#scheduler.start();
+  }
+
+  /** A schedule changed elsewhere, or leadership changed: look again now. */
+  wake(): void {
+    this.#scheduler.wake();
+  }
+
+  stop(): Promise<void> {
+    return this.#scheduler.stop();
+  }
+
+  /** One ticker pass, for tests. */
+  tick() {
+    return this.#scheduler.tick();
+  }
+}
+
+function validateDeclared(declared: readonly ScheduleInput[], now: number, maxAttemptsDefault: number): ScheduleInput[] {
+  const issues: string[] = [];
+  const seen = new Set<string>();
+  declared.forEach((input, i) => {
+    const parsed = scheduleInputSchema.safeParse(input);
+    if (!parsed.success) {
+      for (const e of parsed.error.issues) issues.push(`schedules[${i}].${e.path.join('.') || '(root)'}: ${e.message}`);
+      return;
+    }
+    const key = `${parsed.data.tenantId ?? 'default'}/${parsed.data.name}`;
+    if (seen.has(key)) issues.push(`schedules[${i}].name: ${key} is declared twice`);
+    seen.add(key);
+    try {
+      validateDefinition(parsed.data, parsed.data.tenantId ?? 'default', now, maxAttemptsDefault);
+    } catch (err) {
+      issues.push(`schedules[${i}]: ${isBatonError(err) ? err.message : String(err)}`);
+    }
+  });
+  if (issues.length > 0) throw new BatonError('INVALID_CONFIG', `invalid Baton options: ${issues.join('; ')}`, { details: issues });
+  return [...declared];
+}

@@ -1,0 +1,55 @@
+// The seam between the cron code and the schedules table: one method per operation.
+// Every write the ticker makes is conditional (version and next_fire_at), so any number
+// of tickers may run; see docs/cron.md for the argument.
+// @internal — not a public API.
+
+import type { MisfirePolicy, Schedule } from '../core/cron/schedule.ts';
+
+/** A validated, defaulted schedule as stored. */
+export interface ScheduleWrite {
+  tenantId: string;
+  name: string;
+  cron: string;
+  timezone: string;
+  jobType: string;
+  queue: string;
+  payload: unknown;
+  priority: number;
+  maxAttempts: number | null;
+  misfirePolicy: MisfirePolicy;
+  catchUpLimit: number;
+  /** Used when the schedule is new, or its expression or zone changed, or it was disabled. */
+  nextFireAt: Date | null;
+}
+
+export interface ScheduleAdvance {
+  id: string;
+  version: string;
+  /** The next_fire_at the ticker read: the write happens only if it is still the stored one. */
+  expected: Date;
+  next: Date;
+  /** The latest occurrence enqueued by this step, if any. */
+  lastFired: Date | null;
+}
+
+export interface ScheduleStore {
+  /** Creates, or updates by (tenant, name); an unchanged definition writes nothing. */
+  upsert(w: ScheduleWrite): Promise<{ schedule: Schedule; created: boolean; changed: boolean }>;
+  get(id: string): Promise<Schedule | null>;
+  list(p: { tenantId?: string | undefined; limit: number; offset: number }): Promise<Schedule[]>;
+  /** Replaces the definition if `version` is still current; clears any disabled reason. */
+  update(p: { id: string; version: string; write: Omit<ScheduleWrite, 'tenantId' | 'name'>; enabled: boolean }): Promise<Schedule | null>;
+  remove(id: string): Promise<boolean>;
+  /** Deletes every schedule not named in `keep`; returns how many. */
+  removeExcept(keep: Array<{ tenantId: string; name: string }>): Promise<number>;
+  /** Enabled schedules whose next fire time is at or before `now`, earliest first. */
+  due(p: { now: Date; limit: number }): Promise<Schedule[]>;
+  /** The earliest next fire time of any enabled schedule. */
+  earliest(): Promise<Date | null>;
+  /** Moves each schedule forward, only where version and next_fire_at are as read (never backwards). Returns the ids written. */
+  advanceMany(items: ScheduleAdvance[]): Promise<Set<string>>;
+  /** Disables a schedule with a reason, if `version` is still current. */
+  disable(p: { id: string; version: string; reason: string }): Promise<boolean>;
+  /** Tells every ticker that a schedule changed (NOTIFY, after the change committed). */
+  notifyChanged(): Promise<void>;
+}

@@ -1,0 +1,61 @@
+// /api/cron: schedules. Create or update by (tenantId, name), list, read, edit / pause /
+// resume, remove, and preview an expression's next fire instants. Expressions and zones are
+// checked by the engine (400 INVALID_CRON_EXPRESSION / INVALID_TIMEZONE).
+
+import { Hono } from 'hono';
+import { zValidator } from '@hono/zod-validator';
+import type { Baton } from '../../index.ts';
+import type { AppEnv } from '../context.ts';
+import { validationHook } from '../errors.ts';
+import { jsonBody, noBody } from '../json-body.ts';
+import {
+  cronPreviewQuerySchema,
+  listSchedulesQuerySchema,
+  scheduleBodySchema,
+  scheduleIdParamSchema,
+  schedulePatchSchema,
+} from '../schemas.ts';
+import { toWireSchedule } from '../wire.ts';
+
+export function cronRoutes(baton: Baton, maxJsonDepth: number) {
+  return (
+    new Hono<AppEnv>()
+      /** 201 with the new schedule; 200 with it updated (or unchanged) when (tenantId, name) exists. */
+      .post('/', jsonBody(maxJsonDepth), zValidator('json', scheduleBodySchema, validationHook), async (c) => {
+        const r = await baton.cron.upsert(c.req.valid('json'));
+        return c.json(toWireSchedule(r.schedule), r.created ? 201 : 200);
+      })
+      .get('/', zValidator('query', listSchedulesQuerySchema, validationHook), async (c) => {
+        const q = c.req.valid('query');
+        const limit = q.limit ?? 100;
+        const offset = q.offset ?? 0;
+        const schedules = await baton.cron.list({ ...(q.tenantId ? { tenantId: q.tenantId } : {}), limit, offset });
+        return c.json({ schedules: schedules.map(toWireSchedule), limit, offset }, 200);
+      })
+      // Before /:id, which would otherwise take "preview" for an id.
+      .get('/preview', zValidator('query', cronPreviewQuerySchema, validationHook), (c) => {
+        const q = c.req.valid('query');
+        const fires = baton.cron.preview({ cron: q.cron, timezone: q.timezone, count: q.count ?? 10 });
+        return c.json({ cron: q.cron, timezone: q.timezone, fires }, 200);
+      })
+      .get('/:id', zValidator('param', scheduleIdParamSchema, validationHook), async (c) => {
+        return c.json(toWireSchedule(await baton.cron.get(c.req.valid('param').id)), 200);
+      })
+      /** Any subset of the fields; `paused: true` pauses, `paused: false` resumes. 409 SCHEDULE_CONFLICT on a concurrent edit. */
+      .patch(
+        '/:id',
+        jsonBody(maxJsonDepth),
+        zValidator('param', scheduleIdParamSchema, validationHook),
+        zValidator('json', schedulePatchSchema, validationHook),
+        async (c) => {
+          const s = await baton.cron.update(c.req.valid('param').id, c.req.valid('json'));
+          return c.json(toWireSchedule(s), 200);
+        },
+      )
+      .delete('/:id', noBody(), zValidator('param', scheduleIdParamSchema, validationHook), async (c) => {
+        const { id } = c.req.valid('param');
+        await baton.cron.remove(id);
+        return c.json({ id, removed: true as const }, 200);
+      })
+  );
+}

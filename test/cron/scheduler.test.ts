@@ -1,0 +1,275 @@
+// The ticker on a real PostgreSQL, with a clock the test moves: firing, each misfire policy,
+// catchUpLimit and catch-up run_at, invalid schedules disabling themselves, two tickers racing
+// the same occurrences, a ticker dying between its two writes, and next_fire_at never moving back.
+
+import { beforeEach, describe, expect, it } from 'vitest';
+import { Scheduler, type SchedulerDeps } from '../../src/core/cron/scheduler.ts';
+import type { MisfirePolicy } from '../../src/core/cron/schedule.ts';
+import { cronChannelFor } from '../../src/core/notifier.ts';
+import { PgScheduleStore } from '../../src/db/pg/pg-schedules.ts';
+import type { ScheduleStore } from '../../src/db/schedule-store.ts';
+import { useEngines } from '../engine/harness.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+
+const db = useTestDatabase();
+const T0 = Date.parse('2026-06-01T12:00:00Z');
+const MIN = 60_000;
+
+interface JobRow {
+  run_at: Date;
+  idempotency_key: string;
+  state: string;
+  queue: string;
+  job_type: string;
+  payload: unknown;
+}
+const jobs = async () =>
+  (await db.query<JobRow>('SELECT run_at, idempotency_key, state, queue, job_type, payload FROM baton.jobs ORDER BY run_at, id')).rows;
+
+describe('scheduler', () => {
+  const engines = useEngines(db);
+  let now = T0;
+  const store = (): ScheduleStore => new PgScheduleStore(db.pool, '"baton"', cronChannelFor('baton'));
+
+  beforeEach(async () => {
+    await db.query('TRUNCATE baton.schedules');
+    now = T0;
+  });
+
+  function scheduler(over: Partial<SchedulerDeps> = {}): Scheduler & { disabled: string[]; misfires: MisfirePolicy[] } {
+    const producer = engines.producer();
+    const disabled: string[] = [];
+    const misfires: MisfirePolicy[] = [];
+    const s = new Scheduler({
+      store: store(),
+      enqueue: (specs) => producer.enqueueMany(specs),
+      wake: () => undefined,
+      isLeader: () => true,
+      now: () => now,
+      misfireThresholdMs: 10_000,
+      maxAttemptsDefault: 5,
+      maxSleepMs: 60_000,
+      onFired: () => undefined,
+      onMisfire: (policy) => misfires.push(policy),
+      onDisabled: (_, reason) => disabled.push(reason),
+      onError: (err) => {
+        throw err;
+      },
+      ...over,
+    });
+    return Object.assign(s, { disabled, misfires });
+  }
+
+  /** Inserts a schedule whose next fire time is `next` (as a ticker left it, or a stopped cluster). */
+  async function insert(p: {
+    cron: string;
+    next: number;
+    policy?: MisfirePolicy;
+    limit?: number;
+    name?: string;
+    timezone?: string;
+    jobType?: string;
+  }) {
+    const r = await db.query<{ id: string }>(
+      `INSERT INTO baton.schedules (tenant_id, name, cron, timezone, job_type, queue, payload, misfire_policy, catch_up_limit, next_fire_at)
+       VALUES ('t1', $1, $2, $3, $4, 'q', '{"k":1}', $5, $6, $7) RETURNING id::text`,
+      [
+        p.name ?? 'nightly',
+        p.cron,
+        p.timezone ?? 'Europe/London',
+        p.jobType ?? 'report',
+        p.policy ?? 'fire_once',
+        p.limit ?? 100,
+        new Date(p.next),
+      ],
+    );
+    return r.rows[0]!.id;
+  }
+  const row = async (id: string) =>
+    (await db.query('SELECT next_fire_at, last_fired_at, enabled, disabled_reason FROM baton.schedules WHERE id = $1', [id])).rows[0];
+
+  it('fires an occurrence as one pending job at its instant, keyed by schedule and instant, and moves on', async () => {
+    const id = await insert({ cron: '* * * * *', next: T0 });
+    const s = scheduler();
+    now = T0 - 1;
+    expect((await s.tick()).created).toBe(0);
+    expect(await jobs()).toEqual([]);
+    now = T0 + 5;
+    expect((await s.tick()).created).toBe(1);
+    const [job] = await jobs();
+    expect(job).toMatchObject({ state: 'pending', queue: 'q', job_type: 'report', payload: { k: 1 } });
+    expect(job!.run_at.getTime()).toBe(T0);
+    expect(job!.idempotency_key).toBe(`cron:${id}:2026-06-01T12:00:00.000Z`);
+    const r = await row(id);
+    expect(r.next_fire_at.getTime()).toBe(T0 + MIN);
+    expect(r.last_fired_at.getTime()).toBe(T0);
+    // Nothing is due again until the next minute.
+    now = T0 + MIN - 1;
+    expect((await s.tick()).created).toBe(0);
+    expect(s.misfires).toEqual([]);
+  });
+
+  describe('misfire policies, after an hour with nothing ticking (every minute, 60 missed)', () => {
+    const after = T0 + 60 * MIN - 1; // 12:59:59.999: the occurrences 12:00 ... 12:59 were missed.
+    it('skip: fires none of the missed occurrences', async () => {
+      const id = await insert({ cron: '* * * * *', next: T0, policy: 'skip' });
+      const s = scheduler();
+      now = after + 30_000; // 13:00:30: 13:00 is 30 s old, past the 10 s threshold: missed too.
+      await s.tick();
+      expect(await jobs()).toEqual([]);
+      expect(s.misfires).toEqual(['skip']);
+      expect((await row(id)).next_fire_at.getTime()).toBe(T0 + 61 * MIN);
+    });
+    it('skip: an occurrence younger than the threshold is on time and fires', async () => {
+      await insert({ cron: '* * * * *', next: T0, policy: 'skip' });
+      now = T0 + 60 * MIN + 2_000;
+      await scheduler().tick();
+      expect((await jobs()).map((j) => j.run_at.getTime())).toEqual([T0 + 60 * MIN]);
+    });
+    it('fire_once: one job, for the latest missed occurrence, at its own instant', async () => {
+      const id = await insert({ cron: '* * * * *', next: T0, policy: 'fire_once' });
+      now = after;
+      await scheduler().tick();
+      const js = await jobs();
+      expect(js.map((j) => j.run_at.toISOString())).toEqual(['2026-06-01T12:59:00.000Z']);
+      expect((await row(id)).next_fire_at.getTime()).toBe(T0 + 60 * MIN);
+    });
+    it('fire_all: every missed occurrence, each job at its occurrence’s instant', async () => {
+      await insert({ cron: '* * * * *', next: T0, policy: 'fire_all' });
+      now = after;
+      await scheduler().tick();
+      const js = await jobs();
+      expect(js).toHaveLength(60);
+      expect(js.map((j) => j.run_at.getTime())).toEqual(Array.from({ length: 60 }, (_, i) => T0 + i * MIN));
+      expect(new Set(js.map((j) => j.idempotency_key)).size).toBe(60);
+    });
+    it('fire_all is bounded by catchUpLimit: the latest occurrences, at their own instants', async () => {
+      await insert({ cron: '* * * * *', next: T0, policy: 'fire_all', limit: 5 });
+      now = after;
+      const s = scheduler();
+      await s.tick();
+      expect((await jobs()).map((j) => j.run_at.toISOString())).toEqual([
+        '2026-06-01T12:55:00.000Z',
+        '2026-06-01T12:56:00.000Z',
+        '2026-06-01T12:57:00.000Z',
+        '2026-06-01T12:58:00.000Z',
+        '2026-06-01T12:59:00.000Z',
+      ]);
+      expect(s.misfires).toEqual(['fire_all']);
+    });
+    it('a schedule firing every second and stopped for a year catches up in one bounded tick', async () => {
+      const id = await insert({ cron: '* * * * * *', next: T0, policy: 'fire_all', limit: 3 });
+      now = T0 + 365 * 24 * 60 * MIN + 500;
+      await scheduler().tick();
+      expect((await jobs()).map((j) => j.run_at.getTime())).toEqual([
+        now - 12_500,
+        now - 11_500,
+        now - 10_500,
+        ...range(now - 10_000, now),
+      ]);
+      expect((await row(id)).next_fire_at.getTime()).toBe(now + 500);
+    });
+  });
+
+  it('disables invalid schedules with a readable reason, and fires the valid ones of the same batch', async () => {
+    const good = await insert({ cron: '* * * * *', next: T0, name: 'good' });
+    const badCron = await insert({ cron: '99 * * * *', next: T0, name: 'bad-cron' });
+    const badZone = await insert({ cron: '* * * * *', next: T0, name: 'bad-zone', timezone: 'Mars/Olympus' });
+    const badType = await insert({ cron: '* * * * *', next: T0, name: 'bad-type', jobType: 'has space' });
+    const never = await insert({ cron: '0 0 30 2 *', next: T0, name: 'never' });
+    now = T0 + 1;
+    const s = scheduler();
+    const r = await s.tick();
+    expect(r.disabled).toBe(4);
+    expect((await jobs()).map((j) => j.idempotency_key)).toEqual([`cron:${good}:2026-06-01T12:00:00.000Z`]);
+    for (const [id, text] of [
+      [badCron, 'invalid cron expression'],
+      [badZone, 'unknown time zone "Mars/Olympus"'],
+      [badType, 'jobType'],
+      [never, 'has no fire time after'],
+    ] as const) {
+      const got = await row(id);
+      expect(got.enabled, id).toBe(false);
+      expect(got.disabled_reason, id).toContain(text);
+    }
+    // The ticker does not spin on them: they are no longer due.
+    expect((await s.tick()).disabled).toBe(0);
+  });
+
+  it('two tickers racing the same occurrences make exactly one job each', async () => {
+    await insert({ cron: '* * * * * *', next: T0, policy: 'fire_all', name: 'a' });
+    await insert({ cron: '*/2 * * * * *', next: T0, policy: 'fire_all', name: 'b' });
+    const [a, b] = [scheduler(), scheduler()];
+    for (let i = 0; i < 20; i++) {
+      now = T0 + i * 700;
+      await Promise.all([a.tick(), b.tick()]);
+    }
+    const js = await jobs();
+    const expected = range(T0, now).length + range(T0, now).filter((t) => (t - T0) % 2_000 === 0).length;
+    expect(js).toHaveLength(expected);
+    expect(new Set(js.map((j) => j.idempotency_key)).size).toBe(expected);
+  });
+
+  it('a ticker that dies after enqueuing but before advancing re-fires into the same keys', async () => {
+    const id = await insert({ cron: '* * * * *', next: T0, policy: 'fire_all' });
+    now = T0 + 3 * MIN + 1;
+    const base = store();
+    const dying = scheduler({
+      store: Object.assign(Object.create(base), {
+        advanceMany: () => Promise.reject(new Error('killed between the two writes')),
+        due: base.due.bind(base),
+      }),
+    });
+    await expect(dying.tick()).rejects.toThrow('killed');
+    expect(await jobs()).toHaveLength(4);
+    expect((await row(id)).next_fire_at.getTime()).toBe(T0);
+    const r = await scheduler().tick();
+    expect(r.created).toBe(0);
+    expect(await jobs()).toHaveLength(4);
+    expect((await row(id)).next_fire_at.getTime()).toBe(T0 + 4 * MIN);
+  });
+
+  it('next_fire_at never moves backwards, and a stale ticker’s advance writes nothing', async () => {
+    const id = await insert({ cron: '* * * * *', next: T0 });
+    const st = store();
+    const [s] = await st.due({ now: new Date(T0), limit: 10 });
+    const at = (ms: number) => new Date(ms);
+    // Forward from what was read: written.
+    expect(await st.advanceMany([{ id, version: s!.version, expected: at(T0), next: at(T0 + 5 * MIN), lastFired: at(T0) }])).toEqual(
+      new Set([id]),
+    );
+    // The same read again (a ticker that lagged), even to a later time: nothing.
+    expect((await st.advanceMany([{ id, version: s!.version, expected: at(T0), next: at(T0 + 9 * MIN), lastFired: null }])).size).toBe(0);
+    // Backwards from the current value: nothing.
+    expect(
+      (await st.advanceMany([{ id, version: s!.version, expected: at(T0 + 5 * MIN), next: at(T0 + MIN), lastFired: null }])).size,
+    ).toBe(0);
+    expect((await row(id)).next_fire_at.getTime()).toBe(T0 + 5 * MIN);
+    // A ticker that read before an edit cannot write after it.
+    await db.query('UPDATE baton.schedules SET version = version + 1 WHERE id = $1', [id]);
+    expect(
+      (await st.advanceMany([{ id, version: s!.version, expected: at(T0 + 5 * MIN), next: at(T0 + 6 * MIN), lastFired: null }])).size,
+    ).toBe(0);
+    expect((await row(id)).next_fire_at.getTime()).toBe(T0 + 5 * MIN);
+  });
+
+  it('fires across a DST transition at the wall-clock times of the zone', async () => {
+    // Europe/London, 2026-03-29: 01:30 does not exist; the occurrence fires once at 02:00 BST (01:00Z).
+    const first = Date.parse('2026-03-28T01:30:00Z');
+    await insert({ cron: '30 1 * * *', next: first, policy: 'fire_all' });
+    now = Date.parse('2026-03-31T00:00:00Z');
+    await scheduler().tick();
+    expect((await jobs()).map((j) => j.run_at.toISOString())).toEqual([
+      '2026-03-28T01:30:00.000Z',
+      '2026-03-29T01:00:00.000Z',
+      '2026-03-30T00:30:00.000Z',
+    ]);
+  });
+});
+
+/** Every whole second in [from, to]. */
+function range(from: number, to: number): number[] {
+  const out: number[] = [];
+  for (let t = Math.ceil(from / 1000) * 1000; t <= to; t += 1000) out.push(t);
+  return out;
+}
