@@ -5,11 +5,12 @@
 import type { Executor } from '../db/executor.ts';
 import { BatonError } from './errors.ts';
 import { JOB_STATES, type Job, type JobState, type JobSummary } from './job.ts';
-import { JOB_SORT_KEYS, SORT_ORDERS, type JobSortKey, type SortOrder } from './job-sort.ts';
+import { checkSortAndTimes, type JobSortKey, type SortOrder } from './job-sort.ts';
 import {
   bulk,
   pauseQueue,
   resumeQueue,
+  runNow,
   STATS_WINDOW_SECONDS_DEFAULT,
   STATS_WINDOW_SECONDS_MAX,
   toStatsSnapshot,
@@ -190,18 +191,7 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
       }
       const limit = intIn('limit', filter.limit, 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT);
       const offset = intIn('offset', filter.offset, 0, LIST_OFFSET_MAX, 0);
-      if (filter.sort !== undefined && !JOB_SORT_KEYS.includes(filter.sort)) {
-        throw new BatonError('INVALID_ARGUMENT', `sort must be one of ${JOB_SORT_KEYS.join(', ')}`, { details: { field: 'sort' } });
-      }
-      if (filter.order !== undefined && !SORT_ORDERS.includes(filter.order)) {
-        throw new BatonError('INVALID_ARGUMENT', `order must be one of ${SORT_ORDERS.join(', ')}`, { details: { field: 'order' } });
-      }
-      for (const field of ['createdAfter', 'createdBefore'] as const) {
-        const d = filter[field];
-        if (d !== undefined && !(d instanceof Date && Number.isFinite(d.getTime()))) {
-          throw new BatonError('INVALID_ARGUMENT', `${field} must be a valid Date`, { details: { field } });
-        }
-      }
+      checkSortAndTimes(filter);
       const where = {
         state: filter.state,
         tenantId: filter.tenantId,
@@ -246,15 +236,7 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
 
     async runNow(id: string): Promise<Job> {
       assertJobId(id);
-      const job = await executor.jobRunNow({ id });
-      if (!job) {
-        const current = await mustGet(id);
-        throw new BatonError('JOB_STATE_CONFLICT', `job ${id} is ${current.state}; only pending jobs can be run now`, {
-          details: { id, state: current.state },
-        });
-      }
-      wake(job.queue);
-      return job;
+      return runNow(executor, wake, mustGet, id);
     },
 
     async bulk(action, ids) {

@@ -1,5 +1,8 @@
-// The orders a job listing can be sorted in. The database layer maps each key to one
-// column from a fixed table (db/pg/queries/job-list.ts); ties are broken by id.
+// The orders a job listing can be sorted in, and the checks of a listing's sort and time
+// filters. The database layer maps each key to one column from a fixed table
+// (db/pg/queries/job-list.ts); ties are broken by id.
+
+import { BatonError } from './errors.ts';
 
 export const JOB_SORT_KEYS = [
   'id',
@@ -16,3 +19,19 @@ export const JOB_SORT_KEYS = [
 export type JobSortKey = (typeof JOB_SORT_KEYS)[number];
 export const SORT_ORDERS = ['asc', 'desc'] as const;
 export type SortOrder = (typeof SORT_ORDERS)[number];
+
+/** INVALID_ARGUMENT naming the field, for a sort key, order or creation-time bound the listing cannot use. */
+export function checkSortAndTimes(f: { sort?: unknown; order?: unknown; createdAfter?: unknown; createdBefore?: unknown }): void {
+  if (f.sort !== undefined && !(JOB_SORT_KEYS as readonly unknown[]).includes(f.sort)) {
+    throw new BatonError('INVALID_ARGUMENT', `sort must be one of ${JOB_SORT_KEYS.join(', ')}`, { details: { field: 'sort' } });
+  }
+  if (f.order !== undefined && !(SORT_ORDERS as readonly unknown[]).includes(f.order)) {
+    throw new BatonError('INVALID_ARGUMENT', `order must be one of ${SORT_ORDERS.join(', ')}`, { details: { field: 'order' } });
+  }
+  for (const field of ['createdAfter', 'createdBefore'] as const) {
+    const d = f[field];
+    if (d !== undefined && !(d instanceof Date && Number.isFinite(d.getTime()))) {
+      throw new BatonError('INVALID_ARGUMENT', `${field} must be a valid Date`, { details: { field } });
+    }
+  }
+}

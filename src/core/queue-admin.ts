@@ -81,6 +81,24 @@ export async function resumeQueue(executor: Executor, wake: (queue: string) => v
   return pausedState(queue, null);
 }
 
+/** A pending job due now, its queue woken; JOB_STATE_CONFLICT (with the state) unless pending. */
+export async function runNow(
+  executor: Executor,
+  wake: (queue: string) => void,
+  mustGet: (id: string) => Promise<Job>,
+  id: string,
+): Promise<Job> {
+  const job = await executor.jobRunNow({ id });
+  if (!job) {
+    const current = await mustGet(id);
+    throw new BatonError('JOB_STATE_CONFLICT', `job ${id} is ${current.state}; only pending jobs can be run now`, {
+      details: { id, state: current.state },
+    });
+  }
+  wake(job.queue);
+  return job;
+}
+
 /**
  * Runs `action` on each id in turn. Each action is one conditional statement, so every id is
  * either done or refused with its reason (conflict, not found); none is half-done, and one

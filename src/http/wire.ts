@@ -13,6 +13,7 @@ import type {
   StatsSnapshot,
   WorkerInfo,
   EnqueueResult,
+  ErrorCode,
 } from '../index.ts';
 import { STATUS_BY_CODE } from './errors.ts';
 import type { JSONValue } from 'hono/utils/types';
@@ -186,8 +187,12 @@ export function toWireStats(s: StatsSnapshot) {
  */
 export function toWireBulkItem(r: BulkItemResult) {
   if (r.ok) return { id: r.id, ok: true as const, state: r.job.state };
-  const message = STATUS_BY_CODE[r.code] >= 500 ? 'not done: the server failed' : r.message;
-  return { id: r.id, ok: false as const, error: { code: r.code, message }, ...(r.state ? { state: r.state } : {}) };
+  // A malformed id cannot name a job: not found, as on the single-job routes.
+  const error: { code: ErrorCode; message: string } =
+    r.code === 'INVALID_ARGUMENT'
+      ? { code: 'JOB_NOT_FOUND', message: 'job not found' }
+      : { code: r.code, message: STATUS_BY_CODE[r.code] >= 500 ? 'not done: the server failed' : r.message };
+  return { id: r.id, ok: false as const, error, ...(r.state ? { state: r.state } : {}) };
 }
 
 /** A schedule on the wire. */

@@ -79,15 +79,16 @@ describe('bulk', () => {
   it('replays and cancels a selection, reporting each id: done, conflict or not found; nothing else is touched', async () => {
     const dead = [await insertJob(db.pool, { state: 'dead_lettered' }), await insertJob(db.pool, { state: 'dead_lettered' })];
     const running = await insertJob(db.pool, { state: 'running' });
-    const res = await api.client.api.jobs.bulk.$post({ json: { action: 'replay', ids: [...dead, running, '999999999'] } });
+    const res = await api.client.api.jobs.bulk.$post({ json: { action: 'replay', ids: [...dead, running, '999999999', 'abc'] } });
     expect(res.status).toBe(200);
     const body = await res.json();
-    expect(body).toMatchObject({ action: 'replay', done: 2, refused: 2 });
+    expect(body).toMatchObject({ action: 'replay', done: 2, refused: 3 });
     expect(body.results).toEqual([
       { id: dead[0], ok: true, state: 'pending' },
       { id: dead[1], ok: true, state: 'pending' },
       { id: running, ok: false, error: { code: 'JOB_STATE_CONFLICT', message: expect.any(String) }, state: 'running' },
       { id: '999999999', ok: false, error: { code: 'JOB_NOT_FOUND', message: expect.any(String) } },
+      { id: 'abc', ok: false, error: { code: 'JOB_NOT_FOUND', message: 'job not found' } },
     ]);
     expect([await state(dead[0]!), await state(dead[1]!), await state(running)]).toEqual(['pending', 'pending', 'running']);
 
