@@ -1,7 +1,7 @@
 // The console's operator actions in headless Chromium (playwright-core, system /usr/bin/chromium)
 // against the real daemon on this file's database: pause/resume, run now, bulk replay/cancel,
 // the linkable job detail view, search by id, sorting and time filters, the charts, a 375 px
-// wide screen, and the demo button only where the demo handlers run. Assertions read the
+// wide screen, the demo button only where the demo handlers run, and the schedules view. Assertions read the
 // database, the API and the DOM; every wait is a Playwright wait or a polled condition.
 
 import { existsSync } from 'node:fs';
@@ -301,4 +301,37 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
       expect(await waitExit(d, 30_000)).toBe(0);
     }
   }, 60_000);
+  it('lists schedules with their next and last fire times and disabled reasons; pauses and resumes one', async () => {
+    const res = await fetch(`${base}/api/cron`, {
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ name: 'every-second', cron: '* * * * * *', timezone: 'Europe/London', jobType: 'noop' }),
+    });
+    expect(res.status).toBe(201);
+    const { id } = (await res.json()) as { id: string };
+    const row = `#schedules tr[data-schedule-id="${id}"]`;
+    await visible(`${row}[data-status="enabled"] button[data-schedule-action="pause"]`);
+    // It fires: the row shows the last occurrence once the ticker has enqueued one.
+    await waitFor(async () => ((await page.textContent(`${row} [data-field="last-fired"]`)) ?? '').includes('ago'), {
+      timeout: 15_000,
+      message: 'a last fired time in the schedules view',
+    });
+    expect(await page.textContent(`${row} [data-field="next-fire"]`)).toMatch(/\d/);
+
+    await page.click(`${row} button[data-schedule-action="pause"]`);
+    await visible(`${row}[data-status="paused"] button[data-schedule-action="resume"]`);
+    expect((await db.query('SELECT enabled, disabled_reason FROM baton.schedules WHERE id = $1', [id])).rows).toEqual([
+      { enabled: false, disabled_reason: null },
+    ]);
+    await page.click(`${row} button[data-schedule-action="resume"]`);
+    await visible(`${row}[data-status="enabled"]`);
+    expect((await db.query('SELECT enabled FROM baton.schedules WHERE id = $1', [id])).rows).toEqual([{ enabled: true }]);
+
+    // A schedule the scheduler disabled shows why, and offers no button (an edit re-enables it).
+    await db.query(`UPDATE baton.schedules SET enabled = false, disabled_reason = 'unknown time zone Mars/Olympus' WHERE id = $1`, [id]);
+    await visible(`${row}[data-status="disabled"] [data-field="disabled-reason"]`);
+    expect(await page.textContent(`${row} [data-field="disabled-reason"]`)).toBe('unknown time zone Mars/Olympus');
+    expect(await page.$(`${row} button[data-schedule-action]`)).toBeNull();
+    expect(await page.textContent('#schedules-total')).toContain('1 disabled');
+  });
 });
