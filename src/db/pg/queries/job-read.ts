@@ -131,7 +131,7 @@ export function jobReadQueries(schema: string) {
           UNION ALL
           SELECT queue, state, count(*)::float8 FROM ${jobs} WHERE ${LEASED}${q} GROUP BY queue, state
           UNION ALL
-          SELECT queue, state, sum(n)::float8 FROM ${schema}.finished_counts WHERE true${q} GROUP BY queue, state HAVING sum(n) <> 0
+          SELECT queue, state, sum(n)::float8 FROM ${schema}.finished_counts WHERE true${q} GROUP BY queue, state HAVING sum(n) > 0
         ) c ORDER BY queue`;
       });
     },
