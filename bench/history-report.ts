@@ -109,7 +109,7 @@ export function renderHistoryReport(r: HistoryReport): string {
     '',
     '## /metrics and /api/queues next to ten million finished jobs',
     '',
-    `Two databases on the same server: one with 1,000 pending jobs, one with the same and ${num(s.rows!)} finished jobs (one in 1,000 dead-lettered, the rest succeeded) inserted with generate_series, not run through the engine, and the succeeded counters set as completes would have. Each figure: the median of ${num(s.scrapes!)} requests through the HTTP app in-process (app.request, no socket), alternating the two paths, after a warm-up; rounds alternate the databases. The health gauges are cached for 5 s, so most scrapes read only the job counts.`,
+    `Two databases on the same server: one with 1,000 pending jobs, one with the same and ${num(s.rows!)} finished jobs (one in 1,000 dead-lettered, the rest succeeded) inserted with generate_series, not run through the engine, and the counters of finished jobs set as the engine's statements would have. Each figure: the median of ${num(s.scrapes!)} requests through the HTTP app in-process (app.request, no socket), alternating the two paths, after a warm-up; rounds alternate the databases. The health gauges are cached for 5 s, so most scrapes read only the job counts.`,
     '',
     ...(r.scrapes.length ? scrapeTable(r.scrapes) : ['(not run)']),
     '',

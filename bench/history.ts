@@ -226,8 +226,8 @@ async function fillHistory(pool: pg.Pool, rows: number): Promise<void> {
     );
   }
   // What the engine's completes would have counted.
-  await pool.query(`INSERT INTO baton.succeeded_counts (queue, shard, n)
-    SELECT queue, 0, count(*) FROM baton.jobs WHERE state = 'succeeded' GROUP BY queue`);
+  await pool.query(`INSERT INTO baton.finished_counts (queue, state, shard, n)
+    SELECT queue, state, 0, count(*) FROM baton.jobs WHERE finished_at IS NOT NULL GROUP BY queue, state`);
   await insertPending(pool, 1_000);
 }
 

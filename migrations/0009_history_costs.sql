@@ -20,19 +20,20 @@ ALTER TABLE jobs VALIDATE CONSTRAINT jobs_finished_consistent;
 CREATE INDEX IF NOT EXISTS jobs_finished_tenant_idx ON jobs (tenant_id, (-id)) WHERE finished_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS jobs_finished_queue_idx ON jobs (queue, (-id)) WHERE finished_at IS NOT NULL;
 
--- 3. Succeeded jobs are the bulk of the history and have no index of their own to count: their
---    count per queue is kept here, by the statements that complete, replay and purge them.
---    Each session writes the row of its own shard (its backend pid modulo 32), so completes on
---    different connections do not queue behind one counter row; a reader sums the shards.
---    Updates change no indexed column, so they are HOT and the table stays a few pages.
-CREATE TABLE succeeded_counts (
+-- 3. Finished jobs are the history, and counting them through an index costs what is kept:
+--    their count per queue and state is kept here, by the statements that finish, replay and
+--    purge them. Each session writes the rows of its own shard (its backend pid modulo 32),
+--    so completes on different connections do not queue behind one counter row; a reader sums
+--    the shards. Updates change no indexed column, so they are HOT and the table stays small.
+CREATE TABLE finished_counts (
   queue text    NOT NULL,
+  state text    NOT NULL CHECK (state IN ('succeeded', 'dead_lettered', 'cancelled')),
   shard integer NOT NULL,
   n     bigint  NOT NULL,
-  PRIMARY KEY (queue, shard)
+  PRIMARY KEY (queue, state, shard)
 );
-INSERT INTO succeeded_counts (queue, shard, n)
-  SELECT queue, 0, count(*) FROM jobs WHERE state = 'succeeded' GROUP BY queue;
+INSERT INTO finished_counts (queue, state, shard, n)
+  SELECT queue, state, 0, count(*) FROM jobs WHERE finished_at IS NOT NULL GROUP BY queue, state;
 
 -- 4. Vacuum for a queue table. Every job leaves dead row versions and dead entries in the claim
 --    index; claims and idle polls walk the dead entries at the front of that index until VACUUM

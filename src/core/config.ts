@@ -24,6 +24,7 @@ export const RETENTION_DEFAULT = Object.freeze({ succeededMs: DAY_MS, cancelledM
 export const RETENTION_INTERVAL_MS_DEFAULT = 5_000;
 export const RETENTION_BATCH_SIZE_DEFAULT = 1_000;
 export const CRON_MISFIRE_THRESHOLD_MS_DEFAULT = 10_000;
+export const VACUUM_DEAD_TUPLES_DEFAULT = 200_000;
 
 /**
  * Queue, job-type and tenant names: 1-128 chars of [A-Za-z0-9_.:-/], no whitespace, and no
@@ -71,6 +72,12 @@ export const engineConfigSchema = z
       .prefault({}),
     retentionIntervalMs: positiveMs.default(RETENTION_INTERVAL_MS_DEFAULT),
     retentionBatchSize: z.number().int().min(1).max(100_000).default(RETENTION_BATCH_SIZE_DEFAULT),
+    /**
+     * The leader vacuums the jobs table once it holds this many dead row versions (checked every
+     * retentionIntervalMs, and after each sweep), whether or not autovacuum runs: claims walk the
+     * claim index's dead entries until a vacuum removes them. null = leave it to autovacuum.
+     */
+    vacuumDeadTuples: z.number().int().min(1_000).nullable().default(VACUUM_DEAD_TUPLES_DEFAULT),
     /**
      * Delete a job when it succeeds, in the completing statement, instead of keeping it as
      * succeeded (its result is not stored). For users who keep no history of successes.

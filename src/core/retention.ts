@@ -1,6 +1,7 @@
 // Retention: the elected leader deletes finished jobs (succeeded, cancelled, dead-lettered)
 // once older than their state's retention, in bounded batches through the finished-jobs
-// index, so no sweep holds many row locks or runs long. Safe anywhere (SKIP LOCKED, and a
+// index, so no sweep holds many row locks or runs long; and vacuums the jobs table once it
+// holds many dead row versions. Safe anywhere (SKIP LOCKED, and a
 // job is deleted only in the state its retention names): the leader is about load.
 
 import type { Executor } from '../db/executor.ts';
@@ -16,6 +17,8 @@ export interface RetentionDeps {
   isLeader: () => boolean;
   onPurged: (state: TerminalState, byQueue: Array<{ queue: string; n: number }>) => void;
   onError: (err: unknown) => void;
+  /** A vacuum of jobs ran, with this many dead versions before it. */
+  onVacuumed?: (dead: number) => void;
 }
 
 export class Retention {
@@ -39,7 +42,7 @@ export class Retention {
   }
 
   start(): void {
-    if (this.#timer || this.#ages.length === 0) return;
+    if (this.#timer || (this.#ages.length === 0 && this.#d.config.vacuumDeadTuples === null)) return;
     // The first sweep at once: a leader that just took over works off what its predecessor left.
     this.#schedule(0);
   }
@@ -85,8 +88,30 @@ export class Retention {
     return MAX_BATCHES_PER_SWEEP * this.#d.config.retentionBatchSize;
   }
 
-  /** One sweep over every state with a retention; returns how many jobs it deleted. Exposed for tests. */
+  /** One sweep over every state with a retention, then a vacuum if due; returns how many jobs it deleted. Exposed for tests. */
   async sweep(): Promise<number> {
+    const deleted = await this.#purge();
+    await this.#vacuumIfDue();
+    return deleted;
+  }
+
+  /**
+   * Vacuums jobs once it holds vacuumDeadTuples dead versions and no vacuum runs: every job
+   * leaves two (claim, outcome) and retention one more, and until a vacuum removes them every
+   * claim walks their entries at the front of the claim index. Autovacuum waits up to a minute
+   * between visits to a database, and does nothing where it is off.
+   */
+  async #vacuumIfDue(): Promise<void> {
+    const threshold = this.#d.config.vacuumDeadTuples;
+    if (threshold === null) return;
+    const { dead, vacuuming } = await this.#d.executor.jobsDeadTuples();
+    if (dead >= threshold && !vacuuming) {
+      await this.#d.executor.jobsVacuum();
+      this.#d.onVacuumed?.(dead);
+    }
+  }
+
+  async #purge(): Promise<number> {
     const { executor, config } = this.#d;
     let total = 0;
     for (const [state, olderThanMs] of this.#ages) {

@@ -130,6 +130,10 @@ export interface Executor {
   workerList(): Promise<WorkerRow[]>;
   /** Per queue with due pending jobs: seconds since the oldest became due, and how many are due. */
   jobOldestDue(): Promise<DatabaseHealth['queues']>;
+  /** Dead row versions of the jobs table (statistics) and whether a vacuum of it runs now. */
+  jobsDeadTuples(): Promise<{ dead: number; vacuuming: boolean }>;
+  /** VACUUM of the jobs table, indexes included, without a statement timeout; skipped if its lock is taken. */
+  jobsVacuum(): Promise<void>;
   /** Sizes and vacuum state of the schema's tables. */
   schemaTableStats(): Promise<DatabaseHealth['tables']>;
   /** The server's oldest transaction horizon (see DatabaseHealth). */

@@ -8,7 +8,7 @@ import { LIST_INLINE_MAX_BYTES, type Job, type JobState } from '../../src/core/j
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { insertJob, insertJobs, insertWorker, workerRow } from '../helpers/factory.ts';
-import { baton, claim, ex, expectBatonError, fresh, row, useExecutorHarness } from './executor-harness.ts';
+import { attemptError, baton, claim, ex, expectBatonError, fresh, row, useExecutorHarness } from './executor-harness.ts';
 
 const db = useExecutorHarness();
 
@@ -123,9 +123,10 @@ describe('admin', () => {
     const queue = fresh();
     await insertJobs(db.pool, 2, { queue });
     await insertJob(db.pool, { queue, state: 'running' });
-    await insertJob(db.pool, { queue, state: 'dead_lettered' });
+    // Finished jobs are counted by the statements that finish them.
+    await baton.admin.cancel(await insertJob(db.pool, { queue }));
     const depth = await baton.admin.queueDepth(queue);
-    expect(depth).toEqual({ pending: 2, leased: 0, running: 1, succeeded: 0, dead_lettered: 1, cancelled: 0 });
+    expect(depth).toEqual({ pending: 2, leased: 0, running: 1, succeeded: 0, dead_lettered: 0, cancelled: 1 });
     expect(await baton.admin.queueDepth(fresh())).toEqual({
       pending: 0,
       leased: 0,
@@ -138,7 +139,7 @@ describe('admin', () => {
     expect(queues.find((q) => q.queue === queue)?.counts).toEqual(depth);
   });
 
-  it('succeeded counts follow completes (one shard per session), replays and purges', async () => {
+  it('finished counts follow completes (one shard per session), failures, releases, replays and purges', async () => {
     const queue = fresh();
     const other = fresh();
     await insertJobs(db.pool, 3, { queue });
@@ -159,9 +160,21 @@ describe('admin', () => {
     expect((await baton.admin.queueDepth(other)).succeeded).toBe(1);
 
     await baton.admin.replay(leases[0]!.id);
-    // A replayed dead letter leaves the succeeded count alone.
-    await baton.admin.replay(await insertJob(db.pool, { queue, state: 'dead_lettered' }));
-    expect(await baton.admin.queueDepth(queue)).toMatchObject({ pending: 2, succeeded: 2, dead_lettered: 0 });
+    expect(await baton.admin.queueDepth(queue)).toMatchObject({ pending: 1, succeeded: 2 });
+
+    // Dead letters: a terminal failure and a spent budget at release, then replayed in bulk.
+    await insertJobs(db.pool, 1, { queue });
+    const [f, r] = await claim(queue, 2);
+    await ex.jobFailMany({
+      items: [{ id: f!.id, token: f!.token, error: attemptError(f!.attempt, f!.token), terminal: true }],
+      backoffBaseMs: 10,
+      backoffCapMs: 10,
+    });
+    await db.query('UPDATE baton.jobs SET max_attempts = 1 WHERE id = $1', [r!.id]);
+    await ex.jobReleaseMany({ leases: [{ id: r!.id, token: r!.token }], refundAttempt: false });
+    expect(await baton.admin.queueDepth(queue)).toMatchObject({ pending: 0, running: 0, dead_lettered: 2 });
+    await baton.admin.replayDeadLetters({ queue });
+    expect(await baton.admin.queueDepth(queue)).toMatchObject({ pending: 2, dead_lettered: 0, succeeded: 2 });
 
     await db.query(`UPDATE baton.jobs SET finished_at = now() - interval '2 hours' WHERE queue = ANY ($1) AND state = 'succeeded'`, [
       [queue, other],
@@ -422,7 +435,8 @@ describe('admin queries, called on the executor', () => {
     const [q1, q2] = [fresh('cq'), fresh('cq')] as [string, string];
     await insertJobs(db.pool, 2, { queue: q1 });
     await insertJob(db.pool, { queue: q1, state: 'running' });
-    await insertJob(db.pool, { queue: q2, state: 'dead_lettered' });
+    // A finished job counts once a statement of Baton's finished it.
+    await ex.jobCancel({ id: await insertJob(db.pool, { queue: q2 }) });
     const byState = (rows: Array<{ state: string }>) => [...rows].sort((a, b) => a.state.localeCompare(b.state));
     expect(byState(await ex.jobCountsByQueue({ queue: q1 }))).toEqual([
       { queue: q1, state: 'pending', n: 2 },
@@ -430,7 +444,7 @@ describe('admin queries, called on the executor', () => {
     ]);
     const all = await ex.jobCountsByQueue({});
     expect(byState(all.filter((r) => r.queue === q1))).toEqual(byState(await ex.jobCountsByQueue({ queue: q1 })));
-    expect(all.filter((r) => r.queue === q2)).toEqual([{ queue: q2, state: 'dead_lettered', n: 1 }]);
+    expect(all.filter((r) => r.queue === q2)).toEqual([{ queue: q2, state: 'cancelled', n: 1 }]);
     expect(await ex.jobCountsByQueue({ queue: fresh() })).toEqual([]);
   });
 });

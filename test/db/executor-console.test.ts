@@ -110,9 +110,12 @@ describe('console', () => {
     await insertJob(db.pool, { queue, state: 'succeeded', finishedAt: { inMs: -600_000 }, startedAt: { inMs: -600_000 } });
     await insertJob(db.pool, { queue, state: 'dead_lettered', finishedAt: { inMs: -2_000 } });
     await insertJob(db.pool, { queue, state: 'cancelled', finishedAt: { inMs: -2_000 } });
-    // Succeeded jobs are counted by the counters the completing statements keep; rows written
+    // Finished jobs are counted by the counters the finishing statements keep; rows written
     // by hand, as here, are added to them by hand.
-    await db.query('INSERT INTO baton.succeeded_counts (queue, shard, n) VALUES ($1, 0, 3)', [queue]);
+    await db.query(
+      `INSERT INTO baton.finished_counts (queue, state, shard, n) VALUES ($1, 'succeeded', 0, 3), ($1, 'dead_lettered', 0, 1), ($1, 'cancelled', 0, 1)`,
+      [queue],
+    );
     await ex.queuePause({ queue });
     const s = await ex.statsSnapshot({ windowSeconds: 60 });
     expect(s.at).toBeInstanceOf(Date);

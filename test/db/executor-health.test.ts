@@ -38,6 +38,29 @@ describe('schemaTableStats', () => {
   });
 });
 
+describe('jobsDeadTuples and jobsVacuum', () => {
+  it('counts the dead versions a delete leaves, and a vacuum removes them and keeps the session timeout', async () => {
+    const queue = fresh('dead');
+    await insertJob(db.pool, { queue });
+    await insertJob(db.pool, { queue });
+    await db.query('DELETE FROM baton.jobs WHERE queue = $1', [queue]);
+    // The statistics reach the shared counts when the deleting session reports them (within a second).
+    await expect.poll(async () => (await ex.jobsDeadTuples()).dead, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+    expect((await ex.jobsDeadTuples()).vacuuming).toBe(false);
+    const count = async () =>
+      (await db.query<{ n: number }>(`SELECT vacuum_count::int AS n FROM pg_stat_user_tables WHERE relid = 'baton.jobs'::regclass`))
+        .rows[0]!.n;
+    const before = await count();
+    const timeout = (await db.query<{ t: string }>('SHOW statement_timeout')).rows[0]!.t;
+    await ex.jobsVacuum();
+    await expect.poll(count, { timeout: 10_000 }).toBe(before + 1);
+    await expect.poll(async () => (await ex.jobsDeadTuples()).dead, { timeout: 10_000 }).toBe(0);
+    // The vacuum lifted the statement timeout on its own session only, and put it back.
+    const timeouts = await Promise.all(Array.from({ length: 10 }, () => db.query<{ t: string }>('SHOW statement_timeout')));
+    expect(new Set(timeouts.map((r) => r.rows[0]!.t))).toEqual(new Set([timeout]));
+  });
+});
+
 describe('serverHorizon', () => {
   it('an open snapshot holds the horizon back by every transaction that commits after it', async () => {
     const holder = new pg.Client({ connectionString: db.url });

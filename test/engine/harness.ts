@@ -50,7 +50,7 @@ export function useEngines(db: TestDatabase, defaults: () => EngineOptions = () 
   const gates: Array<Deferred<any>> = [];
 
   beforeEach(async () => {
-    await db.query('TRUNCATE baton.jobs, baton.workers, baton.succeeded_counts, baton.paused_queues');
+    await db.query('TRUNCATE baton.jobs, baton.workers, baton.finished_counts, baton.paused_queues');
   });
 
   afterEach(async () => {

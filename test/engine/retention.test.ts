@@ -52,6 +52,26 @@ describe('retention', () => {
     });
   });
 
+  it('the leader vacuums the jobs table once it holds vacuumDeadTuples dead row versions', async () => {
+    const vacuums = async () =>
+      (await db.query<{ n: number }>(`SELECT vacuum_count::int AS n FROM pg_stat_user_tables WHERE relid = 'baton.jobs'::regclass`))
+        .rows[0]!.n;
+    const before = await vacuums();
+    // 1,000 jobs claimed and completed: two dead versions each.
+    await db.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'vac', 'noop' FROM generate_series(1, 1000)`);
+    const worker = engines.create({
+      queues: { vac: 100 },
+      retention: { succeededMs: null, cancelledMs: null, deadLetteredMs: null },
+      retentionIntervalMs: 50,
+      vacuumDeadTuples: 1_500,
+      handlers: { noop: () => undefined },
+    });
+    await worker.start();
+    await waitFor(async () => (await vacuums()) > before, { message: 'a vacuum of jobs' });
+    const dead = await db.query<{ n: number }>(`SELECT n_dead_tup::int AS n FROM pg_stat_user_tables WHERE relid = 'baton.jobs'::regclass`);
+    expect(dead.rows[0]!.n).toBeLessThan(1_500);
+  });
+
   it('with deleteOnSuccess a job leaves at completion, and still counts as succeeded', async () => {
     const succeeded = new Signal<string>();
     const worker = engines.create({ queues: { q: 1 }, deleteOnSuccess: true, handlers: { work: () => ({ kept: false }) } });

@@ -126,7 +126,8 @@ describe('admin reads beside running jobs', () => {
     const query = workersPool.query.bind(workersPool) as (config: unknown) => Promise<pg.QueryResult>;
     let slowed = 0;
     (workersPool as unknown as { query: unknown }).query = async (config: { name?: string }) => {
-      if (!/job_(list|count_capped)$/.test(config?.name ?? '')) return query(config);
+      // The listing's statements, one per filter combination: job_list_<shape>, job_count_<shape>.
+      if (!/\.job_(list|count)_[a-z_]+$/.test(config?.name ?? '')) return query(config);
       slowed++;
       const client = await workersPool.connect();
       try {

@@ -336,6 +336,26 @@ export class PgExecutor implements Executor {
     return rows.map(rowToSummary).sort((a, b) => compareIds(a.id, b.id));
   }
 
+  async jobsDeadTuples() {
+    const [r] = await this.#q<{ dead: number; vacuuming: boolean }>(this.#health.jobsDead, []);
+    return r ?? { dead: 0, vacuuming: false };
+  }
+
+  async jobsVacuum() {
+    // VACUUM runs outside a transaction block, so the session's timeout is lifted around it.
+    const out = await checkOut(this.#pool);
+    let ok = false;
+    try {
+      await this.#q({ text: 'SET statement_timeout = 0' }, [], out.client);
+      await this.#q(this.#health.vacuumJobs, [], out.client);
+      await this.#q({ text: 'RESET statement_timeout' }, [], out.client);
+      ok = true;
+    } finally {
+      // A session left without its timeout is not handed back.
+      out.release(!ok);
+    }
+  }
+
   jobCountsByQueue(p: { queue?: string | undefined }) {
     const one = p.queue !== undefined;
     return this.#q<{ queue: string; state: JobState; n: number }>(this.#read.countsByQueue(one), one ? [p.queue] : []);

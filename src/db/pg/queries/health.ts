@@ -33,6 +33,16 @@ export function healthQueries(schema: string) {
           (SELECT max(age(transaction)) FROM pg_prepared_xacts)::float8 AS prepared_xmin_age,
           (SELECT max(greatest(age(xmin), age(catalog_xmin))) FROM pg_replication_slots)::float8 AS slot_xmin_age`,
     },
+    // Dead row versions of jobs since its last vacuum (the statistics' count, a little behind),
+    // and whether a vacuum of it runs now (autovacuum's or anyone's).
+    jobsDead: {
+      name: `${schema}.health_jobs_dead`,
+      text: `SELECT COALESCE((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = '${jobs}'::regclass), 0)::float8 AS dead,
+          EXISTS (SELECT 1 FROM pg_stat_progress_vacuum WHERE relid = '${jobs}'::regclass) AS vacuuming`,
+    },
+    // Indexes cleaned always (the claim index is why it runs); a vacuum that cannot have the
+    // table's lock at once (another vacuum, a migration) is skipped, not waited for.
+    vacuumJobs: { text: `VACUUM (SKIP_LOCKED, INDEX_CLEANUP ON) ${jobs}` },
   } as const;
 }
 

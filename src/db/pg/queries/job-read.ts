@@ -119,9 +119,9 @@ export function jobReadQueries(schema: string) {
     },
 
     /**
-     * Counts by queue and state, of one queue ($1) or of all. Live states and the rare finished
-     * ones are counted through their partial indexes; succeeded jobs, the bulk of the history,
-     * from succeeded_counts. A queue appears only with a non-zero count.
+     * Counts by queue and state, of one queue ($1) or of all. Pending jobs and live leases are
+     * counted through their partial indexes; finished jobs, the history, from finished_counts.
+     * A queue appears only with a non-zero count.
      */
     countsByQueue(oneQueue: boolean) {
       return memo(`job_counts_by_queue${oneQueue ? '_one' : ''}`, () => {
@@ -131,9 +131,7 @@ export function jobReadQueries(schema: string) {
           UNION ALL
           SELECT queue, state, count(*)::float8 FROM ${jobs} WHERE ${LEASED}${q} GROUP BY queue, state
           UNION ALL
-          SELECT queue, state, count(*)::float8 FROM ${jobs} WHERE state IN ('dead_lettered', 'cancelled')${q} GROUP BY queue, state
-          UNION ALL
-          SELECT queue, 'succeeded', sum(n)::float8 FROM ${schema}.succeeded_counts WHERE true${q} GROUP BY queue HAVING sum(n) <> 0
+          SELECT queue, state, sum(n)::float8 FROM ${schema}.finished_counts WHERE true${q} GROUP BY queue, state HAVING sum(n) > 0
         ) c ORDER BY queue`;
       });
     },

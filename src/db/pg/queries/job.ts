@@ -44,7 +44,10 @@ const leasePos = `array_position($2::bigint[], j.lease_token)`;
  * (the common case: nothing to send back or parse), else the ids that were. A batch with a
  * repeated id can never count as complete, so it is answered by its ids.
  */
-const acceptedIds = (update: string) => `WITH w AS (${update} RETURNING j.id)
+const acceptedIds = (
+  update: string,
+  counted = '',
+) => `WITH w AS (${update} RETURNING j.id${counted ? ', j.queue, j.state' : ''})${counted ? `, counted AS (${counted})` : ''}
         SELECT CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL ELSE COALESCE(array_agg(w.id), '{}') END AS ids FROM w`;
 
 /**
@@ -77,12 +80,14 @@ export function jobQueries(schema: string) {
     FROM jsonb_array_elements(j.errors || jsonb_build_array(${entry})) WITH ORDINALITY AS h(e, o)
     WHERE o > jsonb_array_length(j.errors) + 1 - ${ERROR_HISTORY_LIMIT})`;
 
-  // Adds n (a column of `from`, per queue) to the succeeded count of each queue, in this
-  // session's shard (see migration 0009). Rows in queue order: two statements of one shard
-  // lock counter rows in the same order, so they cannot deadlock.
-  const countSucceeded = (from: string, n: string) => `INSERT INTO ${schema}.succeeded_counts AS s (queue, shard, n)
-          SELECT queue, pg_backend_pid() % 32, ${n} FROM ${from} GROUP BY queue ORDER BY queue
-          ON CONFLICT (queue, shard) DO UPDATE SET n = s.n + excluded.n`;
+  // Adds `sign` x the rows of `from` (columns queue and state) in a finished state to the
+  // finished count of their queue and state, in this session's shard (see migration 0009). Rows
+  // in key order: two statements of one shard lock counter rows in the same order, so they
+  // cannot deadlock.
+  const countFinished = (from: string, sign: '' | '-') => `INSERT INTO ${schema}.finished_counts AS s (queue, state, shard, n)
+          SELECT queue, state, pg_backend_pid() % 32, ${sign}count(*) FROM ${from}
+          WHERE state IN ('succeeded', 'dead_lettered', 'cancelled') GROUP BY queue, state ORDER BY queue, state
+          ON CONFLICT (queue, state, shard) DO UPDATE SET n = s.n + excluded.n`;
 
   // Inserts a batch in one statement. Rows are read from a jsonb array in input order;
   // a duplicate (tenant_id, idempotency_key) is skipped here and read back by selectByKeys.
@@ -210,15 +215,15 @@ export function jobQueries(schema: string) {
           result = CASE WHEN $3::jsonb[] IS NOT NULL THEN ($3::jsonb[])[${leasePos}] END,
           lease_owner = NULL, lease_expires_at = NULL
         WHERE ${FENCED} AND j.state IN ${LIVE}
-        RETURNING j.id, j.queue),
-        counted AS (${countSucceeded('w', 'count(*)')})
+        RETURNING j.id, j.queue, j.state),
+        counted AS (${countFinished('w', '')})
         SELECT CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL ELSE COALESCE(array_agg(w.id), '{}') END AS ids FROM w`,
     },
     // Retry with full-jitter exponential backoff resolved in SQL:
     // run_at = now() + random() * min(cap, base * 2^(attempt-1)); dead-letter when the error is
     // terminal or the budget is spent. $4 base ms, $5 cap ms.
     failMany: {
-      text: `UPDATE ${jobs} j SET
+      text: `WITH w AS (UPDATE ${jobs} j SET
           state = CASE WHEN ${terminal} OR j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
           dead_letter_reason = CASE WHEN ${terminal} THEN 'terminal_error'
                                     WHEN j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
@@ -231,19 +236,24 @@ export function jobQueries(schema: string) {
           errors = ${appendError(`${err} || jsonb_build_object('at', now())`)},
           lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
         WHERE ${FENCED} AND j.state IN ${LIVE}
-        RETURNING j.id, j.state`,
+        RETURNING j.id, j.state, j.queue),
+        counted AS (${countFinished('w', '')})
+        SELECT id, state FROM w`,
     },
     // Gives back leases this worker holds but never started (graceful stop): attempt refunded
     // when $3 is true. Without the refund the attempt stays spent, so a spent budget
     // dead-letters (like the reaper) instead of letting a claim run past max_attempts.
     releaseMany: {
-      text: acceptedIds(`UPDATE ${jobs} j SET
+      text: acceptedIds(
+        `UPDATE ${jobs} j SET
           state = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
           dead_letter_reason = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
           finished_at = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN now() END,
           attempt = CASE WHEN $3::boolean THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
-        WHERE ${FENCED} AND j.state IN ${LIVE}`),
+        WHERE ${FENCED} AND j.state IN ${LIVE}`,
+        countFinished('w', ''),
+      ),
     },
     // The live leases one worker holds, to find those it does not know it holds (a claim that
     // committed but whose reply was lost). Rare (only after a failed claim or release), so it
@@ -303,8 +313,7 @@ export function jobQueries(schema: string) {
                             ELSE 'the lease owner''s database session ended' END,
             'worker', j.lease_owner, 'at', now()) AS err
           FROM victims v JOIN ${jobs} j ON j.id = v.id
-        )
-        UPDATE ${jobs} j SET
+        ), reaped AS (UPDATE ${jobs} j SET
           state = CASE WHEN j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
           dead_letter_reason = CASE WHEN j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
           finished_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
@@ -312,7 +321,9 @@ export function jobQueries(schema: string) {
           last_error = entry.err,
           errors = ${appendError('entry.err')}
         FROM entry WHERE j.id = entry.id
-        RETURNING j.id, j.state, j.queue, entry.expired`,
+        RETURNING j.id, j.state, j.queue, entry.expired),
+        counted AS (${countFinished('reaped', '')})
+        SELECT id, state, queue, expired FROM reaped`,
     },
 
     // Retention: finished jobs of state $1 older than $2 ms, at most $3, through jobs_finished_idx
@@ -327,14 +338,14 @@ export function jobQueries(schema: string) {
           LIMIT $3
           FOR UPDATE SKIP LOCKED
         )
-        , gone AS (DELETE FROM ${jobs} j USING victims v WHERE j.id = v.id AND j.state = $1 RETURNING j.queue)
-        , counted AS (${countSucceeded(`gone WHERE $1::text = 'succeeded'`, '-count(*)')})
+        , gone AS (DELETE FROM ${jobs} j USING victims v WHERE j.id = v.id AND j.state = $1 RETURNING j.queue, j.state)
+        , counted AS (${countFinished('gone', '-')})
         SELECT queue, count(*)::int AS n FROM gone GROUP BY queue`,
     },
 
     // Admin.
     get: { name: `${schema}.job_get`, text: `SELECT * FROM ${jobs} WHERE id = $1` },
-    // The old state is read under the row's lock, so a replayed success leaves the count exactly once.
+    // The old state is read under the row's lock, so a replayed job leaves its state's count exactly once.
     replay: {
       name: `${schema}.job_replay`,
       text: `WITH old AS (SELECT id, state FROM ${jobs} WHERE id = $1 FOR UPDATE),
@@ -343,14 +354,16 @@ export function jobQueries(schema: string) {
           started_at = NULL, finished_at = NULL, updated_at = now()
         FROM old WHERE j.id = old.id AND old.state IN ('succeeded', 'dead_lettered', 'cancelled')
         RETURNING j.*),
-        counted AS (${countSucceeded(`r WHERE (SELECT state FROM old) = 'succeeded'`, '-count(*)')})
+        counted AS (${countFinished(`(SELECT r.queue, old.state FROM r JOIN old ON old.id = r.id) x`, '-')})
         SELECT * FROM r`,
     },
     cancel: {
       name: `${schema}.job_cancel`,
-      text: `UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now()
+      text: `WITH r AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now()
         WHERE id = $1 AND state = 'pending'
-        RETURNING *`,
+        RETURNING *),
+        counted AS (${countFinished('r', '')})
+        SELECT * FROM r`,
     },
     // "Run now": a pending job becomes due at once; one already due keeps its place (least).
     runNow: {
@@ -366,11 +379,13 @@ export function jobQueries(schema: string) {
           WHERE state = 'dead_lettered' AND ($2::text IS NULL OR queue = $2) AND ($3::text IS NULL OR tenant_id = $3)
           ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
         )
-        UPDATE ${jobs} j SET state = 'pending', attempt = 0, run_at = now(),
+        , r AS (UPDATE ${jobs} j SET state = 'pending', attempt = 0, run_at = now(),
           replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL,
           started_at = NULL, finished_at = NULL, updated_at = now()
         FROM v WHERE j.id = v.id
-        RETURNING ${summaryColumns('j')}`,
+        RETURNING ${summaryColumns('j')})
+        , counted AS (${countFinished(`(SELECT queue, 'dead_lettered' AS state FROM r) x`, '-')})
+        SELECT * FROM r`,
     },
   } as const;
 }
