@@ -16,6 +16,7 @@ import { PgExecutor } from './db/pg/pg-executor.ts';
 import { PgListener } from './db/pg/listener.ts';
 import { warmPool, type PgPoolLike } from './db/pg/pool.ts';
 import { PgPresence } from './db/pg/presence.ts';
+import { PgWorkflowStore } from './db/pg/workflow-store.ts';
 import { jobQueries } from './db/pg/queries/job.ts';
 import { installTokenFloor } from './db/pg/token-floor.ts';
 import { quoteSchema } from './db/schema-name.ts';
@@ -161,6 +162,7 @@ export function createBaton(options: BatonOptions): Baton {
     config,
     executor: new PgExecutor(pool, schema),
     adminExecutor: new PgExecutor(adminPool ?? pool, schema),
+    workflowStore: new PgWorkflowStore(pool, schema),
     handlers: handlers ?? {},
     logger: log,
     lockNamespace,
@@ -174,7 +176,7 @@ export function createBaton(options: BatonOptions): Baton {
         lockNamespace,
         workerId: config.workerId,
         queues: { ...config.queues },
-        jobTypes: Object.keys(handlers ?? {}),
+        jobTypes: hooks.jobTypes,
         // Presence keys come from worker_lock_seq (1 and up): key 0 of the namespace is free.
         ...(config.reaper ? { leaderLock: { namespace: lockNamespace, key: 0 } } : {}),
         onError: (err) => log.warn({ err }, 'baton: presence connection lost; reconnecting'),

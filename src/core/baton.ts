@@ -9,6 +9,9 @@ import type { EnqueueResult, JobSpec } from './job.ts';
 import type { TraceCarrier } from './tracing.ts';
 import type { MigrateResult } from '../db/migrate.ts';
 import type { Queryable } from '../db/pg/pool.ts';
+import type { WorkflowCounters } from './workflow/execution.ts';
+import type { Workflows } from './workflow/service.ts';
+import type { SendEventResult, StartRunOptions, StartRunResult, WorkflowFn, WorkflowOptions } from './workflow/types.ts';
 
 export interface EnqueueOptions {
   /**
@@ -39,6 +42,8 @@ export interface EngineStats {
   reclaimed: number;
   /** Leases found held without this worker knowing (a claim whose reply was lost) and given back, attempt refunded. */
   strandedReleased: number;
+  /** Workflow steps executed, completed steps answered from history, and executions resumed by cause. */
+  workflows: WorkflowCounters;
   /** Gauges: queue -> { concurrency, inFlight }. */
   slots: Record<string, { concurrency: number; inFlight: number }>;
   /** Whether this worker holds its presence lock (it claims only then); null before start() or with no queues. */
@@ -62,6 +67,17 @@ export interface Baton {
   /** Wakes workers of `queue` (in this process at once, others by NOTIFY). For use after a caller's COMMIT. */
   wake(queue: string): Promise<void>;
   readonly admin: AdminApi;
+  /**
+   * Defines a durable workflow: `fn` runs as the handler of job type `workflow:<name>` (on
+   * `opts.queue`), once per execution of a run. Define workflows before start().
+   */
+  workflow<I = unknown, O = unknown>(name: string, fn: WorkflowFn<I, O>, opts?: WorkflowOptions): void;
+  /** Starts a run of a workflow defined in this process. Throws WORKFLOW_NOT_FOUND for an unknown name. */
+  startWorkflow(name: string, input?: unknown, opts?: StartRunOptions): Promise<StartRunResult>;
+  /** Sends an event to a run: kept until a wait for `name` takes it; a repeated idempotency key is absorbed. */
+  sendEvent(runId: string, name: string, payload?: unknown, opts?: { idempotencyKey?: string }): Promise<SendEventResult>;
+  /** Runs: reads, cancel and replay. */
+  readonly workflows: Pick<Workflows, 'getRun' | 'listRuns' | 'cancelRun' | 'replayRun' | 'countRunsByState' | 'names'>;
   readonly events: EventEmitter<EngineEvents>;
   stats(): EngineStats;
 }

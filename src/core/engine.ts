@@ -29,6 +29,9 @@ import { Producer } from './producer.ts';
 import { Reaper } from './reaper.ts';
 import { Retention } from './retention.ts';
 import type { RunnerDeps } from './job-runner.ts';
+import type { WorkflowStore } from '../db/workflow-store.ts';
+import { Workflows } from './workflow/service.ts';
+import type { WorkflowFn, WorkflowOptions } from './workflow/types.ts';
 
 /** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
 const ABORT_GRACE_MS = 1_000;
@@ -48,7 +51,7 @@ export interface EngineDeps {
    * `onAcquired` runs each time the presence lock is (re-)acquired; `onLeadership` when this
    * process becomes (true) or stops being (false) the leader that runs maintenance.
    */
-  createPresence: (hooks: { onAcquired: () => void; onLeadership: (leader: boolean) => void }) => Presence;
+  createPresence: (hooks: { onAcquired: () => void; onLeadership: (leader: boolean) => void; jobTypes: string[] }) => Presence;
   createListener: (hooks: {
     onNotify: (channel: string) => void;
     onConnected: () => void;
@@ -60,13 +63,18 @@ export interface EngineDeps {
   clock?: Clock;
   /** Trace context capture at enqueue and a span per attempt. Default: none. */
   tracing?: Tracing;
+  /** Where workflow runs, steps and events live. */
+  workflowStore: WorkflowStore;
 }
 
 export class Engine implements Baton {
   readonly config: EngineConfig;
   readonly admin: AdminApi;
   readonly events: EngineEventEmitter;
+  readonly workflows: Workflows;
   readonly #d: EngineDeps;
+  /** The handlers the runner looks up: the given ones, plus one per defined workflow. */
+  readonly #handlers: Record<string, HandlerMap[string]>;
   readonly #log: Logger;
   readonly #leases: LeaseTable;
   readonly #dispatchers = new Map<string, QueueDispatcher>();
@@ -113,6 +121,8 @@ export class Engine implements Baton {
       this.events.emit('error', { where, error });
     };
     this.admin = createAdmin(deps.adminExecutor, (q) => this.#wakeQueues([q]));
+    this.#handlers = { ...deps.handlers };
+    this.workflows = new Workflows({ store: deps.workflowStore, handlers: this.#handlers, wake: (q) => this.#wakeQueues([q]) });
     this.#producer = new Producer({
       config: this.config,
       executor: deps.executor,
@@ -166,7 +176,7 @@ export class Engine implements Baton {
     });
     this.#runner = {
       tracing,
-      handlers: deps.handlers,
+      handlers: this.#handlers,
       completer: this.#completer,
       config: this.config,
       logger: this.#log,
@@ -217,6 +227,7 @@ export class Engine implements Baton {
       if (working) {
         // Claims wait while the lock is lost (see Claimer); getting it back wakes them.
         this.#presence = this.#d.createPresence({
+          jobTypes: Object.keys(this.#handlers),
           onAcquired: () => {
             this.#claimer.presenceAcquired();
             this.#wakeAll();
@@ -332,6 +343,18 @@ export class Engine implements Baton {
     return this.#producer.enqueueMany(specs, opts);
   }
 
+  workflow<I, O>(name: string, fn: WorkflowFn<I, O>, opts?: WorkflowOptions): void {
+    this.workflows.define(name, fn, opts);
+  }
+
+  startWorkflow(name: string, input?: unknown, opts?: Parameters<Workflows['start']>[2]) {
+    return this.workflows.start(name, input, opts);
+  }
+
+  sendEvent(runId: string, name: string, payload?: unknown, opts?: { idempotencyKey?: string }) {
+    return this.workflows.sendEvent(runId, name, payload, opts);
+  }
+
   async wake(queue: string): Promise<void> {
     this.#producer.wake([queue]);
   }
@@ -363,6 +386,7 @@ export class Engine implements Baton {
     for (const d of this.#dispatchers.values()) slots[d.queue] = { concurrency: d.concurrency, inFlight: d.inFlight };
     return {
       ...this.#counters,
+      workflows: structuredClone(this.workflows.counters),
       slots,
       presenceHeld: this.#presence ? this.#presence.held : null,
       leader: this.#presence ? this.#presence.leader : null,

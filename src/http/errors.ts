@@ -35,9 +35,12 @@ export const STATUS_BY_CODE = {
   // Not a name this server is known by, e.g. a DNS-rebound one (allowed-hosts.ts): wrong server.
   HOST_NOT_ALLOWED: 421,
   JOB_NOT_FOUND: 404,
+  WORKFLOW_NOT_FOUND: 404,
+  RUN_NOT_FOUND: 404,
   ROUTE_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   JOB_STATE_CONFLICT: 409,
+  RUN_STATE_CONFLICT: 409,
   LEASE_LOST: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
