@@ -19,6 +19,7 @@ import { requestContext } from './request-context.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { dlqRoutes, queueRoutes, workerRoutes } from './routes/admin.ts';
 import { opsRoutes } from './routes/ops.ts';
+import { workflowRoutes } from './routes/workflows.ts';
 
 export const BODY_LIMIT_BYTES_DEFAULT = 1024 * 1024;
 export const CONSOLE_HTML_PATH_DEFAULT = fileURLToPath(new URL('./console.html', import.meta.url));
@@ -98,6 +99,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/api/dlq', dlqRoutes(baton))
     .route('/api/queues', queueRoutes(baton))
     .route('/api/workers', workerRoutes(baton))
+    .route('/api/workflows', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route(
       '/',
       opsRoutes(baton, {

@@ -9,6 +9,7 @@ import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
 import { isTokenGuarded } from './auth.ts';
 import type { ApiErrorCode } from './errors.ts';
 import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc } from './openapi.ts';
+import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
 import {
   batchSchema,
   dlqReplayQuerySchema,
@@ -165,6 +166,7 @@ const OPERATIONS: readonly OperationDoc[] = [
     responses: { 200: json('the workers', r.workers) },
     errors: ENGINE,
   }),
+  ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
   route({
     method: 'get',
     path: '/healthz',
@@ -232,6 +234,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
     tags: [
       { name: 'jobs', description: 'enqueue, read, list, replay, cancel' },
       { name: 'queues', description: 'queues and workers' },
+      WORKFLOW_TAG,
       { name: 'operations', description: 'health, readiness, metrics, this document, the console' },
     ],
     components: {
@@ -242,6 +245,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       EnqueueWarning: wireEnqueueWarningSchema,
       StateCounts: wireStateCountsSchema,
       Worker: wireWorkerSchema,
+      ...WORKFLOW_COMPONENTS,
     },
     requestComponents: { JobSpec: jobSpecSchema },
     operations: OPERATIONS,
