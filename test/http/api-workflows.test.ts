@@ -65,6 +65,10 @@ describe('/api/workflows', () => {
       ['shipped', 'event', 'succeeded', 1],
     ]);
     expect(done.steps[0]?.finishedAt).not.toBeNull();
+    const metrics = await (await api.raw('/metrics')).text();
+    expect(metrics).toContain('baton_workflow_runs{workflow="place",state="succeeded"} 1');
+    expect(metrics).toMatch(/^baton_workflow_steps_executed_total [1-9]/m);
+    expect(metrics).toContain('baton_workflow_resumes_total{cause="event"} 1');
 
     const cancel = await wf.runs[':id'].cancel.$post({ param: { id: run.id } });
     expect(cancel.status).toBe(409);
