@@ -42,7 +42,12 @@ export interface LoadedRun {
 }
 
 /** Why an execution's write was refused. */
-export type Refusal = { kind: 'lease_lost' } | { kind: 'cancelled' } | { kind: 'finished'; output: unknown };
+export type Refusal =
+  | { kind: 'lease_lost' }
+  | { kind: 'cancelled' }
+  | { kind: 'finished'; output: unknown }
+  /** A replay gave the run a new driving job: this one has nothing left to do. */
+  | { kind: 'superseded' };
 
 export type Fenced<T> = ({ ok: true } & T) | { ok: false };
 

@@ -4,6 +4,7 @@
 // the job is given back (attempt refunded) due at the wake-up, and the runner writes nothing.
 
 import type { HistoryStep, Refusal, RunLease, WorkflowStore } from '../../db/workflow-store.ts';
+import { isJobId } from '../admin.ts';
 import { LeaseLostError, NonDeterminismError, OutcomeWritten, TerminalError } from '../errors.ts';
 import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, jsonTextHasNul, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
@@ -50,6 +51,8 @@ function displayKey(name: string, occurrence: number): string {
 /** The job handler of a workflow: runs one execution of the run named in the job's payload. */
 export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDeps): Promise<unknown> {
   const runId = String((ctx.payload as { runId?: unknown } | null)?.runId ?? '');
+  if (!isJobId(runId))
+    throw new TerminalError(`a workflow job's payload must be { runId }, got ${JSON.stringify(ctx.payload)?.slice(0, 80)}`);
   const run = await d.store.load({ runId });
   if (!run) throw new TerminalError(`workflow run ${runId} does not exist`);
   if (run.state === 'succeeded') return run.output;
@@ -78,10 +81,16 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   }
 }
 
+/** What the job ends with when the run refused this execution's write; throws when the lease is gone. */
 function stopOrThrow(r: Refusal, lease: RunLease): unknown {
+  if (r.kind === 'lease_lost') throw new LeaseLostError(lease.jobId, lease.token);
+  return stopResult(r);
+}
+
+function stopResult(r: Exclude<Refusal, { kind: 'lease_lost' }>): unknown {
   if (r.kind === 'cancelled') return { cancelled: true };
-  if (r.kind === 'finished') return r.output;
-  throw new LeaseLostError(lease.jobId, lease.token);
+  if (r.kind === 'superseded') return { superseded: true };
+  return r.output;
 }
 
 function serialise(value: unknown, what: string): string {
@@ -177,7 +186,7 @@ class Execution implements WorkflowContext {
   async #refused(): Promise<never> {
     const r = await this.#d.store.refusal(this.#lease);
     if (r.kind === 'lease_lost') throw new LeaseLostError(this.#lease.jobId, this.#lease.token);
-    this.ended = new Stop(r.kind === 'cancelled' ? { cancelled: true } : r.output);
+    this.ended = new Stop(stopResult(r));
     throw this.ended;
   }
 

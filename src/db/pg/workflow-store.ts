@@ -215,8 +215,13 @@ export class PgWorkflowStore implements WorkflowStore {
   }
 
   async refusal(p: RunLease): Promise<Refusal> {
-    const [r] = await this.#run<{ state: string; output: unknown; lease_current: boolean }>(this.#q.why, [p.jobId, p.token, p.runId]);
+    const [r] = await this.#run<{ state: string; output: unknown; ours: boolean | null; lease_current: boolean }>(this.#q.why, [
+      p.jobId,
+      p.token,
+      p.runId,
+    ]);
     if (!r?.lease_current) return { kind: 'lease_lost' };
+    if (r.ours === false) return { kind: 'superseded' };
     if (r.state === 'cancelled') return { kind: 'cancelled' };
     if (r.state === 'succeeded') return { kind: 'finished', output: r.output };
     return { kind: 'lease_lost' };

@@ -170,7 +170,7 @@ export function workflowQueries(schema: string) {
     // Why a fenced write was refused: the run's state and whether the lease is still current.
     why: {
       name: `${schema}.wf_why`,
-      text: `SELECT r.state, r.output,
+      text: `SELECT r.state, r.output, r.job_id = $1::bigint AS ours,
           EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}) AS lease_current
         FROM ${runs} r WHERE r.id = $3::bigint`,
     },
