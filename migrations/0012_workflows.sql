@@ -11,6 +11,8 @@ CREATE TABLE workflow_runs (
   -- dead_lettered is not stored: it is the driving job's state (see the run reads).
   state           text        NOT NULL DEFAULT 'running',
   job_id          bigint,
+  -- A child run (ctx.all): the run that started it, woken when it finishes.
+  parent_run_id   bigint,
   output          jsonb,
   -- Completed steps so far; only ever raised (GREATEST), so progress never rewinds.
   progress        integer     NOT NULL DEFAULT 0,
@@ -30,8 +32,9 @@ CREATE UNIQUE INDEX workflow_runs_idempotency_idx ON workflow_runs (tenant_id, i
   WHERE idempotency_key IS NOT NULL;
 CREATE INDEX workflow_runs_name_id_idx ON workflow_runs (name, id DESC);
 CREATE INDEX workflow_runs_job_idx ON workflow_runs (job_id);
+CREATE INDEX workflow_runs_parent_idx ON workflow_runs (parent_run_id) WHERE parent_run_id IS NOT NULL;
 
--- One row per step of a run. kind: step (a function's output), sleep or event (a wait).
+-- One row per step of a run. kind: step (a function's output), sleep, event or children (a wait).
 -- status: succeeded (output committed), failed (the last attempt threw; retried by the job),
 -- waiting (a sleep or event wait that has not yet ended).
 CREATE TABLE workflow_steps (
@@ -51,7 +54,7 @@ CREATE TABLE workflow_steps (
   updated_at  timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (run_id, name, occurrence),
 
-  CONSTRAINT workflow_steps_kind_valid CHECK (kind IN ('step', 'sleep', 'event')),
+  CONSTRAINT workflow_steps_kind_valid CHECK (kind IN ('step', 'sleep', 'event', 'children')),
   CONSTRAINT workflow_steps_status_valid CHECK (status IN ('succeeded', 'failed', 'waiting'))
 );
 

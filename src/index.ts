@@ -57,6 +57,8 @@ export { WORKFLOW_JOB_TYPE_PREFIX } from './core/workflow/service.ts';
 export {
   RUN_STATES,
   STEP_KINDS,
+  type ChildResult,
+  type ChildSpec,
   STEP_STATUSES,
   type ListRunsFilter,
   type RunDetail,

@@ -35,6 +35,7 @@ export interface LoadedRun {
   jobId: string | null;
   output: unknown;
   waitEvent: string | null;
+  parentRunId: string | null;
   /** An event the run waits for has arrived. */
   eventReady: boolean;
   nowMs: number;
@@ -75,6 +76,7 @@ export interface WorkflowStore {
     queue: string;
     jobType: string;
     maxAttempts: number;
+    parentRunId?: string | null;
   }): Promise<{ run: RunSummary; duplicate: boolean }>;
   load(p: { runId: string }): Promise<LoadedRun | null>;
   /** False when the lease is not current or the run is over. */
@@ -84,7 +86,8 @@ export interface WorkflowStore {
   readStep(p: { runId: string } & StepKey): Promise<{ kind: StepKind; status: StepStatus; output: unknown } | null>;
   failStep(p: RunLease & StepKey & { seq: number; error: unknown; startedAt: Date }): Promise<void>;
   armWait(
-    p: RunLease & StepKey & { seq: number; kind: 'sleep' | 'event'; waitEvent: string | null; delayMs: number | null; until: Date | null },
+    p: RunLease &
+      StepKey & { seq: number; kind: 'sleep' | 'event' | 'children'; waitEvent: string | null; delayMs: number | null; until: Date | null },
   ): Promise<Fenced<WaitRow>>;
   /** `done` false: the wait is not over (no event, time not come). */
   finishWait(p: RunLease & StepKey & { waitEvent: string | null; stepKey: string }): Promise<Fenced<{ done: boolean; output: unknown }>>;
@@ -93,6 +96,14 @@ export interface WorkflowStore {
     p: RunLease & StepKey & { state: 'sleeping' | 'waiting'; waitEvent: string | null },
   ): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }>;
   completeRun(p: RunLease & { output: string }): Promise<Fenced<{ output: unknown }>>;
+  childOutcomes(p: {
+    runIds: string[];
+  }): Promise<Array<{ id: string; state: RunState; output: unknown; lastError: { name: string; message: string } | null }>>;
+  completeWait(p: RunLease & StepKey & { output: string }): Promise<Fenced<{ done: boolean; output: unknown }>>;
+  /** Makes the parent of child run `runId` due now if it waits; answers its queue then. */
+  wakeParent(p: { runId: string }): Promise<string | null>;
+  /** Makes the run's own pending job due now (a wake-up it may have missed); answers its queue then. */
+  wakeRun(p: { jobId: string }): Promise<string | null>;
   /** Why a fenced write of this lease was refused. */
   refusal(p: RunLease): Promise<Refusal>;
   /** null: no such run; `conflict`: its state forbids the event. */

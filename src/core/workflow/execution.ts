@@ -8,7 +8,7 @@ import { isJobId } from '../admin.ts';
 import { LeaseLostError, NonDeterminismError, OutcomeWritten, TerminalError } from '../errors.ts';
 import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, jsonTextHasNul, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
-import type { StepContext, StepKind, WorkflowContext, WorkflowEvent, WorkflowFn } from './types.ts';
+import type { ChildResult, ChildSpec, StepContext, StepKind, WorkflowContext, WorkflowEvent, WorkflowFn } from './types.ts';
 
 export interface WorkflowCounters {
   stepsExecuted: number;
@@ -21,7 +21,14 @@ export interface ExecutionDeps {
   counters: WorkflowCounters;
   /** Wakes workers of `queue` (this process and, by NOTIFY, others). */
   wake: (queue: string) => void;
+  /** Starts (or finds, by idempotency key) the child runs of ctx.all; answers their ids in order. */
+  startChildren: (parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]) => Promise<string[]>;
 }
+
+/** A children wait re-checks this often even without a wake-up (a child dead-lettered by the reaper sends none). */
+export const CHILDREN_POLL_MS = 30_000;
+export const CHILDREN_MAX = 1_000;
+const FINAL_CHILD_STATES: ReadonlySet<string> = new Set(['succeeded', 'dead_lettered', 'cancelled']);
 
 /** The execution ended because the run waits: the job was given back. */
 class Suspended extends OutcomeWritten {}
@@ -70,7 +77,10 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
     exec.ensureHistoryUsed();
     const text = serialise(output, 'the workflow output');
     const done = await d.store.completeRun({ ...lease, output: text });
-    if (done.ok) return done.output;
+    if (done.ok) {
+      if (run.parentRunId) await wakeParent(d, runId);
+      return done.output;
+    }
     return stopOrThrow(await d.store.refusal(lease), lease);
   } catch (err) {
     // Whatever the function threw after the execution ended (a wait, a cancel) is its echo.
@@ -79,6 +89,12 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
     if (err instanceof Stop) return err.result;
     throw err;
   }
+}
+
+/** A child run finished: its waiting parent is due now (best effort: the parent also polls). */
+export async function wakeParent(d: Pick<ExecutionDeps, 'store' | 'wake'>, runId: string): Promise<void> {
+  const queue = await d.store.wakeParent({ runId }).catch(() => null);
+  if (queue) d.wake(queue);
 }
 
 /** What the job ends with when the run refused this execution's write; throws when the lease is gone. */
@@ -255,6 +271,59 @@ class Execution implements WorkflowContext {
       timeoutMs === undefined ? null : Math.ceil(timeoutMs),
       null,
     ) as Promise<WorkflowEvent<T> | null>;
+  }
+
+  async all<T = unknown>(key: string, children: ChildSpec[]): Promise<Array<ChildResult<T>>> {
+    if (!Array.isArray(children) || children.length === 0 || children.length > CHILDREN_MAX) {
+      throw new TerminalError(`all "${key}": children must be an array of 1 to ${CHILDREN_MAX} { workflow, input? }`);
+    }
+    const parent = { runId: this.runId, tenantId: this.tenantId };
+    const ids = await this.step<string[]>(key, () => this.#d.startChildren(parent, key, children));
+    const { occurrence, seq, past } = this.#enter(`${key}:join`, 'children');
+    if (past?.status === 'succeeded') {
+      this.#d.counters.stepReplaysAvoided++;
+      return past.output as Array<ChildResult<T>>;
+    }
+    const step = { ...this.#lease, name: `${key}:join`, occurrence };
+    const armed = await this.#d.store.armWait({ ...step, seq, kind: 'children', waitEvent: null, delayMs: CHILDREN_POLL_MS, until: null });
+    if (!armed.ok) return this.#refused();
+    if (armed.kind !== 'children')
+      throw new NonDeterminismError(`workflow "${this.name}" run ${this.runId}: "${key}:join" is not a children wait`);
+    if (armed.status === 'succeeded') return armed.output as Array<ChildResult<T>>;
+    const joined = await this.#joined(ids);
+    if (joined) {
+      const fin = await this.#d.store.completeWait({ ...step, output: JSON.stringify(joined) });
+      if (!fin.ok) return this.#refused();
+      if (fin.done) return fin.output as Array<ChildResult<T>>;
+    }
+    const s = await this.#d.store.suspend({ ...step, state: 'waiting', waitEvent: null });
+    if (!s.ok) return this.#refused();
+    // A child that finished between the look and the suspend saw this run still running and
+    // woke nobody: look again now that the run is waiting.
+    if (s.due || (await this.#joined(ids).catch(() => null))) {
+      const queue = s.due ? s.queue : await this.#d.store.wakeRun({ jobId: this.#lease.jobId });
+      if (queue) this.#d.wake(queue);
+    }
+    this.ended = new Suspended(`workflow run ${this.runId} suspended until its children "${key}" finish`);
+    throw this.ended;
+  }
+
+  /** Every child's outcome in order once all have finished, else null. */
+  async #joined(ids: string[]): Promise<ChildResult[] | null> {
+    const rows = await this.#d.store.childOutcomes({ runIds: ids });
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    const out: ChildResult[] = [];
+    for (const id of ids) {
+      const r = byId.get(id);
+      if (!r || !FINAL_CHILD_STATES.has(r.state)) return null;
+      out.push({
+        runId: id,
+        state: r.state as ChildResult['state'],
+        output: r.state === 'succeeded' ? (r.output ?? null) : null,
+        error: r.state === 'dead_lettered' && r.lastError ? { name: r.lastError.name, message: r.lastError.message } : null,
+      });
+    }
+    return out;
   }
 
   async #wait(

@@ -4,14 +4,15 @@
 
 import { z } from 'zod';
 import type { WorkflowStore, RunForAction } from '../../db/workflow-store.ts';
-import { assertJobId, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
+import { assertJobId, isJobId, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
 import { nameSchema } from '../config.ts';
-import { BatonError } from '../errors.ts';
+import { BatonError, TerminalError } from '../errors.ts';
 import type { Handler } from '../handler.ts';
 import { IDEMPOTENCY_KEY_MAX_CHARS, jsonTextHasNul, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
-import { executeRun, type WorkflowCounters } from './execution.ts';
+import { executeRun, wakeParent, type WorkflowCounters } from './execution.ts';
 import {
   RUN_STATES,
+  type ChildSpec,
   type ListRunsFilter,
   type RunDetail,
   type RunState,
@@ -90,8 +91,43 @@ export class Workflows {
     if (this.#defs.has(name)) throw new BatonError('INVALID_ARGUMENT', `workflow "${name}" is already defined`);
     const def: Definition = { fn: fn as WorkflowFn<never>, queue: o.data.queue ?? 'default', maxAttempts: o.data.maxAttempts ?? 5 };
     this.#defs.set(name, def);
-    const deps = { store: this.#d.store, counters: this.counters, wake: this.#d.wake };
+    const deps = {
+      store: this.#d.store,
+      counters: this.counters,
+      wake: this.#d.wake,
+      startChildren: (parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]) =>
+        this.#startChildren(parent, key, children),
+    };
     this.#d.handlers[jobTypeOf(name)] = (ctx) => executeRun(def.fn as WorkflowFn, ctx, deps);
+  }
+
+  /** Child runs are started once per (parent, key, index): a re-executed start step finds them. */
+  async #startChildren(parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]): Promise<string[]> {
+    const ids: string[] = [];
+    for (const [i, child] of children.entries()) {
+      const def = this.#defs.get(child?.workflow);
+      if (!def) throw new TerminalError(`all "${key}": child ${i} names no workflow defined here (${JSON.stringify(child?.workflow)})`);
+      const res = await this.#d.store.startRun({
+        name: child.workflow,
+        tenantId: parent.tenantId,
+        input: jsonText(child.input, `the input of child ${i} of "${key}"`),
+        idempotencyKey: `child:${parent.runId}:${key}:${i}`,
+        queue: def.queue,
+        jobType: jobTypeOf(child.workflow),
+        maxAttempts: def.maxAttempts,
+        parentRunId: parent.runId,
+      });
+      if (!res.duplicate) this.#d.wake(def.queue);
+      ids.push(res.run.id);
+    }
+    return ids;
+  }
+
+  /** A driving job dead-lettered: a parent waiting for its run is due now. */
+  jobDeadLettered(job: { jobType: string; payload: unknown }): void {
+    if (!job.jobType.startsWith(WORKFLOW_JOB_TYPE_PREFIX)) return;
+    const runId = String((job.payload as { runId?: unknown } | null)?.runId ?? '');
+    if (isJobId(runId)) void wakeParent({ store: this.#d.store, wake: this.#d.wake }, runId);
   }
 
   names(): string[] {
@@ -173,6 +209,7 @@ export class Workflows {
     const res = await this.#d.store.cancelRun({ runId, allowed: (r: RunForAction) => LIVE_RUN_STATES.has(r.state) });
     if (!res) throw notFound(runId);
     if ('conflict' in res) throw conflict(runId, res.conflict, 'cancelled', 'running, sleeping or waiting');
+    await wakeParent({ store: this.#d.store, wake: this.#d.wake }, runId);
     return res;
   }
 

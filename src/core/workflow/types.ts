@@ -7,7 +7,7 @@ import type { AttemptError } from '../job.ts';
 export const RUN_STATES = ['running', 'sleeping', 'waiting', 'succeeded', 'dead_lettered', 'cancelled'] as const;
 export type RunState = (typeof RUN_STATES)[number];
 
-export const STEP_KINDS = ['step', 'sleep', 'event'] as const;
+export const STEP_KINDS = ['step', 'sleep', 'event', 'children'] as const;
 export type StepKind = (typeof STEP_KINDS)[number];
 export const STEP_STATUSES = ['succeeded', 'failed', 'waiting'] as const;
 export type StepStatus = (typeof STEP_STATUSES)[number];
@@ -51,6 +51,29 @@ export interface WorkflowContext<I = unknown> {
    * `timeoutMs` passed without one. Waiting ends the execution and frees the worker.
    */
   waitForEvent<T = unknown>(key: string, eventName: string, opts?: { timeoutMs?: number }): Promise<WorkflowEvent<T> | null>;
+  /**
+   * Fan-out/fan-in: starts one child run per spec (once per run, whatever the retries) and
+   * waits, without holding a worker, until every child has finished; answers each child's
+   * outcome in input order. Children run in the parent's tenant; a cancel of the parent
+   * cancels its live children.
+   */
+  all<T = unknown>(key: string, children: ChildSpec[]): Promise<Array<ChildResult<T>>>;
+}
+
+/** A child run to start from ctx.all. */
+export interface ChildSpec {
+  workflow: string;
+  input?: unknown;
+}
+
+/** How a child run ended, as ctx.all returns it. */
+export interface ChildResult<T = unknown> {
+  runId: string;
+  state: 'succeeded' | 'dead_lettered' | 'cancelled';
+  /** The child's output when it succeeded, else null. */
+  output: T | null;
+  /** The last error of its driving job when it dead-lettered, else null. */
+  error: { name: string; message: string } | null;
 }
 
 export type WorkflowFn<I = unknown, O = unknown> = (ctx: WorkflowContext<I>) => Promise<O> | O;

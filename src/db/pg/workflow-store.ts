@@ -92,7 +92,11 @@ export class PgWorkflowStore implements WorkflowStore {
 
   startRun(p: Parameters<WorkflowStore['startRun']>[0]) {
     return this.#tx(async (c) => {
-      const [ins] = await this.#run<{ id: string }>(this.#q.insertRun, [p.name, p.tenantId, p.input, p.idempotencyKey], c);
+      const [ins] = await this.#run<{ id: string }>(
+        this.#q.insertRun,
+        [p.name, p.tenantId, p.input, p.idempotencyKey, p.parentRunId ?? null],
+        c,
+      );
       if (!ins) {
         const [row] = await this.#run<SummaryRow>(this.#q.runByKey, [p.tenantId, p.idempotencyKey], c);
         return { run: toSummary(row as SummaryRow), duplicate: true };
@@ -114,6 +118,7 @@ export class PgWorkflowStore implements WorkflowStore {
         job_id: string | null;
         output: unknown;
         wait_event: string | null;
+        parent_run_id: string | null;
         now_ms: number;
         event_ready: boolean;
       }>(this.#q.load, [p.runId]),
@@ -129,6 +134,7 @@ export class PgWorkflowStore implements WorkflowStore {
       jobId: r.job_id,
       output: r.output,
       waitEvent: r.wait_event,
+      parentRunId: r.parent_run_id,
       eventReady: r.event_ready,
       nowMs: Number(r.now_ms),
       steps,
@@ -214,6 +220,37 @@ export class PgWorkflowStore implements WorkflowStore {
     return r ? { ok: true, output: r.output } : { ok: false };
   }
 
+  async childOutcomes(p: { runIds: string[] }) {
+    const rows = await this.#run<{ id: string; state: RunState; output: unknown; last_error: { name: string; message: string } | null }>(
+      this.#q.childOutcomes,
+      [p.runIds],
+    );
+    return rows.map((r) => ({ id: r.id, state: r.state, output: r.output, lastError: r.last_error }));
+  }
+
+  async completeWait(p: Parameters<WorkflowStore['completeWait']>[0]): Promise<Fenced<{ done: boolean; output: unknown }>> {
+    const [r] = await this.#run<{ fenced_in: boolean; done: boolean; output: unknown }>(this.#q.completeWait, [
+      p.jobId,
+      p.token,
+      p.runId,
+      p.name,
+      p.occurrence,
+      p.output,
+    ]);
+    if (!r?.fenced_in) return { ok: false };
+    return { ok: true, done: r.done, output: r.output };
+  }
+
+  async wakeParent(p: { runId: string }): Promise<string | null> {
+    const [r] = await this.#run<{ queue: string }>(this.#q.wakeParent, [p.runId]);
+    return r?.queue ?? null;
+  }
+
+  async wakeRun(p: { jobId: string }): Promise<string | null> {
+    const [r] = await this.#run<{ queue: string }>(this.#q.wakeJob, [p.jobId]);
+    return r?.queue ?? null;
+  }
+
   async refusal(p: RunLease): Promise<Refusal> {
     const [r] = await this.#run<{ state: string; output: unknown; ours: boolean | null; lease_current: boolean }>(this.#q.why, [
       p.jobId,
@@ -271,6 +308,7 @@ export class PgWorkflowStore implements WorkflowStore {
         return { conflict: run.state };
       }
       await this.#run(this.#q.cancelRun, [p.runId], c);
+      await this.#run(this.#q.cancelChildren, [p.runId], c);
       if (run.jobId) await this.#run(this.#q.cancelJob, [run.jobId], c);
       return this.#summary(p.runId, c);
     });

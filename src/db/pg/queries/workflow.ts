@@ -29,7 +29,7 @@ export function workflowQueries(schema: string) {
   return {
     insertRun: {
       name: `${schema}.wf_insert_run`,
-      text: `INSERT INTO ${runs} (name, tenant_id, input, idempotency_key) VALUES ($1, $2, $3::jsonb, $4)
+      text: `INSERT INTO ${runs} (name, tenant_id, input, idempotency_key, parent_run_id) VALUES ($1, $2, $3::jsonb, $4, $5::bigint)
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id::text`,
     },
@@ -56,7 +56,7 @@ export function workflowQueries(schema: string) {
     // an event the run waits for has arrived (the wake-up's cause, for metrics).
     load: {
       name: `${schema}.wf_load`,
-      text: `SELECT r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event,
+      text: `SELECT r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
           date_part('epoch', now()) * 1000 AS now_ms,
           EXISTS (SELECT 1 FROM ${events} e WHERE e.run_id = r.id AND e.name = r.wait_event AND e.consumed_by IS NULL) AS event_ready
         FROM ${runs} r WHERE r.id = $1::bigint`,
@@ -113,7 +113,9 @@ export function workflowQueries(schema: string) {
         INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, wait_event, wake_at)
         SELECT $3::bigint, $4, $5, $6, $9, 'waiting', $10,
           COALESCE($8::timestamptz, now() + make_interval(secs => $7::double precision / 1000.0)) FROM fence
-        ON CONFLICT (run_id, name, occurrence) DO UPDATE SET updated_at = s.updated_at
+        ON CONFLICT (run_id, name, occurrence) DO UPDATE SET updated_at = s.updated_at,
+          -- A children wait re-arms its safety-net poll on each execution.
+          wake_at = CASE WHEN s.kind = 'children' AND s.status = 'waiting' THEN EXCLUDED.wake_at ELSE s.wake_at END
         RETURNING s.kind, s.status, s.output, s.wake_at, COALESCE(s.wake_at <= now(), false) AS due`,
     },
     // Ends a wait that is over: an event of its name consumed (oldest first), or its time
@@ -134,6 +136,41 @@ export function workflowQueries(schema: string) {
         used AS (UPDATE ${events} e SET consumed_by = $7 FROM ev WHERE e.id = ev.id AND EXISTS (SELECT 1 FROM done)),
         adv AS (${advance('(SELECT seq FROM done)')} AND EXISTS (SELECT 1 FROM done))
         SELECT ${fenced} AS fenced_in, EXISTS (SELECT 1 FROM done) AS done, (SELECT output FROM done) AS output`,
+    },
+    // How child runs stand ($1 their ids), with the last error of a dead-lettered one's job.
+    childOutcomes: {
+      name: `${schema}.wf_child_outcomes`,
+      text: `SELECT r.id::text, ${runState} AS state, r.output, j.last_error
+        FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = ANY ($1::bigint[])`,
+    },
+    // Ends a wait with the output the execution worked out ($6), fenced like every write.
+    completeWait: {
+      name: `${schema}.wf_complete_wait`,
+      text: `WITH ${fence},
+        done AS (
+          UPDATE ${steps} s SET status = 'succeeded', output = $6::jsonb, attempts = s.attempts + 1,
+            finished_at = now(), updated_at = now()
+          WHERE s.run_id = $3::bigint AND s.name = $4 AND s.occurrence = $5 AND s.status = 'waiting' AND ${fenced}
+          RETURNING s.output, s.seq),
+        adv AS (${advance('(SELECT seq FROM done)')} AND EXISTS (SELECT 1 FROM done))
+        SELECT ${fenced} AS fenced_in, EXISTS (SELECT 1 FROM done) AS done, (SELECT output FROM done) AS output`,
+    },
+    // A child run finished: its parent, if waiting, is due now. $1 the child run.
+    wakeParent: {
+      name: `${schema}.wf_wake_parent`,
+      text: `UPDATE ${jobs} j SET run_at = now(), updated_at = now()
+        FROM ${runs} c JOIN ${runs} p ON p.id = c.parent_run_id
+        WHERE c.id = $1::bigint AND p.state = 'waiting' AND j.id = p.job_id AND j.state = 'pending' AND j.run_at > now()
+        RETURNING j.queue`,
+    },
+    // A cancelled run's live children are cancelled with it (one level), and their pending jobs.
+    cancelChildren: {
+      name: `${schema}.wf_cancel_children`,
+      text: `WITH c AS (
+          UPDATE ${runs} SET state = 'cancelled', finished_at = now(), updated_at = now()
+          WHERE parent_run_id = $1::bigint AND state IN ('running', 'sleeping', 'waiting') RETURNING job_id)
+        UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now()
+        WHERE id IN (SELECT job_id FROM c) AND state = 'pending'`,
     },
     // Suspend, 1 of 2 (in one transaction): the run row first (sendEvent locks it first too,
     // so an event sent meanwhile is seen by one side or the other). $4 state, $5 event name,
