@@ -78,9 +78,8 @@ export interface WorkflowStore {
     maxAttempts: number;
     parentRunId?: string | null;
   }): Promise<{ run: RunSummary; duplicate: boolean }>;
-  load(p: { runId: string }): Promise<LoadedRun | null>;
-  /** False when the lease is not current or the run is over. */
-  markRunning(p: RunLease): Promise<boolean>;
+  /** The run as it was, its steps, and `marked`: the lease is current and the run (now) running. */
+  load(p: RunLease): Promise<(LoadedRun & { marked: boolean }) | null>;
   /** `won`: this write committed `output`; else another execution did and `output` is its. */
   commitStep(p: RunLease & StepKey & { seq: number; output: string; startedAt: Date }): Promise<Fenced<{ won: boolean; output: unknown }>>;
   readStep(p: { runId: string } & StepKey): Promise<{ kind: StepKind; status: StepStatus; output: unknown } | null>;

@@ -60,12 +60,12 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   const runId = String((ctx.payload as { runId?: unknown } | null)?.runId ?? '');
   if (!isJobId(runId))
     throw new TerminalError(`a workflow job's payload must be { runId }, got ${JSON.stringify(ctx.payload)?.slice(0, 80)}`);
-  const run = await d.store.load({ runId });
+  const lease: RunLease = { jobId: ctx.job.id, token: ctx.token, runId };
+  const run = await d.store.load(lease);
   if (!run) throw new TerminalError(`workflow run ${runId} does not exist`);
   if (run.state === 'succeeded') return run.output;
   if (run.state === 'cancelled') return { cancelled: true };
-  const lease: RunLease = { jobId: ctx.job.id, token: ctx.token, runId };
-  if (!(await d.store.markRunning(lease))) return stopOrThrow(await d.store.refusal(lease), lease);
+  if (!run.marked) return stopOrThrow(await d.store.refusal(lease), lease);
   if (run.state === 'sleeping') d.counters.resumes.sleep++;
   else if (run.state === 'waiting') d.counters.resumes[run.eventReady ? 'event' : 'timeout']++;
   else if (ctx.job.attempt > 1) d.counters.resumes.retry++;
@@ -339,6 +339,13 @@ class Execution implements WorkflowContext {
       return past.output;
     }
     const step = { ...this.#lease, name: key, occurrence };
+    if (past?.status === 'waiting') {
+      // Armed by an earlier execution: its wake-up time stands; see whether the wait is over.
+      const fin = await this.#d.store.finishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
+      if (!fin.ok) return this.#refused();
+      if (fin.done) return fin.output;
+      return this.#suspend(step, kind, waitEvent);
+    }
     const armed = await this.#d.store.armWait({ ...step, seq, kind, waitEvent, delayMs, until });
     if (!armed.ok) return this.#refused();
     if (armed.kind !== kind) {
@@ -352,11 +359,16 @@ class Execution implements WorkflowContext {
       if (!fin.ok) return this.#refused();
       if (fin.done) return fin.output;
     }
+    return this.#suspend(step, kind, waitEvent);
+  }
+
+  /** Ends the execution at a sleep or event wait: the job is given back, due at the wake-up. */
+  async #suspend(step: RunLease & { name: string; occurrence: number }, kind: 'sleep' | 'event', waitEvent: string | null): Promise<never> {
     const s = await this.#d.store.suspend({ ...step, state: kind === 'sleep' ? 'sleeping' : 'waiting', waitEvent });
     if (!s.ok) return this.#refused();
     // The event arrived between the look and the suspend: the job is due now, wake a worker.
     if (s.due) this.#d.wake(s.queue);
-    this.ended = new Suspended(`workflow run ${this.runId} suspended at ${kind} "${displayKey(key, occurrence)}"`);
+    this.ended = new Suspended(`workflow run ${this.runId} suspended at ${kind} "${displayKey(step.name, step.occurrence)}"`);
     throw this.ended;
   }
 }

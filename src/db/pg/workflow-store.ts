@@ -107,9 +107,10 @@ export class PgWorkflowStore implements WorkflowStore {
     });
   }
 
-  async load(p: { runId: string }): Promise<LoadedRun | null> {
+  async load(p: RunLease): Promise<(LoadedRun & { marked: boolean }) | null> {
     const [[r], steps] = await Promise.all([
       this.#run<{
+        marked: boolean;
         id: string;
         name: string;
         tenant_id: string;
@@ -121,11 +122,12 @@ export class PgWorkflowStore implements WorkflowStore {
         parent_run_id: string | null;
         now_ms: number;
         event_ready: boolean;
-      }>(this.#q.load, [p.runId]),
+      }>(this.#q.load, [p.jobId, p.token, p.runId]),
       this.#run<HistoryStep>(this.#q.loadSteps, [p.runId]),
     ]);
     if (!r) return null;
     return {
+      marked: r.marked,
       id: r.id,
       name: r.name,
       tenantId: r.tenant_id,
@@ -139,10 +141,6 @@ export class PgWorkflowStore implements WorkflowStore {
       nowMs: Number(r.now_ms),
       steps,
     };
-  }
-
-  async markRunning(p: RunLease): Promise<boolean> {
-    return (await this.#run(this.#q.markRunning, [p.jobId, p.token, p.runId])).length > 0;
   }
 
   async commitStep(p: Parameters<WorkflowStore['commitStep']>[0]): Promise<Fenced<{ won: boolean; output: unknown }>> {

@@ -52,27 +52,25 @@ export function workflowQueries(schema: string) {
       name: `${schema}.wf_summary`,
       text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint`,
     },
-    // What an execution starts from: the run, its steps and the database's clock. event_ready:
-    // an event the run waits for has arrived (the wake-up's cause, for metrics).
+    // What an execution starts from: the run as it was (a sleeping or waiting run is taken back
+    // to running, under the lease: marked), its steps and the database's clock. event_ready: an
+    // event the run waits for has arrived (the wake-up's cause, for metrics).
     load: {
       name: `${schema}.wf_load`,
-      text: `SELECT r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
+      text: `WITH m AS (
+          UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now()
+          FROM ${jobs} j
+          WHERE r.id = $3::bigint AND r.state IN ('running', 'sleeping', 'waiting') AND j.id = r.job_id
+            AND j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
+          RETURNING r.id)
+        SELECT EXISTS (SELECT 1 FROM m) AS marked, r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
           date_part('epoch', now()) * 1000 AS now_ms,
           EXISTS (SELECT 1 FROM ${events} e WHERE e.run_id = r.id AND e.name = r.wait_event AND e.consumed_by IS NULL) AS event_ready
-        FROM ${runs} r WHERE r.id = $1::bigint`,
+        FROM ${runs} r WHERE r.id = $3::bigint`,
     },
     loadSteps: {
       name: `${schema}.wf_load_steps`,
       text: `SELECT name, occurrence, seq, kind, status, output, attempts FROM ${steps} WHERE run_id = $1::bigint ORDER BY seq, started_at`,
-    },
-    // A resumed execution takes the run back from sleeping/waiting, under its lease.
-    markRunning: {
-      name: `${schema}.wf_mark_running`,
-      text: `UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now()
-        FROM ${jobs} j
-        WHERE r.id = $3::bigint AND r.state IN ('running', 'sleeping', 'waiting') AND j.id = r.job_id
-          AND j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
-        RETURNING r.id`,
     },
     // A step's output: one insert wins (a failed row is taken over); the loser gets no row
     // back and reads the winner's. $4 name, $5 occurrence, $6 seq, $7 output, $8 started.
