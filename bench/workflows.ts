@@ -135,11 +135,15 @@ async function sleepers(url: string) {
   const probe = new pg.Client({ connectionString: url });
   await probe.connect();
   const dbName = new URL(url).pathname.slice(1);
-  const connections = async () =>
-    Number(
-      (await probe.query('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [dbName]))
-        .rows[0].n,
+  // Open connections, and those doing something (not idle in the pool).
+  const connections = async () => {
+    const r = await probe.query(
+      `SELECT count(*)::int AS n, (count(*) FILTER (WHERE state <> 'idle'))::int AS busy
+       FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()`,
+      [dbName],
     );
+    return { open: Number(r.rows[0].n), busy: Number(r.rows[0].busy) };
+  };
   const bytes = async () =>
     Number(
       (
@@ -251,7 +255,7 @@ load average at start ${machine.loadAvgAtStart.join(' / ')}. Medians of ${RUNS} 
 | resume ÷ job start, p50 / p99 (target ≤ 2) | ${f(report.latencyMs.p50Ratio, 2)} / ${f(report.latencyMs.p99Ratio, 2)} |
 | sleeping runs | ${sleep.sleepingRuns} |
 | worker slots in flight / live leases while they sleep | ${sleep.slotsInFlight} / ${sleep.liveLeases} |
-| database connections: idle baseline / while they sleep | ${sleep.idleConnections} / ${sleep.connectionsWhileSleeping} |
+| database connections open (busy): idle baseline / while they sleep | ${sleep.idleConnections.open} (${sleep.idleConnections.busy}) / ${sleep.connectionsWhileSleeping.open} (${sleep.connectionsWhileSleeping.busy}) |
 | table bytes per sleeping run (jobs + runs + steps, with indexes and TOAST) | ${sleep.bytesPerSleepingRun} |
 `;
   writeFileSync(`${file}.md`, md);
