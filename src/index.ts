@@ -54,6 +54,7 @@ export {
 } from './core/errors.ts';
 export { StepFailedError, type WorkflowCounters } from './core/workflow/execution.ts';
 export { WORKFLOW_JOB_TYPE_PREFIX } from './core/workflow/service.ts';
+export type { BuilderStepContext, WorkflowBuilder } from './core/workflow/builder.ts';
 export {
   RUN_STATES,
   STEP_KINDS,

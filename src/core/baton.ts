@@ -11,6 +11,7 @@ import type { MigrateResult } from '../db/migrate.ts';
 import type { Queryable } from '../db/pg/pool.ts';
 import type { WorkflowCounters } from './workflow/execution.ts';
 import type { Workflows } from './workflow/service.ts';
+import type { WorkflowBuilder } from './workflow/builder.ts';
 import type { SendEventResult, StartRunOptions, StartRunResult, WorkflowFn, WorkflowOptions } from './workflow/types.ts';
 
 export interface EnqueueOptions {
@@ -72,6 +73,8 @@ export interface Baton {
    * `opts.queue`), once per execution of a run. Define workflows before start().
    */
   workflow<I = unknown, O = unknown>(name: string, fn: WorkflowFn<I, O>, opts?: WorkflowOptions): void;
+  /** The builder form: `baton.workflow(name).step(a, fn).step(b, fn)`; the run's output is every step's output by key. */
+  workflow<I = unknown>(name: string, opts?: WorkflowOptions): WorkflowBuilder<I>;
   /** Starts a run of a workflow defined in this process. Throws WORKFLOW_NOT_FOUND for an unknown name. */
   startWorkflow(name: string, input?: unknown, opts?: StartRunOptions): Promise<StartRunResult>;
   /** Sends an event to a run: kept until a wait for `name` takes it; a repeated idempotency key is absorbed. */

@@ -32,6 +32,7 @@ import type { RunnerDeps } from './job-runner.ts';
 import type { WorkflowStore } from '../db/workflow-store.ts';
 import { Workflows } from './workflow/service.ts';
 import type { WorkflowFn, WorkflowOptions } from './workflow/types.ts';
+import { workflowBuilder, type WorkflowBuilder } from './workflow/builder.ts';
 
 /** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
 const ABORT_GRACE_MS = 1_000;
@@ -344,8 +345,16 @@ export class Engine implements Baton {
     return this.#producer.enqueueMany(specs, opts);
   }
 
-  workflow<I, O>(name: string, fn: WorkflowFn<I, O>, opts?: WorkflowOptions): void {
-    this.workflows.define(name, fn, opts);
+  workflow<I, O>(name: string, fn: WorkflowFn<I, O>, opts?: WorkflowOptions): void;
+  workflow<I>(name: string, opts?: WorkflowOptions): WorkflowBuilder<I>;
+  workflow<I, O>(name: string, fnOrOpts?: WorkflowFn<I, O> | WorkflowOptions, opts?: WorkflowOptions): WorkflowBuilder<I> | undefined {
+    if (typeof fnOrOpts === 'function') {
+      this.workflows.define(name, fnOrOpts, opts);
+      return undefined;
+    }
+    const { builder, fn } = workflowBuilder<I>();
+    this.workflows.define(name, fn, fnOrOpts);
+    return builder;
   }
 
   startWorkflow(name: string, input?: unknown, opts?: Parameters<Workflows['start']>[2]) {

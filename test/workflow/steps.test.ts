@@ -102,6 +102,33 @@ describe('workflow steps', () => {
     expect(done.steps.map((s) => s.key)).toEqual(['v', 'tick', 'tick#2', 'tick#3', 'fail-once']);
   });
 
+  it('the builder form runs its steps in order, each reading earlier outputs with requireOutputOf', async () => {
+    const baton = engines.create({ queues: { default: 1 } });
+    let charges = 0;
+    baton
+      .workflow<{ sku: string }>('built')
+      .step('reserve', (ctx) => ({ sku: ctx.input.sku, key: ctx.idempotencyKey }))
+      .step('charge', (ctx) => {
+        charges++;
+        if (charges === 1) throw new Error('flaky');
+        return { reserved: ctx.requireOutputOf<{ sku: string }>('reserve').sku };
+      })
+      .step('early', (ctx) => ctx.requireOutputOf('later'))
+      .step('later', () => 'never reached');
+    await baton.start();
+    const { run } = await baton.startWorkflow('built', { sku: 'A1' });
+    const dead = await runInState(baton, run.id, 'dead_lettered');
+    expect(charges).toBe(2);
+    expect(dead.steps.map((s) => [s.key, s.status])).toEqual([
+      ['reserve', 'succeeded'],
+      ['charge', 'succeeded'],
+      ['early', 'failed'],
+    ]);
+    expect(dead.steps[0]?.output).toEqual({ sku: 'A1', key: `${run.id}:reserve` });
+    expect(dead.steps[1]?.output).toEqual({ reserved: 'A1' });
+    expect(dead.errors.at(-1)?.message).toContain('requires the output of "later"');
+  });
+
   it('TerminalError in a step dead-letters the run at once; a code change under a run is detected and names the step', async () => {
     const baton = engines.create({ queues: { default: 2 } });
     let version = 1;
