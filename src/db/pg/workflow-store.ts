@@ -62,13 +62,13 @@ export class PgWorkflowStore implements WorkflowStore {
   }
 
   /** `fn` runs in a transaction; it commits when `fn` resolves, rolls back when it throws or returns rollback. */
-  async #tx<T>(fn: (c: Queryable, rollback: () => void) => Promise<T>): Promise<T> {
+  async #tx<T>(fn: (c: Queryable, rollback: () => void) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const conn = await checkOut(this.#pool).catch((err: unknown) => {
       throw translatePgError(err);
     });
     let destroy = false;
     try {
-      await conn.client.query({ text: 'BEGIN' });
+      await conn.client.query({ text: begin });
       let rolledBack = false;
       const result = await fn(conn.client, () => {
         rolledBack = true;
@@ -338,7 +338,12 @@ export class PgWorkflowStore implements WorkflowStore {
     });
   }
 
-  async getRun(p: { runId: string }): Promise<RunDetail | null> {
+  /** The run and its steps from one snapshot: two reads apart could show a run waiting without the steps that led there. */
+  getRun(p: { runId: string }): Promise<RunDetail | null> {
+    return this.#tx((c) => this.#getRun(p, c), 'BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+  }
+
+  async #getRun(p: { runId: string }, c: Queryable): Promise<RunDetail | null> {
     const [[r], steps] = await Promise.all([
       this.#run<
         SummaryRow & {
@@ -349,7 +354,7 @@ export class PgWorkflowStore implements WorkflowStore {
           errors: RunDetail['errors'] | null;
           dead_letter_reason: string | null;
         }
-      >(this.#q.get, [p.runId]),
+      >(this.#q.get, [p.runId], c),
       this.#run<{
         name: string;
         occurrence: number;
@@ -363,7 +368,7 @@ export class PgWorkflowStore implements WorkflowStore {
         wake_at: Date | null;
         started_at: Date;
         finished_at: Date | null;
-      }>(this.#q.steps, [p.runId]),
+      }>(this.#q.steps, [p.runId], c),
     ]);
     if (!r) return null;
     return {
