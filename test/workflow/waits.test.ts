@@ -132,6 +132,12 @@ describe('workflow continuations', () => {
     ]);
     expect(baton.stats().workflows.resumes).toMatchObject({ event: 1, timeout: 1 });
     expect(await code(baton.sendEvent(run.id, 'ping', 3))).toBe('RUN_STATE_CONFLICT');
+    // A retry of an event the finished run already holds is still a duplicate.
+    expect(await baton.sendEvent(run.id, 'ping', 2, { idempotencyKey: 'e1' })).toEqual({
+      eventId: a.eventId,
+      duplicate: true,
+      resumed: false,
+    });
     expect(await code(baton.sendEvent('999999', 'ping', 3))).toBe('RUN_NOT_FOUND');
   });
 

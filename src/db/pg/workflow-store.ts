@@ -282,7 +282,11 @@ export class PgWorkflowStore implements WorkflowStore {
     return this.#tx(async (c) => {
       const run = await this.#lock(p.runId, c);
       if (!run) return null;
-      if (run.state === 'succeeded' || run.state === 'cancelled') return { conflict: run.state };
+      if (run.state === 'succeeded' || run.state === 'cancelled') {
+        // A producer retrying an event the run already took is answered as a duplicate, not a conflict.
+        const [old] = p.idempotencyKey === null ? [] : await this.#run<{ id: string }>(this.#q.eventByKey, [p.runId, p.idempotencyKey], c);
+        return old ? { eventId: old.id, duplicate: true, wokeQueue: null } : { conflict: run.state };
+      }
       const [ins] = await this.#run<{ id: string }>(this.#q.insertEvent, [p.runId, p.name, p.payload, p.idempotencyKey], c);
       if (!ins) {
         const [old] = await this.#run<{ id: string }>(this.#q.eventByKey, [p.runId, p.idempotencyKey], c);
