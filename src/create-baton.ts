@@ -19,6 +19,7 @@ import type { ScheduleInput } from './core/cron/schedule.ts';
 import { PgListener } from './db/pg/listener.ts';
 import { warmPool, type PgPoolLike } from './db/pg/pool.ts';
 import { PgPresence } from './db/pg/presence.ts';
+import { PgWorkflowStore } from './db/pg/workflow-store.ts';
 import { jobQueries } from './db/pg/queries/job.ts';
 import { installTokenFloor } from './db/pg/token-floor.ts';
 import { quoteSchema } from './db/schema-name.ts';
@@ -176,6 +177,7 @@ export function createBaton(options: BatonOptions): Baton {
     scheduleStore: new PgScheduleStore(pool, schema, cronChannelFor(config.schema)),
     adminScheduleStore: new PgScheduleStore(adminPool ?? pool, schema, cronChannelFor(config.schema)),
     schedules: { declared: schedules ?? [], pruneUndeclared: pruneSchedules ?? false },
+    workflowStore: new PgWorkflowStore(pool, schema),
     handlers: handlers ?? {},
     logger: log,
     lockNamespace,
@@ -189,7 +191,7 @@ export function createBaton(options: BatonOptions): Baton {
         lockNamespace,
         workerId: config.workerId,
         queues: { ...config.queues },
-        jobTypes: Object.keys(handlers ?? {}),
+        jobTypes: hooks.jobTypes,
         // Presence keys come from worker_lock_seq (1 and up): key 0 of the namespace is free.
         ...(config.reaper ? { leaderLock: { namespace: lockNamespace, key: 0 } } : {}),
         onError: (err) => log.warn({ err }, 'baton: presence connection lost; reconnecting'),

@@ -69,7 +69,40 @@ export {
   type DeadLetteredJob,
   type CancelledJob,
 } from './core/job.ts';
-export { BatonError, TerminalError, LeaseLostError, ERROR_CODES, isBatonError, type ErrorCode } from './core/errors.ts';
+export {
+  BatonError,
+  TerminalError,
+  LeaseLostError,
+  NonDeterminismError,
+  ERROR_CODES,
+  isBatonError,
+  type ErrorCode,
+} from './core/errors.ts';
+export { StepFailedError, type WorkflowCounters } from './core/workflow/execution.ts';
+export { WORKFLOW_JOB_TYPE_PREFIX } from './core/workflow/service.ts';
+export type { BuilderStepContext, WorkflowBuilder } from './core/workflow/builder.ts';
+export {
+  RUN_STATES,
+  STEP_KINDS,
+  type ChildResult,
+  type ChildSpec,
+  STEP_STATUSES,
+  type ListRunsFilter,
+  type RunDetail,
+  type RunState,
+  type RunSummary,
+  type SendEventResult,
+  type StartRunOptions,
+  type StartRunResult,
+  type StepContext,
+  type StepInfo,
+  type StepKind,
+  type StepStatus,
+  type WorkflowContext,
+  type WorkflowEvent,
+  type WorkflowFn,
+  type WorkflowOptions,
+} from './core/workflow/types.ts';
 export {
   engineConfigSchema,
   parseEngineConfig,

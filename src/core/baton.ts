@@ -11,6 +11,10 @@ import type { EnqueueResult, JobSpec } from './job.ts';
 import type { TraceCarrier } from './tracing.ts';
 import type { MigrateResult } from '../db/migrate.ts';
 import type { Queryable } from '../db/pg/pool.ts';
+import type { WorkflowCounters } from './workflow/execution.ts';
+import type { Workflows } from './workflow/service.ts';
+import type { WorkflowBuilder } from './workflow/builder.ts';
+import type { SendEventResult, StartRunOptions, StartRunResult, WorkflowFn, WorkflowOptions } from './workflow/types.ts';
 
 export interface EnqueueOptions {
   /**
@@ -43,6 +47,8 @@ export interface EngineStats {
   strandedReleased: number;
   /** Cron: occurrences this process turned into jobs, misfires it found (by policy), schedules it disabled. */
   cron: CronCounters;
+  /** Workflow steps executed, completed steps answered from history, and executions resumed by cause. */
+  workflows: WorkflowCounters;
   /** Gauges: queue -> { concurrency, inFlight }. */
   slots: Record<string, { concurrency: number; inFlight: number }>;
   /** Whether this worker holds its presence lock (it claims only then); null before start() or with no queues. */
@@ -68,6 +74,19 @@ export interface Baton {
   readonly admin: AdminApi;
   /** Schedules: recurring jobs from cron expressions in IANA zones (docs/cron.md). */
   readonly cron: CronApi;
+  /**
+   * Defines a durable workflow: `fn` runs as the handler of job type `workflow:<name>` (on
+   * `opts.queue`), once per execution of a run. Define workflows before start().
+   */
+  workflow<I = unknown, O = unknown>(name: string, fn: WorkflowFn<I, O>, opts?: WorkflowOptions): void;
+  /** The builder form: `baton.workflow(name).step(a, fn).step(b, fn)`; the run's output is every step's output by key. */
+  workflow<I = unknown>(name: string, opts?: WorkflowOptions): WorkflowBuilder<I>;
+  /** Starts a run of a workflow defined in this process. Throws WORKFLOW_NOT_FOUND for an unknown name. */
+  startWorkflow(name: string, input?: unknown, opts?: StartRunOptions): Promise<StartRunResult>;
+  /** Sends an event to a run: kept until a wait for `name` takes it; a repeated idempotency key is absorbed. */
+  sendEvent(runId: string, name: string, payload?: unknown, opts?: { idempotencyKey?: string }): Promise<SendEventResult>;
+  /** Runs: reads, cancel and replay. */
+  readonly workflows: Pick<Workflows, 'getRun' | 'listRuns' | 'cancelRun' | 'replayRun' | 'countRunsByState' | 'names'>;
   readonly events: EventEmitter<EngineEvents>;
   stats(): EngineStats;
 }

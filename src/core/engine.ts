@@ -33,6 +33,10 @@ import { Producer } from './producer.ts';
 import { Reaper } from './reaper.ts';
 import { Retention } from './retention.ts';
 import type { RunnerDeps } from './job-runner.ts';
+import type { WorkflowStore } from '../db/workflow-store.ts';
+import { Workflows } from './workflow/service.ts';
+import type { WorkflowFn, WorkflowOptions } from './workflow/types.ts';
+import { workflowBuilder, type WorkflowBuilder } from './workflow/builder.ts';
 
 /** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
 const ABORT_GRACE_MS = 1_000;
@@ -52,7 +56,7 @@ export interface EngineDeps {
    * `onAcquired` runs each time the presence lock is (re-)acquired; `onLeadership` when this
    * process becomes (true) or stops being (false) the leader that runs maintenance.
    */
-  createPresence: (hooks: { onAcquired: () => void; onLeadership: (leader: boolean) => void }) => Presence;
+  createPresence: (hooks: { onAcquired: () => void; onLeadership: (leader: boolean) => void; jobTypes: string[] }) => Presence;
   createListener: (hooks: {
     onNotify: (channel: string) => void;
     onConnected: () => void;
@@ -69,6 +73,8 @@ export interface EngineDeps {
   clock?: Clock;
   /** Trace context capture at enqueue and a span per attempt. Default: none. */
   tracing?: Tracing;
+  /** Where workflow runs, steps and events live. */
+  workflowStore: WorkflowStore;
 }
 
 export class Engine implements Baton {
@@ -76,7 +82,10 @@ export class Engine implements Baton {
   readonly admin: AdminApi;
   readonly cron: CronApi;
   readonly events: EngineEventEmitter;
+  readonly workflows: Workflows;
   readonly #d: EngineDeps;
+  /** The handlers the runner looks up: the given ones, plus one per defined workflow. */
+  readonly #handlers: Record<string, HandlerMap[string]>;
   readonly #log: Logger;
   readonly #leases: LeaseTable;
   readonly #dispatchers = new Map<string, QueueDispatcher>();
@@ -125,6 +134,9 @@ export class Engine implements Baton {
       this.events.emit('error', { where, error });
     };
     this.admin = createAdmin(deps.adminExecutor, (q) => this.#wakeQueues([q]));
+    this.#handlers = { ...deps.handlers };
+    this.workflows = new Workflows({ store: deps.workflowStore, handlers: this.#handlers, wake: (q) => this.#wakeQueues([q]) });
+    this.events.on('deadLettered', (e) => this.workflows.jobDeadLettered(e.job));
     this.#producer = new Producer({
       config: this.config,
       executor: deps.executor,
@@ -195,7 +207,7 @@ export class Engine implements Baton {
     this.cron = this.#cron.api;
     this.#runner = {
       tracing,
-      handlers: deps.handlers,
+      handlers: this.#handlers,
       completer: this.#completer,
       config: this.config,
       logger: this.#log,
@@ -248,6 +260,7 @@ export class Engine implements Baton {
       if (working) {
         // Claims wait while the lock is lost (see Claimer); getting it back wakes them.
         this.#presence = this.#d.createPresence({
+          jobTypes: Object.keys(this.#handlers),
           onAcquired: () => {
             this.#claimer.presenceAcquired();
             this.#wakeAll();
@@ -378,6 +391,26 @@ export class Engine implements Baton {
     return this.#producer.enqueueMany(specs, opts);
   }
 
+  workflow<I, O>(name: string, fn: WorkflowFn<I, O>, opts?: WorkflowOptions): void;
+  workflow<I>(name: string, opts?: WorkflowOptions): WorkflowBuilder<I>;
+  workflow<I, O>(name: string, fnOrOpts?: WorkflowFn<I, O> | WorkflowOptions, opts?: WorkflowOptions): WorkflowBuilder<I> | undefined {
+    if (typeof fnOrOpts === 'function') {
+      this.workflows.define(name, fnOrOpts, opts);
+      return undefined;
+    }
+    const { builder, fn } = workflowBuilder<I>();
+    this.workflows.define(name, fn, fnOrOpts);
+    return builder;
+  }
+
+  startWorkflow(name: string, input?: unknown, opts?: Parameters<Workflows['start']>[2]) {
+    return this.workflows.start(name, input, opts);
+  }
+
+  sendEvent(runId: string, name: string, payload?: unknown, opts?: { idempotencyKey?: string }) {
+    return this.workflows.sendEvent(runId, name, payload, opts);
+  }
+
   async wake(queue: string): Promise<void> {
     this.#producer.wake([queue]);
   }
@@ -410,6 +443,7 @@ export class Engine implements Baton {
     return {
       ...this.#counters,
       cron: { ...this.#cron.counters, misfires: { ...this.#cron.counters.misfires } },
+      workflows: structuredClone(this.workflows.counters),
       slots,
       presenceHeld: this.#presence ? this.#presence.held : null,
       leader: this.#presence ? this.#presence.leader : null,

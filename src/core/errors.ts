@@ -14,6 +14,9 @@ export const ERROR_CODES = [
   'SHUTTING_DOWN',
   'DB_UNAVAILABLE',
   'LEASE_LOST',
+  'WORKFLOW_NOT_FOUND',
+  'RUN_NOT_FOUND',
+  'RUN_STATE_CONFLICT',
   'INTERNAL',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -47,5 +50,24 @@ export class LeaseLostError extends BatonError {
   constructor(jobId: string, token: string) {
     super('LEASE_LOST', `lease on job ${jobId} (token ${token}) was lost`, { details: { jobId, token } });
     this.name = 'LeaseLostError';
+  }
+}
+
+/** A workflow run's replay reached a different step than its history holds: the code changed under it. Terminal. */
+export class NonDeterminismError extends TerminalError {
+  constructor(message: string) {
+    super(message);
+    this.name = 'NonDeterminismError';
+  }
+}
+
+/**
+ * Thrown by a handler that has already written its job's outcome itself, under its lease
+ * (a workflow execution that suspended): the runner writes nothing and frees the slot.
+ */
+export class OutcomeWritten extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OutcomeWritten';
   }
 }

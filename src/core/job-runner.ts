@@ -4,7 +4,7 @@
 
 import type { Completer, OutcomeWrite, WriteResult } from './completer.ts';
 import type { EngineConfig } from './config.ts';
-import { LeaseLostError } from './errors.ts';
+import { LeaseLostError, OutcomeWritten } from './errors.ts';
 import type { EngineEventEmitter } from './events.ts';
 import type { HandlerMap, JobContext } from './handler.ts';
 import type { AttemptError, LeasedJob } from './job.ts';
@@ -148,6 +148,13 @@ class JobRun implements OutcomeWrite {
 
   /** The handler threw (or could not be found): a failed attempt, terminal when the error says so. */
   #threw(error: unknown, kind?: 'unknown_job_type'): void {
+    if (error instanceof OutcomeWritten) {
+      // The handler gave its job back itself, fenced (a suspended workflow): nothing to write.
+      this.#slot.handlerDone();
+      this.#outcome = 'released';
+      this.#finish();
+      return;
+    }
     // isTerminal and describeError never throw, whatever was thrown.
     const terminal = kind === undefined && isTerminal(error);
     this.#failed(error, terminal, kind ?? (terminal ? 'terminal' : 'transient'));

@@ -133,7 +133,12 @@ export const SETTINGS = {
     String(PG_PORT_DEFAULT),
   ],
   BATON_HANDLERS: ['handlers', z.string().min(1).optional(), 'module exporting `handlers` (or default): jobType -> handler', '(none)'],
-  BATON_DEMO_HANDLERS: ['demo-handlers', bool.default(true), 'register the demo handlers noop, sleep, boom, poison', 'true'],
+  BATON_DEMO_HANDLERS: [
+    'demo-handlers',
+    bool.default(true),
+    'register the demo handlers noop, sleep, boom, poison and the place-order workflow',
+    'true',
+  ],
   BATON_BODY_LIMIT_BYTES: [
     'body-limit-bytes',
     int(1, 1_073_741_824).default(BODY_LIMIT_BYTES_DEFAULT),

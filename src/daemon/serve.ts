@@ -9,10 +9,11 @@ import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Logger as PinoLogger } from 'pino';
 import { createBaton } from '../create-baton.ts';
+import type { WorkflowFn } from '../core/workflow/types.ts';
 import type { HandlerMap } from '../core/handler.ts';
 import { createApp } from '../http/app.ts';
 import { openDatabase } from './database.ts';
-import { demoHandlers } from './demo-handlers.ts';
+import { demoHandlers, demoWorkflows } from './demo-handlers.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { loadHandlers } from './load-handlers.ts';
 import { PlainError } from './plain-error.ts';
@@ -53,6 +54,7 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
       handlers,
       logger: logger.child({ component: 'engine' }),
     });
+    if (config.demoHandlers) for (const [name, fn] of Object.entries(demoWorkflows)) baton.workflow(name, fn as WorkflowFn);
     shutdown.add({ order: SHUTDOWN_ORDER.drain, name: 'drain jobs', run: () => baton.stop({ drainMs: config.drainMs }) });
     const migrated = await baton.migrate();
     if (migrated.applied.length > 0) logger.info({ applied: migrated.applied }, 'migrations applied');

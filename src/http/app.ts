@@ -20,6 +20,7 @@ import { jobRoutes } from './routes/jobs.ts';
 import { dlqRoutes, queueRoutes, statsRoutes, workerRoutes } from './routes/admin.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { cronRoutes } from './routes/cron.ts';
+import { workflowRoutes } from './routes/workflows.ts';
 
 export const BODY_LIMIT_BYTES_DEFAULT = 1024 * 1024;
 export const CONSOLE_HTML_PATH_DEFAULT = fileURLToPath(new URL('./console.html', import.meta.url));
@@ -106,6 +107,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/api/workers', workerRoutes(baton))
     .route('/api/stats', statsRoutes(baton))
     .route('/api/cron', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
+    .route('/api/workflows', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route(
       '/',
       opsRoutes(baton, {

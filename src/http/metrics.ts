@@ -4,6 +4,7 @@
 
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Baton, EngineEvents } from '../index.ts';
+import { registerWorkflowMetrics } from './metrics-workflows.ts';
 import { registerDatabaseMetrics } from './metrics-db.ts';
 
 export interface MetricsOptions {
@@ -74,13 +75,16 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   const health = registerDatabaseMetrics(registry, baton, () => {
     scrapeFailed = true;
   });
+  const workflows = registerWorkflowMetrics(registry, baton, () => {
+    scrapeFailed = true;
+  });
   new Counter({
     name: 'baton_metrics_collect_errors_total',
     help: 'Scrapes whose job counts or database health could not be read from the database',
     registers,
     // Reports the failure of this very scrape, not only of earlier ones: once, whatever failed.
     async collect() {
-      await Promise.all([jobsRead, health.settled()]);
+      await Promise.all([jobsRead, health.settled(), workflows.settled()]);
       if (scrapeFailed) this.inc();
     },
   });

@@ -9,6 +9,7 @@ import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
 import { isTokenGuarded } from './auth.ts';
 import type { ApiErrorCode } from './errors.ts';
 import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc } from './openapi.ts';
+import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
 import {
   batchSchema,
   bulkSchema,
@@ -225,6 +226,7 @@ const OPERATIONS: readonly OperationDoc[] = [
     responses: { 200: json('the workers', r.workers) },
     errors: ENGINE,
   }),
+  ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
   route({
     method: 'post',
     path: '/api/cron',
@@ -361,6 +363,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       { name: 'jobs', description: 'enqueue, read, list, replay, cancel' },
       { name: 'queues', description: 'queues and workers' },
       { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
+      WORKFLOW_TAG,
       { name: 'operations', description: 'health, readiness, metrics, this document, the console' },
     ],
     components: {
@@ -375,6 +378,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       Worker: wireWorkerSchema,
       Schedule: wireScheduleSchema,
       FireInstant: wireFireInstantSchema,
+      ...WORKFLOW_COMPONENTS,
     },
     requestComponents: { JobSpec: jobSpecSchema, ScheduleSpec: scheduleBodySchema },
     operations: OPERATIONS,

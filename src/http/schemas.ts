@@ -49,7 +49,7 @@ export const nameSchema = engineNameSchema
   .meta({ description: '1-128 characters of A-Z a-z 0-9 _ . : - /, case-sensitive; no empty, "." or ".." segment' });
 
 /** A non-negative decimal integer in a query string, bounded; "1e9", "-1", "1.5", "" are refused. */
-function intParam(min: number, max: number, dflt?: number) {
+export function intParam(min: number, max: number, dflt?: number) {
   return z
     .string()
     .regex(/^\d{1,9}$/, `must be an integer from ${min} to ${max}`)

@@ -243,6 +243,27 @@ describe('real answers match the document', () => {
     await expectDocumented('POST /api/dlq/replay', await post('/api/dlq/replay?limit=1001'));
   });
 
+  it('/api/workflows: start, read, list, cancel, replay and events', async () => {
+    api.baton.workflow('oa-flow', (ctx) => ctx.waitForEvent('w', 'go'));
+    const started = await expectDocumented(
+      'POST /api/workflows/:name/runs',
+      await post('/api/workflows/oa-flow/runs', { input: { n: 1 } }),
+    );
+    const id = started.run.id as string;
+    await expectDocumented('POST /api/workflows/:name/runs', await post('/api/workflows/unknown/runs', {}));
+    await expectDocumented('GET /api/workflows/runs/:id', await api.raw(`/api/workflows/runs/${id}`));
+    await expectDocumented('GET /api/workflows/runs/:id', await api.raw('/api/workflows/runs/x'));
+    const page = await expectDocumented('GET /api/workflows/runs', await api.raw('/api/workflows/runs?name=oa-flow&state=running'));
+    expect(page.runs.map((r: { id: string }) => r.id)).toEqual([id]);
+    await expectDocumented('GET /api/workflows/runs', await api.raw('/api/workflows/runs?state=nope'));
+    await expectDocumented('POST /api/workflows/runs/:id/events/:name', await post(`/api/workflows/runs/${id}/events/go`, { payload: 1 }));
+    await expectDocumented('POST /api/workflows/runs/:id/events/:name', await post('/api/workflows/runs/999999/events/go', {}));
+    await expectDocumented('POST /api/workflows/runs/:id/replay', await post(`/api/workflows/runs/${id}/replay`));
+    await expectDocumented('POST /api/workflows/runs/:id/cancel', await post(`/api/workflows/runs/${id}/cancel`));
+    await expectDocumented('POST /api/workflows/runs/:id/cancel', await post(`/api/workflows/runs/${id}/cancel`));
+    await expectDocumented('POST /api/workflows/runs/:id/replay', await post(`/api/workflows/runs/${id}/replay`));
+  });
+
   it('GET /api/queues, /api/queues/:queue/depth, /api/workers', async () => {
     await insertWorker(db.pool, 'openapi-worker', { queues: { oa: 2 }, jobTypes: ['works'] });
     expect((await expectDocumented('GET /api/queues', await api.raw('/api/queues'))).queues.length).toBeGreaterThan(0);

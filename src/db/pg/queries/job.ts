@@ -69,6 +69,21 @@ export const summaryColumns = (j: string) => `${j}.id, ${j}.tenant_id, ${j}.queu
     CASE WHEN ${j}.last_error IS NOT NULL THEN (${j}.last_error - 'stack')
       || jsonb_build_object('message', left(${j}.last_error->>'message', ${LIST_MESSAGE_MAX_CHARS})) END AS last_error`;
 
+/**
+ * Adds `sign` x the rows of `from` (columns queue and state) in a finished state to the
+ * finished count of their queue and state, in this session's shard (see migration 0009): every
+ * statement that moves a job into or out of a finished state runs it as a CTE. Rows in key
+ * order: two statements of one shard lock counter rows in the same order, so they cannot deadlock.
+ */
+export const countFinishedSql = (
+  schema: string,
+  from: string,
+  sign: '' | '-',
+) => `INSERT INTO ${schema}.finished_counts AS s (queue, state, shard, n)
+          SELECT queue, state, pg_backend_pid() % 32, ${sign}count(*) FROM ${from}
+          WHERE state IN ('succeeded', 'dead_lettered', 'cancelled') GROUP BY queue, state ORDER BY queue, state
+          ON CONFLICT (queue, state, shard) DO UPDATE SET n = s.n + excluded.n`;
+
 export function jobQueries(schema: string) {
   const jobs = `${schema}.jobs`;
   const tokenSeq = `'${schema}.lease_token_seq'`;
@@ -80,14 +95,7 @@ export function jobQueries(schema: string) {
     FROM jsonb_array_elements(j.errors || jsonb_build_array(${entry})) WITH ORDINALITY AS h(e, o)
     WHERE o > jsonb_array_length(j.errors) + 1 - ${ERROR_HISTORY_LIMIT})`;
 
-  // Adds `sign` x the rows of `from` (columns queue and state) in a finished state to the
-  // finished count of their queue and state, in this session's shard (see migration 0009). Rows
-  // in key order: two statements of one shard lock counter rows in the same order, so they
-  // cannot deadlock.
-  const countFinished = (from: string, sign: '' | '-') => `INSERT INTO ${schema}.finished_counts AS s (queue, state, shard, n)
-          SELECT queue, state, pg_backend_pid() % 32, ${sign}count(*) FROM ${from}
-          WHERE state IN ('succeeded', 'dead_lettered', 'cancelled') GROUP BY queue, state ORDER BY queue, state
-          ON CONFLICT (queue, state, shard) DO UPDATE SET n = s.n + excluded.n`;
+  const countFinished = (from: string, sign: '' | '-') => countFinishedSql(schema, from, sign);
 
   // Inserts a batch in one statement. Rows are read from a jsonb array in input order;
   // a duplicate (tenant_id, idempotency_key) is skipped here and read back by selectByKeys.

@@ -1,0 +1,246 @@
+// Workflows: the registry of workflow functions (each is the handler of its own job
+// type, `workflow:<name>`), and the producer and operator side of runs: start, events,
+// reads, cancel and replay. Execution itself is execution.ts.
+
+import { z } from 'zod';
+import type { WorkflowStore, RunForAction } from '../../db/workflow-store.ts';
+import { assertJobId, isJobId, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
+import { nameSchema } from '../config.ts';
+import { BatonError, TerminalError } from '../errors.ts';
+import type { Handler } from '../handler.ts';
+import { IDEMPOTENCY_KEY_MAX_CHARS, jsonTextHasNul, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
+import { executeRun, wakeParent, type WorkflowCounters } from './execution.ts';
+import {
+  RUN_STATES,
+  type ChildSpec,
+  type ListRunsFilter,
+  type RunDetail,
+  type RunState,
+  type RunSummary,
+  type SendEventResult,
+  type StartRunOptions,
+  type StartRunResult,
+  type WorkflowFn,
+  type WorkflowOptions,
+} from './types.ts';
+
+export const WORKFLOW_JOB_TYPE_PREFIX = 'workflow:';
+const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting']);
+const REPLAYABLE_RUN_STATES: ReadonlySet<RunState> = new Set(['dead_lettered', 'cancelled']);
+
+const jobTypeOf = (name: string) => `${WORKFLOW_JOB_TYPE_PREFIX}${name}`;
+const noNul = (s: string) => !s.includes('\u0000');
+const keySchema = z.string().min(1).max(IDEMPOTENCY_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes');
+const optionsSchema = z
+  .object({ queue: nameSchema.optional(), maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_MAX).optional() })
+  .strict();
+const startSchema = z.object({ tenantId: nameSchema.optional(), idempotencyKey: keySchema.optional() }).strict();
+
+interface Definition {
+  fn: WorkflowFn<never>;
+  queue: string;
+  maxAttempts: number;
+}
+
+export interface WorkflowsDeps {
+  store: WorkflowStore;
+  /** The engine's handler map: a workflow registers its job type's handler here. */
+  handlers: Record<string, Handler>;
+  wake: (queue: string) => void;
+}
+
+function invalid(what: string, error: z.ZodError): BatonError {
+  const issues = error.issues.map((i) => `${i.path.join('.') || what}: ${i.message}`);
+  return new BatonError('INVALID_ARGUMENT', `invalid ${what}: ${issues.join('; ')}`, { details: { issues } });
+}
+
+function jsonText(value: unknown, what: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value === undefined ? null : value);
+  } catch (error) {
+    throw new BatonError('INVALID_ARGUMENT', `${what} is not JSON-serialisable`, { cause: error });
+  }
+  if (text === undefined) return 'null';
+  if (jsonTextHasNul(text)) throw new BatonError('INVALID_ARGUMENT', `${what} contains NUL (\\u0000) characters`);
+  return text;
+}
+
+export class Workflows {
+  readonly counters: WorkflowCounters = {
+    stepsExecuted: 0,
+    stepReplaysAvoided: 0,
+    resumes: { sleep: 0, event: 0, timeout: 0, retry: 0 },
+  };
+  readonly #d: WorkflowsDeps;
+  readonly #defs = new Map<string, Definition>();
+
+  constructor(deps: WorkflowsDeps) {
+    this.#d = deps;
+  }
+
+  /** Registers `fn` as workflow `name`. Define workflows before start() so this worker advertises them. */
+  define<I, O>(name: string, fn: WorkflowFn<I, O>, opts: WorkflowOptions = {}): void {
+    const parsedName = nameSchema.safeParse(jobTypeOf(name));
+    if (!parsedName.success || typeof name !== 'string' || name.length === 0) {
+      throw new BatonError('INVALID_ARGUMENT', `invalid workflow name ${JSON.stringify(String(name).slice(0, 40))}`);
+    }
+    if (typeof fn !== 'function') throw new BatonError('INVALID_ARGUMENT', `workflow "${name}": the definition must be a function`);
+    const o = optionsSchema.safeParse(opts);
+    if (!o.success) throw invalid(`options of workflow "${name}"`, o.error);
+    if (this.#defs.has(name)) throw new BatonError('INVALID_ARGUMENT', `workflow "${name}" is already defined`);
+    const def: Definition = { fn: fn as WorkflowFn<never>, queue: o.data.queue ?? 'default', maxAttempts: o.data.maxAttempts ?? 5 };
+    this.#defs.set(name, def);
+    const deps = {
+      store: this.#d.store,
+      counters: this.counters,
+      wake: this.#d.wake,
+      startChildren: (parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]) =>
+        this.#startChildren(parent, key, children),
+    };
+    this.#d.handlers[jobTypeOf(name)] = (ctx) => executeRun(def.fn as WorkflowFn, ctx, deps);
+  }
+
+  /** Child runs are started once per (parent, key, index): a re-executed start step finds them. */
+  async #startChildren(parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]): Promise<string[]> {
+    const ids: string[] = [];
+    for (const [i, child] of children.entries()) {
+      const def = this.#defs.get(child?.workflow);
+      if (!def) throw new TerminalError(`all "${key}": child ${i} names no workflow defined here (${JSON.stringify(child?.workflow)})`);
+      const res = await this.#d.store.startRun({
+        name: child.workflow,
+        tenantId: parent.tenantId,
+        input: jsonText(child.input, `the input of child ${i} of "${key}"`),
+        idempotencyKey: `child:${parent.runId}:${key}:${i}`,
+        queue: def.queue,
+        jobType: jobTypeOf(child.workflow),
+        maxAttempts: def.maxAttempts,
+        parentRunId: parent.runId,
+      });
+      if (!res.duplicate) this.#d.wake(def.queue);
+      ids.push(res.run.id);
+    }
+    return ids;
+  }
+
+  /** A driving job dead-lettered: a parent waiting for its run is due now. */
+  jobDeadLettered(job: { jobType: string; payload: unknown }): void {
+    if (!job.jobType.startsWith(WORKFLOW_JOB_TYPE_PREFIX)) return;
+    const runId = String((job.payload as { runId?: unknown } | null)?.runId ?? '');
+    if (isJobId(runId)) void wakeParent({ store: this.#d.store, wake: this.#d.wake }, runId);
+  }
+
+  names(): string[] {
+    return [...this.#defs.keys()];
+  }
+
+  #def(name: string): Definition {
+    const def = typeof name === 'string' ? this.#defs.get(name) : undefined;
+    if (!def) {
+      throw new BatonError('WORKFLOW_NOT_FOUND', `no workflow named ${JSON.stringify(String(name).slice(0, 140))} is defined here`, {
+        details: { name },
+      });
+    }
+    return def;
+  }
+
+  async start(name: string, input: unknown, opts: StartRunOptions = {}): Promise<StartRunResult> {
+    const def = this.#def(name);
+    const o = startSchema.safeParse(opts);
+    if (!o.success) throw invalid('run options', o.error);
+    const res = await this.#d.store.startRun({
+      name,
+      tenantId: o.data.tenantId ?? 'default',
+      input: jsonText(input, 'the workflow input'),
+      idempotencyKey: o.data.idempotencyKey ?? null,
+      queue: def.queue,
+      jobType: jobTypeOf(name),
+      maxAttempts: def.maxAttempts,
+    });
+    if (!res.duplicate) this.#d.wake(def.queue);
+    return res;
+  }
+
+  async sendEvent(runId: string, name: string, payload: unknown, opts: { idempotencyKey?: string } = {}): Promise<SendEventResult> {
+    assertJobId(runId);
+    const n = keySchema.safeParse(name);
+    if (!n.success) throw invalid('event name', n.error);
+    const k = z.object({ idempotencyKey: keySchema.optional() }).strict().safeParse(opts);
+    if (!k.success) throw invalid('event options', k.error);
+    const res = await this.#d.store.sendEvent({
+      runId,
+      name,
+      payload: jsonText(payload, 'the event payload'),
+      idempotencyKey: k.data.idempotencyKey ?? null,
+    });
+    if (!res) throw notFound(runId);
+    if ('conflict' in res) {
+      throw new BatonError('RUN_STATE_CONFLICT', `workflow run ${runId} is ${res.conflict}: it takes no more events`, {
+        details: { id: runId, state: res.conflict },
+      });
+    }
+    if (res.wokeQueue) this.#d.wake(res.wokeQueue);
+    return { eventId: res.eventId, duplicate: res.duplicate, resumed: res.wokeQueue !== null };
+  }
+
+  async getRun(runId: string): Promise<RunDetail | null> {
+    assertJobId(runId);
+    return this.#d.store.getRun({ runId });
+  }
+
+  async listRuns(filter: ListRunsFilter = {}): Promise<RunSummary[]> {
+    const f = z
+      .object({
+        name: nameSchema.optional(),
+        tenantId: nameSchema.optional(),
+        state: z.enum(RUN_STATES).optional(),
+        limit: z.number().int().min(1).max(LIST_LIMIT_MAX).optional(),
+        offset: z.number().int().min(0).max(LIST_OFFSET_MAX).optional(),
+      })
+      .strict()
+      .safeParse(filter);
+    if (!f.success) throw invalid('run filter', f.error);
+    return this.#d.store.listRuns({ ...f.data, limit: f.data.limit ?? LIST_LIMIT_DEFAULT, offset: f.data.offset ?? 0 });
+  }
+
+  /** Cancels a running, sleeping or waiting run and its pending driving job; an execution in progress stops at its next step. */
+  async cancelRun(runId: string): Promise<RunSummary> {
+    assertJobId(runId);
+    const res = await this.#d.store.cancelRun({ runId, allowed: (r: RunForAction) => LIVE_RUN_STATES.has(r.state) });
+    if (!res) throw notFound(runId);
+    if ('conflict' in res) throw conflict(runId, res.conflict, 'cancelled', 'running, sleeping or waiting');
+    await wakeParent({ store: this.#d.store, wake: this.#d.wake }, runId);
+    return res;
+  }
+
+  /** Resumes a dead-lettered or cancelled run at the step it stopped at; completed steps keep their outputs. */
+  async replayRun(runId: string): Promise<RunSummary> {
+    assertJobId(runId);
+    const fallback = (name: string) => this.#defs.get(name);
+    const res = await this.#d.store.replayRun({
+      runId,
+      allowed: (r) => REPLAYABLE_RUN_STATES.has(r.state),
+      jobType: jobTypeOf,
+      queue: (name) => fallback(name)?.queue ?? 'default',
+      maxAttempts: (name) => fallback(name)?.maxAttempts ?? 5,
+    });
+    if (!res) throw notFound(runId);
+    if ('conflict' in res) throw conflict(runId, res.conflict, 'replayed', 'dead_lettered or cancelled');
+    this.#d.wake(res.queue);
+    return res.run;
+  }
+
+  countRunsByState(): Promise<Array<{ name: string; state: RunState; n: number }>> {
+    return this.#d.store.countRunsByState();
+  }
+}
+
+function notFound(runId: string): BatonError {
+  return new BatonError('RUN_NOT_FOUND', `workflow run ${runId} not found`, { details: { id: runId } });
+}
+
+function conflict(runId: string, state: RunState, verb: string, allowed: string): BatonError {
+  return new BatonError('RUN_STATE_CONFLICT', `workflow run ${runId} is ${state}; only a run that is ${allowed} can be ${verb}`, {
+    details: { id: runId, state },
+  });
+}

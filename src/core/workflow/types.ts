@@ -1,0 +1,155 @@
+// The public shapes of durable workflows: the function a workflow is, the context it
+// runs with, and a run as reads return it. States are a discriminated union of strings.
+
+import type { AttemptError } from '../job.ts';
+
+/** A run's state. dead_lettered is the driving job's (its attempt budget spent, or a terminal error). */
+export const RUN_STATES = ['running', 'sleeping', 'waiting', 'succeeded', 'dead_lettered', 'cancelled'] as const;
+export type RunState = (typeof RUN_STATES)[number];
+
+export const STEP_KINDS = ['step', 'sleep', 'event', 'children'] as const;
+export type StepKind = (typeof STEP_KINDS)[number];
+export const STEP_STATUSES = ['succeeded', 'failed', 'waiting'] as const;
+export type StepStatus = (typeof STEP_STATUSES)[number];
+
+/** What a step's function is given. */
+export interface StepContext {
+  /** `runId:key` (with `#n` for the n-th occurrence of a repeated key): stable across retries, an idempotency key for side effects. */
+  readonly idempotencyKey: string;
+  /** 1 on the step's first attempt. */
+  readonly attempt: number;
+  /** Aborted when the driving job's lease is lost (or the drain deadline passes). */
+  readonly signal: AbortSignal;
+}
+
+/** An event as a wait returns it. */
+export interface WorkflowEvent<T = unknown> {
+  name: string;
+  payload: T;
+}
+
+export interface WorkflowContext<I = unknown> {
+  readonly runId: string;
+  readonly name: string;
+  readonly tenantId: string;
+  readonly input: I;
+  /** The driving job's lease token for this execution (strictly increasing). */
+  readonly token: string;
+  readonly signal: AbortSignal;
+  /**
+   * Runs `fn` once per run (plus retries while it throws) and commits its output before
+   * going on; later executions get the committed (jsonb-normalised) output without running it.
+   * A key used again in the same run is its next occurrence (`key#2`, ...). Steps run one at a time.
+   */
+  step<T>(key: string, fn: (step: StepContext) => T | Promise<T>): Promise<T>;
+  /** Ends this execution (the worker is freed) and resumes the run after `ms`. */
+  sleep(key: string, ms: number): Promise<void>;
+  /** Ends this execution and resumes the run at `until`. */
+  sleepUntil(key: string, until: Date): Promise<void>;
+  /**
+   * The next event `eventName` sent to this run (kept if it arrived earlier), or null once
+   * `timeoutMs` passed without one. Waiting ends the execution and frees the worker.
+   */
+  waitForEvent<T = unknown>(key: string, eventName: string, opts?: { timeoutMs?: number }): Promise<WorkflowEvent<T> | null>;
+  /**
+   * Fan-out/fan-in: starts one child run per spec (once per run, whatever the retries) and
+   * waits, without holding a worker, until every child has finished; answers each child's
+   * outcome in input order. Children run in the parent's tenant; a cancel of the parent
+   * cancels its live children.
+   */
+  all<T = unknown>(key: string, children: ChildSpec[]): Promise<Array<ChildResult<T>>>;
+}
+
+/** A child run to start from ctx.all. */
+export interface ChildSpec {
+  workflow: string;
+  input?: unknown;
+}
+
+/** How a child run ended, as ctx.all returns it. */
+export interface ChildResult<T = unknown> {
+  runId: string;
+  state: 'succeeded' | 'dead_lettered' | 'cancelled';
+  /** The child's output when it succeeded, else null. */
+  output: T | null;
+  /** The last error of its driving job when it dead-lettered, else null. */
+  error: { name: string; message: string } | null;
+}
+
+export type WorkflowFn<I = unknown, O = unknown> = (ctx: WorkflowContext<I>) => Promise<O> | O;
+
+export interface WorkflowOptions {
+  /** Queue of the driving job. Default 'default'. */
+  queue?: string;
+  /** Attempt budget of the driving job (failed executions before the run dead-letters). Default 5. */
+  maxAttempts?: number;
+}
+
+export interface StartRunOptions {
+  tenantId?: string;
+  /** A second start with the same (tenant, key) returns the first run (duplicate: true). */
+  idempotencyKey?: string;
+}
+
+export interface StepInfo {
+  /** The key as the code names it (`name`, or `name#n` for the n-th occurrence). */
+  key: string;
+  name: string;
+  occurrence: number;
+  seq: number;
+  kind: StepKind;
+  status: StepStatus;
+  attempts: number;
+  output: unknown;
+  error: unknown;
+  waitEvent: string | null;
+  wakeAt: Date | null;
+  startedAt: Date;
+  finishedAt: Date | null;
+}
+
+export interface RunSummary {
+  id: string;
+  name: string;
+  tenantId: string;
+  state: RunState;
+  jobId: string | null;
+  progress: number;
+  waitEvent: string | null;
+  wakeAt: Date | null;
+  replayCount: number;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+export interface RunDetail extends RunSummary {
+  input: unknown;
+  output: unknown;
+  /** The driving job's attempt and budget, and its failure chain (oldest first). */
+  attempt: number | null;
+  maxAttempts: number | null;
+  errors: AttemptError[];
+  deadLetterReason: string | null;
+  steps: StepInfo[];
+}
+
+export interface StartRunResult {
+  run: RunSummary;
+  duplicate: boolean;
+}
+
+export interface SendEventResult {
+  eventId: string;
+  duplicate: boolean;
+  /** The event woke a run waiting for it. */
+  resumed: boolean;
+}
+
+export interface ListRunsFilter {
+  name?: string | undefined;
+  state?: RunState | undefined;
+  tenantId?: string | undefined;
+  limit?: number | undefined;
+  offset?: number | undefined;
+}

@@ -1,0 +1,412 @@
+// WorkflowStore on node-postgres. Single statements where one suffices; the few
+// multi-statement actions (start, suspend, event, cancel, replay) run in short
+// transactions on a checked-out client that lock the run row first, always in the
+// order run row, then job row.
+
+import type { RunDetail, RunState, RunSummary, StepInfo } from '../../core/workflow/types.ts';
+import type { Fenced, HistoryStep, LoadedRun, Refusal, RunForAction, RunLease, WaitRow, WorkflowStore } from '../workflow-store.ts';
+import { translatePgError } from './errors.ts';
+import { checkOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
+import { workflowQueries, type WorkflowQueries } from './queries/workflow.ts';
+
+interface SummaryRow {
+  id: string;
+  name: string;
+  tenant_id: string;
+  state: RunState;
+  job_id: string | null;
+  progress: number;
+  wait_event: string | null;
+  wake_at: Date | null;
+  replay_count: number;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
+}
+
+function toSummary(r: SummaryRow): RunSummary {
+  return {
+    id: r.id,
+    name: r.name,
+    tenantId: r.tenant_id,
+    state: r.state,
+    jobId: r.job_id,
+    progress: r.progress,
+    waitEvent: r.wait_event,
+    wakeAt: r.wake_at,
+    replayCount: r.replay_count,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    finishedAt: r.finished_at,
+  };
+}
+
+const stepKey = (name: string, occurrence: number) => (occurrence === 1 ? name : `${name}#${occurrence}`);
+
+export class PgWorkflowStore implements WorkflowStore {
+  readonly #pool: PgPoolLike;
+  readonly #q: WorkflowQueries;
+
+  /** `quotedSchema` must already be quoted (see quoteSchema). */
+  constructor(pool: PgPoolLike, quotedSchema: string) {
+    this.#pool = pool;
+    this.#q = workflowQueries(quotedSchema);
+  }
+
+  async #run<R>(query: QueryConfigLike, values: unknown[], on: Queryable = this.#pool): Promise<R[]> {
+    try {
+      return (await on.query<R>({ ...query, values })).rows;
+    } catch (err) {
+      throw translatePgError(err);
+    }
+  }
+
+  /** `fn` runs in a transaction; it commits when `fn` resolves, rolls back when it throws or returns rollback. */
+  async #tx<T>(fn: (c: Queryable, rollback: () => void) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+    const conn = await checkOut(this.#pool).catch((err: unknown) => {
+      throw translatePgError(err);
+    });
+    let destroy = false;
+    try {
+      await conn.client.query({ text: begin });
+      let rolledBack = false;
+      const result = await fn(conn.client, () => {
+        rolledBack = true;
+      });
+      await conn.client.query({ text: rolledBack ? 'ROLLBACK' : 'COMMIT' });
+      return result;
+    } catch (err) {
+      await conn.client.query({ text: 'ROLLBACK' }).catch(() => {
+        destroy = true;
+      });
+      throw translatePgError(err);
+    } finally {
+      conn.release(destroy);
+    }
+  }
+
+  async #summary(runId: string, on?: Queryable): Promise<RunSummary> {
+    const [row] = await this.#run<SummaryRow>(this.#q.summary, [runId], on);
+    return toSummary(row as SummaryRow);
+  }
+
+  startRun(p: Parameters<WorkflowStore['startRun']>[0]) {
+    return this.#tx(async (c) => {
+      const [ins] = await this.#run<{ id: string }>(
+        this.#q.insertRun,
+        [p.name, p.tenantId, p.input, p.idempotencyKey, p.parentRunId ?? null],
+        c,
+      );
+      if (!ins) {
+        const [row] = await this.#run<SummaryRow>(this.#q.runByKey, [p.tenantId, p.idempotencyKey], c);
+        return { run: toSummary(row as SummaryRow), duplicate: true };
+      }
+      const [job] = await this.#run<{ id: string }>(this.#q.insertJob, [p.tenantId, p.queue, p.jobType, ins.id, p.maxAttempts], c);
+      await this.#run(this.#q.linkJob, [ins.id, job?.id], c);
+      return { run: await this.#summary(ins.id, c), duplicate: false };
+    });
+  }
+
+  async load(p: RunLease): Promise<(LoadedRun & { marked: boolean }) | null> {
+    const [[r], steps] = await Promise.all([
+      this.#run<{
+        marked: boolean;
+        id: string;
+        name: string;
+        tenant_id: string;
+        input: unknown;
+        state: LoadedRun['state'];
+        job_id: string | null;
+        output: unknown;
+        wait_event: string | null;
+        parent_run_id: string | null;
+        now_ms: number;
+        event_ready: boolean;
+      }>(this.#q.load, [p.jobId, p.token, p.runId]),
+      this.#run<HistoryStep>(this.#q.loadSteps, [p.runId]),
+    ]);
+    if (!r) return null;
+    return {
+      marked: r.marked,
+      id: r.id,
+      name: r.name,
+      tenantId: r.tenant_id,
+      input: r.input,
+      state: r.state,
+      jobId: r.job_id,
+      output: r.output,
+      waitEvent: r.wait_event,
+      parentRunId: r.parent_run_id,
+      eventReady: r.event_ready,
+      nowMs: Number(r.now_ms),
+      steps,
+    };
+  }
+
+  async commitStep(p: Parameters<WorkflowStore['commitStep']>[0]): Promise<Fenced<{ won: boolean; output: unknown }>> {
+    const [r] = await this.#run<{ fenced_in: boolean; won: boolean; output: unknown }>(this.#q.commitStep, [
+      p.jobId,
+      p.token,
+      p.runId,
+      p.name,
+      p.occurrence,
+      p.seq,
+      p.output,
+      p.startedAt,
+    ]);
+    if (!r?.fenced_in) return { ok: false };
+    if (r.won) return { ok: true, won: true, output: r.output };
+    // Lost the race: the winner committed before the insert returned, so a new statement sees it.
+    const winner = await this.readStep({ runId: p.runId, name: p.name, occurrence: p.occurrence });
+    return { ok: true, won: false, output: winner?.status === 'succeeded' ? winner.output : undefined };
+  }
+
+  async readStep(p: { runId: string; name: string; occurrence: number }) {
+    const [r] = await this.#run<{ kind: HistoryStep['kind']; status: HistoryStep['status']; output: unknown }>(this.#q.readStep, [
+      p.runId,
+      p.name,
+      p.occurrence,
+    ]);
+    return r ?? null;
+  }
+
+  async failStep(p: Parameters<WorkflowStore['failStep']>[0]): Promise<void> {
+    await this.#run(this.#q.failStep, [p.jobId, p.token, p.runId, p.name, p.occurrence, p.seq, JSON.stringify(p.error), p.startedAt]);
+  }
+
+  async armWait(p: Parameters<WorkflowStore['armWait']>[0]): Promise<Fenced<WaitRow>> {
+    const [r] = await this.#run<{ kind: WaitRow['kind']; status: WaitRow['status']; output: unknown; wake_at: Date | null; due: boolean }>(
+      this.#q.armWait,
+      [p.jobId, p.token, p.runId, p.name, p.occurrence, p.seq, p.delayMs, p.until, p.kind, p.waitEvent],
+    );
+    if (!r) return { ok: false };
+    return { ok: true, kind: r.kind, status: r.status, output: r.output, wakeAt: r.wake_at, due: r.due };
+  }
+
+  async finishWait(p: Parameters<WorkflowStore['finishWait']>[0]): Promise<Fenced<{ done: boolean; output: unknown }>> {
+    const [r] = await this.#run<{ fenced_in: boolean; done: boolean; output: unknown }>(this.#q.finishWait, [
+      p.jobId,
+      p.token,
+      p.runId,
+      p.name,
+      p.occurrence,
+      p.waitEvent,
+      p.stepKey,
+    ]);
+    if (!r?.fenced_in) return { ok: false };
+    return { ok: true, done: r.done, output: r.output };
+  }
+
+  suspend(p: Parameters<WorkflowStore['suspend']>[0]) {
+    return this.#tx(async (c, rollback): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }> => {
+      const runs = await this.#run(this.#q.suspendRun, [p.jobId, p.token, p.runId, p.state, p.waitEvent, p.name, p.occurrence], c);
+      if (runs.length === 0) {
+        rollback();
+        return { ok: false };
+      }
+      const [job] = await this.#run<{ queue: string; due: boolean }>(this.#q.suspendJob, [p.jobId, p.token, p.runId, p.waitEvent], c);
+      if (!job) {
+        rollback();
+        return { ok: false };
+      }
+      return { ok: true, queue: job.queue, due: job.due };
+    });
+  }
+
+  async completeRun(p: RunLease & { output: string }): Promise<Fenced<{ output: unknown }>> {
+    const [r] = await this.#run<{ output: unknown }>(this.#q.completeRun, [p.jobId, p.token, p.runId, p.output]);
+    return r ? { ok: true, output: r.output } : { ok: false };
+  }
+
+  async childOutcomes(p: { runIds: string[] }) {
+    const rows = await this.#run<{ id: string; state: RunState; output: unknown; last_error: { name: string; message: string } | null }>(
+      this.#q.childOutcomes,
+      [p.runIds],
+    );
+    return rows.map((r) => ({ id: r.id, state: r.state, output: r.output, lastError: r.last_error }));
+  }
+
+  async completeWait(p: Parameters<WorkflowStore['completeWait']>[0]): Promise<Fenced<{ done: boolean; output: unknown }>> {
+    const [r] = await this.#run<{ fenced_in: boolean; done: boolean; output: unknown }>(this.#q.completeWait, [
+      p.jobId,
+      p.token,
+      p.runId,
+      p.name,
+      p.occurrence,
+      p.output,
+    ]);
+    if (!r?.fenced_in) return { ok: false };
+    return { ok: true, done: r.done, output: r.output };
+  }
+
+  async wakeParent(p: { runId: string }): Promise<string | null> {
+    const [r] = await this.#run<{ queue: string }>(this.#q.wakeParent, [p.runId]);
+    return r?.queue ?? null;
+  }
+
+  async wakeRun(p: { jobId: string }): Promise<string | null> {
+    const [r] = await this.#run<{ queue: string }>(this.#q.wakeJob, [p.jobId]);
+    return r?.queue ?? null;
+  }
+
+  async refusal(p: RunLease): Promise<Refusal> {
+    const [r] = await this.#run<{ state: string; output: unknown; ours: boolean | null; lease_current: boolean }>(this.#q.why, [
+      p.jobId,
+      p.token,
+      p.runId,
+    ]);
+    if (!r?.lease_current) return { kind: 'lease_lost' };
+    if (r.ours === false) return { kind: 'superseded' };
+    if (r.state === 'cancelled') return { kind: 'cancelled' };
+    if (r.state === 'succeeded') return { kind: 'finished', output: r.output };
+    return { kind: 'lease_lost' };
+  }
+
+  async #lock(
+    runId: string,
+    c: Queryable,
+  ): Promise<(RunForAction & { storedState: string; waitEvent: string | null; name: string }) | null> {
+    const [r] = await this.#run<{
+      stored_state: string;
+      state: RunState;
+      wait_event: string | null;
+      job_id: string | null;
+      job_state: string | null;
+      name: string;
+    }>(this.#q.lockRun, [runId], c);
+    if (!r) return null;
+    return { state: r.state, storedState: r.stored_state, waitEvent: r.wait_event, jobId: r.job_id, jobState: r.job_state, name: r.name };
+  }
+
+  sendEvent(p: Parameters<WorkflowStore['sendEvent']>[0]) {
+    return this.#tx(async (c) => {
+      const run = await this.#lock(p.runId, c);
+      if (!run) return null;
+      if (run.state === 'succeeded' || run.state === 'cancelled') {
+        // A producer retrying an event the run already took is answered as a duplicate, not a conflict.
+        const [old] = p.idempotencyKey === null ? [] : await this.#run<{ id: string }>(this.#q.eventByKey, [p.runId, p.idempotencyKey], c);
+        return old ? { eventId: old.id, duplicate: true, wokeQueue: null } : { conflict: run.state };
+      }
+      const [ins] = await this.#run<{ id: string }>(this.#q.insertEvent, [p.runId, p.name, p.payload, p.idempotencyKey], c);
+      if (!ins) {
+        const [old] = await this.#run<{ id: string }>(this.#q.eventByKey, [p.runId, p.idempotencyKey], c);
+        return { eventId: old?.id ?? '', duplicate: true, wokeQueue: null };
+      }
+      let wokeQueue: string | null = null;
+      if (run.storedState === 'waiting' && run.waitEvent === p.name && run.jobId) {
+        const [job] = await this.#run<{ queue: string }>(this.#q.wakeJob, [run.jobId], c);
+        wokeQueue = job?.queue ?? null;
+      }
+      return { eventId: ins.id, duplicate: false, wokeQueue };
+    });
+  }
+
+  cancelRun(p: Parameters<WorkflowStore['cancelRun']>[0]) {
+    return this.#tx(async (c, rollback) => {
+      const run = await this.#lock(p.runId, c);
+      if (!run) return null;
+      if (!p.allowed(run)) {
+        rollback();
+        return { conflict: run.state };
+      }
+      await this.#run(this.#q.cancelRun, [p.runId], c);
+      await this.#run(this.#q.cancelChildren, [p.runId], c);
+      if (run.jobId) await this.#run(this.#q.cancelJob, [run.jobId], c);
+      return this.#summary(p.runId, c);
+    });
+  }
+
+  replayRun(p: Parameters<WorkflowStore['replayRun']>[0]) {
+    return this.#tx(async (c, rollback) => {
+      const run = await this.#lock(p.runId, c);
+      if (!run) return null;
+      if (!p.allowed(run)) {
+        rollback();
+        return { conflict: run.state };
+      }
+      let queue: string | undefined;
+      if (run.jobId) [{ queue } = { queue: undefined }] = await this.#run<{ queue: string }>(this.#q.replayJob, [run.jobId], c);
+      if (queue === undefined) {
+        // The driving job is gone (retention, or deleted on success): a new one drives the replay.
+        const [{ tenantId }] = [await this.#summary(p.runId, c)];
+        queue = p.queue(run.name);
+        const [job] = await this.#run<{ id: string }>(
+          this.#q.insertJob,
+          [tenantId, queue, p.jobType(run.name), p.runId, p.maxAttempts(run.name)],
+          c,
+        );
+        await this.#run(this.#q.linkJob, [p.runId, job?.id], c);
+      }
+      await this.#run(this.#q.replayRun, [p.runId], c);
+      return { run: await this.#summary(p.runId, c), queue };
+    });
+  }
+
+  /** The run and its steps from one snapshot: two reads apart could show a run waiting without the steps that led there. */
+  getRun(p: { runId: string }): Promise<RunDetail | null> {
+    return this.#tx((c) => this.#getRun(p, c), 'BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY');
+  }
+
+  async #getRun(p: { runId: string }, c: Queryable): Promise<RunDetail | null> {
+    const [[r], steps] = await Promise.all([
+      this.#run<
+        SummaryRow & {
+          input: unknown;
+          output: unknown;
+          attempt: number | null;
+          max_attempts: number | null;
+          errors: RunDetail['errors'] | null;
+          dead_letter_reason: string | null;
+        }
+      >(this.#q.get, [p.runId], c),
+      this.#run<{
+        name: string;
+        occurrence: number;
+        seq: number;
+        kind: StepInfo['kind'];
+        status: StepInfo['status'];
+        attempts: number;
+        output: unknown;
+        error: unknown;
+        wait_event: string | null;
+        wake_at: Date | null;
+        started_at: Date;
+        finished_at: Date | null;
+      }>(this.#q.steps, [p.runId], c),
+    ]);
+    if (!r) return null;
+    return {
+      ...toSummary(r),
+      input: r.input,
+      output: r.output,
+      attempt: r.attempt,
+      maxAttempts: r.max_attempts,
+      errors: r.errors ?? [],
+      deadLetterReason: r.dead_letter_reason,
+      steps: steps.map((s) => ({
+        key: stepKey(s.name, s.occurrence),
+        name: s.name,
+        occurrence: s.occurrence,
+        seq: s.seq,
+        kind: s.kind,
+        status: s.status,
+        attempts: s.attempts,
+        output: s.output,
+        error: s.error,
+        waitEvent: s.wait_event,
+        wakeAt: s.wake_at,
+        startedAt: s.started_at,
+        finishedAt: s.finished_at,
+      })),
+    };
+  }
+
+  async listRuns(p: Parameters<WorkflowStore['listRuns']>[0]): Promise<RunSummary[]> {
+    const rows = await this.#run<SummaryRow>(this.#q.list, [p.name ?? null, p.state ?? null, p.tenantId ?? null, p.limit, p.offset]);
+    return rows.map(toSummary);
+  }
+
+  countRunsByState() {
+    return this.#run<{ name: string; state: RunState; n: number }>(this.#q.countByState, []);
+  }
+}

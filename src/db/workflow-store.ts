@@ -1,0 +1,127 @@
+// The seam between workflow execution and the database: one method per operation,
+// returning domain types. Every write an execution makes carries its driving job's
+// lease (job id + token) and is refused once that lease is no longer current.
+// @internal — not a public API.
+
+import type { ListRunsFilter, RunDetail, RunState, RunSummary, StepKind, StepStatus } from '../core/workflow/types.ts';
+
+export interface RunLease {
+  jobId: string;
+  token: string;
+  runId: string;
+}
+
+export interface StepKey {
+  name: string;
+  occurrence: number;
+}
+
+/** A step as an execution replays it. */
+export interface HistoryStep extends StepKey {
+  seq: number;
+  kind: StepKind;
+  status: StepStatus;
+  output: unknown;
+  attempts: number;
+}
+
+export interface LoadedRun {
+  id: string;
+  name: string;
+  tenantId: string;
+  input: unknown;
+  /** As stored (never dead_lettered). */
+  state: 'running' | 'sleeping' | 'waiting' | 'succeeded' | 'cancelled';
+  jobId: string | null;
+  output: unknown;
+  waitEvent: string | null;
+  parentRunId: string | null;
+  /** An event the run waits for has arrived. */
+  eventReady: boolean;
+  nowMs: number;
+  steps: HistoryStep[];
+}
+
+/** Why an execution's write was refused. */
+export type Refusal =
+  | { kind: 'lease_lost' }
+  | { kind: 'cancelled' }
+  | { kind: 'finished'; output: unknown }
+  /** A replay gave the run a new driving job: this one has nothing left to do. */
+  | { kind: 'superseded' };
+
+export type Fenced<T> = ({ ok: true } & T) | { ok: false };
+
+export interface WaitRow {
+  kind: StepKind;
+  status: StepStatus;
+  output: unknown;
+  wakeAt: Date | null;
+  due: boolean;
+}
+
+/** A run locked for an operator action, with the state a reader sees. */
+export interface RunForAction {
+  state: RunState;
+  jobId: string | null;
+  jobState: string | null;
+}
+
+export interface WorkflowStore {
+  startRun(p: {
+    name: string;
+    tenantId: string;
+    input: string;
+    idempotencyKey: string | null;
+    queue: string;
+    jobType: string;
+    maxAttempts: number;
+    parentRunId?: string | null;
+  }): Promise<{ run: RunSummary; duplicate: boolean }>;
+  /** The run as it was, its steps, and `marked`: the lease is current and the run (now) running. */
+  load(p: RunLease): Promise<(LoadedRun & { marked: boolean }) | null>;
+  /** `won`: this write committed `output`; else another execution did and `output` is its. */
+  commitStep(p: RunLease & StepKey & { seq: number; output: string; startedAt: Date }): Promise<Fenced<{ won: boolean; output: unknown }>>;
+  readStep(p: { runId: string } & StepKey): Promise<{ kind: StepKind; status: StepStatus; output: unknown } | null>;
+  failStep(p: RunLease & StepKey & { seq: number; error: unknown; startedAt: Date }): Promise<void>;
+  armWait(
+    p: RunLease &
+      StepKey & { seq: number; kind: 'sleep' | 'event' | 'children'; waitEvent: string | null; delayMs: number | null; until: Date | null },
+  ): Promise<Fenced<WaitRow>>;
+  /** `done` false: the wait is not over (no event, time not come). */
+  finishWait(p: RunLease & StepKey & { waitEvent: string | null; stepKey: string }): Promise<Fenced<{ done: boolean; output: unknown }>>;
+  /** Gives the driving job back (attempt refunded), due at the wait's wake-up time or now if its event is here. */
+  suspend(
+    p: RunLease & StepKey & { state: 'sleeping' | 'waiting'; waitEvent: string | null },
+  ): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }>;
+  completeRun(p: RunLease & { output: string }): Promise<Fenced<{ output: unknown }>>;
+  childOutcomes(p: {
+    runIds: string[];
+  }): Promise<Array<{ id: string; state: RunState; output: unknown; lastError: { name: string; message: string } | null }>>;
+  completeWait(p: RunLease & StepKey & { output: string }): Promise<Fenced<{ done: boolean; output: unknown }>>;
+  /** Makes the parent of child run `runId` due now if it waits; answers its queue then. */
+  wakeParent(p: { runId: string }): Promise<string | null>;
+  /** Makes the run's own pending job due now (a wake-up it may have missed); answers its queue then. */
+  wakeRun(p: { jobId: string }): Promise<string | null>;
+  /** Why a fenced write of this lease was refused. */
+  refusal(p: RunLease): Promise<Refusal>;
+  /** null: no such run; `conflict`: its state forbids the event. */
+  sendEvent(p: {
+    runId: string;
+    name: string;
+    payload: string;
+    idempotencyKey: string | null;
+  }): Promise<{ eventId: string; duplicate: boolean; wokeQueue: string | null } | { conflict: RunState } | null>;
+  /** `allowed` decides from the locked run; false answers { conflict }. */
+  cancelRun(p: { runId: string; allowed: (r: RunForAction) => boolean }): Promise<RunSummary | { conflict: RunState } | null>;
+  replayRun(p: {
+    runId: string;
+    allowed: (r: RunForAction) => boolean;
+    jobType: (name: string) => string;
+    queue: (name: string) => string;
+    maxAttempts: (name: string) => number;
+  }): Promise<{ run: RunSummary; queue: string } | { conflict: RunState } | null>;
+  getRun(p: { runId: string }): Promise<RunDetail | null>;
+  listRuns(p: ListRunsFilter & { limit: number; offset: number }): Promise<RunSummary[]>;
+  countRunsByState(): Promise<Array<{ name: string; state: RunState; n: number }>>;
+}

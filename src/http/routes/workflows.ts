@@ -1,0 +1,83 @@
+// /api/workflows: start a run of a workflow this process defines, read and list runs,
+// cancel, replay, and send a run an event. Engine errors map to statuses in errors.ts
+// (404 WORKFLOW_NOT_FOUND / RUN_NOT_FOUND, 409 RUN_STATE_CONFLICT).
+
+import { Hono } from 'hono';
+import { zValidator } from '@hono/zod-validator';
+import { isJobId, type Baton } from '../../index.ts';
+import type { AppEnv } from '../context.ts';
+import { ApiError, validationHook } from '../errors.ts';
+import { jsonBody, noBody } from '../json-body.ts';
+import {
+  listRunsQuerySchema,
+  runEventParamSchema,
+  runIdParamSchema,
+  sendEventBodySchema,
+  startRunBodySchema,
+  toWireRun,
+  toWireRunSummary,
+  workflowNameParamSchema,
+} from '../workflow-schemas.ts';
+
+/** A malformed id cannot name a run, so it is simply not found. */
+function runId(raw: string): string {
+  if (!isJobId(raw)) throw new ApiError('RUN_NOT_FOUND', 'workflow run not found');
+  return raw;
+}
+
+export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
+  return (
+    new Hono<AppEnv>()
+      /** Runs, newest first, by name / state / tenantId, paged by limit and offset. */
+      .get('/runs', zValidator('query', listRunsQuerySchema, validationHook), async (c) => {
+        const q = c.req.valid('query');
+        const limit = q.limit ?? 50;
+        const offset = q.offset ?? 0;
+        const runs = await baton.workflows.listRuns({ ...q, limit, offset });
+        return c.json({ runs: runs.map(toWireRunSummary), limit, offset }, 200);
+      })
+      .get('/runs/:id', zValidator('param', runIdParamSchema, validationHook), async (c) => {
+        const id = runId(c.req.valid('param').id);
+        const run = await baton.workflows.getRun(id);
+        if (!run) throw new ApiError('RUN_NOT_FOUND', `workflow run ${id} not found`);
+        return c.json(toWireRun(run), 200);
+      })
+      /** Running, sleeping or waiting runs only (409 otherwise). */
+      .post('/runs/:id/cancel', noBody(), zValidator('param', runIdParamSchema, validationHook), async (c) => {
+        const run = await baton.workflows.cancelRun(runId(c.req.valid('param').id));
+        return c.json(toWireRunSummary(run), 200);
+      })
+      /** Dead-lettered or cancelled runs only (409 otherwise): resumes where it stopped. */
+      .post('/runs/:id/replay', noBody(), zValidator('param', runIdParamSchema, validationHook), async (c) => {
+        const run = await baton.workflows.replayRun(runId(c.req.valid('param').id));
+        return c.json(toWireRunSummary(run), 200);
+      })
+      /** 201 for a new event, 200 when its idempotency key was seen for this run. */
+      .post(
+        '/runs/:id/events/:name',
+        jsonBody(maxJsonDepth),
+        zValidator('param', runEventParamSchema, validationHook),
+        zValidator('json', sendEventBodySchema, validationHook),
+        async (c) => {
+          const { id, name } = c.req.valid('param');
+          const body = c.req.valid('json');
+          const opts = body.idempotencyKey === undefined ? {} : { idempotencyKey: body.idempotencyKey };
+          const r = await baton.sendEvent(runId(id), name, body.payload ?? null, opts);
+          return c.json(r, r.duplicate ? 200 : 201);
+        },
+      )
+      /** 201 with the new run; 200 with the existing one when (tenantId, idempotencyKey) already exists. */
+      .post(
+        '/:name/runs',
+        jsonBody(maxJsonDepth),
+        zValidator('param', workflowNameParamSchema, validationHook),
+        zValidator('json', startRunBodySchema, validationHook),
+        async (c) => {
+          const { name } = c.req.valid('param');
+          const { input, ...opts } = c.req.valid('json');
+          const r = await baton.startWorkflow(name, input ?? null, opts);
+          return c.json({ run: toWireRunSummary(r.run), duplicate: r.duplicate }, r.duplicate ? 200 : 201);
+        },
+      )
+  );
+}

@@ -1,0 +1,77 @@
+// Fan-out/fan-in with ctx.all: a parent starts child runs once, waits for all of them
+// without holding a worker, and resumes with each child's output or failure in order;
+// cancelling the parent cancels its live children.
+
+import { describe, expect, it } from 'vitest';
+import { TerminalError } from '../../src/index.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { expectCountersMatchRows, jobOf, runInState, useWorkflowEngines } from './harness.ts';
+
+const db = useTestDatabase();
+
+describe('child runs', () => {
+  const engines = useWorkflowEngines(db);
+
+  it('the parent waits for every child, holding no slot, and sees their outputs and failures in order', async () => {
+    const baton = engines.create({ queues: { default: 2 } });
+    const gate = engines.gate();
+    let started = 0;
+    baton.workflow<{ n: number }>('child', async (ctx) => {
+      return ctx.step('work', async () => {
+        if (ctx.input.n === 2) throw new TerminalError('no two');
+        if (ctx.input.n === 3) await gate.promise;
+        return ctx.input.n * 10;
+      });
+    });
+    baton.workflow('parent', async (ctx) => {
+      await ctx.step('before', () => ++started);
+      const results = await ctx.all<number>(
+        'fan',
+        [1, 2, 3].map((n) => ({ workflow: 'child', input: { n } })),
+      );
+      return results.map((r) => [r.state, r.output, r.error?.message ?? null]);
+    });
+    await baton.start();
+    const { run } = await baton.startWorkflow('parent');
+    const waiting = await runInState(baton, run.id, 'waiting');
+    expect(waiting.steps.map((s) => [s.key, s.kind, s.status])).toEqual([
+      ['before', 'step', 'succeeded'],
+      ['fan', 'step', 'succeeded'],
+      ['fan:join', 'children', 'waiting'],
+    ]);
+    const children = (await baton.workflows.listRuns({ name: 'child' })).map((r) => r.id);
+    expect(children).toHaveLength(3);
+    // Child 3 holds one slot; the waiting parent holds none.
+    await waitFor(async () => (await jobOf(db, run.id)).state === 'pending');
+    expect(baton.stats().slots.default?.inFlight).toBeLessThanOrEqual(1);
+    gate.resolve();
+    const done = await runInState(baton, run.id, 'succeeded');
+    expect(done.output).toEqual([
+      ['succeeded', 10, null],
+      ['dead_lettered', null, 'step "work" failed: no two'],
+      ['succeeded', 30, null],
+    ]);
+    expect(started).toBe(1);
+    expect(await baton.workflows.listRuns({ name: 'child' })).toHaveLength(3);
+  });
+
+  it('cancelling the parent cancels its live children', async () => {
+    const baton = engines.create({ queues: { default: 2 } });
+    baton.workflow('sleeper', (ctx) => ctx.waitForEvent('never', 'never'));
+    baton.workflow('parent', (ctx) => ctx.all('fan', [{ workflow: 'sleeper' }, { workflow: 'sleeper' }]));
+    await baton.start();
+    const { run } = await baton.startWorkflow('parent');
+    await runInState(baton, run.id, 'waiting');
+    const kids = await waitFor(async () => {
+      const runs = await baton.workflows.listRuns({ name: 'sleeper', state: 'waiting' });
+      return runs.length === 2 ? runs : null;
+    });
+    await baton.workflows.cancelRun(run.id);
+    for (const k of kids) {
+      expect((await baton.workflows.getRun(k.id))?.state).toBe('cancelled');
+      expect((await jobOf(db, k.id)).state).toBe('cancelled');
+    }
+    await expectCountersMatchRows(db);
+  });
+});

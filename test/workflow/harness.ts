@@ -1,0 +1,51 @@
+// Workflow test helpers on top of the engine harness: empties the workflow tables
+// before each test and waits for a run to reach a state (polling, with a deadline).
+
+import { beforeEach, expect } from 'vitest';
+import type { Baton, RunDetail, RunState } from '../../src/index.ts';
+import type { TestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { useEngines, type EngineOptions, type Engines } from '../engine/harness.ts';
+
+export function useWorkflowEngines(db: TestDatabase, defaults: () => EngineOptions = () => ({})): Engines {
+  const engines = useEngines(db, () => ({ pollIntervalMs: 50, backoffBaseMs: 1, backoffCapMs: 5, ...defaults() }));
+  beforeEach(async () => {
+    await db.query('TRUNCATE baton.workflow_runs CASCADE');
+  });
+  return engines;
+}
+
+/** Waits until run `id` is in `state`; returns its detail. */
+export function runInState(baton: Baton, id: string, state: RunState, timeoutMs = 15_000): Promise<RunDetail> {
+  return waitFor(
+    async () => {
+      const r = await baton.workflows.getRun(id);
+      return r?.state === state ? r : null;
+    },
+    { timeoutMs, message: `run ${id} to be ${state}` },
+  );
+}
+
+export async function jobOf(db: TestDatabase, runId: string): Promise<{ id: string; state: string; attempt: number; run_at: Date }> {
+  const r = await db.query(
+    `SELECT j.id::text, j.state, j.attempt, j.run_at FROM baton.jobs j JOIN baton.workflow_runs r ON r.job_id = j.id WHERE r.id = $1`,
+    [runId],
+  );
+  if (!r.rows[0]) throw new Error(`run ${runId} has no driving job`);
+  return r.rows[0];
+}
+
+/**
+ * The finished-job counters (what queue counts read) agree with the rows: every statement
+ * that cancels, replays or finishes a driving job keeps them.
+ */
+export async function expectCountersMatchRows(db: TestDatabase): Promise<void> {
+  const q = (sql: string) => db.query<{ queue: string; state: string; n: number }>(sql).then((r) => r.rows);
+  const counted = await q(
+    `SELECT queue, state, sum(n)::int AS n FROM baton.finished_counts GROUP BY queue, state HAVING sum(n) <> 0 ORDER BY 1, 2`,
+  );
+  const rows = await q(
+    `SELECT queue, state, count(*)::int AS n FROM baton.jobs WHERE finished_at IS NOT NULL GROUP BY queue, state ORDER BY 1, 2`,
+  );
+  expect(counted).toEqual(rows);
+}

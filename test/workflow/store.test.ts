@@ -1,0 +1,87 @@
+// The workflow store's ordering guarantees on a real database, below the engine:
+// two commits of one step converge on the first stored output (jsonb-normalised),
+// a lease that was taken over writes nothing, and a run's progress never rewinds.
+
+import { beforeEach, describe, expect, it } from 'vitest';
+import { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
+import type { RunLease } from '../../src/db/workflow-store.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+
+const db = useTestDatabase();
+
+describe('workflow store', () => {
+  let store: PgWorkflowStore;
+
+  beforeEach(async () => {
+    store = new PgWorkflowStore(db.pool, 'baton');
+    await db.query('TRUNCATE baton.jobs, baton.workflow_runs CASCADE');
+  });
+
+  /** A run whose driving job is claimed now: its lease. */
+  async function claimedRun(): Promise<RunLease> {
+    const { run } = await store.startRun({
+      name: 'w',
+      tenantId: 'default',
+      input: '{}',
+      idempotencyKey: null,
+      queue: 'q',
+      jobType: 'workflow:w',
+      maxAttempts: 5,
+    });
+    return { runId: run.id, jobId: run.jobId as string, token: await claim(run.jobId as string) };
+  }
+
+  async function claim(jobId: string): Promise<string> {
+    const r = await db.query(
+      `UPDATE baton.jobs SET state = 'running', lease_token = nextval('baton.lease_token_seq'), lease_owner = 'test',
+         lease_expires_at = now() + interval '1 minute', attempt = attempt + 1 WHERE id = $1 RETURNING lease_token::text AS t`,
+      [jobId],
+    );
+    return r.rows[0].t;
+  }
+
+  const step = (lease: RunLease, name: string, seq: number, output: string) =>
+    store.commitStep({ ...lease, name, occurrence: 1, seq, output, startedAt: new Date() });
+
+  it('two commits of the same step converge: one wins, the other reads the stored (normalised) output', async () => {
+    const lease = await claimedRun();
+    const [a, b] = await Promise.all([step(lease, 's', 0, '{"b": 1, "a": 2.50}'), step(lease, 's', 0, '{"other": true}')]);
+    expect([a.ok, b.ok]).toEqual([true, true]);
+    const results = [a, b] as Array<{ won: boolean; output: unknown }>;
+    expect(results.filter((r) => r.won)).toHaveLength(1);
+    const stored = (await store.readStep({ runId: lease.runId, name: 's', occurrence: 1 }))?.output;
+    expect(results.map((r) => r.output)).toEqual([stored, stored]);
+    expect(JSON.stringify(stored)).toMatch(/^\{"a":2\.50?,"b":1\}$|^\{"other":true\}$/);
+  });
+
+  it('a lease that was taken over writes nothing: no step, no wait, no suspend, no completion', async () => {
+    const stale = await claimedRun();
+    const fresh = { ...stale, token: await claim(stale.jobId) };
+    expect(await step(stale, 's', 0, '1')).toEqual({ ok: false });
+    expect(
+      await store.armWait({ ...stale, name: 'z', occurrence: 1, seq: 0, kind: 'sleep', waitEvent: null, delayMs: 1000, until: null }),
+    ).toEqual({ ok: false });
+    expect(await store.suspend({ ...stale, name: 'z', occurrence: 1, state: 'sleeping', waitEvent: null })).toEqual({ ok: false });
+    expect(await store.completeRun({ ...stale, output: '1' })).toEqual({ ok: false });
+    expect(await store.refusal(stale)).toEqual({ kind: 'lease_lost' });
+    const steps = await db.query('SELECT count(*)::int AS n FROM baton.workflow_steps');
+    expect(steps.rows[0].n).toBe(0);
+    expect(await step(fresh, 's', 0, '2')).toMatchObject({ ok: true, won: true, output: 2 });
+  });
+
+  it('progress never rewinds: a commit at an earlier position leaves it where it was', async () => {
+    const lease = await claimedRun();
+    await step(lease, 'c', 2, '"c"');
+    await step(lease, 'a', 0, '"a"');
+    const r = await store.getRun({ runId: lease.runId });
+    expect(r?.progress).toBe(3);
+  });
+
+  it('a cancelled run takes no more step writes, even under a current lease', async () => {
+    const lease = await claimedRun();
+    const cancelled = await store.cancelRun({ runId: lease.runId, allowed: () => true });
+    expect(cancelled).toMatchObject({ state: 'cancelled' });
+    expect(await step(lease, 's', 0, '1')).toEqual({ ok: false });
+    expect(await store.refusal(lease)).toEqual({ kind: 'cancelled' });
+  });
+});
