@@ -33,6 +33,21 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
     expect(res.status).toBe(201);
     return ((await res.json()) as { id: string }).id;
   };
+  /**
+   * A row written by hand in a finished state, added to the finished-job counters as the
+   * engine's finishing statements would (queue counts read the counters, not the rows).
+   */
+  const insertFinished = async (
+    opts: Parameters<typeof insertJob>[1] & { queue: string; state: 'succeeded' | 'dead_lettered' | 'cancelled' },
+  ) => {
+    const id = await insertJob(db.pool, opts);
+    await db.query(
+      `INSERT INTO baton.finished_counts AS s (queue, state, shard, n) VALUES ($1, $2, 0, 1)
+        ON CONFLICT (queue, state, shard) DO UPDATE SET n = s.n + 1`,
+      [opts.queue, opts.state],
+    );
+    return id;
+  };
   const visible = (selector: string) => page.waitForSelector(selector, { state: 'visible', timeout: 15_000 });
 
   beforeAll(async () => {
@@ -94,8 +109,8 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
   it('replays and cancels a selection, reporting each id, conflicts included', async () => {
     // A queue no worker serves, so replayed jobs stay pending where the test can see them.
     const dead = [
-      await insertJob(db.pool, { queue: 'bulk-q', jobType: 'noop', state: 'dead_lettered' }),
-      await insertJob(db.pool, { queue: 'bulk-q', jobType: 'noop', state: 'dead_lettered' }),
+      await insertFinished({ queue: 'bulk-q', jobType: 'noop', state: 'dead_lettered' }),
+      await insertFinished({ queue: 'bulk-q', jobType: 'noop', state: 'dead_lettered' }),
     ];
     const running = await insertJob(db.pool, { queue: 'bulk-q', jobType: 'noop', state: 'running' });
     await page.selectOption('#filter-state', '');
@@ -141,7 +156,7 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
 
   it('opens a job by its link, by URL and by search: times, durations, attempts with stack traces', async () => {
     const stack = 'Error: disk full\n    at handler (/srv/jobs/report.ts:12:7)';
-    const id = await insertJob(db.pool, {
+    const id = await insertFinished({
       queue: 'detail-q',
       jobType: 'report',
       state: 'dead_lettered',
@@ -236,10 +251,7 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
     expect(Number(await page.getAttribute('#chart-latency', 'data-max'))).toBeGreaterThanOrEqual(0);
 
     // The dead-letter total and the queue table's column come from one snapshot.
-    await insertJob(db.pool, { queue: 'agree-q', jobType: 'x', state: 'dead_lettered' });
-    // Finished jobs are counted by the counters the finishing statements keep; a row written
-    // by hand is added to them by hand.
-    await db.query(`INSERT INTO baton.finished_counts (queue, state, shard, n) VALUES ('agree-q', 'dead_lettered', 0, 1)`);
+    await insertFinished({ queue: 'agree-q', jobType: 'x', state: 'dead_lettered' });
     await visible('#queues tr[data-queue="agree-q"]');
     // Read in one evaluation, so no refresh can come between the two.
     const [total, column] = (await page.evaluate(`[
