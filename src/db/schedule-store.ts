@@ -3,24 +3,26 @@
 // of tickers may run; see docs/cron.md for the argument.
 // @internal — not a public API.
 
-import type { MisfirePolicy, Schedule } from '../core/cron/schedule.ts';
+import type { Schedule } from '../core/cron/schedule.ts';
 
-/** A validated, defaulted schedule as stored. */
-export interface ScheduleWrite {
-  tenantId: string;
-  name: string;
-  cron: string;
-  timezone: string;
-  jobType: string;
-  queue: string;
-  payload: unknown;
-  priority: number;
-  maxAttempts: number | null;
-  misfirePolicy: MisfirePolicy;
-  catchUpLimit: number;
+/** A validated, defaulted schedule as stored: the schedule's own fields, and its first fire time. */
+export type ScheduleWrite = Pick<
+  Schedule,
+  | 'tenantId'
+  | 'name'
+  | 'cron'
+  | 'timezone'
+  | 'jobType'
+  | 'queue'
+  | 'payload'
+  | 'priority'
+  | 'maxAttempts'
+  | 'misfirePolicy'
+  | 'catchUpLimit'
+> & {
   /** Used when the schedule is new, or its expression or zone changed, or it was disabled. */
   nextFireAt: Date | null;
-}
+};
 
 export interface ScheduleAdvance {
   id: string;
