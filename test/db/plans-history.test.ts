@@ -79,17 +79,24 @@ interface Read {
   uses: string[];
   /** Rows it may visit, when more than BUDGET. */
   budget?: number;
+  /**
+   * Sent unnamed, so PostgreSQL plans it with its values every time (job-read.ts): no generic
+   * plan of it ever runs, and the generic mode does not apply.
+   */
+  unnamed?: boolean;
 }
 
 const shape = (s: Partial<ListShape>): ListShape => ({ tenantId: false, queue: false, jobType: false, ...s });
 const list = (s: Partial<ListShape>, args: string[], rows: number, uses: string[], limit = 50): Read => ({
   text: rq.list(shape(s)).text,
+  unnamed: rq.list(shape(s)).name === undefined,
   args: [...args, limit, 0],
   rows,
   uses,
 });
 const count = (s: Partial<ListShape>, args: string[], uses: string[]): Read => ({
   text: rq.countCapped(shape(s)).text,
+  unnamed: rq.countCapped(shape(s)).name === undefined,
   args: [...args, CAP],
   rows: 1,
   uses,
@@ -106,16 +113,16 @@ const READS: Record<string, Read> = {
   'list running': list({ state: 'running' }, [], 1, ['jobs_lease_expiry_idx']),
   'list succeeded': list({ state: 'succeeded' }, [], 50, []),
   'list dead-lettered': list({ state: 'dead_lettered' }, [], 50, ['jobs_settled_rare_idx']),
-  'list succeeded of a tenant': list({ state: 'succeeded', tenantId: true }, ['small'], 5, ['jobs_finished_tenant_idx']),
+  'list succeeded of a tenant': list({ state: 'succeeded', tenantId: true }, ['small'], 5, ['jobs_finished_tenant_id_idx']),
   'list dead-lettered of a rare queue': list({ state: 'dead_lettered', queue: true }, ['rare'], 5, []),
-  'list by tenant (rare)': list({ tenantId: true }, ['small'], 10, ['jobs_finished_tenant_idx']),
-  'list by queue (rare)': list({ queue: true }, ['rare'], 10, ['jobs_finished_queue_idx']),
+  'list by tenant (rare)': list({ tenantId: true }, ['small'], 10, ['jobs_finished_tenant_id_idx']),
+  'list by queue (rare)': list({ queue: true }, ['rare'], 10, ['jobs_finished_queue_id_idx']),
   'list pending of a tenant': list({ state: 'pending', tenantId: true }, ['big'], 25, ['jobs_claim_idx']),
   'count, no filter': count({}, [], []),
   'count pending': count({ state: 'pending' }, [], ['jobs_claim_idx']),
   'count dead-lettered': count({ state: 'dead_lettered' }, [], []),
-  'count by tenant (rare)': count({ tenantId: true }, ['small'], ['jobs_finished_tenant_idx']),
-  'count by queue (rare)': count({ queue: true }, ['rare'], ['jobs_finished_queue_idx']),
+  'count by tenant (rare)': count({ tenantId: true }, ['small'], ['jobs_finished_tenant_id_idx']),
+  'count by queue (rare)': count({ queue: true }, ['rare'], ['jobs_finished_queue_id_idx']),
   // Nothing due in the rare queue: the claim finds that out without reading the history.
   claim: { text: jq.claim.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },
 };
@@ -135,14 +142,15 @@ const MODES = ['force_custom_plan', 'force_generic_plan'];
 // succeeded jobs: the planner guesses a state's share of the table, and for the bulk state it may
 // walk the primary key or read every succeeded row through another index.
 const WITHOUT_STATISTICS = Object.keys(READS).filter((name) => !name.startsWith('list succeeded'));
+const inMode = (names: string[], mode: string) => names.filter((name) => mode !== 'force_generic_plan' || !READS[name]!.unnamed);
 
 describe(`reads next to ${HISTORY.toLocaleString('en')} finished jobs, before any ANALYZE`, () => {
-  for (const mode of MODES) it.each(WITHOUT_STATISTICS)(`%s (${mode})`, (name) => check(name, mode));
+  for (const mode of MODES) it.each(inMode(WITHOUT_STATISTICS, mode))(`%s (${mode})`, (name) => check(name, mode));
 });
 
 describe(`reads next to ${HISTORY.toLocaleString('en')} finished jobs, analyzed`, () => {
   beforeAll(async () => {
     await db.query('ANALYZE baton.jobs');
   });
-  for (const mode of MODES) it.each(Object.keys(READS))(`%s (${mode})`, (name) => check(name, mode));
+  for (const mode of MODES) it.each(inMode(Object.keys(READS), mode))(`%s (${mode})`, (name) => check(name, mode));
 });

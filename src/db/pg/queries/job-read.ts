@@ -4,9 +4,12 @@
 // lease (the expiry index) or finished (by tenant, by queue, by state for the rare states).
 //
 // Each combination of filters is its own statement: the state is part of the text, picked from
-// the fixed list of states, and a filter is in the text only when given. So a cached generic
-// plan still sees which partial index matches, where `($1 IS NULL OR state = $1)` would leave
-// it to scan the table.
+// the fixed list of states, and a filter is in the text only when given. So any plan sees which
+// partial index matches, where `($1 IS NULL OR state = $1)` would leave it to scan the table.
+// Listings and capped counts are sent unnamed, so PostgreSQL plans each with its values: a
+// generic plan guesses a tenant's or queue's share of the history from the average one, and
+// for a small tenant walks the primary key past everyone else's finished jobs. Planning an
+// admin read costs far less than that walk; the counts by queue stay prepared (no such choice).
 
 import { JOB_STATES, type JobState } from '../../../core/job.ts';
 import { summaryColumns } from './job.ts';
@@ -67,11 +70,11 @@ function shapeKey(shape: ListShape): string {
 
 export function jobReadQueries(schema: string) {
   const jobs = `${schema}.jobs`;
-  const cache = new Map<string, { name: string; text: string }>();
-  const memo = (key: string, build: () => string) => {
+  const cache = new Map<string, { name?: string; text: string }>();
+  const memo = (key: string, build: () => string, prepared: boolean) => {
     let q = cache.get(key);
     if (!q) {
-      q = { name: `${schema}.${key}`, text: build() };
+      q = prepared ? { name: `${schema}.${key}`, text: build() } : { text: build() };
       cache.set(key, q);
     }
     return q;
@@ -80,42 +83,49 @@ export function jobReadQueries(schema: string) {
   /**
    * The ids of one part matching the filters, newest first, at most `limit`. A live part is read
    * whole through its partial index (MATERIALIZED: no walk of the primary key looking for it)
-   * and sorted. A finished part filtered by tenant or queue is read in -id order, which only its
-   * index by tenant or queue gives (so no plan walks the primary key past other tenants'
-   * history); otherwise in id order (the primary key backwards, or the rare states' index).
+   * and sorted. A finished part is read newest first: through its index by tenant or by queue
+   * backwards when the filter names one, else the primary key backwards or the rare states' index.
    */
-  const partIds = (p: Part, shape: ListShape, conds: string, limit: string) =>
+  const partIds = (p: Part, conds: string, limit: string) =>
     p.live
       ? `(WITH p AS MATERIALIZED (SELECT id FROM ${jobs} WHERE ${p.where}${conds}) SELECT id FROM p ORDER BY id DESC LIMIT ${limit})`
-      : `(SELECT id FROM ${jobs} WHERE ${p.where}${conds} ORDER BY ${byIndex(shape) ? '-id' : 'id DESC'} LIMIT ${limit})`;
+      : `(SELECT id FROM ${jobs} WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`;
 
   return {
     /** A page of summaries, newest first. Parameters: the shape's filters, then limit, offset. */
     list(shape: ListShape) {
-      return memo(`job_list_${shapeKey(shape)}`, () => {
-        const { conds, next } = filters(shape);
-        const [limit, offset] = [`$${next}::int`, `$${next + 1}::int`];
-        const ids = partsOf(shape.state, byIndex(shape))
-          .map((p) => partIds(p, shape, conds, `${limit} + ${offset}`))
-          .join('\n          UNION ALL ');
-        // The ids reach the rows as an array, through the primary key: a join could let a plan
-        // that guessed many ids merge them with a walk of the whole primary key.
-        return `SELECT ${summaryColumns('j')} FROM ${jobs} j
+      return memo(
+        `job_list_${shapeKey(shape)}`,
+        () => {
+          const { conds, next } = filters(shape);
+          const [limit, offset] = [`$${next}::int`, `$${next + 1}::int`];
+          const ids = partsOf(shape.state, byIndex(shape))
+            .map((p) => partIds(p, conds, `${limit} + ${offset}`))
+            .join('\n          UNION ALL ');
+          // The ids reach the rows as an array, through the primary key: a join could let a plan
+          // that guessed many ids merge them with a walk of the whole primary key.
+          return `SELECT ${summaryColumns('j')} FROM ${jobs} j
         WHERE j.id = ANY (ARRAY(SELECT id FROM (${ids}) u))
         ORDER BY j.id DESC LIMIT ${limit} OFFSET ${offset}`;
-      });
+        },
+        false,
+      );
     },
 
     /** Rows matching the filters, counted up to a cap. Parameters: the shape's filters, then the cap. */
     countCapped(shape: Omit<ListShape, never>) {
-      return memo(`job_count_${shapeKey(shape)}`, () => {
-        const { conds, next } = filters(shape);
-        const cap = `$${next}::int`;
-        const parts = partsOf(shape.state, byIndex(shape))
-          .map((p) => `(SELECT 1 FROM ${jobs} WHERE ${p.where}${conds}${!p.live && byIndex(shape) ? ' ORDER BY -id' : ''} LIMIT ${cap})`)
-          .join('\n          UNION ALL ');
-        return `SELECT least(count(*), ${cap})::int AS n FROM (${parts}) c`;
-      });
+      return memo(
+        `job_count_${shapeKey(shape)}`,
+        () => {
+          const { conds, next } = filters(shape);
+          const cap = `$${next}::int`;
+          const parts = partsOf(shape.state, byIndex(shape))
+            .map((p) => `(SELECT 1 FROM ${jobs} WHERE ${p.where}${conds} LIMIT ${cap})`)
+            .join('\n          UNION ALL ');
+          return `SELECT least(count(*), ${cap})::int AS n FROM (${parts}) c`;
+        },
+        false,
+      );
     },
 
     /**
@@ -124,16 +134,20 @@ export function jobReadQueries(schema: string) {
      * A queue appears only with a non-zero count.
      */
     countsByQueue(oneQueue: boolean) {
-      return memo(`job_counts_by_queue${oneQueue ? '_one' : ''}`, () => {
-        const q = oneQueue ? ' AND queue = $1' : '';
-        return `SELECT queue, state, n FROM (
+      return memo(
+        `job_counts_by_queue${oneQueue ? '_one' : ''}`,
+        () => {
+          const q = oneQueue ? ' AND queue = $1' : '';
+          return `SELECT queue, state, n FROM (
           SELECT queue, 'pending' AS state, count(*)::float8 AS n FROM ${jobs} WHERE state = 'pending'${q} GROUP BY queue
           UNION ALL
           SELECT queue, state, count(*)::float8 FROM ${jobs} WHERE ${LEASED}${q} GROUP BY queue, state
           UNION ALL
           SELECT queue, state, sum(n)::float8 FROM ${schema}.finished_counts WHERE true${q} GROUP BY queue, state HAVING sum(n) > 0
         ) c ORDER BY queue`;
-      });
+        },
+        true,
+      );
     },
   };
 }
