@@ -26,8 +26,8 @@ function byMode(runs: DrainRun[]): Array<[Mode, DrainRun[]]> {
 
 function drainTables(runs: DrainRun[]): string[] {
   const lines = [
-    '| Mode | runs | throughput fresh (jobs/s) | after | after / fresh | idle latency p50 fresh (ms) | after | after / fresh | p99 fresh | p99 after | vacuums of jobs during the run |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| Mode | runs | throughput fresh (jobs/s) | after | after / fresh | idle latency p50 fresh (ms) | after | after / fresh | p99 fresh | p99 after | vacuums of jobs during the run | retention catch-up before "after" (s) |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const sizes = [
     '| Mode | table pages fresh | table pages after | rows after | claim index pages after | idle claim buffers fresh | idle claim buffers after |',
@@ -40,7 +40,10 @@ function drainTables(runs: DrainRun[]): string[] {
     const tput = m((r) => r.after.jobsPerSec / r.fresh.jobsPerSec);
     const lat = m((r) => r.after.latencyP50Ms / r.fresh.latencyP50Ms);
     lines.push(
-      `| ${modeName(mode)} | ${rs.length} | ${num(p('jobsPerSec', 'fresh'))} | ${num(p('jobsPerSec', 'after'))} | ${num(tput, 2)} | ${num(p('latencyP50Ms', 'fresh'), 2)} | ${num(p('latencyP50Ms', 'after'), 2)} | ${num(lat, 2)} | ${num(p('latencyP99Ms', 'fresh'), 2)} | ${num(p('latencyP99Ms', 'after'), 2)} | ${num(m((r) => r.vacuums))} |`,
+      `| ${modeName(mode)} | ${rs.length} | ${num(p('jobsPerSec', 'fresh'))} | ${num(p('jobsPerSec', 'after'))} | ${num(tput, 2)} | ${num(p('latencyP50Ms', 'fresh'), 2)} | ${num(p('latencyP50Ms', 'after'), 2)} | ${num(lat, 2)} | ${num(p('latencyP99Ms', 'fresh'), 2)} | ${num(p('latencyP99Ms', 'after'), 2)} | ${num(m((r) => r.vacuums))} | ${num(
+        m((r) => r.catchUpSeconds ?? Number.NaN),
+        1,
+      )} |`,
     );
     sizes.push(
       `| ${modeName(mode)} | ${num(p('tablePages', 'fresh'))} | ${num(p('tablePages', 'after'))} | ${num(p('rows', 'after'))} | ${num(p('claimIndexPages', 'after'))} | ${num(p('idleClaimBuffers', 'fresh'))} | ${num(p('idleClaimBuffers', 'after'))} |`,
@@ -101,7 +104,7 @@ export function renderHistoryReport(r: HistoryReport): string {
     '',
     '## Throughput and idle start latency, fresh and after a million jobs',
     '',
-    `Per run: a fresh database; a drain of ${num(s.drainJobs!)} no-op jobs (enqueued up front by SQL, drained by one engine with 500 slots, start-up included) and ${num(s.latencyJobs!)} jobs one at a time into the idle queue (enqueue call to handler start, in the same process, ${LATENCY_NOTE}); then ${num(s.historyJobs!)} jobs through the engine in drains of ${num(s.chunk!)}; then the same drain and latency again. Retention on means retention 0 for every finished state (deleted at the next sweep, sweeps back to back while a backlog remains); off keeps every job. Modes run in rounds, each mode once per round; ratios are taken within each run, then the median over rounds.`,
+    `Per run: a fresh database; a drain of ${num(s.drainJobs!)} no-op jobs (enqueued up front by SQL, drained by one engine with 500 slots, start-up included) and ${num(s.latencyJobs!)} jobs one at a time into the idle queue (enqueue call to handler start, in the same process, ${LATENCY_NOTE}); then ${num(s.historyJobs!)} jobs through the engine in drains of ${num(s.chunk!)}; with retention on, an idle engine until retention has deleted the finished jobs the last drains left (each drain's engine stops at once, so without this the "after" drain would run beside the sweep of a quarter of a million leftovers, which the fresh one does not); then the same drain and latency again. Retention on means retention 0 for every finished state (deleted at the next sweep, sweeps back to back while a backlog remains); off keeps every job. Modes run in rounds, each mode once per round; ratios are taken within each run, then the median over rounds.`,
     '',
     ...(r.runs.length ? drainTables(r.runs) : ['(not run)']),
     '',
