@@ -12,6 +12,7 @@ export function batonOptions(connectionString: string, v: Variant, extra: Partia
     concurrency: number;
     poolSize: number;
     tracing?: boolean;
+    deleteOnSuccess?: boolean;
   };
   return {
     connectionString,
@@ -20,9 +21,13 @@ export function batonOptions(connectionString: string, v: Variant, extra: Partia
     claimIntoRunning: o.claimIntoRunning,
     queues: { [QUEUE]: o.concurrency },
     ...(o.tracing === undefined ? {} : { tracing: o.tracing }),
+    ...(o.deleteOnSuccess === undefined ? {} : { deleteOnSuccess: o.deleteOnSuccess }),
     ...extra,
   };
 }
+
+/** Whether the variant deletes succeeded jobs as they complete (their rows are gone, only counted). */
+const deletesOnSuccess = (v: Variant) => (v.options as { deleteOnSuccess?: boolean }).deleteOnSuccess === true;
 
 /** Every row succeeded once (attempt 1 unless retries are expected) and matches the handler executions. */
 export async function verifyBatonJobs(pool: pg.Pool, executed: readonly number[], total: number, opts: { maxAttempt?: number } = {}) {
@@ -43,6 +48,25 @@ export async function verifyBatonJobs(pool: pg.Pool, executed: readonly number[]
   return { ok: problems.length === 0, done: done.size, remaining: r.rows.length - done.size, detail: problems.join('; ') || 'ok' };
 }
 
+/** Rows of the bench queue still in the table (with deleteOnSuccess, every job not yet succeeded). */
+async function rowsLeft(pool: pg.Pool): Promise<number> {
+  const r = await pool.query<{ n: string }>('select count(*) as n from baton.jobs where queue = $1', [QUEUE]);
+  return Number(r.rows[0]!.n);
+}
+
+/**
+ * With deleteOnSuccess a succeeded job leaves no row (and is not a finished row to count), so:
+ * no row of the queue is left, and each seq ran exactly once.
+ */
+async function verifyDeleted(pool: pg.Pool, executed: readonly number[], total: number) {
+  const left = await rowsLeft(pool);
+  const problems: string[] = [];
+  if (left > 0) problems.push(`${left} row(s) left in the queue`);
+  const mismatch = checkExecutions(executed, new Set(Array.from({ length: total }, (_, i) => i)));
+  if (mismatch) problems.push(mismatch);
+  return { ok: problems.length === 0, done: total - left, remaining: left, detail: problems.join('; ') || 'ok' };
+}
+
 export function batonWorker(connectionString: string, v: Variant): WorkerSide {
   let onJob: OnJob = () => undefined;
   const baton: Baton = createBaton({
@@ -51,11 +75,13 @@ export function batonWorker(connectionString: string, v: Variant): WorkerSide {
   });
   const pool = new pg.Pool({ connectionString, max: 2 });
   pool.on('error', () => undefined);
+  let enqueued = 0;
   return {
     async setup() {
       await baton.migrate();
     },
     async enqueueBulk(seqs) {
+      enqueued += seqs.length;
       for (let i = 0; i < seqs.length; i += 1000) {
         await baton.enqueueMany(seqs.slice(i, i + 1000).map((seq) => ({ jobType: JOB_TYPE, queue: QUEUE, payload: { seq } })));
       }
@@ -68,10 +94,11 @@ export function batonWorker(connectionString: string, v: Variant): WorkerSide {
       await baton.stop({ drainMs: 5_000 });
     },
     async countDone() {
+      if (deletesOnSuccess(v)) return enqueued - (await rowsLeft(pool));
       const r = await pool.query<{ n: string }>("select count(*) as n from baton.jobs where queue = $1 and state = 'succeeded'", [QUEUE]);
       return Number(r.rows[0]!.n);
     },
-    verify: (executed, total) => verifyBatonJobs(pool, executed, total),
+    verify: (executed, total) => (deletesOnSuccess(v) ? verifyDeleted(pool, executed, total) : verifyBatonJobs(pool, executed, total)),
     async close() {
       await pool.end();
     },

@@ -15,7 +15,7 @@ export const BATON_POOL_SIZE = 10;
 /** Baton's default poll interval, config.ts POLL_INTERVAL_MS_DEFAULT. */
 export const BATON_POLL_MS = 1_000;
 
-function baton(dispatch: 'notify' | 'poll', cir: boolean, tracing = true): Variant {
+function baton(dispatch: 'notify' | 'poll', cir: boolean, twin?: 'untraced' | 'delete'): Variant {
   const v: Variant = {
     id: `baton-${dispatch}-${cir ? 'cir' : 'leased'}`,
     system: 'baton',
@@ -28,20 +28,34 @@ function baton(dispatch: 'notify' | 'poll', cir: boolean, tracing = true): Varia
         ? `LISTEN off; claims every pollIntervalMs (default ${BATON_POLL_MS} ms) or when a claim filled every slot`
         : 'LISTEN/NOTIFY wake-ups, leading-edge debounce; poll fallback every 1000 ms',
   };
-  if (tracing) return v;
-  return {
-    ...v,
-    id: `${v.id}-untraced`,
-    label: `${v.label}, tracing off`,
-    options: { ...v.options, tracing: false },
-    note: `${v.note}; tracing: false (the others run with @opentelemetry/api installed and no SDK, as most applications do)`,
-  };
+  if (twin === 'untraced') {
+    return {
+      ...v,
+      id: `${v.id}-untraced`,
+      label: `${v.label}, tracing off`,
+      options: { ...v.options, tracing: false },
+      note: `${v.note}; tracing: false (the others run with @opentelemetry/api installed and no SDK, as most applications do)`,
+    };
+  }
+  if (twin === 'delete') {
+    return {
+      ...v,
+      id: `${v.id}-delete`,
+      label: `${v.label}, deleteOnSuccess`,
+      options: { ...v.options, deleteOnSuccess: true },
+      note: `${v.note}; deleteOnSuccess: a succeeded job is deleted by the statement that completes it (only the counters of finished jobs keep it)`,
+    };
+  }
+  return v;
 }
 
 export const BATON_VARIANTS: Variant[] = [baton('notify', true), baton('notify', false), baton('poll', true), baton('poll', false)];
 
-/** Run only when --modes names them: the cost of tracing, measured against its traced twin in the same run. */
-export const BATON_OPT_IN_VARIANTS: Variant[] = [baton('notify', true, false)];
+/**
+ * Run only when --modes names them, each against its twin in the same run: the cost of tracing
+ * (notify-cir-untraced) and what deleting succeeded jobs at completion gains (notify-cir-delete).
+ */
+export const BATON_OPT_IN_VARIANTS: Variant[] = [baton('notify', true, 'untraced'), baton('notify', true, 'delete')];
 
 /**
  * Each peer in its best documented configuration for a backlog of short jobs, one worker
