@@ -161,3 +161,5 @@ export {
   SIGNATURE_TOLERANCE_SECONDS_DEFAULT,
   type VerifyWebhookInput,
 } from './publishers/signature.ts';
+export { rabbitmqPublisher, type RabbitmqOptions } from './publishers/rabbitmq.ts';
+export { natsPublisher, type NatsOptions } from './publishers/nats.ts';
