@@ -25,6 +25,9 @@ import { installTokenFloor } from './db/pg/token-floor.ts';
 import { quoteSchema } from './db/schema-name.ts';
 import { otelTracing } from './otel.ts';
 import { PACKAGE_VERSION } from './version.ts';
+import { PgOutboxStore } from './db/pg/pg-outbox.ts';
+import { parseRelayConfig, type RelayConfigInput } from './core/outbox/config.ts';
+import type { PublisherMap } from './core/outbox/publisher.ts';
 
 export interface BatonOptions extends EngineConfigInput {
   /** A pg.Pool to use (Baton does not end it on stop). Either pool or connectionString is required. */
@@ -64,6 +67,15 @@ export interface BatonOptions extends EngineConfigInput {
    * is INVALID_CONFIG.
    */
   tracing?: boolean;
+  /** The transactional outbox's relay: publishers by destination name, and its settings (docs/outbox.md). */
+  outbox?: OutboxOptions;
+}
+
+export interface OutboxOptions extends RelayConfigInput {
+  /** Destination name -> publisher (webhookPublisher, rabbitmqPublisher, natsPublisher or your own). */
+  publishers?: PublisherMap;
+  /** Run a relay in this process when there are publishers. Default true. */
+  relay?: boolean;
 }
 
 export const ADMIN_POOL_SIZE_DEFAULT = 2;
@@ -114,12 +126,15 @@ export function createBaton(options: BatonOptions): Baton {
     tracing,
     schedules,
     pruneSchedules,
+    outbox,
     ...engineInput
   } = options ?? {};
   const config = parseEngineConfig(engineInput, () => `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   if (!givenPool && !connectionString) {
     throw new BatonError('INVALID_CONFIG', 'invalid Baton options: pool or connectionString is required');
   }
+  const { publishers: outboxPublishers, relay: outboxRelay, ...relayInput } = outbox ?? {};
+  const relayConfig = parseRelayConfig(relayInput);
   const otel = tracing === false ? null : otelTracing(PACKAGE_VERSION);
   if (tracing === true && !otel) {
     throw new BatonError(
@@ -178,6 +193,13 @@ export function createBaton(options: BatonOptions): Baton {
     adminScheduleStore: new PgScheduleStore(adminPool ?? pool, schema, cronChannelFor(config.schema)),
     schedules: { declared: schedules ?? [], pruneUndeclared: pruneSchedules ?? false },
     workflowStore: new PgWorkflowStore(pool, schema),
+    outbox: {
+      store: new PgOutboxStore(pool, schema),
+      adminStore: new PgOutboxStore(adminPool ?? pool, schema),
+      config: relayConfig,
+      publishers: outboxPublishers ?? {},
+      relay: outboxRelay ?? true,
+    },
     handlers: handlers ?? {},
     logger: log,
     lockNamespace,

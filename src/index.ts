@@ -124,3 +124,42 @@ export { migrate, type MigrateOptions, type MigrateResult } from './db/migrate.t
 export { isInvalidInputSqlstate } from './db/pg/errors.ts';
 export { PACKAGE_VERSION } from './version.ts';
 export { traceCarrier, type TraceCarrier } from './core/tracing.ts';
+export {
+  OUTBOX_STATES,
+  DEAD_LETTER_REASONS,
+  OUTBOX_MAX_ATTEMPTS_DEFAULT,
+  RECORD_BATCH_MAX,
+  type DeadLetterReason,
+  type OutboxError,
+  type OutboxMessage,
+  type OutboxMessageInput,
+  type OutboxState,
+  type RecordResult,
+} from './core/outbox/message.ts';
+export {
+  OUTBOX_LIST_LIMIT_DEFAULT,
+  OUTBOX_LIST_LIMIT_MAX,
+  OUTBOX_LIST_OFFSET_MAX,
+  OUTBOX_REPLAY_LIMIT_DEFAULT,
+  OUTBOX_REPLAY_LIMIT_MAX,
+  isOutboxId,
+  type ListOutboxFilter,
+  type OutboxApi,
+  type OutboxStats,
+  type RecordOptions,
+} from './core/outbox/service.ts';
+export type { RelayConfigInput } from './core/outbox/config.ts';
+export type { RelayCounters, RelayEvents } from './core/outbox/relay.ts';
+export { PublishError, type Publisher, type PublisherMap, type PublishMessage } from './core/outbox/publisher.ts';
+export type { OutboxOptions } from './create-baton.ts';
+export { webhookPublisher, parseRetryAfter, type WebhookOptions } from './publishers/webhook.ts';
+export {
+  verifyWebhookSignature,
+  signWebhook,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  SIGNATURE_TOLERANCE_SECONDS_DEFAULT,
+  type VerifyWebhookInput,
+} from './publishers/signature.ts';
+export { rabbitmqPublisher, type RabbitmqOptions } from './publishers/rabbitmq.ts';
+export { natsPublisher, type NatsOptions } from './publishers/nats.ts';

@@ -15,6 +15,7 @@ import type { WorkflowCounters } from './workflow/execution.ts';
 import type { Workflows } from './workflow/service.ts';
 import type { WorkflowBuilder } from './workflow/builder.ts';
 import type { SendEventResult, StartRunOptions, StartRunResult, WorkflowFn, WorkflowOptions } from './workflow/types.ts';
+import type { OutboxApi } from './outbox/service.ts';
 
 export interface EnqueueOptions {
   /**
@@ -89,4 +90,6 @@ export interface Baton {
   readonly workflows: Pick<Workflows, 'getRun' | 'listRuns' | 'cancelRun' | 'replayRun' | 'countRunsByState' | 'names'>;
   readonly events: EventEmitter<EngineEvents>;
   stats(): EngineStats;
+  /** The transactional outbox: record messages in your transaction; relays publish them (docs/outbox.md). */
+  readonly outbox: OutboxApi;
 }

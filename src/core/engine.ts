@@ -37,6 +37,11 @@ import type { WorkflowStore } from '../db/workflow-store.ts';
 import { Workflows } from './workflow/service.ts';
 import type { WorkflowFn, WorkflowOptions } from './workflow/types.ts';
 import { workflowBuilder, type WorkflowBuilder } from './workflow/builder.ts';
+import type { OutboxStore } from '../db/outbox-store.ts';
+import type { RelayConfig } from './outbox/config.ts';
+import type { PublisherMap } from './outbox/publisher.ts';
+import { Relay } from './outbox/relay.ts';
+import { OutboxService, outboxChannelFor } from './outbox/service.ts';
 
 /** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
 const ABORT_GRACE_MS = 1_000;
@@ -75,6 +80,15 @@ export interface EngineDeps {
   tracing?: Tracing;
   /** Where workflow runs, steps and events live. */
   workflowStore: WorkflowStore;
+  /** The outbox table (engine pool and admin pool), and the relay's publishers and settings. */
+  outbox: {
+    store: OutboxStore;
+    adminStore: OutboxStore;
+    config: RelayConfig;
+    publishers: PublisherMap;
+    /** Run a relay in this process (when there are publishers). */
+    relay: boolean;
+  };
 }
 
 export class Engine implements Baton {
@@ -83,6 +97,8 @@ export class Engine implements Baton {
   readonly cron: CronApi;
   readonly events: EngineEventEmitter;
   readonly workflows: Workflows;
+  readonly outbox: OutboxService;
+  readonly #relay: Relay | null;
   readonly #d: EngineDeps;
   /** The handlers the runner looks up: the given ones, plus one per defined workflow. */
   readonly #handlers: Record<string, HandlerMap[string]>;
@@ -205,6 +221,14 @@ export class Engine implements Baton {
       pruneUndeclared: deps.schedules?.pruneUndeclared ?? false,
     });
     this.cron = this.#cron.api;
+    this.#relay = this.#createRelay();
+    this.outbox = new OutboxService({
+      store: deps.outbox.store,
+      adminStore: deps.outbox.adminStore,
+      schema: this.config.schema,
+      maxAttemptsDefault: deps.outbox.config.maxAttemptsDefault,
+      relay: this.#relay,
+    });
     this.#runner = {
       tracing,
       handlers: this.#handlers,
@@ -247,6 +271,35 @@ export class Engine implements Baton {
 
   migrate(): Promise<MigrateResult> {
     return this.#d.migrate();
+  }
+
+  /** A relay for the configured publishers, woken by its own LISTEN connection in notify mode. */
+  #createRelay(): Relay | null {
+    const { outbox } = this.#d;
+    if (!outbox.relay || Object.keys(outbox.publishers).length === 0) return null;
+    const channel = outboxChannelFor(this.config.schema);
+    const relay: Relay = new Relay({
+      store: outbox.store,
+      publishers: outbox.publishers,
+      config: outbox.config,
+      logger: this.#log,
+      listen:
+        this.config.dispatch === 'notify'
+          ? (onNotify) => {
+              const l = this.#d.createListener({
+                onNotify,
+                // Notifications sent while it was away are gone: claim at once.
+                onConnected: onNotify,
+                onError: (err) => this.events.emit('error', { where: 'outbox-listener', error: err }),
+              });
+              return { start: () => l.start([channel]), stop: () => l.stop() };
+            }
+          : null,
+      // Retention on the leader; a process with no queues (no presence) purges on its own.
+      isLeader: () => (this.#presence ? this.#presence.leader : true),
+    });
+    relay.events.on('error', (e) => this.events.emit('error', e));
+    return relay;
   }
 
   async start(): Promise<void> {
@@ -311,6 +364,10 @@ export class Engine implements Baton {
         // The ticker needs the leader lock, which only a working process's presence session holds.
         if (working) this.#cron.start();
       }
+      if (this.#relay) {
+        await this.#relay.start();
+        this.#throwIfStopping();
+      }
       this.#log.info({ queues: this.config.queues, dispatch: this.config.dispatch }, 'baton: started');
     } catch (err) {
       await this.stop({ drainMs: 0 }).catch(() => undefined);
@@ -367,6 +424,7 @@ export class Engine implements Baton {
     await this.#reaper.stop();
     await this.#retention.stop();
     await this.#presence?.stop();
+    await this.#relay?.stop();
     await this.#d.close();
     this.#log.info({}, 'baton: stopped');
   }

@@ -18,6 +18,8 @@ export const ERROR_CODES = [
   'RUN_NOT_FOUND',
   'RUN_STATE_CONFLICT',
   'INTERNAL',
+  'OUTBOX_MESSAGE_NOT_FOUND',
+  'OUTBOX_STATE_CONFLICT',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

@@ -55,6 +55,8 @@ export const STATUS_BY_CODE = {
   SHUTTING_DOWN: 503,
   DB_UNAVAILABLE: 503,
   NOT_READY: 503,
+  OUTBOX_MESSAGE_NOT_FOUND: 404,
+  OUTBOX_STATE_CONFLICT: 409,
 } as const satisfies Record<ApiErrorCode, ContentfulStatusCode>;
 
 /** Wire shape of every error response (its schema: errorBodySchema in wire-schemas.ts). */

@@ -1,0 +1,130 @@
+// Outbox messages: what a producer records, how it is validated before any SQL runs, and the
+// stored row as the relay and operators see it. States: pending (waiting, claimed or between
+// retries), published (the destination acknowledged it), dead_lettered (rejected or exhausted).
+
+import { z } from 'zod';
+import { nameSchema as name } from '../config.ts';
+import { BatonError } from '../errors.ts';
+import { jsonTextHasNul } from '../job-spec.ts';
+
+export const OUTBOX_STATES = ['pending', 'published', 'dead_lettered'] as const;
+export type OutboxState = (typeof OUTBOX_STATES)[number];
+export const OUTBOX_MAX_ATTEMPTS_DEFAULT = 10;
+export const OUTBOX_MAX_ATTEMPTS_MAX = 1_000;
+export const MESSAGE_KEY_MAX_CHARS = 512;
+export const TOPIC_MAX_CHARS = 255;
+export const ORDERING_KEY_MAX_CHARS = 255;
+/** Most messages one recordMany takes (one INSERT statement). */
+export const RECORD_BATCH_MAX = 10_000;
+export const OUTBOX_HEADERS_MAX = 32;
+
+const noNul = (s: string) => !s.includes('\u0000');
+/** Header names a publisher may send as-is (HTTP tokens, AMQP and NATS header names alike); baton-* is ours. */
+const HEADER_NAME = /^[A-Za-z0-9][A-Za-z0-9-]{0,63}$/;
+const RESERVED_HEADER = /^(baton-|nats-|content-|host$|connection$|transfer-encoding$|authorization$|user-agent$)/i;
+// Printable ASCII only: a header value travels through HTTP, AMQP and NATS unchanged.
+const HEADER_VALUE = /^[\x20-\x7e]{0,1024}$/;
+
+export const outboxMessageSchema = z
+  .object({
+    tenantId: name.optional(),
+    destination: name,
+    topic: z
+      .string()
+      .min(1)
+      .max(TOPIC_MAX_CHARS)
+      .regex(/^[\x21-\x7e]+$/, 'must be printable ASCII without spaces'),
+    payload: z.unknown().optional(),
+    headers: z
+      .record(z.string(), z.string())
+      .superRefine((h, ctx) => {
+        const names = Object.keys(h);
+        if (names.length > OUTBOX_HEADERS_MAX) ctx.addIssue({ code: 'custom', message: `at most ${OUTBOX_HEADERS_MAX} headers` });
+        for (const n of names) {
+          if (!HEADER_NAME.test(n)) ctx.addIssue({ code: 'custom', path: [n], message: 'header names are 1-64 chars of [A-Za-z0-9-]' });
+          else if (RESERVED_HEADER.test(n)) ctx.addIssue({ code: 'custom', path: [n], message: 'this header name is reserved' });
+          if (!HEADER_VALUE.test(h[n] as string))
+            ctx.addIssue({ code: 'custom', path: [n], message: 'header values are at most 1024 printable ASCII chars' });
+        }
+      })
+      .optional(),
+    messageKey: z.string().min(1).max(MESSAGE_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes'),
+    orderingKey: z.string().min(1).max(ORDERING_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes').optional(),
+    maxAttempts: z.number().int().min(1).max(OUTBOX_MAX_ATTEMPTS_MAX).optional(),
+  })
+  .strict();
+
+/** What a producer records. `messageKey` is the consumer's dedup key, unique per tenant and destination. */
+export type OutboxMessageInput = z.input<typeof outboxMessageSchema>;
+
+/** A validated, defaulted message ready to insert. */
+export interface NewOutboxMessage {
+  tenantId: string;
+  destination: string;
+  topic: string;
+  payload: unknown;
+  headers: Record<string, string>;
+  messageKey: string;
+  orderingKey: string | null;
+  maxAttempts: number;
+}
+
+/** A stored message. `attempt` counts claims; it is also the fencing token of the current claim. */
+export interface OutboxMessage extends NewOutboxMessage {
+  id: string;
+  state: OutboxState;
+  attempt: number;
+  nextAttemptAt: Date;
+  lastError: OutboxError | null;
+  deadLetterReason: DeadLetterReason | null;
+  replayCount: number;
+  createdAt: Date;
+  updatedAt: Date;
+  finishedAt: Date | null;
+}
+
+export const DEAD_LETTER_REASONS = ['rejected', 'attempts_exhausted'] as const;
+export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
+
+/** What a failed publish left behind (the database adds the time). */
+export interface OutboxError {
+  name: string;
+  message: string;
+  at?: string;
+}
+
+/** The result of a record: the stored message, and whether this call created it (false: the messageKey existed). */
+export interface RecordResult {
+  message: OutboxMessage;
+  created: boolean;
+}
+
+/** Validates and defaults one message; throws BatonError INVALID_ARGUMENT naming the field. */
+export function normalizeMessage(input: OutboxMessageInput, maxAttemptsDefault: number, index?: number): NewOutboxMessage {
+  const where = index === undefined ? '' : `messages[${index}].`;
+  const parsed = outboxMessageSchema.safeParse(input);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((i) => `${where}${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new BatonError('INVALID_ARGUMENT', `invalid outbox message: ${issues.join('; ')}`, { details: issues });
+  }
+  const m = parsed.data;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(m.payload ?? null);
+  } catch (err) {
+    throw new BatonError('INVALID_ARGUMENT', `invalid outbox message: ${where}payload: not JSON-serialisable`, { cause: err });
+  }
+  if (text === undefined || jsonTextHasNul(text)) {
+    throw new BatonError('INVALID_ARGUMENT', `invalid outbox message: ${where}payload: must be JSON without NUL (\\u0000) characters`);
+  }
+  return {
+    tenantId: m.tenantId ?? 'default',
+    destination: m.destination,
+    topic: m.topic,
+    payload: m.payload ?? null,
+    headers: m.headers ?? {},
+    messageKey: m.messageKey,
+    orderingKey: m.orderingKey ?? null,
+    maxAttempts: m.maxAttempts ?? maxAttemptsDefault,
+  };
+}

@@ -1,0 +1,188 @@
+// baton.outbox: record messages in the caller's transaction (never beginning, committing or
+// rolling it back, like enqueue), read and replay them, and the relay's counters. Recording
+// needs no publisher here: the relay may run in another process.
+
+import { createHash } from 'node:crypto';
+import type { OutboxStore } from '../../db/outbox-store.ts';
+import type { Queryable } from '../../db/pg/pool.ts';
+import { nameSchema } from '../config.ts';
+import { BatonError } from '../errors.ts';
+import {
+  OUTBOX_STATES,
+  RECORD_BATCH_MAX,
+  normalizeMessage,
+  type OutboxMessage,
+  type OutboxMessageInput,
+  type OutboxState,
+  type RecordResult,
+} from './message.ts';
+import type { Relay, RelayCounters } from './relay.ts';
+
+export const OUTBOX_LIST_LIMIT_DEFAULT = 50;
+export const OUTBOX_LIST_LIMIT_MAX = 500;
+export const OUTBOX_LIST_OFFSET_MAX = 100_000;
+export const OUTBOX_REPLAY_LIMIT_DEFAULT = 100;
+export const OUTBOX_REPLAY_LIMIT_MAX = 1_000;
+
+/** The NOTIFY channel that wakes the relays of `schema`. */
+export function outboxChannelFor(schema: string): string {
+  return `baton_outbox_${createHash('sha1').update(schema).digest('hex').slice(0, 24)}`;
+}
+
+export interface RecordOptions {
+  /** The caller's client, inside their transaction: the message commits or rolls back with it. */
+  client?: Queryable;
+}
+
+export interface ListOutboxFilter {
+  state?: OutboxState | undefined;
+  destination?: string | undefined;
+  tenantId?: string | undefined;
+  limit?: number | undefined;
+  offset?: number | undefined;
+}
+
+export interface OutboxStats {
+  /** Counts per destination and state (states with none are 0). */
+  destinations: Array<{ destination: string; counts: Record<OutboxState, number> }>;
+  totals: Record<OutboxState, number>;
+  /** Seconds since the oldest pending message was recorded; null when none is pending. */
+  oldestPendingAgeSeconds: number | null;
+}
+
+export interface OutboxApi {
+  /** Records one message on `opts.client` (the caller's transaction) or, without it, on its own. */
+  record(message: OutboxMessageInput, opts?: RecordOptions): Promise<RecordResult>;
+  /** One INSERT for the batch; results in input order. */
+  recordMany(messages: OutboxMessageInput[], opts?: RecordOptions): Promise<RecordResult[]>;
+  get(id: string): Promise<OutboxMessage>;
+  list(filter?: ListOutboxFilter): Promise<{ messages: OutboxMessage[]; limit: number; offset: number }>;
+  /** A published or dead-lettered message back to pending with a fresh budget; 409 (OUTBOX_STATE_CONFLICT) while pending. */
+  replay(id: string): Promise<OutboxMessage>;
+  /** Up to `limit` dead letters (default 100, max 1000), oldest first, back to pending. */
+  replayDeadLetters(p?: { limit?: number; destination?: string; tenantId?: string }): Promise<OutboxMessage[]>;
+  stats(p?: { tenantId?: string }): Promise<OutboxStats>;
+  /** The relay in this process: its counters, or null when none runs here. */
+  relayCounters(): RelayCounters | null;
+}
+
+export const isOutboxId = (id: string) => /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= 2n ** 63n - 1n;
+
+export interface OutboxServiceDeps {
+  store: OutboxStore;
+  adminStore: OutboxStore;
+  schema: string;
+  maxAttemptsDefault: number;
+  relay: Relay | null;
+}
+
+const optionalName = (what: string, v: string | undefined): string | undefined => {
+  if (v === undefined) return undefined;
+  if (!nameSchema.safeParse(v).success) throw new BatonError('INVALID_ARGUMENT', `${what} is not a valid name`);
+  return v;
+};
+
+function boundedInt(what: string, v: number | undefined, def: number, min: number, max: number): number {
+  if (v === undefined) return def;
+  if (!Number.isInteger(v) || v < min || v > max)
+    throw new BatonError('INVALID_ARGUMENT', `${what} must be an integer from ${min} to ${max}`);
+  return v;
+}
+
+export class OutboxService implements OutboxApi {
+  readonly #d: OutboxServiceDeps;
+  readonly #channel: string;
+
+  constructor(deps: OutboxServiceDeps) {
+    this.#d = deps;
+    this.#channel = outboxChannelFor(deps.schema);
+  }
+
+  async record(message: OutboxMessageInput, opts: RecordOptions = {}): Promise<RecordResult> {
+    const [r] = await this.recordMany([message], opts);
+    return r as RecordResult;
+  }
+
+  async recordMany(messages: OutboxMessageInput[], opts: RecordOptions = {}): Promise<RecordResult[]> {
+    if (!Array.isArray(messages) || messages.length > RECORD_BATCH_MAX) {
+      throw new BatonError('INVALID_ARGUMENT', `messages must be an array of at most ${RECORD_BATCH_MAX} messages`);
+    }
+    if (messages.length === 0) return [];
+    const normalized = messages.map((m, i) => normalizeMessage(m, this.#d.maxAttemptsDefault, messages.length > 1 ? i : undefined));
+    const results = await this.#d.store.insertMany({ messages: normalized, client: opts.client, channel: this.#channel });
+    // Committed already (no caller's transaction): the local relay need not wait for the NOTIFY.
+    if (!opts.client && results.some((r) => r.created)) this.#d.relay?.wake();
+    return results;
+  }
+
+  async get(id: string): Promise<OutboxMessage> {
+    const m = isOutboxId(id) ? await this.#d.adminStore.get(id) : null;
+    if (!m) throw new BatonError('OUTBOX_MESSAGE_NOT_FOUND', `outbox message ${id} not found`, { details: { id } });
+    return m;
+  }
+
+  async list(filter: ListOutboxFilter = {}): Promise<{ messages: OutboxMessage[]; limit: number; offset: number }> {
+    if (filter.state !== undefined && !OUTBOX_STATES.includes(filter.state)) {
+      throw new BatonError('INVALID_ARGUMENT', `state must be one of ${OUTBOX_STATES.join(', ')}`);
+    }
+    const limit = boundedInt('limit', filter.limit, OUTBOX_LIST_LIMIT_DEFAULT, 1, OUTBOX_LIST_LIMIT_MAX);
+    const offset = boundedInt('offset', filter.offset, 0, 0, OUTBOX_LIST_OFFSET_MAX);
+    const messages = await this.#d.adminStore.list({
+      state: filter.state,
+      destination: optionalName('destination', filter.destination),
+      tenantId: optionalName('tenantId', filter.tenantId),
+      limit,
+      offset,
+    });
+    return { messages, limit, offset };
+  }
+
+  async replay(id: string): Promise<OutboxMessage> {
+    const replayed = isOutboxId(id) ? await this.#d.adminStore.replay(id) : null;
+    if (replayed) {
+      this.#d.relay?.wake();
+      return replayed;
+    }
+    const current = await this.get(id);
+    throw new BatonError(
+      'OUTBOX_STATE_CONFLICT',
+      `outbox message ${id} is ${current.state}; only a published or dead-lettered one can be replayed`,
+      {
+        details: { id, state: current.state },
+      },
+    );
+  }
+
+  async replayDeadLetters(p: { limit?: number; destination?: string; tenantId?: string } = {}): Promise<OutboxMessage[]> {
+    const limit = boundedInt('limit', p.limit, OUTBOX_REPLAY_LIMIT_DEFAULT, 1, OUTBOX_REPLAY_LIMIT_MAX);
+    const replayed = await this.#d.adminStore.replayDeadLetters({
+      limit,
+      destination: optionalName('destination', p.destination),
+      tenantId: optionalName('tenantId', p.tenantId),
+    });
+    if (replayed.length > 0) this.#d.relay?.wake();
+    return replayed;
+  }
+
+  async stats(p: { tenantId?: string } = {}): Promise<OutboxStats> {
+    const row = await this.#d.adminStore.stats({ tenantId: optionalName('tenantId', p.tenantId) });
+    const zero = (): Record<OutboxState, number> => ({ pending: 0, published: 0, dead_lettered: 0 });
+    const totals = zero();
+    const byDest = new Map<string, Record<OutboxState, number>>();
+    for (const { destination, state, n } of row.byDestination) {
+      const c = byDest.get(destination) ?? zero();
+      c[state] += n;
+      totals[state] += n;
+      byDest.set(destination, c);
+    }
+    return {
+      destinations: [...byDest].map(([destination, counts]) => ({ destination, counts })),
+      totals,
+      oldestPendingAgeSeconds: row.oldestPendingAgeSeconds,
+    };
+  }
+
+  relayCounters(): RelayCounters | null {
+    return this.#d.relay ? { ...this.#d.relay.counters } : null;
+  }
+}

@@ -1,0 +1,61 @@
+// The seam between the outbox code and its table: one method per operation. Claims skip
+// locked rows and hide what they take behind next_attempt_at; every outcome write names the
+// attempt it claimed (the fencing token), so a late write after a lapsed claim matches nothing.
+// @internal — not a public API.
+
+import type { NewOutboxMessage, OutboxError, OutboxMessage, OutboxState, RecordResult } from '../core/outbox/message.ts';
+import type { Queryable } from './pg/pool.ts';
+
+export interface OutboxClaimResult {
+  claimed: OutboxMessage[];
+  /** Messages whose last claim was abandoned with no attempt left: dead-lettered by this claim. */
+  exhausted: number;
+}
+
+export interface OutboxFailItem {
+  id: string;
+  attempt: number;
+  error: OutboxError;
+  /** true: dead-letter now (the destination refused it for good); false: retry while attempts remain. */
+  reject: boolean;
+  /** The earliest retry the destination asked for; else full-jitter backoff. */
+  retryAfterMs: number | null;
+}
+
+export interface OutboxListParams {
+  state?: OutboxState | undefined;
+  destination?: string | undefined;
+  tenantId?: string | undefined;
+  limit: number;
+  offset: number;
+}
+
+export interface OutboxStatsRow {
+  byDestination: Array<{ destination: string; state: OutboxState; n: number }>;
+  /** Seconds since the oldest pending message was recorded; null when none is pending. */
+  oldestPendingAgeSeconds: number | null;
+}
+
+export interface OutboxStore {
+  /**
+   * One INSERT for the batch, on `client` (the caller's transaction) or the pool. The NOTIFY on
+   * `channel` rides in the statement, so it leaves with the commit. A duplicate messageKey is
+   * skipped and read back. Messages with an ordering key first take a transaction-scoped
+   * advisory lock per key, so record order (ids) follows commit order within a key.
+   */
+  insertMany(p: { messages: NewOutboxMessage[]; client?: Queryable | undefined; channel: string }): Promise<RecordResult[]>;
+  claim(p: { destinations: string[]; limit: number; visibilityMs: number }): Promise<OutboxClaimResult>;
+  /** Returns the ids written (those whose claim was still current). */
+  publishedMany(items: Array<{ id: string; attempt: number }>): Promise<Set<string>>;
+  /** Returns id -> new state for the rows written. */
+  failMany(p: { items: OutboxFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, OutboxState>>;
+  get(id: string): Promise<OutboxMessage | null>;
+  list(p: OutboxListParams): Promise<OutboxMessage[]>;
+  /** Dead-lettered only: back to pending with a fresh budget, replayCount + 1; null otherwise. */
+  replay(id: string): Promise<OutboxMessage | null>;
+  /** Up to `limit` dead letters, oldest first, back to pending. */
+  replayDeadLetters(p: { limit: number; destination?: string | undefined; tenantId?: string | undefined }): Promise<OutboxMessage[]>;
+  stats(p: { tenantId?: string | undefined }): Promise<OutboxStatsRow>;
+  /** Deletes up to `limit` messages finished in `state` more than `olderThanMs` ago; returns how many. */
+  purge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number }): Promise<number>;
+}

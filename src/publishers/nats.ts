@@ -1,0 +1,97 @@
+// The NATS JetStream publisher (@nats-io/transport-node and @nats-io/jetstream, optional peer
+// dependencies): publishes to the message's topic as the subject with the message key as
+// Nats-Msg-Id, so the stream's duplicate window absorbs a republish; a message counts as
+// published when JetStream acknowledges it. The client reconnects by itself.
+
+import type { NatsConnection } from '@nats-io/transport-node';
+import type { JetStreamClient } from '@nats-io/jetstream';
+import { z } from 'zod';
+import { PublishError, type Publisher, type PublishMessage } from '../core/outbox/publisher.ts';
+import { issuesLine, optionalImport } from './optional-import.ts';
+
+export const natsOptionsSchema = z
+  .object({
+    /** Server URLs, e.g. ['nats://127.0.0.1:4222']. */
+    servers: z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]),
+    /** How long to wait for JetStream's acknowledgement. Default 5 s. */
+    ackTimeoutMs: z.number().int().min(1).max(600_000).default(5_000),
+    user: z.string().optional(),
+    pass: z.string().optional(),
+    token: z.string().optional(),
+  })
+  .strict();
+export type NatsOptions = z.input<typeof natsOptionsSchema>;
+
+interface Open {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  headers: typeof import('@nats-io/transport-node').headers;
+}
+
+export function natsPublisher(options: NatsOptions): Publisher {
+  const parsed = natsOptionsSchema.safeParse(options);
+  if (!parsed.success) throw issuesLine('NATS publisher', parsed.error.issues);
+  const o = parsed.data;
+  let opening: Promise<Open> | null = null;
+  let closed = false;
+
+  const open = async (): Promise<Open> => {
+    const transport = await optionalImport('@nats-io/transport-node', () => import('@nats-io/transport-node'), 'the NATS publisher');
+    const jsMod = await optionalImport('@nats-io/jetstream', () => import('@nats-io/jetstream'), 'the NATS publisher');
+    const nc = await transport.connect({
+      servers: o.servers,
+      // Reconnect forever: publishes fail (and are retried) while it is away.
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 250,
+      ...(o.user === undefined ? {} : { user: o.user }),
+      ...(o.pass === undefined ? {} : { pass: o.pass }),
+      ...(o.token === undefined ? {} : { token: o.token }),
+    });
+    void nc.closed().then(() => {
+      opening = null;
+    });
+    return { nc, js: jsMod.jetstream(nc, { timeout: o.ackTimeoutMs }), headers: transport.headers };
+  };
+
+  const connection = (): Promise<Open> => {
+    if (!opening) {
+      const p = open();
+      opening = p;
+      p.catch(() => {
+        if (opening === p) opening = null;
+      });
+    }
+    return opening;
+  };
+
+  return {
+    async publish(m: PublishMessage, signal: AbortSignal): Promise<void> {
+      if (closed) throw new PublishError('retry', 'the NATS publisher is closed');
+      let c: Open;
+      try {
+        c = await connection();
+      } catch (err) {
+        if ((err as { code?: unknown }).code === 'INVALID_CONFIG') throw err;
+        throw new PublishError('retry', `NATS: cannot connect: ${(err as Error).message}`, { cause: err });
+      }
+      signal.throwIfAborted();
+      const h = c.headers();
+      for (const [k, v] of Object.entries(m.headers)) h.set(k, v);
+      h.set('Baton-Message-Id', m.id);
+      h.set('Baton-Tenant', m.tenantId);
+      h.set('Baton-Attempt', String(m.attempt));
+      if (m.orderingKey !== null) h.set('Baton-Ordering-Key', m.orderingKey);
+      try {
+        await c.js.publish(m.topic, JSON.stringify(m.payload ?? null), { msgID: m.messageKey, headers: h, timeout: o.ackTimeoutMs });
+      } catch (err) {
+        throw new PublishError('retry', `NATS JetStream: ${(err as Error).message}`, { cause: err });
+      }
+    },
+    async close(): Promise<void> {
+      closed = true;
+      const c = await opening?.catch(() => null);
+      opening = null;
+      await c?.nc.drain().catch(() => c?.nc.close());
+    },
+  };
+}

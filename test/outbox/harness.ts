@@ -1,0 +1,69 @@
+// Outbox test harness: a publisher that records what it was handed and can be told to fail,
+// reject or hang per call; engines built through createBaton and stopped after each test;
+// the outbox table emptied before each.
+
+import { afterEach, beforeEach } from 'vitest';
+import { createBaton, PublishError, type Baton, type BatonOptions, type Publisher, type PublishMessage } from '../../src/index.ts';
+import type { TestDatabase } from '../helpers/db.ts';
+
+export type Behaviour = 'ok' | 'retry' | 'reject' | 'hang';
+
+/** A publisher in this process: each call consults `decide`, then is recorded (acknowledged ones separately). */
+export class RecordingPublisher implements Publisher {
+  readonly calls: PublishMessage[] = [];
+  readonly acked: PublishMessage[] = [];
+  decide: (m: PublishMessage, call: number) => Behaviour = () => 'ok';
+  closed = false;
+
+  async publish(m: PublishMessage, signal: AbortSignal): Promise<void> {
+    const call = this.calls.push(m);
+    const b = this.decide(m, call);
+    if (b === 'retry') throw new PublishError('retry', `refused call ${call}`);
+    if (b === 'reject') throw new PublishError('reject', `rejected call ${call}`);
+    if (b === 'hang') {
+      await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+    }
+    this.acked.push(m);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  ackedKeys(): string[] {
+    return this.acked.map((m) => m.messageKey);
+  }
+}
+
+export function useOutboxEngines(db: TestDatabase) {
+  const engines: Baton[] = [];
+  beforeEach(async () => {
+    await db.query('TRUNCATE baton.outbox');
+  });
+  afterEach(async () => {
+    await Promise.all(engines.splice(0).map((e) => e.stop({ drainMs: 1_000 })));
+  });
+  const create = (options: BatonOptions = {}): Baton => {
+    const baton = createBaton({ connectionString: db.url, poolSize: 3, ...options });
+    engines.push(baton);
+    return baton;
+  };
+  return {
+    create,
+    async start(options: BatonOptions = {}): Promise<Baton> {
+      const b = create(options);
+      await b.start();
+      return b;
+    },
+  };
+}
+
+export async function outboxRow(db: TestDatabase, id: string): Promise<Record<string, any>> {
+  const { rows } = await db.query('SELECT * FROM baton.outbox WHERE id = $1', [id]);
+  return rows[0];
+}
+
+export async function outboxStates(db: TestDatabase): Promise<Record<string, number>> {
+  const { rows } = await db.query<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM baton.outbox GROUP BY state');
+  return Object.fromEntries(rows.map((r) => [r.state, r.n]));
+}
