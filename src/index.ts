@@ -124,3 +124,15 @@ export { migrate, type MigrateOptions, type MigrateResult } from './db/migrate.t
 export { isInvalidInputSqlstate } from './db/pg/errors.ts';
 export { PACKAGE_VERSION } from './version.ts';
 export { traceCarrier, type TraceCarrier } from './core/tracing.ts';
+export { openApiKeys, type ApiKeysOptions, type ClosableApiKeys } from './open-api-keys.ts';
+export {
+  API_KEY_ROLES,
+  API_KEY_CACHE_MS_DEFAULT,
+  looksLikeApiKey,
+  type ApiKeys,
+  type ApiKeyRecord,
+  type ApiKeyRole,
+  type CreateKeyInput,
+  type KeyRefusal,
+  type VerifyResult,
+} from './core/api-keys.ts';

@@ -18,6 +18,7 @@ export const ERROR_CODES = [
   'RUN_NOT_FOUND',
   'RUN_STATE_CONFLICT',
   'INTERNAL',
+  'API_KEY_NOT_FOUND',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
