@@ -163,3 +163,15 @@ export {
 } from './publishers/signature.ts';
 export { rabbitmqPublisher, type RabbitmqOptions } from './publishers/rabbitmq.ts';
 export { natsPublisher, type NatsOptions } from './publishers/nats.ts';
+export { openApiKeys, type ApiKeysOptions, type ClosableApiKeys } from './open-api-keys.ts';
+export {
+  API_KEY_ROLES,
+  API_KEY_CACHE_MS_DEFAULT,
+  looksLikeApiKey,
+  type ApiKeys,
+  type ApiKeyRecord,
+  type ApiKeyRole,
+  type CreateKeyInput,
+  type KeyRefusal,
+  type VerifyResult,
+} from './core/api-keys.ts';

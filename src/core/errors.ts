@@ -20,6 +20,7 @@ export const ERROR_CODES = [
   'INTERNAL',
   'OUTBOX_MESSAGE_NOT_FOUND',
   'OUTBOX_STATE_CONFLICT',
+  'API_KEY_NOT_FOUND',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

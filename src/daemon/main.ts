@@ -1,4 +1,4 @@
-// The `baton` CLI: serve | migrate | enqueue | cron | bench, each with --help.
+// The `baton` CLI: serve | migrate | enqueue | cron | keys | bench, each with --help.
 // Reads process.env once (here), parses flags, builds the pino logger, and maps
 // failures to exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
 
@@ -15,6 +15,7 @@ Commands:
   migrate   create or update the database schema, then exit
   enqueue   enqueue one job from the shell, print it as JSON, exit
   cron      list schedules, or preview an expression's next fire times
+  keys      create, list or revoke API keys (docs/security.md)
   bench     run the benchmark harness (bench/main.ts)
 
 Run "baton <command> --help" for the flags of a command, "baton --version" (or -v)
@@ -46,6 +47,15 @@ const CRON_FLAGS = {
   count: { type: 'string' },
 } as const;
 const CRON_SUBCOMMANDS = ['list', 'preview'] as const;
+
+/** Flags of `baton keys create|list|revoke` beyond its settings. */
+const KEYS_FLAGS = {
+  tenant: { type: 'string' },
+  role: { type: 'string' },
+  name: { type: 'string' },
+  all: { type: 'boolean' },
+} as const;
+const KEYS_SUBCOMMANDS = ['create', 'list', 'revoke'] as const;
 
 const HELP: Record<Command, string> = {
   serve: `Usage: baton serve [flags]
@@ -100,6 +110,21 @@ Example:
 
 Settings (flag, environment variable, [default]):
 ${settingsHelp('cron')}`,
+  keys: `Usage: baton keys create --tenant ID [--name TEXT]
+       baton keys create --role admin [--name TEXT]
+       baton keys list [--tenant ID] [--all]
+       baton keys revoke KEY_ID
+
+create  makes an API key and prints {"key","token"}: the token (bk_<id>_<secret>) is shown
+        this once and stored only as a hash. A tenant key (the default role) reads and acts
+        on its tenant's jobs, runs and schedules only; an admin key on everything.
+list    prints {"keys":[...]} (no secrets): active keys, of one tenant with --tenant,
+        revoked ones too with --all.
+revoke  revokes a key by id; running daemons refuse it within 5 seconds.
+Reaches the database like enqueue. See docs/security.md.
+
+Settings (flag, environment variable, [default]):
+${settingsHelp('keys')}`,
 };
 
 function buildLogger(config: DaemonConfig, toStderr: boolean): PinoLogger {
@@ -130,10 +155,11 @@ export async function main(argv: string[]): Promise<number | undefined> {
     return EXIT_CONFIG;
   }
   const cmd = command as Command;
-  // `baton cron` takes a subcommand before its flags.
-  const sub = cmd === 'cron' && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
+  // `baton cron` and `baton keys` take a subcommand before their flags; `keys revoke` an id.
+  const sub = (cmd === 'cron' || cmd === 'keys') && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
+  const keyId = cmd === 'keys' && sub === 'revoke' && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
   // Heavy modules load only after the configuration is known to be good.
-  const flags = parseFlags(rest, cmd, cmd === 'enqueue' ? ENQUEUE_FLAGS : cmd === 'cron' ? CRON_FLAGS : {});
+  const flags = parseFlags(rest, cmd, cmd === 'enqueue' ? ENQUEUE_FLAGS : cmd === 'cron' ? CRON_FLAGS : cmd === 'keys' ? KEYS_FLAGS : {});
   if (flags.help) {
     process.stdout.write(`${HELP[cmd]}\n`);
     return 0;
@@ -141,7 +167,15 @@ export async function main(argv: string[]): Promise<number | undefined> {
   if (cmd === 'cron' && !CRON_SUBCOMMANDS.includes(sub as (typeof CRON_SUBCOMMANDS)[number])) {
     throw new ConfigError(`baton cron needs a subcommand: ${CRON_SUBCOMMANDS.join(' or ')} (see baton cron --help)`);
   }
+  if (cmd === 'keys' && !KEYS_SUBCOMMANDS.includes(sub as (typeof KEYS_SUBCOMMANDS)[number])) {
+    throw new ConfigError(`baton keys needs a subcommand: ${KEYS_SUBCOMMANDS.join(', ')} (see baton keys --help)`);
+  }
   const config = loadConfig(process.env, flags, process.cwd(), cmd);
+  if (cmd === 'keys') {
+    const { runKeys } = await import('./key-commands.ts');
+    await runKeys(config, buildLogger(config, true), sub as (typeof KEYS_SUBCOMMANDS)[number], keyId, flags);
+    return 0;
+  }
   if (cmd === 'cron') {
     const { runCronList, runCronPreview } = await import('./cron-commands.ts');
     if (sub === 'preview') runCronPreview(flags);

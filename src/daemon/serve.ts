@@ -12,6 +12,8 @@ import { createBaton } from '../create-baton.ts';
 import type { WorkflowFn } from '../core/workflow/types.ts';
 import type { HandlerMap } from '../core/handler.ts';
 import { createApp } from '../http/app.ts';
+import { openApiKeys } from '../open-api-keys.ts';
+import { isLoopbackHost, openBindMessage } from './loopback.ts';
 import { openDatabase } from './database.ts';
 import { demoHandlers, demoWorkflows } from './demo-handlers.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
@@ -58,6 +60,20 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     shutdown.add({ order: SHUTDOWN_ORDER.drain, name: 'drain jobs', run: () => baton.stop({ drainMs: config.drainMs }) });
     const migrated = await baton.migrate();
     if (migrated.applied.length > 0) logger.info({ applied: migrated.applied }, 'migrations applied');
+
+    // The loopback rule, before any worker starts: open (no token, no key) only where only this machine reaches.
+    const apiKeys = openApiKeys({ connectionString: db.connectionString, schema: config.schema });
+    shutdown.add({ order: SHUTDOWN_ORDER.database - 1, name: 'API keys', run: () => apiKeys.close() });
+    const loopback = isLoopbackHost(config.host);
+    const credentials = config.apiToken !== undefined || (await apiKeys.anyActive());
+    if (!credentials && !loopback) throw new ConfigError(openBindMessage(config.host), 'HOST');
+    if (!credentials) {
+      logger.warn(
+        { host: config.host, auth: 'open' },
+        'NO AUTHENTICATION: no BATON_API_TOKEN and no API key, so the API is open to anyone on this machine. ' +
+          'It stays on the loopback address; create a key (baton keys create --role admin) to close it.',
+      );
+    }
     await baton.start();
     let serving = true;
     logger.info({ queues: baton.config.queues, workerId: baton.config.workerId }, 'workers started');
@@ -65,6 +81,9 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     let listening: { host: string; port: number } | undefined;
     const app = createApp(baton, {
       apiToken: config.apiToken,
+      apiKeys,
+      // Off loopback the API is never open, even if every key is revoked later.
+      requireAuth: !loopback,
       allowedHosts: config.allowedHosts,
       // The Host check answers the bind host and loopback names on the port the server got.
       listenOn: () => listening,
@@ -97,7 +116,7 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     });
     const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
     logger.info(
-      { url, port: address.port, host: address.address, auth: config.apiToken ? 'bearer' : 'none' },
+      { url, port: address.port, host: address.address, auth: credentials ? 'bearer' : 'open (loopback only)' },
       `Baton is listening on ${url} (console at /)`,
     );
   } catch (err) {

@@ -1,16 +1,19 @@
 // The HTTP edge: one chained Hono app over a Baton engine (docs/http-api.md). Order of
 // middleware: request id + log -> Host check (not on health checks) -> 405 detection
-// -> bearer token (not on health checks or the console page) -> same-origin, JSON-typed
-// writes -> body limit -> routes. `AppType` feeds the typed client.
+// -> authentication, setting the principal (not on health checks or the console page) ->
+// admin-only paths -> same-origin, JSON-typed writes -> body limit -> routes, which scope
+// every tenant through tenant-scope.ts. `AppType` feeds the typed client.
 
 import { fileURLToPath } from 'node:url';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { methodNotAllowed } from 'hono/method-not-allowed';
-import type { Baton, Logger } from '../index.ts';
+import type { ApiKeys, Baton, Logger } from '../index.ts';
 import { silentLogger, type AppEnv } from './context.ts';
 import { ApiError, errorResponse, handleError, handleNotFound } from './errors.ts';
-import { bearerToken, TOKEN_GUARDED_PATHS } from './auth.ts';
+import { authenticate, TOKEN_GUARDED_PATHS } from './auth.ts';
+import { ADMIN_ONLY_PATHS, adminOnly } from './tenant-scope.ts';
+import { keyRoutes } from './routes/keys.ts';
 import { hostCheck, type ListenAddress } from './allowed-hosts.ts';
 import { sameOriginWrites } from './same-origin.ts';
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
@@ -32,6 +35,14 @@ export interface AppOptions {
    * open: they hold no data, and a browser cannot attach a header to a navigation.
    */
   apiToken?: string;
+  /**
+   * API keys bound to tenants (docs/security.md): a tenant key sees and acts on its tenant's
+   * jobs, runs and schedules only; an admin key on everything. While no key is active and no
+   * apiToken is set, the API is open (unless requireAuth). Also serves /api/keys.
+   */
+  apiKeys?: ApiKeys;
+  /** Refuse requests without a credential even while no key exists (a server on a non-loopback address). */
+  requireAuth?: boolean;
   /** Largest request body in bytes; larger ones get 413 before being read in full. Default 1 MiB. */
   bodyLimitBytes?: number;
   /** Deepest JSON nesting accepted in a body. Default 64. */
@@ -85,10 +96,14 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
       },
     }),
   );
-  if (opts.apiToken !== undefined) {
-    const guard = bearerToken(opts.apiToken);
-    for (const path of TOKEN_GUARDED_PATHS) base.use(path, guard);
-  }
+  const guard = authenticate({
+    apiToken: opts.apiToken,
+    apiKeys: opts.apiKeys,
+    requireAuth: opts.requireAuth,
+    ...(metrics ? { onFailure: (reason) => metrics.observeAuthFailure(reason) } : {}),
+  });
+  for (const path of TOKEN_GUARDED_PATHS) base.use(path, guard);
+  for (const path of ADMIN_ONLY_PATHS) base.use(path, adminOnly());
   base.use('/api/*', sameOriginWrites());
   base.use(
     '/api/*',
@@ -108,6 +123,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/api/stats', statsRoutes(baton))
     .route('/api/cron', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/workflows', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
+    .route('/api/keys', keyRoutes(opts.apiKeys, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route(
       '/',
       opsRoutes(baton, {
@@ -115,7 +131,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
         ...(opts.isStarted ? { isStarted: opts.isStarted } : {}),
         consoleHtmlPath: opts.consoleHtmlPath ?? CONSOLE_HTML_PATH_DEFAULT,
         demoHandlers: opts.demoHandlers ?? false,
-        bearer: opts.apiToken !== undefined,
+        bearer: opts.apiToken !== undefined || opts.apiKeys !== undefined || opts.requireAuth === true,
       }),
     );
 }

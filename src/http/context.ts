@@ -2,11 +2,14 @@
 // bound to it. The logger is pino-compatible and silent unless one is given.
 
 import type { Logger } from '../index.ts';
+import type { Principal } from './tenant-scope.ts';
 
 export interface AppEnv {
   Variables: {
     requestId: string;
     log: Logger;
+    /** Set by auth.ts on TOKEN_GUARDED_PATHS; read through scopeOf (tenant-scope.ts). */
+    principal: Principal;
   };
 }
 

@@ -21,6 +21,8 @@ export const HTTP_ERROR_CODES = [
   'ROUTE_NOT_FOUND',
   'METHOD_NOT_ALLOWED',
   'NOT_READY',
+  'FORBIDDEN_TENANT',
+  'ADMIN_REQUIRED',
 ] as const;
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number];
 export type ApiErrorCode = ErrorCode | HttpErrorCode;
@@ -57,6 +59,11 @@ export const STATUS_BY_CODE = {
   NOT_READY: 503,
   OUTBOX_MESSAGE_NOT_FOUND: 404,
   OUTBOX_STATE_CONFLICT: 409,
+  // A tenant key named another tenant in a write or a filter (tenant-scope.ts).
+  FORBIDDEN_TENANT: 403,
+  // A tenant key on a route only admin keys may use: fleet-wide state, keys (tenant-scope.ts).
+  ADMIN_REQUIRED: 403,
+  API_KEY_NOT_FOUND: 404,
 } as const satisfies Record<ApiErrorCode, ContentfulStatusCode>;
 
 /** Wire shape of every error response (its schema: errorBodySchema in wire-schemas.ts). */

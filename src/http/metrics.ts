@@ -6,6 +6,8 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Baton, EngineEvents } from '../index.ts';
 import { registerWorkflowMetrics } from './metrics-workflows.ts';
 import { registerDatabaseMetrics } from './metrics-db.ts';
+import { registerAuthMetrics } from './metrics-auth.ts';
+import type { AuthFailureReason } from './auth.ts';
 
 export interface MetricsOptions {
   /** Also export Node process metrics (heap, event loop lag, ...). Default true. */
@@ -19,6 +21,8 @@ export interface Metrics {
   readonly contentType: string;
   /** Called by the request middleware for each response. */
   observeRequest(method: string, route: string, status: number, seconds: number): void;
+  /** Called by auth.ts for each request refused 401. */
+  observeAuthFailure(reason: AuthFailureReason): void;
   /** Detaches from baton.events. Idempotent. */
   close(): void;
 }
@@ -276,6 +280,7 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   // Listening here also keeps an engine 'error' event from being thrown as unhandled.
   on('error', (e) => engineErrors.inc({ where: e.where }));
   let closed = false;
+  const authFailures = registerAuthMetrics(registry);
 
   return {
     registry,
@@ -285,6 +290,7 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
       httpRequests.inc({ method, route, status: String(status) });
       httpDuration.observe({ method, route }, seconds);
     },
+    observeAuthFailure: (reason) => authFailures.inc({ reason }),
     close() {
       if (closed) return;
       closed = true;

@@ -10,6 +10,8 @@ import { isTokenGuarded } from './auth.ts';
 import type { ApiErrorCode } from './errors.ts';
 import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc } from './openapi.ts';
 import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
+import { KEY_COMPONENTS, KEY_TAG, keyOperations } from './openapi-keys.ts';
+import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
 import {
   batchSchema,
   bulkSchema,
@@ -62,6 +64,9 @@ function route(o: Omit<OperationDoc, 'bearer'>): OperationDoc {
   if (!HOST_CHECK_EXEMPT_PATHS.has(o.path)) edge.push('HOST_NOT_ALLOWED');
   // same-origin.ts and bodyLimit run on every /api/* route; only writes meet them.
   if (o.method !== 'get' && o.path.startsWith('/api/')) edge.push('FORBIDDEN_ORIGIN', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
+  // tenant-scope.ts: a tenant key on an admin path, or naming another tenant.
+  if (isAdminOnly(o.path)) edge.push('ADMIN_REQUIRED');
+  if (TENANT_NAMING_ROUTES.has(`${o.method.toUpperCase()} ${o.path}`)) edge.push('FORBIDDEN_TENANT');
   return { ...o, errors: [...o.errors, ...edge], bearer: isTokenGuarded(o.path) };
 }
 
@@ -227,6 +232,7 @@ const OPERATIONS: readonly OperationDoc[] = [
     errors: ENGINE,
   }),
   ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
+  ...keyOperations({ route, json, noBody, BODY, ENGINE }),
   route({
     method: 'post',
     path: '/api/cron',
@@ -364,6 +370,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       { name: 'queues', description: 'queues and workers' },
       { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
       WORKFLOW_TAG,
+      KEY_TAG,
       { name: 'operations', description: 'health, readiness, metrics, this document, the console' },
     ],
     components: {
@@ -379,6 +386,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       Schedule: wireScheduleSchema,
       FireInstant: wireFireInstantSchema,
       ...WORKFLOW_COMPONENTS,
+      ...KEY_COMPONENTS,
     },
     requestComponents: { JobSpec: jobSpecSchema, ScheduleSpec: scheduleBodySchema },
     operations: OPERATIONS,

@@ -53,7 +53,12 @@ describe('docker-compose.yml', () => {
     for (const service of Object.values(compose.services)) expect(service.profiles).toBeUndefined();
     // The header's commands too: nothing asks for a profile any more.
     expect(text).not.toContain('--profile');
-    expect(text).toMatch(/^# +docker compose up --build\b/m);
+    expect(text).toMatch(/^# +(BATON_API_TOKEN=.+ )?docker compose up --build\b/m);
+  });
+
+  it('passes BATON_API_TOKEN through: the daemon binds 0.0.0.0 in the container, which needs a credential', () => {
+    expect(app.environment.HOST).toBe('0.0.0.0');
+    expect(app.environment.BATON_API_TOKEN).toBe(['$', '{BATON_API_TOKEN:-}'].join(''));
   });
 
   it('gives the daemon DATABASE_URL of the postgres service, and starts it once PostgreSQL is healthy', () => {

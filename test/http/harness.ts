@@ -42,6 +42,10 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
+  // Longer than fetch's own idle timeout (4 s), so the client always drops an idle connection
+  // first: with Node's default (5 s) a slow test could reuse a socket the server is just
+  // closing, and fail with ECONNRESET.
+  (server as http.Server).keepAliveTimeout = 60_000;
   const { port } = server.address() as AddressInfo;
   listening = { host: '127.0.0.1', port };
   const url = `http://127.0.0.1:${port}`;

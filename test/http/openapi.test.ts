@@ -15,6 +15,7 @@ import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob, insertWorker } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { JSON_HEADERS, requestWithHost, startApi, type ApiHarness } from './harness.ts';
+import { openApiKeys, type ClosableApiKeys } from '../../src/open-api-keys.ts';
 
 const db = useTestDatabase();
 const TOKEN = 'openapi-test-token';
@@ -22,10 +23,14 @@ let api: ApiHarness;
 /** The same API with a token required. */
 let guarded: ApiHarness;
 let worker: Baton;
+/** The same API with API keys. */
+let keyed: ApiHarness;
+let apiKeys: ClosableApiKeys;
 type Doc = { paths: Record<string, Record<string, JsonObject>> };
 /** The served documents, every $ref resolved: `api`'s, and `guarded`'s (which says where the token is needed). */
 let resolved: Doc;
 let resolvedGuarded: Doc;
+let resolvedKeyed: Doc;
 
 type Op = { parameters: JsonObject[]; responses: Record<string, { content: Record<string, { schema: JsonObject }> }> };
 const operation = (route: string, doc = resolved): Op | undefined => {
@@ -81,6 +86,8 @@ const post = (path: string, body?: unknown, headers: Record<string, string> = JS
 beforeAll(async () => {
   api = await startApi(db);
   guarded = await startApi(db, { app: { apiToken: TOKEN } });
+  apiKeys = openApiKeys({ pool: db.pool, schema: db.schema });
+  keyed = await startApi(db, { app: { apiKeys } });
   worker = createBaton({
     connectionString: db.url,
     poolSize: 2,
@@ -95,9 +102,12 @@ beforeAll(async () => {
   await worker.start();
   resolved = (await validOpenApi(await (await api.raw('/openapi.json')).json())).resolveRefs() as Doc;
   resolvedGuarded = (await validOpenApi(await (await guarded.raw('/openapi.json')).json())).resolveRefs() as Doc;
+  resolvedKeyed = (await validOpenApi(await (await keyed.raw('/openapi.json')).json())).resolveRefs() as Doc;
 });
 afterAll(async () => {
   await worker?.stop();
+  await keyed?.close();
+  await apiKeys?.close();
   await guarded?.close();
   await api?.close();
 });
@@ -294,6 +304,38 @@ describe('real answers match the document', () => {
     await expectDocumented('GET /api/cron/preview', await api.raw('/api/cron/preview?cron=0%209%20*%20*%20MON&timezone=Nowhere'));
     await expectDocumented('DELETE /api/cron/:id', await api.raw(`/api/cron/${created.id}`, { method: 'DELETE', headers: JSON_HEADERS }));
     await expectDocumented('DELETE /api/cron/:id', await api.raw(`/api/cron/${created.id}`, { method: 'DELETE', headers: JSON_HEADERS }));
+  });
+
+  it('/api/keys: create, list and revoke keys; a tenant key is refused there', async () => {
+    const send = (path: string, body: unknown, token?: string) =>
+      keyed.raw(path, {
+        method: 'POST',
+        headers: { ...JSON_HEADERS, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    // No key yet: the API is open (loopback), so the first admin key can be made over it.
+    const admin = await expectDocumented('POST /api/keys', await send('/api/keys', { role: 'admin', name: 'openapi' }), resolvedKeyed);
+    await expectDocumented('POST /api/keys', await send('/api/keys', { role: 'tenant' }, admin.token), resolvedKeyed);
+    const tenant = await expectDocumented('POST /api/keys', await send('/api/keys', { tenantId: 'acme' }, admin.token), resolvedKeyed);
+    const auth = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
+    const listed = await expectDocumented('GET /api/keys', await keyed.raw('/api/keys', auth(admin.token)), resolvedKeyed);
+    expect(listed.keys.map((k: { id: string }) => k.id)).toEqual([admin.key.id, tenant.key.id]);
+    await expectDocumented('GET /api/keys', await keyed.raw('/api/keys?secret=1', auth(admin.token)), resolvedKeyed);
+    await expectDocumented('GET /api/keys', await keyed.raw('/api/keys', auth(tenant.token)), resolvedKeyed);
+    await expectDocumented(
+      'POST /api/keys/:id/revoke',
+      await send('/api/keys/0000000000000000/revoke', undefined, admin.token),
+      resolvedKeyed,
+    );
+    const revoked = await expectDocumented(
+      'POST /api/keys/:id/revoke',
+      await send(`/api/keys/${tenant.key.id}/revoke`, undefined, admin.token),
+      resolvedKeyed,
+    );
+    expect(revoked.key.revokedAt).toEqual(expect.any(String));
+    await expectDocumented('GET /api/keys', await keyed.raw('/api/keys', auth(tenant.token)), resolvedKeyed);
+    // The server without keys has the routes, but nothing behind them.
+    await expectDocumented('GET /api/keys', await api.raw('/api/keys'));
   });
 
   it('/healthz, /readyz, /metrics and the console page', async () => {

@@ -1,12 +1,14 @@
 // Operator routes: bulk dead-letter replay (capped), queues with counts by state and
 // pause state, pause/resume, live workers, the console's stats snapshot. Queues are
-// implicit: an unknown queue has all-zero counts, and cannot be paused (404).
+// implicit: an unknown queue has all-zero counts, and cannot be paused (404). Queues, workers
+// and stats mix every tenant: admin only (ADMIN_ONLY_PATHS); the DLQ replay is tenant-scoped.
 
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
 import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
+import { scopeOf } from '../tenant-scope.ts';
 import { noBody } from '../json-body.ts';
 import { DLQ_REPLAY_LIMIT_DEFAULT } from '../../index.ts';
 import { dlqReplayQuerySchema, queueParamSchema, statsQuerySchema } from '../schemas.ts';
@@ -16,7 +18,8 @@ export function dlqRoutes(baton: Baton) {
   /** Replays up to `limit` (default 100, max 1000) dead-lettered jobs, oldest first; answers their summaries (capped like a listing). */
   return new Hono<AppEnv>().post('/replay', noBody(), zValidator('query', dlqReplayQuerySchema, validationHook), async (c) => {
     const q = c.req.valid('query');
-    const replayed = await baton.admin.replayDeadLetters({ ...q, limit: q.limit ?? DLQ_REPLAY_LIMIT_DEFAULT });
+    const tenantId = scopeOf(c).tenant(q.tenantId);
+    const replayed = await baton.admin.replayDeadLetters({ ...q, tenantId, limit: q.limit ?? DLQ_REPLAY_LIMIT_DEFAULT });
     const { jobs, truncated } = wireSummaries(replayed);
     return c.json({ replayed: replayed.length, jobs, truncated }, 200);
   });

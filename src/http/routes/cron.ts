@@ -1,10 +1,12 @@
 // /api/cron: schedules. Create or update by (tenantId, name), list, read, edit / pause /
 // resume, remove, and preview an expression's next fire instants. Expressions and zones are
-// checked by the engine (400 INVALID_CRON_EXPRESSION / INVALID_TIMEZONE).
+// checked by the engine (400 INVALID_CRON_EXPRESSION / INVALID_TIMEZONE). Tenant-scoped
+// (tenant-scope.ts): another tenant's schedule is not found.
 
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
-import type { Baton } from '../../index.ts';
+import { BatonError, type Baton } from '../../index.ts';
+import { scopeOf } from '../tenant-scope.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
@@ -17,19 +19,25 @@ import {
 } from '../schemas.ts';
 import { toWireSchedule } from '../wire.ts';
 
+/** The engine's own answer for a schedule nobody has, so another tenant's looks the same. */
+const notFound = (id: string) => () => new BatonError('SCHEDULE_NOT_FOUND', `schedule ${id} not found`, { details: { id } });
+
 export function cronRoutes(baton: Baton, maxJsonDepth: number) {
+  const owner = (id: string) => async () => (await baton.cron.get(id)).tenantId;
   return (
     new Hono<AppEnv>()
       /** 201 with the new schedule; 200 with it updated (or unchanged) when (tenantId, name) exists. */
       .post('/', jsonBody(maxJsonDepth), zValidator('json', scheduleBodySchema, validationHook), async (c) => {
-        const r = await baton.cron.upsert(c.req.valid('json'));
+        const body = c.req.valid('json');
+        const r = await baton.cron.upsert({ ...body, tenantId: scopeOf(c).tenant(body.tenantId) });
         return c.json(toWireSchedule(r.schedule), r.created ? 201 : 200);
       })
       .get('/', zValidator('query', listSchedulesQuerySchema, validationHook), async (c) => {
         const q = c.req.valid('query');
         const limit = q.limit ?? 100;
         const offset = q.offset ?? 0;
-        const schedules = await baton.cron.list({ ...(q.tenantId ? { tenantId: q.tenantId } : {}), limit, offset });
+        const tenantId = scopeOf(c).tenant(q.tenantId);
+        const schedules = await baton.cron.list({ ...(tenantId ? { tenantId } : {}), limit, offset });
         return c.json({ schedules: schedules.map(toWireSchedule), limit, offset }, 200);
       })
       // Before /:id, which would otherwise take "preview" for an id.
@@ -39,7 +47,10 @@ export function cronRoutes(baton: Baton, maxJsonDepth: number) {
         return c.json({ cron: q.cron, timezone: q.timezone, fires }, 200);
       })
       .get('/:id', zValidator('param', scheduleIdParamSchema, validationHook), async (c) => {
-        return c.json(toWireSchedule(await baton.cron.get(c.req.valid('param').id)), 200);
+        const { id } = c.req.valid('param');
+        const schedule = await baton.cron.get(id);
+        scopeOf(c).see(schedule.tenantId, notFound(id));
+        return c.json(toWireSchedule(schedule), 200);
       })
       /** Any subset of the fields; `paused: true` pauses, `paused: false` resumes. 409 SCHEDULE_CONFLICT on a concurrent edit. */
       .patch(
@@ -48,12 +59,15 @@ export function cronRoutes(baton: Baton, maxJsonDepth: number) {
         zValidator('param', scheduleIdParamSchema, validationHook),
         zValidator('json', schedulePatchSchema, validationHook),
         async (c) => {
-          const s = await baton.cron.update(c.req.valid('param').id, c.req.valid('json'));
+          const { id } = c.req.valid('param');
+          await scopeOf(c).guard(owner(id), notFound(id));
+          const s = await baton.cron.update(id, c.req.valid('json'));
           return c.json(toWireSchedule(s), 200);
         },
       )
       .delete('/:id', noBody(), zValidator('param', scheduleIdParamSchema, validationHook), async (c) => {
         const { id } = c.req.valid('param');
+        await scopeOf(c).guard(owner(id), notFound(id));
         await baton.cron.remove(id);
         return c.json({ id, removed: true as const }, 200);
       })

@@ -1,5 +1,6 @@
 // /api/jobs: enqueue (one or a batch), read, list, replay, cancel, run now, bulk. Bodies go
-// through jsonBody (strict JSON) then zod; engine errors map to statuses in errors.ts.
+// through jsonBody (strict JSON) then zod; engine errors map to statuses in errors.ts. Every
+// route is tenant-scoped (tenant-scope.ts): another tenant's job is not found.
 
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
@@ -7,7 +8,8 @@ import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
-import { isJobId, traceCarrier, type EnqueueOptions } from '../../index.ts';
+import { BatonError, isJobId, traceCarrier, type BulkItemResult, type EnqueueOptions } from '../../index.ts';
+import { scopeOf, type Scope } from '../tenant-scope.ts';
 import { batchSchema, bulkSchema, jobIdParamSchema, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
 import { toWireBulkItem, toWireJob, toWireResult, wireSummaries } from '../wire.ts';
 
@@ -26,7 +28,33 @@ function jobId(raw: string): string {
   return raw;
 }
 
+/** The engine's own answer for a job nobody has, so another tenant's job looks the same. */
+const notFound = (id: string) => () => new BatonError('JOB_NOT_FOUND', `job ${id} not found`, { details: { id } });
+
 export function jobRoutes(baton: Baton, maxJsonDepth: number) {
+  /** For a tenant key: 404 unless the job is its tenant's (an admin's request reads nothing). */
+  const guard = (scope: Scope, id: string) => scope.guard(async () => (await baton.admin.getJob(id)).tenantId, notFound(id));
+
+  /** bulk with a tenant key: another tenant's ids are refused as not found, the rest go to the engine. */
+  async function scopedBulk(scope: Scope, action: Parameters<Baton['admin']['bulk']>[0], ids: string[]): Promise<BulkItemResult[]> {
+    if (scope.tenantId === undefined) return baton.admin.bulk(action, ids);
+    const refused = new Map<string, BulkItemResult>();
+    for (const id of ids) {
+      // A malformed id is the engine's to refuse (it names no job, tenant's or not).
+      if (!isJobId(id)) continue;
+      try {
+        await guard(scope, id);
+      } catch (err) {
+        if (!(err instanceof BatonError) || err.code !== 'JOB_NOT_FOUND') throw err;
+        refused.set(id, { id, ok: false, code: err.code, message: err.message });
+      }
+    }
+    const rest = ids.filter((id) => !refused.has(id));
+    const done = rest.length > 0 ? await baton.admin.bulk(action, rest) : [];
+    const byId = new Map(done.map((r) => [r.id, r]));
+    return ids.map((id) => (refused.get(id) ?? byId.get(id)) as BulkItemResult);
+  }
+
   return (
     new Hono<AppEnv>()
       /**
@@ -34,12 +62,15 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
        * exists. `warnings` says when no live worker can run it yet (it is stored all the same).
        */
       .post('/', jsonBody(maxJsonDepth), zValidator('json', jobSpecSchema, validationHook), async (c) => {
-        const r = await baton.enqueue(c.req.valid('json'), tracedBy(c));
+        const spec = c.req.valid('json');
+        const r = await baton.enqueue({ ...spec, tenantId: scopeOf(c).tenant(spec.tenantId) }, tracedBy(c));
         return c.json({ ...toWireJob(r.job), warnings: r.warnings }, r.created ? 201 : 200);
       })
       /** One INSERT for the batch; results in input order. 201 if any job was created, else 200. */
       .post('/batch', jsonBody(maxJsonDepth), zValidator('json', batchSchema, validationHook), async (c) => {
-        const results = await baton.enqueueMany(c.req.valid('json').jobs, tracedBy(c));
+        const scope = scopeOf(c);
+        const specs = c.req.valid('json').jobs.map((spec) => ({ ...spec, tenantId: scope.tenant(spec.tenantId) }));
+        const results = await baton.enqueueMany(specs, tracedBy(c));
         return c.json({ results: results.map(toWireResult) }, results.some((r) => r.created) ? 201 : 200);
       })
       /**
@@ -48,7 +79,7 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
        */
       .post('/bulk', jsonBody(maxJsonDepth), zValidator('json', bulkSchema, validationHook), async (c) => {
         const { action, ids } = c.req.valid('json');
-        const results = (await baton.admin.bulk(action, ids)).map(toWireBulkItem);
+        const results = (await scopedBulk(scopeOf(c), action, ids)).map(toWireBulkItem);
         const done = results.filter((r) => r.ok).length;
         return c.json({ action, done, refused: results.length - done, results }, 200);
       })
@@ -58,27 +89,36 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
        * page starts at offset + jobs.length). The full job is GET /api/jobs/:id.
        */
       .get('/', zValidator('query', listJobsQuerySchema, validationHook), async (c) => {
-        const page = await baton.admin.listJobs(c.req.valid('query'));
+        const q = c.req.valid('query');
+        const page = await baton.admin.listJobs({ ...q, tenantId: scopeOf(c).tenant(q.tenantId) });
         const { jobs, truncated } = wireSummaries(page.jobs);
         return c.json({ jobs, total: page.total, limit: page.limit, offset: page.offset, truncated }, 200);
       })
       .get('/:id', zValidator('param', jobIdParamSchema, validationHook), async (c) => {
-        const job = await baton.admin.getJob(jobId(c.req.valid('param').id));
+        const id = jobId(c.req.valid('param').id);
+        const job = await baton.admin.getJob(id);
+        scopeOf(c).see(job.tenantId, notFound(id));
         return c.json(toWireJob(job), 200);
       })
       /** Terminal jobs only (409 otherwise): back to pending with a fresh budget, replayCount + 1. */
       .post('/:id/replay', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
-        const job = await baton.admin.replay(jobId(c.req.valid('param').id));
+        const id = jobId(c.req.valid('param').id);
+        await guard(scopeOf(c), id);
+        const job = await baton.admin.replay(id);
         return c.json(toWireJob(job), 200);
       })
       /** Pending jobs only (409 otherwise): due now (a delayed job's run_at becomes now), workers woken. */
       .post('/:id/run-now', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
-        const job = await baton.admin.runNow(jobId(c.req.valid('param').id));
+        const id = jobId(c.req.valid('param').id);
+        await guard(scopeOf(c), id);
+        const job = await baton.admin.runNow(id);
         return c.json(toWireJob(job), 200);
       })
       /** Pending jobs only (409 otherwise). */
       .post('/:id/cancel', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
-        const job = await baton.admin.cancel(jobId(c.req.valid('param').id));
+        const id = jobId(c.req.valid('param').id);
+        await guard(scopeOf(c), id);
+        const job = await baton.admin.cancel(id);
         return c.json(toWireJob(job), 200);
       })
   );

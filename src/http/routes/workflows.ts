@@ -1,10 +1,12 @@
 // /api/workflows: start a run of a workflow this process defines, read and list runs,
 // cancel, replay, and send a run an event. Engine errors map to statuses in errors.ts
-// (404 WORKFLOW_NOT_FOUND / RUN_NOT_FOUND, 409 RUN_STATE_CONFLICT).
+// (404 WORKFLOW_NOT_FOUND / RUN_NOT_FOUND, 409 RUN_STATE_CONFLICT). Tenant-scoped
+// (tenant-scope.ts): another tenant's run is not found.
 
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
-import { isJobId, type Baton } from '../../index.ts';
+import { BatonError, isJobId, type Baton } from '../../index.ts';
+import { scopeOf } from '../tenant-scope.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
@@ -19,6 +21,9 @@ import {
   workflowNameParamSchema,
 } from '../workflow-schemas.ts';
 
+/** The engine's own answer for a run nobody has (workflow/service.ts), so another tenant's looks the same. */
+const notFound = (id: string) => () => new BatonError('RUN_NOT_FOUND', `workflow run ${id} not found`, { details: { id } });
+
 /** A malformed id cannot name a run, so it is simply not found. */
 function runId(raw: string): string {
   if (!isJobId(raw)) throw new ApiError('RUN_NOT_FOUND', 'workflow run not found');
@@ -26,6 +31,9 @@ function runId(raw: string): string {
 }
 
 export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
+  /** For a tenant key: 404 unless the run is its tenant's (an admin's request reads nothing). */
+  const guard = (c: Parameters<typeof scopeOf>[0], id: string) =>
+    scopeOf(c).guard(async () => (await baton.workflows.getRun(id))?.tenantId ?? null, notFound(id));
   return (
     new Hono<AppEnv>()
       /** Runs, newest first, by name / state / tenantId, paged by limit and offset. */
@@ -33,23 +41,28 @@ export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
         const q = c.req.valid('query');
         const limit = q.limit ?? 50;
         const offset = q.offset ?? 0;
-        const runs = await baton.workflows.listRuns({ ...q, limit, offset });
+        const runs = await baton.workflows.listRuns({ ...q, tenantId: scopeOf(c).tenant(q.tenantId), limit, offset });
         return c.json({ runs: runs.map(toWireRunSummary), limit, offset }, 200);
       })
       .get('/runs/:id', zValidator('param', runIdParamSchema, validationHook), async (c) => {
         const id = runId(c.req.valid('param').id);
         const run = await baton.workflows.getRun(id);
-        if (!run) throw new ApiError('RUN_NOT_FOUND', `workflow run ${id} not found`);
+        if (!run) throw notFound(id)();
+        scopeOf(c).see(run.tenantId, notFound(id));
         return c.json(toWireRun(run), 200);
       })
       /** Running, sleeping or waiting runs only (409 otherwise). */
       .post('/runs/:id/cancel', noBody(), zValidator('param', runIdParamSchema, validationHook), async (c) => {
-        const run = await baton.workflows.cancelRun(runId(c.req.valid('param').id));
+        const id = runId(c.req.valid('param').id);
+        await guard(c, id);
+        const run = await baton.workflows.cancelRun(id);
         return c.json(toWireRunSummary(run), 200);
       })
       /** Dead-lettered or cancelled runs only (409 otherwise): resumes where it stopped. */
       .post('/runs/:id/replay', noBody(), zValidator('param', runIdParamSchema, validationHook), async (c) => {
-        const run = await baton.workflows.replayRun(runId(c.req.valid('param').id));
+        const id = runId(c.req.valid('param').id);
+        await guard(c, id);
+        const run = await baton.workflows.replayRun(id);
         return c.json(toWireRunSummary(run), 200);
       })
       /** 201 for a new event, 200 when its idempotency key was seen for this run. */
@@ -62,7 +75,8 @@ export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
           const { id, name } = c.req.valid('param');
           const body = c.req.valid('json');
           const opts = body.idempotencyKey === undefined ? {} : { idempotencyKey: body.idempotencyKey };
-          const r = await baton.sendEvent(runId(id), name, body.payload ?? null, opts);
+          await guard(c, runId(id));
+          const r = await baton.sendEvent(id, name, body.payload ?? null, opts);
           return c.json(r, r.duplicate ? 200 : 201);
         },
       )
@@ -75,7 +89,7 @@ export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
         async (c) => {
           const { name } = c.req.valid('param');
           const { input, ...opts } = c.req.valid('json');
-          const r = await baton.startWorkflow(name, input ?? null, opts);
+          const r = await baton.startWorkflow(name, input ?? null, { ...opts, tenantId: scopeOf(c).tenant(opts.tenantId) });
           return c.json({ run: toWireRunSummary(r.run), duplicate: r.duplicate }, r.duplicate ? 200 : 201);
         },
       )

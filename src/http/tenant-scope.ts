@@ -1,0 +1,97 @@
+// Tenant scoping: THE one place a route learns what its caller may see (src/http/README.md,
+// "Tenants"). auth.ts sets the principal; every route that names a tenant or touches a
+// tenant's resource goes through scopeOf(c), and the admin-only paths are listed here once.
+// Invariant: a tenant key never learns whether another tenant's resource exists (404, the
+// same body as for an id nobody has), and never names another tenant (403).
+
+import type { Context, MiddlewareHandler } from 'hono';
+import { ApiError } from './errors.ts';
+import type { AppEnv } from './context.ts';
+
+/** Who is calling: an admin (the token, an admin key, or nobody on an open loopback server) or one tenant's key. */
+export type Principal =
+  | { role: 'admin'; via: 'open' | 'token' | 'key'; keyId: string | null }
+  | { role: 'tenant'; tenantId: string; keyId: string };
+
+/**
+ * Paths only an admin may use (Hono patterns, as TOKEN_GUARDED_PATHS): fleet-wide state that
+ * mixes every tenant (queues and their counts, pause, workers, stats, metrics) and the keys.
+ */
+export const ADMIN_ONLY_PATHS = [
+  '/api/queues',
+  '/api/queues/*',
+  '/api/workers',
+  '/api/stats',
+  '/api/keys',
+  '/api/keys/*',
+  '/metrics',
+] as const;
+
+/** True when a route's path falls under ADMIN_ONLY_PATHS. */
+export function isAdminOnly(path: string): boolean {
+  return ADMIN_ONLY_PATHS.some((p) => (p.endsWith('/*') ? path.startsWith(p.slice(0, -1)) : path === p));
+}
+
+/** Routes that take a tenantId (body or query), so answer 403 FORBIDDEN_TENANT to a key naming another tenant. */
+export const TENANT_NAMING_ROUTES: ReadonlySet<string> = new Set([
+  'POST /api/jobs',
+  'POST /api/jobs/batch',
+  'GET /api/jobs',
+  'POST /api/dlq/replay',
+  'POST /api/cron',
+  'GET /api/cron',
+  'GET /api/workflows/runs',
+  'POST /api/workflows/:name/runs',
+]);
+
+/** 403 ADMIN_REQUIRED for a tenant key; mounted on ADMIN_ONLY_PATHS by app.ts. */
+export function adminOnly(): MiddlewareHandler<AppEnv> {
+  return async (c, next) => {
+    if (scopeOf(c).tenantId !== undefined) throw new ApiError('ADMIN_REQUIRED', 'this route needs an admin key');
+    await next();
+  };
+}
+
+export interface Scope {
+  readonly principal: Principal;
+  /** The caller's tenant, or undefined for an admin (who sees every tenant). */
+  readonly tenantId: string | undefined;
+  /**
+   * The tenant a write or a listing filter goes to, from the `given` one (a body's or a query's
+   * tenantId): an admin's as given; a tenant key's own, whether given or omitted; naming another
+   * tenant is 403 FORBIDDEN_TENANT.
+   */
+  tenant(given: string | undefined): string | undefined;
+  /** Throws `notFound()` unless the caller may see a resource of `owner`. */
+  see(owner: string, notFound: () => Error): void;
+  /**
+   * For an action on one resource by id: reads its owner first (tenant keys only; an admin's
+   * request costs no extra read) and throws `notFound()` if it is missing or another tenant's.
+   * Owners never change, so checking before acting is as good as checking while.
+   */
+  guard(readOwner: () => Promise<string | null>, notFound: () => Error): Promise<void>;
+}
+
+export function scopeOf(c: Context<AppEnv>): Scope {
+  const principal = c.get('principal');
+  // Only reachable for a route outside TOKEN_GUARDED_PATHS: a programming error, never open.
+  if (!principal) throw new Error('tenant scope used on a route without authentication');
+  const own = principal.role === 'tenant' ? principal.tenantId : undefined;
+  return {
+    principal,
+    tenantId: own,
+    tenant(given) {
+      if (own === undefined) return given;
+      if (given !== undefined && given !== own) throw new ApiError('FORBIDDEN_TENANT', 'this API key may only name its own tenant');
+      return own;
+    },
+    see(owner, notFound) {
+      if (own !== undefined && owner !== own) throw notFound();
+    },
+    async guard(readOwner, notFound) {
+      if (own === undefined) return;
+      const owner = await readOwner();
+      if (owner !== own) throw notFound();
+    },
+  };
+}

@@ -1,0 +1,43 @@
+// Composition of API keys (src/core/api-keys.ts) over node-postgres: a small pool of their own
+// (or the caller's), on the schema the engine uses. The HTTP layer and the CLI take one each.
+
+import pg from 'pg';
+import { createApiKeys, type ApiKeys } from './core/api-keys.ts';
+import { SCHEMA_DEFAULT } from './core/config.ts';
+import { BatonError } from './core/errors.ts';
+import { PgApiKeyStore } from './db/pg/api-key-store.ts';
+import type { Queryable } from './db/pg/pool.ts';
+import { isValidSchemaName, quoteSchema } from './db/schema-name.ts';
+
+export interface ApiKeysOptions {
+  /** A pool to use (not ended by close()). Either pool or connectionString is required. */
+  pool?: Queryable;
+  connectionString?: string;
+  /** The engine's schema. Default "baton". */
+  schema?: string;
+  /** How long a verified key is trusted from memory (the revocation bound). Default 5000 ms. */
+  cacheMs?: number;
+}
+
+export type ClosableApiKeys = ApiKeys & { close(): Promise<void> };
+
+export function openApiKeys(opts: ApiKeysOptions): ClosableApiKeys {
+  const schema = opts.schema ?? SCHEMA_DEFAULT;
+  if (!isValidSchemaName(schema)) throw new BatonError('INVALID_CONFIG', `invalid schema name ${JSON.stringify(schema)}`);
+  if (!opts.pool && !opts.connectionString) throw new BatonError('INVALID_CONFIG', 'openApiKeys: pool or connectionString is required');
+  const own = opts.pool
+    ? null
+    : new pg.Pool({
+        connectionString: opts.connectionString,
+        max: 2,
+        connectionTimeoutMillis: 5_000,
+        statement_timeout: 10_000,
+        query_timeout: 10_000,
+        application_name: 'baton-keys',
+      });
+  own?.on('error', () => undefined);
+  const keys = createApiKeys(new PgApiKeyStore((opts.pool ?? own) as Queryable, quoteSchema(schema)), {
+    ...(opts.cacheMs === undefined ? {} : { cacheMs: opts.cacheMs }),
+  });
+  return Object.assign(keys, { close: async () => void (await own?.end()) });
+}
