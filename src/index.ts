@@ -126,3 +126,6 @@ export { migrate, type MigrateOptions, type MigrateResult } from './db/migrate.t
 export { isInvalidInputSqlstate } from './db/pg/errors.ts';
 export { PACKAGE_VERSION } from './version.ts';
 export { traceCarrier, type TraceCarrier } from './core/tracing.ts';
+export type { Fairness } from './core/flow.ts';
+export type { FlowAdminApi, FlowKeyState, FlowLimits, FlowQueueState, FlowSnapshot, RateLimit } from './core/flow-admin.ts';
+export { FLOW_SNAPSHOT_GROUPS_MAX, RATE_PERIOD_MS_MAX, TENANT_WEIGHT_MAX } from './core/flow-admin.ts';

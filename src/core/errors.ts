@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   'WORKFLOW_NOT_FOUND',
   'RUN_NOT_FOUND',
   'RUN_STATE_CONFLICT',
+  'KEY_PATTERN_NOT_FOUND',
   'INTERNAL',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -8,6 +8,7 @@ import type { Queryable } from './pg/pool.ts';
 import type { DatabaseHealth, WorkerInfo } from '../core/admin.ts';
 import type { PausedQueue, StatsRow } from '../core/queue-admin.ts';
 import type { JobSortKey, SortOrder } from '../core/job-sort.ts';
+import type { FlowLimits, FlowSnapshot } from '../core/flow-admin.ts';
 
 /** A validated, defaulted job spec ready to insert. */
 export interface NewJob {
@@ -123,6 +124,12 @@ export interface Executor {
   jobClaimFlow(p: FlowClaimParams): Promise<FlowClaimResult>;
   /** Which of these queues are flow-controlled (claimed through jobClaimFlow with controlled). */
   flowControlled(p: { queues: string[] }): Promise<Set<string>>;
+  flowSetQueue(p: { queue: string } & FlowLimits): Promise<void>;
+  flowSetKey(p: { pattern: string } & FlowLimits): Promise<void>;
+  /** false when the pattern had no limits. */
+  flowDeleteKey(p: { pattern: string }): Promise<boolean>;
+  flowSetWeight(p: { tenantId: string; weight: number | null }): Promise<void>;
+  flowSnapshot(p: { groups: number }): Promise<Omit<FlowSnapshot, 'held'>>;
   /** Returns ids whose lease was still current (the others were fenced off). */
   jobMarkRunningMany(p: { leases: Lease[] }): Promise<Set<string>>;
   jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<Set<string>>;

@@ -10,6 +10,7 @@ import { isTokenGuarded } from './auth.ts';
 import type { ApiErrorCode } from './errors.ts';
 import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc } from './openapi.ts';
 import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
+import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
 import {
   batchSchema,
   bulkSchema,
@@ -227,6 +228,7 @@ const OPERATIONS: readonly OperationDoc[] = [
     errors: ENGINE,
   }),
   ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
+  ...flowOperations({ route, json, noBody, BODY, ENGINE }),
   route({
     method: 'post',
     path: '/api/cron',
@@ -364,6 +366,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       { name: 'queues', description: 'queues and workers' },
       { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
       WORKFLOW_TAG,
+      FLOW_TAG,
       { name: 'operations', description: 'health, readiness, metrics, this document, the console' },
     ],
     components: {

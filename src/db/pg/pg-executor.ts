@@ -2,6 +2,7 @@
 // and translates driver errors. Thin by design: the SQL carries the invariants.
 
 import type { DatabaseHealth } from '../../core/admin.ts';
+import type { FlowLimits, FlowSnapshot } from '../../core/flow-admin.ts';
 import type { PausedQueue, StatsRow } from '../../core/queue-admin.ts';
 import type { InsertedJob, JobState, LeasedJob, TerminalState } from '../../core/job.ts';
 import type {
@@ -242,6 +243,67 @@ export class PgExecutor implements Executor {
   async flowControlled(p: { queues: string[] }): Promise<Set<string>> {
     const rows = await this.#q<{ queue: string }>(this.#flow.controlled, [p.queues]);
     return new Set(rows.map((r) => r.queue));
+  }
+
+  async flowSetQueue(p: { queue: string } & FlowLimits): Promise<void> {
+    await this.#q(this.#flow.setQueue, [p.queue, p.concurrencyLimit, p.rateLimit?.limit ?? null, p.rateLimit?.periodMs ?? null]);
+    if (p.concurrencyLimit === null && p.rateLimit === null) await this.#q(this.#flow.dropQueueIfFree, [p.queue]);
+  }
+
+  async flowSetKey(p: { pattern: string } & FlowLimits): Promise<void> {
+    await this.#q(this.#flow.setKey, [p.pattern, p.concurrencyLimit, p.rateLimit?.limit ?? null, p.rateLimit?.periodMs ?? null]);
+  }
+
+  async flowDeleteKey(p: { pattern: string }): Promise<boolean> {
+    return (await this.#q(this.#flow.deleteKey, [p.pattern])).length > 0;
+  }
+
+  async flowSetWeight(p: { tenantId: string; weight: number | null }): Promise<void> {
+    if (p.weight === null) await this.#q(this.#flow.deleteWeight, [p.tenantId]);
+    else await this.#q(this.#flow.setWeight, [p.tenantId, p.weight]);
+  }
+
+  async flowSnapshot(p: { groups: number }): Promise<Omit<FlowSnapshot, 'held'>> {
+    type Limits = { concurrency_limit: number | null; rate_limit: number | null; rate_period_ms: number | null };
+    const limits = (r: Limits): FlowLimits => ({
+      concurrencyLimit: r.concurrency_limit,
+      rateLimit: r.rate_limit === null ? null : { limit: r.rate_limit, periodMs: r.rate_period_ms ?? 0 },
+    });
+    const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+    const [queues, patterns, weights, tenants, keys] = await Promise.all([
+      this.#q<Limits & { queue: string; keyed: boolean; tokens: number | null; running: number; due: number }>(
+        this.#flow.snapshotQueues,
+        [],
+      ),
+      this.#q<Limits & { pattern: string }>(this.#flow.snapshotKeys, []),
+      this.#q<{ tenant_id: string; weight: number }>(this.#flow.snapshotWeights, []),
+      this.#q<{ queue: string; tenant_id: string; pending: number; running: number }>(this.#flow.snapshotTenants, [p.groups]),
+      this.#q<{
+        key: string;
+        pending: number;
+        due: number;
+        running: number;
+        cap: number | null;
+        rate: number | null;
+        tokens: number | null;
+      }>(this.#flow.snapshotActiveKeys, [p.groups]),
+    ]);
+    return {
+      queues: queues.map((r) => ({ queue: r.queue, ...limits(r), keyed: r.keyed, running: r.running, due: r.due, tokens: num(r.tokens) })),
+      keyPatterns: patterns.map((r) => ({ pattern: r.pattern, ...limits(r) })),
+      weights: weights.map((r) => ({ tenantId: r.tenant_id, weight: r.weight })),
+      tenants: tenants.map((r) => ({ queue: r.queue, tenantId: r.tenant_id, pending: r.pending, running: r.running })),
+      keys: keys.map((r) => ({
+        key: r.key,
+        pending: r.pending,
+        due: r.due,
+        running: r.running,
+        concurrencyLimit: r.cap,
+        rateLimit: r.rate,
+        // No bucket row yet: a rate-limited key's bucket is full.
+        tokens: r.rate === null ? null : (num(r.tokens) ?? r.rate),
+      })),
+    };
   }
 
   /** Runs a lease write (see acceptedIds): the ids it wrote, all of `ids` when the answer is NULL. */

@@ -244,6 +244,84 @@ export function flowQueries(schema: string) {
         ORDER BY q
         ON CONFLICT (queue) DO UPDATE SET keyed = true, updated_at = now()`,
     },
+
+    // ---- admin -------------------------------------------------------------------------
+    // Limits are written whole (a PUT): NULL clears one. A queue row that would hold no limit
+    // and no keyed flag is deleted, so the queue's claims go back to the plain statements.
+    setQueue: {
+      name: `${schema}.flow_set_queue`,
+      text: `INSERT INTO ${schema}.flow_queues AS f (queue, concurrency_limit, rate_limit, rate_period_ms)
+        VALUES ($1, $2, $3, $4)
+        ON CONFLICT (queue) DO UPDATE SET concurrency_limit = $2, rate_limit = $3, rate_period_ms = $4,
+          tokens = CASE WHEN f.rate_limit IS DISTINCT FROM $3 OR f.rate_period_ms IS DISTINCT FROM $4 THEN NULL ELSE f.tokens END,
+          updated_at = now()`,
+    },
+    // After setQueue: a row left with no limit and not keyed goes (a statement of its own, as a
+    // sibling CTE would not see the upserted row).
+    dropQueueIfFree: {
+      name: `${schema}.flow_drop_queue_if_free`,
+      text: `DELETE FROM ${schema}.flow_queues
+        WHERE queue = $1 AND concurrency_limit IS NULL AND rate_limit IS NULL AND NOT keyed`,
+    },
+    setKey: {
+      name: `${schema}.flow_set_key`,
+      text: `INSERT INTO ${schema}.flow_keys (pattern, concurrency_limit, rate_limit, rate_period_ms)
+        VALUES ($1, $2, $3, $4)
+        ON CONFLICT (pattern) DO UPDATE SET concurrency_limit = $2, rate_limit = $3, rate_period_ms = $4, updated_at = now()
+        RETURNING pattern`,
+    },
+    deleteKey: {
+      name: `${schema}.flow_delete_key`,
+      text: `DELETE FROM ${schema}.flow_keys WHERE pattern = $1 RETURNING pattern`,
+    },
+    setWeight: {
+      name: `${schema}.flow_set_weight`,
+      text: `INSERT INTO ${schema}.tenant_weights (tenant_id, weight) VALUES ($1, $2)
+        ON CONFLICT (tenant_id) DO UPDATE SET weight = $2, updated_at = now()`,
+    },
+    deleteWeight: {
+      name: `${schema}.flow_delete_weight`,
+      text: `DELETE FROM ${schema}.tenant_weights WHERE tenant_id = $1`,
+    },
+    // The state of flow control, for the console and metrics: queue limits with their running
+    // and due counts and tokens now; key patterns; weights; per (queue, tenant) and per key
+    // counts of live work (at most $1 groups each: a scan of the pending and live rows).
+    snapshotQueues: {
+      name: `${schema}.flow_snapshot_queues`,
+      text: `SELECT f.queue, f.concurrency_limit, f.rate_limit, f.rate_period_ms, f.keyed,
+          CASE WHEN f.rate_limit IS NOT NULL THEN ${refill('f.tokens', 'f.refilled_at', 'f.rate_limit', 'f.rate_period_ms')} END AS tokens,
+          (SELECT count(*)::int FROM ${jobs} j WHERE j.lease_expires_at IS NOT NULL AND j.state IN ${LIVE} AND j.queue = f.queue) AS running,
+          (SELECT count(*)::int FROM ${jobs} j WHERE j.state = 'pending' AND j.queue = f.queue AND j.run_at <= now()) AS due
+        FROM ${schema}.flow_queues f ORDER BY f.queue`,
+    },
+    snapshotKeys: {
+      name: `${schema}.flow_snapshot_keys`,
+      text: `SELECT pattern, concurrency_limit, rate_limit, rate_period_ms FROM ${schema}.flow_keys ORDER BY pattern`,
+    },
+    snapshotWeights: {
+      name: `${schema}.flow_snapshot_weights`,
+      text: `SELECT tenant_id, weight FROM ${schema}.tenant_weights ORDER BY tenant_id`,
+    },
+    snapshotTenants: {
+      name: `${schema}.flow_snapshot_tenants`,
+      text: `SELECT queue, tenant_id, count(*) FILTER (WHERE state = 'pending')::int AS pending,
+          count(*) FILTER (WHERE state IN ${LIVE})::int AS running
+        FROM ${jobs} WHERE state IN ('pending', 'leased', 'running')
+        GROUP BY queue, tenant_id ORDER BY queue, tenant_id LIMIT $1`,
+    },
+    snapshotActiveKeys: {
+      name: `${schema}.flow_snapshot_active_keys`,
+      text: `SELECT a.key, a.pending, a.due, a.running,
+          ${keyLimit(schema, 'a.key', 'concurrency_limit', 'concurrency_limit')} AS cap,
+          ${keyLimit(schema, 'a.key', 'rate_limit', 'rate_limit')} AS rate,
+          (SELECT ${refill('b.tokens', 'b.refilled_at', `${keyLimit(schema, 'a.key', 'rate_limit', 'rate_limit')}`, `${keyLimit(schema, 'a.key', 'rate_limit', 'rate_period_ms')}`)}
+             FROM ${schema}.flow_buckets b WHERE b.key = a.key) AS tokens
+        FROM (SELECT concurrency_key AS key, count(*) FILTER (WHERE state = 'pending')::int AS pending,
+                count(*) FILTER (WHERE state = 'pending' AND run_at <= now())::int AS due,
+                count(*) FILTER (WHERE state IN ${LIVE})::int AS running
+              FROM ${jobs} WHERE state IN ('pending', 'leased', 'running') AND concurrency_key IS NOT NULL
+              GROUP BY concurrency_key ORDER BY concurrency_key LIMIT $1) a`,
+    },
   } as const;
 }
 
