@@ -114,6 +114,8 @@ export {
 export {
   DELAY_MS_MAX,
   IDEMPOTENCY_KEY_MAX_CHARS,
+  CONCURRENCY_KEY_MAX_CHARS,
+  CONCURRENCY_LIMIT_MAX,
   MAX_ATTEMPTS_MAX,
   PRIORITY_MAX,
   RUN_AT_MIN,
@@ -175,3 +177,6 @@ export {
   type KeyRefusal,
   type VerifyResult,
 } from './core/api-keys.ts';
+export type { Fairness } from './core/flow.ts';
+export type { FlowAdminApi, FlowKeyState, FlowLimits, FlowQueueState, FlowSnapshot, RateLimit } from './core/flow-admin.ts';
+export { FLOW_SNAPSHOT_GROUPS_MAX, RATE_PERIOD_MS_MAX, TENANT_WEIGHT_MAX } from './core/flow-admin.ts';

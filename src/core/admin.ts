@@ -6,6 +6,7 @@ import type { Executor } from '../db/executor.ts';
 import { BatonError } from './errors.ts';
 import { JOB_STATES, type Job, type JobState, type JobSummary } from './job.ts';
 import { checkSortAndTimes, type JobSortKey, type SortOrder } from './job-sort.ts';
+import { flowAdmin, type FlowAdminApi } from './flow-admin.ts';
 import {
   bulk,
   pauseQueue,
@@ -101,7 +102,7 @@ export interface DatabaseHealth {
 /** How long admin.health() answers from its last read. */
 export const HEALTH_CACHE_MS = 5_000;
 
-export interface AdminApi {
+export interface AdminApi extends FlowAdminApi {
   /** Throws BatonError JOB_NOT_FOUND. */
   getJob(id: string): Promise<Job>;
   listJobs(filter?: ListJobsFilter): Promise<JobPage>;
@@ -284,6 +285,7 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
     },
 
     workers: () => executor.workerList(),
+    ...flowAdmin(executor, wake),
 
     health() {
       const now = Date.now();

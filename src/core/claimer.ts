@@ -8,7 +8,8 @@
 import type { Executor, Lease, Presence } from '../db/executor.ts';
 import type { Clock } from './clock.ts';
 import type { EngineConfig } from './config.ts';
-import type { QueueDispatcher } from './dispatcher.ts';
+import type { ClaimOutcome, QueueDispatcher } from './dispatcher.ts';
+import type { FlowState } from './flow.ts';
 import type { EngineEventEmitter } from './events.ts';
 import type { LeasedJob } from './job.ts';
 import { runJob, type RunnerDeps } from './job-runner.ts';
@@ -25,6 +26,7 @@ export interface ClaimerDeps {
   config: EngineConfig;
   clock: Clock;
   leases: LeaseTable;
+  flow: FlowState;
   runner: RunnerDeps;
   events: EngineEventEmitter;
   log: Logger;
@@ -39,7 +41,7 @@ export interface ClaimerDeps {
 export class Claimer {
   readonly #d: ClaimerDeps;
   /** Claims in flight, each settled once its jobs are in the lease table or given back. */
-  readonly #claims = new Set<Promise<number>>();
+  readonly #claims = new Set<Promise<ClaimOutcome>>();
   #presence: Presence | null = null;
   /** The presence lock has been held at least once. */
   #presenceAcquired = false;
@@ -96,9 +98,9 @@ export class Claimer {
     return this.#presence.held || (!this.#presenceAcquired && this.claimsBeforePresence);
   }
 
-  /** Claims up to `limit` jobs of the dispatcher's queue and starts them; resolves to how many it claimed. */
-  claimAndStart(dispatcher: QueueDispatcher, limit: number): Promise<number> {
-    if (!this.#mayClaim()) return Promise.resolve(0);
+  /** Claims up to `limit` jobs of the dispatcher's queue and starts them. */
+  claimAndStart(dispatcher: QueueDispatcher, limit: number): Promise<ClaimOutcome> {
+    if (!this.#mayClaim()) return Promise.resolve({ got: 0 });
     const claim = this.#claim(dispatcher, limit);
     this.#claims.add(claim);
     const settled = () => void this.#claims.delete(claim);
@@ -106,27 +108,36 @@ export class Claimer {
     return claim;
   }
 
-  async #claim(dispatcher: QueueDispatcher, limit: number): Promise<number> {
+  async #claim(dispatcher: QueueDispatcher, limit: number): Promise<ClaimOutcome> {
     const { executor, config, clock } = this.#d;
+    const flow = this.#d.flow.queue(dispatcher.queue);
+    const controlled = this.#d.flow.controlled(dispatcher.queue);
     // Two queues may both read the floor; either answer is safe, as both precede their claims.
     if (this.#tokenFloor === null) this.#tokenFloor = await executor.jobTokenHighWater();
     const provenAt = clock.now();
     const t0 = performance.now();
     let jobs: LeasedJob[];
+    const outcome: ClaimOutcome = { got: 0 };
     try {
-      jobs = await executor.jobClaim({
-        queue: dispatcher.queue,
-        limit,
-        owner: config.workerId,
-        leaseMs: config.leaseMs,
-        intoRunning: config.claimIntoRunning,
-      });
+      const p = { queue: dispatcher.queue, limit, owner: config.workerId, leaseMs: config.leaseMs, intoRunning: config.claimIntoRunning };
+      if (!flow.fair && !controlled) {
+        jobs = await executor.jobClaim(p);
+      } else {
+        const r = await executor.jobClaimFlow({ ...p, fair: flow.fair, controlled, cursor: flow.cursor, keyCursor: flow.keyCursor });
+        jobs = r.jobs;
+        flow.cursor = r.cursor;
+        flow.keyCursor = r.keyCursor;
+        // A fair claim stops at its tenants' slices, so a short one may leave jobs behind.
+        outcome.again = !controlled;
+        outcome.more = r.limited;
+        outcome.wakeInMs = r.wakeMs;
+      }
     } catch (err) {
       // It may have committed with its reply lost: its leases would be ours without our knowing.
       this.#suspect();
       throw err;
     }
-    if (jobs.length === 0) return 0;
+    if (jobs.length === 0) return outcome;
     this.#d.counters.claimed += jobs.length;
     this.#d.events.emit('claimed', { queue: dispatcher.queue, count: jobs.length, durationMs: performance.now() - t0 });
     if (!config.claimIntoRunning && !this.#stopping) {
@@ -153,7 +164,7 @@ export class Claimer {
         this.#d.log.warn(fields, 'baton: claim answered past the heartbeat deadline; released unstarted');
       }
       await this.#release(jobs, this.#stopping ? 'shutdown' : 'late');
-      return this.#stopping ? jobs.length : 0;
+      return { got: this.#stopping ? jobs.length : 0 };
     }
     for (const job of jobs) {
       // We still run this job under an older token: that lease was reclaimed (expired or reaped)
@@ -164,7 +175,8 @@ export class Claimer {
       dispatcher.acquired();
       runJob(entry, dispatcher, this.#d.runner);
     }
-    return jobs.length;
+    outcome.got = jobs.length;
+    return outcome;
   }
 
   /** Gives unstarted leases back, attempt refunded; `reason` is reported on the 'released' event. */

@@ -38,6 +38,7 @@ export const nameSchema = z
   .string()
   .regex(NAME_PATTERN, 'must be 1-128 chars of [A-Za-z0-9_.:-/] with no empty segment (no leading, trailing or double /)');
 const positiveMs = z.number().int().positive();
+const fairnessSchema = z.enum(['tenant', 'none']);
 
 export const engineConfigSchema = z
   .object({
@@ -45,6 +46,12 @@ export const engineConfigSchema = z
     /** Queue name -> concurrency (free slots) on this process. Empty: this process only produces. */
     queues: z.record(nameSchema, z.number().int().min(1).max(10_000)).default({}),
     dispatch: z.enum(['notify', 'poll']).default('notify'),
+    /**
+     * How a queue's claims order jobs: 'tenant' (default) is a weighted round-robin across
+     * tenants, priority ordering jobs within each; 'none' is FIFO (claim order) across the
+     * queue. One value for every queue, or per queue (queues not named get 'tenant').
+     */
+    fairness: z.union([fairnessSchema, z.record(nameSchema, fairnessSchema)]).default('tenant'),
     claimIntoRunning: z.boolean().default(true),
     /** Claims on Baton's own pool skip their WAL flush, behind a durable token floor (docs/how-it-works.md). */
     asyncClaims: z.boolean().default(true),
@@ -148,4 +155,9 @@ export function parseEngineConfig(input: unknown, defaultWorkerId: () => string)
     workerId: c.workerId ?? defaultWorkerId(),
     workerIdGenerated: c.workerId === undefined,
   });
+}
+
+/** The fairness a queue's claims use on this engine. */
+export function fairnessOf(config: Pick<EngineConfig, 'fairness'>, queue: string): 'tenant' | 'none' {
+  return typeof config.fairness === 'string' ? config.fairness : (config.fairness[queue] ?? 'tenant');
 }

@@ -2,11 +2,23 @@
 // timer; never claims more than its free slots; after a claim that filled every
 // free slot it claims again as soon as a slot frees (drain mode).
 
+/** What a claim says about the next one. */
+export interface ClaimOutcome {
+  /** Jobs claimed and started. */
+  got: number;
+  /** Claim again at once when it got some but fewer than asked (a fair claim stops at its slices). */
+  again?: boolean;
+  /** More jobs probably wait (a cap or rate limit bound the claim): claim again as slots free. */
+  more?: boolean;
+  /** A rate limit held jobs back: claim again after this long (no polling meanwhile). */
+  wakeInMs?: number | null;
+}
+
 export interface DispatcherDeps {
   queue: string;
   concurrency: number;
-  /** Claims up to `limit` jobs and starts them; resolves to how many were claimed. */
-  claimAndStart: (limit: number) => Promise<number>;
+  /** Claims up to `limit` jobs and starts them. */
+  claimAndStart: (limit: number) => Promise<ClaimOutcome>;
   onError: (err: unknown) => void;
 }
 
@@ -25,6 +37,8 @@ export class QueueDispatcher {
   #backoff: NodeJS.Timeout | null = null;
   #backoffMs = ERROR_BACKOFF_MIN_MS;
   #soon: NodeJS.Immediate | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #timerAt = Number.POSITIVE_INFINITY;
 
   constructor(deps: DispatcherDeps) {
     this.#d = deps;
@@ -51,6 +65,24 @@ export class QueueDispatcher {
     this.#backoff = null;
     if (this.#soon) clearImmediate(this.#soon);
     this.#soon = null;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+
+  /** Claims again in `ms` (a rate limit's bucket refills then), unless a sooner wake-up is set. */
+  #wakeIn(ms: number): void {
+    const at = Date.now() + ms;
+    if (this.#timer && this.#timerAt <= at) return;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timerAt = at;
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = null;
+        this.#timerAt = Number.POSITIVE_INFINITY;
+        this.wake();
+      },
+      Math.max(1, Math.ceil(ms)),
+    );
   }
 
   /** Asks for a claim as soon as possible; coalesces with one in progress. */
@@ -115,8 +147,10 @@ export class QueueDispatcher {
           if (free <= 0) this.#lastFilled = true;
           break;
         }
-        const got = await this.#d.claimAndStart(free);
-        this.#lastFilled = got === free;
+        const r = await this.#d.claimAndStart(free);
+        this.#lastFilled = r.got === free || r.more === true;
+        if (r.again && r.got > 0 && r.got < free) this.#wanted = true;
+        if (r.wakeInMs != null && !this.#stopped) this.#wakeIn(r.wakeInMs);
         this.#backoffMs = ERROR_BACKOFF_MIN_MS;
       } while (this.#wanted && !this.#stopped);
     } catch (err) {

@@ -23,6 +23,8 @@ import { EngineEventEmitter } from './events.ts';
 import type { HandlerMap } from './handler.ts';
 import { Heartbeater } from './heartbeater.ts';
 import { Claimer } from './claimer.ts';
+import { fairnessOf } from './config.ts';
+import { FlowState } from './flow.ts';
 import { systemClock, type Clock } from './clock.ts';
 import { noTracing, type Tracing } from './tracing.ts';
 import type { EnqueueResult, JobSpec } from './job.ts';
@@ -113,6 +115,7 @@ export class Engine implements Baton {
   readonly #retention: Retention;
   readonly #runner: RunnerDeps;
   readonly #claimer: Claimer;
+  readonly #flow: FlowState;
   readonly #cron: CronService;
   readonly #cronChannel: string;
   #presence: Presence | null = null;
@@ -243,11 +246,19 @@ export class Engine implements Baton {
         if (this.#leases.size === 0) for (const f of this.#idle.splice(0)) f();
       },
     };
+    this.#flow = new FlowState(
+      deps.executor,
+      Object.fromEntries(Object.keys(this.config.queues).map((q) => [q, fairnessOf(this.config, q)])),
+      (queues) => {
+        for (const q of queues) this.#dispatchers.get(q)?.wake();
+      },
+    );
     this.#claimer = new Claimer({
       executor: deps.executor,
       config: this.config,
       clock,
       leases: this.#leases,
+      flow: this.#flow,
       runner: this.#runner,
       events: this.events,
       log: this.#log,
@@ -349,6 +360,7 @@ export class Engine implements Baton {
         // queue plus one for them. A stop() meanwhile waits for all of it to settle.
         this.#heartbeater.start();
         for (const d of this.#dispatchers.values()) d.start();
+        void this.#flow.refresh();
         this.#warming = this.#d.warmPool(this.#claimer.claimsBeforePresence ? 1 : this.#dispatchers.size + 1);
         this.#connecting = Promise.allSettled([
           this.#presence.start(),
@@ -356,7 +368,8 @@ export class Engine implements Baton {
         ]);
         for (const r of await this.#connecting) if (r.status === 'rejected') throw r.reason;
         this.#throwIfStopping();
-        this.#poll = setInterval(() => this.#wakeAll(), this.config.pollIntervalMs);
+        // Each poll also re-reads which queues are flow-controlled (caps, rate limits, keyed jobs).
+        this.#poll = setInterval(() => void this.#flow.refresh().then(() => this.#wakeAll()), this.config.pollIntervalMs);
       }
       if (this.config.reaper) {
         this.#reaper.start();

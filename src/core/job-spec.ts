@@ -14,6 +14,8 @@ export const DELAY_MS_MAX = 10 * 365 * 24 * 3600 * 1000;
 export const PRIORITY_MAX = 1_000_000;
 export const MAX_ATTEMPTS_MAX = 1_000;
 export const IDEMPOTENCY_KEY_MAX_CHARS = 512;
+export const CONCURRENCY_KEY_MAX_CHARS = 256;
+export const CONCURRENCY_LIMIT_MAX = 1_000_000;
 const noNul = (s: string) => !s.includes('\u0000');
 
 /**
@@ -52,8 +54,16 @@ export const jobSpecSchema = z
     delayMs: z.number().int().min(0).max(DELAY_MS_MAX).optional(),
     maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_MAX).optional(),
     idempotencyKey: z.string().min(1).max(IDEMPOTENCY_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes').optional(),
+    /** Flow control: jobs sharing a key share its caps and rate limits across the fleet. */
+    concurrencyKey: z.string().min(1).max(CONCURRENCY_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes').optional(),
+    /** This job's own cap on running jobs of its key (needs concurrencyKey). */
+    concurrencyLimit: z.number().int().min(1).max(CONCURRENCY_LIMIT_MAX).optional(),
   })
   .strict()
+  .refine((s) => s.concurrencyLimit === undefined || s.concurrencyKey !== undefined, {
+    message: 'concurrencyLimit needs a concurrencyKey',
+    path: ['concurrencyLimit'],
+  })
   .refine((s) => !(s.runAt !== undefined && s.delayMs !== undefined), {
     message: 'runAt and delayMs are mutually exclusive',
     path: ['delayMs'],
@@ -89,5 +99,7 @@ export function normalizeSpec(spec: JobSpec, maxAttemptsDefault: number, index?:
     maxAttempts: s.maxAttempts ?? maxAttemptsDefault,
     idempotencyKey: s.idempotencyKey ?? null,
     traceContext,
+    concurrencyKey: s.concurrencyKey ?? null,
+    concurrencyLimit: s.concurrencyLimit ?? null,
   };
 }

@@ -127,6 +127,10 @@ export interface JobSpec {
   maxAttempts?: number;
   /** A second job with the same (tenantId, idempotencyKey) returns the first. */
   idempotencyKey?: string;
+  /** Flow control: jobs sharing a key share its caps and rate limits across the fleet (docs/flow-control.md). */
+  concurrencyKey?: string;
+  /** This job's own cap on how many jobs of its key run at once (needs concurrencyKey). */
+  concurrencyLimit?: number;
 }
 
 /** A stored job, and whether this call created it (false for a duplicate key). */

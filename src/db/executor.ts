@@ -8,6 +8,7 @@ import type { Queryable } from './pg/pool.ts';
 import type { DatabaseHealth, WorkerInfo } from '../core/admin.ts';
 import type { PausedQueue, StatsRow } from '../core/queue-admin.ts';
 import type { JobSortKey, SortOrder } from '../core/job-sort.ts';
+import type { FlowLimits, FlowSnapshot } from '../core/flow-admin.ts';
 
 /** A validated, defaulted job spec ready to insert. */
 export interface NewJob {
@@ -23,6 +24,9 @@ export interface NewJob {
   idempotencyKey: string | null;
   /** The producer's trace context, stored with the job. */
   traceContext: TraceCarrier | null;
+  /** Flow control: the job's concurrency key, and its own cap for that key. */
+  concurrencyKey?: string | null;
+  concurrencyLimit?: number | null;
 }
 
 export interface Lease {
@@ -56,6 +60,30 @@ export interface JobClaimParams {
   owner: string;
   leaseMs: number;
   intoRunning: boolean;
+}
+/** Where a fair claim's round-robin stands: the tenant served last and how much of its slice it used. */
+export interface FairCursor {
+  tenant: string;
+  used: number;
+}
+export interface FlowClaimParams extends JobClaimParams {
+  /** Round-robin across tenants (else FIFO: claim order across the queue). */
+  fair: boolean;
+  /** The queue has a flow_queues row: claim under its caps and rate limits. */
+  controlled: boolean;
+  cursor: FairCursor;
+  /** Where the walk over concurrency keys starts (a controlled claim walks at most 64 keys). */
+  keyCursor: string;
+}
+export interface FlowClaimResult {
+  jobs: LeasedJob[];
+  /** The cursor after this claim (unchanged when it took nothing fair). */
+  cursor: FairCursor;
+  keyCursor: string;
+  /** A rate limit held jobs back: its bucket has a token again in this many ms. */
+  wakeMs: number | null;
+  /** A cap or rate limit bound this claim. */
+  limited: boolean;
 }
 export interface JobCompleteItem extends Lease {
   result: unknown;
@@ -92,6 +120,16 @@ export interface Executor {
   jobInsertMany(p: JobInsertManyParams): Promise<InsertedJob[]>;
   jobNotify(p: { channels: string[] }): Promise<void>;
   jobClaim(p: JobClaimParams): Promise<LeasedJob[]>;
+  /** The fair claim, or (controlled) the claim under caps and rate limits. */
+  jobClaimFlow(p: FlowClaimParams): Promise<FlowClaimResult>;
+  /** Which of these queues are flow-controlled (claimed through jobClaimFlow with controlled). */
+  flowControlled(p: { queues: string[] }): Promise<Set<string>>;
+  flowSetQueue(p: { queue: string } & FlowLimits): Promise<void>;
+  flowSetKey(p: { pattern: string } & FlowLimits): Promise<void>;
+  /** false when the pattern had no limits. */
+  flowDeleteKey(p: { pattern: string }): Promise<boolean>;
+  flowSetWeight(p: { tenantId: string; weight: number | null }): Promise<void>;
+  flowSnapshot(p: { groups: number }): Promise<Omit<FlowSnapshot, 'held'>>;
   /** Returns ids whose lease was still current (the others were fenced off). */
   jobMarkRunningMany(p: { leases: Lease[] }): Promise<Set<string>>;
   jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<Set<string>>;

@@ -8,6 +8,7 @@ import { registerWorkflowMetrics } from './metrics-workflows.ts';
 import { registerDatabaseMetrics } from './metrics-db.ts';
 import { registerAuthMetrics } from './metrics-auth.ts';
 import type { AuthFailureReason } from './auth.ts';
+import { registerFlowMetrics } from './metrics-flow.ts';
 
 export interface MetricsOptions {
   /** Also export Node process metrics (heap, event loop lag, ...). Default true. */
@@ -82,13 +83,16 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   const workflows = registerWorkflowMetrics(registry, baton, () => {
     scrapeFailed = true;
   });
+  const flow = registerFlowMetrics(registry, baton, () => {
+    scrapeFailed = true;
+  });
   new Counter({
     name: 'baton_metrics_collect_errors_total',
     help: 'Scrapes whose job counts or database health could not be read from the database',
     registers,
     // Reports the failure of this very scrape, not only of earlier ones: once, whatever failed.
     async collect() {
-      await Promise.all([jobsRead, health.settled(), workflows.settled()]);
+      await Promise.all([jobsRead, health.settled(), workflows.settled(), flow.settled()]);
       if (scrapeFailed) this.inc();
     },
   });

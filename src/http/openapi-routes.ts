@@ -12,6 +12,7 @@ import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc }
 import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
 import { KEY_COMPONENTS, KEY_TAG, keyOperations } from './openapi-keys.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
+import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
 import {
   batchSchema,
   bulkSchema,
@@ -233,6 +234,7 @@ const OPERATIONS: readonly OperationDoc[] = [
   }),
   ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
   ...keyOperations({ route, json, noBody, BODY, ENGINE }),
+  ...flowOperations({ route, json, noBody, BODY, ENGINE }),
   route({
     method: 'post',
     path: '/api/cron',
@@ -371,6 +373,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
       WORKFLOW_TAG,
       KEY_TAG,
+      FLOW_TAG,
       { name: 'operations', description: 'health, readiness, metrics, this document, the console' },
     ],
     components: {

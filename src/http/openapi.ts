@@ -19,7 +19,7 @@ export interface ResponseDoc {
 
 /** One route of the app: what it takes and what it answers. */
 export interface OperationDoc {
-  method: 'get' | 'post' | 'patch' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** The path as Hono writes it: /api/jobs/:id. */
   path: string;
   operationId: string;

@@ -10,6 +10,8 @@ import {
   DLQ_REPLAY_LIMIT_DEFAULT,
   DLQ_REPLAY_LIMIT_MAX,
   IDEMPOTENCY_KEY_MAX_CHARS,
+  CONCURRENCY_KEY_MAX_CHARS,
+  CONCURRENCY_LIMIT_MAX,
   JOB_SORT_KEYS,
   JOB_STATES,
   LIST_LIMIT_DEFAULT,
@@ -96,11 +98,27 @@ export const jobSpecSchema = z
       .max(IDEMPOTENCY_KEY_MAX_CHARS)
       .optional()
       .meta({ description: 'a second job with the same (tenantId, idempotencyKey) answers the first, with 200' }),
+    concurrencyKey: z
+      .string()
+      .min(1)
+      .max(CONCURRENCY_KEY_MAX_CHARS)
+      .optional()
+      .meta({ description: "flow control: jobs sharing a key share its caps and rate limits across the fleet (e.g. 'vendor:x')" }),
+    concurrencyLimit: z
+      .int()
+      .min(1)
+      .max(CONCURRENCY_LIMIT_MAX)
+      .optional()
+      .meta({ description: "this job's own cap on running jobs of its key; needs concurrencyKey" }),
   })
   .strict()
   .refine((s) => s.runAt === undefined || s.delayMs === undefined, {
     path: ['delayMs'],
     message: 'runAt and delayMs are mutually exclusive',
+  })
+  .refine((s) => s.concurrencyLimit === undefined || s.concurrencyKey !== undefined, {
+    path: ['concurrencyLimit'],
+    message: 'concurrencyLimit needs a concurrencyKey',
   }) satisfies z.ZodType<JobSpec>;
 
 export const batchSchema = z

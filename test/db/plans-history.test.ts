@@ -8,6 +8,7 @@
 
 import { beforeAll, describe, expect, it } from 'vitest';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
+import { flowQueries } from '../../src/db/pg/queries/flow.ts';
 import { healthQueries } from '../../src/db/pg/queries/health.ts';
 import { jobReadQueries, type ListShape } from '../../src/db/pg/queries/job-read.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
@@ -19,6 +20,7 @@ const schema = quoteSchema('baton');
 const jq = jobQueries(schema);
 const rq = jobReadQueries(schema);
 const hq = healthQueries(schema);
+const fq = flowQueries(schema);
 /** Finished jobs in the history. Every read below must visit far fewer rows than this. */
 const HISTORY = 100_000;
 /** What any read may visit: the live rows, a page, a capped count's cap, and some slack. */
@@ -125,6 +127,9 @@ const READS: Record<string, Read> = {
   'count by queue (rare)': count({ queue: true }, ['rare'], ['jobs_finished_queue_id_idx']),
   // Nothing due in the rare queue: the claim finds that out without reading the history.
   claim: { text: jq.claim.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },
+  // The fair claim walks tenants through its own index, and takes the due jobs of the live queue.
+  'fair claim (rare)': { text: fq.claimFair.text, args: ['rare', 200, 'w-plan', 'true', 60_000, '', 0], rows: 0, uses: ['jobs_fair_idx'] },
+  'fair claim (hot)': { text: fq.claimFair.text, args: ['hot', 200, 'w-plan', 'true', 60_000, '', 0], rows: 20, uses: ['jobs_fair_idx'] },
 };
 
 async function check(name: string, mode: string): Promise<void> {

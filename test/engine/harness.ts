@@ -10,6 +10,10 @@ import { deferred, waitFor, type Deferred } from '../helpers/wait.ts';
 
 export type EngineOptions = BatonOptions;
 
+/** A claim statement: FIFO (job_claim) or fair (flow_claim_fair), as a pool sees it. */
+export const isClaim = (config: { name?: string } | undefined): boolean =>
+  typeof config?.name === 'string' && (config.name.endsWith('.job_claim') || config.name.endsWith('.flow_claim_fair'));
+
 /** Stands in for pool.query: `run` sends the statement as the pool would. */
 export type QueryHook = (config: { name?: string; values?: unknown[] }, run: () => Promise<pg.QueryResult>) => Promise<pg.QueryResult>;
 
@@ -80,7 +84,7 @@ export function useEngines(db: TestDatabase, defaults: () => EngineOptions = () 
     let claims = 0;
     let sent = 0;
     const pool = hookedPool((config, run) => {
-      if (typeof config?.name !== 'string' || !config.name.endsWith('job_claim')) return run();
+      if (!isClaim(config)) return run();
       claims++;
       sent++;
       return run().finally(() => claims--);

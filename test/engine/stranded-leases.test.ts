@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { deferred } from '../helpers/wait.ts';
-import { Invocations, row, rowInState, useEngines } from './harness.ts';
+import { Invocations, isClaim, row, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
 /** Long enough that lease expiry (the old way out) cannot explain a prompt recovery. */
@@ -27,7 +27,7 @@ describe('stranded leases', () => {
     let lost = 0;
     const pool = engines.pool(async (config, run) => {
       const res = await run();
-      if (is(config, 'job_claim') && res.rows.length > 0 && lost === 0) {
+      if (isClaim(config) && res.rows.length > 0 && lost === 0) {
         lost++;
         throw lostReply();
       }
@@ -65,7 +65,7 @@ describe('stranded leases', () => {
     let lostA = false;
     const pool = engines.pool(async (config, run) => {
       const res = await run();
-      if (is(config, 'job_claim') && res.rows.length > 0) {
+      if (isClaim(config) && res.rows.length > 0) {
         if (config.values?.[0] === 'b') {
           bCommitted.resolve();
           await ownedRead.promise;

@@ -338,6 +338,28 @@ describe('real answers match the document', () => {
     await expectDocumented('GET /api/keys', await api.raw('/api/keys'));
   });
 
+  it('/api/flow: limits of queues and key patterns, tenant weights, the snapshot', async () => {
+    const put = (path: string, body: unknown) => api.raw(path, { method: 'PUT', headers: JSON_HEADERS, body: JSON.stringify(body) });
+    await expectDocumented('PUT /api/flow/queues/:queue', await put('/api/flow/queues/oa-flow', { concurrencyLimit: 3, rateLimit: null }));
+    await expectDocumented('PUT /api/flow/queues/:queue', await put('/api/flow/queues/oa-flow', { concurrencyLimit: 0, rateLimit: null }));
+    await expectDocumented(
+      'PUT /api/flow/keys',
+      await put('/api/flow/keys', { pattern: 'oa:*', concurrencyLimit: 2, rateLimit: { limit: 5, periodMs: 1000 } }),
+    );
+    await expectDocumented('PUT /api/flow/keys', await put('/api/flow/keys', { pattern: 'oa:*' }));
+    const snap = await expectDocumented('GET /api/flow', await api.raw('/api/flow'));
+    expect(snap.keyPatterns).toHaveLength(1);
+    await expectDocumented('GET /api/flow', await guarded.raw('/api/flow'), resolvedGuarded);
+    const del = (pattern: string) =>
+      api.raw(`/api/flow/keys?pattern=${encodeURIComponent(pattern)}`, { method: 'DELETE', headers: JSON_HEADERS });
+    await expectDocumented('DELETE /api/flow/keys', await del('oa:*'));
+    await expectDocumented('DELETE /api/flow/keys', await del('oa:*'));
+    await expectDocumented('PUT /api/flow/tenants/:tenantId', await put('/api/flow/tenants/oa', { weight: 2 }));
+    await expectDocumented('PUT /api/flow/tenants/:tenantId', await put('/api/flow/tenants/oa', { weight: 0 }));
+    await put('/api/flow/queues/oa-flow', { concurrencyLimit: null, rateLimit: null });
+    await put('/api/flow/tenants/oa', { weight: null });
+  });
+
   it('/healthz, /readyz, /metrics and the console page', async () => {
     await expectDocumented('GET /healthz', await api.raw('/healthz'));
     await expectDocumented('GET /readyz', await api.raw('/readyz'));

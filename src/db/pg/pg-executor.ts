@@ -2,10 +2,13 @@
 // and translates driver errors. Thin by design: the SQL carries the invariants.
 
 import type { DatabaseHealth } from '../../core/admin.ts';
+import type { FlowLimits, FlowSnapshot } from '../../core/flow-admin.ts';
 import type { PausedQueue, StatsRow } from '../../core/queue-admin.ts';
 import type { InsertedJob, JobState, LeasedJob, TerminalState } from '../../core/job.ts';
 import type {
   Executor,
+  FlowClaimParams,
+  FlowClaimResult,
   JobClaimParams,
   JobCompleteItem,
   JobFailItem,
@@ -26,6 +29,7 @@ import { jobListQueries, type JobListQueries } from './queries/job-list.ts';
 import { queueQueries, type QueueQueries } from './queries/queue.ts';
 import { statsQueries, type StatsQueries } from './queries/stats.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
+import { flowQueries, FLOW_KEYS_PER_CLAIM, type FlowQueries } from './queries/flow.ts';
 import { compareIds, rowToJob, rowToSummary, type JobRow, type JobSummaryRow } from './rows.ts';
 
 export class PgExecutor implements Executor {
@@ -37,6 +41,9 @@ export class PgExecutor implements Executor {
   readonly #jobList: JobListQueries;
   readonly #queue: QueueQueries;
   readonly #stats: StatsQueries;
+  readonly #flow: FlowQueries;
+  /** Queues this executor has marked keyed (flow_queues.keyed is never reset by Baton). */
+  readonly #keyedQueues = new Set<string>();
   /** The schema as the catalogs spell it (unquoted). */
   readonly #schemaName: string;
 
@@ -50,6 +57,7 @@ export class PgExecutor implements Executor {
     this.#jobList = jobListQueries(quotedSchema);
     this.#queue = queueQueries(quotedSchema);
     this.#stats = statsQueries(quotedSchema);
+    this.#flow = flowQueries(quotedSchema);
     this.#schemaName = quotedSchema.replace(/^"(.*)"$/, '$1').replaceAll('""', '"');
   }
 
@@ -76,8 +84,17 @@ export class PgExecutor implements Executor {
         max_attempts: j.maxAttempts,
         idempotency_key: j.idempotencyKey,
         trace_context: j.traceContext,
+        concurrency_key: j.concurrencyKey ?? null,
+        concurrency_limit: j.concurrencyLimit ?? null,
       })),
     );
+    // A keyed job's queue becomes flow-controlled before the job exists, in a commit of its own
+    // (so also ahead of a caller's transaction): no FIFO or fair claim ever sees a keyed job.
+    const keyed = [...new Set(p.jobs.filter((j) => j.concurrencyKey != null).map((j) => j.queue))].filter((q) => !this.#keyedQueues.has(q));
+    if (keyed.length > 0) {
+      await this.#q(this.#flow.markKeyed, [keyed]);
+      for (const q of keyed) this.#keyedQueues.add(q);
+    }
     const notify = p.notify ?? [];
     const inserted = (
       notify.length > 0
@@ -175,6 +192,118 @@ export class PgExecutor implements Executor {
 
   async jobClaim(p: JobClaimParams): Promise<LeasedJob[]> {
     return claimJobs(await this.#q<ClaimRow>(this.#job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]), p);
+  }
+
+  async jobClaimFlow(p: FlowClaimParams): Promise<FlowClaimResult> {
+    const base = [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs];
+    if (!p.controlled) {
+      const rows = await this.#q<unknown[]>(this.#flow.claimFair, [...base, p.cursor.tenant, p.cursor.used]);
+      return { ...flowAnswer(rows, p), keyCursor: p.keyCursor, wakeMs: null, limited: false };
+    }
+    // Two statements in one transaction: the second one's snapshot starts after the first one's
+    // locks are held, so its counts of live leases see every claim that could compete.
+    const out = await checkOut(this.#pool);
+    let ok = false;
+    try {
+      await out.client.query({ text: 'BEGIN' });
+      const keys = (
+        await out.client.query<{ key: string; cap: number | null; rate: number | null; period: number | null }>({
+          ...this.#flow.flowLock,
+          values: [p.queue, p.keyCursor, FLOW_KEYS_PER_CLAIM],
+        })
+      ).rows;
+      const res = await out.client.query<unknown[]>({
+        ...this.#flow.flowClaim,
+        values: [
+          ...base,
+          p.fair,
+          p.cursor.tenant,
+          p.cursor.used,
+          keys.map((k) => k.key),
+          keys.map((k) => k.cap),
+          keys.map((k) => k.rate),
+          keys.map((k) => k.period),
+        ],
+      });
+      await out.client.query({ text: 'COMMIT' });
+      ok = true;
+      const last = res.rows.pop() as unknown[] | Record<string, unknown> | undefined;
+      const [wakeMs, limited] = Array.isArray(last) ? [last[18], last[19]] : [last?.wake_ms, last?.limited];
+      // The walk over keys goes on from where it stopped when it reached its bound.
+      const keyCursor = keys.length >= FLOW_KEYS_PER_CLAIM ? (keys.at(-1)?.key ?? '') : '';
+      return { ...flowAnswer(res.rows, p), keyCursor, wakeMs: wakeMs == null ? null : Number(wakeMs), limited: limited === true };
+    } catch (err) {
+      if (!ok) await out.client.query({ text: 'ROLLBACK' }).catch(() => undefined);
+      throw translatePgError(err);
+    } finally {
+      out.release(!ok);
+    }
+  }
+
+  async flowControlled(p: { queues: string[] }): Promise<Set<string>> {
+    const rows = await this.#q<{ queue: string }>(this.#flow.controlled, [p.queues]);
+    return new Set(rows.map((r) => r.queue));
+  }
+
+  async flowSetQueue(p: { queue: string } & FlowLimits): Promise<void> {
+    await this.#q(this.#flow.setQueue, [p.queue, p.concurrencyLimit, p.rateLimit?.limit ?? null, p.rateLimit?.periodMs ?? null]);
+    if (p.concurrencyLimit === null && p.rateLimit === null) await this.#q(this.#flow.dropQueueIfFree, [p.queue]);
+  }
+
+  async flowSetKey(p: { pattern: string } & FlowLimits): Promise<void> {
+    await this.#q(this.#flow.setKey, [p.pattern, p.concurrencyLimit, p.rateLimit?.limit ?? null, p.rateLimit?.periodMs ?? null]);
+  }
+
+  async flowDeleteKey(p: { pattern: string }): Promise<boolean> {
+    return (await this.#q(this.#flow.deleteKey, [p.pattern])).length > 0;
+  }
+
+  async flowSetWeight(p: { tenantId: string; weight: number | null }): Promise<void> {
+    if (p.weight === null) await this.#q(this.#flow.deleteWeight, [p.tenantId]);
+    else await this.#q(this.#flow.setWeight, [p.tenantId, p.weight]);
+  }
+
+  async flowSnapshot(p: { groups: number }): Promise<Omit<FlowSnapshot, 'held'>> {
+    type Limits = { concurrency_limit: number | null; rate_limit: number | null; rate_period_ms: number | null };
+    const limits = (r: Limits): FlowLimits => ({
+      concurrencyLimit: r.concurrency_limit,
+      rateLimit: r.rate_limit === null ? null : { limit: r.rate_limit, periodMs: r.rate_period_ms ?? 0 },
+    });
+    const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+    const [queues, patterns, weights, tenants, keys] = await Promise.all([
+      this.#q<Limits & { queue: string; keyed: boolean; tokens: number | null; running: number; due: number }>(
+        this.#flow.snapshotQueues,
+        [],
+      ),
+      this.#q<Limits & { pattern: string }>(this.#flow.snapshotKeys, []),
+      this.#q<{ tenant_id: string; weight: number }>(this.#flow.snapshotWeights, []),
+      this.#q<{ queue: string; tenant_id: string; pending: number; running: number }>(this.#flow.snapshotTenants, [p.groups]),
+      this.#q<{
+        key: string;
+        pending: number;
+        due: number;
+        running: number;
+        cap: number | null;
+        rate: number | null;
+        tokens: number | null;
+      }>(this.#flow.snapshotActiveKeys, [p.groups]),
+    ]);
+    return {
+      queues: queues.map((r) => ({ queue: r.queue, ...limits(r), keyed: r.keyed, running: r.running, due: r.due, tokens: num(r.tokens) })),
+      keyPatterns: patterns.map((r) => ({ pattern: r.pattern, ...limits(r) })),
+      weights: weights.map((r) => ({ tenantId: r.tenant_id, weight: r.weight })),
+      tenants: tenants.map((r) => ({ queue: r.queue, tenantId: r.tenant_id, pending: r.pending, running: r.running })),
+      keys: keys.map((r) => ({
+        key: r.key,
+        pending: r.pending,
+        due: r.due,
+        running: r.running,
+        concurrencyLimit: r.cap,
+        rateLimit: r.rate,
+        // No bucket row yet: a rate-limited key's bucket is full.
+        tokens: r.rate === null ? null : (num(r.tokens) ?? r.rate),
+      })),
+    };
   }
 
   /** Runs a lease write (see acceptedIds): the ids it wrote, all of `ids` when the answer is NULL. */
@@ -476,4 +605,12 @@ function timeValues(p: Pick<JobListParams, 'createdAfter' | 'createdBefore'>): u
 
 function filterValues(p: Pick<JobListParams, 'state' | 'tenantId' | 'queue' | 'jobType'>): unknown[] {
   return [p.state ?? null, p.tenantId ?? null, p.queue ?? null, p.jobType ?? null];
+}
+
+/** A fair or flow claim's rows: the jobs, and the round-robin cursor the rows carry (columns 16, 17). */
+function flowAnswer(rows: unknown[], p: FlowClaimParams): Pick<FlowClaimResult, 'jobs' | 'cursor'> {
+  const first = rows[0] as unknown[] | Record<string, unknown> | undefined;
+  const [tenant, used] = Array.isArray(first) ? [first[16], first[17]] : [first?.cursor_tenant, first?.cursor_used];
+  const cursor = typeof tenant === 'string' && used != null ? { tenant, used: Number(used) } : p.cursor;
+  return { jobs: claimJobs(rows as ClaimRow[], p), cursor };
 }

@@ -84,11 +84,38 @@ export const countFinishedSql = (
           WHERE state IN ('succeeded', 'dead_lettered', 'cancelled') GROUP BY queue, state ORDER BY queue, state
           ON CONFLICT (queue, state, shard) DO UPDATE SET n = s.n + excluded.n`;
 
-export function jobQueries(schema: string) {
+/**
+ * The claim's write: the rows of CTE `picked` (column id) become leases with fresh tokens, and
+ * come back as ClaimRow columns. Shared by every claim statement (FIFO, fair, flow-controlled):
+ * $3 owner, $4 into running, $5 lease ms. See `claim` below for the why of each clause.
+ */
+export function claimUpdateSql(schema: string, picked: string): string {
   const jobs = `${schema}.jobs`;
   const tokenSeq = `'${schema}.lease_token_seq'`;
   // Set on a session by tokenFloor, naming the sequence it advanced (its oid).
   const floorMark = `${tokenSeq}::regclass::oid::text`;
+  return `UPDATE ${jobs} j SET
+          state = CASE WHEN $4::boolean THEN 'running' ELSE 'leased' END,
+          lease_token = nextval(${tokenSeq}),
+          lease_owner = $3,
+          lease_expires_at = now() + make_interval(secs => $5::double precision / 1000.0),
+          attempt = j.attempt + 1,
+          started_at = CASE WHEN $4::boolean THEN now() ELSE NULL END,
+          updated_at = now()
+        WHERE j.id = ANY (ARRAY(SELECT id FROM ${picked}))
+          AND j.id BETWEEN (SELECT min(id) FROM ${picked}) AND (SELECT max(id) FROM ${picked})
+          AND (SELECT set_config('synchronous_commit',
+            CASE WHEN current_setting('baton.token_floor', true) = ${floorMark} THEN 'off'
+              ELSE current_setting('synchronous_commit') END, true)) IS NOT NULL
+        RETURNING j.id::text, j.tenant_id, j.job_type, j.payload, j.priority, j.attempt, j.max_attempts,
+          j.lease_token::text, j.idempotency_key, j.last_error, NULLIF(j.errors, '[]') AS errors, j.replay_count,
+          ${epochMs('j.run_at')} AS run_at_ms, ${epochMs('j.created_at')} AS created_at_ms, ${epochMs('now()')} AS now_ms,
+          j.trace_context`;
+}
+
+export function jobQueries(schema: string) {
+  const jobs = `${schema}.jobs`;
+  const tokenSeq = `'${schema}.lease_token_seq'`;
   // Appends one error entry to the history, keeping the newest ERROR_HISTORY_LIMIT.
   const appendError = (entry: string) => `(
     SELECT COALESCE(jsonb_agg(e ORDER BY o), '[]'::jsonb)
@@ -101,15 +128,16 @@ export function jobQueries(schema: string) {
   // a duplicate (tenant_id, idempotency_key) is skipped here and read back by selectByKeys.
   // run_at: an absolute time when given, else now() + delay_ms (database clock).
   const insertSql = `INSERT INTO ${jobs}
-          (tenant_id, queue, job_type, payload, priority, run_at, max_attempts, idempotency_key, trace_context)
+          (tenant_id, queue, job_type, payload, priority, run_at, max_attempts, idempotency_key, trace_context,
+           concurrency_key, concurrency_limit)
         SELECT x.tenant_id, x.queue, x.job_type, COALESCE(x.payload, 'null'::jsonb), x.priority,
                COALESCE(x.run_at, now() + make_interval(secs => COALESCE(x.delay_ms, 0) / 1000.0)),
-               x.max_attempts, x.idempotency_key, x.trace_context
+               x.max_attempts, x.idempotency_key, x.trace_context, x.concurrency_key, x.concurrency_limit
         FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS a(elem, ord)
         CROSS JOIN LATERAL jsonb_to_record(a.elem) AS x(
           tenant_id text, queue text, job_type text, payload jsonb, priority integer,
           run_at timestamptz, delay_ms double precision, max_attempts integer, idempotency_key text,
-          trace_context jsonb)
+          trace_context jsonb, concurrency_key text, concurrency_limit integer)
         ORDER BY a.ord
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING *`;
@@ -158,7 +186,8 @@ export function jobQueries(schema: string) {
     // handed out again, because every session that claims this way started after the crash
     // and advanced the sequence past it in a durable commit.
     // A paused queue (paused_queues, see migration 0010) yields nothing: the NOT EXISTS is one
-    // primary-key probe, evaluated once per statement (it depends on $1 alone).
+    // primary-key probe, evaluated once per statement (it depends on $1 alone). So does a
+    // flow-controlled queue (flow_queues, migration 0015): its claims go through queries/flow.ts.
     claim: {
       name: `${schema}.job_claim`,
       rowMode: 'array' as const,
@@ -166,27 +195,12 @@ export function jobQueries(schema: string) {
           SELECT id FROM ${jobs}
           WHERE state = 'pending' AND queue = $1 AND run_at <= now()
             AND NOT EXISTS (SELECT 1 FROM ${schema}.paused_queues WHERE queue = $1)
+            AND NOT EXISTS (SELECT 1 FROM ${schema}.flow_queues WHERE queue = $1)
           ORDER BY priority DESC, run_at, id
           LIMIT $2
           FOR UPDATE SKIP LOCKED
         )
-        UPDATE ${jobs} j SET
-          state = CASE WHEN $4::boolean THEN 'running' ELSE 'leased' END,
-          lease_token = nextval(${tokenSeq}),
-          lease_owner = $3,
-          lease_expires_at = now() + make_interval(secs => $5::double precision / 1000.0),
-          attempt = j.attempt + 1,
-          started_at = CASE WHEN $4::boolean THEN now() ELSE NULL END,
-          updated_at = now()
-        WHERE j.id = ANY (ARRAY(SELECT id FROM picked))
-          AND j.id BETWEEN (SELECT min(id) FROM picked) AND (SELECT max(id) FROM picked)
-          AND (SELECT set_config('synchronous_commit',
-            CASE WHEN current_setting('baton.token_floor', true) = ${floorMark} THEN 'off'
-              ELSE current_setting('synchronous_commit') END, true)) IS NOT NULL
-        RETURNING j.id::text, j.tenant_id, j.job_type, j.payload, j.priority, j.attempt, j.max_attempts,
-          j.lease_token::text, j.idempotency_key, j.last_error, NULLIF(j.errors, '[]') AS errors, j.replay_count,
-          ${epochMs('j.run_at')} AS run_at_ms, ${epochMs('j.created_at')} AS created_at_ms, ${epochMs('now()')} AS now_ms,
-          j.trace_context`,
+        ${claimUpdateSql(schema, 'picked')}`,
     },
     // Run once per new session of Baton's own pool: advances the token sequence by
     // TOKEN_FLOOR_STEP and marks the session, in one synchronously committed transaction

@@ -1,0 +1,328 @@
+// Flow control's statements (migration 0015): the fair claim, the flow-controlled claim (caps
+// and rate limits) and the admin reads and writes of limits and weights.
+//
+// Fair claim: a weighted round-robin across the tenants of a queue. The claimer keeps a cursor
+// (the tenant served last and how much of its slice it used); a claim walks the distinct tenants
+// from there (wrapping around, one index probe each, at most $2 of them), gives tenant t the
+// slice weight(t) per round, and takes jobs in order (round, tenant position, job rank), so job
+// k of tenant t is in round floor((k + used_t) / weight_t). Within a tenant, jobs stay in claim
+// order (priority DESC, run_at, id). Each tenant's jobs are locked with SKIP LOCKED where they
+// are picked, so claimers on other processes pass each other as in the FIFO claim.
+//
+// Caps are counted, not kept: the number of a key's (or queue's) live leases is read from the
+// jobs table in a statement that starts after the claimer took the key's (queue's) lock, so it
+// sees every claim committed before and no claim can commit in between. A job that finishes, is
+// released or reaped leaves the count by leaving its live state: nothing to decrement, nothing
+// that drifts, and a dead worker's slots come back with its leases.
+
+import { claimUpdateSql } from './job.ts';
+
+/** Tenants (or keys) walked per claim at most, besides the claim's own limit. */
+export const FLOW_KEYS_PER_CLAIM = 64;
+
+const LIVE = `('leased', 'running')`;
+
+/**
+ * Up to `max` distinct values of `col` among a queue's pending rows matching `pred`, from
+ * `cursor` (inclusive) upwards, then wrapping around below it: a loose index scan, one probe per
+ * value. Columns (v, pos).
+ */
+function distinctFrom(jobs: string, col: string, pred: string, cursor: string, max: string): string {
+  const next = (cond: string) =>
+    `(SELECT ${col} FROM ${jobs} WHERE state = 'pending' AND ${pred} AND queue = $1 AND ${cond} ORDER BY ${col} LIMIT 1)`;
+  return `hi(v, pos) AS (
+      SELECT ${next(`${col} >= ${cursor}`)}, 1
+      UNION ALL
+      SELECT ${next(`${col} > hi.v`)}, hi.pos + 1 FROM hi WHERE hi.v IS NOT NULL AND hi.pos < ${max}
+    ), lo(v, pos) AS (
+      SELECT ${next(`${col} < ${cursor}`)}, (SELECT count(v) FROM hi) + 1
+      WHERE (SELECT count(v) FROM hi) < ${max}
+      UNION ALL
+      SELECT ${next(`${col} > lo.v AND ${col} < ${cursor}`)}, lo.pos + 1 FROM lo WHERE lo.v IS NOT NULL AND lo.pos < ${max}
+    )`;
+}
+
+/**
+ * The fair pick of unkeyed jobs, as CTEs ending in `fair(id, tenant_id, rnd, pos, k, used)`:
+ * $1 queue, `budget` jobs at most, cursor `cur` (tenant) and `used` (of its slice).
+ */
+function fairPick(schema: string, budget: string, cur: string, used: string): string {
+  const jobs = `${schema}.jobs`;
+  const pred = 'concurrency_key IS NULL';
+  // One tenant more than the budget: the cursor's tenant may have used its slice already.
+  return `${distinctFrom(jobs, 'tenant_id', pred, cur, `(${budget} + 1)`)},
+    tenants AS (
+      SELECT x.v AS tenant_id, x.pos, COALESCE(w.weight, 1) AS slice,
+             CASE WHEN x.v = ${cur} THEN least(${used}, COALESCE(w.weight, 1)) ELSE 0 END AS off
+      FROM (SELECT * FROM hi UNION ALL SELECT * FROM lo) x
+      LEFT JOIN ${schema}.tenant_weights w ON w.tenant_id = x.v
+      WHERE x.v IS NOT NULL
+    ),
+    rounds AS (SELECT ceil((${budget} + COALESCE(sum(off), 0))::float8 / greatest(sum(slice), 1))::int + 1 AS r FROM tenants),
+    fair AS (
+      SELECT c.id, tn.tenant_id, (c.k + tn.off) / tn.slice AS rnd, tn.pos, c.k, (c.k + tn.off) % tn.slice + 1 AS used
+      FROM tenants tn CROSS JOIN LATERAL (
+        SELECT l.id, (row_number() OVER ())::int - 1 AS k FROM (
+          SELECT id FROM ${jobs}
+          WHERE state = 'pending' AND ${pred} AND queue = $1 AND tenant_id = tn.tenant_id AND run_at <= now()
+          ORDER BY priority DESC, run_at, id
+          LIMIT least(${budget}, tn.slice * (SELECT r FROM rounds))
+          FOR UPDATE SKIP LOCKED
+        ) l
+      ) c
+    )`;
+}
+
+/** The next cursor: the tenant of the last job taken in round-robin order, and its slice used. */
+const cursorColumns = (picked: string) =>
+  `(SELECT tenant_id FROM ${picked} ORDER BY rnd DESC, pos DESC, k DESC LIMIT 1) AS cursor_tenant,
+   (SELECT used FROM ${picked} ORDER BY rnd DESC, pos DESC, k DESC LIMIT 1) AS cursor_used`;
+
+/** Key pattern match: the exact key first, then the longest prefix pattern ('vendor:*'). */
+const keyLimit = (schema: string, key: string, having: string, col: string) =>
+  `(SELECT f.${col} FROM ${schema}.flow_keys f
+     WHERE f.${having} IS NOT NULL AND (f.pattern = ${key} OR (right(f.pattern, 1) = '*' AND starts_with(${key}, left(f.pattern, -1))))
+     ORDER BY f.pattern = ${key} DESC, length(f.pattern) DESC LIMIT 1)`;
+
+/** Tokens of a bucket now: refilled at `rate` per `period` ms since `at`, capped at `rate`. */
+const refill = (tokens: string, at: string, rate: string, period: string) =>
+  `least(${rate}::float8, COALESCE(${tokens}, ${rate}::float8)
+     + greatest(0, date_part('epoch', now() - COALESCE(${at}, now())) * 1000) * ${rate} / ${period})`;
+
+export function flowQueries(schema: string) {
+  const jobs = `${schema}.jobs`;
+  const notControlled = `NOT EXISTS (SELECT 1 FROM ${schema}.flow_queues WHERE queue = $1)
+        AND NOT EXISTS (SELECT 1 FROM ${schema}.paused_queues WHERE queue = $1)`;
+  return {
+    // The fair claim of a queue without flow control. $1 queue, $2 limit, $3 owner, $4 into
+    // running, $5 lease ms, $6 cursor tenant, $7 its slice used. Answers ClaimRow columns and
+    // the next cursor on every row.
+    claimFair: {
+      name: `${schema}.flow_claim_fair`,
+      rowMode: 'array' as const,
+      text: `WITH RECURSIVE ${fairPick(schema, '$2', '$6::text', '$7::int')},
+        picked AS (SELECT * FROM fair WHERE ${notControlled} ORDER BY rnd, pos, k LIMIT $2)
+        ${claimUpdateSql(schema, 'picked')},
+          ${cursorColumns('picked')}`,
+    },
+
+    // The flow-controlled claim, first statement (in the claim's transaction): takes the
+    // queue's row lock when it has a cap or a rate limit, and the advisory lock of every key
+    // with a limit among the first keys of the queue's keyed pending jobs (from cursor $2, at
+    // most $3 keys), in one global order so claimers cannot deadlock. Answers the keys with
+    // their limits. The second statement starts after these locks are held.
+    flowLock: {
+      name: `${schema}.flow_lock`,
+      text: `WITH RECURSIVE q AS (
+          SELECT queue FROM ${schema}.flow_queues
+          WHERE queue = $1 AND (concurrency_limit IS NOT NULL OR rate_limit IS NOT NULL)
+          FOR UPDATE
+        ), ${distinctFrom(jobs, 'concurrency_key', 'concurrency_key IS NOT NULL', '$2::text', '$3::int')},
+        shaped AS (
+          SELECT x.v AS key, x.pos,
+            COALESCE((SELECT concurrency_limit FROM ${jobs} WHERE state = 'pending' AND concurrency_key IS NOT NULL
+                        AND queue = $1 AND concurrency_key = x.v ORDER BY priority DESC, run_at, id LIMIT 1),
+                     ${keyLimit(schema, 'x.v', 'concurrency_limit', 'concurrency_limit')}) AS cap,
+            ${keyLimit(schema, 'x.v', 'rate_limit', 'rate_limit')} AS rate,
+            ${keyLimit(schema, 'x.v', 'rate_limit', 'rate_period_ms')} AS period
+          FROM (SELECT * FROM hi UNION ALL SELECT * FROM lo) x WHERE x.v IS NOT NULL
+        ), locked AS (
+          SELECT key, pg_advisory_xact_lock(hashtextextended('baton.flow.key:' || key, 0)) AS l FROM (
+            SELECT key FROM shaped WHERE cap IS NOT NULL OR rate IS NOT NULL
+            ORDER BY hashtextextended('baton.flow.key:' || key, 0)) o
+        )
+        SELECT s.key, s.cap, s.rate, s.period FROM shaped s
+        WHERE (SELECT count(*) FROM q) >= 0 AND (SELECT count(l) FROM locked) >= 0 ORDER BY s.pos`,
+    },
+
+    // The flow-controlled claim, second statement: counts live leases (queue, keys) and refills
+    // buckets under the locks the first statement took, picks within every allowance (unkeyed
+    // jobs fair or FIFO, keyed jobs per key as lanes of the round-robin), claims, and spends
+    // tokens. $1-$5 as the claim, $6 fair, $7 cursor tenant, $8 its slice used, $9-$12 keys and
+    // their cap, rate and period (from flowLock). Answers ClaimRow columns, the cursor, and a
+    // last row with a NULL id: when (ms) a rate-limited bucket next has a token (NULL: none is
+    // empty), and whether a limit bound this claim (so more jobs may wait behind it).
+    flowClaim: {
+      name: `${schema}.flow_claim`,
+      rowMode: 'array' as const,
+      text: `WITH RECURSIVE qcfg AS (
+          SELECT concurrency_limit, rate_limit, rate_period_ms, tokens, refilled_at FROM ${schema}.flow_queues WHERE queue = $1
+        ), qlive AS (
+          SELECT count(*)::int AS n FROM ${jobs}
+          WHERE (SELECT concurrency_limit FROM qcfg) IS NOT NULL
+            AND lease_expires_at IS NOT NULL AND state IN ${LIVE} AND queue = $1
+        ), qtok AS (
+          SELECT ${refill('tokens', 'refilled_at', 'rate_limit', 'rate_period_ms')} AS t, rate_limit, rate_period_ms
+          FROM qcfg WHERE rate_limit IS NOT NULL
+        ), budget AS (
+          SELECT CASE WHEN EXISTS (SELECT 1 FROM ${schema}.paused_queues WHERE queue = $1) THEN 0 ELSE
+            greatest(0, least($2,
+              COALESCE((SELECT concurrency_limit FROM qcfg) - (SELECT n FROM qlive), $2),
+              COALESCE((SELECT floor(t)::int FROM qtok), $2))) END AS b
+        ), kcfg AS (
+          SELECT k.key, k.pos, k.cap, k.rate, k.period, b.tokens, b.refilled_at
+          FROM unnest($9::text[], $10::int[], $11::int[], $12::int[]) WITH ORDINALITY AS k(key, cap, rate, period, pos)
+          LEFT JOIN ${schema}.flow_buckets b ON b.key = k.key
+        ), kstate AS (
+          SELECT key, pos, cap, rate, period,
+            CASE WHEN cap IS NOT NULL THEN (SELECT count(*)::int FROM ${jobs} j
+              WHERE j.state IN ${LIVE} AND j.concurrency_key IS NOT NULL AND j.concurrency_key = kcfg.key) END AS live,
+            CASE WHEN rate IS NOT NULL THEN ${refill('tokens', 'refilled_at', 'rate', 'period')} END AS tok
+          FROM kcfg
+        ), kallow AS (
+          SELECT key, pos, greatest(0, least((SELECT b FROM budget), COALESCE(cap - live, $2), COALESCE(floor(tok)::int, $2))) AS allow
+          FROM kstate
+        ), ${fairPick(schema, '(SELECT b FROM budget)', '$7::text', '$8::int')},
+        fifo AS (
+          SELECT id, tenant_id, 0 AS rnd, 0 AS pos, (row_number() OVER ())::int AS k, 0 AS used FROM (
+            SELECT id, tenant_id FROM ${jobs}
+            WHERE NOT $6::boolean AND state = 'pending' AND queue = $1 AND run_at <= now() AND concurrency_key IS NULL
+            ORDER BY priority DESC, run_at, id
+            LIMIT (SELECT b FROM budget)
+            FOR UPDATE SKIP LOCKED) f
+        ), keyed AS (
+          SELECT c.id, NULL::text AS tenant_id, c.k AS rnd, 1000000 + ka.pos AS pos, c.k, 0 AS used, ka.key
+          FROM kallow ka CROSS JOIN LATERAL (
+            SELECT l.id, (row_number() OVER ())::int - 1 AS k FROM (
+              SELECT id FROM ${jobs}
+              WHERE state = 'pending' AND concurrency_key IS NOT NULL AND queue = $1 AND concurrency_key = ka.key
+                AND run_at <= now()
+              ORDER BY priority DESC, run_at, id
+              LIMIT ka.allow
+              FOR UPDATE SKIP LOCKED) l
+          ) c WHERE ka.allow > 0
+        ), picked AS (
+          SELECT * FROM (
+            SELECT id, tenant_id, rnd, pos, k, used, NULL::text AS key FROM fair WHERE $6::boolean
+            UNION ALL SELECT id, tenant_id, rnd, pos, k, used, NULL FROM fifo
+            UNION ALL SELECT id, tenant_id, rnd, pos, k, used, key FROM keyed
+          ) a ORDER BY rnd, pos, k LIMIT (SELECT b FROM budget)
+        ), claimed AS (
+          ${claimUpdateSql(schema, 'picked')}
+        ), spent_queue AS (
+          UPDATE ${schema}.flow_queues SET tokens = (SELECT t FROM qtok) - (SELECT count(*) FROM claimed), refilled_at = now()
+          WHERE queue = $1 AND rate_limit IS NOT NULL AND EXISTS (SELECT 1 FROM qtok)
+          RETURNING 1
+        ), spent_keys AS (
+          INSERT INTO ${schema}.flow_buckets AS b (key, tokens, refilled_at)
+          SELECT s.key, s.tok - (SELECT count(*) FROM picked p WHERE p.key = s.key), now()
+          FROM kstate s WHERE s.rate IS NOT NULL
+          ORDER BY s.key
+          ON CONFLICT (key) DO UPDATE SET tokens = excluded.tokens, refilled_at = excluded.refilled_at
+          RETURNING 1
+        ), waiting AS (
+          SELECT least(
+              (SELECT CASE WHEN t - (SELECT count(*) FROM claimed) < 1
+                 THEN (1 - (t - (SELECT count(*) FROM claimed))) * rate_period_ms / rate_limit END FROM qtok),
+              (SELECT min(CASE WHEN s.tok - (SELECT count(*) FROM picked p WHERE p.key = s.key) < 1
+                 THEN (1 - (s.tok - (SELECT count(*) FROM picked p WHERE p.key = s.key))) * s.period / s.rate END)
+               FROM kstate s WHERE s.rate IS NOT NULL)) AS wake_ms,
+            (SELECT b FROM budget) < $2 OR EXISTS (SELECT 1 FROM kstate
+              WHERE (cap IS NOT NULL AND live >= cap) OR (rate IS NOT NULL AND tok < 1)) AS limited
+        )
+        SELECT c.*, ${cursorColumns('(SELECT p.* FROM picked p WHERE p.tenant_id IS NOT NULL) pt')}, NULL::float8 AS wake_ms,
+          NULL::boolean AS limited
+        FROM claimed c
+        UNION ALL
+        SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+          w.wake_ms, w.limited
+        FROM waiting w WHERE (SELECT count(*) FROM spent_queue) + (SELECT count(*) FROM spent_keys) >= 0`,
+    },
+
+    // Whether each of $1 (queues) is flow-controlled (has a flow_queues row).
+    controlled: {
+      name: `${schema}.flow_controlled`,
+      text: `SELECT queue FROM ${schema}.flow_queues WHERE queue = ANY ($1::text[])`,
+    },
+    // A keyed job is about to be enqueued in each of $1: those queues become controlled first
+    // (committed before the jobs, so no FIFO or fair claim ever sees a keyed job).
+    markKeyed: {
+      name: `${schema}.flow_mark_keyed`,
+      text: `INSERT INTO ${schema}.flow_queues AS f (queue, keyed)
+        SELECT q, true FROM unnest($1::text[]) AS q
+        WHERE NOT EXISTS (SELECT 1 FROM ${schema}.flow_queues g WHERE g.queue = q AND g.keyed)
+        ORDER BY q
+        ON CONFLICT (queue) DO UPDATE SET keyed = true, updated_at = now()`,
+    },
+
+    // ---- admin -------------------------------------------------------------------------
+    // Limits are written whole (a PUT): NULL clears one. A queue row that would hold no limit
+    // and no keyed flag is deleted, so the queue's claims go back to the plain statements.
+    setQueue: {
+      name: `${schema}.flow_set_queue`,
+      text: `INSERT INTO ${schema}.flow_queues AS f (queue, concurrency_limit, rate_limit, rate_period_ms)
+        VALUES ($1, $2, $3, $4)
+        ON CONFLICT (queue) DO UPDATE SET concurrency_limit = $2, rate_limit = $3, rate_period_ms = $4,
+          tokens = CASE WHEN f.rate_limit IS DISTINCT FROM $3 OR f.rate_period_ms IS DISTINCT FROM $4 THEN NULL ELSE f.tokens END,
+          updated_at = now()`,
+    },
+    // After setQueue: a row left with no limit and not keyed goes (a statement of its own, as a
+    // sibling CTE would not see the upserted row).
+    dropQueueIfFree: {
+      name: `${schema}.flow_drop_queue_if_free`,
+      text: `DELETE FROM ${schema}.flow_queues
+        WHERE queue = $1 AND concurrency_limit IS NULL AND rate_limit IS NULL AND NOT keyed`,
+    },
+    setKey: {
+      name: `${schema}.flow_set_key`,
+      text: `INSERT INTO ${schema}.flow_keys (pattern, concurrency_limit, rate_limit, rate_period_ms)
+        VALUES ($1, $2, $3, $4)
+        ON CONFLICT (pattern) DO UPDATE SET concurrency_limit = $2, rate_limit = $3, rate_period_ms = $4, updated_at = now()
+        RETURNING pattern`,
+    },
+    deleteKey: {
+      name: `${schema}.flow_delete_key`,
+      text: `DELETE FROM ${schema}.flow_keys WHERE pattern = $1 RETURNING pattern`,
+    },
+    setWeight: {
+      name: `${schema}.flow_set_weight`,
+      text: `INSERT INTO ${schema}.tenant_weights (tenant_id, weight) VALUES ($1, $2)
+        ON CONFLICT (tenant_id) DO UPDATE SET weight = $2, updated_at = now()`,
+    },
+    deleteWeight: {
+      name: `${schema}.flow_delete_weight`,
+      text: `DELETE FROM ${schema}.tenant_weights WHERE tenant_id = $1`,
+    },
+    // The state of flow control, for the console and metrics: queue limits with their running
+    // and due counts and tokens now; key patterns; weights; per (queue, tenant) and per key
+    // counts of live work (at most $1 groups each: a scan of the pending and live rows).
+    snapshotQueues: {
+      name: `${schema}.flow_snapshot_queues`,
+      text: `SELECT f.queue, f.concurrency_limit, f.rate_limit, f.rate_period_ms, f.keyed,
+          CASE WHEN f.rate_limit IS NOT NULL THEN ${refill('f.tokens', 'f.refilled_at', 'f.rate_limit', 'f.rate_period_ms')} END AS tokens,
+          (SELECT count(*)::int FROM ${jobs} j WHERE j.lease_expires_at IS NOT NULL AND j.state IN ${LIVE} AND j.queue = f.queue) AS running,
+          (SELECT count(*)::int FROM ${jobs} j WHERE j.state = 'pending' AND j.queue = f.queue AND j.run_at <= now()) AS due
+        FROM ${schema}.flow_queues f ORDER BY f.queue`,
+    },
+    snapshotKeys: {
+      name: `${schema}.flow_snapshot_keys`,
+      text: `SELECT pattern, concurrency_limit, rate_limit, rate_period_ms FROM ${schema}.flow_keys ORDER BY pattern`,
+    },
+    snapshotWeights: {
+      name: `${schema}.flow_snapshot_weights`,
+      text: `SELECT tenant_id, weight FROM ${schema}.tenant_weights ORDER BY tenant_id`,
+    },
+    snapshotTenants: {
+      name: `${schema}.flow_snapshot_tenants`,
+      text: `SELECT queue, tenant_id, count(*) FILTER (WHERE state = 'pending')::int AS pending,
+          count(*) FILTER (WHERE state IN ${LIVE})::int AS running
+        FROM ${jobs} WHERE state IN ('pending', 'leased', 'running')
+        GROUP BY queue, tenant_id ORDER BY queue, tenant_id LIMIT $1`,
+    },
+    snapshotActiveKeys: {
+      name: `${schema}.flow_snapshot_active_keys`,
+      text: `SELECT a.key, a.pending, a.due, a.running,
+          ${keyLimit(schema, 'a.key', 'concurrency_limit', 'concurrency_limit')} AS cap,
+          ${keyLimit(schema, 'a.key', 'rate_limit', 'rate_limit')} AS rate,
+          (SELECT ${refill('b.tokens', 'b.refilled_at', `${keyLimit(schema, 'a.key', 'rate_limit', 'rate_limit')}`, `${keyLimit(schema, 'a.key', 'rate_limit', 'rate_period_ms')}`)}
+             FROM ${schema}.flow_buckets b WHERE b.key = a.key) AS tokens
+        FROM (SELECT concurrency_key AS key, count(*) FILTER (WHERE state = 'pending')::int AS pending,
+                count(*) FILTER (WHERE state = 'pending' AND run_at <= now())::int AS due,
+                count(*) FILTER (WHERE state IN ${LIVE})::int AS running
+              FROM ${jobs} WHERE state IN ('pending', 'leased', 'running') AND concurrency_key IS NOT NULL
+              GROUP BY concurrency_key ORDER BY concurrency_key LIMIT $1) a`,
+    },
+  } as const;
+}
+
+export type FlowQueries = ReturnType<typeof flowQueries>;

@@ -1,0 +1,183 @@
+// Conformance of the fair claim and the flow-controlled claim (jobClaimFlow) on a real database:
+// round-robin across tenants with weights, priority within a tenant, caps per queue and per key
+// (pattern and per job), token-bucket rate limits and their wake-up hint, and that a plain claim
+// never takes a controlled queue's jobs.
+
+import { describe, expect, it } from 'vitest';
+import type { FairCursor, FlowClaimResult } from '../../src/db/executor.ts';
+import { claim, ex, fresh, LEASE, newJob, useExecutorHarness } from './executor-harness.ts';
+
+const db = useExecutorHarness();
+
+async function enqueue(queue: string, n: number, over: Parameters<typeof newJob>[0] = {}): Promise<string[]> {
+  const jobs = Array.from({ length: n }, () => newJob({ queue, ...over }));
+  return (await ex.jobInsertMany({ jobs })).map((j) => j.job.id);
+}
+
+/** A claimer's view: its cursor carried from one claim to the next, as the Claimer keeps it. */
+function claimer(queue: string, opts: { fair?: boolean; controlled?: boolean } = {}) {
+  let cursor: FairCursor = { tenant: '', used: 0 };
+  let keyCursor = '';
+  return async (limit: number): Promise<FlowClaimResult> => {
+    const r = await ex.jobClaimFlow({
+      queue,
+      limit,
+      owner: 'w-a',
+      leaseMs: LEASE,
+      intoRunning: true,
+      fair: opts.fair ?? true,
+      controlled: opts.controlled ?? false,
+      cursor,
+      keyCursor,
+    });
+    cursor = r.cursor;
+    keyCursor = r.keyCursor;
+    return r;
+  };
+}
+
+const tenants = (r: FlowClaimResult) => r.jobs.map((j) => j.tenantId).sort();
+const complete = (r: FlowClaimResult) => ex.jobCompleteMany({ items: r.jobs.map((j) => ({ id: j.id, token: j.token, result: null })) });
+
+describe('fair claim', () => {
+  it('takes tenants round-robin, so a small tenant is served beside a large backlog', async () => {
+    const queue = fresh();
+    await enqueue(queue, 50, { tenantId: 'acme' });
+    const small = await enqueue(queue, 3, { tenantId: 'zeta' });
+    const next = claimer(queue);
+    const first = await next(4);
+    expect(tenants(first)).toEqual(['acme', 'acme', 'zeta', 'zeta']);
+    const second = await next(4);
+    // zeta's last job, and acme fills the rest.
+    expect(tenants(second)).toEqual(['acme', 'acme', 'acme', 'zeta']);
+    expect(
+      [...first.jobs, ...second.jobs]
+        .filter((j) => j.tenantId === 'zeta')
+        .map((j) => j.id)
+        .sort(),
+    ).toEqual(small.sort());
+  });
+
+  it('honours weights across claims of one job each (the cursor carries the slice)', async () => {
+    const queue = fresh();
+    await db.query(
+      `INSERT INTO baton.tenant_weights (tenant_id, weight) VALUES ('heavy', 3) ON CONFLICT (tenant_id) DO UPDATE SET weight = 3`,
+    );
+    await enqueue(queue, 20, { tenantId: 'heavy' });
+    await enqueue(queue, 20, { tenantId: 'light' });
+    const next = claimer(queue);
+    const order: string[] = [];
+    for (let i = 0; i < 12; i++) order.push(...(await next(1)).jobs.map((j) => j.tenantId));
+    expect(order.filter((t) => t === 'heavy')).toHaveLength(9);
+    expect(order.filter((t) => t === 'light')).toHaveLength(3);
+    // Never more than 3 heavy in a row.
+    expect(order.join(',')).not.toContain('heavy,heavy,heavy,heavy');
+  });
+
+  it('keeps priority, then run_at, within a tenant, and a lone tenant drains in FIFO order', async () => {
+    const queue = fresh();
+    const low = await enqueue(queue, 3, { tenantId: 't', priority: 0 });
+    const high = await enqueue(queue, 2, { tenantId: 't', priority: 5 });
+    const r = await claimer(queue)(3);
+    expect(r.jobs.map((j) => j.id)).toEqual([...high, low[0]]);
+  });
+
+  it('claims nothing from a flow-controlled queue (its claims go through the controlled claim)', async () => {
+    const queue = fresh();
+    await enqueue(queue, 3);
+    await db.query(`INSERT INTO baton.flow_queues (queue, concurrency_limit) VALUES ($1, 10)`, [queue]);
+    expect((await claimer(queue)(10)).jobs).toEqual([]);
+    expect(await claim(queue, 10)).toEqual([]);
+    expect((await claimer(queue, { controlled: true })(10)).jobs).toHaveLength(3);
+  });
+
+  it('enqueueing a keyed job marks its queue controlled first', async () => {
+    const queue = fresh();
+    await enqueue(queue, 1, { concurrencyKey: 'k:1' });
+    expect(await ex.flowControlled({ queues: [queue, fresh()] })).toEqual(new Set([queue]));
+    expect(await claim(queue, 10)).toEqual([]);
+  });
+});
+
+describe('controlled claim: caps', () => {
+  it('caps a key fleet-wide by pattern; finishing or reaping a job frees its slot', async () => {
+    const queue = fresh();
+    const key = `vendor:${queue}`;
+    await db.query(`INSERT INTO baton.flow_keys (pattern, concurrency_limit) VALUES ('vendor:*', 2)`).catch(() => undefined);
+    await enqueue(queue, 6, { concurrencyKey: key });
+    const next = claimer(queue, { controlled: true });
+    const a = await next(10);
+    expect(a.jobs).toHaveLength(2);
+    const b = await next(10);
+    expect(b.jobs).toHaveLength(0);
+    expect(b.limited).toBe(true);
+    expect(b.wakeMs).toBeNull();
+    await complete({ ...a, jobs: a.jobs.slice(0, 1) });
+    expect((await next(10)).jobs).toHaveLength(1);
+    // A lease that expires and is reaped gives its slot back.
+    await db.query(`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [a.jobs[1]!.id]);
+    await ex.jobReap({ limit: 1000, graceMs: 60_000, fastReclaim: false });
+    expect((await next(10)).jobs).toHaveLength(1);
+  });
+
+  it("a job's own concurrencyLimit caps its key; a capped key does not hold back others", async () => {
+    const queue = fresh();
+    await enqueue(queue, 5, { concurrencyKey: `own:${queue}`, concurrencyLimit: 1, priority: 10 });
+    await enqueue(queue, 2, { concurrencyKey: `free:${queue}` });
+    await enqueue(queue, 2);
+    expect((await claimer(queue, { controlled: true })(10)).jobs).toHaveLength(5);
+    const rows = await db.query<{ k: string | null; n: number }>(
+      `SELECT concurrency_key AS k, count(*)::int AS n FROM baton.jobs WHERE queue = $1 AND state = 'running' GROUP BY 1 ORDER BY 1`,
+      [queue],
+    );
+    expect(rows.rows).toEqual([
+      { k: `free:${queue}`, n: 2 },
+      { k: `own:${queue}`, n: 1 },
+      { k: null, n: 2 },
+    ]);
+  });
+
+  it('caps a queue across claimers', async () => {
+    const queue = fresh();
+    await db.query(`INSERT INTO baton.flow_queues (queue, concurrency_limit) VALUES ($1, 3)`, [queue]);
+    await enqueue(queue, 10);
+    const one = claimer(queue, { controlled: true });
+    const two = claimer(queue, { controlled: true });
+    const [a, b] = await Promise.all([one(10), two(10)]);
+    expect(a.jobs.length + b.jobs.length).toBe(3);
+    expect((await one(10)).limited).toBe(true);
+  });
+});
+
+describe('controlled claim: rate limits', () => {
+  it('starts at most N per period and says when the bucket has a token again', async () => {
+    const queue = fresh();
+    await db.query(`INSERT INTO baton.flow_queues (queue, rate_limit, rate_period_ms) VALUES ($1, 3, 60000)`, [queue]);
+    await enqueue(queue, 10);
+    const next = claimer(queue, { controlled: true });
+    const a = await next(10);
+    expect(a.jobs).toHaveLength(3);
+    expect(a.limited).toBe(true);
+    // One token per 20 s: the next one is about 20 s away.
+    expect(a.wakeMs).toBeGreaterThan(15_000);
+    expect(a.wakeMs).toBeLessThanOrEqual(20_000);
+    const b = await next(10);
+    expect(b.jobs).toHaveLength(0);
+    // The bucket refills with time (database clock): move its last refill back 20 s.
+    await db.query(`UPDATE baton.flow_queues SET refilled_at = refilled_at - interval '20 seconds' WHERE queue = $1`, [queue]);
+    expect((await next(10)).jobs).toHaveLength(1);
+  });
+
+  it('rate-limits a key across queues', async () => {
+    const q1 = fresh();
+    const q2 = fresh();
+    const key = `rl:${q1}`;
+    await db.query(`INSERT INTO baton.flow_keys (pattern, rate_limit, rate_period_ms) VALUES ($1, 2, 60000)`, [key]);
+    await enqueue(q1, 3, { concurrencyKey: key });
+    await enqueue(q2, 3, { concurrencyKey: key });
+    const a = await claimer(q1, { controlled: true })(10);
+    const b = await claimer(q2, { controlled: true })(10);
+    expect(a.jobs.length + b.jobs.length).toBe(2);
+    expect(b.wakeMs).not.toBeNull();
+  });
+});

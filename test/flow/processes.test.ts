@@ -1,0 +1,138 @@
+// Caps and rate limits hold across worker processes, checked from the handlers' execution log
+// (not from the database): four processes with 16 slots between them, a key capped at 5 (one
+// process killed -9 while it runs capped jobs: its slots come back with its leases), a queue
+// capped at 3, and a rate limit.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createBaton } from '../../src/index.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { peakRunning, peakStartsPerWindow, readRuns } from './execution-log.ts';
+
+const db = useTestDatabase();
+const WORKER_TS = new URL('./flow-worker.ts', import.meta.url).pathname;
+const now = () => performance.timeOrigin + performance.now();
+
+interface Fleet {
+  logs: string[];
+  children: ChildProcess[];
+  killedAt: Map<string, number>;
+}
+let fleet: Fleet | null = null;
+let dir = '';
+
+async function startFleet(n: number, concurrency = 4): Promise<Fleet> {
+  dir = mkdtempSync(path.join(tmpdir(), 'baton-flow-'));
+  const f: Fleet = { logs: [], children: [], killedAt: new Map() };
+  fleet = f;
+  await Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      const log = path.join(dir, `w${i}.jsonl`);
+      f.logs.push(log);
+      const child = spawn(process.execPath, ['--import', 'tsx', WORKER_TS], {
+        env: { ...process.env, FLOW_DB_URL: db.url, FLOW_LOG: log, FLOW_WORKER: `w${i}`, FLOW_CONCURRENCY: String(concurrency) },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      f.children.push(child);
+      await new Promise<void>((resolve, reject) => {
+        child.once('exit', (code) => reject(new Error(`worker w${i} exited (${code}) before it was ready`)));
+        createInterface({ input: child.stdout! }).on('line', (l) => l === 'ready' && resolve());
+      });
+    }),
+  );
+  return f;
+}
+
+beforeEach(async () => {
+  await db.query('TRUNCATE baton.jobs, baton.workers, baton.finished_counts, baton.flow_queues, baton.flow_keys, baton.flow_buckets');
+});
+
+afterEach(async () => {
+  for (const c of fleet?.children ?? []) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  fleet = null;
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function enqueue(specs: Array<{ ms: number; concurrencyKey?: string }>): Promise<void> {
+  const producer = createBaton({ connectionString: db.url, poolSize: 1 });
+  try {
+    await producer.enqueueMany(
+      specs.map(({ ms, concurrencyKey }) => ({ jobType: 'work', queue: 'flow', payload: { ms }, concurrencyKey })),
+    );
+  } finally {
+    await producer.stop();
+  }
+}
+
+const succeeded = async () =>
+  (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM baton.jobs WHERE state = 'succeeded'`)).rows[0]!.n;
+
+describe('flow control across four worker processes', () => {
+  it('never runs more than a key cap of 5, through a kill -9 of a worker running capped jobs', async () => {
+    await db.query(`INSERT INTO baton.flow_keys (pattern, concurrency_limit) VALUES ('vendor:*', 5)`);
+    const JOBS = 80;
+    // Unkeyed jobs too: they are not counted against the key and run beside it.
+    await enqueue([
+      ...Array.from({ length: JOBS }, (_, i) => ({ ms: 30 + (i % 5) * 10, concurrencyKey: 'vendor:x' })),
+      ...Array.from({ length: 20 }, () => ({ ms: 20 })),
+    ]);
+    const f = await startFleet(4);
+    // Kill w0 while it runs capped jobs (its log has a start without an end).
+    await waitFor(
+      () => {
+        const runs = readRuns([f.logs[0]!], new Map());
+        return runs.some((r) => r.end === Number.POSITIVE_INFINITY) && runs.length >= 3;
+      },
+      { timeoutMs: 30_000, intervalMs: 2, message: 'w0 to be running a capped job' },
+    );
+    f.children[0]!.kill('SIGKILL');
+    f.killedAt.set('w0', now());
+    await waitFor(async () => (await succeeded()) === JOBS + 20, { timeoutMs: 60_000, intervalMs: 50, message: 'every job to succeed' });
+
+    const runs = readRuns(f.logs, f.killedAt);
+    const keyed = new Set(
+      (await db.query<{ id: string }>(`SELECT id::text FROM baton.jobs WHERE concurrency_key = 'vendor:x'`)).rows.map((r) => r.id),
+    );
+    const capped = runs.filter((r) => keyed.has(r.job));
+    expect(capped.length).toBeGreaterThanOrEqual(JOBS);
+    expect(peakRunning(capped)).toBe(5);
+    // w0 was killed mid-run: its job ran again elsewhere once its lease came back.
+    expect(capped.some((r) => r.worker === 'w0' && r.end === f.killedAt.get('w0'))).toBe(true);
+  }, 120_000);
+
+  it('never runs more than a queue cap of 3', async () => {
+    await db.query(`INSERT INTO baton.flow_queues (queue, concurrency_limit) VALUES ('flow', 3)`);
+    await enqueue(Array.from({ length: 40 }, () => ({ ms: 25 })));
+    const f = await startFleet(4);
+    await waitFor(async () => (await succeeded()) === 40, { timeoutMs: 60_000, intervalMs: 50, message: 'every job to succeed' });
+    expect(peakRunning(readRuns(f.logs, f.killedAt))).toBe(3);
+  }, 120_000);
+
+  it('starts at most a rate limit of 10 per 500 ms (bucket of 10) and waits, not fails, over it', async () => {
+    await db.query(`INSERT INTO baton.flow_queues (queue, rate_limit, rate_period_ms) VALUES ('flow', 10, 500)`);
+    await enqueue(Array.from({ length: 40 }, () => ({ ms: 1 })));
+    const f = await startFleet(4);
+    await waitFor(async () => (await succeeded()) === 40, { timeoutMs: 60_000, intervalMs: 50, message: 'every job to succeed' });
+    const runs = readRuns(f.logs, f.killedAt);
+    expect(runs).toHaveLength(40);
+    // A bucket of 10 refilled at 10 per 500 ms: at most a full bucket plus what refills in any
+    // window, by the claims' own times (database clock)...
+    const claimedAt = (await db.query<{ t: number }>(`SELECT date_part('epoch', started_at) * 1000 AS t FROM baton.jobs`)).rows;
+    expect(
+      peakStartsPerWindow(
+        claimedAt.map((r) => ({ job: '', attempt: 1, worker: '', start: r.t, end: r.t })),
+        500,
+      ),
+    ).toBeLessThanOrEqual(20);
+    // ...and by the handlers' log, which adds the jitter of each process getting to its log write.
+    expect(peakStartsPerWindow(runs, 500)).toBeLessThanOrEqual(24);
+    // After the first burst of 10, starts follow the refill: 30 more take about 1.5 s.
+    const starts = runs.map((r) => r.start).sort((a, b) => a - b);
+    expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(1_300);
+  }, 120_000);
+});
