@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { NewJob } from '../db/executor.ts';
 import { nameSchema as name } from './config.ts';
 import { BatonError } from './errors.ts';
-import type { JobSpec } from './job.ts';
+import { type JobSpec, ON_PARENT_FAILURE } from './job.ts';
 import type { TraceCarrier } from './tracing.ts';
 
 /** Ten years: delays beyond that are almost surely unit mistakes. */
@@ -14,6 +14,10 @@ export const DELAY_MS_MAX = 10 * 365 * 24 * 3600 * 1000;
 export const PRIORITY_MAX = 1_000_000;
 export const MAX_ATTEMPTS_MAX = 1_000;
 export const IDEMPOTENCY_KEY_MAX_CHARS = 512;
+/** Most parents one job may depend on. */
+export const DEPENDS_ON_MAX = 100;
+/** A job id as the API spells it: a positive decimal bigint. */
+export const jobIdSchema = z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be a job id (a positive decimal integer)');
 const noNul = (s: string) => !s.includes('\u0000');
 
 /**
@@ -52,11 +56,17 @@ export const jobSpecSchema = z
     delayMs: z.number().int().min(0).max(DELAY_MS_MAX).optional(),
     maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_MAX).optional(),
     idempotencyKey: z.string().min(1).max(IDEMPOTENCY_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes').optional(),
+    dependsOn: z.array(jobIdSchema).max(DEPENDS_ON_MAX).optional(),
+    onParentFailure: z.enum(ON_PARENT_FAILURE).optional(),
   })
   .strict()
   .refine((s) => !(s.runAt !== undefined && s.delayMs !== undefined), {
     message: 'runAt and delayMs are mutually exclusive',
     path: ['delayMs'],
+  })
+  .refine((s) => s.onParentFailure === undefined || (s.dependsOn?.length ?? 0) > 0, {
+    message: 'onParentFailure needs dependsOn',
+    path: ['onParentFailure'],
   });
 
 /** Validates and defaults one spec; throws BatonError INVALID_ARGUMENT naming the field. */
@@ -89,5 +99,12 @@ export function normalizeSpec(spec: JobSpec, maxAttemptsDefault: number, index?:
     maxAttempts: s.maxAttempts ?? maxAttemptsDefault,
     idempotencyKey: s.idempotencyKey ?? null,
     traceContext,
+    // Each parent once, in id order (an edge per parent).
+    ...(s.dependsOn && s.dependsOn.length > 0
+      ? {
+          dependsOn: [...new Set(s.dependsOn)].sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0)),
+          onParentFailure: s.onParentFailure ?? 'cancel',
+        }
+      : {}),
   };
 }

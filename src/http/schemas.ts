@@ -7,6 +7,9 @@ import {
   BULK_ACTIONS,
   BULK_IDS_MAX,
   DELAY_MS_MAX,
+  DEPENDS_ON_MAX,
+  jobIdSchema,
+  ON_PARENT_FAILURE,
   DLQ_REPLAY_LIMIT_DEFAULT,
   DLQ_REPLAY_LIMIT_MAX,
   IDEMPOTENCY_KEY_MAX_CHARS,
@@ -96,11 +99,26 @@ export const jobSpecSchema = z
       .max(IDEMPOTENCY_KEY_MAX_CHARS)
       .optional()
       .meta({ description: 'a second job with the same (tenantId, idempotencyKey) answers the first, with 200' }),
+    dependsOn: z
+      .array(jobIdSchema)
+      .max(DEPENDS_ON_MAX)
+      .optional()
+      .meta({
+        description: `up to ${DEPENDS_ON_MAX} job ids of the same tenant; the job is "waiting" until every one has succeeded (one that already has counts as done). An unknown id is a 400`,
+      }),
+    onParentFailure: z
+      .enum(ON_PARENT_FAILURE)
+      .optional()
+      .meta({ description: 'when a parent dead-letters or is cancelled: cancel this job (default), or run it anyway' }),
   })
   .strict()
   .refine((s) => s.runAt === undefined || s.delayMs === undefined, {
     path: ['delayMs'],
     message: 'runAt and delayMs are mutually exclusive',
+  })
+  .refine((s) => s.onParentFailure === undefined || (s.dependsOn?.length ?? 0) > 0, {
+    path: ['onParentFailure'],
+    message: 'onParentFailure needs dependsOn',
   }) satisfies z.ZodType<JobSpec>;
 
 export const batchSchema = z

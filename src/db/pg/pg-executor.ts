@@ -26,6 +26,10 @@ import { jobListQueries, type JobListQueries } from './queries/job-list.ts';
 import { queueQueries, type QueueQueries } from './queries/queue.ts';
 import { statsQueries, type StatsQueries } from './queries/stats.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
+import { channelFor } from '../../core/notifier.ts';
+import { insertWithDependencies } from './dependencies.ts';
+import { dependencyQueries } from './queries/dependency.ts';
+import { quoteSchema } from '../schema-name.ts';
 import { compareIds, rowToJob, rowToSummary, type JobRow, type JobSummaryRow } from './rows.ts';
 
 export class PgExecutor implements Executor {
@@ -63,6 +67,10 @@ export class PgExecutor implements Executor {
   }
 
   async jobInsertMany(p: JobInsertManyParams): Promise<InsertedJob[]> {
+    if (p.jobs.some((j) => j.dependsOn)) {
+      const dep = dependencyQueries(quoteSchema(this.#schemaName));
+      return insertWithDependencies({ pool: this.#pool, dep, job: this.#job, channelOf: (q) => channelFor(this.#schemaName, q) }, p);
+    }
     const on = p.client ?? this.#pool;
     const payload = JSON.stringify(
       p.jobs.map((j) => ({
