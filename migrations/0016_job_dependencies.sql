@@ -109,3 +109,33 @@ CREATE TRIGGER jobs_release_dependents AFTER UPDATE OF state ON jobs FOR EACH RO
 CREATE TRIGGER jobs_release_dependents_on_delete AFTER DELETE ON jobs FOR EACH ROW
   WHEN (OLD.has_dependents AND OLD.state NOT IN ('succeeded', 'dead_lettered', 'cancelled'))
   EXECUTE FUNCTION jobs_release_dependents();
+
+-- Retention of workflow runs: a finished run (succeeded, cancelled, or dead-lettered: its driving
+-- job's state) leaves with its driving job, when retention deletes that job (or, with
+-- deleteOnSuccess, when the job is deleted at its success), together with its steps, events and
+-- child-job links (ON DELETE CASCADE) and its finished descendants. A child run whose parent
+-- still runs is kept (the parent reads its outcome when it resumes); it leaves with the parent.
+CREATE FUNCTION jobs_remove_workflow_run() RETURNS trigger
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+  WITH RECURSIVE top AS (
+    SELECT r.id FROM workflow_runs r
+    WHERE r.job_id = OLD.id
+      AND (r.state IN ('succeeded', 'cancelled') OR OLD.state = 'dead_lettered')
+      AND NOT EXISTS (SELECT 1 FROM workflow_runs p LEFT JOIN jobs pj ON pj.id = p.job_id
+        WHERE p.id = r.parent_run_id AND p.state IN ('running', 'sleeping', 'waiting')
+          AND pj.state IS DISTINCT FROM 'dead_lettered')
+  ), tree(id) AS (
+    SELECT id FROM top
+    UNION
+    SELECT c.id FROM workflow_runs c JOIN tree t ON c.parent_run_id = t.id
+    LEFT JOIN jobs cj ON cj.id = c.job_id
+    WHERE c.state IN ('succeeded', 'cancelled') OR cj.id IS NULL OR cj.state = 'dead_lettered'
+  )
+  DELETE FROM workflow_runs WHERE id IN (SELECT id FROM tree);
+  RETURN NULL;
+END $$;
+
+CREATE TRIGGER jobs_remove_workflow_run AFTER DELETE ON jobs FOR EACH ROW
+  WHEN (OLD.job_type LIKE 'workflow:%')
+  EXECUTE FUNCTION jobs_remove_workflow_run();
