@@ -49,6 +49,9 @@ export type { Logger } from './core/logger.ts';
 export type { Clock } from './core/clock.ts';
 export {
   JOB_STATES,
+  ON_PARENT_FAILURE,
+  type OnParentFailure,
+  type WaitingJob,
   TERMINAL_STATES,
   isTerminalState,
   LIST_INLINE_MAX_BYTES,
@@ -113,6 +116,8 @@ export {
 } from './core/config.ts';
 export {
   DELAY_MS_MAX,
+  DEPENDS_ON_MAX,
+  jobIdSchema,
   IDEMPOTENCY_KEY_MAX_CHARS,
   CONCURRENCY_KEY_MAX_CHARS,
   CONCURRENCY_LIMIT_MAX,

@@ -108,7 +108,7 @@ export interface AdminApi extends FlowAdminApi {
   listJobs(filter?: ListJobsFilter): Promise<JobPage>;
   /** Back to pending with a fresh attempt budget; replay_count + 1. JOB_STATE_CONFLICT unless terminal. */
   replay(id: string): Promise<Job>;
-  /** JOB_STATE_CONFLICT unless pending. */
+  /** JOB_STATE_CONFLICT unless pending or waiting (its dependents are cancelled with it). */
   cancel(id: string): Promise<Job>;
   /** Replays up to `limit` (1..1000, default 100) dead-lettered jobs, oldest first; answers their summaries. */
   replayDeadLetters(opts?: { limit?: number; queue?: string; tenantId?: string }): Promise<JobSummary[]>;
@@ -228,7 +228,7 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
       const job = await executor.jobCancel({ id });
       if (!job) {
         const current = await mustGet(id);
-        throw new BatonError('JOB_STATE_CONFLICT', `job ${id} is ${current.state}; only pending jobs can be cancelled`, {
+        throw new BatonError('JOB_STATE_CONFLICT', `job ${id} is ${current.state}; only pending or waiting jobs can be cancelled`, {
           details: { id, state: current.state },
         });
       }

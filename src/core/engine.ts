@@ -154,7 +154,13 @@ export class Engine implements Baton {
     };
     this.admin = createAdmin(deps.adminExecutor, (q) => this.#wakeQueues([q]));
     this.#handlers = { ...deps.handlers };
-    this.workflows = new Workflows({ store: deps.workflowStore, handlers: this.#handlers, wake: (q) => this.#wakeQueues([q]) });
+    this.workflows = new Workflows({
+      store: deps.workflowStore,
+      handlers: this.#handlers,
+      wake: (q) => this.#wakeQueues([q]),
+      enqueue: (spec) => this.enqueue(spec),
+      channelOf: (q) => channelFor(this.config.schema, q),
+    });
     this.events.on('deadLettered', (e) => this.workflows.jobDeadLettered(e.job));
     this.#producer = new Producer({
       config: this.config,

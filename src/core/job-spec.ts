@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { NewJob } from '../db/executor.ts';
 import { nameSchema as name } from './config.ts';
 import { BatonError } from './errors.ts';
-import type { JobSpec } from './job.ts';
+import { type JobSpec, ON_PARENT_FAILURE } from './job.ts';
 import type { TraceCarrier } from './tracing.ts';
 
 /** Ten years: delays beyond that are almost surely unit mistakes. */
@@ -16,6 +16,10 @@ export const MAX_ATTEMPTS_MAX = 1_000;
 export const IDEMPOTENCY_KEY_MAX_CHARS = 512;
 export const CONCURRENCY_KEY_MAX_CHARS = 256;
 export const CONCURRENCY_LIMIT_MAX = 1_000_000;
+/** Most parents one job may depend on. */
+export const DEPENDS_ON_MAX = 100;
+/** A job id as the API spells it: a positive decimal bigint. */
+export const jobIdSchema = z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be a job id (a positive decimal integer)');
 const noNul = (s: string) => !s.includes('\u0000');
 
 /**
@@ -58,6 +62,8 @@ export const jobSpecSchema = z
     concurrencyKey: z.string().min(1).max(CONCURRENCY_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes').optional(),
     /** This job's own cap on running jobs of its key (needs concurrencyKey). */
     concurrencyLimit: z.number().int().min(1).max(CONCURRENCY_LIMIT_MAX).optional(),
+    dependsOn: z.array(jobIdSchema).max(DEPENDS_ON_MAX).optional(),
+    onParentFailure: z.enum(ON_PARENT_FAILURE).optional(),
   })
   .strict()
   .refine((s) => s.concurrencyLimit === undefined || s.concurrencyKey !== undefined, {
@@ -67,6 +73,10 @@ export const jobSpecSchema = z
   .refine((s) => !(s.runAt !== undefined && s.delayMs !== undefined), {
     message: 'runAt and delayMs are mutually exclusive',
     path: ['delayMs'],
+  })
+  .refine((s) => s.onParentFailure === undefined || (s.dependsOn?.length ?? 0) > 0, {
+    message: 'onParentFailure needs dependsOn',
+    path: ['onParentFailure'],
   });
 
 /** Validates and defaults one spec; throws BatonError INVALID_ARGUMENT naming the field. */
@@ -101,5 +111,12 @@ export function normalizeSpec(spec: JobSpec, maxAttemptsDefault: number, index?:
     traceContext,
     concurrencyKey: s.concurrencyKey ?? null,
     concurrencyLimit: s.concurrencyLimit ?? null,
+    // Each parent once, in id order (an edge per parent).
+    ...(s.dependsOn && s.dependsOn.length > 0
+      ? {
+          dependsOn: [...new Set(s.dependsOn)].sort((a, b) => a.length - b.length || (a < b ? -1 : a > b ? 1 : 0)),
+          onParentFailure: s.onParentFailure ?? 'cancel',
+        }
+      : {}),
   };
 }

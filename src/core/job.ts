@@ -3,7 +3,7 @@
 
 import type { TraceCarrier } from './tracing.ts';
 
-export const JOB_STATES = ['pending', 'leased', 'running', 'succeeded', 'dead_lettered', 'cancelled'] as const;
+export const JOB_STATES = ['pending', 'waiting', 'leased', 'running', 'succeeded', 'dead_lettered', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];
 
 export const TERMINAL_STATES = ['succeeded', 'dead_lettered', 'cancelled'] as const satisfies readonly JobState[];
@@ -16,9 +16,10 @@ export function isTerminalState(state: JobState): state is TerminalState {
 /**
  * Why an attempt failed: 'terminal' (TerminalError), 'transient' (anything else thrown),
  * 'lease_expired' and 'worker_gone' (the reaper: the lease ran out, or its worker's session
- * ended), 'unknown_job_type' (no handler).
+ * ended), 'unknown_job_type' (no handler), 'parent_failed' (a job it depends on dead-lettered or
+ * was cancelled, so it was cancelled without running; the message names the parent).
  */
-export const ATTEMPT_ERROR_KINDS = ['terminal', 'transient', 'lease_expired', 'worker_gone', 'unknown_job_type'] as const;
+export const ATTEMPT_ERROR_KINDS = ['terminal', 'transient', 'lease_expired', 'worker_gone', 'unknown_job_type', 'parent_failed'] as const;
 export type AttemptErrorKind = (typeof ATTEMPT_ERROR_KINDS)[number];
 
 /** One failed attempt, kept in the job's error history so an operator can read the chain. */
@@ -54,12 +55,20 @@ interface JobBase {
   startedAt: Date | null;
   /** The W3C trace context it was enqueued in, which each attempt's span continues; null if none. */
   trace: TraceCarrier | null;
+  /** The jobs it was enqueued to wait for (dependsOn), when any; read from the job (a claim leaves it out). */
+  dependsOn?: string[];
 }
 
 export interface PendingJob extends JobBase {
   state: 'pending';
   /** Token of the last lease, or null if never claimed. */
   lastToken: string | null;
+}
+/** Enqueued with dependsOn: runs (becomes pending) once every parent has succeeded. */
+export interface WaitingJob extends JobBase {
+  state: 'waiting';
+  /** How many of its parents have not finished yet. */
+  waitingFor: number;
 }
 export interface LeasedJob extends JobBase {
   state: 'leased' | 'running';
@@ -85,7 +94,7 @@ export interface CancelledJob extends JobBase {
   finishedAt: Date;
 }
 
-export type Job = PendingJob | LeasedJob | SucceededJob | DeadLetteredJob | CancelledJob;
+export type Job = PendingJob | WaitingJob | LeasedJob | SucceededJob | DeadLetteredJob | CancelledJob;
 
 /** Largest payload or result (stored bytes) a listing carries inline; a larger one is left out. */
 export const LIST_INLINE_MAX_BYTES = 2_048;
@@ -131,7 +140,20 @@ export interface JobSpec {
   concurrencyKey?: string;
   /** This job's own cap on how many jobs of its key run at once (needs concurrencyKey). */
   concurrencyLimit?: number;
+  /**
+   * Jobs (ids, same tenant) that must succeed before this one runs: until then it is `waiting`.
+   * A parent that already succeeded counts as done; an unknown id is INVALID_ARGUMENT.
+   */
+  dependsOn?: string[];
+  /**
+   * When a parent dead-letters or is cancelled: 'cancel' (default) cancels this job (and its own
+   * dependents), its last error naming the parent; 'run' counts that parent as done.
+   */
+  onParentFailure?: OnParentFailure;
 }
+
+export const ON_PARENT_FAILURE = ['cancel', 'run'] as const;
+export type OnParentFailure = (typeof ON_PARENT_FAILURE)[number];
 
 /** A stored job, and whether this call created it (false for a duplicate key). */
 export interface InsertedJob {

@@ -2,7 +2,7 @@
 // performs, as one method with one params object, returning domain types.
 // @internal — not a public API.
 
-import type { AttemptError, InsertedJob, Job, JobState, JobSummary, LeasedJob, TerminalState } from '../core/job.ts';
+import type { AttemptError, InsertedJob, OnParentFailure, Job, JobState, JobSummary, LeasedJob, TerminalState } from '../core/job.ts';
 import type { TraceCarrier } from '../core/tracing.ts';
 import type { Queryable } from './pg/pool.ts';
 import type { DatabaseHealth, WorkerInfo } from '../core/admin.ts';
@@ -27,6 +27,9 @@ export interface NewJob {
   /** Flow control: the job's concurrency key, and its own cap for that key. */
   concurrencyKey?: string | null;
   concurrencyLimit?: number | null;
+  /** Parents (distinct, in id order): the job waits for them (see migration 0016). */
+  dependsOn?: string[];
+  onParentFailure?: OnParentFailure;
 }
 
 export interface Lease {

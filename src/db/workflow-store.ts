@@ -99,6 +99,11 @@ export interface WorkflowStore {
     runIds: string[];
   }): Promise<Array<{ id: string; state: RunState; output: unknown; lastError: { name: string; message: string } | null }>>;
   completeWait(p: RunLease & StepKey & { output: string }): Promise<Fenced<{ done: boolean; output: unknown }>>;
+  /** Links plain jobs to the run that awaits them: each one's finish makes the waiting run due. */
+  linkChildJobs(p: { runId: string; jobIds: string[]; channel: string }): Promise<void>;
+  jobOutcomes(p: {
+    jobIds: string[];
+  }): Promise<Array<{ id: string; state: string; result: unknown; lastError: { name: string; message: string } | null }>>;
   /** Makes the parent of child run `runId` due now if it waits; answers its queue then. */
   wakeParent(p: { runId: string }): Promise<string | null>;
   /** Makes the run's own pending job due now (a wake-up it may have missed); answers its queue then. */

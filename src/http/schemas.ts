@@ -7,6 +7,9 @@ import {
   BULK_ACTIONS,
   BULK_IDS_MAX,
   DELAY_MS_MAX,
+  DEPENDS_ON_MAX,
+  jobIdSchema,
+  ON_PARENT_FAILURE,
   DLQ_REPLAY_LIMIT_DEFAULT,
   DLQ_REPLAY_LIMIT_MAX,
   IDEMPOTENCY_KEY_MAX_CHARS,
@@ -110,6 +113,17 @@ export const jobSpecSchema = z
       .max(CONCURRENCY_LIMIT_MAX)
       .optional()
       .meta({ description: "this job's own cap on running jobs of its key; needs concurrencyKey" }),
+    dependsOn: z
+      .array(jobIdSchema)
+      .max(DEPENDS_ON_MAX)
+      .optional()
+      .meta({
+        description: `up to ${DEPENDS_ON_MAX} job ids of the same tenant; the job is "waiting" until every one has succeeded (one that already has counts as done). An unknown id is a 400`,
+      }),
+    onParentFailure: z
+      .enum(ON_PARENT_FAILURE)
+      .optional()
+      .meta({ description: 'when a parent dead-letters or is cancelled: cancel this job (default), or run it anyway' }),
   })
   .strict()
   .refine((s) => s.runAt === undefined || s.delayMs === undefined, {
@@ -119,6 +133,10 @@ export const jobSpecSchema = z
   .refine((s) => s.concurrencyLimit === undefined || s.concurrencyKey !== undefined, {
     path: ['concurrencyLimit'],
     message: 'concurrencyLimit needs a concurrencyKey',
+  })
+  .refine((s) => s.onParentFailure === undefined || (s.dependsOn?.length ?? 0) > 0, {
+    path: ['onParentFailure'],
+    message: 'onParentFailure needs dependsOn',
   }) satisfies z.ZodType<JobSpec>;
 
 export const batchSchema = z

@@ -69,12 +69,17 @@ const common = {
     .strictObject({ traceparent: z.string(), tracestate: z.string().optional() })
     .nullable()
     .meta({ description: 'the W3C trace context the job was enqueued in (traceparent, tracestate); null if none' }),
+  dependsOn: z
+    .array(decimal)
+    .optional()
+    .meta({ description: 'the jobs it was enqueued to wait for (dependsOn); absent when none or on a claimed lease' }),
 };
 
 /** The fields only some states carry, by state. */
 const lastToken = decimal.nullable().meta({ description: 'token of the last lease; null if never claimed' });
 const byState = {
   pending: { lastToken },
+  waiting: { waitingFor: count.meta({ description: 'parents not finished yet' }) },
   live: { token: decimal, leaseOwner: z.string(), leaseExpiresAt: time },
   succeeded: { token: decimal, finishedAt: time },
   dead_lettered: { lastToken, reason: z.string(), finishedAt: time },
@@ -90,6 +95,7 @@ function jobUnion<F extends z.ZodRawShape, S extends z.ZodRawShape>(fields: F, s
     z.strictObject({ ...fields, state: z.enum(states), ...extra });
   return z.discriminatedUnion('state', [
     variant(['pending'], byState.pending),
+    variant(['waiting'], byState.waiting),
     variant(['leased', 'running'], byState.live),
     variant(['succeeded'], { ...byState.succeeded, ...succeeded }),
     variant(['dead_lettered'], byState.dead_lettered),

@@ -56,6 +56,7 @@ function wireCommon(job: Job | JobSummary) {
     updatedAt: iso(job.updatedAt),
     startedAt: isoOrNull(job.startedAt),
     trace: job.trace,
+    ...(job.dependsOn ? { dependsOn: job.dependsOn } : {}),
   };
 }
 
@@ -70,6 +71,8 @@ export function toWireJob(job: Job) {
   switch (job.state) {
     case 'pending':
       return { ...base, state: job.state, lastToken: job.lastToken };
+    case 'waiting':
+      return { ...base, state: job.state, waitingFor: job.waitingFor };
     case 'leased':
     case 'running':
       return {
@@ -103,6 +106,8 @@ export function toWireSummary(job: JobSummary) {
   switch (job.state) {
     case 'pending':
       return { ...base, state: job.state, lastToken: job.lastToken };
+    case 'waiting':
+      return { ...base, state: job.state, waitingFor: job.waitingFor };
     case 'leased':
     case 'running':
       return { ...base, state: job.state, token: job.token, leaseOwner: job.leaseOwner, leaseExpiresAt: iso(job.leaseExpiresAt) };

@@ -126,9 +126,10 @@ describe('admin', () => {
     // Finished jobs are counted by the statements that finish them.
     await baton.admin.cancel(await insertJob(db.pool, { queue }));
     const depth = await baton.admin.queueDepth(queue);
-    expect(depth).toEqual({ pending: 2, leased: 0, running: 1, succeeded: 0, dead_lettered: 0, cancelled: 1 });
+    expect(depth).toEqual({ pending: 2, waiting: 0, leased: 0, running: 1, succeeded: 0, dead_lettered: 0, cancelled: 1 });
     expect(await baton.admin.queueDepth(fresh())).toEqual({
       pending: 0,
+      waiting: 0,
       leased: 0,
       running: 0,
       succeeded: 0,

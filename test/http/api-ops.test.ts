@@ -36,7 +36,7 @@ describe('queues and workers', () => {
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({
       queue: 'depth-q',
-      counts: { pending: 1, leased: 0, running: 1, succeeded: 1, dead_lettered: 0, cancelled: 0 },
+      counts: { pending: 1, waiting: 0, leased: 0, running: 1, succeeded: 1, dead_lettered: 0, cancelled: 0 },
     });
     const empty = await (await api.client.api.queues[':queue'].depth.$get({ param: { queue: 'nothing-here' } })).json();
     expect(Object.values(empty.counts).every((n) => n === 0)).toBe(true);

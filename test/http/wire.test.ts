@@ -38,6 +38,7 @@ type WireOf<S> = Extract<WireJob, { state: S }>;
 // Compile-time: each state's wire object has exactly the domain object's keys.
 const sameKeys: {
   pending: Same<keyof WireOf<'pending'>, keyof JobOf<'pending'>>;
+  waiting: Same<keyof WireOf<'waiting'>, keyof JobOf<'waiting'>>;
   live: Same<keyof WireOf<'leased' | 'running'>, keyof JobOf<'leased' | 'running'>>;
   succeeded: Same<keyof WireOf<'succeeded'>, keyof JobOf<'succeeded'>>;
   dead: Same<keyof WireOf<'dead_lettered'>, keyof JobOf<'dead_lettered'>>;
@@ -48,7 +49,18 @@ const sameKeys: {
   spec: Same<keyof z.output<typeof jobSpecSchema>, keyof JobSpec>;
   filter: Same<keyof z.output<typeof listJobsQuerySchema>, keyof ListJobsFilter>;
   client: Same<InferResponseType<ReturnType<typeof createClient>['api']['jobs'][':id']['$get'], 200>['state'], WireJob['state']>;
-} = { pending: true, live: true, succeeded: true, dead: true, cancelled: true, errors: true, spec: true, filter: true, client: true };
+} = {
+  pending: true,
+  waiting: true,
+  live: true,
+  succeeded: true,
+  dead: true,
+  cancelled: true,
+  errors: true,
+  spec: true,
+  filter: true,
+  client: true,
+};
 
 // Compile-time: the response schemas (wire-schemas.ts, which the OpenAPI document is made of) type
 // exactly what the wire functions return; payload and result are any JSON (unknown) in the schemas.

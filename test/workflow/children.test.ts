@@ -74,4 +74,57 @@ describe('child runs', () => {
     }
     await expectCountersMatchRows(db);
   });
+
+  it('cancelling a run cancels its descendants at every level and the plain jobs they await', async () => {
+    const baton = engines.create({ queues: { default: 3 } });
+    baton.workflow('leaf', (ctx) => ctx.waitForEvent('never', 'never'));
+    baton.workflow('middle', (ctx) => ctx.all('fan', [{ workflow: 'leaf' }, { job: { jobType: 'later', queue: 'elsewhere' } }]));
+    baton.workflow('top', (ctx) => ctx.all('fan', [{ workflow: 'middle' }]));
+    await baton.start();
+    const { run } = await baton.startWorkflow('top');
+    const leaf = await waitFor(async () => (await baton.workflows.listRuns({ name: 'leaf', state: 'waiting' }))[0]);
+    const middle = (await baton.workflows.listRuns({ name: 'middle' }))[0]!;
+    await runInState(baton, middle.id, 'waiting');
+    const plain = (await db.query(`SELECT id::text FROM baton.jobs WHERE job_type = 'later'`)).rows[0].id as string;
+    await baton.workflows.cancelRun(run.id);
+    for (const id of [run.id, middle.id, leaf.id]) {
+      expect((await baton.workflows.getRun(id))?.state).toBe('cancelled');
+      expect((await jobOf(db, id)).state).toBe('cancelled');
+    }
+    expect((await baton.admin.getJob(plain)).state).toBe('cancelled');
+    await expectCountersMatchRows(db);
+  });
+
+  it('a run awaits plain jobs without a worker and resumes when the last finishes (not at its 30 s poll)', async () => {
+    const gate = engines.gate();
+    const baton = engines.create({
+      queues: { default: 2, jobs: 2 },
+      handlers: {
+        double: async (ctx) => {
+          await gate.promise;
+          return (ctx.payload as number) * 2;
+        },
+        refuse: async () => {
+          throw new TerminalError('refused');
+        },
+      },
+    });
+    baton.workflow('await-jobs', async (ctx) => {
+      const r = await ctx.all<number>('jobs', [
+        { job: { jobType: 'double', queue: 'jobs', payload: 21 } },
+        { job: { jobType: 'refuse', queue: 'jobs' } },
+      ]);
+      return r.map((x) => [x.runId, x.jobId !== null, x.state, x.output, x.error?.message ?? null]);
+    });
+    await baton.start();
+    const { run } = await baton.startWorkflow('await-jobs');
+    await runInState(baton, run.id, 'waiting');
+    await waitFor(async () => (await jobOf(db, run.id)).state === 'pending');
+    gate.resolve();
+    const done = await runInState(baton, run.id, 'succeeded', 10_000);
+    expect(done.output).toEqual([
+      [null, true, 'succeeded', 42, null],
+      [null, true, 'dead_lettered', null, 'refused'],
+    ]);
+  });
 });

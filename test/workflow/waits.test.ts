@@ -186,15 +186,17 @@ describe('workflow continuations', () => {
     expect(await code(baton.startWorkflow('nope'))).toBe('WORKFLOW_NOT_FOUND');
   });
 
-  it('a run cancelled while an execution runs stops at its next step', async () => {
+  it('a run cancelled while a step runs: the step signal aborts at once, its job is cancelled, nothing after it runs', async () => {
     const baton = engines.create({ queues: { default: 1 } });
     const inside = engines.gate();
-    const release = engines.gate();
     let second = 0;
+    let aborted: unknown = null;
     baton.workflow('cancel-mid', async (ctx) => {
-      await ctx.step('first', async () => {
+      await ctx.step('first', async (step) => {
         inside.resolve();
-        await release.promise;
+        await new Promise<void>((resolve) => step.signal.addEventListener('abort', () => resolve(), { once: true }));
+        aborted = step.signal.reason;
+        throw step.signal.reason;
       });
       await ctx.step('second', () => ++second);
     });
@@ -202,11 +204,34 @@ describe('workflow continuations', () => {
     const { run } = await baton.startWorkflow('cancel-mid');
     await inside.promise;
     await baton.workflows.cancelRun(run.id);
-    release.resolve();
-    await waitFor(async () => (await jobOf(db, run.id)).state === 'succeeded', { message: 'the driving job to end' });
+    await waitFor(() => aborted !== null, { message: 'the step to see its signal aborted' });
+    expect((await jobOf(db, run.id)).state).toBe('cancelled');
+    await waitFor(() => baton.stats().slots.default?.inFlight === 0, { message: 'the execution to end' });
     const detail = await baton.workflows.getRun(run.id);
     expect(detail?.state).toBe('cancelled');
-    expect(detail?.steps).toEqual([]);
+    expect(detail?.steps.filter((s) => s.status === 'succeeded')).toEqual([]);
     expect(second).toBe(0);
+    await expectCountersMatchRows(db);
+  });
+
+  it('a cancel from another process aborts the running step at the next heartbeat of its worker', async () => {
+    const worker = engines.create({ queues: { default: 1 }, leaseMs: 3_000, heartbeatMs: 100 });
+    const inside = engines.gate();
+    let aborted = false;
+    worker.workflow('cancel-far', async (ctx) => {
+      await ctx.step('long', async (step) => {
+        inside.resolve();
+        await new Promise<void>((resolve) => step.signal.addEventListener('abort', () => resolve(), { once: true }));
+        aborted = true;
+      });
+    });
+    await worker.start();
+    const { run } = await worker.startWorkflow('cancel-far');
+    await inside.promise;
+    const other = engines.producer();
+    await other.workflows.cancelRun(run.id);
+    await waitFor(() => aborted, { timeoutMs: 5_000, message: 'the remote cancel to abort the step' });
+    expect((await worker.workflows.getRun(run.id))?.state).toBe('cancelled');
+    expect((await jobOf(db, run.id)).state).toBe('cancelled');
   });
 });

@@ -21,9 +21,13 @@ export interface ExecutionDeps {
   counters: WorkflowCounters;
   /** Wakes workers of `queue` (this process and, by NOTIFY, others). */
   wake: (queue: string) => void;
-  /** Starts (or finds, by idempotency key) the child runs of ctx.all; answers their ids in order. */
+  /** Starts (or finds, by idempotency key) the children of ctx.all; answers their ids in order (`job:<id>` for a plain job). */
   startChildren: (parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]) => Promise<string[]>;
+  /** Executions in progress in this process, by run (a local cancel aborts them). */
+  running?: Map<string, AbortController>;
 }
+
+const JOB_CHILD = 'job:';
 
 /** A children wait re-checks this often even without a wake-up (a child dead-lettered by the reaper sends none). */
 export const CHILDREN_POLL_MS = 30_000;
@@ -70,7 +74,9 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   else if (run.state === 'waiting') d.counters.resumes[run.eventReady ? 'event' : 'timeout']++;
   else if (ctx.job.attempt > 1) d.counters.resumes.retry++;
 
-  const exec = new Execution(run, lease, ctx, d);
+  const cancel = new AbortController();
+  d.running?.set(runId, cancel);
+  const exec = new Execution(run, lease, ctx, d, AbortSignal.any([ctx.signal, cancel.signal]));
   try {
     const output = await fn(exec);
     exec.ensureOpen();
@@ -87,7 +93,14 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
     if (exec.ended instanceof Stop) return exec.ended.result;
     if (exec.ended) throw exec.ended;
     if (err instanceof Stop) return err.result;
+    // Cancelled while a step ran: the step gave up on its signal; the run says why.
+    if (exec.signal.aborted) {
+      const r = await d.store.refusal(lease).catch(() => null);
+      if (r?.kind === 'cancelled') return stopResult(r);
+    }
     throw err;
+  } finally {
+    if (d.running?.get(runId) === cancel) d.running.delete(runId);
   }
 }
 
@@ -130,13 +143,14 @@ class Execution implements WorkflowContext {
   /** Set once the execution ended (suspended or stopped): every later call throws it again. */
   ended: Suspended | Stop | null = null;
   readonly #lease: RunLease;
-  readonly #job: JobContext;
   readonly #d: ExecutionDeps;
   /** Completed or started entries of the run's history, in order: the n-th call must match the n-th. */
   readonly #history: HistoryStep[];
   /** Failed attempts so far, by step key. */
   readonly #failed = new Map<string, number>();
   readonly #occurrences = new Map<string, number>();
+  /** The job's signal, also aborted when the run is cancelled from this process. */
+  readonly #signal: AbortSignal;
   #calls = 0;
   #busy = false;
 
@@ -145,21 +159,22 @@ class Execution implements WorkflowContext {
     lease: RunLease,
     job: JobContext,
     d: ExecutionDeps,
+    signal: AbortSignal,
   ) {
+    this.#signal = signal;
     this.runId = run.id;
     this.name = run.name;
     this.tenantId = run.tenantId;
     this.input = run.input;
     this.token = job.token;
     this.#lease = lease;
-    this.#job = job;
     this.#d = d;
     this.#history = run.steps.filter((s) => s.status !== 'failed');
     for (const s of run.steps) if (s.status === 'failed') this.#failed.set(displayKey(s.name, s.occurrence), s.attempts);
   }
 
   get signal(): AbortSignal {
-    return this.#job.signal;
+    return this.#signal;
   }
 
   ensureOpen(): void {
@@ -220,7 +235,7 @@ class Execution implements WorkflowContext {
       value = await fn({
         idempotencyKey: `${this.runId}:${shown}`,
         attempt: (this.#failed.get(shown) ?? 0) + 1,
-        signal: this.#job.signal,
+        signal: this.#signal,
       });
     } catch (err) {
       this.#busy = false;
@@ -275,7 +290,7 @@ class Execution implements WorkflowContext {
 
   async all<T = unknown>(key: string, children: ChildSpec[]): Promise<Array<ChildResult<T>>> {
     if (!Array.isArray(children) || children.length === 0 || children.length > CHILDREN_MAX) {
-      throw new TerminalError(`all "${key}": children must be an array of 1 to ${CHILDREN_MAX} { workflow, input? }`);
+      throw new TerminalError(`all "${key}": children must be an array of 1 to ${CHILDREN_MAX} { workflow, input? } or { job }`);
     }
     const parent = { runId: this.runId, tenantId: this.tenantId };
     const ids = await this.step<string[]>(key, () => this.#d.startChildren(parent, key, children));
@@ -310,17 +325,27 @@ class Execution implements WorkflowContext {
 
   /** Every child's outcome in order once all have finished, else null. */
   async #joined(ids: string[]): Promise<ChildResult[] | null> {
-    const rows = await this.#d.store.childOutcomes({ runIds: ids });
-    const byId = new Map(rows.map((r) => [r.id, r]));
+    const runIds = ids.filter((id) => !id.startsWith(JOB_CHILD));
+    const jobIds = ids.filter((id) => id.startsWith(JOB_CHILD)).map((id) => id.slice(JOB_CHILD.length));
+    const [runs, jobs] = await Promise.all([
+      runIds.length > 0 ? this.#d.store.childOutcomes({ runIds }) : [],
+      jobIds.length > 0 ? this.#d.store.jobOutcomes({ jobIds }) : [],
+    ]);
+    const byRun = new Map(runs.map((r) => [r.id, { ...r, result: r.output }]));
+    const byJob = new Map(jobs.map((j) => [j.id, j]));
     const out: ChildResult[] = [];
     for (const id of ids) {
-      const r = byId.get(id);
+      const job = id.startsWith(JOB_CHILD) ? id.slice(JOB_CHILD.length) : null;
+      // A plain job deleted at its success (deleteOnSuccess) has no row left: it succeeded.
+      const r = job ? (byJob.get(job) ?? { state: 'succeeded', result: null, lastError: null }) : byRun.get(id);
       if (!r || !FINAL_CHILD_STATES.has(r.state)) return null;
+      const failed = (r.state === 'dead_lettered' || (job !== null && r.state === 'cancelled')) && r.lastError;
       out.push({
-        runId: id,
+        runId: job ? null : id,
+        jobId: job,
         state: r.state as ChildResult['state'],
-        output: r.state === 'succeeded' ? (r.output ?? null) : null,
-        error: r.state === 'dead_lettered' && r.lastError ? { name: r.lastError.name, message: r.lastError.message } : null,
+        output: r.state === 'succeeded' ? (r.result ?? null) : null,
+        error: failed ? { name: r.lastError!.name, message: r.lastError!.message } : null,
       });
     }
     return out;

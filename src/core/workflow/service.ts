@@ -8,6 +8,7 @@ import { assertJobId, isJobId, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_M
 import { nameSchema } from '../config.ts';
 import { BatonError, TerminalError } from '../errors.ts';
 import type { Handler } from '../handler.ts';
+import type { EnqueueResult, JobSpec } from '../job.ts';
 import { IDEMPOTENCY_KEY_MAX_CHARS, jsonTextHasNul, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
 import { executeRun, wakeParent, type WorkflowCounters } from './execution.ts';
 import {
@@ -47,6 +48,10 @@ export interface WorkflowsDeps {
   /** The engine's handler map: a workflow registers its job type's handler here. */
   handlers: Record<string, Handler>;
   wake: (queue: string) => void;
+  /** Enqueues a plain job a run awaits (ctx.all with { job }). */
+  enqueue: (spec: JobSpec) => Promise<EnqueueResult>;
+  /** The NOTIFY channel of a queue. */
+  channelOf: (queue: string) => string;
 }
 
 function invalid(what: string, error: z.ZodError): BatonError {
@@ -74,6 +79,8 @@ export class Workflows {
   };
   readonly #d: WorkflowsDeps;
   readonly #defs = new Map<string, Definition>();
+  /** Executions in progress here, by run: a cancel from this process aborts their steps at once. */
+  readonly #running = new Map<string, AbortController>();
 
   constructor(deps: WorkflowsDeps) {
     this.#d = deps;
@@ -96,15 +103,35 @@ export class Workflows {
       counters: this.counters,
       wake: this.#d.wake,
       startChildren: (parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]) =>
-        this.#startChildren(parent, key, children),
+        this.#startChildren(parent, def.queue, key, children),
+      running: this.#running,
     };
     this.#d.handlers[jobTypeOf(name)] = (ctx) => executeRun(def.fn as WorkflowFn, ctx, deps);
   }
 
-  /** Child runs are started once per (parent, key, index): a re-executed start step finds them. */
-  async #startChildren(parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]): Promise<string[]> {
+  /**
+   * Children are started once per (parent, key, index): a re-executed start step finds them by
+   * idempotency key. A plain job is answered as `job:<id>`, linked to the run (its finish wakes it).
+   */
+  async #startChildren(
+    parent: { runId: string; tenantId: string },
+    parentQueue: string,
+    key: string,
+    children: ChildSpec[],
+  ): Promise<string[]> {
     const ids: string[] = [];
+    const jobIds: string[] = [];
     for (const [i, child] of children.entries()) {
+      if (child && typeof child === 'object' && 'job' in child) {
+        const res = await this.#d
+          .enqueue({ ...child.job, tenantId: parent.tenantId, idempotencyKey: `child:${parent.runId}:${key}:${i}` })
+          .catch((err: unknown) => {
+            throw new TerminalError(`all "${key}": child ${i} is not a job Baton accepts`, { cause: err });
+          });
+        jobIds.push(res.job.id);
+        ids.push(`job:${res.job.id}`);
+        continue;
+      }
       const def = this.#defs.get(child?.workflow);
       if (!def) throw new TerminalError(`all "${key}": child ${i} names no workflow defined here (${JSON.stringify(child?.workflow)})`);
       const res = await this.#d.store.startRun({
@@ -120,6 +147,7 @@ export class Workflows {
       if (!res.duplicate) this.#d.wake(def.queue);
       ids.push(res.run.id);
     }
+    if (jobIds.length > 0) await this.#d.store.linkChildJobs({ runId: parent.runId, jobIds, channel: this.#d.channelOf(parentQueue) });
     return ids;
   }
 
@@ -209,6 +237,8 @@ export class Workflows {
     const res = await this.#d.store.cancelRun({ runId, allowed: (r: RunForAction) => LIVE_RUN_STATES.has(r.state) });
     if (!res) throw notFound(runId);
     if ('conflict' in res) throw conflict(runId, res.conflict, 'cancelled', 'running, sleeping or waiting');
+    // Another process's execution learns of it at its next heartbeat (its lease was revoked).
+    this.#running.get(runId)?.abort(new BatonError('RUN_STATE_CONFLICT', `workflow run ${runId} was cancelled`));
     await wakeParent({ store: this.#d.store, wake: this.#d.wake }, runId);
     return res;
   }

@@ -1,7 +1,7 @@
 // The public shapes of durable workflows: the function a workflow is, the context it
 // runs with, and a run as reads return it. States are a discriminated union of strings.
 
-import type { AttemptError } from '../job.ts';
+import type { AttemptError, JobSpec } from '../job.ts';
 
 /** A run's state. dead_lettered is the driving job's (its attempt budget spent, or a terminal error). */
 export const RUN_STATES = ['running', 'sleeping', 'waiting', 'succeeded', 'dead_lettered', 'cancelled'] as const;
@@ -60,19 +60,22 @@ export interface WorkflowContext<I = unknown> {
   all<T = unknown>(key: string, children: ChildSpec[]): Promise<Array<ChildResult<T>>>;
 }
 
-/** A child run to start from ctx.all. */
-export interface ChildSpec {
-  workflow: string;
-  input?: unknown;
-}
+/**
+ * What ctx.all starts: a child run ({ workflow, input }) or a plain job ({ job }: a job spec,
+ * enqueued in the run's tenant; dependsOn is allowed).
+ */
+export type ChildSpec = { workflow: string; input?: unknown } | { job: Omit<JobSpec, 'tenantId' | 'idempotencyKey'> };
 
-/** How a child run ended, as ctx.all returns it. */
+/** How a child ended, as ctx.all returns it. */
 export interface ChildResult<T = unknown> {
-  runId: string;
+  /** The child run; null for a plain job. */
+  runId: string | null;
+  /** The plain job; null for a child run. */
+  jobId: string | null;
   state: 'succeeded' | 'dead_lettered' | 'cancelled';
-  /** The child's output when it succeeded, else null. */
+  /** The child's output (a job's result) when it succeeded, else null. */
   output: T | null;
-  /** The last error of its driving job when it dead-lettered, else null. */
+  /** The last error of its (driving) job when it dead-lettered or was cancelled for a failed parent, else null. */
   error: { name: string; message: string } | null;
 }
 

@@ -30,6 +30,10 @@ import { queueQueries, type QueueQueries } from './queries/queue.ts';
 import { statsQueries, type StatsQueries } from './queries/stats.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
 import { flowQueries, FLOW_KEYS_PER_CLAIM, type FlowQueries } from './queries/flow.ts';
+import { channelFor } from '../../core/notifier.ts';
+import { insertWithDependencies } from './dependencies.ts';
+import { dependencyQueries } from './queries/dependency.ts';
+import { quoteSchema } from '../schema-name.ts';
 import { compareIds, rowToJob, rowToSummary, type JobRow, type JobSummaryRow } from './rows.ts';
 
 export class PgExecutor implements Executor {
@@ -71,6 +75,17 @@ export class PgExecutor implements Executor {
   }
 
   async jobInsertMany(p: JobInsertManyParams): Promise<InsertedJob[]> {
+    // A keyed job's queue becomes flow-controlled before the job exists, in a commit of its own
+    // (so also ahead of a caller's transaction): no FIFO or fair claim ever sees a keyed job.
+    const keyed = [...new Set(p.jobs.filter((j) => j.concurrencyKey != null).map((j) => j.queue))].filter((q) => !this.#keyedQueues.has(q));
+    if (keyed.length > 0) {
+      await this.#q(this.#flow.markKeyed, [keyed]);
+      for (const q of keyed) this.#keyedQueues.add(q);
+    }
+    if (p.jobs.some((j) => j.dependsOn)) {
+      const dep = dependencyQueries(quoteSchema(this.#schemaName));
+      return insertWithDependencies({ pool: this.#pool, dep, job: this.#job, channelOf: (q) => channelFor(this.#schemaName, q) }, p);
+    }
     const on = p.client ?? this.#pool;
     const payload = JSON.stringify(
       p.jobs.map((j) => ({
@@ -88,13 +103,6 @@ export class PgExecutor implements Executor {
         concurrency_limit: j.concurrencyLimit ?? null,
       })),
     );
-    // A keyed job's queue becomes flow-controlled before the job exists, in a commit of its own
-    // (so also ahead of a caller's transaction): no FIFO or fair claim ever sees a keyed job.
-    const keyed = [...new Set(p.jobs.filter((j) => j.concurrencyKey != null).map((j) => j.queue))].filter((q) => !this.#keyedQueues.has(q));
-    if (keyed.length > 0) {
-      await this.#q(this.#flow.markKeyed, [keyed]);
-      for (const q of keyed) this.#keyedQueues.add(q);
-    }
     const notify = p.notify ?? [];
     const inserted = (
       notify.length > 0

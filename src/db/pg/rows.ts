@@ -29,6 +29,9 @@ export interface JobRow {
   finished_at: Date | null;
   updated_at: Date;
   trace_context: TraceCarrier | null;
+  /** Migration 0016: the parents named at enqueue, and how many are unfinished while waiting. */
+  depends_on?: Array<string | number> | null;
+  waiting_for?: number | null;
 }
 
 export function rowToJob(r: JobRow): Job {
@@ -50,11 +53,14 @@ export function rowToJob(r: JobRow): Job {
     updatedAt: r.updated_at,
     startedAt: r.started_at,
     trace: r.trace_context ?? null,
+    ...(r.depends_on ? { dependsOn: r.depends_on.map(String) } : {}),
   };
   const lastToken = r.lease_token === null ? null : String(r.lease_token);
   switch (r.state) {
     case 'pending':
       return { ...base, state: 'pending', lastToken };
+    case 'waiting':
+      return { ...base, state: 'waiting', waitingFor: r.waiting_for ?? 0 };
     case 'leased':
     case 'running':
       return {

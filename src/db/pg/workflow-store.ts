@@ -239,6 +239,18 @@ export class PgWorkflowStore implements WorkflowStore {
     return { ok: true, done: r.done, output: r.output };
   }
 
+  async linkChildJobs(p: { runId: string; jobIds: string[]; channel: string }): Promise<void> {
+    await this.#run(this.#q.linkChildJobs, [p.runId, p.jobIds, p.channel]);
+  }
+
+  async jobOutcomes(p: { jobIds: string[] }) {
+    const rows = await this.#run<{ id: string; state: string; result: unknown; last_error: { name: string; message: string } | null }>(
+      this.#q.jobOutcomes,
+      [p.jobIds],
+    );
+    return rows.map((r) => ({ id: r.id, state: r.state, result: r.result, lastError: r.last_error }));
+  }
+
   async wakeParent(p: { runId: string }): Promise<string | null> {
     const [r] = await this.#run<{ queue: string }>(this.#q.wakeParent, [p.runId]);
     return r?.queue ?? null;
@@ -255,9 +267,10 @@ export class PgWorkflowStore implements WorkflowStore {
       p.token,
       p.runId,
     ]);
+    if (r?.ours === false) return { kind: 'superseded' };
+    // A cancel revokes the driving job's lease: the run's state says why the write was refused.
+    if (r?.state === 'cancelled') return { kind: 'cancelled' };
     if (!r?.lease_current) return { kind: 'lease_lost' };
-    if (r.ours === false) return { kind: 'superseded' };
-    if (r.state === 'cancelled') return { kind: 'cancelled' };
     if (r.state === 'succeeded') return { kind: 'finished', output: r.output };
     return { kind: 'lease_lost' };
   }

@@ -40,10 +40,13 @@ interface Part {
 function partsOf(state: JobState | undefined, viaIndex: boolean): Part[] {
   if (state !== undefined && !JOB_STATES.includes(state)) throw new Error(`unknown job state ${JSON.stringify(state)}`);
   const pending = { where: `state = 'pending'`, live: true };
+  // Jobs waiting for their parents (migration 0016), through jobs_waiting_idx.
+  const waiting = { where: `state = 'waiting'`, live: true };
   if (state === undefined) {
-    return [pending, { where: LEASED, live: true }, { where: FINISHED, live: false }];
+    return [pending, waiting, { where: LEASED, live: true }, { where: FINISHED, live: false }];
   }
   if (state === 'pending') return [pending];
+  if (state === 'waiting') return [waiting];
   if (state === 'leased' || state === 'running') return [{ where: `${LEASED} AND state = '${state}'`, live: true }];
   // Through the tenant or queue index, which holds finished rows only; else by state alone, so
   // that the index of finish times (retention's) is no candidate: reading a state's rows in
@@ -140,6 +143,8 @@ export function jobReadQueries(schema: string) {
           const q = oneQueue ? ' AND queue = $1' : '';
           return `SELECT queue, state, n FROM (
           SELECT queue, 'pending' AS state, count(*)::float8 AS n FROM ${jobs} WHERE state = 'pending'${q} GROUP BY queue
+          UNION ALL
+          SELECT queue, 'waiting', count(*)::float8 FROM ${jobs} WHERE state = 'waiting'${q} GROUP BY queue
           UNION ALL
           SELECT queue, state, count(*)::float8 FROM ${jobs} WHERE ${LEASED}${q} GROUP BY queue, state
           UNION ALL

@@ -382,7 +382,7 @@ export function jobQueries(schema: string) {
     cancel: {
       name: `${schema}.job_cancel`,
       text: `WITH r AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now()
-        WHERE id = $1 AND state = 'pending'
+        WHERE id = $1 AND state IN ('pending', 'waiting')
         RETURNING *),
         counted AS (${countFinished('r', '')})
         SELECT * FROM r`,

@@ -163,15 +163,37 @@ export function workflowQueries(schema: string) {
         WHERE c.id = $1::bigint AND p.state = 'waiting' AND j.id = p.job_id AND j.state = 'pending' AND j.run_at > now()
         RETURNING j.queue`,
     },
-    // A cancelled run's live children are cancelled with it (one level), and their pending jobs.
+    // A cancelled run's live descendants (every level) are cancelled with it, with their driving
+    // jobs (a live lease is revoked: its worker's next heartbeat misses and aborts the signal), and
+    // the plain jobs any of them awaits that have not started (pending or waiting).
     cancelChildren: {
       name: `${schema}.wf_cancel_children`,
-      text: `WITH c AS (
+      text: `WITH RECURSIVE d(id) AS (
+          SELECT id FROM ${runs} WHERE parent_run_id = $1::bigint AND state IN ('running', 'sleeping', 'waiting')
+          UNION
+          SELECT r.id FROM ${runs} r JOIN d ON r.parent_run_id = d.id WHERE r.state IN ('running', 'sleeping', 'waiting'))
+        , c AS (
           UPDATE ${runs} SET state = 'cancelled', finished_at = now(), updated_at = now()
-          WHERE parent_run_id = $1::bigint AND state IN ('running', 'sleeping', 'waiting') RETURNING job_id)
-        , j AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now()
-        WHERE id IN (SELECT job_id FROM c) AND state = 'pending' RETURNING queue, state)
+          WHERE id IN (SELECT id FROM d) RETURNING job_id)
+        , pj AS (SELECT job_id FROM ${schema}.workflow_child_jobs WHERE run_id = $1::bigint OR run_id IN (SELECT id FROM d))
+        , j AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now(), lease_owner = NULL, lease_expires_at = NULL
+          WHERE (id IN (SELECT job_id FROM c) AND state IN ('pending', 'leased', 'running'))
+             OR (id IN (SELECT job_id FROM pj) AND state IN ('pending', 'waiting'))
+          RETURNING queue, state)
         ${countFinishedSql(schema, 'j', '')}`,
+    },
+    // Plain jobs a run awaits (ctx.all): linked to the run, and marked so that their finishing
+    // statement makes the waiting run due (migration 0016's trigger). $3: the run's queue's channel.
+    linkChildJobs: {
+      name: `${schema}.wf_link_child_jobs`,
+      text: `WITH l AS (
+          INSERT INTO ${schema}.workflow_child_jobs (run_id, job_id, channel)
+          SELECT $1::bigint, j, $3 FROM unnest($2::bigint[]) AS j ON CONFLICT DO NOTHING)
+        UPDATE ${jobs} SET has_dependents = true WHERE id = ANY ($2::bigint[]) AND NOT has_dependents`,
+    },
+    jobOutcomes: {
+      name: `${schema}.wf_job_outcomes`,
+      text: `SELECT id::text, state, result, last_error FROM ${jobs} WHERE id = ANY ($1::bigint[])`,
     },
     // Suspend, 1 of 2 (in one transaction): the run row first (sendEvent locks it first too,
     // so an event sent meanwhile is seen by one side or the other). $4 state, $5 event name,
@@ -241,8 +263,10 @@ export function workflowQueries(schema: string) {
     },
     cancelJob: {
       name: `${schema}.wf_cancel_job`,
-      text: `WITH j AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now()
-        WHERE id = $1::bigint AND state = 'pending' RETURNING queue, state)
+      // A live lease is revoked too: the worker learns it at its next heartbeat and aborts the signal.
+      text: `WITH j AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now(),
+          lease_owner = NULL, lease_expires_at = NULL
+        WHERE id = $1::bigint AND state IN ('pending', 'leased', 'running') RETURNING queue, state)
         ${countFinishedSql(schema, 'j', '')}`,
     },
     replayJob: {
