@@ -15,7 +15,7 @@ export type Principal =
 
 /**
  * Paths only an admin may use (Hono patterns, as TOKEN_GUARDED_PATHS): fleet-wide state that
- * mixes every tenant (queues and their counts, pause, workers, stats, metrics) and the keys.
+ * mixes every tenant (queues and their counts, pause, workers, stats, flow control, metrics) and the keys.
  */
 export const ADMIN_ONLY_PATHS = [
   '/api/queues',
@@ -24,6 +24,9 @@ export const ADMIN_ONLY_PATHS = [
   '/api/stats',
   '/api/keys',
   '/api/keys/*',
+  // Flow control: limits and weights are fleet-wide settings, and the snapshot counts every tenant.
+  '/api/flow',
+  '/api/flow/*',
   '/metrics',
 ] as const;
 
