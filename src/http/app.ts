@@ -21,6 +21,7 @@ import { dlqRoutes, queueRoutes, statsRoutes, workerRoutes } from './routes/admi
 import { opsRoutes } from './routes/ops.ts';
 import { cronRoutes } from './routes/cron.ts';
 import { workflowRoutes } from './routes/workflows.ts';
+import { outboxRoutes } from './routes/outbox.ts';
 
 export const BODY_LIMIT_BYTES_DEFAULT = 1024 * 1024;
 export const CONSOLE_HTML_PATH_DEFAULT = fileURLToPath(new URL('./console.html', import.meta.url));
@@ -108,6 +109,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/api/stats', statsRoutes(baton))
     .route('/api/cron', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/workflows', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
+    .route('/api/outbox', outboxRoutes(baton))
     .route(
       '/',
       opsRoutes(baton, {

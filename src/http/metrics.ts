@@ -6,6 +6,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Baton, EngineEvents } from '../index.ts';
 import { registerWorkflowMetrics } from './metrics-workflows.ts';
 import { registerDatabaseMetrics } from './metrics-db.ts';
+import { registerOutboxMetrics } from './metrics-outbox.ts';
 
 export interface MetricsOptions {
   /** Also export Node process metrics (heap, event loop lag, ...). Default true. */
@@ -78,13 +79,16 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   const workflows = registerWorkflowMetrics(registry, baton, () => {
     scrapeFailed = true;
   });
+  const outbox = registerOutboxMetrics(registry, baton, () => {
+    scrapeFailed = true;
+  });
   new Counter({
     name: 'baton_metrics_collect_errors_total',
     help: 'Scrapes whose job counts or database health could not be read from the database',
     registers,
     // Reports the failure of this very scrape, not only of earlier ones: once, whatever failed.
     async collect() {
-      await Promise.all([jobsRead, health.settled(), workflows.settled()]);
+      await Promise.all([jobsRead, health.settled(), workflows.settled(), outbox.settled()]);
       if (scrapeFailed) this.inc();
     },
   });
@@ -289,6 +293,7 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
       if (closed) return;
       closed = true;
       for (const unsubscribe of subscriptions) unsubscribe();
+      outbox.close();
     },
   };
 }

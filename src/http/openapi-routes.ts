@@ -10,6 +10,7 @@ import { isTokenGuarded } from './auth.ts';
 import type { ApiErrorCode } from './errors.ts';
 import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc } from './openapi.ts';
 import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
+import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
 import {
   batchSchema,
   bulkSchema,
@@ -227,6 +228,7 @@ const OPERATIONS: readonly OperationDoc[] = [
     errors: ENGINE,
   }),
   ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
+  ...outboxOperations({ route, json, noBody, BODY, ENGINE }),
   route({
     method: 'post',
     path: '/api/cron',
@@ -364,6 +366,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       { name: 'queues', description: 'queues and workers' },
       { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
       WORKFLOW_TAG,
+      OUTBOX_TAG,
       { name: 'operations', description: 'health, readiness, metrics, this document, the console' },
     ],
     components: {
@@ -379,6 +382,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       Schedule: wireScheduleSchema,
       FireInstant: wireFireInstantSchema,
       ...WORKFLOW_COMPONENTS,
+      ...OUTBOX_COMPONENTS,
     },
     requestComponents: { JobSpec: jobSpecSchema, ScheduleSpec: scheduleBodySchema },
     operations: OPERATIONS,
