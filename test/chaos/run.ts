@@ -325,7 +325,8 @@ for (const seed of cronOnly ? [] : seedsToRun()) {
   reports.push(await runOne(plan));
 }
 // The plain smoke ends with the cron scenario; --scenario cron runs it alone.
-if ((cronOnly && !outboxOnly) || withCalm) cronRuns.push(await runCronScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
+if ((cronOnly && !outboxOnly) || withCalm)
+  cronRuns.push(await runCronScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
 // The plain smoke ends with the outbox scenario; --scenario outbox runs it alone.
 const outboxRuns: OutboxRunResult[] = [];
 if (outboxOnly || withCalm) outboxRuns.push(await runOutboxScenario({ seed: Number(args.seed ?? 1) }));
