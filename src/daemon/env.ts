@@ -19,6 +19,7 @@ import {
 } from '../core/config.ts';
 import { isValidSchemaName } from '../db/schema-name.ts';
 import { allowedHostsSetting } from '../http/allowed-hosts.ts';
+import { parsePublisherSpecs, type PublisherSpecs } from './outbox-config.ts';
 
 export const PORT_DEFAULT = 8080;
 export const HOST_DEFAULT = '127.0.0.1';
@@ -151,6 +152,13 @@ export const SETTINGS = {
     'more Host names the HTTP server answers to (name or name:port, comma-separated; * turns the Host check off)',
     '(none)',
   ],
+  BATON_OUTBOX_PUBLISHERS: [
+    'outbox-publishers',
+    z.string().min(1).optional(),
+    'outbox destinations as JSON {"name":{"type":"webhook"|"rabbitmq"|"nats",...}}, or @file.json (docs/outbox.md)',
+    '(none)',
+  ],
+  BATON_OUTBOX_RELAY: ['outbox-relay', bool.default(true), 'run an outbox relay in this process when publishers are configured', 'true'],
   LOG_LEVEL: [
     'log-level',
     z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -185,6 +193,8 @@ export interface DaemonConfig {
   /** Host names beyond the bind address and loopback names; '*' turns the Host check off. */
   allowedHosts: readonly string[] | '*' | undefined;
   logLevel: Parsed['LOG_LEVEL'];
+  /** Outbox destinations (validated, not yet built) and whether to run a relay. */
+  outbox: { publishers: PublisherSpecs; relay: boolean };
   /** Options for createBaton (only what was set; the engine applies its own defaults). */
   engine: EngineConfigInput;
 }
@@ -255,7 +265,7 @@ export function loadConfig(
       const got =
         raw[name] === undefined
           ? ''
-          : ` (got ${JSON.stringify(name === 'BATON_API_TOKEN' || name === 'DATABASE_URL' ? '***' : raw[name])})`;
+          : ` (got ${JSON.stringify(name === 'BATON_API_TOKEN' || name === 'DATABASE_URL' || name === 'BATON_OUTBOX_PUBLISHERS' ? '***' : raw[name])})`;
       return `${describeSetting(name)}: ${i.message}${got}`;
     });
     throw new ConfigError(`invalid configuration: ${lines.join('; ')}`, String(parsed.error.issues[0]?.path[0]));
@@ -274,6 +284,17 @@ export function loadConfig(
     backoffCapMs: c.BATON_BACKOFF_CAP_MS,
   });
   checkEngineRules(engine);
+  let publishers: PublisherSpecs = {};
+  if (c.BATON_OUTBOX_PUBLISHERS !== undefined) {
+    try {
+      publishers = parsePublisherSpecs(c.BATON_OUTBOX_PUBLISHERS, cwd);
+    } catch (err) {
+      throw new ConfigError(
+        `invalid configuration: ${describeSetting('BATON_OUTBOX_PUBLISHERS')}: ${(err as Error).message}`,
+        'BATON_OUTBOX_PUBLISHERS',
+      );
+    }
+  }
   return Object.freeze({
     databaseUrl: c.DATABASE_URL,
     port: c.PORT,
@@ -289,6 +310,7 @@ export function loadConfig(
     bodyLimitBytes: c.BATON_BODY_LIMIT_BYTES,
     allowedHosts: c.BATON_ALLOWED_HOSTS,
     logLevel: c.LOG_LEVEL,
+    outbox: { publishers, relay: c.BATON_OUTBOX_RELAY },
     engine: Object.freeze(engine),
   });
 }

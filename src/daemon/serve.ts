@@ -19,6 +19,7 @@ import { demoHandlers, demoWorkflows } from './demo-handlers.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { loadHandlers } from './load-handlers.ts';
 import { PlainError } from './plain-error.ts';
+import { buildPublishers } from './outbox-config.ts';
 import { EXIT_CONFIG, EXIT_FAILED, SHUTDOWN_ORDER, installShutdown, type Shutdown } from './shutdown.ts';
 
 /** Slack on top of drainMs before the watchdog forces exit (closing HTTP, stopping PostgreSQL). */
@@ -55,6 +56,7 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
       poolSize: config.poolSize,
       handlers,
       logger: logger.child({ component: 'engine' }),
+      outbox: { publishers: buildPublishers(config.outbox.publishers), relay: config.outbox.relay },
     });
     if (config.demoHandlers) for (const [name, fn] of Object.entries(demoWorkflows)) baton.workflow(name, fn as WorkflowFn);
     shutdown.add({ order: SHUTDOWN_ORDER.drain, name: 'drain jobs', run: () => baton.stop({ drainMs: config.drainMs }) });
@@ -77,6 +79,8 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     await baton.start();
     let serving = true;
     logger.info({ queues: baton.config.queues, workerId: baton.config.workerId }, 'workers started');
+    const destinations = Object.keys(config.outbox.publishers);
+    if (destinations.length > 0) logger.info({ destinations, relay: config.outbox.relay }, 'outbox publishers configured');
 
     let listening: { host: string; port: number } | undefined;
     const app = createApp(baton, {

@@ -25,6 +25,7 @@ import { opsRoutes } from './routes/ops.ts';
 import { cronRoutes } from './routes/cron.ts';
 import { workflowRoutes } from './routes/workflows.ts';
 import { flowRoutes } from './routes/flow.ts';
+import { outboxRoutes } from './routes/outbox.ts';
 
 export const BODY_LIMIT_BYTES_DEFAULT = 1024 * 1024;
 export const CONSOLE_HTML_PATH_DEFAULT = fileURLToPath(new URL('./console.html', import.meta.url));
@@ -126,6 +127,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/api/workflows', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/keys', keyRoutes(opts.apiKeys, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/flow', flowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
+    .route('/api/outbox', outboxRoutes(baton))
     .route(
       '/',
       opsRoutes(baton, {

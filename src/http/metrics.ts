@@ -9,6 +9,7 @@ import { registerDatabaseMetrics } from './metrics-db.ts';
 import { registerAuthMetrics } from './metrics-auth.ts';
 import type { AuthFailureReason } from './auth.ts';
 import { registerFlowMetrics } from './metrics-flow.ts';
+import { registerOutboxMetrics } from './metrics-outbox.ts';
 
 export interface MetricsOptions {
   /** Also export Node process metrics (heap, event loop lag, ...). Default true. */
@@ -86,13 +87,16 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   const flow = registerFlowMetrics(registry, baton, () => {
     scrapeFailed = true;
   });
+  const outbox = registerOutboxMetrics(registry, baton, () => {
+    scrapeFailed = true;
+  });
   new Counter({
     name: 'baton_metrics_collect_errors_total',
     help: 'Scrapes whose job counts or database health could not be read from the database',
     registers,
     // Reports the failure of this very scrape, not only of earlier ones: once, whatever failed.
     async collect() {
-      await Promise.all([jobsRead, health.settled(), workflows.settled(), flow.settled()]);
+      await Promise.all([jobsRead, health.settled(), workflows.settled(), flow.settled(), outbox.settled()]);
       if (scrapeFailed) this.inc();
     },
   });
@@ -299,6 +303,7 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
       if (closed) return;
       closed = true;
       for (const unsubscribe of subscriptions) unsubscribe();
+      outbox.close();
     },
   };
 }

@@ -13,6 +13,7 @@ import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi
 import { KEY_COMPONENTS, KEY_TAG, keyOperations } from './openapi-keys.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
 import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
+import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
 import {
   batchSchema,
   bulkSchema,
@@ -235,6 +236,7 @@ const OPERATIONS: readonly OperationDoc[] = [
   ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
   ...keyOperations({ route, json, noBody, BODY, ENGINE }),
   ...flowOperations({ route, json, noBody, BODY, ENGINE }),
+  ...outboxOperations({ route, json, noBody, BODY, ENGINE }),
   route({
     method: 'post',
     path: '/api/cron',
@@ -374,6 +376,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       WORKFLOW_TAG,
       KEY_TAG,
       FLOW_TAG,
+      OUTBOX_TAG,
       { name: 'operations', description: 'health, readiness, metrics, this document, the console' },
     ],
     components: {
@@ -390,6 +393,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       FireInstant: wireFireInstantSchema,
       ...WORKFLOW_COMPONENTS,
       ...KEY_COMPONENTS,
+      ...OUTBOX_COMPONENTS,
     },
     requestComponents: { JobSpec: jobSpecSchema, ScheduleSpec: scheduleBodySchema },
     operations: OPERATIONS,

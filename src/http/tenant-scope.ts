@@ -45,6 +45,11 @@ export const TENANT_NAMING_ROUTES: ReadonlySet<string> = new Set([
   'GET /api/cron',
   'GET /api/workflows/runs',
   'POST /api/workflows/:name/runs',
+  'GET /api/outbox/stats',
+  'GET /api/outbox/messages',
+  'GET /api/outbox/messages/:id',
+  'POST /api/outbox/messages/:id/replay',
+  'POST /api/outbox/dlq/replay',
 ]);
 
 /** 403 ADMIN_REQUIRED for a tenant key; mounted on ADMIN_ONLY_PATHS by app.ts. */

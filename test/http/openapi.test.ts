@@ -274,6 +274,29 @@ describe('real answers match the document', () => {
     await expectDocumented('POST /api/workflows/runs/:id/replay', await post(`/api/workflows/runs/${id}/replay`));
   });
 
+  it('/api/outbox: stats, list, read, replay one and a page of dead letters', async () => {
+    const { message } = await api.baton.outbox.record({ destination: 'oa-dest', topic: 't', messageKey: 'oa-1', headers: { 'X-A': '1' } });
+    const killed = () =>
+      db.query(
+        `UPDATE ${db.schema}.outbox SET state = 'dead_lettered', dead_letter_reason = 'rejected', finished_at = now(),
+           last_error = '{"name":"PublishError","message":"no","at":"2026-01-01T00:00:00.000Z"}' WHERE id = $1`,
+        [message.id],
+      );
+    await expectDocumented('GET /api/outbox/stats', await api.raw('/api/outbox/stats'));
+    await expectDocumented('GET /api/outbox/stats', await api.raw('/api/outbox/stats?tenantId=a%20b'));
+    await expectDocumented('GET /api/outbox/messages', await api.raw('/api/outbox/messages?destination=oa-dest'));
+    await expectDocumented('GET /api/outbox/messages', await api.raw('/api/outbox/messages?state=x'));
+    await expectDocumented('GET /api/outbox/messages/:id', await api.raw(`/api/outbox/messages/${message.id}`));
+    await expectDocumented('GET /api/outbox/messages/:id', await api.raw('/api/outbox/messages/x'));
+    await expectDocumented('POST /api/outbox/messages/:id/replay', await post(`/api/outbox/messages/${message.id}/replay`));
+    await killed();
+    await expectDocumented('GET /api/outbox/messages', await api.raw('/api/outbox/messages?state=dead_lettered'));
+    await expectDocumented('POST /api/outbox/messages/:id/replay', await post(`/api/outbox/messages/${message.id}/replay`));
+    await killed();
+    await expectDocumented('POST /api/outbox/dlq/replay', await post('/api/outbox/dlq/replay?limit=0'));
+    await expectDocumented('POST /api/outbox/dlq/replay', await post('/api/outbox/dlq/replay?limit=10&destination=oa-dest'));
+  });
+
   it('GET /api/queues, /api/queues/:queue/depth, /api/workers', async () => {
     await insertWorker(db.pool, 'openapi-worker', { queues: { oa: 2 }, jobTypes: ['works'] });
     expect((await expectDocumented('GET /api/queues', await api.raw('/api/queues'))).queues.length).toBeGreaterThan(0);

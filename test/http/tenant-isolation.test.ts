@@ -18,13 +18,13 @@ const db = useTestDatabase();
 /** In every payload, input and name of globex's: no answer to acme may contain it. */
 const MARK = 'globex-secret-7f3a';
 /** Ids that name nothing, for the reference 404 bodies. */
-const NOBODY = { job: '999999999', schedule: '999999999', run: '999999999', key: 'ffffffffffffffff' };
+const NOBODY = { job: '999999999', schedule: '999999999', run: '999999999', key: 'ffffffffffffffff', message: '999999999' };
 
 let api: ApiHarness;
 let keys: ClosableApiKeys;
 let acme: string;
 let admin: string;
-const globex = { job: '', dead: '', schedule: '', run: '', key: '', keyToken: '' };
+const globex = { job: '', dead: '', schedule: '', run: '', key: '', keyToken: '', message: '' };
 
 beforeAll(async () => {
   keys = openApiKeys({ pool: db.pool, schema: db.schema });
@@ -50,6 +50,14 @@ beforeAll(async () => {
       payload: { MARK },
     });
     globex.schedule = s.schedule.id;
+    const m = await owner.outbox.record({
+      tenantId: 'globex',
+      destination: 'globex-dest',
+      topic: MARK,
+      messageKey: MARK,
+      payload: { MARK },
+    });
+    globex.message = m.message.id;
   } finally {
     await owner.stop();
   }
@@ -142,6 +150,20 @@ function cases(): Record<string, Case[]> {
       },
     ],
     'POST /api/workflows/:name/runs': [named403('/api/workflows/flow/runs', { tenantId: 'globex' })],
+    'GET /api/outbox/stats': [named403('/api/outbox/stats?tenantId=globex'), { path: '/api/outbox/stats', status: 200 }],
+    'GET /api/outbox/messages': [
+      named403('/api/outbox/messages?tenantId=globex'),
+      { path: '/api/outbox/messages', status: 200 },
+      { path: '/api/outbox/messages?destination=globex-dest', status: 200 },
+    ],
+    'GET /api/outbox/messages/:id': [
+      { path: `/api/outbox/messages/${g.message}`, status: 404, nobody: `/api/outbox/messages/${NOBODY.message}` },
+      named403(`/api/outbox/messages/${g.message}?tenantId=globex`),
+    ],
+    'POST /api/outbox/messages/:id/replay': [
+      { path: `/api/outbox/messages/${g.message}/replay`, status: 404, nobody: `/api/outbox/messages/${NOBODY.message}/replay` },
+    ],
+    'POST /api/outbox/dlq/replay': [named403('/api/outbox/dlq/replay?tenantId=globex'), { path: '/api/outbox/dlq/replay', status: 200 }],
     'POST /api/keys': admin403('/api/keys', { tenantId: 'acme', role: 'admin' }),
     'GET /api/keys': admin403('/api/keys'),
     'POST /api/keys/:id/revoke': admin403(`/api/keys/${g.key}/revoke`),
@@ -178,12 +200,15 @@ describe('a tenant key of the wrong tenant, on every route', () => {
           const reference = await (await as(acme, method, c.nobody, c.body)).text();
           expect(withoutIds(text, Object.values(globex)), where).toEqual(withoutIds(reference, Object.values(NOBODY)));
         }
-        const listing = ['GET /api/jobs', 'GET /api/cron', 'GET /api/workflows/runs'].includes(route);
+        const listing = ['GET /api/jobs', 'GET /api/cron', 'GET /api/workflows/runs', 'GET /api/outbox/messages'].includes(route);
         if (listing && c.status === 200) {
           const body = JSON.parse(text);
-          expect(body.jobs ?? body.schedules ?? body.runs, where).toEqual([]);
+          expect(body.jobs ?? body.schedules ?? body.runs ?? body.messages, where).toEqual([]);
         }
-        if (route === 'POST /api/dlq/replay' && c.status === 200) expect(JSON.parse(text).replayed, where).toBe(0);
+        if (['POST /api/dlq/replay', 'POST /api/outbox/dlq/replay'].includes(route) && c.status === 200) {
+          expect(JSON.parse(text).replayed, where).toBe(0);
+        }
+        if (route === 'GET /api/outbox/stats' && c.status === 200) expect(JSON.parse(text).relay, where).toBeNull();
         if (route === 'POST /api/jobs/bulk') {
           const nobody = await (await as(acme, 'POST', '/api/jobs/bulk', { action: 'cancel', ids: [NOBODY.job] })).text();
           expect(withoutIds(text, [globex.job]), where).toEqual(withoutIds(nobody, [NOBODY.job]));
@@ -215,6 +240,7 @@ async function snapshot() {
     events: await q(`SELECT count(*)::int AS n FROM ${db.schema}.workflow_events`),
     paused: await q(`SELECT queue FROM ${db.schema}.paused_queues`),
     keys: await q(`SELECT id, revoked_at FROM ${db.schema}.api_keys ORDER BY id`),
+    outbox: await q(`SELECT id, tenant_id, state, attempt FROM ${db.schema}.outbox ORDER BY id`),
   };
 }
 

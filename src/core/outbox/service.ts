@@ -3,6 +3,7 @@
 // needs no publisher here: the relay may run in another process.
 
 import { createHash } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import type { OutboxStore } from '../../db/outbox-store.ts';
 import type { Queryable } from '../../db/pg/pool.ts';
 import { nameSchema } from '../config.ts';
@@ -16,7 +17,7 @@ import {
   type OutboxState,
   type RecordResult,
 } from './message.ts';
-import type { Relay, RelayCounters } from './relay.ts';
+import type { Relay, RelayCounters, RelayEvents } from './relay.ts';
 
 export const OUTBOX_LIST_LIMIT_DEFAULT = 50;
 export const OUTBOX_LIST_LIMIT_MAX = 500;
@@ -64,6 +65,8 @@ export interface OutboxApi {
   stats(p?: { tenantId?: string }): Promise<OutboxStats>;
   /** The relay in this process: its counters, or null when none runs here. */
   relayCounters(): RelayCounters | null;
+  /** The relay's events in this process (none are emitted when no relay runs here). */
+  readonly events: EventEmitter<RelayEvents>;
 }
 
 export const isOutboxId = (id: string) => /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= 2n ** 63n - 1n;
@@ -92,9 +95,11 @@ function boundedInt(what: string, v: number | undefined, def: number, min: numbe
 export class OutboxService implements OutboxApi {
   readonly #d: OutboxServiceDeps;
   readonly #channel: string;
+  readonly events: EventEmitter<RelayEvents>;
 
   constructor(deps: OutboxServiceDeps) {
     this.#d = deps;
+    this.events = deps.relay?.events ?? new EventEmitter<RelayEvents>();
     this.#channel = outboxChannelFor(deps.schema);
   }
 

@@ -1,0 +1,87 @@
+// /api/outbox: stats, listing and reading messages, replaying one or a page of dead letters.
+// Recording is not here: a message belongs in the caller's own database transaction.
+
+import { type Context, Hono } from 'hono';
+import { zValidator } from '@hono/zod-validator';
+import { BatonError, type Baton, type OutboxMessage } from '../../index.ts';
+import type { AppEnv } from '../context.ts';
+import { validationHook } from '../errors.ts';
+import { noBody } from '../json-body.ts';
+import { scopeOf } from '../tenant-scope.ts';
+import {
+  listOutboxQuerySchema,
+  outboxDlqReplayQuerySchema,
+  outboxIdParamSchema,
+  outboxTenantQuerySchema,
+  toWireOutboxMessage,
+  toWireOutboxStats,
+} from '../outbox-schemas.ts';
+
+// The very error the service throws for an id nobody has, so the two answers cannot be told apart.
+const notFound = (id: string) => () => new BatonError('OUTBOX_MESSAGE_NOT_FOUND', `outbox message ${id} not found`, { details: { id } });
+
+/**
+ * The message, unless the caller may not see it (a tenant key, another tenant's message) or the
+ * query named another tenant: then not found, exactly as an id nobody has.
+ */
+function visible(c: Context<AppEnv>, m: OutboxMessage, given: string | undefined): OutboxMessage {
+  const tenant = scopeOf(c).tenant(given);
+  if (tenant !== undefined && m.tenantId !== tenant) throw notFound(m.id)();
+  return m;
+}
+
+export function outboxRoutes(baton: Baton) {
+  return (
+    new Hono<AppEnv>()
+      /** Counts by destination and state, the oldest pending message's age, and this process's relay counters. */
+      .get('/stats', zValidator('query', outboxTenantQuerySchema, validationHook), async (c) => {
+        const scope = scopeOf(c);
+        const tenant = scope.tenant(c.req.valid('query').tenantId);
+        const stats = await baton.outbox.stats(tenant === undefined ? {} : { tenantId: tenant });
+        // The relay counters are this process's, over every tenant: an admin's to read.
+        return c.json(toWireOutboxStats(stats, scope.tenantId === undefined ? baton.outbox.relayCounters() : null), 200);
+      })
+      /** Newest first, by state / destination / tenantId, paged by limit (1..500) and offset. */
+      .get('/messages', zValidator('query', listOutboxQuerySchema, validationHook), async (c) => {
+        const q = c.req.valid('query');
+        const page = await baton.outbox.list({ ...q, tenantId: scopeOf(c).tenant(q.tenantId) });
+        return c.json({ messages: page.messages.map(toWireOutboxMessage), limit: page.limit, offset: page.offset }, 200);
+      })
+      .get(
+        '/messages/:id',
+        zValidator('param', outboxIdParamSchema, validationHook),
+        zValidator('query', outboxTenantQuerySchema, validationHook),
+        async (c) => {
+          const m = await baton.outbox.get(c.req.valid('param').id);
+          return c.json(toWireOutboxMessage(visible(c, m, c.req.valid('query').tenantId)), 200);
+        },
+      )
+      /** Published or dead-lettered messages only (409 while pending): published again, with a fresh budget. */
+      .post(
+        '/messages/:id/replay',
+        noBody(),
+        zValidator('param', outboxIdParamSchema, validationHook),
+        zValidator('query', outboxTenantQuerySchema, validationHook),
+        async (c) => {
+          const { id } = c.req.valid('param');
+          const given = c.req.valid('query').tenantId;
+          if (scopeOf(c).tenant(given) !== undefined) visible(c, await baton.outbox.get(id), given);
+          const m = await baton.outbox.replay(id);
+          c.get('log').info({ outboxMessageId: m.id }, 'outbox message replayed');
+          return c.json(toWireOutboxMessage(m), 200);
+        },
+      )
+      /** Up to `limit` (default 100, max 1000) dead letters, oldest first, back to pending. */
+      .post('/dlq/replay', noBody(), zValidator('query', outboxDlqReplayQuerySchema, validationHook), async (c) => {
+        const q = c.req.valid('query');
+        const tenant = scopeOf(c).tenant(q.tenantId);
+        const replayed = await baton.outbox.replayDeadLetters({
+          ...(q.limit === undefined ? {} : { limit: q.limit }),
+          ...(q.destination === undefined ? {} : { destination: q.destination }),
+          ...(tenant === undefined ? {} : { tenantId: tenant }),
+        });
+        c.get('log').info({ count: replayed.length }, 'outbox dead letters replayed');
+        return c.json({ replayed: replayed.length, messages: replayed.map(toWireOutboxMessage) }, 200);
+      })
+  );
+}
