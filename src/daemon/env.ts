@@ -82,7 +82,7 @@ export const SETTINGS = {
   BATON_API_TOKEN: [
     'api-token',
     z.string().min(8).optional(),
-    'bearer token for /api/* and /metrics (min 8 chars; health checks and the console page stay open)',
+    'admin token for /api/* and /metrics, beside API keys (baton keys; min 8 chars; health checks and the console page stay open)',
     '(none)',
   ],
   BATON_SCHEMA: [

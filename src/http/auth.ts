@@ -58,7 +58,8 @@ export function authenticate(opts: AuthOptions): MiddlewareHandler<AppEnv> {
     }
     const given = BEARER.exec(header)?.[1];
     if (!given) return refuse('malformed', 'invalid Authorization header: expected Bearer <token or API key>');
-    // An API key has its own shape; anything else can only be the admin token.
+    if (expected && timingSafeEqual(digest(given), expected)) return { role: 'admin', via: 'token', keyId: null };
+    // An API key has its own shape; anything else could only have been the admin token.
     if (opts.apiKeys && /^bk_/.test(given)) {
       const r = await opts.apiKeys.verify(given);
       if (!r.ok) return refuse(r.reason, 'invalid API key');
@@ -67,7 +68,6 @@ export function authenticate(opts: AuthOptions): MiddlewareHandler<AppEnv> {
       if (r.key.tenantId === null) return refuse('unknown_key', 'invalid API key');
       return { role: 'tenant', tenantId: r.key.tenantId, keyId: r.key.id };
     }
-    if (expected && timingSafeEqual(digest(given), expected)) return { role: 'admin', via: 'token', keyId: null };
     // A wrong credential is an error even while the API is open: never silently ignored.
     return refuse('bad_token', 'invalid bearer token');
   }

@@ -213,7 +213,7 @@ export function openApiDocument(api: ApiDoc): JsonObject {
     components: {
       schemas: { ...output.components(), ...input.components() },
       ...(api.bearer
-        ? { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'the API token (apiToken, BATON_API_TOKEN)' } } }
+        ? { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', description: 'an API key or BATON_API_TOKEN' } } }
         : {}),
     },
   };

@@ -11,6 +11,8 @@ import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
+import { insertJob } from '../helpers/factory.ts';
+import { openApiKeys } from '../../src/open-api-keys.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { REPO_ROOT, freePort, runBaton, waitExit, waitReady, type DaemonProcess } from './daemon-process.ts';
 
@@ -194,7 +196,7 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     }
   }, 60_000);
 
-  it('asks for the bearer token when the server requires one, and keeps it in localStorage', async () => {
+  it('asks for the bearer token when the server requires one, and keeps it in the page only', async () => {
     const port = await freePort();
     const guarded = `http://127.0.0.1:${port}`;
     const token = 'console-test-token-123';
@@ -216,11 +218,47 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
       await p.click('#token-save');
       await p.waitForSelector('#status[data-status="ok"]');
       await p.waitForSelector('#queues tr[data-queue="default"]');
-      expect(await p.evaluate("localStorage.getItem('baton.apiToken')")).toBe(token);
+      expect(await p.evaluate('document.body.dataset.scope')).toBe('admin');
+      // Nothing stored: a reload asks again.
+      expect(await p.evaluate('JSON.stringify(localStorage) + JSON.stringify(sessionStorage) + document.cookie')).not.toContain(token);
+      await p.reload();
+      await p.waitForSelector('#status[data-status="error"]');
+      await p.waitForSelector('#token-box.show');
       await ctx.close();
     } finally {
       d.child.kill('SIGTERM');
       expect(await waitExit(d, 30_000)).toBe(0);
+    }
+  }, 60_000);
+  it('with a tenant key shows that tenant only, and hides the fleet-wide panels', async () => {
+    const acmeJob = await insertJob(db, { tenantId: 'acme', jobType: 'acme.report' });
+    const otherJob = await insertJob(db, { tenantId: 'globex', jobType: 'globex.report' });
+    const keys = openApiKeys({ pool: db.pool, schema: db.schema });
+    const { key, token } = await keys.create({ tenantId: 'acme' });
+    const port = await freePort();
+    const keyed = `http://127.0.0.1:${port}`;
+    const d = runBaton(['serve', '--port', String(port), '--queues', ''], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
+    try {
+      await waitReady(d, keyed);
+      const ctx = await browser.newContext();
+      const p = await ctx.newPage();
+      await p.goto(keyed);
+      await p.waitForSelector('#token-box.show');
+      await p.fill('#token-input', token);
+      await p.click('#token-save');
+      await p.waitForSelector('#status[data-status="ok"]');
+      await p.waitForSelector(`#jobs tr[data-job-id="${acmeJob}"]`);
+      expect(await p.$(`#jobs tr[data-job-id="${otherJob}"]`)).toBeNull();
+      expect(await p.evaluate('document.body.dataset.scope')).toBe('tenant');
+      expect(await p.isVisible('#queues-section')).toBe(false);
+      expect(await p.isVisible('#scope-note')).toBe(true);
+      await ctx.close();
+    } finally {
+      d.child.kill('SIGTERM');
+      expect(await waitExit(d, 30_000)).toBe(0);
+      // The file's first daemon shares this database: leave it open, as it started.
+      await keys.revoke(key.id);
+      await keys.close();
     }
   }, 60_000);
 });
