@@ -206,16 +206,17 @@ export class PgExecutor implements Executor {
     let ok = false;
     try {
       await out.client.query({ text: 'BEGIN' });
-      // A claimer waits for a lock briefly, then tries again later (the lease it would get is
-      // reckoned from the transaction's start, so a long wait would spend it); and one whose
-      // process stalls inside the transaction loses its session, and its locks, soon.
-      await out.client.query({ ...this.#flow.claimTimeouts, values: [FLOW_LOCK_WAIT_MS, Math.max(500, Math.floor(p.leaseMs / 4))] });
+      // A claimer waits for a lock briefly, then tries again later, rather than hold a pool
+      // connection; and one whose process stalls inside the transaction loses its session, and
+      // its locks, after a lease length.
+      await out.client.query({ ...this.#flow.claimTimeouts, values: [FLOW_LOCK_WAIT_MS, Math.max(1_000, p.leaseMs)] });
       const keys = (
         await out.client.query<{ key: string; cap: number | null; rate: number | null; period: number | null }>({
           ...this.#flow.flowLock,
           values: [p.queue, p.keyCursor, FLOW_KEYS_PER_CLAIM],
         })
       ).rows;
+      p.onLeaseStatement?.();
       const res = await out.client.query<unknown[]>({
         ...this.#flow.flowClaim,
         values: [

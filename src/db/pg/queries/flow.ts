@@ -150,6 +150,9 @@ export function flowQueries(schema: string) {
     // their cap, rate and period (from flowLock). Answers ClaimRow columns, the cursor, and a
     // last row with a NULL id: when (ms) a rate-limited bucket next has a token (NULL: none is
     // empty), and whether a limit bound this claim (so more jobs may wait behind it).
+    // Leases run from this statement's clock, not the transaction's start: the lock statement
+    // before it (and any wait for a lock) does not spend them, and the claimer counts them
+    // proven from when it sent this statement.
     flowClaim: {
       name: `${schema}.flow_claim`,
       rowMode: 'array' as const,
@@ -206,7 +209,7 @@ export function flowQueries(schema: string) {
             UNION ALL SELECT id, tenant_id, rnd, pos, k, used, key FROM keyed
           ) a ORDER BY rnd, pos, k LIMIT (SELECT b FROM budget)
         ), claimed AS (
-          ${claimUpdateSql(schema, 'picked')}
+          ${claimUpdateSql(schema, 'picked', '(SELECT t FROM clock)')}
         ), spent_queue AS (
           UPDATE ${schema}.flow_queues SET tokens = (SELECT t FROM qtok) - (SELECT count(*) FROM claimed),
             refilled_at = greatest(refilled_at, (SELECT t FROM clock))
