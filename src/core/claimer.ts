@@ -114,7 +114,7 @@ export class Claimer {
     const controlled = this.#d.flow.controlled(dispatcher.queue);
     // Two queues may both read the floor; either answer is safe, as both precede their claims.
     if (this.#tokenFloor === null) this.#tokenFloor = await executor.jobTokenHighWater();
-    const provenAt = clock.now();
+    let provenAt = clock.now();
     const t0 = performance.now();
     let jobs: LeasedJob[];
     const outcome: ClaimOutcome = { got: 0 };
@@ -123,7 +123,17 @@ export class Claimer {
       if (!flow.fair && !controlled) {
         jobs = await executor.jobClaim(p);
       } else {
-        const r = await executor.jobClaimFlow({ ...p, fair: flow.fair, controlled, cursor: flow.cursor, keyCursor: flow.keyCursor });
+        const r = await executor.jobClaimFlow({
+          ...p,
+          fair: flow.fair,
+          controlled,
+          cursor: flow.cursor,
+          keyCursor: flow.keyCursor,
+          // A controlled claim's leases run from its claim statement, after its lock statement.
+          onLeaseStatement: () => {
+            provenAt = clock.now();
+          },
+        });
         jobs = r.jobs;
         flow.cursor = r.cursor;
         flow.keyCursor = r.keyCursor;

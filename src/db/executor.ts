@@ -77,6 +77,8 @@ export interface FlowClaimParams extends JobClaimParams {
   cursor: FairCursor;
   /** Where the walk over concurrency keys starts (a controlled claim walks at most 64 keys). */
   keyCursor: string;
+  /** Called just before the statement that writes the leases is sent (they are proven from then). */
+  onLeaseStatement?: () => void;
 }
 export interface FlowClaimResult {
   jobs: LeasedJob[];

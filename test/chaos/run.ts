@@ -8,8 +8,9 @@
 //   npm run test:chaos -- --scenario kill      one fault kind alone
 //                                              (kill|pause|pg-restart|listener|network|blackhole|resets|api-ack|starve),
 //                                              or calm: no faults at all,
-//                                              or cron: schedules firing every second while the leader is killed and paused
-//                                              or outbox: relays killed mid-publish, NATS resets, a webhook answering 503 and hanging
+//                                              or cron: schedules firing every second while the leader is killed and paused,
+//                                              or outbox: relays killed mid-publish, NATS resets, a webhook answering 503 and hanging,
+//                                              or flow: mixed faults with a key cap and a queue rate limit active
 //   npm run test:chaos -- --scenario calm --mutate notify-timer   must FAIL (the enqueue's query timer left armed)
 //   npm run test:chaos -- --soak               soak: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
@@ -23,6 +24,7 @@ import pg from 'pg';
 import { createBaton } from '../../src/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { checkHistory, formatResult, readFinalJobs, type CheckResult } from './checker.ts';
+import { checkFlow, type FlowLimits } from './flow-checker.ts';
 import { runCronScenario, type CronRunResult } from './cron.ts';
 import { runOutboxScenario, type OutboxRunResult } from './outbox.ts';
 import { Harness } from './harness.ts';
@@ -45,10 +47,12 @@ const { values: args } = parseArgs({
 });
 
 const outboxOnly = args.scenario === 'outbox';
+// cronOnly also for outbox: both skip the job seeds (and each other's scenario, below).
 const cronOnly = args.scenario === 'cron' || outboxOnly;
-const scenario = (cronOnly ? 'mixed' : (args.scenario ?? 'mixed')) as Scenario;
+const flowOnly = args.scenario === 'flow';
+const scenario = (cronOnly || flowOnly ? 'mixed' : (args.scenario ?? 'mixed')) as Scenario;
 if (scenario !== 'mixed' && scenario !== 'calm' && !FAULT_KINDS.includes(scenario)) {
-  console.error(`--scenario must be mixed, calm, cron, outbox or one of ${FAULT_KINDS.join(', ')}`);
+  console.error(`--scenario must be mixed, calm, cron, outbox, flow or one of ${FAULT_KINDS.join(', ')}`);
   process.exit(2);
 }
 const tier = args.soak ? 'soak' : 'smoke';
@@ -80,7 +84,14 @@ function seedsToRun(): number[] {
   return [1, ...Array.from({ length: n - 1 }, random)];
 }
 
-async function runOne(plan: Plan): Promise<RunReport> {
+/**
+ * The flow scenario's limits: every other job carries one of four concurrency keys capped at 2
+ * ('chaos:*'), and the queue starts at most 10 jobs a second (a bucket of 10).
+ */
+const FLOW = { cap: 2, rate: { limit: 10, periodMs: 1_000 } };
+const flowKey = (j: JobPlan, i: number) => (i % 2 === 0 ? `chaos:${(i / 2) % 4}` : undefined);
+
+async function runOne(plan: Plan, flow = false): Promise<RunReport> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `baton-chaos-${plan.seed}-`));
   console.log(
     `\n=== chaos ${plan.tier} scenario=${plan.scenario} seed=${plan.seed} jobs=${plan.jobs.length} workers=${plan.workers}x${plan.concurrency} (odd slots generate their worker ids) faults=${plan.faults.length} producer=${plan.producer} history=${dir}`,
@@ -103,6 +114,17 @@ async function runOne(plan: Plan): Promise<RunReport> {
     const producer = createBaton({ connectionString: h.cluster.url(), queryTimeoutMs: 3_000, poolSize: 2 });
     producer.events.on('error', (e) => h.log.append(errorRecord('producer', e)));
     await migrate(h.admin, { schema: 'baton' });
+    if (flow) {
+      await h.admin.query(`INSERT INTO baton.flow_keys (pattern, concurrency_limit) VALUES ('chaos:*', $1)`, [FLOW.cap]);
+      await h.admin.query(`INSERT INTO baton.flow_queues (queue, rate_limit, rate_period_ms) VALUES ('chaos', $1, $2)`, [
+        FLOW.rate.limit,
+        FLOW.rate.periodMs,
+      ]);
+      console.log(
+        `    flow: key cap ${FLOW.cap} on chaos:* (4 keys, every other job), queue rate ${FLOW.rate.limit}/${FLOW.rate.periodMs} ms`,
+      );
+    }
+    const keyOfPlan = new Map(plan.jobs.map((j, i) => [j.key, flow ? flowKey(j, i) : undefined]));
     const sessionsBefore = await sessionEnds(h.admin);
     await Promise.all(h.slots.map((s) => h.spawnWorker(s)));
     const apiUrl = plan.producer === 'http' ? await h.startApi(producer) : null;
@@ -115,6 +137,7 @@ async function runOne(plan: Plan): Promise<RunReport> {
       payload: { ms: j.ms, failFirst: j.failFirst },
       idempotencyKey: j.key,
       maxAttempts: 25,
+      ...(keyOfPlan.get(j.key) ? { concurrencyKey: keyOfPlan.get(j.key) } : {}),
     });
     // One enqueue attempt: the job id and whether this attempt created it; throws when the
     // outcome is unknown (reset, timeout, 5xx: the insert may have committed); a 4xx is definite.
@@ -230,6 +253,17 @@ async function runOne(plan: Plan): Promise<RunReport> {
     writeFileSync(path.join(dir, 'final.json'), JSON.stringify(final));
     const history = readHistory(...h.logPaths);
     const result: CheckResult = checkHistory(final, history, { requireQuiet: plan.scenario === 'calm' });
+    if (flow) {
+      const keyOf = new Map<string, string>();
+      for (const r of history) {
+        const k = r.type === 'enqueue' && r.status === 'ok' && r.jobId ? keyOfPlan.get(r.key) : undefined;
+        if (k && r.type === 'enqueue') keyOf.set(r.jobId!, k);
+      }
+      const limits: FlowLimits = { keyOf, ...FLOW };
+      const f = checkFlow(history, limits);
+      result.violations.push(...f.violations);
+      console.log(`flow: peak running per key ${JSON.stringify(f.peaks)} (cap ${FLOW.cap}); most starts in 1 s: ${f.peakStarts}`);
+    }
     if (plan.scenario === 'calm' && sessions.abandoned + sessions.killed + sessions.fatal > 0) {
       result.violations.push(
         `not quiet: ${sessions.abandoned} session(s) abandoned by their client, ${sessions.killed} killed, ${sessions.fatal} ended by an error, with no fault`,
@@ -261,7 +295,7 @@ async function runOne(plan: Plan): Promise<RunReport> {
     return {
       seed: plan.seed,
       tier: plan.tier,
-      scenario: plan.scenario,
+      scenario: flow ? 'flow' : plan.scenario,
       workers: plan.workers,
       concurrency: plan.concurrency,
       leaseMs: plan.leaseMs,
@@ -314,7 +348,7 @@ async function sessionEnds(admin: pg.Pool): Promise<{ abandoned: number; killed:
 const reports: RunReport[] = [];
 const cronRuns: CronRunResult[] = [];
 if (withCalm) reports.push(await runOne(makePlan({ seed: 1, tier, scenario: 'calm' })));
-for (const seed of cronOnly ? [] : seedsToRun()) {
+for (const seed of cronOnly || flowOnly ? [] : seedsToRun()) {
   const plan = makePlan({
     seed,
     tier,
@@ -323,6 +357,11 @@ for (const seed of cronOnly ? [] : seedsToRun()) {
     ...(args['fault-seconds'] ? { faultSeconds: Number(args['fault-seconds']) } : {}),
   });
   reports.push(await runOne(plan));
+}
+// The plain smoke runs the flow scenario with seed 1; --scenario flow runs it alone (any seed).
+if (flowOnly || withCalm) {
+  const seed = Number(args.seed ?? 1);
+  reports.push(await runOne(makePlan({ seed, tier, scenario: 'mixed', ...(args.jobs ? { jobs: Number(args.jobs) } : {}) }), true));
 }
 // The plain smoke ends with the cron scenario; --scenario cron runs it alone.
 if ((cronOnly && !outboxOnly) || withCalm)

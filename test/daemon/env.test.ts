@@ -32,7 +32,14 @@ describe('loadConfig', () => {
       allowedHosts: undefined,
       logLevel: 'info',
     });
-    expect(c.engine).toEqual({ schema: 'baton', queues: { default: 10 }, dispatch: 'notify', claimIntoRunning: true, drainMs: 10_000 });
+    expect(c.engine).toEqual({
+      schema: 'baton',
+      queues: { default: 10 },
+      dispatch: 'notify',
+      fairness: 'tenant',
+      claimIntoRunning: true,
+      drainMs: 10_000,
+    });
     expect(Object.isFrozen(c)).toBe(true);
   });
 
@@ -84,6 +91,7 @@ describe('loadConfig', () => {
     [{ BATON_QUEUES: 'emails/:1' }, 'BATON_QUEUES (--queues)'],
     [{ BATON_CLAIM_INTO_RUNNING: 'maybe' }, 'BATON_CLAIM_INTO_RUNNING (--claim-into-running)'],
     [{ BATON_DISPATCH: 'push' }, 'BATON_DISPATCH (--dispatch)'],
+    [{ BATON_FAIRNESS: 'weighted' }, 'BATON_FAIRNESS (--fairness)'],
     [{ BATON_SCHEMA: 'Bad-Schema' }, 'BATON_SCHEMA (--schema)'],
     [{ BATON_LEASE_MS: '50' }, 'BATON_LEASE_MS (--lease-ms)'],
     [{ BATON_BACKOFF_BASE_MS: '5000', BATON_BACKOFF_CAP_MS: '1000' }, 'BATON_BACKOFF_CAP_MS (--backoff-cap-ms)'],

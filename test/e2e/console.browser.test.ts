@@ -196,6 +196,27 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     }
   }, 60_000);
 
+  it('shows flow control: a queue cap with what runs under it, and depth per tenant', async () => {
+    const put = await fetch(`${base}/api/flow/queues/flow-demo`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ concurrencyLimit: 2, rateLimit: { limit: 10, periodMs: 1000 } }),
+    });
+    expect(put.status).toBe(200);
+    const enq = await fetch(`${base}/api/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jobType: 'nobody-handles', queue: 'flow-demo', tenantId: 'acme' }),
+    });
+    expect(enq.status).toBe(201);
+    await page.goto(base);
+    const row = '#flow-limits tr[data-flow-queue="flow-demo"]';
+    await page.waitForSelector(row, { timeout: 15_000 });
+    expect(await page.textContent(row)).toContain('10 / 1000 ms');
+    await page.waitForSelector('#flow-tenants tr[data-flow-tenant="flow-demo/acme"]');
+    expect(await page.textContent('#flow-tenants tr[data-flow-tenant="flow-demo/acme"]')).toMatch(/acme\s*1\s*1\s*0/);
+  });
+
   it('asks for the bearer token when the server requires one, and keeps it in the page only', async () => {
     const port = await freePort();
     const guarded = `http://127.0.0.1:${port}`;

@@ -29,7 +29,7 @@ import { jobListQueries, type JobListQueries } from './queries/job-list.ts';
 import { queueQueries, type QueueQueries } from './queries/queue.ts';
 import { statsQueries, type StatsQueries } from './queries/stats.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
-import { flowQueries, FLOW_KEYS_PER_CLAIM, type FlowQueries } from './queries/flow.ts';
+import { flowQueries, FLOW_KEYS_PER_CLAIM, FLOW_LOCK_WAIT_MS, type FlowQueries } from './queries/flow.ts';
 import { channelFor } from '../../core/notifier.ts';
 import { insertWithDependencies } from './dependencies.ts';
 import { dependencyQueries } from './queries/dependency.ts';
@@ -214,12 +214,17 @@ export class PgExecutor implements Executor {
     let ok = false;
     try {
       await out.client.query({ text: 'BEGIN' });
+      // A claimer waits for a lock briefly, then tries again later, rather than hold a pool
+      // connection; and one whose process stalls inside the transaction loses its session, and
+      // its locks, after a lease length.
+      await out.client.query({ ...this.#flow.claimTimeouts, values: [FLOW_LOCK_WAIT_MS, Math.max(1_000, p.leaseMs)] });
       const keys = (
         await out.client.query<{ key: string; cap: number | null; rate: number | null; period: number | null }>({
           ...this.#flow.flowLock,
           values: [p.queue, p.keyCursor, FLOW_KEYS_PER_CLAIM],
         })
       ).rows;
+      p.onLeaseStatement?.();
       const res = await out.client.query<unknown[]>({
         ...this.#flow.flowClaim,
         values: [
@@ -241,7 +246,14 @@ export class PgExecutor implements Executor {
       const keyCursor = keys.length >= FLOW_KEYS_PER_CLAIM ? (keys.at(-1)?.key ?? '') : '';
       return { ...flowAnswer(res.rows, p), keyCursor, wakeMs: wakeMs == null ? null : Number(wakeMs), limited: limited === true };
     } catch (err) {
+      const busy = !ok && (err as { code?: string }).code === '55P03';
       if (!ok) await out.client.query({ text: 'ROLLBACK' }).catch(() => undefined);
+      // lock_not_available: another claimer holds the queue's or a key's lock. Nothing was
+      // claimed; claim again shortly (jittered, so waiting claimers do not line up).
+      if (busy) {
+        ok = true;
+        return { jobs: [], cursor: p.cursor, keyCursor: p.keyCursor, wakeMs: FLOW_LOCK_WAIT_MS * (1 + Math.random()), limited: true };
+      }
       throw translatePgError(err);
     } finally {
       out.release(!ok);

@@ -17,6 +17,9 @@
 
 import { claimUpdateSql } from './job.ts';
 
+/** How long a controlled claim waits for a queue's or key's lock before trying again later. */
+export const FLOW_LOCK_WAIT_MS = 100;
+
 /** Tenants (or keys) walked per claim at most, besides the claim's own limit. */
 export const FLOW_KEYS_PER_CLAIM = 64;
 
@@ -84,10 +87,15 @@ const keyLimit = (schema: string, key: string, having: string, col: string) =>
      WHERE f.${having} IS NOT NULL AND (f.pattern = ${key} OR (right(f.pattern, 1) = '*' AND starts_with(${key}, left(f.pattern, -1))))
      ORDER BY f.pattern = ${key} DESC, length(f.pattern) DESC LIMIT 1)`;
 
-/** Tokens of a bucket now: refilled at `rate` per `period` ms since `at`, capped at `rate`. */
-const refill = (tokens: string, at: string, rate: string, period: string) =>
+/**
+ * Tokens of a bucket at `now`: refilled at `rate` per `period` ms since `at`, capped at `rate`.
+ * The claim passes the clock after its locks were taken, not the transaction's start: claimers
+ * take the lock in another order than they began, and a refill time that went backwards
+ * would credit the same interval twice.
+ */
+const refill = (tokens: string, at: string, rate: string, period: string, now = 'now()') =>
   `least(${rate}::float8, COALESCE(${tokens}, ${rate}::float8)
-     + greatest(0, date_part('epoch', now() - COALESCE(${at}, now())) * 1000) * ${rate} / ${period})`;
+     + greatest(0, date_part('epoch', ${now} - COALESCE(${at}, ${now})) * 1000) * ${rate} / ${period})`;
 
 export function flowQueries(schema: string) {
   const jobs = `${schema}.jobs`;
@@ -142,17 +150,20 @@ export function flowQueries(schema: string) {
     // their cap, rate and period (from flowLock). Answers ClaimRow columns, the cursor, and a
     // last row with a NULL id: when (ms) a rate-limited bucket next has a token (NULL: none is
     // empty), and whether a limit bound this claim (so more jobs may wait behind it).
+    // Leases run from this statement's clock, not the transaction's start: the lock statement
+    // before it (and any wait for a lock) does not spend them, and the claimer counts them
+    // proven from when it sent this statement.
     flowClaim: {
       name: `${schema}.flow_claim`,
       rowMode: 'array' as const,
-      text: `WITH RECURSIVE qcfg AS (
+      text: `WITH RECURSIVE clock AS MATERIALIZED (SELECT clock_timestamp() AS t), qcfg AS (
           SELECT concurrency_limit, rate_limit, rate_period_ms, tokens, refilled_at FROM ${schema}.flow_queues WHERE queue = $1
         ), qlive AS (
           SELECT count(*)::int AS n FROM ${jobs}
           WHERE (SELECT concurrency_limit FROM qcfg) IS NOT NULL
             AND lease_expires_at IS NOT NULL AND state IN ${LIVE} AND queue = $1
         ), qtok AS (
-          SELECT ${refill('tokens', 'refilled_at', 'rate_limit', 'rate_period_ms')} AS t, rate_limit, rate_period_ms
+          SELECT ${refill('tokens', 'refilled_at', 'rate_limit', 'rate_period_ms', '(SELECT t FROM clock)')} AS t, rate_limit, rate_period_ms
           FROM qcfg WHERE rate_limit IS NOT NULL
         ), budget AS (
           SELECT CASE WHEN EXISTS (SELECT 1 FROM ${schema}.paused_queues WHERE queue = $1) THEN 0 ELSE
@@ -167,7 +178,7 @@ export function flowQueries(schema: string) {
           SELECT key, pos, cap, rate, period,
             CASE WHEN cap IS NOT NULL THEN (SELECT count(*)::int FROM ${jobs} j
               WHERE j.state IN ${LIVE} AND j.concurrency_key IS NOT NULL AND j.concurrency_key = kcfg.key) END AS live,
-            CASE WHEN rate IS NOT NULL THEN ${refill('tokens', 'refilled_at', 'rate', 'period')} END AS tok
+            CASE WHEN rate IS NOT NULL THEN ${refill('tokens', 'refilled_at', 'rate', 'period', '(SELECT t FROM clock)')} END AS tok
           FROM kcfg
         ), kallow AS (
           SELECT key, pos, greatest(0, least((SELECT b FROM budget), COALESCE(cap - live, $2), COALESCE(floor(tok)::int, $2))) AS allow
@@ -198,17 +209,18 @@ export function flowQueries(schema: string) {
             UNION ALL SELECT id, tenant_id, rnd, pos, k, used, key FROM keyed
           ) a ORDER BY rnd, pos, k LIMIT (SELECT b FROM budget)
         ), claimed AS (
-          ${claimUpdateSql(schema, 'picked')}
+          ${claimUpdateSql(schema, 'picked', '(SELECT t FROM clock)')}
         ), spent_queue AS (
-          UPDATE ${schema}.flow_queues SET tokens = (SELECT t FROM qtok) - (SELECT count(*) FROM claimed), refilled_at = now()
+          UPDATE ${schema}.flow_queues SET tokens = (SELECT t FROM qtok) - (SELECT count(*) FROM claimed),
+            refilled_at = greatest(refilled_at, (SELECT t FROM clock))
           WHERE queue = $1 AND rate_limit IS NOT NULL AND EXISTS (SELECT 1 FROM qtok)
           RETURNING 1
         ), spent_keys AS (
           INSERT INTO ${schema}.flow_buckets AS b (key, tokens, refilled_at)
-          SELECT s.key, s.tok - (SELECT count(*) FROM picked p WHERE p.key = s.key), now()
+          SELECT s.key, s.tok - (SELECT count(*) FROM picked p WHERE p.key = s.key), (SELECT t FROM clock)
           FROM kstate s WHERE s.rate IS NOT NULL
           ORDER BY s.key
-          ON CONFLICT (key) DO UPDATE SET tokens = excluded.tokens, refilled_at = excluded.refilled_at
+          ON CONFLICT (key) DO UPDATE SET tokens = excluded.tokens, refilled_at = greatest(b.refilled_at, excluded.refilled_at)
           RETURNING 1
         ), waiting AS (
           SELECT least(
@@ -229,6 +241,11 @@ export function flowQueries(schema: string) {
         FROM waiting w WHERE (SELECT count(*) FROM spent_queue) + (SELECT count(*) FROM spent_keys) >= 0`,
     },
 
+    // The controlled claim's transaction: $1 ms of lock wait at most, and $2 ms idle inside it
+    // before the server ends the session (a stalled process must not hold a queue's lock).
+    claimTimeouts: {
+      text: `SELECT set_config('lock_timeout', $1::int || 'ms', true), set_config('idle_in_transaction_session_timeout', $2::int || 'ms', true)`,
+    },
     // Whether each of $1 (queues) is flow-controlled (has a flow_queues row).
     controlled: {
       name: `${schema}.flow_controlled`,

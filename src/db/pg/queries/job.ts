@@ -89,7 +89,7 @@ export const countFinishedSql = (
  * come back as ClaimRow columns. Shared by every claim statement (FIFO, fair, flow-controlled):
  * $3 owner, $4 into running, $5 lease ms. See `claim` below for the why of each clause.
  */
-export function claimUpdateSql(schema: string, picked: string): string {
+export function claimUpdateSql(schema: string, picked: string, leaseFrom = 'now()'): string {
   const jobs = `${schema}.jobs`;
   const tokenSeq = `'${schema}.lease_token_seq'`;
   // Set on a session by tokenFloor, naming the sequence it advanced (its oid).
@@ -98,7 +98,7 @@ export function claimUpdateSql(schema: string, picked: string): string {
           state = CASE WHEN $4::boolean THEN 'running' ELSE 'leased' END,
           lease_token = nextval(${tokenSeq}),
           lease_owner = $3,
-          lease_expires_at = now() + make_interval(secs => $5::double precision / 1000.0),
+          lease_expires_at = ${leaseFrom} + make_interval(secs => $5::double precision / 1000.0),
           attempt = j.attempt + 1,
           started_at = CASE WHEN $4::boolean THEN now() ELSE NULL END,
           updated_at = now()
