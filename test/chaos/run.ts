@@ -8,7 +8,8 @@
 //   npm run test:chaos -- --scenario kill      one fault kind alone
 //                                              (kill|pause|pg-restart|listener|network|blackhole|resets|api-ack|starve),
 //                                              or calm: no faults at all,
-//                                              or cron: schedules firing every second while the leader is killed and paused
+//                                              or cron: schedules firing every second while the leader is killed and paused,
+//                                              or workflow: four-step workflow runs through kill -9, SIGSTOP and a PostgreSQL restart
 //   npm run test:chaos -- --scenario calm --mutate notify-timer   must FAIL (the enqueue's query timer left armed)
 //   npm run test:chaos -- --soak               soak: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
@@ -23,6 +24,7 @@ import { createBaton } from '../../src/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { checkHistory, formatResult, readFinalJobs, type CheckResult } from './checker.ts';
 import { runCronScenario, type CronRunResult } from './cron.ts';
+import { runWorkflowScenario, type WorkflowRunResult } from './workflow.ts';
 import { Harness } from './harness.ts';
 import { errorRecord, readHistory } from './history.ts';
 import { writeReports, type RunReport } from './report.ts';
@@ -42,10 +44,11 @@ const { values: args } = parseArgs({
   },
 });
 
-const cronOnly = args.scenario === 'cron';
+const workflowOnly = args.scenario === 'workflow';
+const cronOnly = args.scenario === 'cron' || workflowOnly;
 const scenario = (cronOnly ? 'mixed' : (args.scenario ?? 'mixed')) as Scenario;
 if (scenario !== 'mixed' && scenario !== 'calm' && !FAULT_KINDS.includes(scenario)) {
-  console.error(`--scenario must be mixed, calm, cron or one of ${FAULT_KINDS.join(', ')}`);
+  console.error(`--scenario must be mixed, calm, cron, workflow or one of ${FAULT_KINDS.join(', ')}`);
   process.exit(2);
 }
 const tier = args.soak ? 'soak' : 'smoke';
@@ -321,15 +324,25 @@ for (const seed of cronOnly ? [] : seedsToRun()) {
   });
   reports.push(await runOne(plan));
 }
-// The plain smoke ends with the cron scenario; --scenario cron runs it alone.
-if (cronOnly || withCalm) cronRuns.push(await runCronScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
+// The plain smoke ends with the cron and workflow scenarios; --scenario cron or workflow runs one alone.
+if ((cronOnly && !workflowOnly) || withCalm) {
+  cronRuns.push(await runCronScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
+}
+const workflowRuns: WorkflowRunResult[] = [];
+if (workflowOnly || withCalm) {
+  workflowRuns.push(await runWorkflowScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
+}
 if (!args['no-report'] && reports.length > 0) {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../results');
   mkdirSync(root, { recursive: true });
   const files = writeReports(root, reports);
   console.log(`\nreports: ${files.join(', ')}`);
 }
-const failed = [...reports.filter((r) => !r.result.ok).map((r) => `seed ${r.seed}`), ...cronRuns.filter((r) => !r.ok).map(() => 'cron')];
-const runs = reports.length + cronRuns.length;
+const failed = [
+  ...reports.filter((r) => !r.result.ok).map((r) => `seed ${r.seed}`),
+  ...cronRuns.filter((r) => !r.ok).map(() => 'cron'),
+  ...workflowRuns.filter((r) => !r.ok).map(() => 'workflow'),
+];
+const runs = reports.length + cronRuns.length + workflowRuns.length;
 console.log(failed.length === 0 ? `\nCHAOS PASSED (${runs} run(s))` : `\nCHAOS FAILED: ${failed.join(', ')}`);
 process.exit(failed.length === 0 ? 0 : 1);
