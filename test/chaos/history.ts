@@ -70,7 +70,21 @@ export interface ErrorRecord {
   at: number;
 }
 
-export type HistoryRecord = ExecRecord | WriteRecord | FaultRecord | EnqueueRecord | ErrorRecord;
+/**
+ * A workflow step's side effect in the workflow scenario: 'start' when the step function begins
+ * (before its effect), 'end' once the effect is done (before the step's output is committed).
+ */
+export interface EffectRecord {
+  type: 'wf-effect';
+  phase: 'start' | 'end';
+  runId: string;
+  key: string;
+  token: string;
+  worker: string;
+  at: number;
+}
+
+export type HistoryRecord = ExecRecord | WriteRecord | FaultRecord | EnqueueRecord | ErrorRecord | EffectRecord;
 
 /** An engine 'error' event as a history record. */
 export function errorRecord(worker: string, e: { where: string; error: unknown }, at = Date.now()): ErrorRecord {

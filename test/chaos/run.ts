@@ -10,7 +10,8 @@
 //                                              or calm: no faults at all,
 //                                              or cron: schedules firing every second while the leader is killed and paused,
 //                                              or outbox: relays killed mid-publish, NATS resets, a webhook answering 503 and hanging,
-//                                              or flow: mixed faults with a key cap and a queue rate limit active
+//                                              or flow: mixed faults with a key cap and a queue rate limit active,
+//                                              or workflow: four-step workflow runs through kill -9, SIGSTOP and a PostgreSQL restart
 //   npm run test:chaos -- --scenario calm --mutate notify-timer   must FAIL (the enqueue's query timer left armed)
 //   npm run test:chaos -- --soak               soak: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
@@ -27,6 +28,7 @@ import { checkHistory, formatResult, readFinalJobs, type CheckResult } from './c
 import { checkFlow, type FlowLimits } from './flow-checker.ts';
 import { runCronScenario, type CronRunResult } from './cron.ts';
 import { runOutboxScenario, type OutboxRunResult } from './outbox.ts';
+import { runWorkflowScenario, type WorkflowRunResult } from './workflow.ts';
 import { Harness } from './harness.ts';
 import { errorRecord, readHistory } from './history.ts';
 import { writeReports, type RunReport } from './report.ts';
@@ -46,13 +48,11 @@ const { values: args } = parseArgs({
   },
 });
 
-const outboxOnly = args.scenario === 'outbox';
-// cronOnly also for outbox: both skip the job seeds (and each other's scenario, below).
-const cronOnly = args.scenario === 'cron' || outboxOnly;
-const flowOnly = args.scenario === 'flow';
-const scenario = (cronOnly || flowOnly ? 'mixed' : (args.scenario ?? 'mixed')) as Scenario;
+// A named scenario runs alone: cron, outbox, workflow or flow (each skips the job seeds and the others).
+const only = ['cron', 'outbox', 'workflow', 'flow'].includes(args.scenario ?? '') ? args.scenario : undefined;
+const scenario = (only !== undefined ? 'mixed' : (args.scenario ?? 'mixed')) as Scenario;
 if (scenario !== 'mixed' && scenario !== 'calm' && !FAULT_KINDS.includes(scenario)) {
-  console.error(`--scenario must be mixed, calm, cron, outbox, flow or one of ${FAULT_KINDS.join(', ')}`);
+  console.error(`--scenario must be mixed, calm, cron, outbox, workflow, flow or one of ${FAULT_KINDS.join(', ')}`);
   process.exit(2);
 }
 const tier = args.soak ? 'soak' : 'smoke';
@@ -348,7 +348,7 @@ async function sessionEnds(admin: pg.Pool): Promise<{ abandoned: number; killed:
 const reports: RunReport[] = [];
 const cronRuns: CronRunResult[] = [];
 if (withCalm) reports.push(await runOne(makePlan({ seed: 1, tier, scenario: 'calm' })));
-for (const seed of cronOnly || flowOnly ? [] : seedsToRun()) {
+for (const seed of only !== undefined ? [] : seedsToRun()) {
   const plan = makePlan({
     seed,
     tier,
@@ -358,17 +358,21 @@ for (const seed of cronOnly || flowOnly ? [] : seedsToRun()) {
   });
   reports.push(await runOne(plan));
 }
-// The plain smoke runs the flow scenario with seed 1; --scenario flow runs it alone (any seed).
-if (flowOnly || withCalm) {
+// The plain smoke then runs the flow scenario with seed 1, and ends with the cron, outbox and
+// workflow scenarios; --scenario NAME runs one of them alone.
+if (only === 'flow' || withCalm) {
   const seed = Number(args.seed ?? 1);
   reports.push(await runOne(makePlan({ seed, tier, scenario: 'mixed', ...(args.jobs ? { jobs: Number(args.jobs) } : {}) }), true));
 }
-// The plain smoke ends with the cron scenario; --scenario cron runs it alone.
-if ((cronOnly && !outboxOnly) || withCalm)
+if (only === 'cron' || withCalm) {
   cronRuns.push(await runCronScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
-// The plain smoke ends with the outbox scenario; --scenario outbox runs it alone.
+}
 const outboxRuns: OutboxRunResult[] = [];
-if (outboxOnly || withCalm) outboxRuns.push(await runOutboxScenario({ seed: Number(args.seed ?? 1) }));
+if (only === 'outbox' || withCalm) outboxRuns.push(await runOutboxScenario({ seed: Number(args.seed ?? 1) }));
+const workflowRuns: WorkflowRunResult[] = [];
+if (only === 'workflow' || withCalm) {
+  workflowRuns.push(await runWorkflowScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
+}
 if (!args['no-report'] && reports.length > 0) {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../results');
   mkdirSync(root, { recursive: true });
@@ -379,7 +383,8 @@ const failed = [
   ...reports.filter((r) => !r.result.ok).map((r) => `seed ${r.seed}`),
   ...cronRuns.filter((r) => !r.ok).map(() => 'cron'),
   ...outboxRuns.filter((r) => !r.ok).map(() => 'outbox'),
+  ...workflowRuns.filter((r) => !r.ok).map(() => 'workflow'),
 ];
-const runs = reports.length + cronRuns.length + outboxRuns.length;
+const runs = reports.length + cronRuns.length + outboxRuns.length + workflowRuns.length;
 console.log(failed.length === 0 ? `\nCHAOS PASSED (${runs} run(s))` : `\nCHAOS FAILED: ${failed.join(', ')}`);
 process.exit(failed.length === 0 ? 0 : 1);

@@ -10,6 +10,7 @@ import type { JobContext } from '../../src/index.ts';
 import { HistoryLog, errorRecord, type WriteRecord } from './history.ts';
 import { TOKEN_FENCE } from '../../src/db/pg/queries/job.ts';
 import { writeKind, writeRecords } from './write-recorder.ts';
+import { CHAOS_FLOW, chaosFlow } from './chaos-flow.ts';
 
 /** Environment the runner passes. */
 export interface WorkerEnv {
@@ -217,6 +218,12 @@ const makeBaton = () => {
     queryTimeoutMs: Number(env.CHAOS_QUERY_TIMEOUT_MS ?? 2_000),
     handlers: { chaos: chaosHandler as (ctx: JobContext) => Promise<unknown> },
   });
+  // The workflow scenario's workflow (workflow.ts); idle in the others.
+  b.workflow(
+    CHAOS_FLOW,
+    chaosFlow(workerId, (r) => log.append(r)),
+    { queue: 'chaos', maxAttempts: 100 },
+  );
   // Every background error, for the checker's count of errors with no fault active.
   b.events.on('error', (e) => log.append(errorRecord(workerId, e)));
   return b;

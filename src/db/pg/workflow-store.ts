@@ -108,23 +108,21 @@ export class PgWorkflowStore implements WorkflowStore {
   }
 
   async load(p: RunLease): Promise<(LoadedRun & { marked: boolean }) | null> {
-    const [[r], steps] = await Promise.all([
-      this.#run<{
-        marked: boolean;
-        id: string;
-        name: string;
-        tenant_id: string;
-        input: unknown;
-        state: LoadedRun['state'];
-        job_id: string | null;
-        output: unknown;
-        wait_event: string | null;
-        parent_run_id: string | null;
-        now_ms: number;
-        event_ready: boolean;
-      }>(this.#q.load, [p.jobId, p.token, p.runId]),
-      this.#run<HistoryStep>(this.#q.loadSteps, [p.runId]),
-    ]);
+    const [r] = await this.#run<{
+      marked: boolean;
+      id: string;
+      name: string;
+      tenant_id: string;
+      input: unknown;
+      state: LoadedRun['state'];
+      job_id: string | null;
+      output: unknown;
+      wait_event: string | null;
+      parent_run_id: string | null;
+      now_ms: number;
+      event_ready: boolean;
+      steps: HistoryStep[];
+    }>(this.#q.load, [p.jobId, p.token, p.runId]);
     if (!r) return null;
     return {
       marked: r.marked,
@@ -139,7 +137,7 @@ export class PgWorkflowStore implements WorkflowStore {
       parentRunId: r.parent_run_id,
       eventReady: r.event_ready,
       nowMs: Number(r.now_ms),
-      steps,
+      steps: r.steps,
     };
   }
 
@@ -291,27 +289,23 @@ export class PgWorkflowStore implements WorkflowStore {
     return { state: r.state, storedState: r.stored_state, waitEvent: r.wait_event, jobId: r.job_id, jobState: r.job_state, name: r.name };
   }
 
-  sendEvent(p: Parameters<WorkflowStore['sendEvent']>[0]) {
-    return this.#tx(async (c) => {
-      const run = await this.#lock(p.runId, c);
-      if (!run) return null;
-      if (run.state === 'succeeded' || run.state === 'cancelled') {
-        // A producer retrying an event the run already took is answered as a duplicate, not a conflict.
-        const [old] = p.idempotencyKey === null ? [] : await this.#run<{ id: string }>(this.#q.eventByKey, [p.runId, p.idempotencyKey], c);
-        return old ? { eventId: old.id, duplicate: true, wokeQueue: null } : { conflict: run.state };
-      }
-      const [ins] = await this.#run<{ id: string }>(this.#q.insertEvent, [p.runId, p.name, p.payload, p.idempotencyKey], c);
-      if (!ins) {
-        const [old] = await this.#run<{ id: string }>(this.#q.eventByKey, [p.runId, p.idempotencyKey], c);
-        return { eventId: old?.id ?? '', duplicate: true, wokeQueue: null };
-      }
-      let wokeQueue: string | null = null;
-      if (run.storedState === 'waiting' && run.waitEvent === p.name && run.jobId) {
-        const [job] = await this.#run<{ queue: string }>(this.#q.wakeJob, [run.jobId], c);
-        wokeQueue = job?.queue ?? null;
-      }
-      return { eventId: ins.id, duplicate: false, wokeQueue };
-    });
+  async sendEvent(p: Parameters<WorkflowStore['sendEvent']>[0]) {
+    const [r] = await this.#run<{ state: RunState | null; event_id: string | null; old_id: string | null; woke_queue: string | null }>(
+      this.#q.sendEvent,
+      [p.runId, p.name, p.payload, p.idempotencyKey],
+    );
+    if (!r?.state) return null;
+    if (r.event_id) return { eventId: r.event_id, duplicate: false, wokeQueue: r.woke_queue };
+    // Nothing inserted: a repeated key (also after the run ended: a producer's retry is a
+    // duplicate, not a conflict), or a run that takes no more events.
+    let old = r.old_id;
+    if (!old && p.idempotencyKey !== null && r.state !== 'succeeded' && r.state !== 'cancelled') {
+      // The repeat committed while this statement waited for it: a new statement sees it.
+      old = (await this.#run<{ id: string }>(this.#q.eventByKey, [p.runId, p.idempotencyKey]))[0]?.id ?? null;
+    }
+    if (old) return { eventId: old, duplicate: true, wokeQueue: null };
+    if (r.state === 'succeeded' || r.state === 'cancelled') return { conflict: r.state };
+    throw new Error(`workflow run ${p.runId}: event neither inserted nor found`);
   }
 
   cancelRun(p: Parameters<WorkflowStore['cancelRun']>[0]) {

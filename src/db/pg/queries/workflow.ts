@@ -67,12 +67,12 @@ export function workflowQueries(schema: string) {
           RETURNING r.id)
         SELECT EXISTS (SELECT 1 FROM m) AS marked, r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
           date_part('epoch', now()) * 1000 AS now_ms,
-          EXISTS (SELECT 1 FROM ${events} e WHERE e.run_id = r.id AND e.name = r.wait_event AND e.consumed_by IS NULL) AS event_ready
+          EXISTS (SELECT 1 FROM ${events} e WHERE e.run_id = r.id AND e.name = r.wait_event AND e.consumed_by IS NULL) AS event_ready,
+          -- The history in the same statement: one round trip (and one connection) per execution.
+          (SELECT COALESCE(json_agg(json_build_object('name', s.name, 'occurrence', s.occurrence, 'seq', s.seq, 'kind', s.kind,
+              'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.started_at), '[]')
+            FROM ${steps} s WHERE s.run_id = r.id) AS steps
         FROM ${runs} r WHERE r.id = $3::bigint`,
-    },
-    loadSteps: {
-      name: `${schema}.wf_load_steps`,
-      text: `SELECT name, occurrence, seq, kind, status, output, attempts FROM ${steps} WHERE run_id = $1::bigint ORDER BY seq, started_at`,
     },
     // A step's output: one insert wins (a failed row is taken over); the loser gets no row
     // back and reads the winner's. $4 name, $5 occurrence, $6 seq, $7 output, $8 started.
@@ -241,11 +241,30 @@ export function workflowQueries(schema: string) {
           j.queue, r.name, r.tenant_id
         FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint FOR UPDATE OF r`,
     },
-    insertEvent: {
-      name: `${schema}.wf_insert_event`,
-      text: `INSERT INTO ${events} (run_id, name, payload, idempotency_key) VALUES ($1::bigint, $2, $3::jsonb, $4)
-        ON CONFLICT (run_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-        RETURNING id::text`,
+    // An event in one statement (one round trip, no transaction held across calls): the run row
+    // is locked first (as suspendRun does, so an event sent meanwhile is seen by one side or the
+    // other) and read as locked, the event inserted unless the run is over or the key repeats, and
+    // the run's job made due when the run waits for this event. The job's row is not filtered on
+    // its state: a row read before the lock wait would be skipped on its old version; the CASE
+    // decides on the version it locks. $1 run, $2 name, $3 payload, $4 idempotency key.
+    sendEvent: {
+      name: `${schema}.wf_send_event`,
+      text: `WITH r AS (
+          SELECT r.id, r.state AS stored_state, ${runState} AS state, r.wait_event, r.job_id
+          FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint FOR UPDATE OF r),
+        ins AS (
+          INSERT INTO ${events} (run_id, name, payload, idempotency_key)
+          SELECT $1::bigint, $2, $3::jsonb, $4 FROM r WHERE r.state NOT IN ('succeeded', 'cancelled')
+          ON CONFLICT (run_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+          RETURNING id),
+        woke AS (
+          UPDATE ${jobs} j SET
+            run_at = CASE WHEN j.state = 'pending' AND j.run_at > now() THEN now() ELSE j.run_at END, updated_at = now()
+          FROM r WHERE j.id = r.job_id AND r.stored_state = 'waiting' AND r.wait_event = $2 AND EXISTS (SELECT 1 FROM ins)
+          RETURNING j.queue, j.state = 'pending' AS due)
+        SELECT (SELECT state FROM r) AS state, (SELECT id::text FROM ins) AS event_id,
+          (SELECT e.id::text FROM ${events} e WHERE e.run_id = $1::bigint AND e.idempotency_key = $4) AS old_id,
+          (SELECT queue FROM woke WHERE due) AS woke_queue`,
     },
     eventByKey: {
       name: `${schema}.wf_event_by_key`,

@@ -1,0 +1,94 @@
+// The console's workflow views in headless Chromium (playwright-core, system /usr/bin/chromium)
+// against the real daemon with its demo handlers: the demo button starts place-order runs, the
+// runs list shows them waiting for their event, a run's timeline shows each step and what the
+// run waits for, and sending the event from the console finishes the run. Assertions read the
+// database and the DOM; every wait is a Playwright wait or a polled condition.
+
+import { existsSync } from 'node:fs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { freePort, runBaton, waitExit, waitReady, type DaemonProcess } from './daemon-process.ts';
+
+const CHROMIUM = '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) {
+  console.warn(`\n*** SKIPPED console-workflows.browser.test.ts: ${CHROMIUM} is missing (apt-get install -y chromium) ***\n`);
+}
+
+describe.skipIf(!hasChromium)('console workflow views (headless Chromium)', () => {
+  const db = useTestDatabase();
+  let daemon: DaemonProcess;
+  let browser: Browser;
+  let page: Page;
+  let base: string;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    daemon = runBaton(['serve', '--port', String(port)], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
+    await waitReady(daemon, base);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
+    });
+    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    if (daemon) {
+      daemon.child.kill('SIGTERM');
+      await waitExit(daemon, 30_000).catch(() => daemon.kill());
+    }
+  });
+
+  it('starts demo orders, shows them waiting for shipped with a timeout, a run timeline, and finishes one from its button', async () => {
+    await page.goto(base);
+    await page.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
+    await page.click('#start-demo-orders');
+    await page.waitForSelector('#flash[data-kind="ok"]');
+    await waitFor(async () => (await page.$$('#runs tr[data-name="place-order"][data-state="waiting"]')).length === 3, {
+      timeoutMs: 20_000,
+      message: 'three demo runs waiting in the list',
+    });
+    const runs = await db.query(`SELECT id::text, state, wait_event FROM baton.workflow_runs ORDER BY id`);
+    expect(runs.rows.map((r) => [r.state, r.wait_event])).toEqual([
+      ['waiting', 'shipped'],
+      ['waiting', 'shipped'],
+      ['waiting', 'shipped'],
+    ]);
+    const id = runs.rows[0].id as string;
+    const row = `#runs tr[data-run-id="${id}"]`;
+    expect(await page.textContent(`${row} [data-field="waiting-for"]`)).toMatch(/event shipped · timeout/);
+
+    // The timeline: the two steps done, the wait for shipped with its timeout.
+    await page.click(`${row} a`);
+    await page.waitForSelector(`#run-timeline[data-run-id="${id}"][data-state="waiting"]`);
+    const steps = await page.$$eval('#timeline-steps li[data-step-key]', (lis) =>
+      lis.map((li) => [li.getAttribute('data-step-key'), li.getAttribute('data-kind'), li.getAttribute('data-status')]),
+    );
+    expect(steps).toEqual([
+      ['reserve-stock', 'step', 'succeeded'],
+      ['charge-card', 'step', 'succeeded'],
+      ['shipped', 'event', 'waiting'],
+    ]);
+    expect(await page.textContent('#timeline-steps li[data-step-key="shipped"]')).toMatch(/waits for event shipped until/);
+
+    // Send the event from the run's button: the run resumes and finishes; its timeline says so.
+    await page.click(`${row} button[data-run-action="event"]`);
+    await page.waitForSelector(`#run-timeline[data-run-id="${id}"][data-state="succeeded"]`, { timeout: 20_000 });
+    await page.waitForSelector('#timeline-steps li[data-step-key="notify"][data-status="succeeded"]');
+    expect(await page.getAttribute('#timeline-steps li[data-step-key="shipped"]', 'data-status')).toBe('succeeded');
+    const done = await db.query('SELECT state, output FROM baton.workflow_runs WHERE id = $1', [id]);
+    expect(done.rows[0].state).toBe('succeeded');
+    expect(done.rows[0].output.shipped).toEqual({ from: 'console' });
+
+    // Cancel another from its button: cancelled in the list and in the database.
+    const other = runs.rows[1].id as string;
+    await page.click(`#runs tr[data-run-id="${other}"] button[data-run-action="cancel"]`);
+    await page.waitForSelector(`#runs tr[data-run-id="${other}"][data-state="cancelled"]`, { timeout: 15_000 });
+    expect((await db.query('SELECT state FROM baton.workflow_runs WHERE id = $1', [other])).rows[0].state).toBe('cancelled');
+  }, 120_000);
+});
