@@ -128,7 +128,7 @@ try {
     '',
     `Command: \`${report.command}\`. ${RUNS} rounds, modes interleaved; each round ${REQUESTS} sequential`,
     '`GET /api/jobs/:id` over one keep-alive connection, app in process, real PostgreSQL.',
-    `Machine: ${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}, PostgreSQL ${machine.postgres.version.split(' ').slice(0, 2).join(' ')};`,
+    `Machine: ${machine.cpuModel}, ${machine.cores} cores, Node ${machine.node}, ${machine.postgres.version.split(' ').slice(0, 2).join(' ')};`,
     `commit ${machine.gitCommit}${machine.gitDirty ? ' (dirty)' : ''}. Load average at start ${machine.loadAvgAtStart.map((l) => l.toFixed(2)).join(' / ')},`,
     `at end ${report.loadAvgAtEnd.map((l) => l.toFixed(2)).join(' / ')} (a shared, noisy machine).`,
     '',
