@@ -40,12 +40,14 @@ export async function jobOf(db: TestDatabase, runId: string): Promise<{ id: stri
  * that cancels, replays or finishes a driving job keeps them.
  */
 export async function expectCountersMatchRows(db: TestDatabase): Promise<void> {
-  const q = (sql: string) => db.query<{ queue: string; state: string; n: number }>(sql).then((r) => r.rows);
-  const counted = await q(
-    `SELECT queue, state, sum(n)::int AS n FROM baton.finished_counts GROUP BY queue, state HAVING sum(n) <> 0 ORDER BY 1, 2`,
+  // One statement, one snapshot: a driving job finishing between two reads would otherwise show
+  // in one and not the other (its run reads succeeded before the completer writes the job).
+  const r = await db.query<{ counted: unknown; rows: unknown }>(
+    `SELECT
+      (SELECT COALESCE(json_agg(c ORDER BY c.queue, c.state), '[]') FROM (
+        SELECT queue, state, sum(n)::int AS n FROM baton.finished_counts GROUP BY queue, state HAVING sum(n) <> 0) c) AS counted,
+      (SELECT COALESCE(json_agg(j ORDER BY j.queue, j.state), '[]') FROM (
+        SELECT queue, state, count(*)::int AS n FROM baton.jobs WHERE finished_at IS NOT NULL GROUP BY queue, state) j) AS rows`,
   );
-  const rows = await q(
-    `SELECT queue, state, count(*)::int AS n FROM baton.jobs WHERE finished_at IS NOT NULL GROUP BY queue, state ORDER BY 1, 2`,
-  );
-  expect(counted).toEqual(rows);
+  expect(r.rows[0]!.counted).toEqual(r.rows[0]!.rows);
 }
