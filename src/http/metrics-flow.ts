@@ -18,7 +18,11 @@ export function registerFlowMetrics(registry: Registry, baton: Baton, onError: (
       async collect() {
         this.reset();
         // The first gauge starts the scrape's one read; the others wait for it.
-        if (first) read = baton.admin.flow().catch(() => (onError(), null));
+        if (first)
+          read = baton.admin.flow().catch(() => {
+            onError();
+            return null;
+          });
         const s = await read;
         if (s) fill(this, s);
       },

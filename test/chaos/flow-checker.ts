@@ -54,7 +54,10 @@ function peak(runs: Run[]): number {
   events.sort((a, b) => a.t - b.t || a.d - b.d);
   let n = 0;
   let top = 0;
-  for (const e of events) top = Math.max(top, (n += e.d));
+  for (const e of events) {
+    n += e.d;
+    top = Math.max(top, n);
+  }
   return top;
 }
 

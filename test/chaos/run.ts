@@ -89,7 +89,7 @@ function seedsToRun(): number[] {
  * ('chaos:*'), and the queue starts at most 10 jobs a second (a bucket of 10).
  */
 const FLOW = { cap: 2, rate: { limit: 10, periodMs: 1_000 } };
-const flowKey = (j: JobPlan, i: number) => (i % 2 === 0 ? `chaos:${(i / 2) % 4}` : undefined);
+const flowKey = (i: number) => (i % 2 === 0 ? `chaos:${(i / 2) % 4}` : undefined);
 
 async function runOne(plan: Plan, flow = false): Promise<RunReport> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `baton-chaos-${plan.seed}-`));
@@ -124,7 +124,7 @@ async function runOne(plan: Plan, flow = false): Promise<RunReport> {
         `    flow: key cap ${FLOW.cap} on chaos:* (4 keys, every other job), queue rate ${FLOW.rate.limit}/${FLOW.rate.periodMs} ms`,
       );
     }
-    const keyOfPlan = new Map(plan.jobs.map((j, i) => [j.key, flow ? flowKey(j, i) : undefined]));
+    const keyOfPlan = new Map(plan.jobs.map((j, i) => [j.key, flow ? flowKey(i) : undefined]));
     const sessionsBefore = await sessionEnds(h.admin);
     await Promise.all(h.slots.map((s) => h.spawnWorker(s)));
     const apiUrl = plan.producer === 'http' ? await h.startApi(producer) : null;

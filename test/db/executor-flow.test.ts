@@ -181,3 +181,49 @@ describe('controlled claim: rate limits', () => {
     expect(b.wakeMs).not.toBeNull();
   });
 });
+
+describe('flow admin writes and the snapshot', () => {
+  it('writes limits and weights whole, drops a queue row left without limits, and reads them back', async () => {
+    const queue = fresh();
+    await ex.flowSetQueue({ queue, concurrencyLimit: 4, rateLimit: { limit: 7, periodMs: 500 } });
+    await ex.flowSetKey({ pattern: `${queue}:*`, concurrencyLimit: 3, rateLimit: null });
+    await ex.flowSetWeight({ tenantId: `t-${queue}`, weight: 5 });
+    await enqueue(queue, 2, { tenantId: `t-${queue}`, concurrencyKey: `${queue}:a` });
+    let s = await ex.flowSnapshot({ groups: 1000 });
+    expect(s.queues.find((q) => q.queue === queue)).toMatchObject({
+      concurrencyLimit: 4,
+      rateLimit: { limit: 7, periodMs: 500 },
+      keyed: true,
+      running: 0,
+      due: 2,
+      tokens: 7,
+    });
+    expect(s.keyPatterns).toContainEqual({ pattern: `${queue}:*`, concurrencyLimit: 3, rateLimit: null });
+    expect(s.weights).toContainEqual({ tenantId: `t-${queue}`, weight: 5 });
+    expect(s.tenants).toContainEqual({ queue, tenantId: `t-${queue}`, pending: 2, running: 0 });
+    expect(s.keys).toContainEqual({
+      key: `${queue}:a`,
+      pending: 2,
+      due: 2,
+      running: 0,
+      concurrencyLimit: 3,
+      rateLimit: null,
+      tokens: null,
+    });
+
+    expect(await ex.flowDeleteKey({ pattern: `${queue}:*` })).toBe(true);
+    expect(await ex.flowDeleteKey({ pattern: `${queue}:*` })).toBe(false);
+    await ex.flowSetWeight({ tenantId: `t-${queue}`, weight: null });
+    // Keyed: the row stays (its claims still need the controlled claim), without limits.
+    await ex.flowSetQueue({ queue, concurrencyLimit: null, rateLimit: null });
+    s = await ex.flowSnapshot({ groups: 1000 });
+    expect(s.queues.find((q) => q.queue === queue)).toMatchObject({ concurrencyLimit: null, rateLimit: null, keyed: true });
+    expect(s.weights.find((w) => w.tenantId === `t-${queue}`)).toBeUndefined();
+    // Not keyed: lifting its limits drops the row, and the plain claims take the queue again.
+    const plain = fresh();
+    await ex.flowSetQueue({ queue: plain, concurrencyLimit: 1, rateLimit: null });
+    expect(await ex.flowControlled({ queues: [plain] })).toEqual(new Set([plain]));
+    await ex.flowSetQueue({ queue: plain, concurrencyLimit: null, rateLimit: null });
+    expect(await ex.flowControlled({ queues: [plain] })).toEqual(new Set());
+  });
+});
