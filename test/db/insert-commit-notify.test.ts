@@ -48,7 +48,9 @@ describe('insert, commit and NOTIFY in one round trip', () => {
     const afterRead = timers();
     const { created } = await p.enqueue({ jobType: 't', queue: 'icn' });
     expect(created).toBe(true);
-    expect(timers()).toBe(afterRead);
+    // No more than before: on a loaded machine one of the earlier timers (the pool's idle
+    // timer) may fire in between, which is one fewer, never one more.
+    expect(timers()).toBeLessThanOrEqual(afterRead);
   });
 
   it('keeps its connection past the query timeout, and the statements on it succeed', async () => {
