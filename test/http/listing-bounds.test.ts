@@ -115,13 +115,13 @@ describe('admin reads beside running jobs', () => {
     await Promise.all(pools.splice(0).map((p) => p.end()));
   });
 
-/**
- * A listing's statements: the sorted and time-filtered ones are prepared (job_list_by_<key>,
- * job_count_capped_by_time); the others go unnamed (planned with their values, job-read.ts) and
- * are known by their text: a page of ids through ANY (ARRAY(...)), or a capped count.
- */
-const isListing = (c: { name?: string; text?: string }) =>
-  /\.job_(list|count)_[a-z_]+$/.test(c?.name ?? '') || /= ANY \(ARRAY\(SELECT id FROM \(|^SELECT least\(count\(\*\)/.test(c?.text ?? '');
+  /**
+   * A listing's statements: the sorted and time-filtered ones are prepared (job_list_by_<key>,
+   * job_count_capped_by_time); the others go unnamed (planned with their values, job-read.ts) and
+   * are known by their text: a page of ids through ANY (ARRAY(...)), or a capped count.
+   */
+  const isListing = (c: { name?: string; text?: string }) =>
+    /\.job_(list|count)_[a-z_]+$/.test(c?.name ?? '') || /= ANY \(ARRAY\(SELECT id FROM \(|^SELECT least\(count\(\*\)/.test(c?.text ?? '');
 
   it('heartbeats keep every lease while the listing is hammered', async () => {
     // Heavy rows for the listing to wade through: twenty 1 MiB payloads.
