@@ -58,6 +58,20 @@ describe('fair claim', () => {
     ).toEqual(small.sort());
   });
 
+  it('walks past tenants that hold only future jobs: due jobs of a later tenant are claimed', async () => {
+    const queue = fresh();
+    // Two tenants ahead of the cursor with nothing due for a day, then one with due work.
+    await enqueue(queue, 1, { tenantId: 'a', delayMs: 86_400_000 });
+    await enqueue(queue, 1, { tenantId: 'b', delayMs: 86_400_000 });
+    const due = await enqueue(queue, 5, { tenantId: 'c' });
+    const next = claimer(queue);
+    const first = await next(1);
+    expect(first.jobs.map((j) => j.id)).toEqual([due[0]]);
+    // And so on, one claim per job, until c's work is done.
+    for (const id of due.slice(1)) expect((await next(1)).jobs.map((j) => j.id)).toEqual([id]);
+    expect((await next(1)).jobs).toEqual([]);
+  });
+
   it('honours weights across claims of one job each (the cursor carries the slice)', async () => {
     const queue = fresh();
     await db.query(

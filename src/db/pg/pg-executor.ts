@@ -205,8 +205,20 @@ export class PgExecutor implements Executor {
   async jobClaimFlow(p: FlowClaimParams): Promise<FlowClaimResult> {
     const base = [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs];
     if (!p.controlled) {
-      const rows = await this.#q<unknown[]>(this.#flow.claimFair, [...base, p.cursor.tenant, p.cursor.used]);
-      return { ...flowAnswer(rows, p), keyCursor: p.keyCursor, wakeMs: null, limited: false };
+      let cursor = p.cursor;
+      for (let step = 0; ; step++) {
+        const rows = await this.#q<unknown[]>(this.#flow.claimFair, [...base, cursor.tenant, cursor.used]);
+        const answer = flowAnswer(rows, { ...p, cursor });
+        if (answer.jobs.length > 0 || step === FAIR_WALK_STEPS_MAX)
+          return { ...answer, keyCursor: p.keyCursor, wakeMs: null, limited: false };
+        // Nothing taken: the walk may have seen only tenants whose jobs are all in the future.
+        // Unless it saw every tenant of the queue, go on from where it ended.
+        const [end] = await this.#q<{ last: string | null; n: number }>(this.#flow.fairWalkEnd, [p.queue, cursor.tenant, p.limit + 1]);
+        if (!end || end.last === null || end.n < p.limit + 1 || end.last === cursor.tenant) {
+          return { ...answer, keyCursor: p.keyCursor, wakeMs: null, limited: false };
+        }
+        cursor = { tenant: end.last, used: 0 };
+      }
     }
     // Two statements in one transaction: the second one's snapshot starts after the first one's
     // locks are held, so its counts of live leases see every claim that could compete.
@@ -626,6 +638,12 @@ function timeValues(p: Pick<JobListParams, 'createdAfter' | 'createdBefore'>): u
 function filterValues(p: Pick<JobListParams, 'state' | 'tenantId' | 'queue' | 'jobType'>): unknown[] {
   return [p.state ?? null, p.tenantId ?? null, p.queue ?? null, p.jobType ?? null];
 }
+
+/**
+ * Walks past tenants with only future jobs that one fair claim makes at most, each as long as
+ * the claim's limit plus one: the rest is left to the next claim, which starts where this ended.
+ */
+const FAIR_WALK_STEPS_MAX = 8;
 
 /** A fair or flow claim's rows: the jobs, and the round-robin cursor the rows carry (columns 16, 17). */
 function flowAnswer(rows: unknown[], p: FlowClaimParams): Pick<FlowClaimResult, 'jobs' | 'cursor'> {

@@ -114,6 +114,17 @@ export function flowQueries(schema: string) {
           ${cursorColumns('picked')}`,
     },
 
+    // Where a fair claim's walk of tenants ends: the last of up to $3 tenants with pending
+    // unkeyed jobs in queue $1 from cursor $2 (inclusive, wrapping around), and how many it saw.
+    // A fair claim that took nothing may have walked only tenants whose jobs are all in the
+    // future; the next walk starts there, so due jobs further on are reached.
+    fairWalkEnd: {
+      name: `${schema}.flow_fair_walk_end`,
+      text: `WITH RECURSIVE ${distinctFrom(jobs, 'tenant_id', 'concurrency_key IS NULL', '$2::text', '$3::int')},
+        walked AS (SELECT * FROM hi WHERE v IS NOT NULL UNION ALL SELECT * FROM lo WHERE v IS NOT NULL)
+        SELECT (SELECT v FROM walked ORDER BY pos DESC LIMIT 1) AS last, (SELECT count(*) FROM walked)::int AS n`,
+    },
+
     // The flow-controlled claim, first statement (in the claim's transaction): takes the
     // queue's row lock when it has a cap or a rate limit, and the advisory lock of every key
     // with a limit among the first keys of the queue's keyed pending jobs (from cursor $2, at
