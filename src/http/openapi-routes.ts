@@ -103,7 +103,8 @@ const OPERATIONS: readonly OperationDoc[] = [
       201: json('created', wireEnqueuedJobSchema),
       200: json('a job with this idempotency key already exists', wireEnqueuedJobSchema),
     },
-    errors: [...BODY, ...ENGINE],
+    // ADMIN_REQUIRED: a tenant key setting concurrencyLimit (a key's cap is fleet-wide).
+    errors: [...BODY, ...ENGINE, 'ADMIN_REQUIRED'],
   }),
   route({
     method: 'post',
@@ -115,7 +116,7 @@ const OPERATIONS: readonly OperationDoc[] = [
     headers: traceHeadersSchema,
     body: { schema: batchSchema, required: true },
     responses: { 201: json('at least one job was created', r.batch), 200: json('every job already existed', r.batch) },
-    errors: [...BODY, ...ENGINE],
+    errors: [...BODY, ...ENGINE, 'ADMIN_REQUIRED'],
   }),
   route({
     method: 'get',

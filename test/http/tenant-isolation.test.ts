@@ -99,8 +99,15 @@ function cases(): Record<string, Case[]> {
     { path: `/api/workflows/runs/${g.run}/${action}`, status: 404, nobody: `/api/workflows/runs/${NOBODY.run}/${action}` },
   ];
   return {
-    'POST /api/jobs': [named403('/api/jobs', spec)],
-    'POST /api/jobs/batch': [named403('/api/jobs/batch', { jobs: [{ jobType: 'x' }, spec] })],
+    'POST /api/jobs': [
+      named403('/api/jobs', spec),
+      // A key's cap is shared by every tenant: a tenant key may not set it, even in its own tenant.
+      admin403('/api/jobs', { jobType: 'x', concurrencyKey: 'vendor:x', concurrencyLimit: 1000 })[0]!,
+    ],
+    'POST /api/jobs/batch': [
+      named403('/api/jobs/batch', { jobs: [{ jobType: 'x' }, spec] }),
+      admin403('/api/jobs/batch', { jobs: [{ jobType: 'x' }, { jobType: 'x', concurrencyKey: 'k', concurrencyLimit: 1 }] })[0]!,
+    ],
     'POST /api/jobs/bulk': [
       {
         path: '/api/jobs/bulk',

@@ -55,6 +55,18 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
     return ids.map((id) => (refused.get(id) ?? byId.get(id)) as BulkItemResult);
   }
 
+  /**
+   * A job as the caller may enqueue it, in the caller's tenant. A job's own concurrencyLimit
+   * sets the cap of its concurrencyKey, which every tenant's jobs of that key share: a tenant
+   * key could lift an admin's cap or throttle another tenant with it, so only an admin sets it.
+   */
+  function scopedSpec<T extends { tenantId?: string | undefined; concurrencyLimit?: number | undefined }>(scope: Scope, spec: T): T {
+    if (scope.tenantId !== undefined && spec.concurrencyLimit !== undefined) {
+      throw new ApiError('ADMIN_REQUIRED', 'concurrencyLimit needs an admin key: the cap of a concurrency key is shared by every tenant');
+    }
+    return { ...spec, tenantId: scope.tenant(spec.tenantId) };
+  }
+
   return (
     new Hono<AppEnv>()
       /**
@@ -63,13 +75,13 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
        */
       .post('/', jsonBody(maxJsonDepth), zValidator('json', jobSpecSchema, validationHook), async (c) => {
         const spec = c.req.valid('json');
-        const r = await baton.enqueue({ ...spec, tenantId: scopeOf(c).tenant(spec.tenantId) }, tracedBy(c));
+        const r = await baton.enqueue(scopedSpec(scopeOf(c), spec), tracedBy(c));
         return c.json({ ...toWireJob(r.job), warnings: r.warnings }, r.created ? 201 : 200);
       })
       /** One INSERT for the batch; results in input order. 201 if any job was created, else 200. */
       .post('/batch', jsonBody(maxJsonDepth), zValidator('json', batchSchema, validationHook), async (c) => {
         const scope = scopeOf(c);
-        const specs = c.req.valid('json').jobs.map((spec) => ({ ...spec, tenantId: scope.tenant(spec.tenantId) }));
+        const specs = c.req.valid('json').jobs.map((spec) => scopedSpec(scope, spec));
         const results = await baton.enqueueMany(specs, tracedBy(c));
         return c.json({ results: results.map(toWireResult) }, results.some((r) => r.created) ? 201 : 200);
       })
