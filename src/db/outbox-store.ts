@@ -12,9 +12,18 @@ export interface OutboxClaimResult {
   exhausted: number;
 }
 
-export interface OutboxFailItem {
+/**
+ * The fence of a claim's outcome write: the attempt it claimed, and the replays the message had
+ * then. A replay starts the attempts again from 0, so the attempt alone could match a claim
+ * made before the replay; the pair only grows.
+ */
+export interface OutboxClaimFence {
   id: string;
   attempt: number;
+  replayCount: number;
+}
+
+export interface OutboxFailItem extends OutboxClaimFence {
   error: OutboxError;
   /** true: dead-letter now (the destination refused it for good); false: retry while attempts remain. */
   reject: boolean;
@@ -46,7 +55,7 @@ export interface OutboxStore {
   insertMany(p: { messages: NewOutboxMessage[]; client?: Queryable | undefined; channel: string }): Promise<RecordResult[]>;
   claim(p: { destinations: string[]; limit: number; visibilityMs: number }): Promise<OutboxClaimResult>;
   /** Returns the ids written (those whose claim was still current). */
-  publishedMany(items: Array<{ id: string; attempt: number }>): Promise<Set<string>>;
+  publishedMany(items: OutboxClaimFence[]): Promise<Set<string>>;
   /** Returns id -> new state for the rows written. */
   failMany(p: { items: OutboxFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, OutboxState>>;
   get(id: string): Promise<OutboxMessage | null>;

@@ -168,16 +168,41 @@ describe('outbox claims (store)', () => {
     });
     expect(second.attempt).toBe(2);
     const id = second.id;
-    expect(await s.publishedMany([{ id, attempt: 1 }])).toEqual(new Set());
+    expect(await s.publishedMany([{ id, attempt: 1, replayCount: 0 }])).toEqual(new Set());
     expect(
       await s.failMany({
-        items: [{ id, attempt: 1, error: { name: 'E', message: 'late' }, reject: true, retryAfterMs: null }],
+        items: [{ id, attempt: 1, replayCount: 0, error: { name: 'E', message: 'late' }, reject: true, retryAfterMs: null }],
         backoffBaseMs: 1,
         backoffCapMs: 1,
       }),
     ).toEqual(new Map());
-    expect(await s.publishedMany([{ id, attempt: 2 }])).toEqual(new Set([id]));
-    expect(await s.publishedMany([{ id, attempt: 2 }])).toEqual(new Set());
+    expect(await s.publishedMany([{ id, attempt: 2, replayCount: 0 }])).toEqual(new Set([id]));
+    expect(await s.publishedMany([{ id, attempt: 2, replayCount: 0 }])).toEqual(new Set());
+  });
+
+  it('a claim made before a replay is fenced, even when a claim after it reaches the same attempt', async () => {
+    await db.query(`INSERT INTO baton.outbox (destination, topic, message_key, max_attempts) VALUES ('hooks', 't', 'k', 5)`);
+    const s = store();
+    // A relay claims (attempt 1) and stalls; another publishes; an operator replays the message.
+    const [stale] = (await s.claim({ destinations: ['hooks'], limit: 1, visibilityMs: 1 })).claimed;
+    const id = stale!.id;
+    const [b] = await waitFor(async () => (await s.claim({ destinations: ['hooks'], limit: 1, visibilityMs: 60_000 })).claimed);
+    expect(await s.publishedMany([{ id, attempt: b!.attempt, replayCount: b!.replayCount }])).toEqual(new Set([id]));
+    expect((await s.replay(id))?.replayCount).toBe(1);
+    // After the replay a new claim is attempt 1 again, as the stalled one was.
+    const [c] = (await s.claim({ destinations: ['hooks'], limit: 1, visibilityMs: 60_000 })).claimed;
+    expect([c!.attempt, stale!.attempt]).toEqual([1, 1]);
+    // The stalled relay's late outcome touches nothing; the current claim's does.
+    const late = { id, attempt: stale!.attempt, replayCount: stale!.replayCount };
+    expect(
+      await s.failMany({
+        items: [{ ...late, error: { name: 'E', message: 'late' }, reject: true, retryAfterMs: null }],
+        backoffBaseMs: 1,
+        backoffCapMs: 1,
+      }),
+    ).toEqual(new Map());
+    expect(await s.publishedMany([late])).toEqual(new Set());
+    expect(await s.publishedMany([{ id, attempt: c!.attempt, replayCount: c!.replayCount }])).toEqual(new Set([id]));
   });
 
   it('concurrent claims never hand one message to two claimers', async () => {
@@ -211,7 +236,7 @@ describe('outbox claims (store)', () => {
     const s = store();
     const [m] = (await s.claim({ destinations: ['hooks'], limit: 1, visibilityMs: 60_000 })).claimed;
     await s.failMany({
-      items: [{ id: m!.id, attempt: 1, error: { name: 'E', message: 'busy' }, reject: false, retryAfterMs: 120_000 }],
+      items: [{ id: m!.id, attempt: 1, replayCount: 0, error: { name: 'E', message: 'busy' }, reject: false, retryAfterMs: 120_000 }],
       backoffBaseMs: 1,
       backoffCapMs: 600_000,
     });

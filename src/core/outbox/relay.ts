@@ -154,6 +154,7 @@ export class Relay {
       failed.push({
         id: m.id,
         attempt: m.attempt,
+        replayCount: m.replayCount,
         error: describeError(o.error),
         reject: pe?.kind === 'reject',
         retryAfterMs: pe?.retryAfterMs === undefined ? null : Math.min(Math.max(pe.retryAfterMs, 0), RETRY_AFTER_MAX_MS),
@@ -162,7 +163,7 @@ export class Relay {
       });
     });
     const [written, states] = await Promise.all([
-      store.publishedMany(published.map((m) => ({ id: m.id, attempt: m.attempt }))),
+      store.publishedMany(published.map((m) => ({ id: m.id, attempt: m.attempt, replayCount: m.replayCount }))),
       store.failMany({ items: failed, backoffBaseMs: config.backoffBaseMs, backoffCapMs: config.backoffCapMs }),
     ]);
     published.forEach((m) => {

@@ -2,7 +2,14 @@
 
 import { createHash } from 'node:crypto';
 import type { NewOutboxMessage, OutboxMessage, OutboxState, RecordResult } from '../../core/outbox/message.ts';
-import type { OutboxClaimResult, OutboxFailItem, OutboxListParams, OutboxStatsRow, OutboxStore } from '../outbox-store.ts';
+import type {
+  OutboxClaimFence,
+  OutboxClaimResult,
+  OutboxFailItem,
+  OutboxListParams,
+  OutboxStatsRow,
+  OutboxStore,
+} from '../outbox-store.ts';
 import { translatePgError } from './errors.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
 import { outboxQueries, type OutboxQueries } from './queries/outbox.ts';
@@ -128,9 +135,13 @@ export class PgOutboxStore implements OutboxStore {
     return { claimed, exhausted: rows.length - claimed.length };
   }
 
-  async publishedMany(items: Array<{ id: string; attempt: number }>): Promise<Set<string>> {
+  async publishedMany(items: OutboxClaimFence[]): Promise<Set<string>> {
     if (items.length === 0) return new Set();
-    const rows = await this.#rows<{ id: string }>(this.#q.publishedMany, [items.map((i) => i.id), items.map((i) => i.attempt)]);
+    const rows = await this.#rows<{ id: string }>(this.#q.publishedMany, [
+      items.map((i) => i.id),
+      items.map((i) => i.attempt),
+      items.map((i) => i.replayCount),
+    ]);
     return new Set(rows.map((r) => r.id));
   }
 
@@ -144,6 +155,7 @@ export class PgOutboxStore implements OutboxStore {
       p.items.map((i) => JSON.stringify(i.error)),
       p.items.map((i) => i.reject),
       p.items.map((i) => i.retryAfterMs),
+      p.items.map((i) => i.replayCount),
     ]);
     return new Map(rows.map((r) => [r.id, r.state]));
   }

@@ -63,8 +63,8 @@ export function outboxQueries(schema: string) {
     publishedMany: {
       name: `${schema}.outbox_published_many`,
       text: `UPDATE ${t} o SET state = 'published', finished_at = now(), updated_at = now(), last_error = NULL
-        FROM unnest($1::bigint[], $2::integer[]) AS x(id, attempt)
-        WHERE o.id = x.id AND o.attempt = x.attempt AND o.state = 'pending'
+        FROM unnest($1::bigint[], $2::integer[], $3::integer[]) AS x(id, attempt, replays)
+        WHERE o.id = x.id AND o.attempt = x.attempt AND o.replay_count = x.replays AND o.state = 'pending'
         RETURNING o.id::text`,
     },
     // Full-jitter backoff: random() * min(cap, base * 2^(attempt-1)), never sooner than a
@@ -81,9 +81,9 @@ export function outboxQueries(schema: string) {
               random() * least($4::double precision, $3::double precision * power(2::double precision, o.attempt - 1))) / 1000.0) END,
           last_error = x.error || jsonb_build_object('at', now()),
           updated_at = now()
-        FROM unnest($1::bigint[], $2::integer[], $5::jsonb[], $6::boolean[], $7::double precision[])
-          AS x(id, attempt, error, reject, retry_after_ms)
-        WHERE o.id = x.id AND o.attempt = x.attempt AND o.state = 'pending'
+        FROM unnest($1::bigint[], $2::integer[], $5::jsonb[], $6::boolean[], $7::double precision[], $8::integer[])
+          AS x(id, attempt, error, reject, retry_after_ms, replays)
+        WHERE o.id = x.id AND o.attempt = x.attempt AND o.replay_count = x.replays AND o.state = 'pending'
         RETURNING o.id::text, o.state`,
     },
     get: { text: `SELECT * FROM ${t} WHERE id = $1` },
