@@ -12,12 +12,12 @@ ALTER TABLE jobs ADD CONSTRAINT jobs_concurrency_limit_valid
 -- The fair claim walks the distinct tenants of a queue's pending jobs (one probe each), then
 -- takes each tenant's first jobs in claim order. Keyed jobs are claimed per key, elsewhere.
 -- Only pending rows enter these indexes, so a claim (pending -> running) writes none of them.
-CREATE INDEX jobs_fair_idx ON jobs (queue, tenant_id, priority DESC, run_at, id)
+CREATE INDEX IF NOT EXISTS jobs_fair_idx ON jobs (queue, tenant_id, priority DESC, run_at, id)
   WHERE state = 'pending' AND concurrency_key IS NULL;
-CREATE INDEX jobs_keyed_idx ON jobs (queue, concurrency_key, priority DESC, run_at, id)
+CREATE INDEX IF NOT EXISTS jobs_keyed_idx ON jobs (queue, concurrency_key, priority DESC, run_at, id)
   WHERE state = 'pending' AND concurrency_key IS NOT NULL;
 -- Running jobs per key, counted under the key's lock. Jobs without a key never enter it.
-CREATE INDEX jobs_keyed_live_idx ON jobs (concurrency_key)
+CREATE INDEX IF NOT EXISTS jobs_keyed_live_idx ON jobs (concurrency_key)
   WHERE state IN ('leased', 'running') AND concurrency_key IS NOT NULL;
 
 -- Weight of a tenant in every queue's round-robin (default 1): its slice per round.

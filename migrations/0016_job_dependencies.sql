@@ -25,7 +25,7 @@ ALTER TABLE jobs ADD COLUMN has_dependents boolean NOT NULL DEFAULT false;
 
 -- Waiting jobs are a fourth part of the table (next to pending, live leases and finished),
 -- counted and listed through their own partial index.
-CREATE INDEX jobs_waiting_idx ON jobs (queue, id) WHERE state = 'waiting';
+CREATE INDEX IF NOT EXISTS jobs_waiting_idx ON jobs (queue, id) WHERE state = 'waiting';
 
 CREATE TABLE job_dependencies (
   parent_id         bigint NOT NULL,
