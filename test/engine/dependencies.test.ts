@@ -25,6 +25,25 @@ describe('job dependencies', () => {
     await db.query('TRUNCATE baton.job_dependencies');
   });
 
+  it('a dependent cancelled while it waited, then replayed, waits again for its unfinished parent', async () => {
+    const producer = engines.producer();
+    const parent = await producer.enqueue({ jobType: 'gate', queue: 'q' });
+    const child = await producer.enqueue({ jobType: 'after', queue: 'q', dependsOn: [parent.job.id] });
+    expect((await producer.admin.cancel(child.job.id)).state).toBe('cancelled');
+    const replayed = await producer.admin.replay(child.job.id);
+    expect(replayed).toMatchObject({ state: 'waiting', waitingFor: 1 });
+    const order: string[] = [];
+    await engines.start({
+      queues: { q: 2 },
+      handlers: {
+        gate: () => void order.push('parent'),
+        after: () => void order.push('child'),
+      },
+    });
+    await rowInState(db, child.job.id, 'succeeded');
+    expect(order).toEqual(['parent', 'child']);
+  });
+
   it('a dependent waits (counted as waiting) until every parent has succeeded, then runs once', async () => {
     const producer = engines.producer();
     const a = await producer.enqueue({ jobType: 'gate', queue: 'q', payload: 'a' });

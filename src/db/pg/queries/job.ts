@@ -368,10 +368,14 @@ export function jobQueries(schema: string) {
     // Admin.
     get: { name: `${schema}.job_get`, text: `SELECT * FROM ${jobs} WHERE id = $1` },
     // The old state is read under the row's lock, so a replayed job leaves its state's count exactly once.
+    // A dependent cancelled while it waited still has the edges of its unfinished parents (a
+    // finished parent's edges are gone): it goes back to waiting for them, not to pending.
     replay: {
       name: `${schema}.job_replay`,
       text: `WITH old AS (SELECT id, state FROM ${jobs} WHERE id = $1 FOR UPDATE),
-        r AS (UPDATE ${jobs} j SET state = 'pending', attempt = 0, run_at = now(),
+        edges AS (SELECT count(*)::int AS n FROM ${schema}.job_dependencies WHERE child_id = $1),
+        r AS (UPDATE ${jobs} j SET state = CASE WHEN (SELECT n FROM edges) > 0 THEN 'waiting' ELSE 'pending' END,
+          waiting_for = CASE WHEN (SELECT n FROM edges) > 0 THEN (SELECT n FROM edges) END, attempt = 0, run_at = now(),
           replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL,
           started_at = NULL, finished_at = NULL, updated_at = now()
         FROM old WHERE j.id = old.id AND old.state IN ('succeeded', 'dead_lettered', 'cancelled')
