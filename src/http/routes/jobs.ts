@@ -126,7 +126,7 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
         const job = await baton.admin.runNow(id);
         return c.json(toWireJob(job), 200);
       })
-      /** Pending jobs only (409 otherwise). */
+      /** Pending or waiting jobs only (409 otherwise); a waiting job's own dependents are cancelled with it. */
       .post('/:id/cancel', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
         const id = jobId(c.req.valid('param').id);
         await guard(scopeOf(c), id);
