@@ -146,7 +146,13 @@ const OPERATIONS: readonly OperationDoc[] = [
     'Back to pending with a fresh attempt budget, replayCount + 1; 409 unless the job is terminal.',
     'the job, pending again',
   ),
-  jobAction('cancel', 'cancelJob', 'Cancel a pending or waiting job', '409 unless the job is pending or waiting (for its parents).', 'the cancelled job'),
+  jobAction(
+    'cancel',
+    'cancelJob',
+    'Cancel a pending or waiting job',
+    '409 unless the job is pending or waiting (for its parents).',
+    'the cancelled job',
+  ),
   jobAction(
     'run-now',
     'runJobNow',

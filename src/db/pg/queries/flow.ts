@@ -122,7 +122,9 @@ export function flowQueries(schema: string) {
       name: `${schema}.flow_fair_walk_end`,
       text: `WITH RECURSIVE ${distinctFrom(jobs, 'tenant_id', 'concurrency_key IS NULL', '$2::text', '$3::int')},
         walked AS (SELECT * FROM hi WHERE v IS NOT NULL UNION ALL SELECT * FROM lo WHERE v IS NOT NULL)
-        SELECT (SELECT v FROM walked ORDER BY pos DESC LIMIT 1) AS last, (SELECT count(*) FROM walked)::int AS n`,
+        SELECT (SELECT v FROM walked ORDER BY pos DESC LIMIT 1) AS last,
+          -- A paused or controlled queue took nothing for that reason: no walk onwards.
+          CASE WHEN ${notControlled} THEN (SELECT count(*) FROM walked)::int ELSE 0 END AS n`,
     },
 
     // The flow-controlled claim, first statement (in the claim's transaction): takes the
