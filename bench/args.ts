@@ -86,7 +86,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
   if (values.help) {
     process.stdout.write(
       'npm run bench -- [--quick] [--peers none|all|graphile,pgboss] [--runs N] [--jobs N]\n' +
-        `  [--scenarios ${ALL_SCENARIOS.join(',')}] [--modes notify-cir,notify-leased,poll-cir,poll-leased,notify-cir-untraced,notify-cir-delete]\n` +
+        `  [--scenarios ${ALL_SCENARIOS.join(',')}] [--modes notify-cir,notify-leased,poll-cir,poll-leased,notify-cir-untraced,notify-cir-delete,notify-cir-fifo]\n` +
         '  [--latency-rate 100] [--latency-jobs 1000] [--sparse-rate 10] [--sparse-jobs 100]\n' +
         '  [--recovery-jobs 10] [--cap-ms 120000] [--out results] [--profile-sql]\n' +
         '  [--server cluster|embedded|postgres://...]\n' +

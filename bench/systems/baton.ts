@@ -13,6 +13,7 @@ export function batonOptions(connectionString: string, v: Variant, extra: Partia
     poolSize: number;
     tracing?: boolean;
     deleteOnSuccess?: boolean;
+    fairness?: 'tenant' | 'none';
   };
   return {
     connectionString,
@@ -22,6 +23,7 @@ export function batonOptions(connectionString: string, v: Variant, extra: Partia
     queues: { [QUEUE]: o.concurrency },
     ...(o.tracing === undefined ? {} : { tracing: o.tracing }),
     ...(o.deleteOnSuccess === undefined ? {} : { deleteOnSuccess: o.deleteOnSuccess }),
+    ...(o.fairness === undefined ? {} : { fairness: o.fairness }),
     ...extra,
   };
 }

@@ -15,7 +15,7 @@ export const BATON_POOL_SIZE = 10;
 /** Baton's default poll interval, config.ts POLL_INTERVAL_MS_DEFAULT. */
 export const BATON_POLL_MS = 1_000;
 
-function baton(dispatch: 'notify' | 'poll', cir: boolean, twin?: 'untraced' | 'delete'): Variant {
+function baton(dispatch: 'notify' | 'poll', cir: boolean, twin?: 'untraced' | 'delete' | 'fifo'): Variant {
   const v: Variant = {
     id: `baton-${dispatch}-${cir ? 'cir' : 'leased'}`,
     system: 'baton',
@@ -46,6 +46,15 @@ function baton(dispatch: 'notify' | 'poll', cir: boolean, twin?: 'untraced' | 'd
       note: `${v.note}; deleteOnSuccess: a succeeded job is deleted by the statement that completes it (only the counters of finished jobs keep it)`,
     };
   }
+  if (twin === 'fifo') {
+    return {
+      ...v,
+      id: `${v.id}-fifo`,
+      label: `${v.label}, fairness none`,
+      options: { ...v.options, fairness: 'none' },
+      note: `${v.note}; fairness: 'none': the FIFO claim instead of the default fair claim across tenants`,
+    };
+  }
   return v;
 }
 
@@ -53,9 +62,14 @@ export const BATON_VARIANTS: Variant[] = [baton('notify', true), baton('notify',
 
 /**
  * Run only when --modes names them, each against its twin in the same run: the cost of tracing
- * (notify-cir-untraced) and what deleting succeeded jobs at completion gains (notify-cir-delete).
+ * (notify-cir-untraced), what deleting succeeded jobs at completion gains (notify-cir-delete), and
+ * what the default fair claim costs against the FIFO claim (notify-cir-fifo).
  */
-export const BATON_OPT_IN_VARIANTS: Variant[] = [baton('notify', true, 'untraced'), baton('notify', true, 'delete')];
+export const BATON_OPT_IN_VARIANTS: Variant[] = [
+  baton('notify', true, 'untraced'),
+  baton('notify', true, 'delete'),
+  baton('notify', true, 'fifo'),
+];
 
 /**
  * Each peer in its best documented configuration for a backlog of short jobs, one worker
