@@ -7,6 +7,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamClient } from '@nats-io/jetstream';
 import { z } from 'zod';
 import { PublishError, type Publisher, type PublishMessage } from '../core/outbox/publisher.ts';
+import { LazyConnection } from './lazy-connection.ts';
 import { issuesLine, optionalImport } from './optional-import.ts';
 
 export const natsOptionsSchema = z
@@ -32,7 +33,6 @@ export function natsPublisher(options: NatsOptions): Publisher {
   const parsed = natsOptionsSchema.safeParse(options);
   if (!parsed.success) throw issuesLine('NATS publisher', parsed.error.issues);
   const o = parsed.data;
-  let opening: Promise<Open> | null = null;
   let closed = false;
 
   const open = async (): Promise<Open> => {
@@ -47,33 +47,16 @@ export function natsPublisher(options: NatsOptions): Publisher {
       ...(o.pass === undefined ? {} : { pass: o.pass }),
       ...(o.token === undefined ? {} : { token: o.token }),
     });
-    void nc.closed().then(() => {
-      opening = null;
-    });
+    void nc.closed().then(() => conn.forget());
     return { nc, js: jsMod.jetstream(nc, { timeout: o.ackTimeoutMs }), headers: transport.headers };
   };
 
-  const connection = (): Promise<Open> => {
-    if (!opening) {
-      const p = open();
-      opening = p;
-      p.catch(() => {
-        if (opening === p) opening = null;
-      });
-    }
-    return opening;
-  };
+  const conn = new LazyConnection<Open>('NATS', () => open());
 
   return {
     async publish(m: PublishMessage, signal: AbortSignal): Promise<void> {
       if (closed) throw new PublishError('retry', 'the NATS publisher is closed');
-      let c: Open;
-      try {
-        c = await connection();
-      } catch (err) {
-        if ((err as { code?: unknown }).code === 'INVALID_CONFIG') throw err;
-        throw new PublishError('retry', `NATS: cannot connect: ${(err as Error).message}`, { cause: err });
-      }
+      const c = await conn.get();
       signal.throwIfAborted();
       const h = c.headers();
       for (const [k, v] of Object.entries(m.headers)) h.set(k, v);
@@ -89,8 +72,7 @@ export function natsPublisher(options: NatsOptions): Publisher {
     },
     async close(): Promise<void> {
       closed = true;
-      const c = await opening?.catch(() => null);
-      opening = null;
+      const c = await conn.take();
       await c?.nc.drain().catch(() => c?.nc.close());
     },
   };

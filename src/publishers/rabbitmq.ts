@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { ChannelModel, ConfirmChannel, Message } from 'amqplib';
 import { z } from 'zod';
 import { PublishError, type Publisher, type PublishMessage } from '../core/outbox/publisher.ts';
+import { LazyConnection } from './lazy-connection.ts';
 import { issuesLine, optionalImport } from './optional-import.ts';
 
 export const rabbitmqOptionsSchema = z
@@ -32,7 +33,6 @@ export function rabbitmqPublisher(options: RabbitmqOptions): Publisher {
   const parsed = rabbitmqOptionsSchema.safeParse(options);
   if (!parsed.success) throw issuesLine('RabbitMQ publisher', parsed.error.issues);
   const o = parsed.data;
-  let opening: Promise<Open> | null = null;
   let closed = false;
 
   const open = async (): Promise<Open> => {
@@ -41,9 +41,7 @@ export function rabbitmqPublisher(options: RabbitmqOptions): Publisher {
     const url = new URL(o.url);
     url.searchParams.set('heartbeat', String(o.heartbeatSeconds));
     const model = await connect(url.toString());
-    const forget = () => {
-      opening = null;
-    };
+    const forget = () => conn.forget();
     model.on('error', forget);
     model.on('close', forget);
     try {
@@ -65,27 +63,12 @@ export function rabbitmqPublisher(options: RabbitmqOptions): Publisher {
     }
   };
 
-  const connection = (): Promise<Open> => {
-    if (!opening) {
-      const p = open();
-      opening = p;
-      p.catch(() => {
-        if (opening === p) opening = null;
-      });
-    }
-    return opening;
-  };
+  const conn = new LazyConnection<Open>('RabbitMQ', () => open());
 
   return {
     async publish(m: PublishMessage, signal: AbortSignal): Promise<void> {
       if (closed) throw new PublishError('retry', 'the RabbitMQ publisher is closed');
-      let c: Open;
-      try {
-        c = await connection();
-      } catch (err) {
-        if ((err as { code?: unknown }).code === 'INVALID_CONFIG') throw err;
-        throw new PublishError('retry', `RabbitMQ: cannot connect: ${(err as Error).message}`, { cause: err });
-      }
+      const c = await conn.get();
       signal.throwIfAborted();
       const publishId = randomUUID();
       await new Promise<void>((resolve, reject) => {
@@ -123,15 +106,14 @@ export function rabbitmqPublisher(options: RabbitmqOptions): Publisher {
           );
         } catch (err) {
           // The channel closed under us (amqplib throws synchronously): reopen next time.
-          opening = null;
+          conn.forget();
           reject(new PublishError('retry', `RabbitMQ: ${(err as Error).message}`, { cause: err }));
         }
       });
     },
     async close(): Promise<void> {
       closed = true;
-      const c = await opening?.catch(() => null);
-      opening = null;
+      const c = await conn.take();
       await c?.model.close().catch(() => undefined);
     },
   };
