@@ -33,6 +33,11 @@ export class QueueDispatcher {
   #claiming = false;
   #wanted = false;
   #lastFilled = false;
+  /**
+   * The last claim was bound by a cap or rate limit, not by our slots. A cap counts a job's lease
+   * until its outcome is written, so a slot frees for the next claim at writeDone, not handlerDone.
+   */
+  #limited = false;
   #stopped = true;
   #backoff: NodeJS.Timeout | null = null;
   #backoffMs = ERROR_BACKOFF_MIN_MS;
@@ -107,7 +112,7 @@ export class QueueDispatcher {
   handlerDone(): void {
     this.#inFlight--;
     this.#writing++;
-    this.#refill();
+    if (!this.#limited) this.#refill();
   }
 
   /** The outcome write of a finished handler resolved (accepted, fenced or abandoned). */
@@ -149,6 +154,7 @@ export class QueueDispatcher {
         }
         const r = await this.#d.claimAndStart(free);
         this.#lastFilled = r.got === free || r.more === true;
+        this.#limited = r.more === true && r.got < free;
         if (r.again && r.got > 0 && r.got < free) this.#wanted = true;
         if (r.wakeInMs != null && !this.#stopped) this.#wakeIn(r.wakeInMs);
         this.#backoffMs = ERROR_BACKOFF_MIN_MS;

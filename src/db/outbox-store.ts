@@ -9,7 +9,7 @@ import type { Queryable } from './pg/pool.ts';
 export interface OutboxClaimResult {
   claimed: OutboxMessage[];
   /** Messages whose last claim was abandoned with no attempt left: dead-lettered by this claim. */
-  exhausted: number;
+  exhausted: OutboxMessage[];
 }
 
 /**

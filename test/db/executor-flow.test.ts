@@ -122,12 +122,17 @@ describe('controlled claim: caps', () => {
     const next = claimer(queue, { controlled: true });
     const a = await next(10);
     expect(a.jobs).toHaveLength(2);
+    // The claim that took the cap's last slot says so: its worker claims again as slots free
+    // instead of taking the queue for drained and waiting for a poll.
+    expect(a.limited).toBe(true);
     const b = await next(10);
     expect(b.jobs).toHaveLength(0);
     expect(b.limited).toBe(true);
     expect(b.wakeMs).toBeNull();
     await complete({ ...a, jobs: a.jobs.slice(0, 1) });
-    expect((await next(10)).jobs).toHaveLength(1);
+    const c = await next(10);
+    expect(c.jobs).toHaveLength(1);
+    expect(c.limited).toBe(true);
     // A lease that expires and is reaped gives its slot back.
     await db.query(`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [a.jobs[1]!.id]);
     await ex.jobReap({ limit: 1000, graceMs: 60_000, fastReclaim: false });

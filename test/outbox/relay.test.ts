@@ -55,6 +55,23 @@ describe('outbox relay', () => {
     expect(baton.outbox.relayCounters()).toMatchObject({ published: 1, retried: 4, deadLettered: 2 });
   });
 
+  it('a message whose last claim lapsed with no attempt left is counted and reported as dead-lettered', async () => {
+    // As a relay that died mid-publish on the last attempt leaves it: attempt spent, claim lapsed.
+    await db.query(
+      `INSERT INTO baton.outbox (destination, topic, message_key, max_attempts, attempt, next_attempt_at)
+       VALUES ('hooks', 't', 'lapsed', 1, 1, now() - interval '1 second')`,
+    );
+    const pub = new RecordingPublisher();
+    const baton = engines.create({ outbox: { publishers: { hooks: pub }, ...fast } });
+    const dead: Array<{ destination: string; reason: string }> = [];
+    baton.outbox.events.on('deadLettered', (e) => dead.push({ destination: e.destination, reason: e.reason }));
+    await baton.start();
+    await waitFor(() => dead.length > 0, { message: 'the deadLettered event' });
+    expect(dead).toEqual([{ destination: 'hooks', reason: 'attempts_exhausted' }]);
+    expect(baton.outbox.relayCounters()).toMatchObject({ deadLettered: 1, published: 0 });
+    expect(pub.calls).toEqual([]);
+  });
+
   it('a publish past its deadline counts as failed and is retried', async () => {
     const pub = new RecordingPublisher();
     pub.decide = (_, call) => (call === 1 ? 'hang' : 'ok');
@@ -224,9 +241,10 @@ describe('outbox claims (store)', () => {
     expect((await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 1 })).claimed).toHaveLength(1);
     const next = await waitFor(async () => {
       const r = await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 1 });
-      return r.exhausted > 0 ? r : null;
+      return r.exhausted.length > 0 ? r : null;
     });
     expect(next.claimed).toEqual([]);
+    expect(next.exhausted.map((m) => [m.destination, m.state])).toEqual([['hooks', 'dead_lettered']]);
     const { rows } = await db.query('SELECT state, dead_letter_reason, attempt FROM baton.outbox');
     expect(rows).toEqual([{ state: 'dead_lettered', dead_letter_reason: 'attempts_exhausted', attempt: 1 }]);
   });

@@ -138,11 +138,17 @@ export class Relay {
       limit: config.batchSize,
       visibilityMs: config.visibilityMs,
     });
-    if (exhausted > 0) {
-      this.counters.deadLettered += exhausted;
-      this.#d.logger.warn({ count: exhausted }, 'baton: outbox messages dead-lettered: their last claim lapsed with no attempt left');
+    if (exhausted.length > 0) {
+      this.counters.deadLettered += exhausted.length;
+      this.#d.logger.warn(
+        { count: exhausted.length, ids: exhausted.slice(0, 20).map((m) => m.id) },
+        'baton: outbox messages dead-lettered: their last claim lapsed with no attempt left',
+      );
+      // Counted like any other dead letter (the claim that took the last attempt never wrote an outcome).
+      for (const m of exhausted)
+        this.events.emit('deadLettered', { destination: m.destination, reason: 'attempts_exhausted', error: m.lastError });
     }
-    if (claimed.length === 0) return exhausted;
+    if (claimed.length === 0) return exhausted.length;
     this.counters.claimed += claimed.length;
     const outcomes = await Promise.all(claimed.map((m) => this.#publish(m)));
     const published = claimed.filter((_, i) => outcomes[i]?.ok);

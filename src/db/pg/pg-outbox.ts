@@ -129,10 +129,10 @@ export class PgOutboxStore implements OutboxStore {
   }
 
   async claim(p: { destinations: string[]; limit: number; visibilityMs: number }): Promise<OutboxClaimResult> {
-    if (p.destinations.length === 0 || p.limit <= 0) return { claimed: [], exhausted: 0 };
+    if (p.destinations.length === 0 || p.limit <= 0) return { claimed: [], exhausted: [] };
     const rows = (await this.#rows<OutboxRow>(this.#q.claim, [p.destinations, p.limit, p.visibilityMs])).map(rowToMessage);
     const claimed = rows.filter((m) => m.state === 'pending').sort((a, b) => compareIds(a.id, b.id));
-    return { claimed, exhausted: rows.length - claimed.length };
+    return { claimed, exhausted: rows.filter((m) => m.state !== 'pending') };
   }
 
   async publishedMany(items: OutboxClaimFence[]): Promise<Set<string>> {

@@ -242,8 +242,12 @@ export function flowQueries(schema: string) {
               (SELECT min(CASE WHEN s.tok - (SELECT count(*) FROM picked p WHERE p.key = s.key) < 1
                  THEN (1 - (s.tok - (SELECT count(*) FROM picked p WHERE p.key = s.key))) * s.period / s.rate END)
                FROM kstate s WHERE s.rate IS NOT NULL)) AS wake_ms,
-            (SELECT b FROM budget) < $2 OR EXISTS (SELECT 1 FROM kstate
-              WHERE (cap IS NOT NULL AND live >= cap) OR (rate IS NOT NULL AND tok < 1)) AS limited
+            -- A limit bound the claim if it is spent once this claim's jobs are counted: a
+            -- claim that filled a cap's last slot must say so, or its worker would take the
+            -- queue for drained and wait for a poll while the cap's slots free.
+            (SELECT b FROM budget) < $2 OR EXISTS (SELECT 1 FROM kstate s, LATERAL (
+                SELECT count(*)::int AS n FROM picked p WHERE p.key = s.key) t
+              WHERE (s.cap IS NOT NULL AND s.live + t.n >= s.cap) OR (s.rate IS NOT NULL AND s.tok - t.n < 1)) AS limited
         )
         SELECT c.*, ${cursorColumns('(SELECT p.* FROM picked p WHERE p.tenant_id IS NOT NULL) pt')}, NULL::float8 AS wake_ms,
           NULL::boolean AS limited
