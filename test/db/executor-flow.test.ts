@@ -3,8 +3,11 @@
 // (pattern and per job), token-bucket rate limits and their wake-up hint, and that a plain claim
 // never takes a controlled queue's jobs.
 
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { FairCursor, FlowClaimResult } from '../../src/db/executor.ts';
+import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
+import { quoteSchema } from '../../src/db/schema-name.ts';
 import { claim, ex, fresh, LEASE, newJob, useExecutorHarness } from './executor-harness.ts';
 
 const db = useExecutorHarness();
@@ -166,6 +169,49 @@ describe('controlled claim: caps', () => {
     expect(a.jobs.length + b.jobs.length).toBe(3);
     expect((await one(10)).limited).toBe(true);
   });
+
+  for (const pipelined of [false, true]) {
+    it(`a claim that cannot get the queue lock in time takes nothing, says when to try again, and leaves its session usable (${pipelined ? 'pipelined' : 'plain'} pool)`, async () => {
+      const queue = fresh();
+      await db.query(`INSERT INTO baton.flow_queues (queue, concurrency_limit) VALUES ($1, 3)`, [queue]);
+      await enqueue(queue, 2);
+      // The engine's own pool pipelines; a pool the caller passes may not.
+      const pool = new pg.Pool({ connectionString: db.url, max: 1, pipeline: pipelined } as pg.PoolConfig);
+      const exec = new PgExecutor(pool, quoteSchema(db.schema));
+      const claimOnce = (limit: number) =>
+        exec.jobClaimFlow({
+          queue,
+          limit,
+          owner: 'w-a',
+          leaseMs: LEASE,
+          intoRunning: true,
+          fair: true,
+          controlled: true,
+          cursor: { tenant: '', used: 0 },
+          keyCursor: '',
+        });
+      const holder = await db.pool.connect();
+      try {
+        await holder.query('BEGIN');
+        await holder.query('SELECT 1 FROM baton.flow_queues WHERE queue = $1 FOR UPDATE', [queue]);
+        const busy = await claimOnce(10);
+        expect(busy.jobs).toEqual([]);
+        expect(busy.limited).toBe(true);
+        expect(busy.wakeMs).toBeGreaterThanOrEqual(100);
+        await holder.query('COMMIT');
+        // The pool's one session is out of the transaction, with the server's lock_timeout again.
+        const after = await pool.query<{ s: string; tx: string }>(
+          `SELECT current_setting('lock_timeout') AS s, now() = statement_timestamp() AS tx`,
+        );
+        expect(after.rows[0]).toEqual({ s: '0', tx: true });
+        expect((await claimOnce(10)).jobs).toHaveLength(2);
+      } finally {
+        await holder.query('ROLLBACK').catch(() => undefined);
+        holder.release();
+        await pool.end();
+      }
+    });
+  }
 });
 
 describe('controlled claim: rate limits', () => {
