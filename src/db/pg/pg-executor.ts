@@ -19,6 +19,7 @@ import type {
   WorkerRow,
 } from '../executor.ts';
 import { translatePgError } from './errors.ts';
+import { queryRows } from './query-rows.ts';
 import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './insert-commit-notify.ts';
 import { checkOut, type CheckedOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { jobQueries, type JobQueries } from './queries/job.ts';
@@ -29,7 +30,8 @@ import { jobListQueries, type JobListQueries } from './queries/job-list.ts';
 import { queueQueries, type QueueQueries } from './queries/queue.ts';
 import { statsQueries, type StatsQueries } from './queries/stats.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
-import { flowQueries, FLOW_KEYS_PER_CLAIM, FLOW_LOCK_WAIT_MS, type FlowQueries } from './queries/flow.ts';
+import { flowQueries, type FlowQueries } from './queries/flow.ts';
+import { PgFlow } from './pg-flow.ts';
 import { channelFor } from '../../core/notifier.ts';
 import { insertWithDependencies } from './dependencies.ts';
 import { dependencyQueries } from './queries/dependency.ts';
@@ -46,6 +48,8 @@ export class PgExecutor implements Executor {
   readonly #queue: QueueQueries;
   readonly #stats: StatsQueries;
   readonly #flow: FlowQueries;
+  /** The fair and flow-controlled claims and the flow admin statements. */
+  readonly #flowStore: PgFlow;
   /** Queues this executor has marked keyed (flow_queues.keyed is never reset by Baton). */
   readonly #keyedQueues = new Set<string>();
   /** The schema as the catalogs spell it (unquoted). */
@@ -62,16 +66,12 @@ export class PgExecutor implements Executor {
     this.#queue = queueQueries(quotedSchema);
     this.#stats = statsQueries(quotedSchema);
     this.#flow = flowQueries(quotedSchema);
+    this.#flowStore = new PgFlow(pool, this.#flow);
     this.#schemaName = quotedSchema.replace(/^"(.*)"$/, '$1').replaceAll('""', '"');
   }
 
-  async #q<R>(query: QueryConfigLike, values: unknown[], on: Queryable = this.#pool): Promise<R[]> {
-    try {
-      const res = await on.query<R>({ ...query, values });
-      return res.rows;
-    } catch (err) {
-      throw translatePgError(err);
-    }
+  #q<R>(query: QueryConfigLike, values: unknown[], on: Queryable = this.#pool): Promise<R[]> {
+    return queryRows<R>(on, query, values);
   }
 
   async jobInsertMany(p: JobInsertManyParams): Promise<InsertedJob[]> {
@@ -202,140 +202,32 @@ export class PgExecutor implements Executor {
     return claimJobs(await this.#q<ClaimRow>(this.#job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]), p);
   }
 
-  async jobClaimFlow(p: FlowClaimParams): Promise<FlowClaimResult> {
-    const base = [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs];
-    if (!p.controlled) {
-      let cursor = p.cursor;
-      for (let step = 0; ; step++) {
-        const rows = await this.#q<unknown[]>(this.#flow.claimFair, [...base, cursor.tenant, cursor.used]);
-        const answer = flowAnswer(rows, { ...p, cursor });
-        if (answer.jobs.length > 0 || step === FAIR_WALK_STEPS_MAX)
-          return { ...answer, keyCursor: p.keyCursor, wakeMs: null, limited: false };
-        // Nothing taken: the walk may have seen only tenants whose jobs are all in the future.
-        // Unless it saw every tenant of the queue, go on from where it ended.
-        const [end] = await this.#q<{ last: string | null; n: number }>(this.#flow.fairWalkEnd, [p.queue, cursor.tenant, p.limit + 1]);
-        if (!end || end.last === null || end.n < p.limit + 1 || end.last === cursor.tenant) {
-          return { ...answer, keyCursor: p.keyCursor, wakeMs: null, limited: false };
-        }
-        cursor = { tenant: end.last, used: 0 };
-      }
-    }
-    // Two statements in one transaction: the second one's snapshot starts after the first one's
-    // locks are held, so its counts of live leases see every claim that could compete.
-    const out = await checkOut(this.#pool);
-    let ok = false;
-    try {
-      await out.client.query({ text: 'BEGIN' });
-      // A claimer waits for a lock briefly, then tries again later, rather than hold a pool
-      // connection; and one whose process stalls inside the transaction loses its session, and
-      // its locks, after a lease length.
-      await out.client.query({ ...this.#flow.claimTimeouts, values: [FLOW_LOCK_WAIT_MS, Math.max(1_000, p.leaseMs)] });
-      const keys = (
-        await out.client.query<{ key: string; cap: number | null; rate: number | null; period: number | null }>({
-          ...this.#flow.flowLock,
-          values: [p.queue, p.keyCursor, FLOW_KEYS_PER_CLAIM],
-        })
-      ).rows;
-      p.onLeaseStatement?.();
-      const res = await out.client.query<unknown[]>({
-        ...this.#flow.flowClaim,
-        values: [
-          ...base,
-          p.fair,
-          p.cursor.tenant,
-          p.cursor.used,
-          keys.map((k) => k.key),
-          keys.map((k) => k.cap),
-          keys.map((k) => k.rate),
-          keys.map((k) => k.period),
-        ],
-      });
-      await out.client.query({ text: 'COMMIT' });
-      ok = true;
-      const last = res.rows.pop() as unknown[] | Record<string, unknown> | undefined;
-      const [wakeMs, limited] = Array.isArray(last) ? [last[18], last[19]] : [last?.wake_ms, last?.limited];
-      // The walk over keys goes on from where it stopped when it reached its bound.
-      const keyCursor = keys.length >= FLOW_KEYS_PER_CLAIM ? (keys.at(-1)?.key ?? '') : '';
-      return { ...flowAnswer(res.rows, p), keyCursor, wakeMs: wakeMs == null ? null : Number(wakeMs), limited: limited === true };
-    } catch (err) {
-      const busy = !ok && (err as { code?: string }).code === '55P03';
-      if (!ok) await out.client.query({ text: 'ROLLBACK' }).catch(() => undefined);
-      // lock_not_available: another claimer holds the queue's or a key's lock. Nothing was
-      // claimed; claim again shortly (jittered, so waiting claimers do not line up).
-      if (busy) {
-        ok = true;
-        return { jobs: [], cursor: p.cursor, keyCursor: p.keyCursor, wakeMs: FLOW_LOCK_WAIT_MS * (1 + Math.random()), limited: true };
-      }
-      throw translatePgError(err);
-    } finally {
-      out.release(!ok);
-    }
+  jobClaimFlow(p: FlowClaimParams): Promise<FlowClaimResult> {
+    return this.#flowStore.claim(p);
   }
 
-  async flowControlled(p: { queues: string[] }): Promise<Set<string>> {
-    const rows = await this.#q<{ queue: string }>(this.#flow.controlled, [p.queues]);
-    return new Set(rows.map((r) => r.queue));
+  flowControlled(p: { queues: string[] }): Promise<Set<string>> {
+    return this.#flowStore.controlled(p);
   }
 
-  async flowSetQueue(p: { queue: string } & FlowLimits): Promise<void> {
-    await this.#q(this.#flow.setQueue, [p.queue, p.concurrencyLimit, p.rateLimit?.limit ?? null, p.rateLimit?.periodMs ?? null]);
-    if (p.concurrencyLimit === null && p.rateLimit === null) await this.#q(this.#flow.dropQueueIfFree, [p.queue]);
+  flowSetQueue(p: { queue: string } & FlowLimits): Promise<void> {
+    return this.#flowStore.setQueue(p);
   }
 
-  async flowSetKey(p: { pattern: string } & FlowLimits): Promise<void> {
-    await this.#q(this.#flow.setKey, [p.pattern, p.concurrencyLimit, p.rateLimit?.limit ?? null, p.rateLimit?.periodMs ?? null]);
+  flowSetKey(p: { pattern: string } & FlowLimits): Promise<void> {
+    return this.#flowStore.setKey(p);
   }
 
-  async flowDeleteKey(p: { pattern: string }): Promise<boolean> {
-    return (await this.#q(this.#flow.deleteKey, [p.pattern])).length > 0;
+  flowDeleteKey(p: { pattern: string }): Promise<boolean> {
+    return this.#flowStore.deleteKey(p);
   }
 
-  async flowSetWeight(p: { tenantId: string; weight: number | null }): Promise<void> {
-    if (p.weight === null) await this.#q(this.#flow.deleteWeight, [p.tenantId]);
-    else await this.#q(this.#flow.setWeight, [p.tenantId, p.weight]);
+  flowSetWeight(p: { tenantId: string; weight: number | null }): Promise<void> {
+    return this.#flowStore.setWeight(p);
   }
 
-  async flowSnapshot(p: { groups: number }): Promise<Omit<FlowSnapshot, 'held'>> {
-    type Limits = { concurrency_limit: number | null; rate_limit: number | null; rate_period_ms: number | null };
-    const limits = (r: Limits): FlowLimits => ({
-      concurrencyLimit: r.concurrency_limit,
-      rateLimit: r.rate_limit === null ? null : { limit: r.rate_limit, periodMs: r.rate_period_ms ?? 0 },
-    });
-    const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-    const [queues, patterns, weights, tenants, keys] = await Promise.all([
-      this.#q<Limits & { queue: string; keyed: boolean; tokens: number | null; running: number; due: number }>(
-        this.#flow.snapshotQueues,
-        [],
-      ),
-      this.#q<Limits & { pattern: string }>(this.#flow.snapshotKeys, []),
-      this.#q<{ tenant_id: string; weight: number }>(this.#flow.snapshotWeights, []),
-      this.#q<{ queue: string; tenant_id: string; pending: number; running: number }>(this.#flow.snapshotTenants, [p.groups]),
-      this.#q<{
-        key: string;
-        pending: number;
-        due: number;
-        running: number;
-        cap: number | null;
-        rate: number | null;
-        tokens: number | null;
-      }>(this.#flow.snapshotActiveKeys, [p.groups]),
-    ]);
-    return {
-      queues: queues.map((r) => ({ queue: r.queue, ...limits(r), keyed: r.keyed, running: r.running, due: r.due, tokens: num(r.tokens) })),
-      keyPatterns: patterns.map((r) => ({ pattern: r.pattern, ...limits(r) })),
-      weights: weights.map((r) => ({ tenantId: r.tenant_id, weight: r.weight })),
-      tenants: tenants.map((r) => ({ queue: r.queue, tenantId: r.tenant_id, pending: r.pending, running: r.running })),
-      keys: keys.map((r) => ({
-        key: r.key,
-        pending: r.pending,
-        due: r.due,
-        running: r.running,
-        concurrencyLimit: r.cap,
-        rateLimit: r.rate,
-        // No bucket row yet: a rate-limited key's bucket is full.
-        tokens: r.rate === null ? null : (num(r.tokens) ?? r.rate),
-      })),
-    };
+  flowSnapshot(p: { groups: number }): Promise<Omit<FlowSnapshot, 'held'>> {
+    return this.#flowStore.snapshot(p);
   }
 
   /** Runs a lease write (see acceptedIds): the ids it wrote, all of `ids` when the answer is NULL. */
@@ -637,18 +529,4 @@ function timeValues(p: Pick<JobListParams, 'createdAfter' | 'createdBefore'>): u
 
 function filterValues(p: Pick<JobListParams, 'state' | 'tenantId' | 'queue' | 'jobType'>): unknown[] {
   return [p.state ?? null, p.tenantId ?? null, p.queue ?? null, p.jobType ?? null];
-}
-
-/**
- * Walks past tenants with only future jobs that one fair claim makes at most, each as long as
- * the claim's limit plus one: the rest is left to the next claim, which starts where this ended.
- */
-const FAIR_WALK_STEPS_MAX = 8;
-
-/** A fair or flow claim's rows: the jobs, and the round-robin cursor the rows carry (columns 16, 17). */
-function flowAnswer(rows: unknown[], p: FlowClaimParams): Pick<FlowClaimResult, 'jobs' | 'cursor'> {
-  const first = rows[0] as unknown[] | Record<string, unknown> | undefined;
-  const [tenant, used] = Array.isArray(first) ? [first[16], first[17]] : [first?.cursor_tenant, first?.cursor_used];
-  const cursor = typeof tenant === 'string' && used != null ? { tenant, used: Number(used) } : p.cursor;
-  return { jobs: claimJobs(rows as ClaimRow[], p), cursor };
 }

@@ -11,6 +11,7 @@ import type {
   OutboxStore,
 } from '../outbox-store.ts';
 import { translatePgError } from './errors.ts';
+import { queryRows } from './query-rows.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
 import { outboxQueries, type OutboxQueries } from './queries/outbox.ts';
 import { compareIds } from './rows.ts';
@@ -79,12 +80,8 @@ export class PgOutboxStore implements OutboxStore {
     this.#lockNamespace = orderingLockNamespace(quotedSchema);
   }
 
-  async #rows<R>(query: QueryConfigLike, values: unknown[], on: Queryable = this.#pool): Promise<R[]> {
-    try {
-      return (await on.query<R>({ ...query, values })).rows;
-    } catch (err) {
-      throw translatePgError(err);
-    }
+  #rows<R>(query: QueryConfigLike, values: unknown[], on: Queryable = this.#pool): Promise<R[]> {
+    return queryRows<R>(on, query, values);
   }
 
   async insertMany(p: { messages: NewOutboxMessage[]; client?: Queryable | undefined; channel: string }): Promise<RecordResult[]> {

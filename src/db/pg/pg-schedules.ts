@@ -3,6 +3,7 @@
 import type { MisfirePolicy, Schedule } from '../../core/cron/schedule.ts';
 import type { ScheduleAdvance, ScheduleStore, ScheduleWrite } from '../schedule-store.ts';
 import { translatePgError } from './errors.ts';
+import { queryRows } from './query-rows.ts';
 import type { PgPoolLike, QueryConfigLike } from './pool.ts';
 import { scheduleQueries, type ScheduleQueries } from './queries/schedule.ts';
 
@@ -66,12 +67,8 @@ export class PgScheduleStore implements ScheduleStore {
     this.#channel = channel;
   }
 
-  async #rows<R>(query: QueryConfigLike, values: unknown[]): Promise<R[]> {
-    try {
-      return (await this.#pool.query<R>({ ...query, values })).rows;
-    } catch (err) {
-      throw translatePgError(err);
-    }
+  #rows<R>(query: QueryConfigLike, values: unknown[]): Promise<R[]> {
+    return queryRows<R>(this.#pool, query, values);
   }
 
   #definition(w: Omit<ScheduleWrite, 'tenantId' | 'name'>): unknown[] {
