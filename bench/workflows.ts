@@ -1,16 +1,18 @@
 // Workflow benchmark: 5-step no-op workflows next to plain no-op jobs in the same run
 // (runs/s, steps/s, jobs/s, alternating, medians), event-sent -> waiting run resumed
 // latency next to plain job start latency, and N sleeping runs: worker slots and
-// database connections held, table bytes per waiting run. Each part on a fresh database.
-// Usage: npx tsx bench/workflows.ts [--runs 3] [--jobs 2000] [--sleepers 10000] [--out results]
-// Needs DATABASE_URL (a server it may create and drop databases on).
+// database connections held, table bytes per waiting run. Each part on a fresh database of
+// the bench's own server (bench/server.ts: started from this host's binaries, tuned as a user
+// tunes one, durability and autovacuum at PostgreSQL's defaults); --server-url uses a given one.
+// Usage: npx tsx bench/workflows.ts [--runs 3] [--jobs 2000] [--sleepers 10000] [--out results] [--server-url URL]
 
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createBaton, type Baton } from '../src/index.ts';
+import { machineRecord } from './machine.ts';
+import { openServer, type PgServer } from './server.ts';
 import { distribution, nowMs } from './stats.ts';
 
 const argv = process.argv.slice(2);
@@ -24,25 +26,22 @@ const SLEEPERS = arg('sleepers', 10_000);
 const LATENCY_SAMPLES = arg('latency', 200);
 const outIdx = argv.indexOf('--out');
 const OUT = outIdx >= 0 ? (argv[outIdx + 1] as string) : 'results';
+const urlIdx = argv.indexOf('--server-url');
+const SERVER_URL = urlIdx >= 0 ? (argv[urlIdx + 1] as string) : null;
 const CONCURRENCY = 20;
 const POOL = 10;
-const admin = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+let server: PgServer;
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 async function withDb<T>(tag: string, fn: (url: string) => Promise<T>): Promise<T> {
   const name = `baton_bench_wf_${tag}_${process.pid}`;
-  const c = new pg.Client({ connectionString: admin });
-  await c.connect();
-  await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await c.query(`CREATE DATABASE ${name}`);
-  const u = new URL(admin);
-  u.pathname = `/${name}`;
+  await server.dropDatabase(name);
+  const url = await server.createDatabase(name);
   try {
-    return await fn(u.toString());
+    return await fn(url);
   } finally {
-    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await c.end();
+    await server.dropDatabase(name);
   }
 }
 
@@ -178,22 +177,16 @@ async function sleepers(url: string) {
 
 async function main(): Promise<void> {
   const startedAt = new Date();
-  const git = (a: string[]) => {
-    try {
-      return execFileSync('git', a, { encoding: 'utf8' }).trim();
-    } catch {
-      return 'unknown';
-    }
-  };
-  const machine = {
-    cpuModel: os.cpus()[0]?.model ?? 'unknown',
-    cores: os.cpus().length,
-    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
-    os: `${os.type()} ${os.release()} ${os.arch()}`,
-    node: process.version,
-    gitCommit: git(['rev-parse', 'HEAD']),
-    loadAvgAtStart: os.loadavg().map((x) => Math.round(x * 100) / 100),
-  };
+  server = await openServer(SERVER_URL ? { url: SERVER_URL } : 'cluster');
+  try {
+    await measure(startedAt);
+  } finally {
+    await server.close();
+  }
+}
+
+async function measure(startedAt: Date): Promise<void> {
+  const machine = await machineRecord(server);
   const jobRates: number[] = [];
   const runRates: number[] = [];
   for (let i = 0; i < RUNS; i++) {
@@ -233,7 +226,11 @@ async function main(): Promise<void> {
       target: 2,
     },
     sleepers: sleep,
+    loadAvgAtEnd: os.loadavg().map((x) => Math.round(x * 100) / 100),
   };
+  const pgSettings = Object.entries(machine.postgres.settings)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
   mkdirSync(OUT, { recursive: true });
   const stamp = startedAt.toISOString().slice(0, 16).replace(/[:T]/g, '-');
   const file = path.join(OUT, `workflows-${stamp}`);
@@ -241,8 +238,10 @@ async function main(): Promise<void> {
   const f = (x: number, d = 0) => x.toFixed(d);
   const md = `# Workflow benchmark ${report.startedAt}
 
-Command: \`${report.command}\` at \`${machine.gitCommit.slice(0, 7)}\`; ${machine.cores} cores (${machine.cpuModel}), Node ${machine.node},
-load average at start ${machine.loadAvgAtStart.join(' / ')}. Medians of ${RUNS} alternating runs; ratios within the same run.
+Command: \`${report.command}\` at \`${machine.gitCommit.slice(0, 7)}${machine.gitDirty ? ' (dirty)' : ''}\`; ${machine.cores} cores (${machine.cpuModel}), Node ${machine.node},
+load average at start ${machine.loadAvgAtStart.join(' / ')}, at end ${report.loadAvgAtEnd.join(' / ')}. Medians of ${RUNS} alternating runs; ratios within the same run.
+
+Server: ${machine.postgres.version.split(',')[0]}, ${machine.postgres.source}. Settings in force: ${pgSettings}.
 
 | Figure | Value |
 |---|---|
