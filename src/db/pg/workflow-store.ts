@@ -4,7 +4,19 @@
 // order run row, then job row.
 
 import type { RunDetail, RunState, RunSummary, StepInfo } from '../../core/workflow/types.ts';
-import type { Fenced, HistoryStep, LoadedRun, Refusal, RunForAction, RunLease, WaitRow, WorkflowStore } from '../workflow-store.ts';
+import type {
+  Fenced,
+  HistoryStep,
+  LoadedRun,
+  LoadResult,
+  Refusal,
+  RunCompletion,
+  RunForAction,
+  RunLease,
+  StepCommit,
+  WaitRow,
+  WorkflowStore,
+} from '../workflow-store.ts';
 import { translatePgError } from './errors.ts';
 import { checkOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { workflowQueries, type WorkflowQueries } from './queries/workflow.ts';
@@ -107,8 +119,13 @@ export class PgWorkflowStore implements WorkflowStore {
     });
   }
 
-  async load(p: RunLease): Promise<(LoadedRun & { marked: boolean }) | null> {
-    const [r] = await this.#run<{
+  async load(p: RunLease): Promise<LoadResult> {
+    return (await this.loadMany([p]))[0] ?? null;
+  }
+
+  async loadMany(p: RunLease[]): Promise<LoadResult[]> {
+    const rows = await this.#run<{
+      ord: number;
       marked: boolean;
       id: string;
       name: string;
@@ -122,41 +139,55 @@ export class PgWorkflowStore implements WorkflowStore {
       now_ms: number;
       event_ready: boolean;
       steps: HistoryStep[];
-    }>(this.#q.load, [p.jobId, p.token, p.runId]);
-    if (!r) return null;
-    return {
-      marked: r.marked,
-      id: r.id,
-      name: r.name,
-      tenantId: r.tenant_id,
-      input: r.input,
-      state: r.state,
-      jobId: r.job_id,
-      output: r.output,
-      waitEvent: r.wait_event,
-      parentRunId: r.parent_run_id,
-      eventReady: r.event_ready,
-      nowMs: Number(r.now_ms),
-      steps: r.steps,
-    };
+    }>(this.#q.loadMany, [p.map((x) => x.jobId), p.map((x) => x.token), p.map((x) => x.runId)]);
+    const out: LoadResult[] = p.map(() => null);
+    for (const r of rows) {
+      out[r.ord - 1] = {
+        marked: r.marked,
+        id: r.id,
+        name: r.name,
+        tenantId: r.tenant_id,
+        input: r.input,
+        state: r.state,
+        jobId: r.job_id,
+        output: r.output,
+        waitEvent: r.wait_event,
+        parentRunId: r.parent_run_id,
+        eventReady: r.event_ready,
+        nowMs: Number(r.now_ms),
+        steps: r.steps,
+      };
+    }
+    return out;
   }
 
-  async commitStep(p: Parameters<WorkflowStore['commitStep']>[0]): Promise<Fenced<{ won: boolean; output: unknown }>> {
-    const [r] = await this.#run<{ fenced_in: boolean; won: boolean; output: unknown }>(this.#q.commitStep, [
-      p.jobId,
-      p.token,
-      p.runId,
-      p.name,
-      p.occurrence,
-      p.seq,
-      p.output,
-      p.startedAt,
+  async commitStep(p: StepCommit): Promise<Fenced<{ won: boolean; output: unknown }>> {
+    return (await this.commitSteps([p]))[0] as Fenced<{ won: boolean; output: unknown }>;
+  }
+
+  async commitSteps(p: StepCommit[]): Promise<Array<Fenced<{ won: boolean; output: unknown }>>> {
+    const rows = await this.#run<{ ord: number; fenced_in: boolean; won: boolean; output: unknown }>(this.#q.commitSteps, [
+      p.map((x) => x.jobId),
+      p.map((x) => x.token),
+      p.map((x) => x.runId),
+      p.map((x) => x.name),
+      p.map((x) => x.occurrence),
+      p.map((x) => x.seq),
+      p.map((x) => x.output),
+      p.map((x) => x.startedAt),
     ]);
-    if (!r?.fenced_in) return { ok: false };
-    if (r.won) return { ok: true, won: true, output: r.output };
-    // Lost the race: the winner committed before the insert returned, so a new statement sees it.
-    const winner = await this.readStep({ runId: p.runId, name: p.name, occurrence: p.occurrence });
-    return { ok: true, won: false, output: winner?.status === 'succeeded' ? winner.output : undefined };
+    const byOrd = new Map(rows.map((r) => [r.ord, r]));
+    return Promise.all(
+      p.map(async (x, i): Promise<Fenced<{ won: boolean; output: unknown }>> => {
+        const r = byOrd.get(i + 1);
+        if (!r?.fenced_in) return { ok: false };
+        if (r.won) return { ok: true, won: true, output: r.output };
+        // Lost the race: the winner committed before the insert returned (or in this very
+        // statement), so a new statement sees it.
+        const winner = await this.readStep({ runId: x.runId, name: x.name, occurrence: x.occurrence });
+        return { ok: true, won: false, output: winner?.status === 'succeeded' ? winner.output : undefined };
+      }),
+    );
   }
 
   async readStep(p: { runId: string; name: string; occurrence: number }) {
@@ -211,9 +242,20 @@ export class PgWorkflowStore implements WorkflowStore {
     });
   }
 
-  async completeRun(p: RunLease & { output: string }): Promise<Fenced<{ output: unknown }>> {
-    const [r] = await this.#run<{ output: unknown }>(this.#q.completeRun, [p.jobId, p.token, p.runId, p.output]);
-    return r ? { ok: true, output: r.output } : { ok: false };
+  async completeRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>> {
+    return (await this.completeRuns([p]))[0] as Fenced<{ output: unknown }>;
+  }
+
+  async completeRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>> {
+    const rows = await this.#run<{ ord: number; output: unknown }>(this.#q.completeRuns, [
+      p.map((x) => x.jobId),
+      p.map((x) => x.token),
+      p.map((x) => x.runId),
+      p.map((x) => x.output),
+    ]);
+    const out: Array<Fenced<{ output: unknown }>> = p.map(() => ({ ok: false }));
+    for (const r of rows) out[r.ord - 1] = { ok: true, output: r.output };
+    return out;
   }
 
   async childOutcomes(p: { runIds: string[] }) {
