@@ -9,6 +9,7 @@ import { WorkflowBatcher } from '../../src/core/workflow/batcher.ts';
 import { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
 import type { RunLease, StepCommit } from '../../src/db/workflow-store.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
 
 const db = useTestDatabase();
 
@@ -131,6 +132,33 @@ describe('batched workflow writes', () => {
     const done = await Promise.all(leases.map((l, i) => batcher.completeRun({ ...l, output: String(i * 10) })));
     expect(done).toEqual([{ ok: true, output: 0 }, { ok: true, output: 10 }, { ok: true, output: 20 }, { ok: false }]);
     expect(batcher.statements()).toEqual({ loads: 1, steps: 1, completions: 1 });
+  });
+
+  it('a step commit locks the run row before the job row, as a cancel does: the two wait for each other, never deadlock', async () => {
+    const [a, b] = (await claimedRuns(2)) as [RunLease, RunLease];
+    // A cancel's transaction, held open between its two writes: the run row, then the job row.
+    const cancel = await db.pool.connect();
+    try {
+      await cancel.query('BEGIN');
+      await cancel.query(`SELECT id FROM baton.workflow_runs WHERE id = $1 FOR UPDATE`, [b.runId]);
+      const batch = store.commitSteps([commit(a, 's', 0, '"a"'), commit(b, 's', 0, '"b"')]);
+      // The batch waits for the run row the cancel holds (as a step commit waited before batching).
+      await waitFor(
+        async () =>
+          (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%unnest%'`)).rowCount === 1,
+        { timeoutMs: 5_000, message: 'the batch to wait for the run row' },
+      );
+      await cancel.query(`UPDATE baton.workflow_runs SET state = 'cancelled' WHERE id = $1`, [b.runId]);
+      await cancel.query(
+        `UPDATE baton.jobs SET state = 'cancelled', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL WHERE id = $1`,
+        [b.jobId],
+      );
+      await cancel.query('COMMIT');
+      expect(await batch).toEqual([{ ok: true, won: true, output: 'a' }, { ok: false }]);
+    } finally {
+      await cancel.query('ROLLBACK').catch(() => undefined);
+      cancel.release();
+    }
   });
 
   it('a row the database refuses fails only its own execution; the rest of its batch lands', async () => {

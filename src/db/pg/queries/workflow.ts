@@ -2,7 +2,10 @@
 // the quoted schema. Every write an execution makes is fenced by its driving job's lease
 // token AND by the run still running: `fence` locks both rows (FOR SHARE) for the
 // statement, so a reclaim or a cancel either happened before it (nothing is written) or
-// waits for it. A step's output is committed first; the run's progress only goes up.
+// waits for it. It locks the run row first, then the job row (the order of `OF r, j`), as
+// the store's transactions (cancel, replay, suspend, events) do: the other way round, a
+// fence and a cancel could each hold one row and wait for the other (a deadlock).
+// A step's output is committed first; the run's progress only goes up.
 
 import { countFinishedSql } from './job.ts';
 
@@ -19,7 +22,7 @@ export function workflowQueries(schema: string) {
   const fence = `fence AS (
       SELECT j.id FROM ${jobs} j JOIN ${runs} r ON r.job_id = j.id
       WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE} AND r.id = $3::bigint AND r.state = 'running'
-      FOR SHARE OF j, r)`;
+      FOR SHARE OF r, j)`;
   const fenced = `EXISTS (SELECT 1 FROM fence)`;
   // The state a reader sees: dead-lettering and a cancel through the jobs API are the job's.
   const runState = `CASE WHEN r.state IN ('running', 'sleeping', 'waiting') AND j.state IN ('dead_lettered', 'cancelled')
@@ -80,8 +83,8 @@ export function workflowQueries(schema: string) {
     },
     // Step outputs of several executions in one statement (one transaction, one WAL flush), each
     // row fenced by its own lease ($1 job ids, $2 tokens, $3 run ids, $4 names, $5 occurrences,
-    // $6 seqs, $7 outputs, $8 start times). The fence locks its rows in job id order, so two
-    // batches (or a batch and a multi-row job write) cannot each hold what the other waits for.
+    // $6 seqs, $7 outputs, $8 start times). The fence locks its rows in one order (by job id,
+    // each run before its job) rather than as the join happens to meet them.
     // One insert wins per step (a failed row is taken over): commits of one step in the same
     // batch are cut to the first one, the rest answer not won and read the winner's output.
     commitSteps: {
@@ -92,7 +95,7 @@ export function workflowQueries(schema: string) {
         fence AS (
           SELECT i.* FROM i JOIN ${jobs} j ON j.id = i.job_id JOIN ${runs} r ON r.id = i.run_id AND r.job_id = j.id
           WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running'
-          ORDER BY j.id FOR SHARE OF j, r),
+          ORDER BY j.id FOR SHARE OF r, j),
         pick AS (SELECT DISTINCT ON (run_id, name, occurrence) * FROM fence ORDER BY run_id, name, occurrence, ord),
         ins AS (
           INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, output, attempts, started_at, finished_at)
@@ -247,7 +250,7 @@ export function workflowQueries(schema: string) {
         fence AS (
           SELECT i.* FROM i JOIN ${jobs} j ON j.id = i.job_id JOIN ${runs} r ON r.id = i.run_id AND r.job_id = j.id
           WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running'
-          ORDER BY j.id FOR SHARE OF j, r)
+          ORDER BY j.id FOR SHARE OF r, j)
         UPDATE ${runs} r SET state = 'succeeded', output = f.output::jsonb, finished_at = now(), updated_at = now()
         FROM fence f WHERE r.id = f.run_id
         RETURNING f.ord::int, r.output`,
