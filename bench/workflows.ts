@@ -5,6 +5,7 @@
 // the bench's own server (bench/server.ts: started from this host's binaries, tuned as a user
 // tunes one, durability and autovacuum at PostgreSQL's defaults); --server-url uses a given one.
 // Usage: npx tsx bench/workflows.ts [--runs 3] [--jobs 2000] [--sleepers 10000] [--out results] [--server-url URL]
+//   [--profile-sql]
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -13,6 +14,7 @@ import pg from 'pg';
 import { createBaton, type Baton } from '../src/index.ts';
 import { machineRecord } from './machine.ts';
 import { openServer, type PgServer } from './server.ts';
+import { type SqlProfileRow, topStatements } from './sql-profile.ts';
 import { distribution, nowMs } from './stats.ts';
 
 const argv = process.argv.slice(2);
@@ -28,9 +30,12 @@ const outIdx = argv.indexOf('--out');
 const OUT = outIdx >= 0 ? (argv[outIdx + 1] as string) : 'results';
 const urlIdx = argv.indexOf('--server-url');
 const SERVER_URL = urlIdx >= 0 ? (argv[urlIdx + 1] as string) : null;
+/** One more workflow drain, not counted, with pg_stat_statements: its statements per run. */
+const PROFILE_SQL = argv.includes('--profile-sql');
 const CONCURRENCY = 20;
 const POOL = 10;
 let server: PgServer;
+const workflowTrouble: string[] = [];
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
@@ -80,6 +85,9 @@ async function plainJobs(url: string): Promise<number> {
 async function workflows(url: string): Promise<number> {
   const n = Math.round(JOBS / 5);
   const b = engine(url);
+  // A failed execution or an engine error slows a drain down: counted, so a slow run says why.
+  b.events.on('retried', (e) => void workflowTrouble.push(`retried: ${String(e.error)}`));
+  b.events.on('error', (e) => void workflowTrouble.push(`${e.where}: ${String(e.error)}`));
   await b.migrate();
   for (let i = 0; i < n; i += 100) await Promise.all(Array.from({ length: Math.min(100, n - i) }, () => b.startWorkflow('five')));
   const t0 = nowMs();
@@ -177,7 +185,11 @@ async function sleepers(url: string) {
 
 async function main(): Promise<void> {
   const startedAt = new Date();
-  server = await openServer(SERVER_URL ? { url: SERVER_URL } : 'cluster');
+  server = await openServer(
+    SERVER_URL ? { url: SERVER_URL } : 'cluster',
+    PROFILE_SQL ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : {},
+  );
+  if (PROFILE_SQL) await server.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
   try {
     await measure(startedAt);
   } finally {
@@ -192,7 +204,18 @@ async function measure(startedAt: Date): Promise<void> {
   for (let i = 0; i < RUNS; i++) {
     jobRates.push(await withDb(`jobs${i}`, plainJobs));
     runRates.push(await withDb(`wf${i}`, workflows));
-    process.stderr.write(`run ${i + 1}/${RUNS}: jobs/s ${jobRates.at(-1)?.toFixed(0)}, runs/s ${runRates.at(-1)?.toFixed(0)}\n`);
+    process.stderr.write(
+      `run ${i + 1}/${RUNS}: jobs/s ${jobRates.at(-1)?.toFixed(0)}, runs/s ${runRates.at(-1)?.toFixed(0)}, retries and errors so far ${workflowTrouble.length}\n`,
+    );
+  }
+  let sqlProfile: Array<SqlProfileRow & { perRun: number }> = [];
+  if (PROFILE_SQL) {
+    const n = Math.round(JOBS / 5);
+    await withDb('profile', async (url) => {
+      await server.query('SELECT pg_stat_statements_reset()');
+      await workflows(url);
+      sqlProfile = (await topStatements(server, 12)).map((r) => ({ ...r, perRun: r.calls / n }));
+    });
   }
   const lat = await withDb('lat', latencies);
   const sleep = await withDb('sleep', sleepers);
@@ -226,6 +249,8 @@ async function measure(startedAt: Date): Promise<void> {
       target: 2,
     },
     sleepers: sleep,
+    sqlProfile,
+    workflowTrouble,
     loadAvgAtEnd: os.loadavg().map((x) => Math.round(x * 100) / 100),
   };
   const pgSettings = Object.entries(machine.postgres.settings)
@@ -249,6 +274,7 @@ Server: ${machine.postgres.version.split(',')[0]}, ${machine.postgres.source}. S
 | 5-step no-op workflow runs/s (${JOBS / 5} runs) | ${f(runsPerSec)} |
 | workflow steps/s | ${f(runsPerSec * 5)} |
 | steps/s ÷ jobs/s (target ≥ 0.40) | ${f(report.throughput.stepsOverJobs.median, 2)} |
+| workflow executions retried or engine errors during the drains | ${workflowTrouble.length} |
 | event sent → waiting run resumed, p50 / p99 ms (${LATENCY_SAMPLES} samples) | ${f(report.latencyMs.eventToResume.p50, 1)} / ${f(report.latencyMs.eventToResume.p99, 1)} |
 | plain job start latency, p50 / p99 ms | ${f(report.latencyMs.jobStart.p50, 1)} / ${f(report.latencyMs.jobStart.p99, 1)} |
 | resume ÷ job start, p50 / p99 (target ≤ 2) | ${f(report.latencyMs.p50Ratio, 2)} / ${f(report.latencyMs.p99Ratio, 2)} |
@@ -256,7 +282,17 @@ Server: ${machine.postgres.version.split(',')[0]}, ${machine.postgres.source}. S
 | worker slots in flight / live leases while they sleep | ${sleep.slotsInFlight} / ${sleep.liveLeases} |
 | database connections open (busy): idle baseline / while they sleep | ${sleep.idleConnections.open} (${sleep.idleConnections.busy}) / ${sleep.connectionsWhileSleeping.open} (${sleep.connectionsWhileSleeping.busy}) |
 | table bytes per sleeping run (jobs + runs + steps, with indexes and TOAST) | ${sleep.bytesPerSleepingRun} |
-`;
+${
+  sqlProfile.length === 0
+    ? ''
+    : `
+Statements of one more workflow drain (${JOBS / 5} runs, not counted above), by server time (pg_stat_statements):
+
+| calls | per run | total ms | mean ms | statement |
+|---|---|---|---|---|
+${sqlProfile.map((r) => `| ${r.calls} | ${r.perRun.toFixed(2)} | ${r.totalMs.toFixed(0)} | ${r.meanMs.toFixed(3)} | \`${r.query.slice(0, 120).replace(/\|/g, '\\|')}\` |`).join('\n')}
+`
+}`;
   writeFileSync(`${file}.md`, md);
   process.stdout.write(md);
 }
