@@ -134,18 +134,23 @@ describe('batched workflow writes', () => {
     expect(batcher.statements()).toEqual({ loads: 1, steps: 1, completions: 1 });
   });
 
-  it('a step commit locks the run row before the job row, as a cancel does: the two wait for each other, never deadlock', async () => {
-    const [a, b] = (await claimedRuns(2)) as [RunLease, RunLease];
+  it.each([
+    ['alone', 1],
+    ['in a batch', 2],
+  ])('a step commit %s locks the run row before the job row, as a cancel does: the two wait, never deadlock', async (_, n) => {
+    const [b, a] = (await claimedRuns(2)) as [RunLease, RunLease];
     // A cancel's transaction, held open between its two writes: the run row, then the job row.
     const cancel = await db.pool.connect();
     try {
       await cancel.query('BEGIN');
       await cancel.query(`SELECT id FROM baton.workflow_runs WHERE id = $1 FOR UPDATE`, [b.runId]);
-      const batch = store.commitSteps([commit(a, 's', 0, '"a"'), commit(b, 's', 0, '"b"')]);
+      const rows = [commit(b, 's', 0, '"b"'), commit(a, 's', 0, '"a"')].slice(0, n);
+      const batch = store.commitSteps(rows);
       // The batch waits for the run row the cancel holds (as a step commit waited before batching).
       await waitFor(
         async () =>
-          (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%unnest%'`)).rowCount === 1,
+          (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%workflow_steps%'`)).rowCount ===
+          1,
         { timeoutMs: 5_000, message: 'the batch to wait for the run row' },
       );
       await cancel.query(`UPDATE baton.workflow_runs SET state = 'cancelled' WHERE id = $1`, [b.runId]);
@@ -154,7 +159,7 @@ describe('batched workflow writes', () => {
         [b.jobId],
       );
       await cancel.query('COMMIT');
-      expect(await batch).toEqual([{ ok: true, won: true, output: 'a' }, { ok: false }]);
+      expect(await batch).toEqual([{ ok: false }, { ok: true, won: true, output: 'a' }].slice(0, n));
     } finally {
       await cancel.query('ROLLBACK').catch(() => undefined);
       cancel.release();

@@ -23,7 +23,7 @@ class Batch<I, R> {
   #buffer: Array<Pending<I, R>> = [];
   #scheduled = false;
   #flushing = false;
-  /** Statements sent, for tests and the bench's accounting. */
+  /** Statements sent, for tests. */
   statements = 0;
 
   constructor(send: (items: I[]) => Promise<R[]>, max: number) {

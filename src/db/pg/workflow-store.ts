@@ -53,6 +53,40 @@ function toSummary(r: SummaryRow): RunSummary {
   };
 }
 
+interface LoadRow {
+  marked: boolean;
+  id: string;
+  name: string;
+  tenant_id: string;
+  input: unknown;
+  state: LoadedRun['state'];
+  job_id: string | null;
+  output: unknown;
+  wait_event: string | null;
+  parent_run_id: string | null;
+  now_ms: number;
+  event_ready: boolean;
+  steps: HistoryStep[];
+}
+
+function toLoaded(r: LoadRow): LoadedRun & { marked: boolean } {
+  return {
+    marked: r.marked,
+    id: r.id,
+    name: r.name,
+    tenantId: r.tenant_id,
+    input: r.input,
+    state: r.state,
+    jobId: r.job_id,
+    output: r.output,
+    waitEvent: r.wait_event,
+    parentRunId: r.parent_run_id,
+    eventReady: r.event_ready,
+    nowMs: Number(r.now_ms),
+    steps: r.steps,
+  };
+}
+
 const stepKey = (name: string, occurrence: number) => (occurrence === 1 ? name : `${name}#${occurrence}`);
 
 export class PgWorkflowStore implements WorkflowStore {
@@ -119,64 +153,52 @@ export class PgWorkflowStore implements WorkflowStore {
     });
   }
 
-  async load(p: RunLease): Promise<LoadResult> {
-    return (await this.loadMany([p]))[0] ?? null;
+  load(p: RunLease): Promise<LoadResult> {
+    return this.#load([p]).then((r) => r[0] ?? null);
   }
 
-  async loadMany(p: RunLease[]): Promise<LoadResult[]> {
-    const rows = await this.#run<{
-      ord: number;
-      marked: boolean;
-      id: string;
-      name: string;
-      tenant_id: string;
-      input: unknown;
-      state: LoadedRun['state'];
-      job_id: string | null;
-      output: unknown;
-      wait_event: string | null;
-      parent_run_id: string | null;
-      now_ms: number;
-      event_ready: boolean;
-      steps: HistoryStep[];
-    }>(this.#q.loadMany, [p.map((x) => x.jobId), p.map((x) => x.token), p.map((x) => x.runId)]);
+  loadMany(p: RunLease[]): Promise<LoadResult[]> {
+    return this.#load(p);
+  }
+
+  // One row goes out as the single-row statement (see the queries' note on planning).
+  async #load(p: RunLease[]): Promise<LoadResult[]> {
+    const one = p.length === 1 ? p[0] : undefined;
+    const rows = await this.#run<LoadRow & { ord?: number }>(
+      one ? this.#q.load : this.#q.loadMany,
+      one ? [one.jobId, one.token, one.runId] : [p.map((x) => x.jobId), p.map((x) => x.token), p.map((x) => x.runId)],
+    );
     const out: LoadResult[] = p.map(() => null);
-    for (const r of rows) {
-      out[r.ord - 1] = {
-        marked: r.marked,
-        id: r.id,
-        name: r.name,
-        tenantId: r.tenant_id,
-        input: r.input,
-        state: r.state,
-        jobId: r.job_id,
-        output: r.output,
-        waitEvent: r.wait_event,
-        parentRunId: r.parent_run_id,
-        eventReady: r.event_ready,
-        nowMs: Number(r.now_ms),
-        steps: r.steps,
-      };
-    }
+    for (const r of rows) out[(r.ord ?? 1) - 1] = toLoaded(r);
     return out;
   }
 
-  async commitStep(p: StepCommit): Promise<Fenced<{ won: boolean; output: unknown }>> {
-    return (await this.commitSteps([p]))[0] as Fenced<{ won: boolean; output: unknown }>;
+  commitStep(p: StepCommit): Promise<Fenced<{ won: boolean; output: unknown }>> {
+    return this.#commitSteps([p]).then((r) => r[0] as Fenced<{ won: boolean; output: unknown }>);
   }
 
-  async commitSteps(p: StepCommit[]): Promise<Array<Fenced<{ won: boolean; output: unknown }>>> {
-    const rows = await this.#run<{ ord: number; fenced_in: boolean; won: boolean; output: unknown }>(this.#q.commitSteps, [
-      p.map((x) => x.jobId),
-      p.map((x) => x.token),
-      p.map((x) => x.runId),
-      p.map((x) => x.name),
-      p.map((x) => x.occurrence),
-      p.map((x) => x.seq),
-      p.map((x) => x.output),
-      p.map((x) => x.startedAt),
-    ]);
-    const byOrd = new Map(rows.map((r) => [r.ord, r]));
+  commitSteps(p: StepCommit[]): Promise<Array<Fenced<{ won: boolean; output: unknown }>>> {
+    return this.#commitSteps(p);
+  }
+
+  async #commitSteps(p: StepCommit[]): Promise<Array<Fenced<{ won: boolean; output: unknown }>>> {
+    const one = p.length === 1 ? p[0] : undefined;
+    const rows = await this.#run<{ ord?: number; fenced_in: boolean; won: boolean; output: unknown }>(
+      one ? this.#q.commitStep : this.#q.commitSteps,
+      one
+        ? [one.jobId, one.token, one.runId, one.name, one.occurrence, one.seq, one.output, one.startedAt]
+        : [
+            p.map((x) => x.jobId),
+            p.map((x) => x.token),
+            p.map((x) => x.runId),
+            p.map((x) => x.name),
+            p.map((x) => x.occurrence),
+            p.map((x) => x.seq),
+            p.map((x) => x.output),
+            p.map((x) => x.startedAt),
+          ],
+    );
+    const byOrd = new Map(rows.map((r) => [r.ord ?? 1, r]));
     return Promise.all(
       p.map(async (x, i): Promise<Fenced<{ won: boolean; output: unknown }>> => {
         const r = byOrd.get(i + 1);
@@ -242,19 +264,24 @@ export class PgWorkflowStore implements WorkflowStore {
     });
   }
 
-  async completeRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>> {
-    return (await this.completeRuns([p]))[0] as Fenced<{ output: unknown }>;
+  completeRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>> {
+    return this.#completeRuns([p]).then((r) => r[0] as Fenced<{ output: unknown }>);
   }
 
-  async completeRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>> {
-    const rows = await this.#run<{ ord: number; output: unknown }>(this.#q.completeRuns, [
-      p.map((x) => x.jobId),
-      p.map((x) => x.token),
-      p.map((x) => x.runId),
-      p.map((x) => x.output),
-    ]);
+  completeRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>> {
+    return this.#completeRuns(p);
+  }
+
+  async #completeRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>> {
+    const one = p.length === 1 ? p[0] : undefined;
+    const rows = await this.#run<{ ord?: number; output: unknown }>(
+      one ? this.#q.completeRun : this.#q.completeRuns,
+      one
+        ? [one.jobId, one.token, one.runId, one.output]
+        : [p.map((x) => x.jobId), p.map((x) => x.token), p.map((x) => x.runId), p.map((x) => x.output)],
+    );
     const out: Array<Fenced<{ output: unknown }>> = p.map(() => ({ ok: false }));
-    for (const r of rows) out[r.ord - 1] = { ok: true, output: r.output };
+    for (const r of rows) out[(r.ord ?? 1) - 1] = { ok: true, output: r.output };
     return out;
   }
 

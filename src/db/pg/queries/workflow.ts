@@ -57,6 +57,31 @@ export function workflowQueries(schema: string) {
       name: `${schema}.wf_summary`,
       text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint`,
     },
+    // One execution's load, step commit or completion goes out alone as a single-row statement
+    // (load, commitStep, completeRun), several as one of arrays (loadMany, commitSteps,
+    // completeRuns). A statement of arrays is planned for each execution: its generic plan
+    // assumes ten rows, so PostgreSQL keeps choosing custom plans for small batches, about half a
+    // millisecond of planning a lone execution (a resume on a quiet worker) would pay each time.
+    // What an execution starts from: the run as it was (a sleeping or waiting run is taken back
+    // to running, under the lease: marked), its steps and the database's clock. event_ready: an
+    // event the run waits for has arrived (the wake-up's cause, for metrics).
+    load: {
+      name: `${schema}.wf_load`,
+      text: `WITH m AS (
+          UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now()
+          FROM ${jobs} j
+          WHERE r.id = $3::bigint AND r.state IN ('running', 'sleeping', 'waiting') AND j.id = r.job_id
+            AND j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
+          RETURNING r.id)
+        SELECT EXISTS (SELECT 1 FROM m) AS marked, r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
+          date_part('epoch', now()) * 1000 AS now_ms,
+          EXISTS (SELECT 1 FROM ${events} e WHERE e.run_id = r.id AND e.name = r.wait_event AND e.consumed_by IS NULL) AS event_ready,
+          -- The history in the same statement: one round trip (and one connection) per execution.
+          (SELECT COALESCE(json_agg(json_build_object('name', s.name, 'occurrence', s.occurrence, 'seq', s.seq, 'kind', s.kind,
+              'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.started_at), '[]')
+            FROM ${steps} s WHERE s.run_id = r.id) AS steps
+        FROM ${runs} r WHERE r.id = $3::bigint`,
+    },
     // What executions start from, several in one statement ($1 job ids, $2 tokens, $3 run ids,
     // one per execution): each run as it was (a sleeping or waiting run is taken back to running,
     // under its lease: marked), its steps and the database's clock. event_ready: an event the run
@@ -80,6 +105,22 @@ export function workflowQueries(schema: string) {
               'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.started_at), '[]')
             FROM ${steps} s WHERE s.run_id = r.id) AS steps
         FROM i JOIN ${runs} r ON r.id = i.run_id`,
+    },
+    // A step's output: one insert wins (a failed row is taken over); the loser gets no row
+    // back and reads the winner's. $4 name, $5 occurrence, $6 seq, $7 output, $8 started.
+    commitStep: {
+      name: `${schema}.wf_commit_step`,
+      text: `WITH ${fence},
+        ins AS (
+          INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, output, attempts, started_at, finished_at)
+          SELECT $3::bigint, $4, $5, $6, 'step', 'succeeded', $7::jsonb, 1, $8::timestamptz, now() FROM fence
+          ON CONFLICT (run_id, name, occurrence) DO UPDATE SET
+            status = 'succeeded', output = EXCLUDED.output, seq = EXCLUDED.seq, attempts = s.attempts + 1,
+            started_at = EXCLUDED.started_at, finished_at = now(), updated_at = now()
+          WHERE s.status = 'failed' AND s.kind = 'step'
+          RETURNING s.output),
+        adv AS (${advance('$6::integer')} AND EXISTS (SELECT 1 FROM ins))
+        SELECT ${fenced} AS fenced_in, EXISTS (SELECT 1 FROM ins) AS won, (SELECT output FROM ins) AS output`,
     },
     // Step outputs of several executions in one statement (one transaction, one WAL flush), each
     // row fenced by its own lease ($1 job ids, $2 tokens, $3 run ids, $4 names, $5 occurrences,
@@ -239,6 +280,14 @@ export function workflowQueries(schema: string) {
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
         WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
         RETURNING j.queue, j.run_at <= now() AS due`,
+    },
+    // The run's output; $4 output. Answers nothing when fenced, cancelled or already over.
+    completeRun: {
+      name: `${schema}.wf_complete_run`,
+      text: `WITH ${fence}
+        UPDATE ${runs} r SET state = 'succeeded', output = $4::jsonb, finished_at = now(), updated_at = now()
+        WHERE r.id = $3::bigint AND ${fenced}
+        RETURNING r.output`,
     },
     // Runs' outputs, several in one statement ($1 job ids, $2 tokens, $3 run ids, $4 outputs),
     // each fenced by its own lease (locked in job id order, as commitSteps). Answers a row for
