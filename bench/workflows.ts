@@ -1,16 +1,20 @@
 // Workflow benchmark: 5-step no-op workflows next to plain no-op jobs in the same run
 // (runs/s, steps/s, jobs/s, alternating, medians), event-sent -> waiting run resumed
 // latency next to plain job start latency, and N sleeping runs: worker slots and
-// database connections held, table bytes per waiting run. Each part on a fresh database.
-// Usage: npx tsx bench/workflows.ts [--runs 3] [--jobs 2000] [--sleepers 10000] [--out results]
-// Needs DATABASE_URL (a server it may create and drop databases on).
+// database connections held, table bytes per waiting run. Each part on a fresh database of
+// the bench's own server (bench/server.ts: started from this host's binaries, tuned as a user
+// tunes one, durability and autovacuum at PostgreSQL's defaults); --server-url uses a given one.
+// Usage: npx tsx bench/workflows.ts [--runs 3] [--jobs 2000] [--sleepers 10000] [--out results] [--server-url URL]
+//   [--profile-sql]
 
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { createBaton, type Baton } from '../src/index.ts';
+import { machineRecord } from './machine.ts';
+import { openServer, type PgServer } from './server.ts';
+import { type SqlProfileRow, topStatements } from './sql-profile.ts';
 import { distribution, nowMs } from './stats.ts';
 
 const argv = process.argv.slice(2);
@@ -24,25 +28,25 @@ const SLEEPERS = arg('sleepers', 10_000);
 const LATENCY_SAMPLES = arg('latency', 200);
 const outIdx = argv.indexOf('--out');
 const OUT = outIdx >= 0 ? (argv[outIdx + 1] as string) : 'results';
+const urlIdx = argv.indexOf('--server-url');
+const SERVER_URL = urlIdx >= 0 ? (argv[urlIdx + 1] as string) : null;
+/** One more workflow drain, not counted, with pg_stat_statements: its statements per run. */
+const PROFILE_SQL = argv.includes('--profile-sql');
 const CONCURRENCY = 20;
 const POOL = 10;
-const admin = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+let server: PgServer;
+const workflowTrouble: string[] = [];
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 async function withDb<T>(tag: string, fn: (url: string) => Promise<T>): Promise<T> {
   const name = `baton_bench_wf_${tag}_${process.pid}`;
-  const c = new pg.Client({ connectionString: admin });
-  await c.connect();
-  await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await c.query(`CREATE DATABASE ${name}`);
-  const u = new URL(admin);
-  u.pathname = `/${name}`;
+  await server.dropDatabase(name);
+  const url = await server.createDatabase(name);
   try {
-    return await fn(u.toString());
+    return await fn(url);
   } finally {
-    await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    await c.end();
+    await server.dropDatabase(name);
   }
 }
 
@@ -81,6 +85,9 @@ async function plainJobs(url: string): Promise<number> {
 async function workflows(url: string): Promise<number> {
   const n = Math.round(JOBS / 5);
   const b = engine(url);
+  // A failed execution or an engine error slows a drain down: counted, so a slow run says why.
+  b.events.on('retried', (e) => void workflowTrouble.push(`retried: ${String(e.error)}`));
+  b.events.on('error', (e) => void workflowTrouble.push(`${e.where}: ${String(e.error)}`));
   await b.migrate();
   for (let i = 0; i < n; i += 100) await Promise.all(Array.from({ length: Math.min(100, n - i) }, () => b.startWorkflow('five')));
   const t0 = nowMs();
@@ -178,28 +185,37 @@ async function sleepers(url: string) {
 
 async function main(): Promise<void> {
   const startedAt = new Date();
-  const git = (a: string[]) => {
-    try {
-      return execFileSync('git', a, { encoding: 'utf8' }).trim();
-    } catch {
-      return 'unknown';
-    }
-  };
-  const machine = {
-    cpuModel: os.cpus()[0]?.model ?? 'unknown',
-    cores: os.cpus().length,
-    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
-    os: `${os.type()} ${os.release()} ${os.arch()}`,
-    node: process.version,
-    gitCommit: git(['rev-parse', 'HEAD']),
-    loadAvgAtStart: os.loadavg().map((x) => Math.round(x * 100) / 100),
-  };
+  server = await openServer(
+    SERVER_URL ? { url: SERVER_URL } : 'cluster',
+    PROFILE_SQL ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : {},
+  );
+  if (PROFILE_SQL) await server.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  try {
+    await measure(startedAt);
+  } finally {
+    await server.close();
+  }
+}
+
+async function measure(startedAt: Date): Promise<void> {
+  const machine = await machineRecord(server);
   const jobRates: number[] = [];
   const runRates: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     jobRates.push(await withDb(`jobs${i}`, plainJobs));
     runRates.push(await withDb(`wf${i}`, workflows));
-    process.stderr.write(`run ${i + 1}/${RUNS}: jobs/s ${jobRates.at(-1)?.toFixed(0)}, runs/s ${runRates.at(-1)?.toFixed(0)}\n`);
+    process.stderr.write(
+      `run ${i + 1}/${RUNS}: jobs/s ${jobRates.at(-1)?.toFixed(0)}, runs/s ${runRates.at(-1)?.toFixed(0)}, retries and errors so far ${workflowTrouble.length}\n`,
+    );
+  }
+  let sqlProfile: Array<SqlProfileRow & { perRun: number }> = [];
+  if (PROFILE_SQL) {
+    const n = Math.round(JOBS / 5);
+    await withDb('profile', async (url) => {
+      await server.query('SELECT pg_stat_statements_reset()');
+      await workflows(url);
+      sqlProfile = (await topStatements(server, 12)).map((r) => ({ ...r, perRun: r.calls / n }));
+    });
   }
   const lat = await withDb('lat', latencies);
   const sleep = await withDb('sleep', sleepers);
@@ -233,7 +249,13 @@ async function main(): Promise<void> {
       target: 2,
     },
     sleepers: sleep,
+    sqlProfile,
+    workflowTrouble,
+    loadAvgAtEnd: os.loadavg().map((x) => Math.round(x * 100) / 100),
   };
+  const pgSettings = Object.entries(machine.postgres.settings)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(', ');
   mkdirSync(OUT, { recursive: true });
   const stamp = startedAt.toISOString().slice(0, 16).replace(/[:T]/g, '-');
   const file = path.join(OUT, `workflows-${stamp}`);
@@ -241,8 +263,10 @@ async function main(): Promise<void> {
   const f = (x: number, d = 0) => x.toFixed(d);
   const md = `# Workflow benchmark ${report.startedAt}
 
-Command: \`${report.command}\` at \`${machine.gitCommit.slice(0, 7)}\`; ${machine.cores} cores (${machine.cpuModel}), Node ${machine.node},
-load average at start ${machine.loadAvgAtStart.join(' / ')}. Medians of ${RUNS} alternating runs; ratios within the same run.
+Command: \`${report.command}\` at \`${machine.gitCommit.slice(0, 7)}${machine.gitDirty ? ' (dirty)' : ''}\`; ${machine.cores} cores (${machine.cpuModel}), Node ${machine.node},
+load average at start ${machine.loadAvgAtStart.join(' / ')}, at end ${report.loadAvgAtEnd.join(' / ')}. Medians of ${RUNS} alternating runs; ratios within the same run.
+
+Server: ${machine.postgres.version.split(',')[0]}, ${machine.postgres.source}. Settings in force: ${pgSettings}.
 
 | Figure | Value |
 |---|---|
@@ -250,6 +274,7 @@ load average at start ${machine.loadAvgAtStart.join(' / ')}. Medians of ${RUNS} 
 | 5-step no-op workflow runs/s (${JOBS / 5} runs) | ${f(runsPerSec)} |
 | workflow steps/s | ${f(runsPerSec * 5)} |
 | steps/s ÷ jobs/s (target ≥ 0.40) | ${f(report.throughput.stepsOverJobs.median, 2)} |
+| workflow executions retried or engine errors during the drains | ${workflowTrouble.length} |
 | event sent → waiting run resumed, p50 / p99 ms (${LATENCY_SAMPLES} samples) | ${f(report.latencyMs.eventToResume.p50, 1)} / ${f(report.latencyMs.eventToResume.p99, 1)} |
 | plain job start latency, p50 / p99 ms | ${f(report.latencyMs.jobStart.p50, 1)} / ${f(report.latencyMs.jobStart.p99, 1)} |
 | resume ÷ job start, p50 / p99 (target ≤ 2) | ${f(report.latencyMs.p50Ratio, 2)} / ${f(report.latencyMs.p99Ratio, 2)} |
@@ -257,7 +282,17 @@ load average at start ${machine.loadAvgAtStart.join(' / ')}. Medians of ${RUNS} 
 | worker slots in flight / live leases while they sleep | ${sleep.slotsInFlight} / ${sleep.liveLeases} |
 | database connections open (busy): idle baseline / while they sleep | ${sleep.idleConnections.open} (${sleep.idleConnections.busy}) / ${sleep.connectionsWhileSleeping.open} (${sleep.connectionsWhileSleeping.busy}) |
 | table bytes per sleeping run (jobs + runs + steps, with indexes and TOAST) | ${sleep.bytesPerSleepingRun} |
-`;
+${
+  sqlProfile.length === 0
+    ? ''
+    : `
+Statements of one more workflow drain (${JOBS / 5} runs, not counted above), by server time (pg_stat_statements):
+
+| calls | per run | total ms | mean ms | statement |
+|---|---|---|---|---|
+${sqlProfile.map((r) => `| ${r.calls} | ${r.perRun.toFixed(2)} | ${r.totalMs.toFixed(0)} | ${r.meanMs.toFixed(3)} | \`${r.query.slice(0, 120).replace(/\|/g, '\\|')}\` |`).join('\n')}
+`
+}`;
   writeFileSync(`${file}.md`, md);
   process.stdout.write(md);
 }

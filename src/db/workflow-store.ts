@@ -42,6 +42,12 @@ export interface LoadedRun {
   steps: HistoryStep[];
 }
 
+export type LoadResult = (LoadedRun & { marked: boolean }) | null;
+
+export type StepCommit = RunLease & StepKey & { seq: number; output: string; startedAt: Date };
+
+export type RunCompletion = RunLease & { output: string };
+
 /** Why an execution's write was refused. */
 export type Refusal =
   | { kind: 'lease_lost' }
@@ -79,9 +85,17 @@ export interface WorkflowStore {
     parentRunId?: string | null;
   }): Promise<{ run: RunSummary; duplicate: boolean }>;
   /** The run as it was, its steps, and `marked`: the lease is current and the run (now) running. */
-  load(p: RunLease): Promise<(LoadedRun & { marked: boolean }) | null>;
+  load(p: RunLease): Promise<LoadResult>;
+  /** `load` for several executions in one statement; answers in the order asked. */
+  loadMany(p: RunLease[]): Promise<LoadResult[]>;
   /** `won`: this write committed `output`; else another execution did and `output` is its. */
-  commitStep(p: RunLease & StepKey & { seq: number; output: string; startedAt: Date }): Promise<Fenced<{ won: boolean; output: unknown }>>;
+  commitStep(p: StepCommit): Promise<Fenced<{ won: boolean; output: unknown }>>;
+  /**
+   * `commitStep` for several executions in one statement (one transaction), each row fenced by
+   * its own lease; answers in the order asked. Commits of one step in the same batch converge
+   * like concurrent ones: one wins, the others answer its output.
+   */
+  commitSteps(p: StepCommit[]): Promise<Array<Fenced<{ won: boolean; output: unknown }>>>;
   readStep(p: { runId: string } & StepKey): Promise<{ kind: StepKind; status: StepStatus; output: unknown } | null>;
   failStep(p: RunLease & StepKey & { seq: number; error: unknown; startedAt: Date }): Promise<void>;
   armWait(
@@ -94,7 +108,9 @@ export interface WorkflowStore {
   suspend(
     p: RunLease & StepKey & { state: 'sleeping' | 'waiting'; waitEvent: string | null },
   ): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }>;
-  completeRun(p: RunLease & { output: string }): Promise<Fenced<{ output: unknown }>>;
+  completeRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>>;
+  /** `completeRun` for several executions in one statement, each fenced by its own lease. */
+  completeRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>>;
   childOutcomes(p: {
     runIds: string[];
   }): Promise<Array<{ id: string; state: RunState; output: unknown; lastError: { name: string; message: string } | null }>>;

@@ -8,6 +8,7 @@ import { isJobId } from '../admin.ts';
 import { LeaseLostError, NonDeterminismError, OutcomeWritten, TerminalError } from '../errors.ts';
 import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, jsonTextHasNul, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
+import type { WorkflowBatcher } from './batcher.ts';
 import type { ChildResult, ChildSpec, StepContext, StepKind, WorkflowContext, WorkflowEvent, WorkflowFn } from './types.ts';
 
 export interface WorkflowCounters {
@@ -18,6 +19,8 @@ export interface WorkflowCounters {
 
 export interface ExecutionDeps {
   store: WorkflowStore;
+  /** Loads, step commits and completions, batched with other executions of this process. */
+  batch: Pick<WorkflowBatcher, 'load' | 'commitStep' | 'completeRun'>;
   counters: WorkflowCounters;
   /** Wakes workers of `queue` (this process and, by NOTIFY, others). */
   wake: (queue: string) => void;
@@ -65,7 +68,7 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   if (!isJobId(runId))
     throw new TerminalError(`a workflow job's payload must be { runId }, got ${JSON.stringify(ctx.payload)?.slice(0, 80)}`);
   const lease: RunLease = { jobId: ctx.job.id, token: ctx.token, runId };
-  const run = await d.store.load(lease);
+  const run = await d.batch.load(lease);
   if (!run) throw new TerminalError(`workflow run ${runId} does not exist`);
   if (run.state === 'succeeded') return run.output;
   if (run.state === 'cancelled') return { cancelled: true };
@@ -82,7 +85,7 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
     exec.ensureOpen();
     exec.ensureHistoryUsed();
     const text = serialise(output, 'the workflow output');
-    const done = await d.store.completeRun({ ...lease, output: text });
+    const done = await d.batch.completeRun({ ...lease, output: text });
     if (done.ok) {
       if (run.parentRunId) await wakeParent(d, runId);
       return done.output;
@@ -247,7 +250,7 @@ class Execution implements WorkflowContext {
     this.#busy = false;
     this.ensureOpen();
     const output = serialise(value, `the output of step "${shown}"`);
-    const res = await this.#d.store.commitStep({ ...this.#lease, name: key, occurrence, seq, output, startedAt });
+    const res = await this.#d.batch.commitStep({ ...this.#lease, name: key, occurrence, seq, output, startedAt });
     if (!res.ok) return this.#refused();
     this.#d.counters.stepsExecuted++;
     if (!res.won && res.output === undefined) {

@@ -10,6 +10,7 @@ import { BatonError, TerminalError } from '../errors.ts';
 import type { Handler } from '../handler.ts';
 import type { EnqueueResult, JobSpec } from '../job.ts';
 import { IDEMPOTENCY_KEY_MAX_CHARS, jsonTextHasNul, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
+import { WorkflowBatcher } from './batcher.ts';
 import { executeRun, wakeParent, type WorkflowCounters } from './execution.ts';
 import {
   RUN_STATES,
@@ -81,9 +82,12 @@ export class Workflows {
   readonly #defs = new Map<string, Definition>();
   /** Executions in progress here, by run: a cancel from this process aborts their steps at once. */
   readonly #running = new Map<string, AbortController>();
+  /** One per engine: executions of every workflow defined here share its statements. */
+  readonly batcher: WorkflowBatcher;
 
   constructor(deps: WorkflowsDeps) {
     this.#d = deps;
+    this.batcher = new WorkflowBatcher(deps.store);
   }
 
   /** Registers `fn` as workflow `name`. Define workflows before start() so this worker advertises them. */
@@ -100,6 +104,7 @@ export class Workflows {
     this.#defs.set(name, def);
     const deps = {
       store: this.#d.store,
+      batch: this.batcher,
       counters: this.counters,
       wake: this.#d.wake,
       startChildren: (parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]) =>

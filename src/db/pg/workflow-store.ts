@@ -4,7 +4,19 @@
 // order run row, then job row.
 
 import type { RunDetail, RunState, RunSummary, StepInfo } from '../../core/workflow/types.ts';
-import type { Fenced, HistoryStep, LoadedRun, Refusal, RunForAction, RunLease, WaitRow, WorkflowStore } from '../workflow-store.ts';
+import type {
+  Fenced,
+  HistoryStep,
+  LoadedRun,
+  LoadResult,
+  Refusal,
+  RunCompletion,
+  RunForAction,
+  RunLease,
+  StepCommit,
+  WaitRow,
+  WorkflowStore,
+} from '../workflow-store.ts';
 import { translatePgError } from './errors.ts';
 import { checkOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { workflowQueries, type WorkflowQueries } from './queries/workflow.ts';
@@ -38,6 +50,40 @@ function toSummary(r: SummaryRow): RunSummary {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
+  };
+}
+
+interface LoadRow {
+  marked: boolean;
+  id: string;
+  name: string;
+  tenant_id: string;
+  input: unknown;
+  state: LoadedRun['state'];
+  job_id: string | null;
+  output: unknown;
+  wait_event: string | null;
+  parent_run_id: string | null;
+  now_ms: number;
+  event_ready: boolean;
+  steps: HistoryStep[];
+}
+
+function toLoaded(r: LoadRow): LoadedRun & { marked: boolean } {
+  return {
+    marked: r.marked,
+    id: r.id,
+    name: r.name,
+    tenantId: r.tenant_id,
+    input: r.input,
+    state: r.state,
+    jobId: r.job_id,
+    output: r.output,
+    waitEvent: r.wait_event,
+    parentRunId: r.parent_run_id,
+    eventReady: r.event_ready,
+    nowMs: Number(r.now_ms),
+    steps: r.steps,
   };
 }
 
@@ -107,56 +153,63 @@ export class PgWorkflowStore implements WorkflowStore {
     });
   }
 
-  async load(p: RunLease): Promise<(LoadedRun & { marked: boolean }) | null> {
-    const [r] = await this.#run<{
-      marked: boolean;
-      id: string;
-      name: string;
-      tenant_id: string;
-      input: unknown;
-      state: LoadedRun['state'];
-      job_id: string | null;
-      output: unknown;
-      wait_event: string | null;
-      parent_run_id: string | null;
-      now_ms: number;
-      event_ready: boolean;
-      steps: HistoryStep[];
-    }>(this.#q.load, [p.jobId, p.token, p.runId]);
-    if (!r) return null;
-    return {
-      marked: r.marked,
-      id: r.id,
-      name: r.name,
-      tenantId: r.tenant_id,
-      input: r.input,
-      state: r.state,
-      jobId: r.job_id,
-      output: r.output,
-      waitEvent: r.wait_event,
-      parentRunId: r.parent_run_id,
-      eventReady: r.event_ready,
-      nowMs: Number(r.now_ms),
-      steps: r.steps,
-    };
+  load(p: RunLease): Promise<LoadResult> {
+    return this.#load([p]).then((r) => r[0] ?? null);
   }
 
-  async commitStep(p: Parameters<WorkflowStore['commitStep']>[0]): Promise<Fenced<{ won: boolean; output: unknown }>> {
-    const [r] = await this.#run<{ fenced_in: boolean; won: boolean; output: unknown }>(this.#q.commitStep, [
-      p.jobId,
-      p.token,
-      p.runId,
-      p.name,
-      p.occurrence,
-      p.seq,
-      p.output,
-      p.startedAt,
-    ]);
-    if (!r?.fenced_in) return { ok: false };
-    if (r.won) return { ok: true, won: true, output: r.output };
-    // Lost the race: the winner committed before the insert returned, so a new statement sees it.
-    const winner = await this.readStep({ runId: p.runId, name: p.name, occurrence: p.occurrence });
-    return { ok: true, won: false, output: winner?.status === 'succeeded' ? winner.output : undefined };
+  loadMany(p: RunLease[]): Promise<LoadResult[]> {
+    return this.#load(p);
+  }
+
+  // One row goes out as the single-row statement (see the queries' note on planning).
+  async #load(p: RunLease[]): Promise<LoadResult[]> {
+    const one = p.length === 1 ? p[0] : undefined;
+    const rows = await this.#run<LoadRow & { ord?: number }>(
+      one ? this.#q.load : this.#q.loadMany,
+      one ? [one.jobId, one.token, one.runId] : [p.map((x) => x.jobId), p.map((x) => x.token), p.map((x) => x.runId)],
+    );
+    const out: LoadResult[] = p.map(() => null);
+    for (const r of rows) out[(r.ord ?? 1) - 1] = toLoaded(r);
+    return out;
+  }
+
+  commitStep(p: StepCommit): Promise<Fenced<{ won: boolean; output: unknown }>> {
+    return this.#commitSteps([p]).then((r) => r[0] as Fenced<{ won: boolean; output: unknown }>);
+  }
+
+  commitSteps(p: StepCommit[]): Promise<Array<Fenced<{ won: boolean; output: unknown }>>> {
+    return this.#commitSteps(p);
+  }
+
+  async #commitSteps(p: StepCommit[]): Promise<Array<Fenced<{ won: boolean; output: unknown }>>> {
+    const one = p.length === 1 ? p[0] : undefined;
+    const rows = await this.#run<{ ord?: number; fenced_in: boolean; won: boolean; output: unknown }>(
+      one ? this.#q.commitStep : this.#q.commitSteps,
+      one
+        ? [one.jobId, one.token, one.runId, one.name, one.occurrence, one.seq, one.output, one.startedAt]
+        : [
+            p.map((x) => x.jobId),
+            p.map((x) => x.token),
+            p.map((x) => x.runId),
+            p.map((x) => x.name),
+            p.map((x) => x.occurrence),
+            p.map((x) => x.seq),
+            p.map((x) => x.output),
+            p.map((x) => x.startedAt),
+          ],
+    );
+    const byOrd = new Map(rows.map((r) => [r.ord ?? 1, r]));
+    return Promise.all(
+      p.map(async (x, i): Promise<Fenced<{ won: boolean; output: unknown }>> => {
+        const r = byOrd.get(i + 1);
+        if (!r?.fenced_in) return { ok: false };
+        if (r.won) return { ok: true, won: true, output: r.output };
+        // Lost the race: the winner committed before the insert returned (or in this very
+        // statement), so a new statement sees it.
+        const winner = await this.readStep({ runId: x.runId, name: x.name, occurrence: x.occurrence });
+        return { ok: true, won: false, output: winner?.status === 'succeeded' ? winner.output : undefined };
+      }),
+    );
   }
 
   async readStep(p: { runId: string; name: string; occurrence: number }) {
@@ -211,9 +264,25 @@ export class PgWorkflowStore implements WorkflowStore {
     });
   }
 
-  async completeRun(p: RunLease & { output: string }): Promise<Fenced<{ output: unknown }>> {
-    const [r] = await this.#run<{ output: unknown }>(this.#q.completeRun, [p.jobId, p.token, p.runId, p.output]);
-    return r ? { ok: true, output: r.output } : { ok: false };
+  completeRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>> {
+    return this.#completeRuns([p]).then((r) => r[0] as Fenced<{ output: unknown }>);
+  }
+
+  completeRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>> {
+    return this.#completeRuns(p);
+  }
+
+  async #completeRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>> {
+    const one = p.length === 1 ? p[0] : undefined;
+    const rows = await this.#run<{ ord?: number; output: unknown }>(
+      one ? this.#q.completeRun : this.#q.completeRuns,
+      one
+        ? [one.jobId, one.token, one.runId, one.output]
+        : [p.map((x) => x.jobId), p.map((x) => x.token), p.map((x) => x.runId), p.map((x) => x.output)],
+    );
+    const out: Array<Fenced<{ output: unknown }>> = p.map(() => ({ ok: false }));
+    for (const r of rows) out[(r.ord ?? 1) - 1] = { ok: true, output: r.output };
+    return out;
   }
 
   async childOutcomes(p: { runIds: string[] }) {
