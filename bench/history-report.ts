@@ -30,13 +30,13 @@ function drainTables(runs: DrainRun[]): string[] {
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const sizes = [
-    '| Mode | table pages fresh | table pages after | rows after | claim index pages after | idle claim buffers fresh | idle claim buffers after |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    '| Mode | table pages fresh | table pages after | rows after | claim index pages after | idle claim buffers fresh | idle claim buffers after | idle claim cost fresh | idle claim cost after |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   const targets = ['| Mode | throughput after / fresh ≥ 0.90 | latency p50 after / fresh ≤ 1.5 |', '|---|---|---|'];
   for (const [mode, rs] of byMode(runs)) {
     const m = (f: (r: DrainRun) => number) => median(rs.map(f));
-    const p = (k: keyof Phase, which: 'fresh' | 'after') => m((r) => r[which][k]);
+    const p = (k: keyof Phase, which: 'fresh' | 'after') => m((r) => r[which][k] ?? Number.NaN);
     const tput = m((r) => r.after.jobsPerSec / r.fresh.jobsPerSec);
     const lat = m((r) => r.after.latencyP50Ms / r.fresh.latencyP50Ms);
     lines.push(
@@ -46,7 +46,7 @@ function drainTables(runs: DrainRun[]): string[] {
       )} |`,
     );
     sizes.push(
-      `| ${modeName(mode)} | ${num(p('tablePages', 'fresh'))} | ${num(p('tablePages', 'after'))} | ${num(p('rows', 'after'))} | ${num(p('claimIndexPages', 'after'))} | ${num(p('idleClaimBuffers', 'fresh'))} | ${num(p('idleClaimBuffers', 'after'))} |`,
+      `| ${modeName(mode)} | ${num(p('tablePages', 'fresh'))} | ${num(p('tablePages', 'after'))} | ${num(p('rows', 'after'))} | ${num(p('claimIndexPages', 'after'))} | ${num(p('idleClaimBuffers', 'fresh'))} | ${num(p('idleClaimBuffers', 'after'))} | ${num(p('idleClaimCost', 'fresh'))} | ${num(p('idleClaimCost', 'after'))} |`,
     );
     targets.push(
       `| ${modeName(mode)} | ${num(tput, 2)}: ${tput >= 0.9 ? 'met' : '**missed**'} | ${num(lat, 2)}: ${lat <= 1.5 ? 'met' : '**missed**'} |`,
@@ -108,7 +108,7 @@ export function renderHistoryReport(r: HistoryReport): string {
     '',
     ...(r.runs.length ? drainTables(r.runs) : ['(not run)']),
     '',
-    `Idle claim buffers: shared buffers one claim of 200 read on the empty queue (EXPLAIN ANALYZE, BUFFERS), after the latency phase. Table pages: 8 kB pages of jobs; the table has fillfactor 50.`,
+    `Idle claim buffers and cost: shared buffers one fair claim of 200 (the engine's default claim) read on the empty queue (EXPLAIN ANALYZE, BUFFERS), after the latency phase, and the planner's total cost for it (a session with JIT on compiles a statement whose cost is above jit_above_cost, 100,000 by default; the engine's sessions run with JIT off). Table pages: 8 kB pages of jobs; the table has fillfactor 50.`,
     '',
     '## /metrics and /api/queues next to ten million finished jobs',
     '',

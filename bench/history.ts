@@ -4,6 +4,7 @@
 // and the table's pages. Then /metrics and /api/queues on an empty table against ten million
 // finished rows written with generate_series. Writes results/history/history-<date>.{json,md}.
 // Flags: --runs 3 --jobs 1000000 --drain 100000 --rows 10000000 --parts drain,scrape --out dir
+// --modes ret-av,ret-noav,noret-av,noret-noav (retention on/off x autovacuum on/off; default all).
 
 import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -13,7 +14,7 @@ import pg from 'pg';
 import { createBaton, type Baton } from '../src/index.ts';
 import { createApp } from '../src/http/app.ts';
 import { createMetrics } from '../src/http/metrics.ts';
-import { jobQueries } from '../src/db/pg/queries/job.ts';
+import { flowQueries } from '../src/db/pg/queries/flow.ts';
 import { renderHistoryReport } from './history-report.ts';
 import { machineRecord } from './machine.ts';
 import { openServer, type PgServer } from './server.ts';
@@ -26,6 +27,7 @@ const { values: flags } = parseArgs({
     drain: { type: 'string', default: '100000' },
     rows: { type: 'string', default: '10000000' },
     parts: { type: 'string', default: 'drain,scrape' },
+    modes: { type: 'string', default: 'ret-av,ret-noav,noret-av,noret-noav' },
     out: { type: 'string', default: 'results/history' },
   },
 });
@@ -44,12 +46,13 @@ export interface Mode {
   retention: boolean;
   autovacuum: boolean;
 }
+const modeKey = (m: Mode) => `${m.retention ? '' : 'no'}ret-${m.autovacuum ? '' : 'no'}av`;
 export const MODES: Mode[] = [
   { retention: true, autovacuum: true },
   { retention: true, autovacuum: false },
   { retention: false, autovacuum: true },
   { retention: false, autovacuum: false },
-];
+].filter((m) => flags.modes.split(',').includes(modeKey(m)));
 export const modeName = (m: Mode) => `retention ${m.retention ? 'on (0)' : 'off'}, autovacuum ${m.autovacuum ? 'on' : 'off'}`;
 
 /** One phase's figures: fresh table, or after the history went through. */
@@ -57,8 +60,10 @@ export interface Phase {
   jobsPerSec: number;
   latencyP50Ms: number;
   latencyP99Ms: number;
-  /** Shared buffers (hit + read) of one claim on the empty queue. */
+  /** Shared buffers (hit + read) of one claim (the fair claim, the engine's default) on the empty queue. */
   idleClaimBuffers: number;
+  /** The planner's total cost of that claim (custom plan): above jit_above_cost, a session with JIT on compiles it. */
+  idleClaimCost?: number;
   tablePages: number;
   claimIndexPages: number;
   /** Rows in the table, live and finished (dead versions not counted). */
@@ -174,14 +179,22 @@ async function latency(url: string, retention: boolean): Promise<number[]> {
 }
 
 async function probe(pool: pg.Pool): Promise<Omit<Phase, 'jobsPerSec' | 'latencyP50Ms' | 'latencyP99Ms'>> {
-  const q = jobQueries('baton');
-  const r = await pool.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${q.claim.text}`, ['q', 200, 'probe', true, 60_000]);
-  const plan = (r.rows[0]['QUERY PLAN'] as Array<{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }>)[0]!.Plan;
+  const q = flowQueries('baton');
+  const r = await pool.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${q.claimFair.text}`, ['q', 200, 'probe', true, 60_000, '', 0]);
+  const plan = (
+    r.rows[0]['QUERY PLAN'] as Array<{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number; 'Total Cost': number } }>
+  )[0]!.Plan;
   const [s] = (
     await pool.query<{ t: number; c: number; n: number }>(`SELECT pg_relation_size('baton.jobs')::float8 / 8192 AS t,
       pg_relation_size('baton.jobs_claim_idx')::float8 / 8192 AS c, (SELECT count(*) FROM baton.jobs)::float8 AS n`)
   ).rows;
-  return { idleClaimBuffers: plan['Shared Hit Blocks'] + plan['Shared Read Blocks'], tablePages: s!.t, claimIndexPages: s!.c, rows: s!.n };
+  return {
+    idleClaimBuffers: plan['Shared Hit Blocks'] + plan['Shared Read Blocks'],
+    idleClaimCost: plan['Total Cost'],
+    tablePages: s!.t,
+    claimIndexPages: s!.c,
+    rows: s!.n,
+  };
 }
 
 async function phase(url: string, pool: pg.Pool, retention: boolean): Promise<Phase> {

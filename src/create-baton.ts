@@ -3,7 +3,7 @@
 
 import os from 'node:os';
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Baton } from './core/baton.ts';
 import type { Clock } from './core/clock.ts';
 import { QUERY_TIMEOUT_MS_DEFAULT, parseEngineConfig, type EngineConfigInput } from './core/config.ts';
@@ -22,6 +22,7 @@ import { PgPresence } from './db/pg/presence.ts';
 import { PgWorkflowStore } from './db/pg/workflow-store.ts';
 import { jobQueries } from './db/pg/queries/job.ts';
 import { installTokenFloor } from './db/pg/token-floor.ts';
+import { openPool } from './db/pg/open-pool.ts';
 import { quoteSchema } from './db/schema-name.ts';
 import { otelTracing } from './otel.ts';
 import { PACKAGE_VERSION } from './version.ts';
@@ -86,10 +87,7 @@ function lazyPool(open: () => pg.Pool): PgPoolLike & { end(): Promise<void> } {
   let ended = false;
   const get = () => {
     if (ended) throw new BatonError('SHUTTING_DOWN', 'this Baton instance was stopped');
-    if (!pool) {
-      pool = open();
-      pool.on('error', () => undefined);
-    }
+    pool ??= open();
     return pool;
   };
   return {
@@ -162,13 +160,12 @@ export function createBaton(options: BatonOptions): Baton {
     // (each still its own implicit transaction).
     pipeline: true,
   };
-  const ownPool = givenPool ? null : new pg.Pool(hardened);
-  // Idle clients that lose their connection emit 'error' on the pool; without a listener that crashes the process.
-  ownPool?.on('error', () => undefined);
+  // Baton's own sessions run without JIT (see open-pool.ts); a caller's pool keeps its settings.
+  const ownPool = givenPool ? null : openPool(hardened);
   // A caller's pool-like object whose settings we cannot read: admin work shares it.
   const canOpen = connectionString !== undefined || (givenPool as { options?: unknown } | undefined)?.options !== undefined;
   const adminPool = canOpen
-    ? lazyPool(() => new pg.Pool({ ...hardened, max: adminPoolSize ?? ADMIN_POOL_SIZE_DEFAULT, application_name: 'baton-admin' }))
+    ? lazyPool(() => openPool({ ...hardened, max: adminPoolSize ?? ADMIN_POOL_SIZE_DEFAULT, application_name: 'baton-admin' }))
     : null;
   const schema = quoteSchema(config.schema);
   if (ownPool && config.asyncClaims) installTokenFloor(ownPool, jobQueries(schema).tokenFloor);

@@ -1,0 +1,28 @@
+// The pools Baton opens itself, and the settings each of their sessions runs with (sent once
+// per new connection, ahead of any statement of its first user).
+//
+// JIT off: Baton's statements read and write a few index pages each, and none runs long enough
+// for compiled expressions to pay back their compilation. The planner turns JIT on from its
+// cost estimate alone, and the fair claim's estimate grows with the pending rows the statistics
+// last saw (its per-tenant LIMIT is an expression the planner cannot size): once autovacuum's
+// ANALYZE had seen a backlog of a few hundred thousand jobs, every fair claim spent about 30 ms
+// compiling (about 500 ms with a generic plan, which also inlines and optimises) for well under
+// 1 ms of work, on an idle queue too, until the next ANALYZE saw the backlog gone.
+
+import pg from 'pg';
+
+export const SESSION_SETTINGS_SQL = 'SET jit = off';
+
+/**
+ * A pool whose new sessions run SESSION_SETTINGS_SQL first. A failed SET is not fatal: that
+ * session runs with the server's settings. Idle clients that lose their connection emit
+ * 'error' on the pool; the listener keeps that from ending the process.
+ */
+export function openPool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config);
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => {
+    client.query(SESSION_SETTINGS_SQL).catch(() => undefined);
+  });
+  return pool;
+}
