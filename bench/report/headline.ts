@@ -30,13 +30,18 @@ export function configurationLines(r: BenchReport): string[] {
   return r.variants.map((v) => `- **${v.label}** (\`${v.id}\`), ${versionOf(r, v)}: ${v.note}. Options: \`${JSON.stringify(v.options)}\``);
 }
 
+/** Whether a load average at start or end exceeded the core count (other work then competed for the CPU). */
+function loadAboveCores(r: BenchReport): boolean {
+  return Math.max(...(r.machine.loadAvgAtStart ?? []), ...(r.loadAvgAtEnd ?? [])) > r.machine.cores;
+}
+
 /** The machine and the server, as bullets. */
 export function machineLines(r: BenchReport): string[] {
   const m = r.machine;
   const tuned = Object.entries(m.postgres.tuned ?? {});
   return [
     `- CPU: ${m.cpuModel}, ${m.cores} cores; memory ${m.memoryGiB} GiB; ${m.os}; Node ${m.node}`,
-    `- Load average (1/5/15 min) at start ${m.loadAvgAtStart?.join(' / ') ?? 'n/a'}, at end ${r.loadAvgAtEnd?.join(' / ') ?? 'n/a'} (above the core count: other work competed for the CPU)`,
+    `- Load average (1/5/15 min) at start ${m.loadAvgAtStart?.join(' / ') ?? 'n/a'}, at end ${r.loadAvgAtEnd?.join(' / ') ?? 'n/a'}${loadAboveCores(r) ? ' (above the core count: other work competed for the CPU)' : ''}`,
     `- Commit ${m.gitCommit}${m.gitDirty ? ' (working tree had uncommitted changes)' : ''}`,
     `- Server: ${m.postgres.version.split(' ').slice(0, 2).join(' ')}, ${m.postgres.source}, on the same host as the benchmark`,
     `- Server settings set by the bench: ${tuned.length ? `${tuned.map(([k, v]) => `${k}=${v}`).join(', ')}; durability, autovacuum and everything else at PostgreSQL's defaults` : 'none (a given server, as it was)'}`,
