@@ -203,7 +203,8 @@ describe('outbox claims (store)', () => {
     // A relay claims (attempt 1) and stalls; another publishes; an operator replays the message.
     const [stale] = (await s.claim({ destinations: ['hooks'], limit: 1, visibilityMs: 1 })).claimed;
     const id = stale!.id;
-    const [b] = await waitFor(async () => (await s.claim({ destinations: ['hooks'], limit: 1, visibilityMs: 60_000 })).claimed);
+    // An empty array is truthy: wait for the message itself, once the first claim has lapsed.
+    const b = await waitFor(async () => (await s.claim({ destinations: ['hooks'], limit: 1, visibilityMs: 60_000 })).claimed[0] ?? null);
     expect(await s.publishedMany([{ id, attempt: b!.attempt, replayCount: b!.replayCount }])).toEqual(new Set([id]));
     expect((await s.replay(id))?.replayCount).toBe(1);
     // After the replay a new claim is attempt 1 again, as the stalled one was.
