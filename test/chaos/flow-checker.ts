@@ -2,7 +2,10 @@
 // ran more handlers at once than its cap, and no window of a second saw more starts than the
 // queue's token bucket allows. A run counts while it held its lease: runs aborted on lease loss
 // and runs whose outcome write was fenced off were zombies (their job had been handed on), and
-// a killed worker's runs end at the kill.
+// a killed worker's runs end at the kill. A run whose outcome was never accepted (its worker
+// could not prove its lease and wrote nothing: self-fenced) held its lease at most until the
+// reply to its last accepted heartbeat (or its start) plus a lease length; after that another
+// worker may hold the job, so it counts only until then.
 
 import type { readHistory } from './history.ts';
 
@@ -11,6 +14,8 @@ type History = ReturnType<typeof readHistory>;
 export interface FlowLimits {
   /** Concurrency key of each job (jobs without one are not capped). */
   keyOf: Map<string, string>;
+  /** The workers' lease length. */
+  leaseMs: number;
   cap: number;
   /** Starts allowed per period, and the bucket's size. */
   rate: { limit: number; periodMs: number };
@@ -22,12 +27,19 @@ interface Run {
   end: number;
 }
 
-function legitimateRuns(history: History): Run[] {
+function legitimateRuns(history: History, leaseMs: number): Run[] {
   const killedAt = new Map<string, number>();
   const fenced = new Set<string>();
+  const accepted = new Set<string>();
+  /** The reply to each lease's last accepted heartbeat. */
+  const proven = new Map<string, number>();
   for (const r of history) {
     if (r.type === 'fault' && r.kind === 'kill' && r.worker) killedAt.set(r.worker, Math.min(killedAt.get(r.worker) ?? r.at, r.at));
-    if (r.type === 'write' && (r.kind === 'complete' || r.kind === 'fail') && r.rowsAffected === 0) fenced.add(`${r.jobId}/${r.token}`);
+    if (r.type !== 'write') continue;
+    const id = `${r.jobId}/${r.token}`;
+    if ((r.kind === 'complete' || r.kind === 'fail') && r.rowsAffected === 0) fenced.add(id);
+    if (r.kind !== 'heartbeat' && (r.rowsAffected ?? 0) > 0) accepted.add(id);
+    if (r.kind === 'heartbeat' && (r.rowsAffected ?? 0) > 0) proven.set(id, Math.max(proven.get(id) ?? 0, r.at));
   }
   const open = new Map<string, { jobId: string; worker: string; start: number }>();
   const runs: Run[] = [];
@@ -38,7 +50,9 @@ function legitimateRuns(history: History): Run[] {
     else {
       const s = open.get(id);
       open.delete(id);
-      if (s && r.outcome !== 'aborted' && !fenced.has(id)) runs.push({ jobId: s.jobId, start: s.start, end: r.at });
+      if (!s || r.outcome === 'aborted' || fenced.has(id)) continue;
+      const end = accepted.has(id) ? r.at : Math.min(r.at, Math.max(s.start, proven.get(id) ?? 0) + leaseMs);
+      runs.push({ jobId: s.jobId, start: s.start, end });
     }
   }
   for (const [id, s] of open)
@@ -66,7 +80,7 @@ export function checkFlow(
   history: History,
   limits: FlowLimits,
 ): { violations: string[]; peaks: Record<string, number>; peakStarts: number } {
-  const runs = legitimateRuns(history);
+  const runs = legitimateRuns(history, limits.leaseMs);
   const byKey = new Map<string, Run[]>();
   for (const r of runs) {
     const key = limits.keyOf.get(r.jobId);

@@ -259,7 +259,7 @@ async function runOne(plan: Plan, flow = false): Promise<RunReport> {
         const k = r.type === 'enqueue' && r.status === 'ok' && r.jobId ? keyOfPlan.get(r.key) : undefined;
         if (k && r.type === 'enqueue') keyOf.set(r.jobId!, k);
       }
-      const limits: FlowLimits = { keyOf, ...FLOW };
+      const limits: FlowLimits = { keyOf, leaseMs: plan.leaseMs, ...FLOW };
       const f = checkFlow(history, limits);
       result.violations.push(...f.violations);
       console.log(`flow: peak running per key ${JSON.stringify(f.peaks)} (cap ${FLOW.cap}); most starts in 1 s: ${f.peakStarts}`);
