@@ -22,6 +22,10 @@ export function openPool(config: pg.PoolConfig): pg.Pool {
   const pool = new pg.Pool(config);
   pool.on('error', () => undefined);
   pool.on('connect', (client) => {
+    // The SET goes out before the client reaches its first user, whose own 'error' listener
+    // (checkOut's) is attached a tick later: a connection reset in between would emit 'error'
+    // on a client with no listener and end the process. The query in flight fails on its own.
+    client.on('error', () => undefined);
     client.query(SESSION_SETTINGS_SQL).catch(() => undefined);
   });
   return pool;
