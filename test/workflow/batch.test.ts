@@ -10,6 +10,7 @@ import { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
 import type { RunLease, StepCommit } from '../../src/db/workflow-store.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { claimedRun, claimJob } from './store-harness.ts';
 
 const db = useTestDatabase();
 
@@ -21,29 +22,11 @@ describe('batched workflow writes', () => {
     await db.query('TRUNCATE baton.jobs, baton.workflow_runs CASCADE');
   });
 
-  async function claim(jobId: string): Promise<string> {
-    const r = await db.query(
-      `UPDATE baton.jobs SET state = 'running', lease_token = nextval('baton.lease_token_seq'), lease_owner = 'test',
-         lease_expires_at = now() + interval '1 minute', attempt = attempt + 1 WHERE id = $1 RETURNING lease_token::text AS t`,
-      [jobId],
-    );
-    return r.rows[0].t;
-  }
+  const claim = (jobId: string) => claimJob(db, jobId);
 
   async function claimedRuns(n: number): Promise<RunLease[]> {
     const out: RunLease[] = [];
-    for (let i = 0; i < n; i++) {
-      const { run } = await store.startRun({
-        name: 'w',
-        tenantId: 'default',
-        input: '{}',
-        idempotencyKey: null,
-        queue: 'q',
-        jobType: 'workflow:w',
-        maxAttempts: 5,
-      });
-      out.push({ runId: run.id, jobId: run.jobId as string, token: await claim(run.jobId as string) });
-    }
+    for (let i = 0; i < n; i++) out.push(await claimedRun(db, store));
     return out;
   }
 

@@ -6,6 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
 import type { RunLease } from '../../src/db/workflow-store.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { claimJob, claimedRun as claimedRunOf } from './store-harness.ts';
 
 const db = useTestDatabase();
 
@@ -17,28 +18,8 @@ describe('workflow store', () => {
     await db.query('TRUNCATE baton.jobs, baton.workflow_runs CASCADE');
   });
 
-  /** A run whose driving job is claimed now: its lease. */
-  async function claimedRun(): Promise<RunLease> {
-    const { run } = await store.startRun({
-      name: 'w',
-      tenantId: 'default',
-      input: '{}',
-      idempotencyKey: null,
-      queue: 'q',
-      jobType: 'workflow:w',
-      maxAttempts: 5,
-    });
-    return { runId: run.id, jobId: run.jobId as string, token: await claim(run.jobId as string) };
-  }
-
-  async function claim(jobId: string): Promise<string> {
-    const r = await db.query(
-      `UPDATE baton.jobs SET state = 'running', lease_token = nextval('baton.lease_token_seq'), lease_owner = 'test',
-         lease_expires_at = now() + interval '1 minute', attempt = attempt + 1 WHERE id = $1 RETURNING lease_token::text AS t`,
-      [jobId],
-    );
-    return r.rows[0].t;
-  }
+  const claimedRun = () => claimedRunOf(db, store);
+  const claim = (jobId: string) => claimJob(db, jobId);
 
   const step = (lease: RunLease, name: string, seq: number, output: string) =>
     store.commitStep({ ...lease, name, occurrence: 1, seq, output, startedAt: new Date() });
