@@ -24,6 +24,13 @@ export function workflowQueries(schema: string) {
       WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE} AND r.id = $3::bigint AND r.state = 'running'
       FOR SHARE OF r, j)`;
   const fenced = `EXISTS (SELECT 1 FROM fence)`;
+  // What a load answers beside the run's own columns: the database clock, whether the event it
+  // waits for has arrived, and its history (one round trip, and one connection, per load).
+  const loadColumns = `date_part('epoch', now()) * 1000 AS now_ms,
+          EXISTS (SELECT 1 FROM ${events} e WHERE e.run_id = r.id AND e.name = r.wait_event AND e.consumed_by IS NULL) AS event_ready,
+          (SELECT COALESCE(json_agg(json_build_object('name', s.name, 'occurrence', s.occurrence, 'seq', s.seq, 'kind', s.kind,
+              'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.started_at), '[]')
+            FROM ${steps} s WHERE s.run_id = r.id) AS steps`;
   // The state a reader sees: dead-lettering and a cancel through the jobs API are the job's.
   const runState = `CASE WHEN r.state IN ('running', 'sleeping', 'waiting') AND j.state IN ('dead_lettered', 'cancelled')
       THEN j.state ELSE r.state END`;
@@ -74,12 +81,7 @@ export function workflowQueries(schema: string) {
             AND j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
           RETURNING r.id)
         SELECT EXISTS (SELECT 1 FROM m) AS marked, r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
-          date_part('epoch', now()) * 1000 AS now_ms,
-          EXISTS (SELECT 1 FROM ${events} e WHERE e.run_id = r.id AND e.name = r.wait_event AND e.consumed_by IS NULL) AS event_ready,
-          -- The history in the same statement: one round trip (and one connection) per execution.
-          (SELECT COALESCE(json_agg(json_build_object('name', s.name, 'occurrence', s.occurrence, 'seq', s.seq, 'kind', s.kind,
-              'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.started_at), '[]')
-            FROM ${steps} s WHERE s.run_id = r.id) AS steps
+          ${loadColumns}
         FROM ${runs} r WHERE r.id = $3::bigint`,
     },
     // What executions start from, several in one statement ($1 job ids, $2 tokens, $3 run ids,
@@ -98,12 +100,7 @@ export function workflowQueries(schema: string) {
           RETURNING r.id)
         SELECT i.ord::int, EXISTS (SELECT 1 FROM m WHERE m.id = r.id) AS marked, r.id::text, r.name, r.tenant_id, r.input, r.state,
           r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
-          date_part('epoch', now()) * 1000 AS now_ms,
-          EXISTS (SELECT 1 FROM ${events} e WHERE e.run_id = r.id AND e.name = r.wait_event AND e.consumed_by IS NULL) AS event_ready,
-          -- The history in the same statement: one round trip (and one connection) per batch.
-          (SELECT COALESCE(json_agg(json_build_object('name', s.name, 'occurrence', s.occurrence, 'seq', s.seq, 'kind', s.kind,
-              'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.started_at), '[]')
-            FROM ${steps} s WHERE s.run_id = r.id) AS steps
+          ${loadColumns}
         FROM i JOIN ${runs} r ON r.id = i.run_id`,
     },
     // A step's output: one insert wins (a failed row is taken over); the loser gets no row
