@@ -3,7 +3,10 @@
 // parser taking only those flags), and one plain line (no stack trace, no password)
 // with exit code 1 when the database cannot be reached.
 
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 import { SETTINGS } from '../../src/daemon/env.ts';
@@ -90,5 +93,18 @@ describe('baton CLI', () => {
     expect(failures.map((f) => f.msg)).toEqual([PLAIN_LINE]);
     expect(r.stdout + r.stderr).not.toMatch(STACK_FRAME);
     expect(r.stdout + r.stderr).not.toContain('secret');
+  });
+
+  it('in a checkout without dist/ (npm install no longer builds), the launcher says to build, in one line, exit 1', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-unbuilt-'));
+    try {
+      mkdirSync(path.join(dir, 'bin'));
+      copyFileSync(new URL('../../bin/baton.js', import.meta.url), path.join(dir, 'bin', 'baton.js'));
+      const r = spawnSync(process.execPath, [path.join(dir, 'bin', 'baton.js'), '--version'], { encoding: 'utf8' });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toBe('baton: dist/ is not built; run `npm run build` (or `npm start`, which builds) in this checkout first\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
