@@ -1,7 +1,8 @@
 // The HTTP API as the OpenAPI document describes it: one entry per route of app.ts,
 // with the zod schemas the route validates (schemas.ts) and answers (wire-schemas.ts),
 // and the error codes it may answer. test/http/openapi.test.ts checks that every
-// route of the app is here and that real answers match.
+// route of the app is here, that its codes are those the route declares with fails()
+// (route-errors.ts), and that real answers match.
 
 import { z } from 'zod';
 import { PACKAGE_VERSION } from '../version.ts';
@@ -12,6 +13,7 @@ import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc }
 import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
 import { KEY_COMPONENTS, KEY_TAG, keyOperations } from './openapi-keys.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
+import { BODY, CRON, ENGINE } from './route-errors.ts';
 import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
 import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
 import {
@@ -44,13 +46,6 @@ import {
   wireStatsSchema,
   wireWorkerSchema,
 } from './wire-schemas.ts';
-
-/** What any route that reads or writes jobs may meet in the engine or the database. */
-const ENGINE: readonly ApiErrorCode[] = ['INVALID_ARGUMENT', 'INVALID_CONFIG', 'DB_UNAVAILABLE', 'SHUTTING_DOWN'];
-/** A checked JSON body (json-body.ts), or a body that must be empty or {}. */
-const BODY: readonly ApiErrorCode[] = ['INVALID_JSON', 'INVALID_ARGUMENT'];
-/** What a cron expression and zone may be refused with. */
-const CRON: readonly ApiErrorCode[] = ['INVALID_CRON_EXPRESSION', 'INVALID_TIMEZONE'];
 
 const noBody = {
   schema: z.strictObject({}),

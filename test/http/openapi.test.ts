@@ -147,6 +147,26 @@ describe('the document', () => {
     expect(documented.sort()).toEqual([...registered].sort());
   });
 
+  it("lists for each route exactly the error codes the route declares (fails(...), which types the client's answers)", () => {
+    const app = createApp(api.baton, { metrics: false });
+    const declared = new Map<string, string[]>();
+    for (const r of app.routes) {
+      const codes = (r.handler as { codes?: readonly string[] }).codes;
+      if (codes) declared.set(`${r.method} ${openApiPath(r.path)}`, [...codes].sort());
+    }
+    const documented = new Map<string, string[]>();
+    for (const [path, ops] of Object.entries(resolvedGuarded.paths)) {
+      for (const [method, op] of Object.entries(ops) as Array<[string, Op]>) {
+        const codes = Object.entries(op.responses)
+          .filter(([status]) => Number(status) >= 400)
+          .flatMap(([, r]) => (r.content['application/json']!.schema as any).allOf[1].properties.error.properties.code.enum as string[]);
+        documented.set(`${method.toUpperCase()} ${path}`, codes.sort());
+      }
+    }
+    expect([...declared.keys()].sort()).toEqual([...documented.keys()].sort());
+    for (const [route, codes] of documented) expect(declared.get(route), route).toEqual(codes);
+  });
+
   it('is served like the console page: no token needed, but the Host is checked', async () => {
     expect((await guarded.raw('/openapi.json')).status).toBe(200);
     await expectDocumented('GET /openapi.json', await api.raw('/openapi.json'));
