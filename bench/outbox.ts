@@ -36,7 +36,7 @@ const RUNS = Number(args.runs);
 const SAMPLES = Number(args.samples);
 const MESSAGES = Number(args.messages);
 const GAP_MS = 25;
-const SECRET = 'bench-secret-0123456789';
+const SECRET = 'whsec_YmVuY2gtc2VjcmV0LTAxMjM0NTY3ODlhYmNkZWY=';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const startedAt = new Date();

@@ -18,7 +18,7 @@ const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) {
   console.warn(`\n*** SKIPPED console-outbox.browser.test.ts: ${CHROMIUM} is missing (apt-get install -y chromium) ***\n`);
 }
-const SECRET = 'console-test-secret-123';
+const SECRET = 'whsec_Y29uc29sZS10ZXN0LXNlY3JldC1vZi0yNC1ieXRlcw==';
 
 describe.skipIf(!hasChromium)('console outbox view (headless Chromium)', () => {
   const db = useTestDatabase();
@@ -42,8 +42,9 @@ describe.skipIf(!hasChromium)('console outbox view (headless Chromium)', () => {
         const verified = verifyWebhookSignature({
           secret: SECRET,
           body,
-          timestamp: req.headers['baton-timestamp'] as string,
-          signature: req.headers['baton-signature'] as string,
+          id: req.headers['webhook-id'] as string,
+          timestamp: req.headers['webhook-timestamp'] as string,
+          signature: req.headers['webhook-signature'] as string,
         });
         delivered.push({ key: req.headers['baton-message-key'] as string, verified });
         res.writeHead(200).end();
