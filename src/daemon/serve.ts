@@ -12,6 +12,7 @@ import { createBaton } from '../create-baton.ts';
 import type { WorkflowFn } from '../core/workflow/types.ts';
 import type { HandlerMap } from '../core/handler.ts';
 import { createApp } from '../http/app.ts';
+import { createStatsHistory } from '../http/stats-history.ts';
 import { openApiKeys } from '../open-api-keys.ts';
 import { isLoopbackHost, openBindMessage } from './loopback.ts';
 import { openDatabase } from './database.ts';
@@ -83,7 +84,10 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     if (destinations.length > 0) logger.info({ destinations, relay: config.outbox.relay }, 'outbox publishers configured');
 
     let listening: { host: string; port: number } | undefined;
+    const statsHistory = createStatsHistory(baton);
+    shutdown.add({ order: SHUTDOWN_ORDER.stopAccepting, name: 'stop sampling stats', run: async () => statsHistory.close() });
     const app = createApp(baton, {
+      statsHistory,
       apiToken: config.apiToken,
       apiKeys,
       // Off loopback the API is never open, even if every key is revoked later.

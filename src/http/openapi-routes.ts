@@ -26,6 +26,7 @@ import {
   listJobsQuerySchema,
   queueParamSchema,
   traceHeadersSchema,
+  statsHistoryQuerySchema,
   statsQuerySchema,
   listSchedulesQuerySchema,
   scheduleBodySchema,
@@ -214,6 +215,18 @@ const OPERATIONS: readonly OperationDoc[] = [
     description: 'What the console polls for its panels and charts. Unknown parameters are refused (400).',
     query: statsQuerySchema,
     responses: { 200: json('the snapshot', r.stats) },
+    errors: ENGINE,
+  }),
+  route({
+    method: 'get',
+    path: '/api/stats/history',
+    operationId: 'statsHistory',
+    tag: 'queues',
+    summary: "The console's chart history: samples of the stats this process took in the last minutes",
+    description:
+      'Kept in memory by each process, oldest first, up to 15 minutes at one sample every 2 s. Sampling starts with the first read of /api/stats or this route and stops after 30 minutes without one. `since` returns only newer samples.',
+    query: statsHistoryQuerySchema,
+    responses: { 200: json('the samples', r.statsHistory) },
     errors: ENGINE,
   }),
   route({

@@ -1,11 +1,12 @@
 // The console's routes through the typed client on a real server and database: queue pause
 // and resume (404 unknown, 400 bad name, visible in /api/queues, /api/stats and /metrics),
 // run now (404, 409), bulk replay/cancel with per-id outcomes, listing sort and time filters,
-// and the stats snapshot.
+// the stats snapshot with its scheduled counts, and the chart history the server keeps.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { JSON_HEADERS, errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
 
 const db = useTestDatabase();
@@ -145,8 +146,39 @@ describe('stats', () => {
     expect(body.window.seconds).toBe(30);
     expect(Date.parse(body.at)).not.toBeNaN();
     const counts = (await okJson(api.client.api.queues.$get())).queues;
-    expect(body.queues).toEqual(counts);
+    expect(body.queues.map(({ scheduled: _, ...q }) => q)).toEqual(counts);
     for (const qs of ['windowSeconds=0', 'windowSeconds=3601', 'window=5'])
       expect((await api.raw(`/api/stats?${qs}`)).status, qs).toBe(400);
+  });
+
+  it('counts the scheduled jobs (run-at ahead) of each queue apart, and lists them with due=false', async () => {
+    const later = await insertJob(db.pool, { queue: 'sched-q', runAt: { inMs: 7 * 3_600_000 } });
+    const now = await insertJob(db.pool, { queue: 'sched-q' });
+    const stats = await okJson(api.client.api.stats.$get({ query: {} }));
+    expect(stats.queues.find((q) => q.queue === 'sched-q')).toMatchObject({ counts: { pending: 2 }, scheduled: 1 });
+    const list = async (due: 'true' | 'false') =>
+      (await okJson(api.client.api.jobs.$get({ query: { queue: 'sched-q', state: 'pending', due } }))).jobs.map((j) => j.id);
+    expect(await list('false')).toEqual([later]);
+    expect(await list('true')).toEqual([now]);
+    expect((await api.raw('/api/jobs?due=soon')).status).toBe(400);
+  });
+
+  it('keeps a history of samples in the server, so a page loaded later draws the last minutes', async () => {
+    // The harness samples every 250 ms once someone reads the stats.
+    await okJson(api.client.api.stats.history.$get({ query: {} }));
+    await insertJob(db.pool, { queue: 'hist-q', runAt: { inMs: 3_600_000 } });
+    let samples: Array<{ at: string; scheduled: number }> = [];
+    await waitFor(
+      async () => {
+        samples = (await okJson(api.client.api.stats.history.$get({ query: {} }))).samples;
+        return samples.length >= 3 && samples.at(-1)!.scheduled >= 1;
+      },
+      { message: 'three samples, the last seeing the scheduled job' },
+    );
+    const body = await okJson(api.client.api.stats.history.$get({ query: { since: samples[1]!.at } }));
+    expect(body).toMatchObject({ intervalMs: 250, windowSeconds: 10 });
+    expect(body.samples[0]!.at > samples[1]!.at).toBe(true);
+    expect(Date.parse(samples[0]!.at)).toBeLessThan(Date.parse(samples[1]!.at));
+    expect((await api.raw('/api/stats/history?since=yesterday')).status).toBe(400);
   });
 });

@@ -9,6 +9,7 @@ import { createBaton, type Baton, type BatonOptions } from '../../src/index.ts';
 import { createApp, type AppOptions } from '../../src/http/app.ts';
 import type { ListenAddress } from '../../src/http/allowed-hosts.ts';
 import { createMetrics, type Metrics } from '../../src/http/metrics.ts';
+import { createStatsHistory } from '../../src/http/stats-history.ts';
 import type { ClientResponse, parseResponse } from 'hono/client';
 import { createClient, type BatonClient } from '../../src/client/index.ts';
 import type { TestDatabase } from '../helpers/db.ts';
@@ -39,7 +40,8 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
   const metrics = createMetrics(baton, { processMetrics: false });
   let listening: ListenAddress | undefined;
   // Told where it listens like the daemon's app is; a test may override it.
-  const app = createApp(baton, { listenOn: () => listening, ...opts.app, metrics, isStarted: () => started });
+  const statsHistory = createStatsHistory(baton, { intervalMs: 250 });
+  const app = createApp(baton, { listenOn: () => listening, ...opts.app, metrics, statsHistory, isStarted: () => started });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
@@ -65,6 +67,7 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
       metrics.close();
+      statsHistory.close();
       await baton.stop({ drainMs: 1_000 });
     },
   };

@@ -258,6 +258,12 @@ describe('real answers match the document', () => {
     const stats = await expectDocumented('GET /api/stats', await api.raw('/api/stats?windowSeconds=60'));
     expect(stats.queues.find((q: { queue: string }) => q.queue === 'oa-paused').paused).toBe(true);
     await expectDocumented('GET /api/stats', await api.raw('/api/stats?windowSeconds=0'));
+    await waitFor(async () => ((await (await api.raw('/api/stats/history')).json()) as { samples: unknown[] }).samples.length > 0, {
+      message: 'a sample',
+    });
+    const history = await expectDocumented('GET /api/stats/history', await api.raw('/api/stats/history'));
+    expect(history.samples.length).toBeGreaterThan(0);
+    await expectDocumented('GET /api/stats/history', await api.raw('/api/stats/history?since=soon'));
     await expectDocumented('POST /api/queues/:queue/resume', await post('/api/queues/oa-paused/resume'));
     await expectDocumented('POST /api/queues/:queue/resume', await post('/api/queues/never-heard-of/resume'));
   });

@@ -131,6 +131,7 @@ function cases(): Record<string, Case[]> {
     'POST /api/queues/:queue/resume': admin403('/api/queues/globex-q/resume'),
     'GET /api/workers': admin403('/api/workers'),
     'GET /api/stats': admin403('/api/stats'),
+    'GET /api/stats/history': admin403('/api/stats/history'),
     'GET /api/flow': admin403('/api/flow'),
     'PUT /api/flow/queues/:queue': admin403('/api/flow/queues/globex-q', { concurrencyLimit: 1, rateLimit: null }),
     'PUT /api/flow/keys': admin403('/api/flow/keys', { pattern: 'globex:*', concurrencyLimit: 1 }),

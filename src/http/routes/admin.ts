@@ -11,8 +11,9 @@ import { validationHook } from '../errors.ts';
 import { scopeOf } from '../tenant-scope.ts';
 import { noBody } from '../json-body.ts';
 import { DLQ_REPLAY_LIMIT_DEFAULT } from '../../index.ts';
-import { dlqReplayQuerySchema, queueParamSchema, statsQuerySchema } from '../schemas.ts';
-import { toWireCounts, toWireQueue, toWireQueueState, toWireStats, toWireWorker, wireSummaries } from '../wire.ts';
+import { dlqReplayQuerySchema, queueParamSchema, statsHistoryQuerySchema, statsQuerySchema } from '../schemas.ts';
+import type { StatsHistory } from '../stats-history.ts';
+import { toWireCounts, toWireQueue, toWireQueueState, toWireStats, toWireStatsHistory, toWireWorker, wireSummaries } from '../wire.ts';
 import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 
 /** Queues, workers and stats mix every tenant: a tenant key gets 403 ADMIN_REQUIRED. */
@@ -62,11 +63,20 @@ export function queueRoutes(baton: Baton) {
   );
 }
 
-export function statsRoutes(baton: Baton) {
-  /** Counts by queue and state, paused queues and the last window's finished jobs, from one statement. */
-  return new Hono<AppEnv>().get('/', fails(...ADMIN_READ), zValidator('query', statsQuerySchema, validationHook), async (c) => {
-    return c.json(toWireStats(await baton.admin.stats(c.req.valid('query'))), 200);
-  });
+export function statsRoutes(baton: Baton, history: StatsHistory) {
+  return (
+    new Hono<AppEnv>()
+      /** Counts by queue and state, paused queues and the last window's finished jobs, from one statement. */
+      .get('/', fails(...ADMIN_READ), zValidator('query', statsQuerySchema, validationHook), async (c) => {
+        history.touch();
+        return c.json(toWireStats(await baton.admin.stats(c.req.valid('query'))), 200);
+      })
+      /** The chart history this process keeps (stats-history.ts), oldest first; `since` for only the newer ones. */
+      .get('/history', fails(...ADMIN_READ), zValidator('query', statsHistoryQuerySchema, validationHook), (c) => {
+        history.touch();
+        return c.json(toWireStatsHistory(history, history.samples(c.req.valid('query').since)), 200);
+      })
+  );
 }
 
 export function workerRoutes(baton: Baton) {
