@@ -65,7 +65,7 @@ describe.skipIf(!hasChromium)('console outbox view (headless Chromium)', () => {
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
     });
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(base);
+    await page.goto(`${base}/#/outbox`);
     await page.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
   });
 
@@ -95,7 +95,9 @@ describe.skipIf(!hasChromium)('console outbox view (headless Chromium)', () => {
       message: 'the replayed message to be published',
     });
     expect(delivered).toEqual([{ key: 'console-1', verified: true }]);
-    await page.waitForSelector('#outbox-destinations tr[data-destination="hooks"] [data-field="published"]:text("1")', { timeout: 15_000 });
+    await page.waitForSelector('#outbox-destinations tr[data-destination="hooks"] [data-field="published"]:has-text("1")', {
+      timeout: 15_000,
+    });
     await page.waitForSelector(`#outbox-dlq tr[data-outbox-id="${id}"]`, { state: 'detached', timeout: 15_000 });
   });
 });
