@@ -127,11 +127,16 @@ Settings (flag, environment variable, [default]):
 ${settingsHelp('keys')}`,
 };
 
-function buildLogger(config: DaemonConfig, toStderr: boolean): PinoLogger {
-  return pino(
-    { level: config.logLevel, base: { service: 'baton', pid: process.pid }, redact: ['apiToken', 'password'] },
-    pino.destination({ fd: toStderr ? 2 : 1, sync: true }),
-  );
+/**
+ * JSON lines for machines (a pipe, a file, a log collector); on a terminal, the same records
+ * made readable by pino's own pretty printer (loaded only then).
+ */
+async function buildLogger(config: DaemonConfig, toStderr: boolean): Promise<PinoLogger> {
+  const fd = toStderr ? 2 : 1;
+  const options = { level: config.logLevel, base: { service: 'baton', pid: process.pid }, redact: ['apiToken', 'password'] };
+  if (!(toStderr ? process.stderr : process.stdout).isTTY) return pino(options, pino.destination({ fd, sync: true }));
+  const { default: pretty } = await import('pino-pretty');
+  return pino(options, pretty({ destination: fd, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' }));
 }
 
 export async function main(argv: string[]): Promise<number | undefined> {
@@ -173,21 +178,21 @@ export async function main(argv: string[]): Promise<number | undefined> {
   const config = loadConfig(process.env, flags, process.cwd(), cmd);
   if (cmd === 'keys') {
     const { runKeys } = await import('./key-commands.ts');
-    await runKeys(config, buildLogger(config, true), sub as (typeof KEYS_SUBCOMMANDS)[number], keyId, flags);
+    await runKeys(config, await buildLogger(config, true), sub as (typeof KEYS_SUBCOMMANDS)[number], keyId, flags);
     return 0;
   }
   if (cmd === 'cron') {
     const { runCronList, runCronPreview } = await import('./cron-commands.ts');
     if (sub === 'preview') runCronPreview(flags);
-    else await runCronList(config, buildLogger(config, true), flags);
+    else await runCronList(config, await buildLogger(config, true), flags);
     return 0;
   }
   if (command === 'serve') {
     const { serve } = await import('./serve.ts');
-    await serve(config, buildLogger(config, false));
+    await serve(config, await buildLogger(config, false));
     return undefined; // runs until a signal; shutdown exits the process
   }
-  const logger = buildLogger(config, true);
+  const logger = await buildLogger(config, true);
   const { parseEnqueueFlags, runEnqueue, runMigrate } = await import('./commands.ts');
   if (command === 'migrate') await runMigrate(config, logger);
   else await runEnqueue(config, logger, parseEnqueueFlags(flags));

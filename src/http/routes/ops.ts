@@ -56,7 +56,9 @@ export function opsRoutes(baton: Baton, opts: OpsOptions) {
         const db = await probeDb(baton);
         const started = opts.isStarted?.() ?? true;
         if (db !== 'ok' || !started) {
-          c.get('log').warn({ db, started }, 'not ready');
+          // Not started yet (probes poll while the daemon starts) or stopping is expected: only an unreachable database is news.
+          if (db === 'ok') c.get('log').debug({ db, started }, 'not ready');
+          else c.get('log').warn({ db, started }, 'not ready');
           throw new ApiError('NOT_READY', 'not ready', { db, started });
         }
         return c.json({ status: 'ready' as const, db, started }, 200);
