@@ -45,6 +45,7 @@ const CRON_FLAGS = {
   cron: { type: 'string' },
   timezone: { type: 'string' },
   count: { type: 'string' },
+  from: { type: 'string' },
 } as const;
 const CRON_SUBCOMMANDS = ['list', 'preview'] as const;
 
@@ -96,14 +97,15 @@ Example:
 Settings (flag, environment variable, [default]):
 ${settingsHelp('enqueue')}`,
   cron: `Usage: baton cron list [--tenant ID] [--limit N] [flags]
-       baton cron preview --cron EXPR --timezone ZONE [--count N]
+       baton cron preview --cron EXPR --timezone ZONE [--count N] [--from INSTANT]
 
 list     prints {"schedules":[...]}: every schedule (of one tenant with --tenant), with
          its next fire time, last fired occurrence, status and disabled reason
          (--limit, default 100, at most 1000). Reaches the database like enqueue.
 preview  prints {"cron","timezone","fires":[{"utc","local"}]}: the next --count
-         (default 10, at most 100) fire instants of EXPR in the IANA zone ZONE,
-         computed here without a database.
+         (default 10, at most 100) fire instants of EXPR in the IANA zone ZONE after
+         --from (an ISO 8601 instant with Z or an offset; default now), computed here
+         without a database.
 
 Example:
   baton cron preview --cron '30 1 * * *' --timezone Europe/London --count 3
@@ -170,10 +172,10 @@ export async function main(argv: string[]): Promise<number | undefined> {
     return 0;
   }
   if (cmd === 'cron' && !CRON_SUBCOMMANDS.includes(sub as (typeof CRON_SUBCOMMANDS)[number])) {
-    throw new ConfigError(`baton cron needs a subcommand: ${CRON_SUBCOMMANDS.join(' or ')} (see baton cron --help)`);
+    throw new ConfigError(`cron needs a subcommand: ${CRON_SUBCOMMANDS.join(' or ')} (see baton cron --help)`);
   }
   if (cmd === 'keys' && !KEYS_SUBCOMMANDS.includes(sub as (typeof KEYS_SUBCOMMANDS)[number])) {
-    throw new ConfigError(`baton keys needs a subcommand: ${KEYS_SUBCOMMANDS.join(', ')} (see baton keys --help)`);
+    throw new ConfigError(`keys needs a subcommand: ${KEYS_SUBCOMMANDS.join(', ')} (see baton keys --help)`);
   }
   const config = loadConfig(process.env, flags, process.cwd(), cmd);
   if (cmd === 'keys') {

@@ -259,9 +259,9 @@ const OPERATIONS: readonly OperationDoc[] = [
     tag: 'cron',
     summary: 'Create a schedule, or update it by (tenantId, name)',
     description:
-      'Each occurrence becomes an ordinary job (idempotency key cron:<id>:<instant>, run_at the occurrence). An update that keeps the expression and zone keeps the next fire time.',
+      'Answers `{ schedule, created }`, as baton.cron.upsert returns. Each occurrence becomes an ordinary job (idempotency key cron:<id>:<instant>, run_at the occurrence). An update that keeps the expression and zone keeps the next fire time.',
     body: { schema: scheduleBodySchema, required: true },
-    responses: { 201: json('created', wireScheduleSchema), 200: json('updated, or unchanged', wireScheduleSchema) },
+    responses: { 201: json('created', r.scheduleUpserted), 200: json('updated, or unchanged', r.scheduleUpserted) },
     errors: [...CRON, ...BODY, ...ENGINE],
   }),
   route({
@@ -384,9 +384,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
     },
     tags: [
       { name: 'jobs', description: 'enqueue, read, list, replay, cancel, run now, bulk actions' },
-      { name: 'queues', description: 'queues, pause and resume, workers, stats' },
-      { name: 'jobs', description: 'enqueue, read, list, replay, cancel' },
-      { name: 'queues', description: 'queues and workers' },
+      { name: 'queues', description: 'queues, pause and resume, workers, stats and their history' },
       { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
       WORKFLOW_TAG,
       KEY_TAG,

@@ -291,5 +291,6 @@ export const cronPreviewQuerySchema = z
     cron: scheduleFields.cron,
     timezone: scheduleFields.timezone,
     count: intParam(1, PREVIEW_COUNT_MAX, 10).optional(),
+    from: instantParam('the fire instants after this one; default now').optional(),
   })
   .strict();

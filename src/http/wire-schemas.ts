@@ -266,6 +266,7 @@ export const responseSchemas = {
   workers: z.strictObject({ workers: z.array(wireWorkerSchema) }),
   schedules: z.strictObject({ schedules: z.array(wireScheduleSchema), limit: count, offset: count }),
   scheduleRemoved: z.strictObject({ id: z.string(), removed: z.literal(true) }),
+  scheduleUpserted: z.strictObject({ schedule: wireScheduleSchema, created: z.boolean() }),
   cronPreview: z.strictObject({ cron: z.string(), timezone: z.string(), fires: z.array(wireFireInstantSchema) }),
   health: z.strictObject({ status: z.literal('ok') }),
   ready: z.strictObject({ status: z.literal('ready'), db: z.literal('ok'), started: z.literal(true) }),

@@ -335,7 +335,9 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
       body: JSON.stringify({ name: 'every-second', cron: '* * * * * *', timezone: 'Europe/London', jobType: 'noop' }),
     });
     expect(res.status).toBe(201);
-    const { id } = (await res.json()) as { id: string };
+    const {
+      schedule: { id },
+    } = (await res.json()) as { schedule: { id: string } };
     await open('#/schedules');
     const row = `#schedules tr[data-schedule-id="${id}"]`;
     await visible(`${row}[data-status="enabled"] button[data-schedule-action="pause"]`);

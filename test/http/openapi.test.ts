@@ -44,7 +44,32 @@ async function validOpenApi(doc: unknown): Promise<Validator> {
   expect(res.errors, JSON.stringify(res.errors, null, 1)?.slice(0, 2000)).toBeUndefined();
   expect(res.valid).toBe(true);
   expect(validator.version).toBe('3.1');
+  specRules(doc as SpecDoc);
   return validator;
+}
+
+type SpecDoc = { tags: Array<{ name: string }>; paths: Record<string, Record<string, { operationId: string; tags: string[] }>> };
+/**
+ * The specification's rules a JSON Schema cannot say, which the validator above therefore
+ * does not check: tag names are unique (OpenAPI 3.1, Tag Object: "Each tag name in the list
+ * MUST be unique"), operationIds are unique, and every operation's tag is declared.
+ */
+function specRules(doc: SpecDoc): void {
+  const tags = doc.tags.map((t) => t.name);
+  expect(
+    tags.filter((t, i) => tags.indexOf(t) !== i),
+    'repeated tag names',
+  ).toEqual([]);
+  const ops = Object.values(doc.paths).flatMap((methods) => Object.values(methods));
+  const ids = ops.map((o) => o.operationId);
+  expect(
+    ids.filter((id, i) => ids.indexOf(id) !== i),
+    'repeated operationIds',
+  ).toEqual([]);
+  expect(
+    [...new Set(ops.flatMap((o) => o.tags))].filter((t) => !tags.includes(t)),
+    'undeclared tags',
+  ).toEqual([]);
 }
 
 // Strict: an unknown keyword or a type-less keyword in a schema is an error; every schema
@@ -340,10 +365,10 @@ describe('real answers match the document', () => {
     await expectDocumented('POST /api/cron', await post('/api/cron', { ...spec, timezone: '+02:00' }));
     await expectDocumented('GET /api/cron', await api.raw('/api/cron?limit=10'));
     await expectDocumented('GET /api/cron', await api.raw('/api/cron?limit=0'));
-    await expectDocumented('GET /api/cron/:id', await api.raw(`/api/cron/${created.id}`));
+    await expectDocumented('GET /api/cron/:id', await api.raw(`/api/cron/${created.schedule.id}`));
     await expectDocumented('GET /api/cron/:id', await api.raw('/api/cron/999999'));
     const patch = (body: unknown) =>
-      api.raw(`/api/cron/${created.id}`, { method: 'PATCH', headers: JSON_HEADERS, body: JSON.stringify(body) });
+      api.raw(`/api/cron/${created.schedule.id}`, { method: 'PATCH', headers: JSON_HEADERS, body: JSON.stringify(body) });
     expect((await expectDocumented('PATCH /api/cron/:id', await patch({ paused: true }))).status).toBe('paused');
     await expectDocumented('PATCH /api/cron/:id', await patch({ cron: 'every day' }));
     await expectDocumented(
@@ -351,8 +376,14 @@ describe('real answers match the document', () => {
       await api.raw('/api/cron/preview?cron=0%209%20*%20*%20MON&timezone=America/New_York&count=3'),
     );
     await expectDocumented('GET /api/cron/preview', await api.raw('/api/cron/preview?cron=0%209%20*%20*%20MON&timezone=Nowhere'));
-    await expectDocumented('DELETE /api/cron/:id', await api.raw(`/api/cron/${created.id}`, { method: 'DELETE', headers: JSON_HEADERS }));
-    await expectDocumented('DELETE /api/cron/:id', await api.raw(`/api/cron/${created.id}`, { method: 'DELETE', headers: JSON_HEADERS }));
+    await expectDocumented(
+      'DELETE /api/cron/:id',
+      await api.raw(`/api/cron/${created.schedule.id}`, { method: 'DELETE', headers: JSON_HEADERS }),
+    );
+    await expectDocumented(
+      'DELETE /api/cron/:id',
+      await api.raw(`/api/cron/${created.schedule.id}`, { method: 'DELETE', headers: JSON_HEADERS }),
+    );
   });
 
   it('/api/keys: create, list and revoke keys; a tenant key is refused there', async () => {

@@ -27,7 +27,10 @@ export function cronRoutes(baton: Baton, maxJsonDepth: number) {
   const owner = (id: string) => async () => (await baton.cron.get(id)).tenantId;
   return (
     new Hono<AppEnv>()
-      /** 201 with the new schedule; 200 with it updated (or unchanged) when (tenantId, name) exists. */
+      /**
+       * `{ schedule, created }`, the shape baton.cron.upsert returns: 201 with the new schedule;
+       * 200 with it updated (or unchanged) when (tenantId, name) exists.
+       */
       .post(
         '/',
         fails(...CRON, ...BODY, ...ENGINE, ...WRITE, 'FORBIDDEN_TENANT'),
@@ -36,7 +39,7 @@ export function cronRoutes(baton: Baton, maxJsonDepth: number) {
         async (c) => {
           const body = c.req.valid('json');
           const r = await baton.cron.upsert({ ...body, tenantId: scopeOf(c).tenant(body.tenantId) });
-          return c.json(toWireSchedule(r.schedule), r.created ? 201 : 200);
+          return c.json({ schedule: toWireSchedule(r.schedule), created: r.created }, r.created ? 201 : 200);
         },
       )
       .get(
@@ -55,7 +58,7 @@ export function cronRoutes(baton: Baton, maxJsonDepth: number) {
       // Before /:id, which would otherwise take "preview" for an id.
       .get('/preview', fails(...CRON, ...ENGINE, ...GUARDED), zValidator('query', cronPreviewQuerySchema, validationHook), (c) => {
         const q = c.req.valid('query');
-        const fires = baton.cron.preview({ cron: q.cron, timezone: q.timezone, count: q.count ?? 10 });
+        const fires = baton.cron.preview({ cron: q.cron, timezone: q.timezone, count: q.count ?? 10, ...(q.from ? { from: q.from } : {}) });
         return c.json({ cron: q.cron, timezone: q.timezone, fires }, 200);
       })
       .get(
