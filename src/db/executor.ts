@@ -89,6 +89,12 @@ export interface FlowClaimResult {
   wakeMs: number | null;
   /** A cap or rate limit bound this claim. */
   limited: boolean;
+  /**
+   * The claim may have stopped at the tenants' slices of a round (more than one tenant had
+   * jobs), so one that took fewer jobs than asked may find more at once. False for a queue with
+   * one tenant: its claim took every due job up to the limit.
+   */
+  sliced: boolean;
 }
 export interface JobCompleteItem extends Lease {
   result: unknown;
