@@ -199,6 +199,8 @@ async function cronJobs(h: Harness): Promise<Array<{ id: string; key: string; st
   return r.rows;
 }
 
+const count = (violations: string[], what: string) => violations.filter((v) => v.includes(what)).length;
+
 function writeLeaderReport(r: LeaderRunResult, meta: { dir: string; seed: number; netns: boolean }): string[] {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../results');
   mkdirSync(root, { recursive: true });
@@ -237,7 +239,7 @@ function writeLeaderReport(r: LeaderRunResult, meta: { dir: string; seed: number
         `| ${p.kind} | ${p.worker} | ${p.newLeader ?? '-'} | ${Number.isNaN(p.takeoverMs) ? 'never' : p.takeoverMs} | ${settings.takeoverBoundMs} | ${p.oldEpoch} -> ${p.newEpoch} | ${Number.isNaN(p.firstOccurrenceMs) ? '-' : p.firstOccurrenceMs} | ${p.lateWrites} |`,
     ),
     '',
-    `Occurrences in the window: ${c.occurrences} per schedule; jobs: fire_all ${c.jobs.fire_all}, fire_once ${c.jobs.fire_once}, skip ${c.jobs.skip}. Fired twice: 0 allowed; lost: 0 allowed beyond the misfire policy (occurrences reached later than the threshold: ${c.missed}). Cron jobs deleted by retention during the run: ${c.purged}. Leader-only writes sent under an epoch already taken over: ${c.deposedWrites}, every one changed nothing.`,
+    `Occurrences in the window: ${c.occurrences} per schedule; jobs: fire_all ${c.jobs.fire_all}, fire_once ${c.jobs.fire_once}, skip ${c.jobs.skip}. Occurrences fired twice: ${count(r.violations, 'fired twice')}; lost: ${count(r.violations, 'lost')} (reached later than the misfire threshold: ${c.missed}). Cron jobs deleted by retention during the run: ${c.purged}. Leader-only writes sent under an epoch already taken over: ${c.deposedWrites}, of which changed something: ${count(r.violations, 'stale leader write')}.`,
     '',
     `**Verdict: ${r.ok ? 'VALID' : 'INVALID'}** (wall time ${Math.round(r.wallMs / 1000)} s).`,
     ...(r.violations.length ? ['', '## Violations', '', ...r.violations.map((v) => `- ${v}`)] : []),
