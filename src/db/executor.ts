@@ -96,6 +96,18 @@ export interface FlowClaimResult {
    */
   sliced: boolean;
 }
+export interface JobPurgeScanParams {
+  queue: string;
+  after: string;
+  read: number;
+  ages: Readonly<Record<TerminalState, number | null>>;
+  epoch: string;
+}
+export interface JobPurgeScanResult {
+  last: string | null;
+  done: boolean;
+  deleted: Record<TerminalState, number>;
+}
 export interface JobCompleteItem extends Lease {
   result: unknown;
 }
@@ -151,9 +163,16 @@ export interface Executor {
   /** Back to pending (refund: attempt - 1); without refund a spent budget dead-letters. Returns the ids written. */
   jobReleaseMany(p: { leases: Lease[]; refundAttempt: boolean }): Promise<Set<string>>;
   jobReap(p: { limit: number; graceMs: number; fastReclaim: boolean }): Promise<ReapedJob[]>;
-  /** Deletes up to `limit` jobs finished in `state` more than `olderThanMs` ago; returns how many per queue. */
-  /** Deletes finished jobs past their age; a leader-only write, fenced by `epoch` (deletes nothing unless it holds the lease). */
-  jobPurge(p: { state: TerminalState; olderThanMs: number; limit: number; epoch: string }): Promise<Array<{ queue: string; n: number }>>;
+  /**
+   * One step of retention's walk over `queue`'s finished jobs in id order, from after `after`
+   * ('0': the start), reading `read` rows at most: deletes those older than their state's age
+   * (null keeps). A leader-only write, fenced by `epoch` (deletes nothing unless it holds the
+   * lease). `last`: the last id examined (null: none); `done`: the walk reached the jobs created
+   * after the youngest age, or the end.
+   */
+  jobPurgeScan(p: JobPurgeScanParams): Promise<JobPurgeScanResult>;
+  /** The queues that hold finished jobs. */
+  jobFinishedQueues(): Promise<string[]>;
   /** The live leases `owner` holds, with their queue. */
   jobLeasesOwned(p: { owner: string }): Promise<Array<Lease & { queue: string }>>;
   /** No token issued before this call is greater than the answer. */

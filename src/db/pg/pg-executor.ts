@@ -14,6 +14,8 @@ import type {
   JobFailItem,
   JobInsertManyParams,
   JobListParams,
+  JobPurgeScanParams,
+  JobPurgeScanResult,
   Lease,
   ReapedJob,
   WorkerRow,
@@ -290,8 +292,22 @@ export class PgExecutor implements Executor {
     return BigInt(row!.v);
   }
 
-  jobPurge(p: { state: TerminalState; olderThanMs: number; limit: number; epoch: string }): Promise<Array<{ queue: string; n: number }>> {
-    return this.#q<{ queue: string; n: number }>(this.#job.purge, [p.state, p.olderThanMs, p.limit, p.epoch]);
+  async jobPurgeScan(p: JobPurgeScanParams): Promise<JobPurgeScanResult> {
+    const ages = [p.ages.succeeded, p.ages.cancelled, p.ages.dead_lettered];
+    const youngest = Math.min(...ages.filter((a): a is number => a !== null));
+    const [r] = await this.#q<{ last: string | null; done: boolean; succeeded: number; cancelled: number; dead_lettered: number }>(
+      this.#job.purgeScan,
+      [p.queue, p.after, p.read, ...ages, p.epoch, Number.isFinite(youngest) ? youngest : 0],
+    );
+    return {
+      last: r?.last ?? null,
+      done: r?.done ?? true,
+      deleted: { succeeded: r?.succeeded ?? 0, cancelled: r?.cancelled ?? 0, dead_lettered: r?.dead_lettered ?? 0 },
+    };
+  }
+
+  async jobFinishedQueues(): Promise<string[]> {
+    return (await this.#q<{ queue: string }>(this.#job.finishedQueues, [])).map((r) => r.queue);
   }
 
   async jobGet(p: { id: string }) {

@@ -349,24 +349,52 @@ export function jobQueries(schema: string) {
         SELECT id, state, queue, expired FROM reaped`,
     },
 
-    // Retention: finished jobs of state $1 older than $2 ms, at most $3, through jobs_finished_idx
-    // (it reads what it deletes). SKIP LOCKED: a job an operator is replaying right now waits.
-    // A leader-only write: nothing unless epoch $4 holds the leader lease (queries/leader.ts).
-    purge: {
-      name: `${schema}.job_purge`,
-      text: `WITH fence AS (${leaderFenceSql(schema, '$4')}),
-        victims AS (
-          SELECT id FROM ${jobs}
-          WHERE finished_at IS NOT NULL AND state = $1
-            AND finished_at < now() - make_interval(secs => $2::double precision / 1000.0)
-            AND EXISTS (SELECT 1 FROM fence)
-          ORDER BY finished_at
+    // Retention, one step of its walk over a queue's finished jobs in id order: $1 queue, from
+    // after id $2, $3 rows read at most; deletes those past their state's age ($4 succeeded,
+    // $5 cancelled, $6 dead-lettered, ms; NULL keeps) under the leader's epoch $7. The walk reads
+    // the queue's finished-jobs index (jobs_finished_queue_id_idx), which plain jobs pay for
+    // anyway (listings by queue), so retention costs a completion no index entry of its own.
+    // It stops at the first row created after the youngest age ($8 ms ago): every job created
+    // later finished later, so nothing from there on is due; `last` is the last id examined
+    // before it and `done` says the walk reached it (or the end). SKIP LOCKED: a job an operator
+    // is replaying right now waits for the next walk.
+    purgeScan: {
+      name: `${schema}.job_purge_scan`,
+      text: `WITH fence AS (${leaderFenceSql(schema, '$7')}),
+        scan AS MATERIALIZED (
+          SELECT id, created_at FROM ${jobs}
+          WHERE finished_at IS NOT NULL AND queue = $1 AND id > $2::bigint
+          ORDER BY id
           LIMIT $3
+        ),
+        young AS (SELECT min(id) AS id FROM scan WHERE created_at >= now() - make_interval(secs => $8::double precision / 1000.0)),
+        seen AS (SELECT id FROM scan WHERE (SELECT id FROM young) IS NULL OR id < (SELECT id FROM young)),
+        victims AS (
+          SELECT j.id FROM ${jobs} j
+          WHERE j.id = ANY (ARRAY(SELECT id FROM seen)) AND j.finished_at IS NOT NULL AND EXISTS (SELECT 1 FROM fence)
+            AND j.finished_at < now() - make_interval(secs => (CASE j.state WHEN 'succeeded' THEN $4::double precision
+              WHEN 'cancelled' THEN $5::double precision WHEN 'dead_lettered' THEN $6::double precision END) / 1000.0)
           FOR UPDATE SKIP LOCKED
         )
-        , gone AS (DELETE FROM ${jobs} j USING victims v WHERE j.id = v.id AND j.state = $1 RETURNING j.queue, j.state)
+        , gone AS (DELETE FROM ${jobs} j USING victims v WHERE j.id = v.id AND j.finished_at IS NOT NULL RETURNING j.queue, j.state)
         , counted AS (${countFinished('gone', '-')})
-        SELECT queue, count(*)::int AS n FROM gone GROUP BY queue`,
+        SELECT (SELECT max(id)::text FROM seen) AS last,
+          ((SELECT id FROM young) IS NOT NULL OR (SELECT count(*) FROM scan) < $3) AS done,
+          (SELECT count(*) FROM gone WHERE state = 'succeeded')::int AS succeeded,
+          (SELECT count(*) FROM gone WHERE state = 'cancelled')::int AS cancelled,
+          (SELECT count(*) FROM gone WHERE state = 'dead_lettered')::int AS dead_lettered`,
+    },
+    // The queues that have finished jobs: a loose scan of the finished-jobs index, one probe per
+    // queue (the counters in finished_counts can drift under hand-written SQL; the index cannot).
+    finishedQueues: {
+      name: `${schema}.job_finished_queues`,
+      text: `WITH RECURSIVE q(queue) AS (
+          (SELECT queue FROM ${jobs} WHERE finished_at IS NOT NULL ORDER BY queue LIMIT 1)
+          UNION ALL
+          SELECT (SELECT queue FROM ${jobs} WHERE finished_at IS NOT NULL AND queue > q.queue ORDER BY queue LIMIT 1)
+          FROM q WHERE q.queue IS NOT NULL
+        )
+        SELECT queue FROM q WHERE queue IS NOT NULL`,
     },
 
     // Admin.
