@@ -79,6 +79,8 @@ export interface FlowClaimParams extends JobClaimParams {
   keyCursor: string;
   /** Called just before the statement that writes the leases is sent (they are proven from then). */
   onLeaseStatement?: () => void;
+  /** The queue had one tenant at the last fair claim: try the small one-tenant statement first. */
+  solo?: boolean;
 }
 export interface FlowClaimResult {
   jobs: LeasedJob[];
@@ -95,6 +97,8 @@ export interface FlowClaimResult {
    * one tenant: its claim took every due job up to the limit.
    */
   sliced: boolean;
+  /** The queue had one tenant (or none) with pending jobs: the next fair claim may try `solo`. */
+  solo: boolean;
 }
 export interface JobPurgeScanParams {
   queue: string;

@@ -4,7 +4,7 @@
 import type { DatabaseHealth } from '../../core/admin.ts';
 import type { FlowLimits, FlowSnapshot } from '../../core/flow-admin.ts';
 import type { PausedQueue, StatsRow } from '../../core/queue-admin.ts';
-import type { InsertedJob, JobState, LeasedJob, TerminalState } from '../../core/job.ts';
+import type { InsertedJob, JobState, LeasedJob } from '../../core/job.ts';
 import type {
   Executor,
   FlowClaimParams,

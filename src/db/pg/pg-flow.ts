@@ -27,6 +27,22 @@ export class PgFlow {
   async claim(p: FlowClaimParams): Promise<FlowClaimResult> {
     const base = [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs];
     if (!p.controlled) {
+      if (p.solo) {
+        // Last seen with one tenant: the small statement, unless a second tenant has arrived.
+        const rows = await this.#rows<unknown[]>(this.#sql.claimSolo, base);
+        const meta = rows.pop() as unknown[] | Record<string, unknown> | undefined;
+        if ((Array.isArray(meta) ? meta[16] : meta?.solo) === true) {
+          return {
+            jobs: claimJobs(rows as ClaimRow[], p),
+            cursor: p.cursor,
+            keyCursor: p.keyCursor,
+            wakeMs: null,
+            limited: false,
+            sliced: false,
+            solo: true,
+          };
+        }
+      }
       let cursor = p.cursor;
       for (let step = 0; ; step++) {
         const rows = await this.#rows<unknown[]>(this.#sql.claimFair, [...base, cursor.tenant, cursor.used]);
@@ -35,7 +51,7 @@ export class PgFlow {
         const meta = rows.pop() as unknown[] | Record<string, unknown> | undefined;
         const solo = (Array.isArray(meta) ? meta[18] : meta?.solo) === true;
         const answer = flowAnswer(rows, { ...p, cursor });
-        const done = { ...answer, keyCursor: p.keyCursor, wakeMs: null, limited: false, sliced: !solo };
+        const done = { ...answer, keyCursor: p.keyCursor, wakeMs: null, limited: false, sliced: !solo, solo };
         if (solo || answer.jobs.length > 0 || step === FAIR_WALK_STEPS_MAX) return done;
         // Nothing taken: the walk may have seen only tenants whose jobs are all in the future.
         // Unless it saw every tenant of the queue, go on from where it ended.
@@ -86,6 +102,7 @@ export class PgFlow {
         wakeMs: wakeMs == null ? null : Number(wakeMs),
         limited: limited === true,
         sliced: p.fair,
+        solo: false,
       };
     } catch (err) {
       const busy = !ok && (err as { code?: string }).code === '55P03';
@@ -101,6 +118,7 @@ export class PgFlow {
           wakeMs: FLOW_LOCK_WAIT_MS * (1 + Math.random()),
           limited: true,
           sliced: false,
+          solo: false,
         };
       }
       throw translatePgError(err);
