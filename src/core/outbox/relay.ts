@@ -1,8 +1,10 @@
 // The relay: claims due messages (SKIP LOCKED; next_attempt_at is the visibility timeout),
 // publishes them side by side with no transaction or row lock held, then writes the outcomes
-// in two statements fenced by the claimed attempt. Woken by NOTIFY, with polling as the
-// fallback. Any number of relays may run against one table; each claims only the
-// destinations it has publishers for.
+// fenced by the claimed attempt. A claimed head of an ordering key brings its key's run, which
+// the relay publishes after it one at a time, stopping at the first failure and before any
+// publish that could outlast the head's claim. Woken by NOTIFY, with polling as the fallback.
+// Any number of relays may run against one table; each claims only the destinations it has
+// publishers for.
 
 import { EventEmitter } from 'node:events';
 import type { OutboxStore, OutboxFailItem } from '../../db/outbox-store.ts';
@@ -33,6 +35,23 @@ export interface RelayCounters {
   retried: number;
   deadLettered: number;
   fenced: number;
+}
+
+/** What one cycle did. @internal */
+export interface CycleResult {
+  /** Messages it claimed (heads and run messages it published or tried) or dead-lettered as exhausted. */
+  handled: number;
+  /** It finished a message with an ordering key: the next one of that key may be claimable now. */
+  freedKey: boolean;
+}
+
+type PublishOutcome = { ok: true; latencyMs: number } | { ok: false; error: unknown };
+
+/** One publish of a cycle: a claimed head, or a run message published under its head's claim. */
+interface Attempted {
+  message: OutboxMessage;
+  run: boolean;
+  outcome: PublishOutcome;
 }
 
 export interface RelayDeps {
@@ -94,19 +113,21 @@ export class Relay {
     let failures = 0;
     while (!this.#stop.signal.aborted) {
       this.#woken = false;
-      let n = 0;
+      let r: CycleResult = { handled: 0, freedKey: false };
       try {
-        n = await this.cycle();
+        r = await this.cycle();
         failures = 0;
       } catch (err) {
         failures++;
         this.#error('claim', err);
       }
       if (this.#stop.signal.aborted) break;
-      // A full batch: there is likely more. Otherwise sleep until woken or the poll period;
-      // after a failure, back off (capped at the poll period) instead of spinning on it.
+      // A full batch: there is likely more. A finished message of an ordering key: its key's next
+      // message may be claimable now, and nothing else would wake this or any relay for it.
+      // Otherwise sleep until woken or the poll period; after a failure, back off (capped at the
+      // poll period) instead of spinning on it.
       if (failures > 0) await this.#sleep(Math.min(config.pollIntervalMs, 50 * 2 ** Math.min(failures, 10)));
-      else if (n < config.batchSize) await this.#sleep(config.pollIntervalMs);
+      else if (r.handled < config.batchSize && !r.freedKey) await this.#sleep(config.pollIntervalMs);
     }
   }
 
@@ -124,14 +145,19 @@ export class Relay {
     });
   }
 
-  /** One claim, its publishes and their outcome writes; answers how many messages it claimed. @internal */
-  async cycle(): Promise<number> {
+  /** One claim, its publishes and their outcome writes. @internal */
+  async cycle(): Promise<CycleResult> {
     const { store, config } = this.#d;
-    const { claimed, exhausted } = await store.claim({
+    // A run starts no publish after this: a publish may last publishTimeoutMs, and one still in
+    // flight when the head's claim lapses could overlap another relay's publish of the key. The
+    // clock starts before the claim is sent, so it runs out before the database's does.
+    const runDeadline = performance.now() + config.visibilityMs - config.publishTimeoutMs;
+    const { claimed, exhausted, runs } = await store.claim({
       destinations: this.#destinations,
       limit: config.batchSize,
       visibilityMs: config.visibilityMs,
     });
+    let freedKey = exhausted.some((m) => m.orderingKey !== null);
     if (exhausted.length > 0) {
       this.counters.deadLettered += exhausted.length;
       this.#d.logger.warn(
@@ -142,39 +168,38 @@ export class Relay {
       for (const m of exhausted)
         this.events.emit('deadLettered', { destination: m.destination, reason: 'attempts_exhausted', error: m.lastError });
     }
-    if (claimed.length === 0) return exhausted.length;
-    this.counters.claimed += claimed.length;
-    const outcomes = await Promise.all(claimed.map((m) => this.#publish(m)));
-    const published = claimed.filter((_, i) => outcomes[i]?.ok);
+    if (claimed.length === 0) return { handled: exhausted.length, freedKey };
+    const attempted = (await Promise.all(claimed.map((head) => this.#publishRun(head, runs.get(head.id) ?? [], runDeadline)))).flat();
+    this.counters.claimed += attempted.length;
+    const published = attempted.filter((a) => a.outcome.ok);
     const failed: Array<OutboxFailItem & { message: OutboxMessage; cause: unknown }> = [];
-    claimed.forEach((m, i) => {
-      const o = outcomes[i];
-      if (!o || o.ok) return;
+    for (const { message: m, run, outcome: o } of attempted) {
+      if (o.ok) continue;
       const pe = o.error instanceof PublishError ? o.error : null;
       failed.push({
         id: m.id,
         attempt: m.attempt,
         replayCount: m.replayCount,
+        run,
         error: describeError(o.error),
         reject: pe?.kind === 'reject',
         retryAfterMs: pe?.retryAfterMs === undefined ? null : Math.min(Math.max(pe.retryAfterMs, 0), RETRY_AFTER_MAX_MS),
         message: m,
         cause: o.error,
       });
-    });
-    const [written, states] = await Promise.all([
-      store.publishedMany(published.map((m) => ({ id: m.id, attempt: m.attempt, replayCount: m.replayCount }))),
-      store.failMany({ items: failed, backoffBaseMs: config.backoffBaseMs, backoffCapMs: config.backoffCapMs }),
-    ]);
-    published.forEach((m) => {
-      if (!written.has(m.id)) return;
+    }
+    // Failures first: a run message that failed has not been claimed, so once its head is written
+    // published it would be claimable at once, before its backoff and its error were recorded.
+    const states = await store.failMany({ items: failed, backoffBaseMs: config.backoffBaseMs, backoffCapMs: config.backoffCapMs });
+    const written = await store.publishedMany(
+      published.map(({ message: m, run }) => ({ id: m.id, attempt: m.attempt, replayCount: m.replayCount, run })),
+    );
+    for (const { message: m, outcome: o } of published) {
+      if (!written.has(m.id)) continue;
       this.counters.published++;
-      const o = outcomes[claimed.indexOf(m)];
-      this.events.emit('published', {
-        destination: m.destination,
-        latencyMs: o?.ok ? o.latencyMs : 0,
-      });
-    });
+      if (m.orderingKey !== null) freedKey = true;
+      this.events.emit('published', { destination: m.destination, latencyMs: o.ok ? o.latencyMs : 0 });
+    }
     for (const f of failed) {
       const state = states.get(f.id);
       if (state === 'pending') {
@@ -182,20 +207,36 @@ export class Relay {
         this.events.emit('retried', { destination: f.message.destination, error: f.cause });
       } else if (state === 'dead_lettered') {
         this.counters.deadLettered++;
+        if (f.message.orderingKey !== null) freedKey = true;
         const reason = f.reject ? 'rejected' : 'attempts_exhausted';
         this.#d.logger.warn({ id: f.id, destination: f.message.destination, reason, err: f.cause }, 'baton: outbox message dead-lettered');
         this.events.emit('deadLettered', { destination: f.message.destination, reason, error: f.cause });
       }
     }
-    const fenced = published.filter((m) => !written.has(m.id)).length + failed.filter((f) => !states.has(f.id)).length;
+    const fenced = published.filter((a) => !written.has(a.message.id)).length + failed.filter((f) => !states.has(f.id)).length;
     if (fenced > 0) {
       this.counters.fenced += fenced;
       this.events.emit('fenced', { count: fenced });
     }
-    return claimed.length;
+    return { handled: attempted.length + exhausted.length, freedKey };
   }
 
-  async #publish(m: OutboxMessage): Promise<{ ok: true; latencyMs: number } | { ok: false; error: unknown }> {
+  /**
+   * The head, then its run in id order, one at a time: each publish starts after the previous one
+   * was acknowledged. Stops at the first failure (the key waits for that message's retry), at
+   * the deadline, and when the relay stops; what it did not try stays as it was.
+   */
+  async #publishRun(head: OutboxMessage, run: OutboxMessage[], deadline: number): Promise<Attempted[]> {
+    const done: Attempted[] = [{ message: head, run: false, outcome: await this.#publish(head, head.attempt) }];
+    for (const m of run) {
+      if (!done.at(-1)?.outcome.ok || this.#stop.signal.aborted || performance.now() >= deadline) break;
+      done.push({ message: m, run: true, outcome: await this.#publish(m, m.attempt + 1) });
+    }
+    return done;
+  }
+
+  /** Publishes `m` as its attempt number `attempt`, within publishTimeoutMs. */
+  async #publish(m: OutboxMessage, attempt: number): Promise<PublishOutcome> {
     const publisher = this.#d.publishers[m.destination];
     if (!publisher) return { ok: false, error: new Error(`no publisher for destination "${m.destination}"`) };
     const started = performance.now();
@@ -212,7 +253,7 @@ export class Relay {
             headers: m.headers,
             messageKey: m.messageKey,
             orderingKey: m.orderingKey,
-            attempt: m.attempt,
+            attempt,
           },
           signal,
         ),

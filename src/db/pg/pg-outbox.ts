@@ -126,10 +126,17 @@ export class PgOutboxStore implements OutboxStore {
   }
 
   async claim(p: { destinations: string[]; limit: number; visibilityMs: number }): Promise<OutboxClaimResult> {
-    if (p.destinations.length === 0 || p.limit <= 0) return { claimed: [], exhausted: [] };
-    const rows = (await this.#rows<OutboxRow>(this.#q.claim, [p.destinations, p.limit, p.visibilityMs])).map(rowToMessage);
-    const claimed = rows.filter((m) => m.state === 'pending').sort((a, b) => compareIds(a.id, b.id));
-    return { claimed, exhausted: rows.filter((m) => m.state !== 'pending') };
+    if (p.destinations.length === 0 || p.limit <= 0) return { claimed: [], exhausted: [], runs: new Map() };
+    const rows = await this.#rows<OutboxRow & { run_of: string | null }>(this.#q.claim, [p.destinations, p.limit, p.visibilityMs]);
+    const heads: OutboxMessage[] = [];
+    const runs = new Map<string, OutboxMessage[]>();
+    for (const r of rows) {
+      if (r.run_of === null) heads.push(rowToMessage(r));
+      else runs.set(r.run_of, [...(runs.get(r.run_of) ?? []), rowToMessage(r)]);
+    }
+    for (const run of runs.values()) run.sort((a, b) => compareIds(a.id, b.id));
+    const claimed = heads.filter((m) => m.state === 'pending').sort((a, b) => compareIds(a.id, b.id));
+    return { claimed, exhausted: heads.filter((m) => m.state !== 'pending'), runs };
   }
 
   async publishedMany(items: OutboxClaimFence[]): Promise<Set<string>> {
@@ -138,6 +145,7 @@ export class PgOutboxStore implements OutboxStore {
       items.map((i) => i.id),
       items.map((i) => i.attempt),
       items.map((i) => i.replayCount),
+      items.map((i) => i.run === true),
     ]);
     return new Set(rows.map((r) => r.id));
   }
@@ -153,6 +161,7 @@ export class PgOutboxStore implements OutboxStore {
       p.items.map((i) => i.reject),
       p.items.map((i) => i.retryAfterMs),
       p.items.map((i) => i.replayCount),
+      p.items.map((i) => i.run === true),
     ]);
     return new Map(rows.map((r) => [r.id, r.state]));
   }
