@@ -71,6 +71,17 @@ export interface OutboxStore {
   claim(p: { destinations: string[]; limit: number; visibilityMs: number }): Promise<OutboxClaimResult>;
   /** Returns the ids written (those whose claim was still current). */
   publishedMany(items: OutboxClaimFence[]): Promise<Set<string>>;
+  /**
+   * publishedMany, and in the same statement the claim of the next message of each ordering key
+   * it wrote a message of (up to `limit` heads, with their runs, as claim() takes them): when
+   * that message is the key's oldest pending one, due and not locked. The key goes on without
+   * waiting for a claim.
+   */
+  publishedManyClaimNext(p: {
+    items: OutboxClaimFence[];
+    limit: number;
+    visibilityMs: number;
+  }): Promise<{ written: Set<string>; next: OutboxClaimResult }>;
   /** Returns id -> new state for the rows written. */
   failMany(p: { items: OutboxFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, OutboxState>>;
   get(id: string): Promise<OutboxMessage | null>;

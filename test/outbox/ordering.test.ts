@@ -1,14 +1,14 @@
 // Per-key order at full speed: a backlog on one ordering key drains without waiting for the
 // poll, one message at a time and in record order, within one relay and across two; a failure
-// stops the key's run until the retry; a run never outlives its claim. Through the store: a
-// claim's runs (round robin, cut before a message that is not due) and their fenced writes.
+// stops the key's run until the retry; a run never outlives its claim; while a key drains,
+// other messages are still claimed (when announced, or within a poll period), and stop()
+// leaves nothing claimed. The store's side is in runs.test.ts.
 
 import { describe, expect, it } from 'vitest';
 import type { PublishMessage } from '../../src/index.ts';
-import { PgOutboxStore } from '../../src/db/pg/pg-outbox.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { RecordingPublisher, outboxRow, outboxStates, useOutboxEngines } from './harness.ts';
+import { RecordingPublisher, outboxStates, useOutboxEngines } from './harness.ts';
 
 const db = useTestDatabase();
 const msg = (key: string, orderingKey: string | null, extra: Record<string, unknown> = {}) => ({
@@ -145,85 +145,53 @@ describe('outbox ordering keys at full speed', () => {
   });
 });
 
-describe('outbox runs (store)', () => {
-  useOutboxEngines(db);
-  const store = () => new PgOutboxStore(db.pool, '"baton"');
-  const insert = (rows: Array<[key: string, orderingKey: string | null]>) =>
-    db.query(
-      `INSERT INTO baton.outbox (destination, topic, message_key, ordering_key, max_attempts)
-       SELECT 'hooks', 't', k, o, 3 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(k, o, n) ORDER BY n`,
-      [rows.map((r) => r[0]), rows.map((r) => r[1])],
-    );
-  const claim = (limit: number) => store().claim({ destinations: ['hooks'], limit, visibilityMs: 60_000 });
-  const runKeys = (runs: Map<string, Array<{ messageKey: string }>>) =>
-    Object.fromEntries([...runs.values()].map((r) => [r[0]!.messageKey, r.map((m) => m.messageKey)]));
+describe('outbox ordering keys: the rest of the work while a key drains', () => {
+  const engines = useOutboxEngines(db);
+  const backlog = keysOf('long', 400);
 
-  it('claims the head of each key and reads its run, unclaimed, round robin within the batch; no other claim takes either', async () => {
-    await insert([
-      ...keysOf('a', 6).map((k) => [k, 'A'] as [string, string]),
-      ['n', null],
-      ...keysOf('b', 3).map((k) => [k, 'B'] as [string, string]),
-    ]);
-    const first = await claim(7);
-    expect(first.claimed.map((m) => [m.messageKey, m.attempt])).toEqual([
-      ['a-0000', 1],
-      ['n', 1],
-      ['b-0000', 1],
-    ]);
-    // Four places left: the 2nd of A and B, then the 3rd of each.
-    expect(runKeys(first.runs)).toEqual({ 'a-0001': ['a-0001', 'a-0002'], 'b-0001': ['b-0001', 'b-0002'] });
-    expect([...first.runs.keys()].sort()).toEqual([first.claimed[0]!.id, first.claimed[2]!.id].sort());
-    for (const run of first.runs.values()) expect(run.every((m) => m.attempt === 0 && m.state === 'pending')).toBe(true);
-    // The heads are hidden and their runs (and whatever follows) held back by them.
-    const second = await claim(100);
-    expect(second.claimed).toEqual([]);
-    expect(second.runs.size).toBe(0);
-    const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM baton.outbox WHERE attempt > 0`);
-    expect(rows[0]!.n).toBe(3);
+  /** Starts a relay on a 400-message backlog of one key whose publishes take 5 ms each. */
+  async function draining(options: Record<string, unknown>) {
+    const pub = new RecordingPublisher();
+    pub.latencyMs = 5;
+    const baton = engines.create({ outbox: { publishers: { hooks: pub }, ...NO_POLL, ...options } });
+    await baton.outbox.recordMany(backlog.map((k) => msg(k, 'long')));
+    await baton.start();
+    await waitFor(() => pub.acked.length >= 20, { message: 'the backlog to be draining' });
+    return { pub, baton };
+  }
+  const ackIndex = (pub: RecordingPublisher, key: string) => pub.ackedKeys().indexOf(key);
+
+  it('a message recorded meanwhile (NOTIFY) is claimed at once, not after the backlog', async () => {
+    const { pub } = await draining({});
+    // Recorded by another process: only its NOTIFY tells the relay.
+    const producer = engines.create({ outbox: { relay: false } });
+    await producer.outbox.record(msg('other', null));
+    await waitFor(async () => (await outboxStates(db)).published === 401, { message: 'all published', timeoutMs: 20_000 });
+    expect(ackIndex(pub, 'other')).toBeLessThan(ackIndex(pub, backlog.at(-1)!) - 100);
+    expect(firstAcksByKey(pub.acked).get('long')).toEqual(backlog);
   });
 
-  it('a run stops before a message that is not due or has no attempt left', async () => {
-    await insert(keysOf('a', 5).map((k) => [k, 'A']));
-    await insert(keysOf('b', 3).map((k) => [k, 'B']));
-    await db.query(`UPDATE baton.outbox SET next_attempt_at = now() + interval '1 hour' WHERE message_key = 'a-0003'`);
-    await db.query(`UPDATE baton.outbox SET attempt = max_attempts WHERE message_key = 'b-0002'`);
-    const { claimed, runs } = await claim(100);
-    expect(claimed.map((m) => m.messageKey)).toEqual(['a-0000', 'b-0000']);
-    expect(runKeys(runs)).toEqual({ 'a-0001': ['a-0001', 'a-0002'], 'b-0001': ['b-0001'] });
+  it('a message no NOTIFY announced is claimed within a poll period, not after the backlog', async () => {
+    const { pub } = await draining({ pollIntervalMs: 100 });
+    await db.query(`INSERT INTO baton.outbox (destination, topic, message_key, max_attempts) VALUES ('hooks', 't', 'silent', 5)`);
+    await waitFor(async () => (await outboxStates(db)).published === 401, { message: 'all published', timeoutMs: 20_000 });
+    expect(ackIndex(pub, 'silent')).toBeLessThan(ackIndex(pub, backlog.at(-1)!) - 100);
   });
 
-  it("a run message's outcome spends its attempt and is fenced like a claim's: once, and not after another claim took it", async () => {
-    await insert(keysOf('a', 4).map((k) => [k, 'A']));
-    const s = store();
-    const lapsing = await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 1 });
-    const [r1, r2, r3] = lapsing.runs.get(lapsing.claimed[0]!.id)!;
-    // The head's claim lapses and another claim takes the key again: head attempt 2, run unchanged.
-    const again = await waitFor(async () => {
-      const c = await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 60_000 });
-      return c.claimed.length > 0 ? c : null;
-    });
-    expect(again.claimed[0]!.attempt).toBe(2);
-    // The second relay publishes r1 and fails r2 first; the first relay's late writes then match nothing.
-    const fence = (m: typeof r1) => ({ id: m!.id, attempt: m!.attempt, replayCount: m!.replayCount, run: true });
-    expect(await s.publishedMany([fence(r1)])).toEqual(new Set([r1!.id]));
-    const failItem = (m: typeof r1) => ({ ...fence(m), error: { name: 'E', message: 'no' }, reject: false, retryAfterMs: null });
-    expect(await s.failMany({ items: [failItem(r2)], backoffBaseMs: 1, backoffCapMs: 1 })).toEqual(new Map([[r2!.id, 'pending']]));
-    expect(await s.publishedMany([fence(r1), fence(r2)])).toEqual(new Set());
-    expect(await s.failMany({ items: [failItem(r2)], backoffBaseMs: 1, backoffCapMs: 1 })).toEqual(new Map());
-    const rows = await db.query<{ message_key: string; state: string; attempt: number }>(
-      'SELECT message_key, state, attempt FROM baton.outbox ORDER BY id',
+  it('stop() publishes what the last outcome write claimed, so a restarted relay goes on at once', async () => {
+    const { pub, baton } = await draining({});
+    await baton.stop();
+    const acked = pub.acked.length;
+    expect(acked).toBeLessThan(400);
+    // Nothing is left claimed: every pending message is due, none has spent an attempt.
+    const { rows } = await db.query<{ hidden: number; spent: number }>(
+      `SELECT count(*) FILTER (WHERE next_attempt_at > now())::int AS hidden, count(*) FILTER (WHERE attempt > 0)::int AS spent
+       FROM baton.outbox WHERE state = 'pending'`,
     );
-    expect(rows.rows).toEqual([
-      { message_key: 'a-0000', state: 'pending', attempt: 2 },
-      { message_key: 'a-0001', state: 'published', attempt: 1 },
-      { message_key: 'a-0002', state: 'pending', attempt: 1 },
-      { message_key: 'a-0003', state: 'pending', attempt: 0 },
-    ]);
-    // A run message failing on its last attempt (attempt + 1 = max_attempts) is dead-lettered.
-    await db.query(`UPDATE baton.outbox SET attempt = 2 WHERE message_key = 'a-0003'`);
-    expect(await s.failMany({ items: [failItem({ ...r3!, attempt: 2 })], backoffBaseMs: 1, backoffCapMs: 1 })).toEqual(
-      new Map([[r3!.id, 'dead_lettered']]),
-    );
-    expect(await outboxRow(db, r3!.id)).toMatchObject({ attempt: 3, dead_letter_reason: 'attempts_exhausted' });
+    expect(rows[0]).toEqual({ hidden: 0, spent: 0 });
+    const pub2 = new RecordingPublisher();
+    await engines.start({ outbox: { publishers: { hooks: pub2 }, ...NO_POLL } });
+    await waitFor(async () => (await outboxStates(db)).published === 400, { message: 'the rest published', timeoutMs: 20_000 });
+    expect([...pub.ackedKeys(), ...pub2.ackedKeys()]).toEqual(backlog);
   });
 });

@@ -1,21 +1,16 @@
-// The relay: claims due messages (SKIP LOCKED; next_attempt_at is the visibility timeout),
-// publishes them side by side with no transaction or row lock held, then writes the outcomes
-// fenced by the claimed attempt. A claimed head of an ordering key brings its key's run, which
-// the relay publishes after it one at a time, stopping at the first failure and before any
-// publish that could outlast the head's claim. Woken by NOTIFY, with polling as the fallback.
-// Any number of relays may run against one table; each claims only the destinations it has
-// publishers for.
+// The relay: a loop of cycles (relay-cycle.ts) that claim due messages (SKIP LOCKED;
+// next_attempt_at is the visibility timeout), publish them and write their outcomes. A claimed
+// head of an ordering key brings its key's run; the write of a key's publications claims its
+// next run, which the next cycle publishes at once while it claims the rest. Woken by NOTIFY,
+// with polling as the fallback. Any number of relays may run against one table; each claims
+// only the destinations it has publishers for.
 
 import { EventEmitter } from 'node:events';
-import type { OutboxStore, OutboxFailItem } from '../../db/outbox-store.ts';
-import { describeError } from '../retry-policy.ts';
+import type { OutboxStore } from '../../db/outbox-store.ts';
 import type { Logger } from '../logger.ts';
 import type { RelayConfig } from './config.ts';
-import type { OutboxMessage } from './message.ts';
-import { PublishError, type PublisherMap } from './publisher.ts';
-
-/** The longest wait a destination's Retry-After can impose. */
-export const RETRY_AFTER_MAX_MS = 24 * 3600 * 1000;
+import type { PublisherMap } from './publisher.ts';
+import { type Claimed, type CycleResult, claimedCount, RelayCycle } from './relay-cycle.ts';
 
 export interface RelayEvents {
   /** Acknowledged by the destination; latency from claim to acknowledgement. */
@@ -37,23 +32,6 @@ export interface RelayCounters {
   fenced: number;
 }
 
-/** What one cycle did. @internal */
-export interface CycleResult {
-  /** Messages it claimed (heads and run messages it published or tried) or dead-lettered as exhausted. */
-  handled: number;
-  /** It finished a message with an ordering key: the next one of that key may be claimable now. */
-  freedKey: boolean;
-}
-
-type PublishOutcome = { ok: true; latencyMs: number } | { ok: false; error: unknown };
-
-/** One publish of a cycle: a claimed head, or a run message published under its head's claim. */
-interface Attempted {
-  message: OutboxMessage;
-  run: boolean;
-  outcome: PublishOutcome;
-}
-
 export interface RelayDeps {
   store: OutboxStore;
   publishers: PublisherMap;
@@ -67,8 +45,8 @@ export class Relay {
   readonly events = new EventEmitter<RelayEvents>();
   readonly counters: RelayCounters = { claimed: 0, published: 0, retried: 0, deadLettered: 0, fenced: 0 };
   readonly #d: RelayDeps;
-  readonly #destinations: string[];
   readonly #stop = new AbortController();
+  readonly #cycle: RelayCycle;
   #listener: { start(): Promise<void>; stop(): Promise<void> } | null = null;
   #loop: Promise<void> | null = null;
   #woken = false;
@@ -76,7 +54,13 @@ export class Relay {
 
   constructor(deps: RelayDeps) {
     this.#d = deps;
-    this.#destinations = Object.keys(deps.publishers).sort();
+    this.#cycle = new RelayCycle({
+      ...deps,
+      destinations: Object.keys(deps.publishers).sort(),
+      counters: this.counters,
+      events: this.events,
+      stopping: this.#stop.signal,
+    });
     this.events.on('error', () => undefined);
   }
 
@@ -111,23 +95,37 @@ export class Relay {
   async #run(): Promise<void> {
     const { config } = this.#d;
     let failures = 0;
-    while (!this.#stop.signal.aborted) {
+    let carried: Claimed | null = null;
+    let lastClaim = Number.NEGATIVE_INFINITY;
+    // After stop, one more cycle publishes what the last write claimed (heads only: runs stop at
+    // stop), so those keys need not wait for their claims to lapse; it claims nothing more.
+    while (!this.#stop.signal.aborted || carried) {
+      const woken = this.#woken;
       this.#woken = false;
-      let r: CycleResult = { handled: 0, freedKey: false };
+      const stopping = this.#stop.signal.aborted;
+      // While carried runs fill a batch (a long backlog on few keys), claim only when woken or
+      // once a poll period: the claim reads past every message those keys hold back, and its
+      // work would slow the runs' publishes, which are the key's pace.
+      const claim =
+        !stopping &&
+        (!carried || claimedCount(carried) < config.batchSize || woken || performance.now() - lastClaim >= config.pollIntervalMs);
+      if (claim) lastClaim = performance.now();
+      let r: CycleResult = { handled: 0, freedKey: false, next: null };
       try {
-        r = await this.cycle();
+        r = await this.#cycle.run(carried, { claim, claimNext: !stopping });
         failures = 0;
       } catch (err) {
         failures++;
         this.#error('claim', err);
       }
-      if (this.#stop.signal.aborted) break;
-      // A full batch: there is likely more. A finished message of an ordering key: its key's next
-      // message may be claimable now, and nothing else would wake this or any relay for it.
-      // Otherwise sleep until woken or the poll period; after a failure, back off (capped at the
-      // poll period) instead of spinning on it.
+      carried = stopping ? null : r.next;
+      if (this.#stop.signal.aborted) continue;
+      // Runs carried over, or a full batch: there is likely more. A finished message of an
+      // ordering key: its key's next message may be claimable now, and nothing else would wake
+      // this or any relay for it. Otherwise sleep until woken or the poll period; after a
+      // failure, back off (capped at the poll period) instead of spinning on it.
       if (failures > 0) await this.#sleep(Math.min(config.pollIntervalMs, 50 * 2 ** Math.min(failures, 10)));
-      else if (r.handled < config.batchSize && !r.freedKey) await this.#sleep(config.pollIntervalMs);
+      else if (!carried && r.handled < config.batchSize && !r.freedKey) await this.#sleep(config.pollIntervalMs);
     }
   }
 
@@ -145,147 +143,8 @@ export class Relay {
     });
   }
 
-  /** One claim, its publishes and their outcome writes. @internal */
-  async cycle(): Promise<CycleResult> {
-    const { store, config } = this.#d;
-    // A run starts no publish after this: a publish may last publishTimeoutMs, and one still in
-    // flight when the head's claim lapses could overlap another relay's publish of the key. The
-    // clock starts before the claim is sent, so it runs out before the database's does.
-    const runDeadline = performance.now() + config.visibilityMs - config.publishTimeoutMs;
-    const { claimed, exhausted, runs } = await store.claim({
-      destinations: this.#destinations,
-      limit: config.batchSize,
-      visibilityMs: config.visibilityMs,
-    });
-    let freedKey = exhausted.some((m) => m.orderingKey !== null);
-    if (exhausted.length > 0) {
-      this.counters.deadLettered += exhausted.length;
-      this.#d.logger.warn(
-        { count: exhausted.length, ids: exhausted.slice(0, 20).map((m) => m.id) },
-        'baton: outbox messages dead-lettered: their last claim lapsed with no attempt left',
-      );
-      // Counted like any other dead letter (the claim that took the last attempt never wrote an outcome).
-      for (const m of exhausted)
-        this.events.emit('deadLettered', { destination: m.destination, reason: 'attempts_exhausted', error: m.lastError });
-    }
-    if (claimed.length === 0) return { handled: exhausted.length, freedKey };
-    const attempted = (await Promise.all(claimed.map((head) => this.#publishRun(head, runs.get(head.id) ?? [], runDeadline)))).flat();
-    this.counters.claimed += attempted.length;
-    const published = attempted.filter((a) => a.outcome.ok);
-    const failed: Array<OutboxFailItem & { message: OutboxMessage; cause: unknown }> = [];
-    for (const { message: m, run, outcome: o } of attempted) {
-      if (o.ok) continue;
-      const pe = o.error instanceof PublishError ? o.error : null;
-      failed.push({
-        id: m.id,
-        attempt: m.attempt,
-        replayCount: m.replayCount,
-        run,
-        error: describeError(o.error),
-        reject: pe?.kind === 'reject',
-        retryAfterMs: pe?.retryAfterMs === undefined ? null : Math.min(Math.max(pe.retryAfterMs, 0), RETRY_AFTER_MAX_MS),
-        message: m,
-        cause: o.error,
-      });
-    }
-    // Failures first: a run message that failed has not been claimed, so once its head is written
-    // published it would be claimable at once, before its backoff and its error were recorded.
-    const states = await store.failMany({ items: failed, backoffBaseMs: config.backoffBaseMs, backoffCapMs: config.backoffCapMs });
-    const written = await store.publishedMany(
-      published.map(({ message: m, run }) => ({ id: m.id, attempt: m.attempt, replayCount: m.replayCount, run })),
-    );
-    for (const { message: m, outcome: o } of published) {
-      if (!written.has(m.id)) continue;
-      this.counters.published++;
-      if (m.orderingKey !== null) freedKey = true;
-      this.events.emit('published', { destination: m.destination, latencyMs: o.ok ? o.latencyMs : 0 });
-    }
-    for (const f of failed) {
-      const state = states.get(f.id);
-      if (state === 'pending') {
-        this.counters.retried++;
-        this.events.emit('retried', { destination: f.message.destination, error: f.cause });
-      } else if (state === 'dead_lettered') {
-        this.counters.deadLettered++;
-        if (f.message.orderingKey !== null) freedKey = true;
-        const reason = f.reject ? 'rejected' : 'attempts_exhausted';
-        this.#d.logger.warn({ id: f.id, destination: f.message.destination, reason, err: f.cause }, 'baton: outbox message dead-lettered');
-        this.events.emit('deadLettered', { destination: f.message.destination, reason, error: f.cause });
-      }
-    }
-    const fenced = published.filter((a) => !written.has(a.message.id)).length + failed.filter((f) => !states.has(f.id)).length;
-    if (fenced > 0) {
-      this.counters.fenced += fenced;
-      this.events.emit('fenced', { count: fenced });
-    }
-    return { handled: attempted.length + exhausted.length, freedKey };
-  }
-
-  /**
-   * The head, then its run in id order, one at a time: each publish starts after the previous one
-   * was acknowledged. Stops at the first failure (the key waits for that message's retry), at
-   * the deadline, and when the relay stops; what it did not try stays as it was.
-   */
-  async #publishRun(head: OutboxMessage, run: OutboxMessage[], deadline: number): Promise<Attempted[]> {
-    const done: Attempted[] = [{ message: head, run: false, outcome: await this.#publish(head, head.attempt) }];
-    for (const m of run) {
-      if (!done.at(-1)?.outcome.ok || this.#stop.signal.aborted || performance.now() >= deadline) break;
-      done.push({ message: m, run: true, outcome: await this.#publish(m, m.attempt + 1) });
-    }
-    return done;
-  }
-
-  /** Publishes `m` as its attempt number `attempt`, within publishTimeoutMs. */
-  async #publish(m: OutboxMessage, attempt: number): Promise<PublishOutcome> {
-    const publisher = this.#d.publishers[m.destination];
-    if (!publisher) return { ok: false, error: new Error(`no publisher for destination "${m.destination}"`) };
-    const started = performance.now();
-    const signal = AbortSignal.timeout(this.#d.config.publishTimeoutMs);
-    try {
-      await raceAbort(
-        publisher.publish(
-          {
-            id: m.id,
-            tenantId: m.tenantId,
-            destination: m.destination,
-            topic: m.topic,
-            payload: m.payload,
-            headers: m.headers,
-            messageKey: m.messageKey,
-            orderingKey: m.orderingKey,
-            attempt,
-          },
-          signal,
-        ),
-        signal,
-      );
-      return { ok: true, latencyMs: performance.now() - started };
-    } catch (error) {
-      return { ok: false, error };
-    }
-  }
-
   #error(where: string, error: unknown): void {
     this.#d.logger.warn({ err: error, where }, 'baton: outbox relay operation failed');
     this.events.emit('error', { where, error });
   }
-}
-
-/** Rejects when `signal` aborts, even if the publisher ignores it (its promise is left to settle). */
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new PublishError('retry', 'publish timed out', { cause: signal.reason }));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }

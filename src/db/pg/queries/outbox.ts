@@ -9,6 +9,51 @@ import { leaderFenceSql } from './leader.ts';
 export function outboxQueries(schema: string) {
   const t = `${schema}.outbox`;
   const dead = (cond: string) => `CASE WHEN ${cond} THEN 'dead_lettered' ELSE 'pending' END`;
+  // The claim of the rows of a CTE `heads` (locked already), `limit` the batch, `vis` the
+  // visibility ms; `runFilter` keeps rows out of the runs. A message whose last claim lapsed
+  // with no attempt left is dead-lettered here (its relay died mid-publish every time).
+  //
+  // Runs: for each claimed head with an ordering key, the pending messages of its key after it,
+  // in id order, while each is due and has an attempt left (a message that is not due may be in
+  // flight elsewhere after a replay, or waiting for its retry: the run stops before it). They
+  // are read, not claimed: no other claim can take them while the head is pending, since each
+  // has an older pending message. The room the heads leave in the batch is shared out round
+  // robin (every head's 2nd message, then every 3rd, ...), so one long key does not crowd out
+  // the others.
+  const claimHeads = (limit: string, vis: string, runFilter = 'true') => `claimed AS (
+          UPDATE ${t} o SET
+            state = ${dead('o.attempt >= o.max_attempts')},
+            dead_letter_reason = CASE WHEN o.attempt >= o.max_attempts THEN 'attempts_exhausted' END,
+            finished_at = CASE WHEN o.attempt >= o.max_attempts THEN now() END,
+            attempt = CASE WHEN o.attempt >= o.max_attempts THEN o.attempt ELSE o.attempt + 1 END,
+            next_attempt_at = CASE WHEN o.attempt >= o.max_attempts THEN o.next_attempt_at
+                                   ELSE now() + make_interval(secs => ${vis}::double precision / 1000.0) END,
+            updated_at = now()
+          FROM heads WHERE o.id = heads.id
+          RETURNING o.*),
+        room AS (SELECT ${limit}::int - count(*)::int AS n FROM claimed),
+        run AS (
+          SELECT f.p, c.id AS run_of, row_number() OVER w AS run_pos,
+            bool_and((f.p).next_attempt_at <= now() AND (f.p).attempt < (f.p).max_attempts) OVER w AS runnable
+          FROM claimed c
+          CROSS JOIN LATERAL (
+            SELECT p FROM ${t} p
+            WHERE p.state = 'pending' AND p.ordering_key IS NOT NULL AND p.tenant_id = c.tenant_id
+              AND p.destination = c.destination AND p.ordering_key = c.ordering_key AND p.id > c.id AND ${runFilter}
+            ORDER BY p.id
+            LIMIT (SELECT n FROM room)) f
+          WHERE c.state = 'pending' AND c.ordering_key IS NOT NULL
+          WINDOW w AS (PARTITION BY c.id ORDER BY (f.p).id)),
+        followers AS (SELECT * FROM run WHERE runnable ORDER BY run_pos, run_of LIMIT (SELECT n FROM room))`;
+  // The heads (kind 'claimed'), then the runs (kind 'run', run_of = the head's id).
+  const claimRows = `SELECT 'claimed' AS kind, NULL::text AS run_of, c.* FROM claimed c
+        UNION ALL
+        SELECT 'run', f.run_of::text, (f.p).* FROM followers f`;
+  // Published, fenced by the claim's (replay_count, attempt); $4 run (see publishedMany).
+  const published = `UPDATE ${t} o SET state = 'published', finished_at = now(), updated_at = now(), last_error = NULL,
+          attempt = o.attempt + x.run::int
+        FROM unnest($1::bigint[], $2::integer[], $3::integer[], $4::boolean[]) AS x(id, attempt, replays, run)
+        WHERE o.id = x.id AND o.attempt = x.attempt AND o.replay_count = x.replays AND o.state = 'pending'`;
   return {
     // $1 jsonb array of messages, $2 advisory-lock namespace, $3 NOTIFY channel. The locks are
     // taken (in key order, so two producers cannot deadlock) before any row gets its id.
@@ -39,16 +84,7 @@ export function outboxQueries(schema: string) {
         JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(tenant_id, destination, message_key)
           ON o.tenant_id = k.tenant_id AND o.destination = k.destination AND o.message_key = k.message_key`,
     },
-    // $1 destinations, $2 limit, $3 visibility ms. A message whose last claim lapsed with no
-    // attempt left is dead-lettered here (its relay died mid-publish every time).
-    //
-    // Runs: for each claimed head with an ordering key, the pending messages of its key after it,
-    // in id order, while each is due and has an attempt left (a message that is not due may be in
-    // flight elsewhere after a replay, or waiting for its retry: the run stops before it). They
-    // are read, not claimed: no other claim can take them while the head is pending, since each
-    // has an older pending message. The room the heads leave in the batch is shared out round
-    // robin (every head's 2nd message, then every 3rd, ...), so one long key does not crowd out
-    // the others. Returned after the heads, each with run_of = its head's id.
+    // $1 destinations, $2 limit, $3 visibility ms: the due heads, earliest first; see claimHeads.
     claim: {
       name: `${schema}.outbox_claim`,
       text: `WITH heads AS (
@@ -61,44 +97,43 @@ export function outboxQueries(schema: string) {
           ORDER BY o.next_attempt_at, o.id
           LIMIT $2
           FOR UPDATE OF o SKIP LOCKED),
-        claimed AS (
-          UPDATE ${t} o SET
-            state = ${dead('o.attempt >= o.max_attempts')},
-            dead_letter_reason = CASE WHEN o.attempt >= o.max_attempts THEN 'attempts_exhausted' END,
-            finished_at = CASE WHEN o.attempt >= o.max_attempts THEN now() END,
-            attempt = CASE WHEN o.attempt >= o.max_attempts THEN o.attempt ELSE o.attempt + 1 END,
-            next_attempt_at = CASE WHEN o.attempt >= o.max_attempts THEN o.next_attempt_at
-                                   ELSE now() + make_interval(secs => $3::double precision / 1000.0) END,
-            updated_at = now()
-          FROM heads WHERE o.id = heads.id
-          RETURNING o.*),
-        room AS (SELECT $2::int - count(*)::int AS n FROM claimed),
-        run AS (
-          SELECT f.p, c.id AS run_of, row_number() OVER w AS run_pos,
-            bool_and((f.p).next_attempt_at <= now() AND (f.p).attempt < (f.p).max_attempts) OVER w AS runnable
-          FROM claimed c
-          CROSS JOIN LATERAL (
-            SELECT p FROM ${t} p
-            WHERE p.state = 'pending' AND p.ordering_key IS NOT NULL AND p.tenant_id = c.tenant_id
-              AND p.destination = c.destination AND p.ordering_key = c.ordering_key AND p.id > c.id
-            ORDER BY p.id
-            LIMIT (SELECT n FROM room)) f
-          WHERE c.state = 'pending' AND c.ordering_key IS NOT NULL
-          WINDOW w AS (PARTITION BY c.id ORDER BY (f.p).id)),
-        followers AS (SELECT * FROM run WHERE runnable ORDER BY run_pos, run_of LIMIT (SELECT n FROM room))
-        SELECT c.*, NULL::text AS run_of FROM claimed c
-        UNION ALL
-        SELECT (f.p).*, f.run_of::text FROM followers f`,
+        ${claimHeads('$2', '$3')}
+        ${claimRows}`,
     },
     // $4: per item, true for a run message (published under its head's claim): its write spends
     // the attempt the claim of a head spends, and is fenced by the attempt it was read with.
     publishedMany: {
       name: `${schema}.outbox_published_many`,
-      text: `UPDATE ${t} o SET state = 'published', finished_at = now(), updated_at = now(), last_error = NULL,
-          attempt = o.attempt + x.run::int
-        FROM unnest($1::bigint[], $2::integer[], $3::integer[], $4::boolean[]) AS x(id, attempt, replays, run)
-        WHERE o.id = x.id AND o.attempt = x.attempt AND o.replay_count = x.replays AND o.state = 'pending'
-        RETURNING o.id::text`,
+      text: `${published} RETURNING o.id::text`,
+    },
+    // publishedMany, then in the same statement the claim of the next message of every key it
+    // wrote a message of (the key's oldest pending message but for those just written: the
+    // statement's snapshot still sees them pending), when due and not locked, with its run: the
+    // key goes on without waiting for a claim, and without the claim's scan of the due messages.
+    // A message of the key that was not written here (fenced, or failed and waiting for its
+    // retry) is that oldest one, and stops the key as it would stop a claim. $5 limit, $6
+    // visibility ms. Rows: kind 'written' (only id set), then the claim's rows.
+    publishedManyClaimNext: {
+      name: `${schema}.outbox_published_many_claim_next`,
+      text: `WITH done AS (${published} RETURNING o.id, o.tenant_id, o.destination, o.ordering_key),
+        heads AS (
+          SELECT o.id FROM ${t} o
+          WHERE o.id IN (
+              SELECT n.id FROM (SELECT DISTINCT tenant_id, destination, ordering_key FROM done WHERE ordering_key IS NOT NULL) k
+              CROSS JOIN LATERAL (
+                SELECT p.id FROM ${t} p
+                WHERE p.state = 'pending' AND p.ordering_key IS NOT NULL AND p.tenant_id = k.tenant_id
+                  AND p.destination = k.destination AND p.ordering_key = k.ordering_key
+                  AND NOT EXISTS (SELECT 1 FROM done d WHERE d.id = p.id)
+                ORDER BY p.id LIMIT 1) n)
+            AND o.state = 'pending' AND o.next_attempt_at <= now()
+          ORDER BY o.id
+          LIMIT $5
+          FOR UPDATE OF o SKIP LOCKED),
+        ${claimHeads('$5', '$6', 'NOT EXISTS (SELECT 1 FROM done d WHERE d.id = p.id)')}
+        SELECT 'written' AS kind, NULL::text AS run_of, (jsonb_populate_record(NULL::${t}, jsonb_build_object('id', d.id))).* FROM done d
+        UNION ALL
+        SELECT * FROM (${claimRows}) c`,
     },
     // Full-jitter backoff: random() * min(cap, base * 2^(attempt-1)), never sooner than a
     // Retry-After the destination gave (the relay bounds it). $3 base ms, $4 cap ms.
