@@ -1,5 +1,5 @@
 // `npx tsx bench/outbox.ts [--server cluster|embedded|<postgres url>] [--runs N] [--messages N]
-//   [--parts latency,throughput,key] [--key-messages N]`: the outbox.
+//   [--parts latency,throughput,key] [--key-messages N] [--out dir]`: the outbox.
 //   1. latency: commit -> published, p50/p99: a transaction records one message and commits;
 //      the clock runs from COMMIT's return to the consumer receiving it: a webhook receiver on
 //      loopback, and a core NATS subscriber on the JetStream subject. Measured in the same run
@@ -10,7 +10,8 @@
 //      at once, drained by one relay with the default options, to NATS JetStream and to the
 //      webhook receiver: seconds from COMMIT to the last one published, and whether the
 //      consumer received them in record order.
-// One message at a time for latency, 25 ms apart. Writes results/outbox-<time>.md and .json.
+// One message at a time for latency, 25 ms apart. Writes <out>/outbox-<time>.md and .json
+// (--out defaults to results/).
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -35,6 +36,7 @@ const { values: args } = parseArgs({
     messages: { type: 'string', default: '5000' },
     parts: { type: 'string', default: 'latency,throughput,key' },
     'key-messages': { type: 'string', default: '1000' },
+    out: { type: 'string' },
     nats: { type: 'string', default: 'nats://127.0.0.1:4222' },
   },
 });
@@ -347,7 +349,7 @@ try {
       : []),
   ];
   const stamp = startedAt.toISOString().slice(0, 16).replace(/[:T]/g, '-');
-  const dir = path.resolve(import.meta.dirname, '../results');
+  const dir = args.out ? path.resolve(args.out) : path.resolve(import.meta.dirname, '../results');
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, `outbox-${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
   await writeFile(path.join(dir, `outbox-${stamp}.md`), lines.join('\n'));
