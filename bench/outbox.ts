@@ -247,7 +247,9 @@ try {
       const seconds = await drained(keys, await commitBacklog(relay, dest, topic, keys, `bench-key-${run}`));
       const inOrder = arrivals.slice(from).join('\n') === keys.join('\n');
       figures.key[dest] = { seconds, inOrder };
-      console.log(`  one key, ${KEY_MESSAGES} messages to ${dest}: ${seconds.toFixed(3)} s, ${inOrder ? 'in order' : 'OUT OF ORDER'}`);
+      console.log(
+        `  one key, ${KEY_MESSAGES} messages to ${dest}: ${seconds.toFixed(3)} s, ${inOrder ? 'in order' : 'OUT OF ORDER'}; relay ${JSON.stringify(relay.outbox.relayCounters())}`,
+      );
       await relay.stop();
     }
   };
