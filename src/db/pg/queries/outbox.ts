@@ -49,11 +49,14 @@ export function outboxQueries(schema: string) {
   const claimRows = `SELECT 'claimed' AS kind, NULL::text AS run_of, c.* FROM claimed c
         UNION ALL
         SELECT 'run', f.run_of::text, (f.p).* FROM followers f`;
-  // Published, fenced by the claim's (replay_count, attempt); $4 run (see publishedMany).
+  // Published, fenced by the claim's (replay_count, attempt); $4 run (see publishedMany). The
+  // id = ANY($1) lets every plan find the batch by primary key (without statistics a hash join
+  // with the unnest read every pending row).
   const published = `UPDATE ${t} o SET state = 'published', finished_at = now(), updated_at = now(), last_error = NULL,
           attempt = o.attempt + x.run::int
         FROM unnest($1::bigint[], $2::integer[], $3::integer[], $4::boolean[]) AS x(id, attempt, replays, run)
-        WHERE o.id = x.id AND o.attempt = x.attempt AND o.replay_count = x.replays AND o.state = 'pending'`;
+        WHERE o.id = ANY ($1::bigint[]) AND o.id = x.id AND o.attempt = x.attempt AND o.replay_count = x.replays
+          AND o.state = 'pending'`;
   return {
     // $1 jsonb array of messages, $2 advisory-lock namespace, $3 NOTIFY channel. The locks are
     // taken (in key order, so two producers cannot deadlock) before any row gets its id.
@@ -157,7 +160,8 @@ export function outboxQueries(schema: string) {
           updated_at = now()
         FROM unnest($1::bigint[], $2::integer[], $5::jsonb[], $6::boolean[], $7::double precision[], $8::integer[], $9::boolean[])
           AS x(id, attempt, error, reject, retry_after_ms, replays, run)
-        WHERE o.id = x.id AND o.attempt = x.attempt AND o.replay_count = x.replays AND o.state = 'pending'
+        WHERE o.id = ANY ($1::bigint[]) AND o.id = x.id AND o.attempt = x.attempt AND o.replay_count = x.replays
+          AND o.state = 'pending'
         RETURNING o.id::text, o.state`,
     },
     get: { text: `SELECT * FROM ${t} WHERE id = $1` },
