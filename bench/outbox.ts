@@ -123,8 +123,11 @@ try {
     webhook?: Distribution;
     nats?: Distribution;
     throughput: Record<string, number>;
-    /** One key's backlog, by destination: seconds from COMMIT to drained, and whether it arrived in order. */
-    key: Record<string, { seconds: number; inOrder: boolean }>;
+    /**
+     * One key's backlog, by destination: seconds from COMMIT to drained, whether it arrived in
+     * order, and the relay's counters (retries or fenced writes would explain a slow run).
+     */
+    key: Record<string, { seconds: number; inOrder: boolean; relay: unknown }>;
   };
 
   /** Commits `keys` in one transaction (1,000 per INSERT), the clock starting at COMMIT's return. */
@@ -246,7 +249,7 @@ try {
       const from = arrivals.length;
       const seconds = await drained(keys, await commitBacklog(relay, dest, topic, keys, `bench-key-${run}`));
       const inOrder = arrivals.slice(from).join('\n') === keys.join('\n');
-      figures.key[dest] = { seconds, inOrder };
+      figures.key[dest] = { seconds, inOrder, relay: relay.outbox.relayCounters() };
       console.log(
         `  one key, ${KEY_MESSAGES} messages to ${dest}: ${seconds.toFixed(3)} s, ${inOrder ? 'in order' : 'OUT OF ORDER'}; relay ${JSON.stringify(relay.outbox.relayCounters())}`,
       );
@@ -350,7 +353,8 @@ try {
         ]
       : []),
   ];
-  const stamp = startedAt.toISOString().slice(0, 16).replace(/[:T]/g, '-');
+  // To the second: runs started within one minute must not overwrite each other.
+  const stamp = startedAt.toISOString().slice(0, 19).replace(/[:T]/g, '-');
   const dir = args.out ? path.resolve(args.out) : path.resolve(import.meta.dirname, '../results');
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, `outbox-${stamp}.json`), `${JSON.stringify(report, null, 2)}\n`);
