@@ -46,7 +46,7 @@ const bool = z
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
-/** "default:10,emails:4" -> { default: 10, emails: 4 }. Empty string: produce only. */
+/** "default:10,emails:4" -> { default: 10, emails: 4 }. Empty string: produce only (also as BATON_QUEUES=). */
 const queueSpec = z.string().transform((raw, ctx) => {
   const out: Record<string, number> = {};
   for (const part of raw
@@ -246,7 +246,14 @@ export function settingsHelp(command: Command): string {
 }
 
 /**
- * Builds the config of `command` from `env` (empty strings count as unset) overlaid by
+ * Settings whose empty value means something, so an empty variable is read as set (not as
+ * unset): `BATON_QUEUES=` produces only, exactly as `--queues=` does.
+ */
+const EMPTY_IS_A_VALUE: ReadonlySet<SettingName> = new Set(['BATON_QUEUES']);
+
+/**
+ * Builds the config of `command` from `env` (empty strings count as unset, except for the
+ * settings in EMPTY_IS_A_VALUE) overlaid by
  * `flags` (parsed --kebab-case values). Only the settings the command reads are read;
  * the rest keep their defaults. Throws ConfigError naming the first bad setting(s).
  */
@@ -262,7 +269,7 @@ export function loadConfig(
     const fromFlag = flags[flag];
     const fromEnv = env[name];
     if (typeof fromFlag === 'string') raw[name] = fromFlag;
-    else if (fromEnv !== undefined && fromEnv !== '') raw[name] = fromEnv;
+    else if (fromEnv !== undefined && (fromEnv !== '' || EMPTY_IS_A_VALUE.has(name))) raw[name] = fromEnv;
   }
   const parsed = envSchema.safeParse(raw);
   if (!parsed.success) {

@@ -80,6 +80,17 @@ describe('loadConfig', () => {
     expect(c.engine.queues).toEqual({}); // an explicit empty flag: produce only
   });
 
+  it('reads BATON_QUEUES= (empty) as produce only, like --queues=, and unset as the default', () => {
+    // The documented rule (docs/configuration.md): an empty BATON_QUEUES starts no worker.
+    expect(loadConfig({ BATON_QUEUES: '' }).engine.queues).toEqual({});
+    expect(loadConfig({ BATON_QUEUES: ' ' }).engine.queues).toEqual({});
+    expect(loadConfig({}).engine.queues).toEqual({ default: 10 });
+    // Other settings still read an empty variable as unset.
+    expect(loadConfig({ BATON_QUEUES: '', PORT: '' }).port).toBe(8080);
+    // The flag still wins over the variable, either way.
+    expect(loadConfig({ BATON_QUEUES: '' }, parseFlags(['--queues', 'emails:2'])).engine.queues).toEqual({ emails: 2 });
+  });
+
   it.each([
     [{ PORT: 'abc' }, 'PORT (--port)'],
     [{ PORT: '65536' }, 'PORT (--port)'],
