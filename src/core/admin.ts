@@ -103,8 +103,11 @@ export interface DatabaseHealth {
 export const HEALTH_CACHE_MS = 5_000;
 
 export interface AdminApi extends FlowAdminApi {
-  /** Throws BatonError JOB_NOT_FOUND. */
-  getJob(id: string): Promise<Job>;
+  /**
+   * Throws BatonError JOB_NOT_FOUND. With `tenantId`, a job of another tenant is JOB_NOT_FOUND
+   * exactly as an id nobody has, and costs the same: the read itself is limited to the tenant.
+   */
+  getJob(id: string, opts?: { tenantId?: string | undefined }): Promise<Job>;
   listJobs(filter?: ListJobsFilter): Promise<JobPage>;
   /** Back to pending with a fresh attempt budget; replay_count + 1. JOB_STATE_CONFLICT unless terminal. */
   replay(id: string): Promise<Job>;
@@ -176,9 +179,9 @@ async function readHealth(executor: Executor): Promise<DatabaseHealth> {
 
 export function createAdmin(executor: Executor, wake: (queue: string) => void): AdminApi {
   let healthCache: { at: number; read: Promise<DatabaseHealth> } | null = null;
-  async function mustGet(id: string): Promise<Job> {
+  async function mustGet(id: string, opts: { tenantId?: string | undefined } = {}): Promise<Job> {
     assertJobId(id);
-    const job = await executor.jobGet({ id });
+    const job = await executor.jobGet({ id, tenantId: opts.tenantId });
     if (!job) throw new BatonError('JOB_NOT_FOUND', `job ${id} not found`, { details: { id } });
     return job;
   }

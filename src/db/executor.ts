@@ -151,7 +151,8 @@ export interface Executor {
   jobLeasesOwned(p: { owner: string }): Promise<Array<Lease & { queue: string }>>;
   /** No token issued before this call is greater than the answer. */
   jobTokenHighWater(): Promise<bigint>;
-  jobGet(p: { id: string }): Promise<Job | null>;
+  /** With tenantId, null for another tenant's job too: the statement itself is scoped. */
+  jobGet(p: { id: string; tenantId?: string | undefined }): Promise<Job | null>;
   jobList(p: JobListParams): Promise<JobSummary[]>;
   jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }): Promise<number>;
   jobReplay(p: { id: string }): Promise<Job | null>;

@@ -266,6 +266,17 @@ describe('admin queries, called on the executor', () => {
     expect(await ex.jobGet({ id: NO_SUCH_ID })).toBeNull();
   });
 
+  it("jobGet with tenantId: the job when it is that tenant's; null for another tenant's, read by the statement itself", async () => {
+    const id = await insertJob(db.pool, { queue: fresh(), tenantId: 't-own' });
+    expect((await ex.jobGet({ id, tenantId: 't-own' }))?.id).toBe(id);
+    expect(await ex.jobGet({ id, tenantId: 't-other' })).toBeNull();
+    expect(await ex.jobGet({ id: NO_SUCH_ID, tenantId: 't-own' })).toBeNull();
+    // Through the library: the same error as for an id nobody has.
+    const other = await expectBatonError(baton.admin.getJob(id, { tenantId: 't-other' }), 'JOB_NOT_FOUND');
+    const nobody = await expectBatonError(baton.admin.getJob(NO_SUCH_ID, { tenantId: 't-other' }), 'JOB_NOT_FOUND');
+    expect(other.message.replace(id, 'ID')).toBe(nobody.message.replace(NO_SUCH_ID, 'ID'));
+  });
+
   it('jobList: one page of summaries, newest first, filtered on each field given, bulky fields bounded', async () => {
     const queue = fresh();
     const ids = await insertJobs(db.pool, 4, (i) => ({

@@ -107,7 +107,11 @@ describe('cross-origin simple requests (CSRF)', () => {
     const before = await countJobs(db);
     for (const origin of [`http://evil.example@127.0.0.1:${port}`, `http://u:p@127.0.0.1:${port}`, `http://@127.0.0.1:${port}`]) {
       const h = { ...JSON_HEADERS, origin };
-      await expectError(await api.raw('/api/jobs', { method: 'POST', headers: h, body: '{"jobType":"userinfo"}' }), 403, 'FORBIDDEN_ORIGIN');
+      await expectError(
+        await api.raw('/api/jobs', { method: 'POST', headers: h, body: '{"jobType":"userinfo"}' }),
+        403,
+        'FORBIDDEN_ORIGIN',
+      );
       await expectError(await api.raw(`/api/jobs/${pending}/cancel`, { method: 'POST', headers: h }), 403, 'FORBIDDEN_ORIGIN');
     }
     expect(await countJobs(db)).toBe(before);

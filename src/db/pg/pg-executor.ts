@@ -294,8 +294,11 @@ export class PgExecutor implements Executor {
     return this.#q<{ queue: string; n: number }>(this.#job.purge, [p.state, p.olderThanMs, p.limit]);
   }
 
-  async jobGet(p: { id: string }) {
-    const rows = await this.#q<JobRow>(this.#job.get, [p.id]);
+  async jobGet(p: { id: string; tenantId?: string | undefined }) {
+    const rows =
+      p.tenantId === undefined
+        ? await this.#q<JobRow>(this.#job.get, [p.id])
+        : await this.#q<JobRow>(this.#job.getInTenant, [p.id, p.tenantId]);
     return rows[0] ? rowToJob(rows[0]) : null;
   }
 

@@ -28,12 +28,9 @@ function jobId(raw: string): string {
   return raw;
 }
 
-/** The engine's own answer for a job nobody has, so another tenant's job looks the same. */
-const notFound = (id: string) => () => new BatonError('JOB_NOT_FOUND', `job ${id} not found`, { details: { id } });
-
 export function jobRoutes(baton: Baton, maxJsonDepth: number) {
-  /** For a tenant key: 404 unless the job is its tenant's (an admin's request reads nothing). */
-  const guard = (scope: Scope, id: string) => scope.guard(async () => (await baton.admin.getJob(id)).tenantId, notFound(id));
+  /** For a tenant key: 404 JOB_NOT_FOUND unless the job is its tenant's (an admin's request reads nothing). */
+  const guard = (scope: Scope, id: string) => scope.guard((within) => baton.admin.getJob(id, within));
 
   /** bulk with a tenant key: another tenant's ids are refused as not found, the rest go to the engine. */
   async function scopedBulk(scope: Scope, action: Parameters<Baton['admin']['bulk']>[0], ids: string[]): Promise<BulkItemResult[]> {
@@ -108,8 +105,8 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
       })
       .get('/:id', zValidator('param', jobIdParamSchema, validationHook), async (c) => {
         const id = jobId(c.req.valid('param').id);
-        const job = await baton.admin.getJob(id);
-        scopeOf(c).see(job.tenantId, notFound(id));
+        // A tenant key's read is limited to its tenant in the statement: another tenant's job is not found.
+        const job = await baton.admin.getJob(id, scopeOf(c).within);
         return c.json(toWireJob(job), 200);
       })
       /** Terminal jobs only (409 otherwise): back to pending with a fresh budget, replayCount + 1. */

@@ -367,6 +367,9 @@ export function jobQueries(schema: string) {
 
     // Admin.
     get: { name: `${schema}.job_get`, text: `SELECT * FROM ${jobs} WHERE id = $1` },
+    // A read for one tenant: another tenant's job is not read at all, so it costs what an id
+    // nobody has costs (no row leaves the server; docs/security.md).
+    getInTenant: { name: `${schema}.job_get_in_tenant`, text: `SELECT * FROM ${jobs} WHERE id = $1 AND tenant_id = $2` },
     // The old state is read under the row's lock, so a replayed job leaves its state's count exactly once.
     // A dependent cancelled while it waited still has the edges of its unfinished parents (a
     // finished parent's edges are gone): it goes back to waiting for them, not to pending.

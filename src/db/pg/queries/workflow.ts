@@ -390,6 +390,20 @@ export function workflowQueries(schema: string) {
       text: `SELECT name, occurrence, seq, kind, status, attempts, output, error, wait_event, wake_at, started_at, finished_at
         FROM ${steps} WHERE run_id = $1::bigint ORDER BY seq, started_at`,
     },
+    // The same two reads for one tenant ($2): another tenant's run is not read at all, so it
+    // costs what an id nobody has costs (docs/security.md).
+    getInTenant: {
+      name: `${schema}.wf_get_in_tenant`,
+      text: `SELECT ${summary}, r.input, r.output, j.attempt, j.max_attempts, j.errors, j.dead_letter_reason
+        FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint AND r.tenant_id = $2`,
+    },
+    stepsInTenant: {
+      name: `${schema}.wf_steps_in_tenant`,
+      text: `SELECT s.name, s.occurrence, s.seq, s.kind, s.status, s.attempts, s.output, s.error, s.wait_event, s.wake_at,
+          s.started_at, s.finished_at
+        FROM ${steps} s JOIN ${runs} r ON r.id = s.run_id AND r.tenant_id = $2
+        WHERE s.run_id = $1::bigint ORDER BY s.seq, s.started_at`,
+    },
     list: {
       name: `${schema}.wf_list`,
       text: `SELECT * FROM (
