@@ -20,6 +20,7 @@ import {
 import { isValidSchemaName } from '../db/schema-name.ts';
 import { allowedHostsSetting } from '../http/allowed-hosts.ts';
 import { parsePublisherSpecs, type PublisherSpecs } from './outbox-config.ts';
+import { MAX_CONNECTIONS_PER_ADDRESS_DEFAULT, REQUEST_TIMEOUT_MS_DEFAULT } from './http-server.ts';
 
 export const PORT_DEFAULT = 8080;
 export const HOST_DEFAULT = '127.0.0.1';
@@ -152,6 +153,18 @@ export const SETTINGS = {
     'largest accepted request body (413 above)',
     String(BODY_LIMIT_BYTES_DEFAULT),
   ],
+  BATON_REQUEST_TIMEOUT_MS: [
+    'request-timeout-ms',
+    int(100, 3_600_000).default(REQUEST_TIMEOUT_MS_DEFAULT),
+    'longest time to receive one request, headers and body (408 and the connection closed after)',
+    String(REQUEST_TIMEOUT_MS_DEFAULT),
+  ],
+  BATON_MAX_CONNECTIONS_PER_IP: [
+    'max-connections-per-ip',
+    int(0, 1_000_000).default(MAX_CONNECTIONS_PER_ADDRESS_DEFAULT),
+    'most connections one client address may hold at once, 0 for no cap (one more: 429, closed)',
+    String(MAX_CONNECTIONS_PER_ADDRESS_DEFAULT),
+  ],
   BATON_ALLOWED_HOSTS: [
     'allowed-hosts',
     allowedHostsSetting.optional(),
@@ -196,6 +209,8 @@ export interface DaemonConfig {
   handlersPath: string | undefined;
   demoHandlers: boolean;
   bodyLimitBytes: number;
+  /** Bounds of the HTTP server: time to receive a request, connections per client address (0: no cap). */
+  http: { requestTimeoutMs: number; maxConnectionsPerAddress: number };
   /** Host names beyond the bind address and loopback names; '*' turns the Host check off. */
   allowedHosts: readonly string[] | '*' | undefined;
   logLevel: Parsed['LOG_LEVEL'];
@@ -322,6 +337,7 @@ export function loadConfig(
     handlersPath: c.BATON_HANDLERS === undefined ? undefined : path.resolve(cwd, c.BATON_HANDLERS),
     demoHandlers: c.BATON_DEMO_HANDLERS,
     bodyLimitBytes: c.BATON_BODY_LIMIT_BYTES,
+    http: Object.freeze({ requestTimeoutMs: c.BATON_REQUEST_TIMEOUT_MS, maxConnectionsPerAddress: c.BATON_MAX_CONNECTIONS_PER_IP }),
     allowedHosts: c.BATON_ALLOWED_HOSTS,
     logLevel: c.LOG_LEVEL,
     outbox: { publishers, relay: c.BATON_OUTBOX_RELAY },
