@@ -76,6 +76,7 @@ export {
   BatonError,
   TerminalError,
   LeaseLostError,
+  JobCancelledError,
   NonDeterminismError,
   ERROR_CODES,
   isBatonError,

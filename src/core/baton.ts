@@ -48,6 +48,10 @@ export interface EngineStats {
   succeeded: number;
   retried: number;
   deadLettered: number;
+  /** Jobs this process ran that ended cancelled (their attempt stopped after a cancel request). */
+  cancelled: number;
+  /** Handlers whose signal this process aborted for a cancel request (by NOTIFY, heartbeat or a local cancel). */
+  cancelSignalled: number;
   /** Outcome/heartbeat/mark-running writes that matched no row because the token was stale. */
   fencedWrites: number;
   leasesLost: number;

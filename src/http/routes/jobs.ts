@@ -129,12 +129,17 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
         const job = await baton.admin.runNow(id);
         return c.json(toWireJob(job), 200);
       })
-      /** Pending or waiting jobs only (409 otherwise); a waiting job's own dependents are cancelled with it. */
+      /**
+       * A pending or waiting job: cancelled now (200; a waiting job's own dependents with it). A
+       * leased or running one: a cancel request is recorded and its handler signalled (202, the
+       * job as it stands); it ends cancelled or with the outcome its handler reached. 409 when finished.
+       */
       .post('/:id/cancel', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
         const id = jobId(c.req.valid('param').id);
         await guard(scopeOf(c), id);
         const job = await baton.admin.cancel(id);
-        return c.json(toWireJob(job), 200);
+        if (job.state === 'cancelled') return c.json(toWireJob(job), 200);
+        return c.json(toWireJob(job), 202);
       })
   );
 }
