@@ -155,12 +155,12 @@ describe('outcome writes of a job with a cancel request', () => {
     await expectCounted(queue);
   });
 
-  it('jobReleaseMany: given back (refund or not) it is cancelled, never pending again', async () => {
+  it('jobReleaseMany: given back (refund or not) it is cancelled, never pending again, its attempt kept', async () => {
     for (const refundAttempt of [true, false]) {
       const { queue, job, lease } = await requested();
       expect([...(await ex.jobReleaseMany({ leases: [lease], refundAttempt }))]).toEqual([job.id]);
       const r = await row(job.id);
-      expect(r).toMatchObject({ state: 'cancelled', dead_letter_reason: null, lease_owner: null, lease_expires_at: null });
+      expect(r).toMatchObject({ state: 'cancelled', dead_letter_reason: null, lease_owner: null, lease_expires_at: null, attempt: 1 });
       expect(r.finished_at).toEqual(r.updated_at);
       expect(await claim(queue, 10)).toEqual([]);
       await expectCounted(queue);

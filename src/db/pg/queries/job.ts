@@ -281,7 +281,8 @@ export function jobQueries(schema: string) {
     // Gives back leases this worker holds but never started (graceful stop): attempt refunded
     // when $3 is true. Without the refund the attempt stays spent, so a spent budget
     // dead-letters (like the reaper) instead of letting a claim run past max_attempts. A job
-    // with a cancel request is not given back: nothing holds it any more, so it is cancelled.
+    // with a cancel request is not given back: nothing holds it any more, so it is cancelled
+    // (its attempt kept: it was claimed, and may have run).
     releaseMany: {
       text: acceptedIds(
         `UPDATE ${jobs} j SET
@@ -290,7 +291,7 @@ export function jobQueries(schema: string) {
           dead_letter_reason = CASE WHEN NOT ${CANCEL_REQUESTED} AND NOT $3::boolean AND j.attempt >= j.max_attempts
                                     THEN 'attempts_exhausted' END,
           finished_at = CASE WHEN ${CANCEL_REQUESTED} OR (NOT $3::boolean AND j.attempt >= j.max_attempts) THEN now() END,
-          attempt = CASE WHEN $3::boolean THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
+          attempt = CASE WHEN $3::boolean AND NOT ${CANCEL_REQUESTED} THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
         WHERE ${FENCED} AND j.state IN ${LIVE}`,
         countFinished('w', ''),
