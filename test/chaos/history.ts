@@ -11,8 +11,26 @@ export interface ExecRecord {
   token: string;
   worker: string;
   at: number;
-  /** For 'end': how the handler finished. */
-  outcome?: 'ok' | 'error' | 'aborted';
+  /**
+   * For 'end': how the handler finished. 'cancelled': it stopped on a cancel request (its signal
+   * aborted with a JobCancelledError); 'aborted': on lease loss or the drain deadline.
+   */
+  outcome?: 'ok' | 'error' | 'aborted' | 'cancelled';
+}
+
+/**
+ * A cancel the runner asked for (admin.cancel): 'requested' (the job was leased or running: the
+ * request recorded under lease `token`), 'cancelled' (it was pending: cancelled at once; `token`
+ * its last lease's, or null), 'refused' (already finished), 'indeterminate' (no answer).
+ */
+export interface CancelRecord {
+  type: 'cancel';
+  jobId: string;
+  status: 'requested' | 'cancelled' | 'refused' | 'indeterminate';
+  token: string | null;
+  /** When the request was sent, and when its answer arrived. */
+  sentAt: number;
+  at: number;
 }
 
 /** An outcome write attempt and how many rows it changed (0 = fenced off). */
@@ -84,7 +102,7 @@ export interface EffectRecord {
   at: number;
 }
 
-export type HistoryRecord = ExecRecord | WriteRecord | FaultRecord | EnqueueRecord | ErrorRecord | EffectRecord;
+export type HistoryRecord = ExecRecord | WriteRecord | FaultRecord | EnqueueRecord | ErrorRecord | EffectRecord | CancelRecord;
 
 /** An engine 'error' event as a history record. */
 export function errorRecord(worker: string, e: { where: string; error: unknown }, at = Date.now()): ErrorRecord {

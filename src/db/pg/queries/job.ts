@@ -34,7 +34,7 @@ const LIVE = `('leased', 'running')`;
  * (a retry, a release, a reaped lease) ends it as cancelled instead, and a failed attempt ends
  * it as cancelled whatever the failure. Read under the row's lock by each outcome write.
  */
-const CANCEL_REQUESTED = 'j.cancel_requested_at IS NOT NULL';
+export const CANCEL_REQUESTED = 'j.cancel_requested_at IS NOT NULL';
 
 /** A timestamptz as float8 epoch milliseconds (microseconds kept as the fraction). */
 const epochMs = (col: string) => `date_part('epoch', ${col}) * 1000`;
