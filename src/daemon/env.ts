@@ -241,6 +241,7 @@ export const COMMAND_SETTINGS = {
   enqueue: [...DATABASE_SETTINGS, 'BATON_DISPATCH', 'BATON_MAX_ATTEMPTS'],
   cron: DATABASE_SETTINGS,
   keys: DATABASE_SETTINGS,
+  cancel: DATABASE_SETTINGS,
 } as const satisfies Record<string, readonly SettingName[]>;
 
 export type Command = keyof typeof COMMAND_SETTINGS;
