@@ -66,7 +66,7 @@ export interface EngineStats {
   slots: Record<string, { concurrency: number; inFlight: number }>;
   /** Whether this worker holds its presence lock (it claims only then); null before start() or with no queues. */
   presenceHeld: boolean | null;
-  /** Whether this process is the elected leader that runs maintenance; null before start() or with no queues. */
+  /** Whether this process holds the leader lease and may act on it; null before start(), false in a process that may not lead. */
   leader: boolean | null;
 }
 

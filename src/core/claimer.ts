@@ -138,7 +138,7 @@ export class Claimer {
         flow.cursor = r.cursor;
         flow.keyCursor = r.keyCursor;
         // A fair claim stops at its tenants' slices, so a short one may leave jobs behind.
-        outcome.again = !controlled;
+        outcome.again = !controlled && r.sliced;
         outcome.more = r.limited;
         outcome.wakeInMs = r.wakeMs;
       }

@@ -5,9 +5,11 @@
 // Terminology. A *job* is one row; a *queue* groups jobs for claiming; a *lease*
 // is a worker's time-limited claim on a job, identified by its fencing *token*;
 // an *attempt* is spent at claim time; a *worker* is one engine process holding
-// a presence lock; a *dispatcher* is its claim loop for one queue.
+// a presence lock; a *dispatcher* is its claim loop for one queue; the *leader* is the one
+// process holding the leader lease (leader-lease.ts), which runs cron, retention and pruning.
 
 import type { Executor, NotificationListener, Presence } from '../db/executor.ts';
+import type { LeaderStore } from '../db/leader-store.ts';
 import type { MigrateResult } from '../db/migrate.ts';
 import { createAdmin, type AdminApi } from './admin.ts';
 import type { CronApi } from './cron/api.ts';
@@ -22,6 +24,7 @@ import { BatonError, JobCancelledError } from './errors.ts';
 import { EngineEventEmitter } from './events.ts';
 import type { HandlerMap } from './handler.ts';
 import { Heartbeater } from './heartbeater.ts';
+import { LeaderLease } from './leader-lease.ts';
 import { Claimer } from './claimer.ts';
 import { fairnessOf } from './config.ts';
 import { FlowState } from './flow.ts';
@@ -44,6 +47,7 @@ import type { RelayConfig } from './outbox/config.ts';
 import type { PublisherMap } from './outbox/publisher.ts';
 import { Relay } from './outbox/relay.ts';
 import { OutboxService, outboxChannelFor } from './outbox/service.ts';
+import { OutboxRetention } from './outbox/retention.ts';
 
 /** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
 const ABORT_GRACE_MS = 1_000;
@@ -59,11 +63,10 @@ export interface EngineDeps {
   migrate: () => Promise<MigrateResult>;
   /** Opens this many query connections ahead of use (never rejects). */
   warmPool: (connections: number) => Promise<void>;
-  /**
-   * `onAcquired` runs each time the presence lock is (re-)acquired; `onLeadership` when this
-   * process becomes (true) or stops being (false) the leader that runs maintenance.
-   */
-  createPresence: (hooks: { onAcquired: () => void; onLeadership: (leader: boolean) => void; jobTypes: string[] }) => Presence;
+  /** `onAcquired` runs each time the presence lock is (re-)acquired. */
+  createPresence: (hooks: { onAcquired: () => void; jobTypes: string[] }) => Presence;
+  /** The leader lease's row, on the engine's pool. */
+  leaderStore: LeaderStore;
   createListener: (hooks: {
     /** `payload` is the notification's ('' for wake-ups). */
     onNotify: (channel: string, payload: string) => void;
@@ -120,6 +123,9 @@ export class Engine implements Baton {
   readonly #cron: CronService;
   readonly #cronChannel: string;
   readonly #cancelChannel: string;
+  /** Null when this process may not lead (leader: false or reaper: false). */
+  readonly #lease: LeaderLease | null;
+  readonly #outboxRetention: OutboxRetention;
   #presence: Presence | null = null;
   #listener: NotificationListener | null = null;
   /** The presence and listener connections being opened by start() (never rejects). */
@@ -163,6 +169,20 @@ export class Engine implements Baton {
         if (entry && entry.token === job.token) this.#cancelRequested(entry, 'local');
       },
     });
+    this.#lease =
+      this.config.reaper && this.config.leader
+        ? new LeaderLease({
+            store: deps.leaderStore,
+            holder: this.config.workerId,
+            leaseMs: this.config.leaderLeaseMs,
+            clock,
+            lockNamespace: deps.lockNamespace,
+            lockKey: () => this.#presence?.lockKey ?? null,
+            onChange: (leader) => this.#leadershipChanged(leader),
+            onError: onError('leader-lease'),
+          })
+        : null;
+    const leaderEpoch = () => this.#lease?.epoch() ?? null;
     this.#handlers = { ...deps.handlers };
     this.workflows = new Workflows({
       store: deps.workflowStore,
@@ -204,7 +224,7 @@ export class Engine implements Baton {
     this.#reaper = new Reaper({
       executor: deps.executor,
       config: this.config,
-      isLeader: () => this.#presence?.leader ?? false,
+      leaderEpoch,
       lockNamespace: deps.lockNamespace,
       onReaped: (jobs) => {
         this.#counters.reclaimed += jobs.length;
@@ -218,7 +238,7 @@ export class Engine implements Baton {
     this.#retention = new Retention({
       executor: deps.executor,
       config: this.config,
-      isLeader: () => this.#presence?.leader ?? false,
+      leaderEpoch,
       onPurged: (state, byQueue) => {
         for (const { queue, n } of byQueue) this.events.emit('purged', { state, queue, count: n });
       },
@@ -231,11 +251,19 @@ export class Engine implements Baton {
       adminStore: deps.adminScheduleStore,
       misfireThresholdMs: this.config.cronMisfireThresholdMs,
       maxAttemptsDefault: this.config.maxAttemptsDefault,
-      // Without LISTEN a change elsewhere is seen at the next poll; with it, a lost NOTIFY within a minute.
-      maxSleepMs: this.config.dispatch === 'notify' ? 60_000 : this.config.pollIntervalMs,
-      enqueue: (specs) => this.#producer.enqueueMany(specs),
+      // Without LISTEN (poll mode, or no queues: no listener) a change elsewhere is seen at the
+      // next poll; with it, a lost NOTIFY within a minute.
+      maxSleepMs: this.config.dispatch === 'notify' && Object.keys(this.config.queues).length > 0 ? 60_000 : this.config.pollIntervalMs,
+      // In the ticker's fenced transaction; it wakes the queues itself once that has committed.
+      enqueue: (specs, client) => this.#producer.enqueueMany(specs, { client, notify: false }),
       wake: (queues) => this.#wakeQueues(queues),
-      isLeader: () => this.#presence?.leader ?? false,
+      leaderEpoch,
+      fenced: (epoch, fn) => {
+        const lease = this.#lease;
+        if (!lease) return Promise.resolve({ held: false as const });
+        // Idle past the local deadline means paused: the server ends it before the lease can expire.
+        return deps.leaderStore.fenced({ epoch, idleMs: lease.fenceMs, stillLeader: () => lease.epoch() === epoch }, fn);
+      },
       log: this.#log,
       onError: onError('cron'),
       declared: deps.schedules?.declared ?? [],
@@ -249,6 +277,13 @@ export class Engine implements Baton {
       schema: this.config.schema,
       maxAttemptsDefault: deps.outbox.config.maxAttemptsDefault,
       relay: this.#relay,
+    });
+    this.#outboxRetention = new OutboxRetention({
+      store: deps.outbox.store,
+      config: deps.outbox.config,
+      leaderEpoch,
+      onPurged: (state, count) => this.outbox.events.emit('purged', { state, count }),
+      onError: onError('outbox-retention'),
     });
     this.#runner = {
       tracing,
@@ -324,8 +359,6 @@ export class Engine implements Baton {
               return { start: () => l.start([channel]), stop: () => l.stop() };
             }
           : null,
-      // Retention on the leader; a process with no queues (no presence) purges on its own.
-      isLeader: () => (this.#presence ? this.#presence.leader : true),
     });
     relay.events.on('error', (e) => this.events.emit('error', e));
     return relay;
@@ -346,15 +379,6 @@ export class Engine implements Baton {
           onAcquired: () => {
             this.#claimer.presenceAcquired();
             this.#wakeAll();
-          },
-          onLeadership: (leader) => {
-            this.#log.info({ leader }, leader ? 'baton: elected leader (runs maintenance)' : 'baton: no longer the leader');
-            this.events.emit('leadership', { leader });
-            if (leader) {
-              this.#reaper.kick();
-              this.#retention.kick();
-            }
-            this.#cron.wake();
           },
         });
         this.#claimer.presence = this.#presence;
@@ -396,8 +420,13 @@ export class Engine implements Baton {
       if (this.config.reaper) {
         this.#reaper.start();
         this.#retention.start();
-        // The ticker needs the leader lock, which only a working process's presence session holds.
-        if (working) this.#cron.start();
+      }
+      if (this.#lease) {
+        // After the presence lock (a working process): the lease records its key, so that
+        // this process's death frees the lease at once.
+        this.#lease.start();
+        this.#outboxRetention.start();
+        this.#cron.start();
       }
       if (this.#relay) {
         await this.#relay.start();
@@ -422,8 +451,14 @@ export class Engine implements Baton {
 
   async #stop(drainMs: number): Promise<void> {
     this.#stopping = true;
-    // The ticker finishes the tick it is in (its writes are safe to cut anywhere) and stops.
-    const cronStopped = this.#cron.stop();
+    // The leader's work stops first (the ticker finishes the tick it is in; its writes are safe
+    // to cut anywhere), then the lease is given up: another process leads while this one drains.
+    const leadershipStopped = (async () => {
+      await this.#cron.stop();
+      await this.#retention.stop();
+      await this.#outboxRetention.stop();
+      await this.#lease?.stop();
+    })();
     this.#claimer.stop();
     if (this.#poll) clearInterval(this.#poll);
     for (const d of this.#dispatchers.values()) d.stop();
@@ -455,9 +490,8 @@ export class Engine implements Baton {
     await this.#completer.drain();
     await this.#heartbeater.stop();
     await this.#claimer.idle();
-    await cronStopped;
+    await leadershipStopped;
     await this.#reaper.stop();
-    await this.#retention.stop();
     await this.#presence?.stop();
     await this.#relay?.stop();
     await this.#d.close();
@@ -546,6 +580,16 @@ export class Engine implements Baton {
     this.events.emit('leaseLost', { job: entry.job });
   }
 
+  #leadershipChanged(leader: boolean): void {
+    this.#log.info({ leader }, leader ? 'baton: elected leader (runs maintenance)' : 'baton: no longer the leader');
+    this.events.emit('leadership', { leader });
+    if (leader) {
+      this.#reaper.kick();
+      this.#retention.kick();
+    }
+    this.#cron.wake();
+  }
+
   #fenced(kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release', count: number): void {
     this.#counters.fencedWrites += count;
     this.events.emit('fenced', { kind, count });
@@ -560,7 +604,7 @@ export class Engine implements Baton {
       workflows: structuredClone(this.workflows.counters),
       slots,
       presenceHeld: this.#presence ? this.#presence.held : null,
-      leader: this.#presence ? this.#presence.leader : null,
+      leader: this.#started ? (this.#lease?.isLeader() ?? false) : null,
     };
   }
 }

@@ -25,7 +25,7 @@ export interface EngineEvents {
   reaped: [{ count: number; fast: boolean }];
   /** Finished jobs deleted by retention (on the leader), per state and queue. */
   purged: [{ state: TerminalState; queue: string; count: number }];
-  /** This process became (true) or stopped being (false) the leader that runs maintenance. */
+  /** This process took (true) or stopped trusting (false) the leader lease: lost it, let it lapse, or gave it up. */
   leadership: [{ leader: boolean }];
   /** Jobs enqueued that no live worker can run yet (see EnqueueResult.warnings). */
   enqueueWarning: [{ code: EnqueueWarningCode; queue: string; jobType: string; count: number }];

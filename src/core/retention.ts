@@ -1,8 +1,8 @@
 // Retention: the elected leader deletes finished jobs (succeeded, cancelled, dead-lettered)
 // once older than their state's retention, in bounded batches through the finished-jobs
 // index, so no sweep holds many row locks or runs long; and vacuums the jobs table once it
-// holds many dead row versions. Safe anywhere (SKIP LOCKED, and a
-// job is deleted only in the state its retention names): the leader is about load.
+// holds many dead row versions. Every delete is fenced by the leader lease's epoch, so one
+// sent by a leader that was deposed meanwhile (paused, partitioned) deletes nothing.
 
 import type { Executor } from '../db/executor.ts';
 import type { EngineConfig } from './config.ts';
@@ -14,7 +14,8 @@ const MAX_BATCHES_PER_SWEEP = 20;
 export interface RetentionDeps {
   executor: Executor;
   config: EngineConfig;
-  isLeader: () => boolean;
+  /** The leader lease's epoch while this process leads, else null. */
+  leaderEpoch: () => string | null;
   onPurged: (state: TerminalState, byQueue: Array<{ queue: string; n: number }>) => void;
   onError: (err: unknown) => void;
   /** A vacuum of jobs ran, with this many dead versions before it. */
@@ -54,7 +55,7 @@ export class Retention {
    */
   #schedule(ms: number): void {
     this.#timer = setTimeout(() => {
-      if (!this.#d.isLeader()) return this.#schedule(this.#d.config.retentionIntervalMs);
+      if (this.#d.leaderEpoch() === null) return this.#schedule(this.#d.config.retentionIntervalMs);
       this.#running = this.sweep()
         .then(
           (n) => n,
@@ -90,8 +91,10 @@ export class Retention {
 
   /** One sweep over every state with a retention, then a vacuum if due; returns how many jobs it deleted. Exposed for tests. */
   async sweep(): Promise<number> {
-    const deleted = await this.#purge();
-    await this.#vacuumIfDue();
+    const epoch = this.#d.leaderEpoch();
+    if (epoch === null) return 0;
+    const deleted = await this.#purge(epoch);
+    await this.#vacuumIfDue(epoch);
     return deleted;
   }
 
@@ -99,24 +102,28 @@ export class Retention {
    * Vacuums jobs once it holds vacuumDeadTuples dead versions and no vacuum runs: every job
    * leaves two (claim, outcome) and retention one more, and until a vacuum removes them every
    * claim walks their entries at the front of the claim index. Autovacuum waits up to a minute
-   * between visits to a database, and does nothing where it is off.
+   * between visits to a database, and does nothing where it is off. VACUUM cannot be made
+   * conditional in SQL, so the epoch is checked right before it: a leader paused between the
+   * check and the statement sends one late VACUUM, which changes no data.
    */
-  async #vacuumIfDue(): Promise<void> {
+  async #vacuumIfDue(epoch: string): Promise<void> {
     const threshold = this.#d.config.vacuumDeadTuples;
     if (threshold === null) return;
     const { dead, vacuuming } = await this.#d.executor.jobsDeadTuples();
-    if (dead >= threshold && !vacuuming) {
+    if (dead >= threshold && !vacuuming && this.#d.leaderEpoch() === epoch) {
       await this.#d.executor.jobsVacuum();
       this.#d.onVacuumed?.(dead);
     }
   }
 
-  async #purge(): Promise<number> {
+  async #purge(epoch: string): Promise<number> {
     const { executor, config } = this.#d;
     let total = 0;
     for (const [state, olderThanMs] of this.#ages) {
       for (let i = 0; i < MAX_BATCHES_PER_SWEEP; i++) {
-        const byQueue = await executor.jobPurge({ state, olderThanMs, limit: config.retentionBatchSize });
+        // Between batches too: a leader that lost its lease stops at once (the fence would anyway).
+        if (this.#d.leaderEpoch() !== epoch) return total;
+        const byQueue = await executor.jobPurge({ state, olderThanMs, limit: config.retentionBatchSize, epoch });
         const n = byQueue.reduce((s, q) => s + q.n, 0);
         if (n > 0) this.#d.onPurged(state, byQueue);
         total += n;

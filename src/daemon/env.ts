@@ -15,6 +15,7 @@ import {
   BACKOFF_BASE_MS_DEFAULT,
   BACKOFF_CAP_MS_DEFAULT,
   SCHEMA_DEFAULT,
+  LEADER_LEASE_MS_DEFAULT,
   type EngineConfigInput,
 } from '../core/config.ts';
 import { isValidSchemaName } from '../db/schema-name.ts';
@@ -106,6 +107,13 @@ export const SETTINGS = {
     'tenant',
   ],
   BATON_CLAIM_INTO_RUNNING: ['claim-into-running', bool.default(true), 'claim straight into running (skip leased)', 'true'],
+  BATON_LEADER: ['leader', bool.optional(), 'may be elected leader (runs cron, retention, pruning), with or without queues', 'true'],
+  BATON_LEADER_LEASE_MS: [
+    'leader-lease-ms',
+    int(200, 3_600_000).optional(),
+    "the leader's lease; another process takes over within about one lease of its last renewal",
+    String(LEADER_LEASE_MS_DEFAULT),
+  ],
   BATON_LEASE_MS: ['lease-ms', int(100, 86_400_000).optional(), 'lease length; heartbeats every lease/3', String(LEASE_MS_DEFAULT)],
   BATON_POLL_INTERVAL_MS: ['poll-interval-ms', int(1, 86_400_000).optional(), 'fallback poll period', String(POLL_INTERVAL_MS_DEFAULT)],
   BATON_DRAIN_MS: [
@@ -306,6 +314,8 @@ export function loadConfig(
     dispatch: c.BATON_DISPATCH,
     fairness: c.BATON_FAIRNESS,
     claimIntoRunning: c.BATON_CLAIM_INTO_RUNNING,
+    leader: c.BATON_LEADER,
+    leaderLeaseMs: c.BATON_LEADER_LEASE_MS,
     leaseMs: c.BATON_LEASE_MS,
     pollIntervalMs: c.BATON_POLL_INTERVAL_MS,
     drainMs: c.BATON_DRAIN_MS,
@@ -358,6 +368,8 @@ const ENGINE_FIELD_SETTING: Partial<Record<keyof EngineConfigInput, SettingName>
   queues: 'BATON_QUEUES',
   schema: 'BATON_SCHEMA',
   drainMs: 'BATON_DRAIN_MS',
+  leader: 'BATON_LEADER',
+  leaderLeaseMs: 'BATON_LEADER_LEASE_MS',
 };
 
 /** Runs the engine's own schema now, so its rules fail start-up with the setting's name. */

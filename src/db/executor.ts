@@ -89,6 +89,12 @@ export interface FlowClaimResult {
   wakeMs: number | null;
   /** A cap or rate limit bound this claim. */
   limited: boolean;
+  /**
+   * The claim may have stopped at the tenants' slices of a round (more than one tenant had
+   * jobs), so one that took fewer jobs than asked may find more at once. False for a queue with
+   * one tenant: its claim took every due job up to the limit.
+   */
+  sliced: boolean;
 }
 export interface JobCompleteItem extends Lease {
   result: unknown;
@@ -153,7 +159,8 @@ export interface Executor {
   jobReleaseMany(p: { leases: Lease[]; refundAttempt: boolean }): Promise<Set<string>>;
   jobReap(p: { limit: number; graceMs: number; fastReclaim: boolean }): Promise<ReapedJob[]>;
   /** Deletes up to `limit` jobs finished in `state` more than `olderThanMs` ago; returns how many per queue. */
-  jobPurge(p: { state: TerminalState; olderThanMs: number; limit: number }): Promise<Array<{ queue: string; n: number }>>;
+  /** Deletes finished jobs past their age; a leader-only write, fenced by `epoch` (deletes nothing unless it holds the lease). */
+  jobPurge(p: { state: TerminalState; olderThanMs: number; limit: number; epoch: string }): Promise<Array<{ queue: string; n: number }>>;
   /** The live leases `owner` holds, with their queue. */
   jobLeasesOwned(p: { owner: string }): Promise<Array<Lease & { queue: string }>>;
   /** No token issued before this call is greater than the answer. */
@@ -182,7 +189,8 @@ export interface Executor {
   /** Counts, paused queues and the last `windowSeconds` of finished jobs, from one statement. */
   statsSnapshot(p: { windowSeconds: number }): Promise<StatsRow>;
   workerSweep(p: { lockNamespace: number }): Promise<void>;
-  workerPrune(): Promise<void>;
+  /** Forgets workers gone for over an hour with no live lease; a leader-only write, fenced by `epoch`. */
+  workerPrune(p: { epoch: string }): Promise<void>;
   workerTouch(p: { id: string; inFlight: number }): Promise<void>;
   workerList(): Promise<WorkerRow[]>;
   /** Per queue with due pending jobs: seconds since the oldest became due, and how many are due. */
@@ -205,8 +213,8 @@ export interface Presence {
   stop(): Promise<void>;
   /** True while the lock is held, as far as this process knows (false from the moment its session is seen lost). */
   readonly held: boolean;
-  /** True while this process holds the leader lock on the same session (see PgPresence). */
-  readonly leader: boolean;
+  /** The presence lock's key while it is held, else null (the leader lease records it). */
+  readonly lockKey: number | null;
 }
 
 /** One LISTEN connection per process. */

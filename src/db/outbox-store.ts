@@ -66,6 +66,9 @@ export interface OutboxStore {
   /** Up to `limit` dead letters, oldest first, back to pending. */
   replayDeadLetters(p: { limit: number; destination?: string | undefined; tenantId?: string | undefined }): Promise<OutboxMessage[]>;
   stats(p: { tenantId?: string | undefined }): Promise<OutboxStatsRow>;
-  /** Deletes up to `limit` messages finished in `state` more than `olderThanMs` ago; returns how many. */
-  purge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number }): Promise<number>;
+  /**
+   * Deletes up to `limit` messages finished in `state` more than `olderThanMs` ago; returns how
+   * many. A leader-only write, fenced by `epoch`: deletes nothing unless it holds the leader lease.
+   */
+  purge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number; epoch: string }): Promise<number>;
 }

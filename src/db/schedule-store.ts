@@ -4,6 +4,7 @@
 // @internal — not a public API.
 
 import type { Schedule } from '../core/cron/schedule.ts';
+import type { Queryable } from './pg/pool.ts';
 
 /** A validated, defaulted schedule as stored: the schedule's own fields, and its first fire time. */
 export type ScheduleWrite = Pick<
@@ -49,10 +50,13 @@ export interface ScheduleStore {
   due(p: { now: Date; limit: number }): Promise<Schedule[]>;
   /** The earliest next fire time of any enabled schedule. */
   earliest(): Promise<Date | null>;
-  /** Moves each schedule forward, only where version and next_fire_at are as read (never backwards). Returns the ids written. */
-  advanceMany(items: ScheduleAdvance[]): Promise<Set<string>>;
-  /** Disables a schedule with a reason, if `version` is still current. */
-  disable(p: { id: string; version: string; reason: string }): Promise<boolean>;
+  /**
+   * Moves each schedule forward, only where version and next_fire_at are as read (never
+   * backwards). Returns the ids written. On `on` (the ticker's fenced transaction) when given.
+   */
+  advanceMany(items: ScheduleAdvance[], on?: Queryable): Promise<Set<string>>;
+  /** Disables a schedule with a reason, if `version` is still current. On `on` when given. */
+  disable(p: { id: string; version: string; reason: string }, on?: Queryable): Promise<boolean>;
   /** Tells every ticker that a schedule changed (NOTIFY, after the change committed). */
   notifyChanged(): Promise<void>;
 }

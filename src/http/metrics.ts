@@ -134,7 +134,7 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
 
   new Gauge({
     name: 'baton_leader',
-    help: 'Whether this worker is the elected leader that runs maintenance (1) or not (0)',
+    help: 'Whether this process holds the leader lease and acts on it (1) or not (0): the leader runs cron, retention and pruning',
     labelNames: ['worker'] as const,
     registers,
     collect() {

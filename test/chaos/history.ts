@@ -16,6 +16,10 @@ export interface ExecRecord {
    * aborted with a JobCancelledError); 'aborted': on lease loss or the drain deadline.
    */
   outcome?: 'ok' | 'error' | 'aborted' | 'cancelled';
+  /** For 'start' of a cron occurrence's job: its key, run_at and created_at (ms), kept after retention deletes the row. */
+  key?: string;
+  runAt?: number;
+  createdAt?: number;
 }
 
 /**
@@ -102,7 +106,42 @@ export interface EffectRecord {
   at: number;
 }
 
-export type HistoryRecord = ExecRecord | WriteRecord | FaultRecord | EnqueueRecord | ErrorRecord | EffectRecord | CancelRecord;
+/** A worker started (true) or stopped (false) leading, by its own 'leadership' event. */
+export interface LeadershipRecord {
+  type: 'leadership';
+  worker: string;
+  leader: boolean;
+  at: number;
+}
+
+/**
+ * A statement of the leader lease (acquire, renew) or a leader-only write fenced by its epoch
+ * (the ticker's fenced transaction, the retention and outbox purges, worker pruning), read off
+ * the wire (leader-recorder.ts).
+ */
+export interface LeaderWriteRecord {
+  type: 'leader-write';
+  kind: 'acquire' | 'renew' | 'fence' | 'job-purge' | 'outbox-purge' | 'worker-prune';
+  worker: string;
+  /** The epoch the statement carried (acquire: the one it got, if any). */
+  epoch: string | null;
+  /** Whether it took or changed anything (fence: whether the fence held); null when it errored. */
+  changed: boolean | null;
+  sentAt: number;
+  at: number;
+  error?: string;
+}
+
+export type HistoryRecord =
+  | ExecRecord
+  | WriteRecord
+  | FaultRecord
+  | EnqueueRecord
+  | ErrorRecord
+  | EffectRecord
+  | LeadershipRecord
+  | LeaderWriteRecord
+  | CancelRecord;
 
 /** An engine 'error' event as a history record. */
 export function errorRecord(worker: string, e: { where: string; error: unknown }, at = Date.now()): ErrorRecord {

@@ -11,7 +11,10 @@
 //                                              or cron: schedules firing every second while the leader is killed and paused,
 //                                              or outbox: relays killed mid-publish, NATS resets, a webhook answering 503 and hanging,
 //                                              or flow: mixed faults with a key cap and a queue rate limit active,
-//                                              or workflow: four-step workflow runs through kill -9, SIGSTOP and a PostgreSQL restart
+//                                              or workflow: four-step workflow runs through kill -9, SIGSTOP and a PostgreSQL restart,
+//                                              or leader: the leader SIGSTOPped 30 s twice while schedules fire every 2 s
+//                                              and retention deletes each job as it succeeds (not in the plain smoke;
+//                                              .ci/run runs it as its own check; writes results/chaos-leader-*)
 //   npm run test:chaos -- --scenario calm --mutate notify-timer   must FAIL (the enqueue's query timer left armed)
 //   npm run test:chaos -- --soak               soak: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
@@ -34,6 +37,7 @@ import { checkFlow, type FlowLimits } from './flow-checker.ts';
 import { runCronScenario, type CronRunResult } from './cron.ts';
 import { runOutboxScenario, type OutboxRunResult } from './outbox.ts';
 import { runWorkflowScenario, type WorkflowRunResult } from './workflow.ts';
+import { runLeaderScenario, type LeaderRunResult } from './leader.ts';
 import { Harness } from './harness.ts';
 import { errorRecord, readHistory } from './history.ts';
 import { writeReports, type RunReport } from './report.ts';
@@ -53,11 +57,11 @@ const { values: args } = parseArgs({
   },
 });
 
-// A named scenario runs alone: cron, outbox, workflow or flow (each skips the job seeds and the others).
-const only = ['cron', 'outbox', 'workflow', 'flow'].includes(args.scenario ?? '') ? args.scenario : undefined;
+// A named scenario runs alone: cron, outbox, workflow, flow or leader (each skips the job seeds and the others).
+const only = ['cron', 'outbox', 'workflow', 'flow', 'leader'].includes(args.scenario ?? '') ? args.scenario : undefined;
 const scenario = (only !== undefined ? 'mixed' : (args.scenario ?? 'mixed')) as Scenario;
 if (scenario !== 'mixed' && scenario !== 'calm' && !FAULT_KINDS.includes(scenario)) {
-  console.error(`--scenario must be mixed, calm, cron, outbox, workflow, flow or one of ${FAULT_KINDS.join(', ')}`);
+  console.error(`--scenario must be mixed, calm, cron, outbox, workflow, flow, leader or one of ${FAULT_KINDS.join(', ')}`);
   process.exit(2);
 }
 const tier = args.soak ? 'soak' : 'smoke';
@@ -417,6 +421,10 @@ const workflowRuns: WorkflowRunResult[] = [];
 if (only === 'workflow' || withCalm) {
   workflowRuns.push(await runWorkflowScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
 }
+const leaderRuns: LeaderRunResult[] = [];
+if (only === 'leader') {
+  leaderRuns.push(await runLeaderScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'], report: !args['no-report'] }));
+}
 if (!args['no-report'] && reports.length > 0) {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../results');
   mkdirSync(root, { recursive: true });
@@ -428,7 +436,8 @@ const failed = [
   ...cronRuns.filter((r) => !r.ok).map(() => 'cron'),
   ...outboxRuns.filter((r) => !r.ok).map(() => 'outbox'),
   ...workflowRuns.filter((r) => !r.ok).map(() => 'workflow'),
+  ...leaderRuns.filter((r) => !r.ok).map(() => 'leader'),
 ];
-const runs = reports.length + cronRuns.length + outboxRuns.length + workflowRuns.length;
+const runs = reports.length + cronRuns.length + outboxRuns.length + workflowRuns.length + leaderRuns.length;
 console.log(failed.length === 0 ? `\nCHAOS PASSED (${runs} run(s))` : `\nCHAOS FAILED: ${failed.join(', ')}`);
 process.exit(failed.length === 0 ? 0 : 1);

@@ -52,6 +52,8 @@ describe('loadConfig', () => {
         BATON_CLAIM_INTO_RUNNING: 'false',
         BATON_DEMO_HANDLERS: '0',
         BATON_LEASE_MS: '2000',
+        BATON_LEADER: 'no',
+        BATON_LEADER_LEASE_MS: '3000',
         BATON_HANDLERS: './h.ts',
         DATABASE_URL: 'postgres://u:p@db:5432/x',
         LOG_LEVEL: 'debug',
@@ -60,7 +62,13 @@ describe('loadConfig', () => {
       '/srv/app',
     );
     expect(c.port).toBe(9090);
-    expect(c.engine).toMatchObject({ queues: { default: 10, emails: 4 }, claimIntoRunning: false, leaseMs: 2000 });
+    expect(c.engine).toMatchObject({
+      queues: { default: 10, emails: 4 },
+      claimIntoRunning: false,
+      leaseMs: 2000,
+      leader: false,
+      leaderLeaseMs: 3000,
+    });
     expect(c.demoHandlers).toBe(false);
     expect(c.handlersPath).toBe('/srv/app/h.ts');
     expect(c.databaseUrl).toBe('postgres://u:p@db:5432/x');
@@ -114,6 +122,8 @@ describe('loadConfig', () => {
     [{ BATON_FAIRNESS: 'weighted' }, 'BATON_FAIRNESS (--fairness)'],
     [{ BATON_SCHEMA: 'Bad-Schema' }, 'BATON_SCHEMA (--schema)'],
     [{ BATON_LEASE_MS: '50' }, 'BATON_LEASE_MS (--lease-ms)'],
+    [{ BATON_LEADER: 'sometimes' }, 'BATON_LEADER (--leader)'],
+    [{ BATON_LEADER_LEASE_MS: '100' }, 'BATON_LEADER_LEASE_MS (--leader-lease-ms)'],
     [{ BATON_BACKOFF_BASE_MS: '5000', BATON_BACKOFF_CAP_MS: '1000' }, 'BATON_BACKOFF_CAP_MS (--backoff-cap-ms)'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL (--log-level)'],
     [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL (--database-url)'],

@@ -8,6 +8,7 @@ import { LIST_INLINE_MAX_BYTES, type Job, type JobState } from '../../src/core/j
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { insertJob, insertJobs, insertWorker, workerRow } from '../helpers/factory.ts';
+import { takeLeaderLease } from '../helpers/leader.ts';
 import { attemptError, baton, claim, ex, expectBatonError, fresh, row, useExecutorHarness } from './executor-harness.ts';
 
 const db = useExecutorHarness();
@@ -186,7 +187,7 @@ describe('admin', () => {
     await db.query(`UPDATE baton.jobs SET finished_at = now() - interval '2 hours' WHERE queue = ANY ($1) AND state = 'succeeded'`, [
       [queue, other],
     ]);
-    await ex.jobPurge({ state: 'succeeded', olderThanMs: 3_600_000, limit: 100 });
+    await ex.jobPurge({ state: 'succeeded', olderThanMs: 3_600_000, limit: 100, epoch: await takeLeaderLease(db.pool) });
     expect((await baton.admin.queueDepth(queue)).succeeded).toBe(0);
     // A queue whose every job is gone is no longer listed.
     expect((await baton.admin.queues()).map((q) => q.queue)).not.toContain(other);
@@ -503,7 +504,8 @@ describe('workers', () => {
       jobTypes: ['x'],
     });
     // A leader whose session has gone is listed as gone, not as the leader.
-    await insertWorker(db.pool, gone, { startedAt: { inMs: -2_000 }, goneSince: { inMs: -500 }, leaderSince: { inMs: -3_000 } });
+    await insertWorker(db.pool, gone, { startedAt: { inMs: -2_000 }, goneSince: { inMs: -500 } });
+    await takeLeaderLease(db.pool, { holder: gone });
     const mine = (await ex.workerList()).filter((w) => [old, gone, young].includes(w.id));
     expect(mine.map((w) => [w.id, w.alive])).toEqual([
       [old, true],
@@ -524,9 +526,13 @@ describe('workers', () => {
       leader: false,
     });
     expect(mine[1]).toMatchObject({ id: gone, alive: false, leader: false });
+    // The leader is the holder of the live leader lease, and only while it is live.
     const chosen = fresh('w-list');
-    await insertWorker(db.pool, chosen, { leaderSince: { inMs: -100 } });
+    await insertWorker(db.pool, chosen);
+    await takeLeaderLease(db.pool, { holder: chosen });
     expect((await ex.workerList()).find((w) => w.id === chosen)).toMatchObject({ alive: true, leader: true });
+    await db.query('UPDATE baton.leader_lease SET expires_at = now()');
+    expect((await ex.workerList()).find((w) => w.id === chosen)).toMatchObject({ alive: true, leader: false });
   });
 
   it('workerListLive: the queues and job types of workers not seen gone, and nothing of gone ones', async () => {

@@ -99,6 +99,25 @@ describe('fair claim', () => {
     expect(r.jobs.map((j) => j.id)).toEqual([...high, low[0]]);
   });
 
+  it('claims a one-tenant queue in claim order up to its limit and says no slice bound it', async () => {
+    const queue = fresh();
+    const late = await enqueue(queue, 2, { tenantId: 'solo', priority: 0 });
+    const urgent = await enqueue(queue, 2, { tenantId: 'solo', priority: 9 });
+    const next = claimer(queue);
+    const r = await next(3);
+    expect(r.jobs.map((j) => j.id)).toEqual([...urgent, late[0]]);
+    expect(r.sliced).toBe(false);
+    // Nothing left to walk: an empty claim of a one-tenant (or empty) queue says so too.
+    expect(await next(3)).toMatchObject({ sliced: false });
+    expect(await next(3)).toMatchObject({ jobs: [], sliced: false });
+    // A second tenant: the claim goes round-robin again, and may stop at the slices.
+    await enqueue(queue, 3, { tenantId: 'other' });
+    await enqueue(queue, 3, { tenantId: 'solo' });
+    const mixed = await next(4);
+    expect(mixed.sliced).toBe(true);
+    expect(tenants(mixed)).toEqual(['other', 'other', 'solo', 'solo']);
+  });
+
   it('claims nothing from a flow-controlled queue (its claims go through the controlled claim)', async () => {
     const queue = fresh();
     await enqueue(queue, 3);

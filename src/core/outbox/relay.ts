@@ -8,7 +8,7 @@ import { EventEmitter } from 'node:events';
 import type { OutboxStore, OutboxFailItem } from '../../db/outbox-store.ts';
 import { describeError } from '../retry-policy.ts';
 import type { Logger } from '../logger.ts';
-import { OUTBOX_PURGE_BATCH_DEFAULT, type RelayConfig } from './config.ts';
+import type { RelayConfig } from './config.ts';
 import type { OutboxMessage } from './message.ts';
 import { PublishError, type PublisherMap } from './publisher.ts';
 
@@ -22,6 +22,7 @@ export interface RelayEvents {
   deadLettered: [{ destination: string; reason: 'rejected' | 'attempts_exhausted'; error: unknown }];
   /** Outcome writes that matched nothing: the claim had lapsed and the message was claimed again. */
   fenced: [{ count: number }];
+  /** Finished messages deleted by retention (emitted by the leader, relay or not). */
   purged: [{ state: 'published' | 'dead_lettered'; count: number }];
   error: [{ where: string; error: unknown }];
 }
@@ -41,8 +42,6 @@ export interface RelayDeps {
   logger: Logger;
   /** Opens the LISTEN connection that calls `onNotify`; null: poll only. */
   listen: ((onNotify: () => void) => { start(): Promise<void>; stop(): Promise<void> }) | null;
-  /** Purges run only while this answers true (the elected leader), when given. */
-  isLeader?: () => boolean;
 }
 
 export class Relay {
@@ -55,8 +54,6 @@ export class Relay {
   #loop: Promise<void> | null = null;
   #woken = false;
   #wakeSleeper: (() => void) | null = null;
-  #purgeTimer: NodeJS.Timeout | null = null;
-  #purging: Promise<void> | null = null;
 
   constructor(deps: RelayDeps) {
     this.#d = deps;
@@ -75,7 +72,6 @@ export class Relay {
       await this.#listener.start();
     }
     this.#loop = this.#run();
-    this.#schedulePurge(0);
   }
 
   /** Claims again at once (a NOTIFY, a local record, a replay). */
@@ -88,9 +84,7 @@ export class Relay {
   async stop(): Promise<void> {
     this.#stop.abort();
     this.wake();
-    if (this.#purgeTimer) clearTimeout(this.#purgeTimer);
     await this.#loop;
-    await this.#purging;
     await this.#listener?.stop().catch(() => undefined);
     await Promise.allSettled(Object.values(this.#d.publishers).map((p) => p.close()));
   }
@@ -227,37 +221,6 @@ export class Relay {
       return { ok: true, latencyMs: performance.now() - started };
     } catch (error) {
       return { ok: false, error };
-    }
-  }
-
-  #schedulePurge(delayMs: number): void {
-    const { retention, retentionIntervalMs } = this.#d.config;
-    if (retention.publishedMs === null && retention.deadLetteredMs === null) return;
-    if (this.#stop.signal.aborted) return;
-    this.#purgeTimer = setTimeout(() => {
-      this.#purging = this.#purge().finally(() => {
-        this.#purging = null;
-        this.#schedulePurge(retentionIntervalMs);
-      });
-    }, delayMs);
-    this.#purgeTimer.unref?.();
-  }
-
-  async #purge(): Promise<void> {
-    if (this.#d.isLeader && !this.#d.isLeader()) return;
-    const { retention } = this.#d.config;
-    const ages: Array<['published' | 'dead_lettered', number | null]> = [
-      ['published', retention.publishedMs],
-      ['dead_lettered', retention.deadLetteredMs],
-    ];
-    for (const [state, olderThanMs] of ages) {
-      if (olderThanMs === null || this.#stop.signal.aborted) continue;
-      try {
-        const count = await this.#d.store.purge({ state, olderThanMs, limit: OUTBOX_PURGE_BATCH_DEFAULT });
-        if (count > 0) this.events.emit('purged', { state, count });
-      } catch (err) {
-        this.#error('outbox-retention', err);
-      }
     }
   }
 

@@ -295,8 +295,8 @@ export class PgExecutor implements Executor {
     return BigInt(row!.v);
   }
 
-  jobPurge(p: { state: TerminalState; olderThanMs: number; limit: number }): Promise<Array<{ queue: string; n: number }>> {
-    return this.#q<{ queue: string; n: number }>(this.#job.purge, [p.state, p.olderThanMs, p.limit]);
+  jobPurge(p: { state: TerminalState; olderThanMs: number; limit: number; epoch: string }): Promise<Array<{ queue: string; n: number }>> {
+    return this.#q<{ queue: string; n: number }>(this.#job.purge, [p.state, p.olderThanMs, p.limit, p.epoch]);
   }
 
   async jobGet(p: { id: string; tenantId?: string | undefined }) {
@@ -426,8 +426,8 @@ export class PgExecutor implements Executor {
     await this.#q(this.#worker.sweep, [p.lockNamespace]);
   }
 
-  async workerPrune() {
-    await this.#q(this.#worker.prune, []);
+  async workerPrune(p: { epoch: string }) {
+    await this.#q(this.#worker.prune, [p.epoch]);
   }
 
   async workerTouch(p: { id: string; inFlight: number }) {

@@ -185,9 +185,9 @@ export class PgOutboxStore implements OutboxStore {
     return { byDestination: row?.counts ?? [], oldestPendingAgeSeconds: row?.oldest ?? null };
   }
 
-  async purge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number }): Promise<number> {
+  async purge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number; epoch: string }): Promise<number> {
     try {
-      const r = await this.#pool.query({ ...this.#q.purge, values: [p.state, p.olderThanMs, p.limit] });
+      const r = await this.#pool.query({ ...this.#q.purge, values: [p.state, p.olderThanMs, p.limit, p.epoch] });
       return r.rowCount ?? 0;
     } catch (err) {
       throw translatePgError(err);

@@ -15,6 +15,7 @@
 // the batch: 81 ms instead of 32 for a heartbeat of 5,000 leases) and sizes the index scan.
 
 import { LIST_INLINE_MAX_BYTES, LIST_MESSAGE_MAX_CHARS } from '../../../core/job.ts';
+import { leaderFenceSql } from './leader.ts';
 
 /** Error history kept per job (oldest entries dropped first). */
 export const ERROR_HISTORY_LIMIT = 100;
@@ -371,12 +372,15 @@ export function jobQueries(schema: string) {
 
     // Retention: finished jobs of state $1 older than $2 ms, at most $3, through jobs_finished_idx
     // (it reads what it deletes). SKIP LOCKED: a job an operator is replaying right now waits.
+    // A leader-only write: nothing unless epoch $4 holds the leader lease (queries/leader.ts).
     purge: {
       name: `${schema}.job_purge`,
-      text: `WITH victims AS (
+      text: `WITH fence AS (${leaderFenceSql(schema, '$4')}),
+        victims AS (
           SELECT id FROM ${jobs}
           WHERE finished_at IS NOT NULL AND state = $1
             AND finished_at < now() - make_interval(secs => $2::double precision / 1000.0)
+            AND EXISTS (SELECT 1 FROM fence)
           ORDER BY finished_at
           LIMIT $3
           FOR UPDATE SKIP LOCKED

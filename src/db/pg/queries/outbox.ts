@@ -2,6 +2,8 @@
 // every message of an ordering key behind an older pending one, and spends an attempt; the
 // outcome writes are fenced by (id, attempt, state = 'pending').
 
+import { leaderFenceSql } from './leader.ts';
+
 export function outboxQueries(schema: string) {
   const t = `${schema}.outbox`;
   const dead = (cond: string) => `CASE WHEN ${cond} THEN 'dead_lettered' ELSE 'pending' END`;
@@ -121,11 +123,14 @@ export function outboxQueries(schema: string) {
           (SELECT extract(epoch FROM now() - created_at)::float8 FROM ${t}
              WHERE state = 'pending' AND ($1::text IS NULL OR tenant_id = $1) ORDER BY id LIMIT 1) AS oldest`,
     },
+    // Retention, on the leader: nothing unless epoch $4 holds the leader lease (queries/leader.ts).
     purge: {
       name: `${schema}.outbox_purge`,
-      text: `WITH d AS (
+      text: `WITH fence AS (${leaderFenceSql(schema, '$4')}),
+        d AS (
           SELECT id FROM ${t}
           WHERE state = $1 AND finished_at < now() - make_interval(secs => $2::double precision / 1000.0)
+            AND EXISTS (SELECT 1 FROM fence)
           ORDER BY id LIMIT $3 FOR UPDATE SKIP LOCKED)
         DELETE FROM ${t} o USING d WHERE o.id = d.id`,
     },
