@@ -20,7 +20,7 @@ import type { Baton, EngineStats, EnqueueOptions } from './baton.ts';
 import { Completer } from './completer.ts';
 import type { EngineConfig } from './config.ts';
 import { QueueDispatcher } from './dispatcher.ts';
-import { BatonError } from './errors.ts';
+import { BatonError, JobCancelledError } from './errors.ts';
 import { EngineEventEmitter } from './events.ts';
 import type { HandlerMap } from './handler.ts';
 import { Heartbeater } from './heartbeater.ts';
@@ -33,7 +33,7 @@ import { noTracing, type Tracing } from './tracing.ts';
 import type { EnqueueResult, JobSpec } from './job.ts';
 import { LeaseTable, type InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
-import { channelFor, cronChannelFor } from './notifier.ts';
+import { cancelChannelFor, channelFor, cronChannelFor } from './notifier.ts';
 import { Producer } from './producer.ts';
 import { Reaper } from './reaper.ts';
 import { Retention } from './retention.ts';
@@ -68,7 +68,8 @@ export interface EngineDeps {
   /** The leader lease's row, on the engine's pool. */
   leaderStore: LeaderStore;
   createListener: (hooks: {
-    onNotify: (channel: string) => void;
+    /** `payload` is the notification's ('' for wake-ups). */
+    onNotify: (channel: string, payload: string) => void;
     onConnected: () => void;
     onError: (err: unknown) => void;
   }) => NotificationListener;
@@ -121,6 +122,7 @@ export class Engine implements Baton {
   readonly #flow: FlowState;
   readonly #cron: CronService;
   readonly #cronChannel: string;
+  readonly #cancelChannel: string;
   /** Null when this process may not lead (leader: false or reaper: false). */
   readonly #lease: LeaderLease | null;
   readonly #outboxRetention: OutboxRetention;
@@ -140,6 +142,8 @@ export class Engine implements Baton {
     succeeded: 0,
     retried: 0,
     deadLettered: 0,
+    cancelled: 0,
+    cancelSignalled: 0,
     fencedWrites: 0,
     leasesLost: 0,
     reclaimed: 0,
@@ -158,7 +162,13 @@ export class Engine implements Baton {
       this.#log.warn({ err: error, where }, 'baton: background operation failed');
       this.events.emit('error', { where, error });
     };
-    this.admin = createAdmin(deps.adminExecutor, (q) => this.#wakeQueues([q]));
+    this.admin = createAdmin(deps.adminExecutor, (q) => this.#wakeQueues([q]), {
+      // A cancel of a job this very process holds aborts its handler now, NOTIFY or not.
+      onCancelRequested: (job) => {
+        const entry = this.#leases.get(job.id);
+        if (entry && entry.token === job.token) this.#cancelRequested(entry, 'local');
+      },
+    });
     this.#lease =
       this.config.reaper && this.config.leader
         ? new LeaderLease({
@@ -204,6 +214,7 @@ export class Engine implements Baton {
       clock,
       leases: this.#leases,
       onLost: (entry, why) => this.#leaseLost(entry, why),
+      onCancelRequested: (entry) => this.#cancelRequested(entry, 'heartbeat'),
       onError: onError('heartbeat'),
       afterTick: () => {
         this.#claimer.tick();
@@ -234,6 +245,7 @@ export class Engine implements Baton {
       onError: onError('retention'),
     });
     this.#cronChannel = cronChannelFor(this.config.schema);
+    this.#cancelChannel = cancelChannelFor(this.config.schema);
     this.#cron = new CronService({
       store: deps.scheduleStore,
       adminStore: deps.adminScheduleStore,
@@ -372,7 +384,11 @@ export class Engine implements Baton {
         this.#claimer.presence = this.#presence;
         if (this.config.dispatch === 'notify') {
           this.#listener = this.#d.createListener({
-            onNotify: (channel) => (channel === this.#cronChannel ? this.#cron.wake() : this.#byChannel.get(channel)?.wake()),
+            onNotify: (channel, payload) => {
+              if (channel === this.#cronChannel) this.#cron.wake();
+              else if (channel === this.#cancelChannel) this.#cancelNotified(payload);
+              else this.#byChannel.get(channel)?.wake();
+            },
             // Notifications sent while the listener was away are gone: poll at once.
             onConnected: () => {
               this.#wakeAll();
@@ -394,7 +410,7 @@ export class Engine implements Baton {
         this.#warming = this.#d.warmPool(this.#claimer.claimsBeforePresence ? 1 : this.#dispatchers.size + 1);
         this.#connecting = Promise.allSettled([
           this.#presence.start(),
-          this.#listener?.start([...this.#byChannel.keys(), this.#cronChannel]),
+          this.#listener?.start([...this.#byChannel.keys(), this.#cronChannel, this.#cancelChannel]),
         ]);
         for (const r of await this.#connecting) if (r.status === 'rejected') throw r.reason;
         this.#throwIfStopping();
@@ -533,6 +549,27 @@ export class Engine implements Baton {
 
   #wakeAll(): void {
     for (const d of this.#dispatchers.values()) d.wake();
+  }
+
+  /**
+   * A cancel was requested for a job this process holds: its handler's signal is aborted with a
+   * JobCancelledError (once). The lease stays held and heartbeated: the handler's outcome, fenced
+   * as ever, decides how the job ends (cancelled when it fails, its outcome when it returns).
+   */
+  #cancelRequested(entry: InFlight, via: 'notify' | 'heartbeat' | 'local'): void {
+    if (entry.lost || entry.cancelRequested) return;
+    entry.cancelRequested = true;
+    entry.abort(new JobCancelledError(entry.job.id));
+    this.#counters.cancelSignalled++;
+    this.#log.info({ jobId: entry.job.id, token: entry.token, via }, 'baton: cancel requested; handler signal aborted');
+    this.events.emit('cancelSignalled', { job: entry.job, via });
+  }
+
+  /** A NOTIFY on the cancel channel: `<job id>:<token>`, acted on only by the holder of that lease. */
+  #cancelNotified(payload: string): void {
+    const [id, token] = payload.split(':');
+    const entry = id === undefined ? undefined : this.#leases.get(id);
+    if (entry && entry.token === token) this.#cancelRequested(entry, 'notify');
   }
 
   #leaseLost(entry: InFlight, why: 'fenced' | 'deadline' | 'reclaimed'): void {

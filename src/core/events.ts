@@ -15,6 +15,13 @@ export interface EngineEvents {
   deadLettered: [{ job: Job; error: unknown }];
   fenced: [{ kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release'; count: number }];
   leaseLost: [{ job: Job }];
+  /**
+   * A job this process holds has a cancel request: its handler's signal was aborted with a
+   * JobCancelledError, learned from the cancel NOTIFY, a heartbeat, or a cancel made here.
+   */
+  cancelSignalled: [{ job: Job; via: 'notify' | 'heartbeat' | 'local' }];
+  /** A job this process ran ended cancelled: its attempt failed (or it was given back) after a cancel request. */
+  cancelled: [{ job: Job; error: unknown }];
   reaped: [{ count: number; fast: boolean }];
   /** Finished jobs deleted by retention (on the leader), per state and queue. */
   purged: [{ state: TerminalState; queue: string; count: number }];

@@ -21,6 +21,7 @@ import {
 import { isValidSchemaName } from '../db/schema-name.ts';
 import { allowedHostsSetting } from '../http/allowed-hosts.ts';
 import { parsePublisherSpecs, type PublisherSpecs } from './outbox-config.ts';
+import { MAX_CONNECTIONS_PER_ADDRESS_DEFAULT, REQUEST_TIMEOUT_MS_DEFAULT } from './http-server.ts';
 
 export const PORT_DEFAULT = 8080;
 export const HOST_DEFAULT = '127.0.0.1';
@@ -47,7 +48,7 @@ const bool = z
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
-/** "default:10,emails:4" -> { default: 10, emails: 4 }. Empty string: produce only. */
+/** "default:10,emails:4" -> { default: 10, emails: 4 }. Empty string: produce only (also as BATON_QUEUES=). */
 const queueSpec = z.string().transform((raw, ctx) => {
   const out: Record<string, number> = {};
   for (const part of raw
@@ -160,6 +161,18 @@ export const SETTINGS = {
     'largest accepted request body (413 above)',
     String(BODY_LIMIT_BYTES_DEFAULT),
   ],
+  BATON_REQUEST_TIMEOUT_MS: [
+    'request-timeout-ms',
+    int(100, 3_600_000).default(REQUEST_TIMEOUT_MS_DEFAULT),
+    'longest time to receive one request, headers and body (408 and the connection closed after)',
+    String(REQUEST_TIMEOUT_MS_DEFAULT),
+  ],
+  BATON_MAX_CONNECTIONS_PER_IP: [
+    'max-connections-per-ip',
+    int(0, 1_000_000).default(MAX_CONNECTIONS_PER_ADDRESS_DEFAULT),
+    'most connections one client address may hold at once, 0 for no cap (one more: 429, closed)',
+    String(MAX_CONNECTIONS_PER_ADDRESS_DEFAULT),
+  ],
   BATON_ALLOWED_HOSTS: [
     'allowed-hosts',
     allowedHostsSetting.optional(),
@@ -204,6 +217,8 @@ export interface DaemonConfig {
   handlersPath: string | undefined;
   demoHandlers: boolean;
   bodyLimitBytes: number;
+  /** Bounds of the HTTP server: time to receive a request, connections per client address (0: no cap). */
+  http: { requestTimeoutMs: number; maxConnectionsPerAddress: number };
   /** Host names beyond the bind address and loopback names; '*' turns the Host check off. */
   allowedHosts: readonly string[] | '*' | undefined;
   logLevel: Parsed['LOG_LEVEL'];
@@ -234,6 +249,7 @@ export const COMMAND_SETTINGS = {
   enqueue: [...DATABASE_SETTINGS, 'BATON_DISPATCH', 'BATON_MAX_ATTEMPTS'],
   cron: DATABASE_SETTINGS,
   keys: DATABASE_SETTINGS,
+  cancel: DATABASE_SETTINGS,
 } as const satisfies Record<string, readonly SettingName[]>;
 
 export type Command = keyof typeof COMMAND_SETTINGS;
@@ -254,7 +270,14 @@ export function settingsHelp(command: Command): string {
 }
 
 /**
- * Builds the config of `command` from `env` (empty strings count as unset) overlaid by
+ * Settings whose empty value means something, so an empty variable is read as set (not as
+ * unset): `BATON_QUEUES=` produces only, exactly as `--queues=` does.
+ */
+const EMPTY_IS_A_VALUE: ReadonlySet<SettingName> = new Set(['BATON_QUEUES']);
+
+/**
+ * Builds the config of `command` from `env` (empty strings count as unset, except for the
+ * settings in EMPTY_IS_A_VALUE) overlaid by
  * `flags` (parsed --kebab-case values). Only the settings the command reads are read;
  * the rest keep their defaults. Throws ConfigError naming the first bad setting(s).
  */
@@ -270,7 +293,7 @@ export function loadConfig(
     const fromFlag = flags[flag];
     const fromEnv = env[name];
     if (typeof fromFlag === 'string') raw[name] = fromFlag;
-    else if (fromEnv !== undefined && fromEnv !== '') raw[name] = fromEnv;
+    else if (fromEnv !== undefined && (fromEnv !== '' || EMPTY_IS_A_VALUE.has(name))) raw[name] = fromEnv;
   }
   const parsed = envSchema.safeParse(raw);
   if (!parsed.success) {
@@ -325,6 +348,7 @@ export function loadConfig(
     handlersPath: c.BATON_HANDLERS === undefined ? undefined : path.resolve(cwd, c.BATON_HANDLERS),
     demoHandlers: c.BATON_DEMO_HANDLERS,
     bodyLimitBytes: c.BATON_BODY_LIMIT_BYTES,
+    http: Object.freeze({ requestTimeoutMs: c.BATON_REQUEST_TIMEOUT_MS, maxConnectionsPerAddress: c.BATON_MAX_CONNECTIONS_PER_IP }),
     allowedHosts: c.BATON_ALLOWED_HOSTS,
     logLevel: c.LOG_LEVEL,
     outbox: { publishers, relay: c.BATON_OUTBOX_RELAY },

@@ -119,6 +119,12 @@ export interface JobFailItem extends Lease {
   error: AttemptErrorInput;
   terminal: boolean;
 }
+export interface HeartbeatResult {
+  /** Ids whose lease was still current (the others were fenced off). */
+  alive: Set<string>;
+  /** Those of `alive` whose job has a cancel request. */
+  cancelRequested: Set<string>;
+}
 export interface ReapedJob {
   id: string;
   state: JobState;
@@ -159,7 +165,8 @@ export interface Executor {
   flowSnapshot(p: { groups: number }): Promise<Omit<FlowSnapshot, 'held'>>;
   /** Returns ids whose lease was still current (the others were fenced off). */
   jobMarkRunningMany(p: { leases: Lease[] }): Promise<Set<string>>;
-  jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<Set<string>>;
+  /** Renews the leases: `alive` the ids still held, `cancelRequested` those of them with a cancel request. */
+  jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<HeartbeatResult>;
   /** Succeeded; with `deleteRows` the rows are deleted instead (no result kept). Returns the ids written. */
   jobCompleteMany(p: { items: JobCompleteItem[]; deleteRows?: boolean }): Promise<Set<string>>;
   /** Returns id -> new state for the rows written. */
@@ -181,10 +188,17 @@ export interface Executor {
   jobLeasesOwned(p: { owner: string }): Promise<Array<Lease & { queue: string }>>;
   /** No token issued before this call is greater than the answer. */
   jobTokenHighWater(): Promise<bigint>;
-  jobGet(p: { id: string }): Promise<Job | null>;
+  /** With tenantId, null for another tenant's job too: the statement itself is scoped. */
+  jobGet(p: { id: string; tenantId?: string | undefined }): Promise<Job | null>;
   jobList(p: JobListParams): Promise<JobSummary[]>;
   jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }): Promise<number>;
   jobReplay(p: { id: string }): Promise<Job | null>;
+  /**
+   * Cancels a pending or waiting job at once; records a cancel request on a leased or running
+   * one (NOTIFY to the holder on the cancel channel, see cancelChannelFor). Answers the job as
+   * it stands after that (state cancelled, or live with cancelRequestedAt), or null when it is
+   * finished or unknown.
+   */
   jobCancel(p: { id: string }): Promise<Job | null>;
   /** A pending job due at once (run_at = least(run_at, now())); null unless pending. */
   jobRunNow(p: { id: string }): Promise<Job | null>;

@@ -84,7 +84,8 @@ export interface OutboxStore {
   }): Promise<{ written: Set<string>; next: OutboxClaimResult }>;
   /** Returns id -> new state for the rows written. */
   failMany(p: { items: OutboxFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, OutboxState>>;
-  get(id: string): Promise<OutboxMessage | null>;
+  /** With tenantId, null for another tenant's message: the statement itself is scoped. */
+  get(id: string, tenantId?: string): Promise<OutboxMessage | null>;
   list(p: OutboxListParams): Promise<OutboxMessage[]>;
   /** Dead-lettered only: back to pending with a fresh budget, replayCount + 1; null otherwise. */
   replay(id: string): Promise<OutboxMessage | null>;

@@ -38,7 +38,8 @@ export interface ScheduleAdvance {
 export interface ScheduleStore {
   /** Creates, or updates by (tenant, name); an unchanged definition writes nothing. */
   upsert(w: ScheduleWrite): Promise<{ schedule: Schedule; created: boolean; changed: boolean }>;
-  get(id: string): Promise<Schedule | null>;
+  /** With tenantId, null for another tenant's schedule: the statement itself is scoped. */
+  get(id: string, tenantId?: string): Promise<Schedule | null>;
   list(p: { tenantId?: string | undefined; limit: number; offset: number }): Promise<Schedule[]>;
   /** Replaces the definition if `version` is still current; clears any disabled reason. */
   update(p: { id: string; version: string; write: Omit<ScheduleWrite, 'tenantId' | 'name'>; enabled: boolean }): Promise<Schedule | null>;

@@ -185,6 +185,18 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
     labelNames: q,
     registers,
   });
+  const cancelled = new Counter({
+    name: 'baton_jobs_cancelled_total',
+    help: 'Jobs this worker ran that ended cancelled (their attempt stopped after a cancel request)',
+    labelNames: q,
+    registers,
+  });
+  const cancelSignalled = new Counter({
+    name: 'baton_cancel_signals_total',
+    help: 'Handler signals this worker aborted for a cancel request, by how it learned of it',
+    labelNames: ['via'] as const,
+    registers,
+  });
   const leasesLost = new Counter({
     name: 'baton_leases_lost_total',
     help: 'Leases this worker lost while running a job',
@@ -281,6 +293,8 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   on('deadLettered', (e) => deadLettered.inc({ queue: e.job.queue }));
   on('fenced', (e) => fenced.inc({ kind: e.kind }, e.count));
   on('leaseLost', (e) => leasesLost.inc({ queue: e.job.queue }));
+  on('cancelled', (e) => cancelled.inc({ queue: e.job.queue }));
+  on('cancelSignalled', (e) => cancelSignalled.inc({ via: e.via }));
   on('reaped', (e) => reaped.inc({ fast: String(e.fast) }, e.count));
   on('released', (e) => released.inc({ queue: e.queue, reason: e.reason }, e.count));
   on('purged', (e) => purged.inc({ queue: e.queue, state: e.state }, e.count));

@@ -11,12 +11,30 @@ export interface ExecRecord {
   token: string;
   worker: string;
   at: number;
-  /** For 'end': how the handler finished. */
-  outcome?: 'ok' | 'error' | 'aborted';
+  /**
+   * For 'end': how the handler finished. 'cancelled': it stopped on a cancel request (its signal
+   * aborted with a JobCancelledError); 'aborted': on lease loss or the drain deadline.
+   */
+  outcome?: 'ok' | 'error' | 'aborted' | 'cancelled';
   /** For 'start' of a cron occurrence's job: its key, run_at and created_at (ms), kept after retention deletes the row. */
   key?: string;
   runAt?: number;
   createdAt?: number;
+}
+
+/**
+ * A cancel the runner asked for (admin.cancel): 'requested' (the job was leased or running: the
+ * request recorded under lease `token`), 'cancelled' (it was pending: cancelled at once; `token`
+ * its last lease's, or null), 'refused' (already finished), 'indeterminate' (no answer).
+ */
+export interface CancelRecord {
+  type: 'cancel';
+  jobId: string;
+  status: 'requested' | 'cancelled' | 'refused' | 'indeterminate';
+  token: string | null;
+  /** When the request was sent, and when its answer arrived. */
+  sentAt: number;
+  at: number;
 }
 
 /** An outcome write attempt and how many rows it changed (0 = fenced off). */
@@ -122,7 +140,8 @@ export type HistoryRecord =
   | ErrorRecord
   | EffectRecord
   | LeadershipRecord
-  | LeaderWriteRecord;
+  | LeaderWriteRecord
+  | CancelRecord;
 
 /** An engine 'error' event as a history record. */
 export function errorRecord(worker: string, e: { where: string; error: unknown }, at = Date.now()): ErrorRecord {

@@ -5,10 +5,10 @@
 // engine itself is untouched). Configured by environment (see WorkerEnv).
 
 import pg from 'pg';
-import { createBaton } from '../../src/index.ts';
+import { createBaton, JobCancelledError } from '../../src/index.ts';
 import type { JobContext } from '../../src/index.ts';
 import { HistoryLog, errorRecord, type WriteRecord } from './history.ts';
-import { TOKEN_FENCE } from '../../src/db/pg/queries/job.ts';
+import { CANCEL_REQUESTED, TOKEN_FENCE } from '../../src/db/pg/queries/job.ts';
 import { writeKind, writeRecords } from './write-recorder.ts';
 import { leaderKind, leaderRecord } from './leader-recorder.ts';
 import { CHAOS_FLOW, chaosFlow } from './chaos-flow.ts';
@@ -24,7 +24,11 @@ export interface WorkerEnv {
   CHAOS_CONCURRENCY?: string;
   CHAOS_LEASE_MS?: string;
   CHAOS_QUERY_TIMEOUT_MS?: string;
-  /** 'unfenced-complete': strip the token condition from the complete statement (proves the suite can fail). */
+  /**
+   * 'unfenced-complete': strip the token condition from the complete statement; 'cancel-retry':
+   * retry a failed job whatever its cancel request (the runner drops the table's CHECK). Each
+   * proves the suite can fail.
+   */
   CHAOS_MUTATE?: string;
   /** The leader scenario (leader.ts): the leader lease, and retention of succeeded jobs (ms) and its period. */
   CHAOS_LEADER_LEASE_MS?: string;
@@ -90,6 +94,12 @@ const original = pg.Client.prototype.query as unknown as QueryFn;
     // The deliberate bug: the outcome write without its token condition. The suite must fail.
     if (!config.text.includes(TOKEN_FENCE)) throw new Error('unfenced-complete: the complete statement no longer has its token fence');
     config = { ...config, text: config.text.replace(TOKEN_FENCE, '') };
+    args[0] = config;
+  }
+  if (MUTATE === 'cancel-retry' && kind === 'fail' && config.text) {
+    // The deliberate bug: a failed attempt retried although its job has a cancel request.
+    if (!config.text.includes(CANCEL_REQUESTED)) throw new Error('cancel-retry: the fail statement no longer reads the cancel request');
+    config = { ...config, text: config.text.replaceAll(CANCEL_REQUESTED, 'false') };
     args[0] = config;
   }
   const sentAt = Date.now();
@@ -212,6 +222,8 @@ interface ChaosPayload {
   ms: number;
   /** Throw a transient error on the first attempt (exercises the fenced fail path). */
   failFirst?: boolean;
+  /** Finish anyway when asked to stop (a cancel request); a lost lease still stops it. */
+  ignoreCancel?: boolean;
 }
 
 async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
@@ -221,12 +233,15 @@ async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
     : {};
   log.append({ type: 'start', jobId, token, worker: workerId, at: Date.now(), ...cron });
   unsettled.add(jobId);
+  const cancelled = () => ctx.signal.reason instanceof JobCancelledError;
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(resolve, ctx.payload.ms);
       ctx.signal.addEventListener(
         'abort',
         () => {
+          // Asked to stop: this job finishes anyway (its lease is still held).
+          if (cancelled() && ctx.payload.ignoreCancel) return;
           clearTimeout(timer);
           reject(ctx.signal.reason ?? new Error('aborted'));
         },
@@ -235,8 +250,10 @@ async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
     });
     if (ctx.payload.failFirst && ctx.job.attempt === 1) throw new Error('chaos: planned transient failure');
   } catch (err) {
-    log.append({ type: 'end', jobId, token, worker: workerId, at: Date.now(), outcome: ctx.signal.aborted ? 'aborted' : 'error' });
-    if (ctx.signal.aborted) unsettled.delete(jobId);
+    const outcome = !ctx.signal.aborted ? 'error' : cancelled() ? 'cancelled' : 'aborted';
+    log.append({ type: 'end', jobId, token, worker: workerId, at: Date.now(), outcome });
+    // A handler aborted on lease loss writes nothing; one that stopped on a cancel writes its failure.
+    if (outcome === 'aborted') unsettled.delete(jobId);
     throw err;
   }
   log.append({ type: 'end', jobId, token, worker: workerId, at: Date.now(), outcome: 'ok' });

@@ -29,6 +29,7 @@ describe('loadConfig', () => {
       handlersPath: undefined,
       demoHandlers: true,
       bodyLimitBytes: 1_048_576,
+      http: { requestTimeoutMs: 30_000, maxConnectionsPerAddress: 128 },
       allowedHosts: undefined,
       logLevel: 'info',
     });
@@ -73,6 +74,14 @@ describe('loadConfig', () => {
     expect(c.databaseUrl).toBe('postgres://u:p@db:5432/x');
   });
 
+  it('reads the HTTP bounds: request timeout and connections per client address (0: no cap)', () => {
+    expect(loadConfig({ BATON_REQUEST_TIMEOUT_MS: '5000', BATON_MAX_CONNECTIONS_PER_IP: '0' }).http).toEqual({
+      requestTimeoutMs: 5000,
+      maxConnectionsPerAddress: 0,
+    });
+    expect(loadConfig({}, parseFlags(['--max-connections-per-ip', '8'])).http.maxConnectionsPerAddress).toBe(8);
+  });
+
   it('reads BATON_ALLOWED_HOSTS as a comma list of names (and name:port), or * for no Host check', () => {
     expect(loadConfig({ BATON_ALLOWED_HOSTS: 'baton.internal, proxy.example:8443,' }).allowedHosts).toEqual([
       'baton.internal',
@@ -86,6 +95,17 @@ describe('loadConfig', () => {
     expect(c.port).toBe(7070);
     expect(c.host).toBe('127.0.0.1');
     expect(c.engine.queues).toEqual({}); // an explicit empty flag: produce only
+  });
+
+  it('reads BATON_QUEUES= (empty) as produce only, like --queues=, and unset as the default', () => {
+    // The documented rule (docs/configuration.md): an empty BATON_QUEUES starts no worker.
+    expect(loadConfig({ BATON_QUEUES: '' }).engine.queues).toEqual({});
+    expect(loadConfig({ BATON_QUEUES: ' ' }).engine.queues).toEqual({});
+    expect(loadConfig({}).engine.queues).toEqual({ default: 10 });
+    // Other settings still read an empty variable as unset.
+    expect(loadConfig({ BATON_QUEUES: '', PORT: '' }).port).toBe(8080);
+    // The flag still wins over the variable, either way.
+    expect(loadConfig({ BATON_QUEUES: '' }, parseFlags(['--queues', 'emails:2'])).engine.queues).toEqual({ emails: 2 });
   });
 
   it.each([
@@ -110,6 +130,10 @@ describe('loadConfig', () => {
     [{ BATON_API_TOKEN: 'short' }, 'BATON_API_TOKEN (--api-token)'],
     [{ BATON_ALLOWED_HOSTS: 'ok.example,bad host' }, 'BATON_ALLOWED_HOSTS (--allowed-hosts): "bad host" is not a host name'],
     [{ BATON_ALLOWED_HOSTS: 'http://x.example' }, 'BATON_ALLOWED_HOSTS (--allowed-hosts)'],
+    [{ BATON_REQUEST_TIMEOUT_MS: '50' }, 'BATON_REQUEST_TIMEOUT_MS (--request-timeout-ms)'],
+    [{ BATON_REQUEST_TIMEOUT_MS: 'soon' }, 'BATON_REQUEST_TIMEOUT_MS (--request-timeout-ms)'],
+    [{ BATON_MAX_CONNECTIONS_PER_IP: '-1' }, 'BATON_MAX_CONNECTIONS_PER_IP (--max-connections-per-ip)'],
+    [{ BATON_MAX_CONNECTIONS_PER_IP: '2.5' }, 'BATON_MAX_CONNECTIONS_PER_IP (--max-connections-per-ip)'],
   ])('refuses %j naming %s', (env, name) => {
     const err = configError(() => loadConfig(env));
     expect(err.message).toContain(name);

@@ -156,7 +156,7 @@ describe('fast reclaim', () => {
     });
     // Since then the owner renewed one of them and claimed a new job: it was alive after all.
     const token = (await row(renewed)).lease_token as string;
-    expect(await ex.jobHeartbeatMany({ leases: [{ id: renewed, token }], leaseMs: 600_000 })).toEqual(new Set([renewed]));
+    expect((await ex.jobHeartbeatMany({ leases: [{ id: renewed, token }], leaseMs: 600_000 })).alive).toEqual(new Set([renewed]));
     const queue = fresh();
     await insertJob(db.pool, { queue });
     const [claimed] = await ex.jobClaim({ queue, limit: 1, owner: 'w-late', leaseMs: 600_000, intoRunning: true });

@@ -9,6 +9,7 @@ import type {
   Executor,
   FlowClaimParams,
   FlowClaimResult,
+  HeartbeatResult,
   JobClaimParams,
   JobCompleteItem,
   JobFailItem,
@@ -34,7 +35,7 @@ import { statsQueries, type StatsQueries } from './queries/stats.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
 import { flowQueries, type FlowQueries } from './queries/flow.ts';
 import { PgFlow } from './pg-flow.ts';
-import { channelFor } from '../../core/notifier.ts';
+import { cancelChannelFor, channelFor } from '../../core/notifier.ts';
 import { insertWithDependencies } from './dependencies.ts';
 import { dependencyQueries } from './queries/dependency.ts';
 import { quoteSchema } from '../schema-name.ts';
@@ -243,9 +244,13 @@ export class PgExecutor implements Executor {
     return this.#accepted(this.#job.markRunningMany, ids, values);
   }
 
-  jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<Set<string>> {
+  async jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<HeartbeatResult> {
     const { ids, values } = leaseArrays(p.leases);
-    return this.#accepted(this.#job.heartbeatMany, ids, [...values, p.leaseMs]);
+    const [row] = await this.#q<{ ids: string[] | null; cancel: string[] | null }>(this.#job.heartbeatMany, [...values, p.leaseMs]);
+    return {
+      alive: new Set(row?.ids === null ? ids : (row?.ids ?? [])),
+      cancelRequested: new Set((row?.cancel ?? []).map(String)),
+    };
   }
 
   jobCompleteMany(p: { items: JobCompleteItem[]; deleteRows?: boolean }): Promise<Set<string>> {
@@ -310,8 +315,11 @@ export class PgExecutor implements Executor {
     return (await this.#q<{ queue: string }>(this.#job.finishedQueues, [])).map((r) => r.queue);
   }
 
-  async jobGet(p: { id: string }) {
-    const rows = await this.#q<JobRow>(this.#job.get, [p.id]);
+  async jobGet(p: { id: string; tenantId?: string | undefined }) {
+    const rows =
+      p.tenantId === undefined
+        ? await this.#q<JobRow>(this.#job.get, [p.id])
+        : await this.#q<JobRow>(this.#job.getInTenant, [p.id, p.tenantId]);
     return rows[0] ? rowToJob(rows[0]) : null;
   }
 
@@ -396,7 +404,7 @@ export class PgExecutor implements Executor {
   }
 
   async jobCancel(p: { id: string }) {
-    const rows = await this.#q<JobRow>(this.#job.cancel, [p.id]);
+    const rows = await this.#q<JobRow>(this.#job.cancel, [p.id, cancelChannelFor(this.#schemaName)]);
     return rows[0] ? rowToJob(rows[0]) : null;
   }
 

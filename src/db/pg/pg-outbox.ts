@@ -187,8 +187,11 @@ export class PgOutboxStore implements OutboxStore {
     return new Map(rows.map((r) => [r.id, r.state]));
   }
 
-  async get(id: string): Promise<OutboxMessage | null> {
-    const [row] = await this.#rows<OutboxRow>(this.#q.get, [id]);
+  async get(id: string, tenantId?: string): Promise<OutboxMessage | null> {
+    const [row] =
+      tenantId === undefined
+        ? await this.#rows<OutboxRow>(this.#q.get, [id])
+        : await this.#rows<OutboxRow>(this.#q.getInTenant, [id, tenantId]);
     return row ? rowToMessage(row) : null;
   }
 

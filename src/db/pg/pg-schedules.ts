@@ -94,9 +94,12 @@ export class PgScheduleStore implements ScheduleStore {
     return { schedule: rowToSchedule(same), created: false, changed: false };
   }
 
-  async get(id: string): Promise<Schedule | null> {
+  async get(id: string, tenantId?: string): Promise<Schedule | null> {
     if (!isId(id)) return null;
-    const [row] = await this.#rows<ScheduleRow>(this.#q.get, [id]);
+    const [row] =
+      tenantId === undefined
+        ? await this.#rows<ScheduleRow>(this.#q.get, [id])
+        : await this.#rows<ScheduleRow>(this.#q.getInTenant, [id, tenantId]);
     return row ? rowToSchedule(row) : null;
   }
 

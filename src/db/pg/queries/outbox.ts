@@ -165,6 +165,8 @@ export function outboxQueries(schema: string) {
         RETURNING o.id::text, o.state`,
     },
     get: { text: `SELECT * FROM ${t} WHERE id = $1` },
+    // For one tenant: another tenant's message is not read at all (docs/security.md).
+    getInTenant: { text: `SELECT * FROM ${t} WHERE id = $1 AND tenant_id = $2` },
     list: {
       text: `SELECT * FROM ${t}
         WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR destination = $2) AND ($3::text IS NULL OR tenant_id = $3)
