@@ -13,7 +13,10 @@ export interface BenchArgs {
   quick: boolean;
   peers: Peer[];
   runs: number;
+  /** The large drain (throughput). */
   jobs: number;
+  /** The small drain (throughput-small), where every system is stable: targets are judged on it. */
+  smallJobs: number;
   scenarios: Scenario[];
   /** Baton modes to run (variant ids); empty = all. */
   modes: string[];
@@ -68,6 +71,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
       peers: { type: 'string' },
       runs: { type: 'string' },
       jobs: { type: 'string' },
+      'small-jobs': { type: 'string' },
       scenarios: { type: 'string' },
       modes: { type: 'string' },
       'latency-rate': { type: 'string' },
@@ -85,7 +89,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
   });
   if (values.help) {
     process.stdout.write(
-      'npm run bench -- [--quick] [--peers none|all|graphile,pgboss] [--runs N] [--jobs N]\n' +
+      'npm run bench -- [--quick] [--peers none|all|graphile,pgboss] [--runs N] [--jobs 100000] [--small-jobs 20000]\n' +
         `  [--scenarios ${ALL_SCENARIOS.join(',')}] [--modes notify-cir,notify-leased,poll-cir,poll-leased,notify-cir-untraced,notify-cir-delete,notify-cir-fifo]\n` +
         '  [--latency-rate 100] [--latency-jobs 1000] [--sparse-rate 10] [--sparse-jobs 100]\n' +
         '  [--recovery-jobs 10] [--cap-ms 120000] [--out results] [--profile-sql]\n' +
@@ -103,6 +107,7 @@ export function parseBenchArgs(argv: string[]): BenchArgs {
     peers: list(values.peers ?? (quick ? 'none' : 'all'), ALL_PEERS, 'peers'),
     runs: int(values.runs, quick ? 1 : 5, 'runs'),
     jobs: int(values.jobs, quick ? 2_000 : 100_000, 'jobs'),
+    smallJobs: int(values['small-jobs'], quick ? 1_000 : 20_000, 'small-jobs'),
     scenarios: list(values.scenarios ?? 'all', ALL_SCENARIOS, 'scenarios'),
     modes: values.modes ? values.modes.split(',').map((s) => s.trim()) : [],
     latencyRate: int(values['latency-rate'], 100, 'latency-rate'),

@@ -4,7 +4,7 @@
 //      and 10,000 schedules all due at the same instant every 20 s (the burst: the tick's
 //      cost per due schedule is the burst's last commit over its size);
 //   2. leader kill -9 -> next occurrence enqueued by the new leader, next to the settings
-//      that bound it (leader lock retry 250 ms, fastReclaimGraceMs).
+//      that bound it (the leader lease's retry period, leaderLeaseMs / 10, and fastReclaimGraceMs).
 // "Pending" is read from the engine's own 'enqueued' event, emitted once the insert has
 // committed: the k-th insert statement (distinct created_at) is the k-th event.
 // Writes results/cron-<time>.md and .json.
@@ -18,12 +18,14 @@ import pg from 'pg';
 import { createBaton, type Baton } from '../src/index.ts';
 import { parseCron } from '../src/core/cron/expression.ts';
 import { cronChannelFor } from '../src/core/notifier.ts';
-import { FAST_RECLAIM_GRACE_MS_DEFAULT } from '../src/core/config.ts';
+import { FAST_RECLAIM_GRACE_MS_DEFAULT, LEADER_LEASE_MS_DEFAULT } from '../src/core/config.ts';
 import { migrate } from '../src/db/migrate.ts';
-import { LEADER_RETRY_MS_DEFAULT } from '../src/db/pg/presence.ts';
+import { LEADER_RENEWALS_PER_LEASE } from '../src/core/leader-lease.ts';
 import { machineRecord } from './machine.ts';
 import { openServer, type ServerChoice } from './server.ts';
 import { distribution, spread, type Distribution } from './stats.ts';
+
+const LEADER_RETRY_MS_DEFAULT = LEADER_LEASE_MS_DEFAULT / LEADER_RENEWALS_PER_LEASE;
 
 const { values: args } = parseArgs({
   options: {
@@ -274,7 +276,7 @@ try {
         `| ${m.title} | ${m.runs.map((r) => r.jobs).join(', ')} | ${f(m.p50.median)} [${f(m.p50.min)}-${f(m.p50.max)}] | ${f(m.p99.median)} [${f(m.p99.min)}-${f(m.p99.max)}] | ${m.perDueMs ? `${f(m.perDueMs.median)} [${f(m.perDueMs.min)}-${f(m.perDueMs.max)}]` : '-'} |`,
     ),
     '',
-    `Leader kill -9 -> next occurrence enqueued by the new leader (schedule every second, ${failover.length} kills at varying phases): median ${f(report.failover.killToJob.median)} ms [${f(report.failover.killToJob.min)}-${f(report.failover.killToJob.max)}]; that job's lateness after its instant, median ${f(report.failover.lateness.median)} ms [${f(report.failover.lateness.min)}-${f(report.failover.lateness.max)}]. Bounds: the follower tries the leader lock every ${LEADER_RETRY_MS_DEFAULT} ms; fastReclaimGraceMs is ${FAST_RECLAIM_GRACE_MS_DEFAULT} ms (it bounds the dead leader's leases, not the ticking).`,
+    `Leader kill -9 -> next occurrence enqueued by the new leader (schedule every second, ${failover.length} kills at varying phases): median ${f(report.failover.killToJob.median)} ms [${f(report.failover.killToJob.min)}-${f(report.failover.killToJob.max)}]; that job's lateness after its instant, median ${f(report.failover.lateness.median)} ms [${f(report.failover.lateness.min)}-${f(report.failover.lateness.max)}]. Bounds: the follower tries the leader lease every ${LEADER_RETRY_MS_DEFAULT} ms (a dead holder's lease at once); fastReclaimGraceMs is ${FAST_RECLAIM_GRACE_MS_DEFAULT} ms (it bounds the dead leader's leases, not the ticking).`,
     '',
   ];
   const stamp = startedAt.toISOString().slice(0, 16).replace(/[:T]/g, '-');

@@ -15,6 +15,9 @@ const TICKS_PER_S = 100;
  * error of several ticks.
  */
 export function postgresCpuMs(): number | null {
+  // BENCH_PG_POSTMASTER: count only that server (the postmaster and its children), so other
+  // PostgreSQL servers on the host (a shared development server, say) stay out of the figure.
+  const root = process.env.BENCH_PG_POSTMASTER;
   let pids: string[];
   try {
     pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
@@ -31,6 +34,8 @@ export function postgresCpuMs(): number | null {
     }
     const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
     if (!name.startsWith('postgres')) continue;
+    // Fields after "(comm) ": state is index 0, ppid 1.
+    if (root && pid !== root && stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] !== root) continue;
     const precise = schedstatMs(pid);
     if (precise !== null) {
       ms += precise;

@@ -98,7 +98,10 @@ async function main(): Promise<number> {
     const inRounds = async (ms: Measurement[]) => {
       for (const f of await interleaved(args.runs, !args.quick, ms)) record(f);
     };
-    if (has('throughput')) await inRounds(systems.map((v) => throughput(ctx, v)));
+    if (has('throughput')) {
+      await inRounds(systems.map((v) => throughput(ctx, v, 'throughput-small')));
+      await inRounds(systems.map((v) => throughput(ctx, v, 'throughput')));
+    }
     if (has('latency')) {
       await inRounds(
         systems.map((v) => latency(ctx, v, { rate: args.latencyRate, jobs: args.latencyJobs, via: 'library', scenario: 'latency' })),

@@ -3,6 +3,8 @@
 // job queue (TUNED_SETTINGS); never the shared development server. Every run gets its own
 // fresh database, dropped after.
 
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../src/daemon/embedded-pg.ts';
 import { PG_BIN, startPgCluster } from '../test/helpers/pg-cluster.ts';
@@ -36,6 +38,8 @@ export interface PgServer {
   urlFor(name: string): string;
   createDatabase(name: string): Promise<string>;
   dropDatabase(name: string): Promise<void>;
+  /** The server's postmaster process id when the bench started it (for CPU accounting), else null. */
+  postmasterPid: number | null;
   /** Runs one query on the maintenance database. */
   query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]>;
   close(): Promise<void>;
@@ -66,12 +70,14 @@ function makeServer(
   maintenanceUrl: string,
   pool: pg.Pool,
   stop: () => Promise<void>,
+  postmasterPid: number | null = null,
 ): PgServer {
   const created = new Set<string>();
   const quote = (n: string) => `"${n.replace(/"/g, '""')}"`;
   return {
     source,
     tuned,
+    postmasterPid,
     urlFor: (name) => withDatabase(maintenanceUrl, name),
     async createDatabase(name) {
       await pool.query(`CREATE DATABASE ${quote(name)}`);
@@ -95,8 +101,28 @@ function makeServer(
   };
 }
 
-/** Starts (or connects to) the server chosen; `extra` settings go on top of TUNED_SETTINGS. */
+/** The first line of a data directory's postmaster.pid, or null when it cannot be read. */
+function postmasterPidOf(dataDir: string): number | null {
+  try {
+    const pid = Number(readFileSync(path.join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Starts (or connects to) the server chosen; `extra` settings go on top of TUNED_SETTINGS. When
+ * the bench started the server, BENCH_PG_POSTMASTER names its postmaster for the child processes
+ * started after this (host-cpu.ts counts that server's CPU only).
+ */
 export async function openServer(choice: ServerChoice = 'cluster', extra: Record<string, string> = {}): Promise<PgServer> {
+  const server = await open(choice, extra);
+  if (server.postmasterPid !== null) process.env.BENCH_PG_POSTMASTER = String(server.postmasterPid);
+  return server;
+}
+
+async function open(choice: ServerChoice, extra: Record<string, string>): Promise<PgServer> {
   if (typeof choice === 'object') {
     const pool = await adminPool(choice.url);
     return makeServer(`given server ${mask(choice.url)}`, {}, choice.url, pool, async () => undefined);
@@ -118,8 +144,13 @@ export async function openServer(choice: ServerChoice = 'cluster', extra: Record
     });
     const url = cluster.url();
     const pool = await adminPool(url);
-    return makeServer(`started by the bench from ${PG_BIN} (initdb in a temp dir, port ${cluster.port})`, tuned, url, pool, () =>
-      cluster.destroy(),
+    return makeServer(
+      `started by the bench from ${PG_BIN} (initdb in a temp dir, port ${cluster.port})`,
+      tuned,
+      url,
+      pool,
+      () => cluster.destroy(),
+      postmasterPidOf(cluster.dataDir),
     );
   }
   // The daemon's and the tests' own wrapper: a throwaway cluster on a free port, removed by stop().

@@ -48,6 +48,26 @@ export function spread(values: readonly number[]): Spread {
   return { median, min: s[0]!, max: s[s.length - 1]!, runs: s.length };
 }
 
+/**
+ * Whether repeated runs fall into two groups rather than scatter around one value: sorted, the
+ * widest step between neighbours (as a ratio) is at least `step` and leaves two runs or more on
+ * each side. Such a figure's median says which group won the vote, not what the system does.
+ */
+export function bimodal(values: readonly number[], step = 1.3): { low: number[]; high: number[] } | null {
+  const s = values.filter((v) => Number.isFinite(v) && v > 0).sort((a, b) => a - b);
+  let best = -1;
+  let bestRatio = 0;
+  for (let i = 1; i + 2 < s.length; i++) {
+    const r = s[i + 1]! / s[i]!;
+    if (r > bestRatio) {
+      bestRatio = r;
+      best = i;
+    }
+  }
+  if (best < 0 || bestRatio < step) return null;
+  return { low: s.slice(0, best + 1), high: s.slice(best + 1) };
+}
+
 /** Monotonic host-wide clock in ms (CLOCK_MONOTONIC), comparable between processes on one host. */
 export function nowMs(): number {
   return Number(process.hrtime.bigint()) / 1e6;

@@ -19,6 +19,7 @@ import type { ScheduleInput } from './core/cron/schedule.ts';
 import { PgListener } from './db/pg/listener.ts';
 import { warmPool, type PgPoolLike } from './db/pg/pool.ts';
 import { PgPresence } from './db/pg/presence.ts';
+import { PgLeaderStore } from './db/pg/pg-leader.ts';
 import { PgWorkflowStore } from './db/pg/workflow-store.ts';
 import { jobQueries } from './db/pg/queries/job.ts';
 import { installTokenFloor } from './db/pg/token-floor.ts';
@@ -186,6 +187,7 @@ export function createBaton(options: BatonOptions): Baton {
     config,
     executor: new PgExecutor(pool, schema),
     adminExecutor: new PgExecutor(adminPool ?? pool, schema),
+    leaderStore: new PgLeaderStore(pool, schema),
     scheduleStore: new PgScheduleStore(pool, schema, cronChannelFor(config.schema)),
     adminScheduleStore: new PgScheduleStore(adminPool ?? pool, schema, cronChannelFor(config.schema)),
     schedules: { declared: schedules ?? [], pruneUndeclared: pruneSchedules ?? false },
@@ -211,8 +213,6 @@ export function createBaton(options: BatonOptions): Baton {
         workerId: config.workerId,
         queues: { ...config.queues },
         jobTypes: hooks.jobTypes,
-        // Presence keys come from worker_lock_seq (1 and up): key 0 of the namespace is free.
-        ...(config.reaper ? { leaderLock: { namespace: lockNamespace, key: 0 } } : {}),
         onError: (err) => log.warn({ err }, 'baton: presence connection lost; reconnecting'),
       }),
     createListener: (hooks) => new PgListener({ connection: sideConnection, ...hooks }),

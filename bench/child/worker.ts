@@ -1,6 +1,9 @@
 // Worker process of one run: sets up the fresh database, then either drains N jobs
 // enqueued up front (throughput) or sits idle and records handler start times (latency).
 
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import path from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { postgresCpuMs } from '../host-cpu.ts';
 import { nowMs } from '../stats.ts';
@@ -51,6 +54,13 @@ serve(async (run) => {
     });
     // CPU of this process (the system under test and the harness's in-process checks) and of
     // the host's postgres processes over the same window; /proc is read outside the timing.
+    // BENCH_DRAIN_PROF=dir: a V8 CPU profile of the drain alone (not the enqueue or the checks).
+    const prof = process.env.BENCH_DRAIN_PROF ? new Session() : null;
+    if (prof) {
+      prof.connect();
+      await prof.post('Profiler.enable');
+      await prof.post('Profiler.start');
+    }
     const pg0 = postgresCpuMs();
     const cpu0 = process.cpuUsage();
     const t0 = nowMs();
@@ -64,6 +74,12 @@ serve(async (run) => {
     if (allRan) drained = await until(async () => (await w.countDone(n)) >= n, Math.max(1_000, capMs - (nowMs() - t0)), 5);
     const t1 = nowMs();
     const cpu = process.cpuUsage(cpu0);
+    if (prof) {
+      const { profile } = await prof.post('Profiler.stop');
+      const file = path.join(process.env.BENCH_DRAIN_PROF!, `drain-${v.id}-${process.pid}.cpuprofile`);
+      writeFileSync(file, JSON.stringify(profile));
+      prof.disconnect();
+    }
     const pg1 = postgresCpuMs();
     // Entries are delivered asynchronously: take the ones already queued, then stop.
     for (const e of gc.takeRecords()) gcMs += e.duration;

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { BenchReport } from '../main.ts';
 import { configurationLines, machineLines, summaryTable } from './headline.ts';
-import { peersRatios, targetsTable } from './markdown.ts';
+import { peersRatios, runsTable, targetsTable } from './markdown.ts';
 
 const PAGE = fileURLToPath(new URL('../../docs/benchmarks.md', import.meta.url));
 const START = '<!-- generated:start -->';
@@ -25,6 +25,8 @@ export function pageBlock(r: BenchReport, file: string): string[] {
   targetsTable(r, targets);
   const summary: string[] = [];
   summaryTable(r, summary);
+  const runs: string[] = [];
+  runsTable(r, runs);
   return [
     `<!-- written by \`npx tsx bench/report/page.ts results/${base}.json\`; do not edit by hand -->`,
     '',
@@ -39,6 +41,7 @@ export function pageBlock(r: BenchReport, file: string): string[] {
     ...summary,
     ...demote(ratios),
     ...demote(targets),
+    ...demote(runs),
   ];
 }
 

@@ -12,6 +12,8 @@ export interface Ctx {
   progress: Progress;
   /** Base URL of a running Baton daemon for the HTTP variant, when there is one. */
   httpBase?: string;
+  /** Extra environment of the child processes (bench:ab: BENCH_BATON_LIB, the commit under test). */
+  childEnv?: Record<string, string>;
 }
 
 export interface RunRecord {

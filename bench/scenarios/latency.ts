@@ -36,12 +36,14 @@ export interface LatencyRunOptions {
   httpBase?: string | undefined;
   /** Trace the worker's pg client (child/pg-trace.ts) and return the events. */
   trace?: boolean;
+  /** Extra environment of both child processes. */
+  env?: Record<string, string> | undefined;
 }
 
 /** One latency run on database `url`: an idle worker and a producer, each in a fresh child process. */
 export async function latencyRun(url: string, o: LatencyRunOptions): Promise<{ p: ProducerResult; w: WorkerResult }> {
-  const worker = new Child('./child/worker.ts');
-  const producer = new Child('./child/producer.ts');
+  const worker = new Child('./child/worker.ts', o.env);
+  const producer = new Child('./child/producer.ts', o.env);
   try {
     await Promise.all([worker.waitFor('booted', 30_000), producer.waitFor('booted', 30_000)]);
     worker.send({ type: 'run', role: 'latency', variantId: o.variantId, url, trace: o.trace === true });
@@ -69,7 +71,14 @@ export function latency(
   const run: Measurement['run'] = (i, warm) =>
     withDatabase(ctx, `lat_${v.id}`, async (url) => {
       ctx.progress.update(`${opts.scenario} ${v.label}: run ${i + 1}${warm ? ' (warm-up)' : ''}, ${opts.jobs} jobs at ${opts.rate}/s`);
-      const { p, w } = await latencyRun(url, { variantId: v.id, rate: opts.rate, jobs: opts.jobs, via: opts.via, httpBase: ctx.httpBase });
+      const { p, w } = await latencyRun(url, {
+        variantId: v.id,
+        rate: opts.rate,
+        jobs: opts.jobs,
+        via: opts.via,
+        httpBase: ctx.httpBase,
+        env: ctx.childEnv,
+      });
       const starts = new Map(w.starts);
       const lat = p.commits.map(([seq, t]) => {
         const s = starts.get(seq);

@@ -1,4 +1,5 @@
-// Throughput: N no-op jobs enqueued up front, then drained by one worker process;
+// Throughput: N no-op jobs enqueued up front, then drained by one worker process (twice: a
+// small backlog, where every system's runs are stable, and a large one);
 // jobs/s = N / (time from worker start until the database shows all N done).
 
 import { Child } from '../proc.ts';
@@ -22,13 +23,14 @@ interface ThroughputResult {
   verify: { ok: boolean; done: number; remaining: number; detail: string };
 }
 
-export function throughput(ctx: Ctx, v: Variant): Measurement {
-  const n = ctx.args.jobs;
+/** `scenario`: 'throughput' drains --jobs, 'throughput-small' --small-jobs. */
+export function throughput(ctx: Ctx, v: Variant, scenario: 'throughput' | 'throughput-small' = 'throughput'): Measurement {
+  const n = scenario === 'throughput' ? ctx.args.jobs : ctx.args.smallJobs;
   const capMs = ctx.args.capMs;
   const run: Measurement['run'] = (i, warm) =>
     withDatabase(ctx, `tp_${v.id}`, async (url) => {
       ctx.progress.update(`throughput ${v.label}: run ${i + 1}${warm ? ' (warm-up)' : ''}, ${n} jobs`);
-      const child = new Child('./child/worker.ts');
+      const child = new Child('./child/worker.ts', ctx.childEnv);
       try {
         await child.waitFor('booted', 30_000);
         child.send({ type: 'run', role: 'throughput', variantId: v.id, url, jobs: n, capMs });
@@ -56,7 +58,7 @@ export function throughput(ctx: Ctx, v: Variant): Measurement {
   const figure = (runs: Figure['runs']): Figure => {
     const anyCapped = runs.some((r) => !r.warmup && r.values.drained === 0);
     return summarize({
-      scenario: 'throughput',
+      scenario,
       variantId: v.id,
       label: v.label,
       params: { jobs: n, capMs },

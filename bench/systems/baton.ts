@@ -1,25 +1,35 @@
 // Baton adapter: the library exactly as a user would run it (createBaton with one
 // queue), plus the database checks on baton.jobs that every run must pass.
 
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { createBaton, type Baton, type BatonOptions } from '../../src/index.ts';
+import type { Baton, BatonOptions, createBaton as CreateBaton } from '../../src/index.ts';
 import { checkExecutions, JOB_TYPE, QUEUE, type OnJob, type ProducerSide, type Variant, type WorkerSide } from './types.ts';
+
+/**
+ * The library under test: this checkout's sources, or the compiled build of another commit
+ * when BENCH_BATON_LIB names its entry (bench:ab runs one child per commit that way).
+ */
+const { createBaton } = (
+  process.env.BENCH_BATON_LIB ? await import(pathToFileURL(process.env.BENCH_BATON_LIB).href) : await import('../../src/index.ts')
+) as { createBaton: typeof CreateBaton };
 
 export function batonOptions(connectionString: string, v: Variant, extra: Partial<BatonOptions> = {}): BatonOptions {
   const o = v.options as {
-    dispatch: 'notify' | 'poll';
-    claimIntoRunning: boolean;
+    dispatch?: 'notify' | 'poll';
+    claimIntoRunning?: boolean;
     concurrency: number;
-    poolSize: number;
+    poolSize?: number;
     tracing?: boolean;
     deleteOnSuccess?: boolean;
     fairness?: 'tenant' | 'none';
   };
   return {
     connectionString,
-    poolSize: o.poolSize,
-    dispatch: o.dispatch,
-    claimIntoRunning: o.claimIntoRunning,
+    // Only what the variant sets: an unset option is the library's default (bench:ab's 'defaults').
+    ...(o.poolSize === undefined ? {} : { poolSize: o.poolSize }),
+    ...(o.dispatch === undefined ? {} : { dispatch: o.dispatch }),
+    ...(o.claimIntoRunning === undefined ? {} : { claimIntoRunning: o.claimIntoRunning }),
     queues: { [QUEUE]: o.concurrency },
     ...(o.tracing === undefined ? {} : { tracing: o.tracing }),
     ...(o.deleteOnSuccess === undefined ? {} : { deleteOnSuccess: o.deleteOnSuccess }),

@@ -120,7 +120,42 @@ export const PGBOSS_VARIANTS: Variant[] = [
   },
 ];
 
-export const ALL_VARIANTS = [...BATON_VARIANTS, ...BATON_OPT_IN_VARIANTS, ...GRAPHILE_VARIANTS, ...PGBOSS_VARIANTS];
+/**
+ * The configurations of `npm run bench:ab` (one commit against another): the options every
+ * commit since the first release understands, so each runs exactly as a user would run it.
+ * 200 slots and a pool of 10 for the drains; 'defaults' sets nothing but the queue's 10 slots.
+ */
+export const AB_VARIANTS: Variant[] = [
+  {
+    id: 'ab-notify',
+    system: 'baton',
+    label: 'notify, 200 slots',
+    options: { dispatch: 'notify', claimIntoRunning: true, concurrency: 200, poolSize: BATON_POOL_SIZE },
+    pollIntervalMs: BATON_POLL_MS,
+    notify: true,
+    note: 'LISTEN/NOTIFY wake-ups, claims straight into running, 200 slots, pool of 10',
+  },
+  {
+    id: 'ab-poll',
+    system: 'baton',
+    label: 'poll, 200 slots',
+    options: { dispatch: 'poll', claimIntoRunning: true, concurrency: 200, poolSize: BATON_POOL_SIZE },
+    pollIntervalMs: BATON_POLL_MS,
+    notify: false,
+    note: 'LISTEN off, claims straight into running, 200 slots, pool of 10',
+  },
+  {
+    id: 'ab-defaults',
+    system: 'baton',
+    label: 'defaults, 10 slots',
+    options: { concurrency: 10 },
+    pollIntervalMs: BATON_POLL_MS,
+    notify: true,
+    note: "every option at the library's default; the queue's 10 slots",
+  },
+];
+
+export const ALL_VARIANTS = [...BATON_VARIANTS, ...BATON_OPT_IN_VARIANTS, ...AB_VARIANTS, ...GRAPHILE_VARIANTS, ...PGBOSS_VARIANTS];
 
 export function variantById(id: string): Variant {
   const v = ALL_VARIANTS.find((x) => x.id === id);

@@ -1,6 +1,7 @@
 // Operator actions and read models: inspect, list, replay, cancel, queue depth,
 // workers. Replay and cancel are single conditional statements, so a job that
 // changed state meanwhile gets a clear conflict instead of a half-written row.
+// A cancel of a running job records a request and never rewrites the row's outcome.
 
 import type { Executor } from '../db/executor.ts';
 import { BatonError } from './errors.ts';
@@ -108,12 +109,24 @@ export interface DatabaseHealth {
 export const HEALTH_CACHE_MS = 5_000;
 
 export interface AdminApi extends FlowAdminApi {
-  /** Throws BatonError JOB_NOT_FOUND. */
-  getJob(id: string): Promise<Job>;
+  /**
+   * Throws BatonError JOB_NOT_FOUND. With `tenantId`, a job of another tenant is JOB_NOT_FOUND
+   * exactly as an id nobody has, and costs the same: the read itself is limited to the tenant.
+   */
+  getJob(id: string, opts?: { tenantId?: string | undefined }): Promise<Job>;
   listJobs(filter?: ListJobsFilter): Promise<JobPage>;
   /** Back to pending with a fresh attempt budget; replay_count + 1. JOB_STATE_CONFLICT unless terminal. */
   replay(id: string): Promise<Job>;
-  /** JOB_STATE_CONFLICT unless pending or waiting (its dependents are cancelled with it). */
+  /**
+   * A pending or waiting job is cancelled at once (its dependents with it) and answered with
+   * state `cancelled`. A leased or running job is not flipped under its handler: the request is
+   * recorded (`cancelRequestedAt`, the first one kept) and the job is answered as it stands; its
+   * handler's `ctx.signal` aborts with a JobCancelledError at once (NOTIFY) or at the holder's
+   * next heartbeat, whichever process holds it. It then ends `cancelled` if its attempt fails (it
+   * stopped on the signal) or nothing holds it any more (lease lost, worker gone), or `succeeded`
+   * if the handler finished anyway; it is never retried or claimed again. JOB_STATE_CONFLICT when
+   * already finished (succeeded, dead_lettered, cancelled); JOB_NOT_FOUND.
+   */
   cancel(id: string): Promise<Job>;
   /** Replays up to `limit` (1..1000, default 100) dead-lettered jobs, oldest first; answers their summaries. */
   replayDeadLetters(opts?: { limit?: number; queue?: string; tenantId?: string }): Promise<JobSummary[]>;
@@ -179,11 +192,16 @@ async function readHealth(executor: Executor): Promise<DatabaseHealth> {
   return { readAt: new Date(), queues, tables, horizon };
 }
 
-export function createAdmin(executor: Executor, wake: (queue: string) => void): AdminApi {
+export interface AdminHooks {
+  /** A cancel request was recorded on this leased or running job (the engine aborts its handler if it holds it). */
+  onCancelRequested?: (job: Job & { state: 'leased' | 'running' }) => void;
+}
+
+export function createAdmin(executor: Executor, wake: (queue: string) => void, hooks: AdminHooks = {}): AdminApi {
   let healthCache: { at: number; read: Promise<DatabaseHealth> } | null = null;
-  async function mustGet(id: string): Promise<Job> {
+  async function mustGet(id: string, opts: { tenantId?: string | undefined } = {}): Promise<Job> {
     assertJobId(id);
-    const job = await executor.jobGet({ id });
+    const job = await executor.jobGet({ id, tenantId: opts.tenantId });
     if (!job) throw new BatonError('JOB_NOT_FOUND', `job ${id} not found`, { details: { id } });
     return job;
   }
@@ -234,10 +252,11 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void): 
       const job = await executor.jobCancel({ id });
       if (!job) {
         const current = await mustGet(id);
-        throw new BatonError('JOB_STATE_CONFLICT', `job ${id} is ${current.state}; only pending or waiting jobs can be cancelled`, {
+        throw new BatonError('JOB_STATE_CONFLICT', `job ${id} is ${current.state}; a finished job cannot be cancelled`, {
           details: { id, state: current.state },
         });
       }
+      if (job.state === 'leased' || job.state === 'running') hooks.onCancelRequested?.(job);
       return job;
     },
 

@@ -32,6 +32,14 @@ export interface EnqueueOptions {
    * Default: the active OpenTelemetry context, when @opentelemetry/api is installed.
    */
   traceContext?: TraceCarrier;
+  /**
+   * Where the jobs' concurrency keys live. 'shared' (default): as given, fleet-wide, so
+   * `vendor:x` is one key whatever the tenant. 'tenant': in each job's tenant's own space,
+   * stored as `<tenantId>#<key>` (tenantConcurrencyKey), so its jobs neither count against nor
+   * exhaust caps and rate limits other tenants' jobs use. The HTTP API enqueues a tenant API
+   * key's jobs this way; an admin's, as given.
+   */
+  keySpace?: 'shared' | 'tenant';
 }
 
 /** In-process counters, for metrics. Monotonic unless named otherwise. */
@@ -40,6 +48,10 @@ export interface EngineStats {
   succeeded: number;
   retried: number;
   deadLettered: number;
+  /** Jobs this process ran that ended cancelled (their attempt stopped after a cancel request). */
+  cancelled: number;
+  /** Handlers whose signal this process aborted for a cancel request (by NOTIFY, heartbeat or a local cancel). */
+  cancelSignalled: number;
   /** Outcome/heartbeat/mark-running writes that matched no row because the token was stale. */
   fencedWrites: number;
   leasesLost: number;
@@ -54,7 +66,7 @@ export interface EngineStats {
   slots: Record<string, { concurrency: number; inFlight: number }>;
   /** Whether this worker holds its presence lock (it claims only then); null before start() or with no queues. */
   presenceHeld: boolean | null;
-  /** Whether this process is the elected leader that runs maintenance; null before start() or with no queues. */
+  /** Whether this process holds the leader lease and may act on it; null before start(), false in a process that may not lead. */
   leader: boolean | null;
 }
 

@@ -129,6 +129,7 @@ export class Claimer {
           controlled,
           cursor: flow.cursor,
           keyCursor: flow.keyCursor,
+          solo: flow.solo,
           // A controlled claim's leases run from its claim statement, after its lock statement.
           onLeaseStatement: () => {
             provenAt = clock.now();
@@ -137,8 +138,9 @@ export class Claimer {
         jobs = r.jobs;
         flow.cursor = r.cursor;
         flow.keyCursor = r.keyCursor;
+        flow.solo = r.solo;
         // A fair claim stops at its tenants' slices, so a short one may leave jobs behind.
-        outcome.again = !controlled;
+        outcome.again = !controlled && r.sliced;
         outcome.more = r.limited;
         outcome.wakeInMs = r.wakeMs;
       }

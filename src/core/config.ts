@@ -25,6 +25,7 @@ export const RETENTION_INTERVAL_MS_DEFAULT = 5_000;
 export const RETENTION_BATCH_SIZE_DEFAULT = 1_000;
 export const CRON_MISFIRE_THRESHOLD_MS_DEFAULT = 10_000;
 export const VACUUM_DEAD_TUPLES_DEFAULT = 200_000;
+export const LEADER_LEASE_MS_DEFAULT = 5_000;
 
 /**
  * Queue, job-type and tenant names: 1-128 chars of [A-Za-z0-9_.:-/], no whitespace, and no
@@ -63,11 +64,24 @@ export const engineConfigSchema = z
     reaperIntervalMs: positiveMs.default(REAPER_INTERVAL_MS_DEFAULT),
     reaperBatchSize: z.number().int().min(1).max(100_000).default(REAPER_BATCH_SIZE_DEFAULT),
     /**
-     * Run maintenance in this process: it may then be elected leader, which sweeps expired leases
-     * every reaperIntervalMs and deletes finished jobs past their retention (the others sweep
-     * leases now and then). Safe in any number of processes (SKIP LOCKED + fencing).
+     * Run maintenance in this process: sweep expired leases (on the leader every
+     * reaperIntervalMs, on the others now and then) and, with `leader`, stand for election.
+     * false: no maintenance here at all, and never the leader. Safe in any number of processes
+     * (SKIP LOCKED + fencing).
      */
     reaper: z.boolean().default(true),
+    /**
+     * May this process be elected leader (with reaper: true), whether or not it works queues: the
+     * leader runs the cron ticker, retention (jobs and outbox), the vacuum trigger and worker
+     * pruning, and sweeps expired leases every reaperIntervalMs. false: it never leads.
+     */
+    leader: z.boolean().default(true),
+    /**
+     * The leader's lease (database time): renewed every leaderLeaseMs / 10; the holder acts only
+     * for 0.8 x leaderLeaseMs after sending its last successful renewal, and another process takes
+     * over within about one lease of the holder's last renewal (at once when its session is gone).
+     */
+    leaderLeaseMs: positiveMs.min(200).max(3_600_000).default(LEADER_LEASE_MS_DEFAULT),
     /** Age (ms) after which finished jobs are deleted, per state; 0 = at the next sweep; null = keep. */
     retention: z
       .object({

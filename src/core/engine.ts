@@ -5,9 +5,11 @@
 // Terminology. A *job* is one row; a *queue* groups jobs for claiming; a *lease*
 // is a worker's time-limited claim on a job, identified by its fencing *token*;
 // an *attempt* is spent at claim time; a *worker* is one engine process holding
-// a presence lock; a *dispatcher* is its claim loop for one queue.
+// a presence lock; a *dispatcher* is its claim loop for one queue; the *leader* is the one
+// process holding the leader lease (leader-lease.ts), which runs cron, retention and pruning.
 
 import type { Executor, NotificationListener, Presence } from '../db/executor.ts';
+import type { LeaderStore } from '../db/leader-store.ts';
 import type { MigrateResult } from '../db/migrate.ts';
 import { createAdmin, type AdminApi } from './admin.ts';
 import type { CronApi } from './cron/api.ts';
@@ -18,10 +20,11 @@ import type { Baton, EngineStats, EnqueueOptions } from './baton.ts';
 import { Completer } from './completer.ts';
 import type { EngineConfig } from './config.ts';
 import { QueueDispatcher } from './dispatcher.ts';
-import { BatonError } from './errors.ts';
+import { BatonError, JobCancelledError } from './errors.ts';
 import { EngineEventEmitter } from './events.ts';
 import type { HandlerMap } from './handler.ts';
 import { Heartbeater } from './heartbeater.ts';
+import { LeaderLease } from './leader-lease.ts';
 import { Claimer } from './claimer.ts';
 import { fairnessOf } from './config.ts';
 import { FlowState } from './flow.ts';
@@ -30,7 +33,7 @@ import { noTracing, type Tracing } from './tracing.ts';
 import type { EnqueueResult, JobSpec } from './job.ts';
 import { LeaseTable, type InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
-import { channelFor, cronChannelFor } from './notifier.ts';
+import { cancelChannelFor, channelFor, cronChannelFor } from './notifier.ts';
 import { Producer } from './producer.ts';
 import { Reaper } from './reaper.ts';
 import { Retention } from './retention.ts';
@@ -44,6 +47,7 @@ import type { RelayConfig } from './outbox/config.ts';
 import type { PublisherMap } from './outbox/publisher.ts';
 import { Relay } from './outbox/relay.ts';
 import { OutboxService, outboxChannelFor } from './outbox/service.ts';
+import { OutboxRetention } from './outbox/retention.ts';
 
 /** After the drain deadline, aborted handlers get this long to settle before their leases are released. */
 const ABORT_GRACE_MS = 1_000;
@@ -59,13 +63,13 @@ export interface EngineDeps {
   migrate: () => Promise<MigrateResult>;
   /** Opens this many query connections ahead of use (never rejects). */
   warmPool: (connections: number) => Promise<void>;
-  /**
-   * `onAcquired` runs each time the presence lock is (re-)acquired; `onLeadership` when this
-   * process becomes (true) or stops being (false) the leader that runs maintenance.
-   */
-  createPresence: (hooks: { onAcquired: () => void; onLeadership: (leader: boolean) => void; jobTypes: string[] }) => Presence;
+  /** `onAcquired` runs each time the presence lock is (re-)acquired. */
+  createPresence: (hooks: { onAcquired: () => void; jobTypes: string[] }) => Presence;
+  /** The leader lease's row, on the engine's pool. */
+  leaderStore: LeaderStore;
   createListener: (hooks: {
-    onNotify: (channel: string) => void;
+    /** `payload` is the notification's ('' for wake-ups). */
+    onNotify: (channel: string, payload: string) => void;
     onConnected: () => void;
     onError: (err: unknown) => void;
   }) => NotificationListener;
@@ -118,6 +122,10 @@ export class Engine implements Baton {
   readonly #flow: FlowState;
   readonly #cron: CronService;
   readonly #cronChannel: string;
+  readonly #cancelChannel: string;
+  /** Null when this process may not lead (leader: false or reaper: false). */
+  readonly #lease: LeaderLease | null;
+  readonly #outboxRetention: OutboxRetention;
   #presence: Presence | null = null;
   #listener: NotificationListener | null = null;
   /** The presence and listener connections being opened by start() (never rejects). */
@@ -134,6 +142,8 @@ export class Engine implements Baton {
     succeeded: 0,
     retried: 0,
     deadLettered: 0,
+    cancelled: 0,
+    cancelSignalled: 0,
     fencedWrites: 0,
     leasesLost: 0,
     reclaimed: 0,
@@ -152,7 +162,27 @@ export class Engine implements Baton {
       this.#log.warn({ err: error, where }, 'baton: background operation failed');
       this.events.emit('error', { where, error });
     };
-    this.admin = createAdmin(deps.adminExecutor, (q) => this.#wakeQueues([q]));
+    this.admin = createAdmin(deps.adminExecutor, (q) => this.#wakeQueues([q]), {
+      // A cancel of a job this very process holds aborts its handler now, NOTIFY or not.
+      onCancelRequested: (job) => {
+        const entry = this.#leases.get(job.id);
+        if (entry && entry.token === job.token) this.#cancelRequested(entry, 'local');
+      },
+    });
+    this.#lease =
+      this.config.reaper && this.config.leader
+        ? new LeaderLease({
+            store: deps.leaderStore,
+            holder: this.config.workerId,
+            leaseMs: this.config.leaderLeaseMs,
+            clock,
+            lockNamespace: deps.lockNamespace,
+            lockKey: () => this.#presence?.lockKey ?? null,
+            onChange: (leader) => this.#leadershipChanged(leader),
+            onError: onError('leader-lease'),
+          })
+        : null;
+    const leaderEpoch = () => this.#lease?.epoch() ?? null;
     this.#handlers = { ...deps.handlers };
     this.workflows = new Workflows({
       store: deps.workflowStore,
@@ -184,6 +214,7 @@ export class Engine implements Baton {
       clock,
       leases: this.#leases,
       onLost: (entry, why) => this.#leaseLost(entry, why),
+      onCancelRequested: (entry) => this.#cancelRequested(entry, 'heartbeat'),
       onError: onError('heartbeat'),
       afterTick: () => {
         this.#claimer.tick();
@@ -193,7 +224,7 @@ export class Engine implements Baton {
     this.#reaper = new Reaper({
       executor: deps.executor,
       config: this.config,
-      isLeader: () => this.#presence?.leader ?? false,
+      leaderEpoch,
       lockNamespace: deps.lockNamespace,
       onReaped: (jobs) => {
         this.#counters.reclaimed += jobs.length;
@@ -207,23 +238,32 @@ export class Engine implements Baton {
     this.#retention = new Retention({
       executor: deps.executor,
       config: this.config,
-      isLeader: () => this.#presence?.leader ?? false,
+      leaderEpoch,
       onPurged: (state, byQueue) => {
         for (const { queue, n } of byQueue) this.events.emit('purged', { state, queue, count: n });
       },
       onError: onError('retention'),
     });
     this.#cronChannel = cronChannelFor(this.config.schema);
+    this.#cancelChannel = cancelChannelFor(this.config.schema);
     this.#cron = new CronService({
       store: deps.scheduleStore,
       adminStore: deps.adminScheduleStore,
       misfireThresholdMs: this.config.cronMisfireThresholdMs,
       maxAttemptsDefault: this.config.maxAttemptsDefault,
-      // Without LISTEN a change elsewhere is seen at the next poll; with it, a lost NOTIFY within a minute.
-      maxSleepMs: this.config.dispatch === 'notify' ? 60_000 : this.config.pollIntervalMs,
-      enqueue: (specs) => this.#producer.enqueueMany(specs),
+      // Without LISTEN (poll mode, or no queues: no listener) a change elsewhere is seen at the
+      // next poll; with it, a lost NOTIFY within a minute.
+      maxSleepMs: this.config.dispatch === 'notify' && Object.keys(this.config.queues).length > 0 ? 60_000 : this.config.pollIntervalMs,
+      // In the ticker's fenced transaction; it wakes the queues itself once that has committed.
+      enqueue: (specs, client) => this.#producer.enqueueMany(specs, { client, notify: false }),
       wake: (queues) => this.#wakeQueues(queues),
-      isLeader: () => this.#presence?.leader ?? false,
+      leaderEpoch,
+      fenced: (epoch, fn) => {
+        const lease = this.#lease;
+        if (!lease) return Promise.resolve({ held: false as const });
+        // Idle past the local deadline means paused: the server ends it before the lease can expire.
+        return deps.leaderStore.fenced({ epoch, idleMs: lease.fenceMs, stillLeader: () => lease.epoch() === epoch }, fn);
+      },
       log: this.#log,
       onError: onError('cron'),
       declared: deps.schedules?.declared ?? [],
@@ -237,6 +277,13 @@ export class Engine implements Baton {
       schema: this.config.schema,
       maxAttemptsDefault: deps.outbox.config.maxAttemptsDefault,
       relay: this.#relay,
+    });
+    this.#outboxRetention = new OutboxRetention({
+      store: deps.outbox.store,
+      config: deps.outbox.config,
+      leaderEpoch,
+      onPurged: (state, count) => this.outbox.events.emit('purged', { state, count }),
+      onError: onError('outbox-retention'),
     });
     this.#runner = {
       tracing,
@@ -312,8 +359,6 @@ export class Engine implements Baton {
               return { start: () => l.start([channel]), stop: () => l.stop() };
             }
           : null,
-      // Retention on the leader; a process with no queues (no presence) purges on its own.
-      isLeader: () => (this.#presence ? this.#presence.leader : true),
     });
     relay.events.on('error', (e) => this.events.emit('error', e));
     return relay;
@@ -335,20 +380,15 @@ export class Engine implements Baton {
             this.#claimer.presenceAcquired();
             this.#wakeAll();
           },
-          onLeadership: (leader) => {
-            this.#log.info({ leader }, leader ? 'baton: elected leader (runs maintenance)' : 'baton: no longer the leader');
-            this.events.emit('leadership', { leader });
-            if (leader) {
-              this.#reaper.kick();
-              this.#retention.kick();
-            }
-            this.#cron.wake();
-          },
         });
         this.#claimer.presence = this.#presence;
         if (this.config.dispatch === 'notify') {
           this.#listener = this.#d.createListener({
-            onNotify: (channel) => (channel === this.#cronChannel ? this.#cron.wake() : this.#byChannel.get(channel)?.wake()),
+            onNotify: (channel, payload) => {
+              if (channel === this.#cronChannel) this.#cron.wake();
+              else if (channel === this.#cancelChannel) this.#cancelNotified(payload);
+              else this.#byChannel.get(channel)?.wake();
+            },
             // Notifications sent while the listener was away are gone: poll at once.
             onConnected: () => {
               this.#wakeAll();
@@ -370,7 +410,7 @@ export class Engine implements Baton {
         this.#warming = this.#d.warmPool(this.#claimer.claimsBeforePresence ? 1 : this.#dispatchers.size + 1);
         this.#connecting = Promise.allSettled([
           this.#presence.start(),
-          this.#listener?.start([...this.#byChannel.keys(), this.#cronChannel]),
+          this.#listener?.start([...this.#byChannel.keys(), this.#cronChannel, this.#cancelChannel]),
         ]);
         for (const r of await this.#connecting) if (r.status === 'rejected') throw r.reason;
         this.#throwIfStopping();
@@ -380,8 +420,13 @@ export class Engine implements Baton {
       if (this.config.reaper) {
         this.#reaper.start();
         this.#retention.start();
-        // The ticker needs the leader lock, which only a working process's presence session holds.
-        if (working) this.#cron.start();
+      }
+      if (this.#lease) {
+        // After the presence lock (a working process): the lease records its key, so that
+        // this process's death frees the lease at once.
+        this.#lease.start();
+        this.#outboxRetention.start();
+        this.#cron.start();
       }
       if (this.#relay) {
         await this.#relay.start();
@@ -406,8 +451,14 @@ export class Engine implements Baton {
 
   async #stop(drainMs: number): Promise<void> {
     this.#stopping = true;
-    // The ticker finishes the tick it is in (its writes are safe to cut anywhere) and stops.
-    const cronStopped = this.#cron.stop();
+    // The leader's work stops first (the ticker finishes the tick it is in; its writes are safe
+    // to cut anywhere), then the lease is given up: another process leads while this one drains.
+    const leadershipStopped = (async () => {
+      await this.#cron.stop();
+      await this.#retention.stop();
+      await this.#outboxRetention.stop();
+      await this.#lease?.stop();
+    })();
     this.#claimer.stop();
     if (this.#poll) clearInterval(this.#poll);
     for (const d of this.#dispatchers.values()) d.stop();
@@ -439,9 +490,8 @@ export class Engine implements Baton {
     await this.#completer.drain();
     await this.#heartbeater.stop();
     await this.#claimer.idle();
-    await cronStopped;
+    await leadershipStopped;
     await this.#reaper.stop();
-    await this.#retention.stop();
     await this.#presence?.stop();
     await this.#relay?.stop();
     await this.#d.close();
@@ -501,12 +551,43 @@ export class Engine implements Baton {
     for (const d of this.#dispatchers.values()) d.wake();
   }
 
+  /**
+   * A cancel was requested for a job this process holds: its handler's signal is aborted with a
+   * JobCancelledError (once). The lease stays held and heartbeated: the handler's outcome, fenced
+   * as ever, decides how the job ends (cancelled when it fails, its outcome when it returns).
+   */
+  #cancelRequested(entry: InFlight, via: 'notify' | 'heartbeat' | 'local'): void {
+    if (entry.lost || entry.cancelRequested) return;
+    entry.cancelRequested = true;
+    entry.abort(new JobCancelledError(entry.job.id));
+    this.#counters.cancelSignalled++;
+    this.#log.info({ jobId: entry.job.id, token: entry.token, via }, 'baton: cancel requested; handler signal aborted');
+    this.events.emit('cancelSignalled', { job: entry.job, via });
+  }
+
+  /** A NOTIFY on the cancel channel: `<job id>:<token>`, acted on only by the holder of that lease. */
+  #cancelNotified(payload: string): void {
+    const [id, token] = payload.split(':');
+    const entry = id === undefined ? undefined : this.#leases.get(id);
+    if (entry && entry.token === token) this.#cancelRequested(entry, 'notify');
+  }
+
   #leaseLost(entry: InFlight, why: 'fenced' | 'deadline' | 'reclaimed'): void {
     if (!this.#leases.markLost(entry)) return;
     this.#counters.leasesLost++;
     if (why === 'fenced') this.#fenced('heartbeat', 1);
     this.#log.warn({ jobId: entry.job.id, token: entry.token, why }, 'baton: lease lost; handler aborted, nothing will be written');
     this.events.emit('leaseLost', { job: entry.job });
+  }
+
+  #leadershipChanged(leader: boolean): void {
+    this.#log.info({ leader }, leader ? 'baton: elected leader (runs maintenance)' : 'baton: no longer the leader');
+    this.events.emit('leadership', { leader });
+    if (leader) {
+      this.#reaper.kick();
+      this.#retention.kick();
+    }
+    this.#cron.wake();
   }
 
   #fenced(kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release', count: number): void {
@@ -523,7 +604,7 @@ export class Engine implements Baton {
       workflows: structuredClone(this.workflows.counters),
       slots,
       presenceHeld: this.#presence ? this.#presence.held : null,
-      leader: this.#presence ? this.#presence.leader : null,
+      leader: this.#started ? (this.#lease?.isLeader() ?? false) : null,
     };
   }
 }

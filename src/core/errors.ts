@@ -57,6 +57,20 @@ export class LeaseLostError extends BatonError {
   }
 }
 
+/**
+ * The reason a handler's `ctx.signal` is aborted with when its job has a cancel request
+ * (admin.cancel on a running job). The lease is still held: a handler that stops on it (throws
+ * or rejects) ends its job `cancelled`; one that returns anyway ends it with its real outcome.
+ */
+export class JobCancelledError extends Error {
+  readonly jobId: string;
+  constructor(jobId: string) {
+    super(`job ${jobId} was asked to stop (cancel requested)`);
+    this.name = 'JobCancelledError';
+    this.jobId = jobId;
+  }
+}
+
 /** A workflow run's replay reached a different step than its history holds: the code changed under it. Terminal. */
 export class NonDeterminismError extends TerminalError {
   constructor(message: string) {

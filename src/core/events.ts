@@ -15,10 +15,17 @@ export interface EngineEvents {
   deadLettered: [{ job: Job; error: unknown }];
   fenced: [{ kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release'; count: number }];
   leaseLost: [{ job: Job }];
+  /**
+   * A job this process holds has a cancel request: its handler's signal was aborted with a
+   * JobCancelledError, learned from the cancel NOTIFY, a heartbeat, or a cancel made here.
+   */
+  cancelSignalled: [{ job: Job; via: 'notify' | 'heartbeat' | 'local' }];
+  /** A job this process ran ended cancelled: its attempt failed (or it was given back) after a cancel request. */
+  cancelled: [{ job: Job; error: unknown }];
   reaped: [{ count: number; fast: boolean }];
   /** Finished jobs deleted by retention (on the leader), per state and queue. */
   purged: [{ state: TerminalState; queue: string; count: number }];
-  /** This process became (true) or stopped being (false) the leader that runs maintenance. */
+  /** This process took (true) or stopped trusting (false) the leader lease: lost it, let it lapse, or gave it up. */
   leadership: [{ leader: boolean }];
   /** Jobs enqueued that no live worker can run yet (see EnqueueResult.warnings). */
   enqueueWarning: [{ code: EnqueueWarningCode; queue: string; jobType: string; count: number }];

@@ -12,6 +12,8 @@ export interface QueueFlow {
   fair: boolean;
   cursor: FairCursor;
   keyCursor: string;
+  /** The last fair claim saw one tenant: the next one tries the one-tenant statement first. */
+  solo: boolean;
 }
 
 export class FlowState {
@@ -25,13 +27,13 @@ export class FlowState {
     this.#executor = executor;
     this.#onControlled = onControlled;
     for (const [q, f] of Object.entries(queues))
-      this.#queues.set(q, { fair: f === 'tenant', cursor: { tenant: '', used: 0 }, keyCursor: '' });
+      this.#queues.set(q, { fair: f === 'tenant', cursor: { tenant: '', used: 0 }, keyCursor: '', solo: false });
   }
 
   queue(name: string): QueueFlow {
     let q = this.#queues.get(name);
     if (!q) {
-      q = { fair: true, cursor: { tenant: '', used: 0 }, keyCursor: '' };
+      q = { fair: true, cursor: { tenant: '', used: 0 }, keyCursor: '', solo: false };
       this.#queues.set(name, q);
     }
     return q;

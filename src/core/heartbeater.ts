@@ -1,6 +1,7 @@
 // Batched heartbeats: one statement renews every lease this process holds, every
 // heartbeatMs. A row missing from the result means the lease is lost (abort the
-// handler, write nothing). A failed round trip is NOT lease loss: the expiry stays
+// handler, write nothing). A row with a cancel request aborts its handler's signal
+// (the lease stays held: the handler's outcome decides how the job ends). A failed round trip is NOT lease loss: the expiry stays
 // the real deadline, enforced locally by heartbeatDeadlineMs. The deadline has its
 // own timer: a round trip that hangs (blackholed socket, pool with no free
 // connection) must not postpone it until the query or pool timeout fires.
@@ -16,6 +17,8 @@ export interface HeartbeaterDeps {
   clock: Clock;
   leases: LeaseTable;
   onLost: (entry: InFlight, why: 'fenced' | 'deadline') => void;
+  /** The job of a lease still held has a cancel request (seen by this heartbeat). */
+  onCancelRequested: (entry: InFlight) => void;
   onError: (err: unknown) => void;
   /** Runs after each tick (used to refresh the worker row). */
   afterTick?: () => Promise<void>;
@@ -75,12 +78,15 @@ export class Heartbeater {
     if (sent.length > 0) {
       const sentAt = this.#d.clock.now();
       try {
-        const alive = await executor.jobHeartbeatMany({
+        const { alive, cancelRequested } = await executor.jobHeartbeatMany({
           leases: sent.map((e) => ({ id: e.job.id, token: e.token })),
           leaseMs: config.leaseMs,
         });
         for (const e of sent) {
-          if (alive.has(e.job.id)) e.provenAt = Math.max(e.provenAt, sentAt);
+          if (alive.has(e.job.id)) {
+            e.provenAt = Math.max(e.provenAt, sentAt);
+            if (cancelRequested.has(e.job.id) && leases.get(e.job.id) === e) this.#d.onCancelRequested(e);
+          }
           // A job whose outcome write is in flight may legitimately have left the live states.
           else if (e.phase === 'running' && leases.get(e.job.id) === e) this.#d.onLost(e, 'fenced');
         }

@@ -22,7 +22,7 @@ export interface RunnerDeps {
   logger: Logger;
   /** Emits never throw: a listener that throws is reported by the emitter. */
   events: EngineEventEmitter;
-  counters: { succeeded: number; retried: number; deadLettered: number };
+  counters: { succeeded: number; retried: number; deadLettered: number; cancelled: number };
   /** Gives the lease up (marks it lost, aborts the signal) because it could not be proven in time. */
   onSelfFenced: (entry: InFlight) => void;
   /** The job is over here (outcome written, fenced, abandoned or the runner failed): drop its lease. */
@@ -211,17 +211,24 @@ class JobRun implements OutcomeWrite {
       ? 'fenced'
       : w.state === 'succeeded'
         ? 'succeeded'
-        : this.refund
-          ? 'released'
-          : w.state === 'dead_lettered'
-            ? 'dead_lettered'
-            : 'retried';
+        : w.state === 'cancelled'
+          ? 'cancelled'
+          : this.refund
+            ? 'released'
+            : w.state === 'dead_lettered'
+              ? 'dead_lettered'
+              : 'retried';
     try {
       if (!w.accepted) {
         jobLog(d, this.lease).warn({ reason: w.reason }, 'baton: outcome not recorded (lease no longer ours)');
       } else if (w.state === 'succeeded') {
         d.counters.succeeded++;
         if (d.events.listenerCount('succeeded') > 0) d.events.emit('succeeded', { job, durationMs: performance.now() - this.#startedAt });
+      } else if (w.state === 'cancelled') {
+        // Its job had a cancel request: the failure (or the give-back) ended it, never retried.
+        d.counters.cancelled++;
+        jobLog(d, this.lease).info({ err: this.#error }, 'baton: job cancelled (cancel requested; the attempt stopped)');
+        d.events.emit('cancelled', { job, error: this.#error });
       } else if (this.refund) {
         jobLog(d, this.lease).info({}, 'baton: aborted by the drain deadline; released with its attempt refunded');
         d.events.emit('released', { queue: job.queue, count: 1, reason: 'shutdown' });

@@ -15,6 +15,21 @@ export const PRIORITY_MAX = 1_000_000;
 export const MAX_ATTEMPTS_MAX = 1_000;
 export const IDEMPOTENCY_KEY_MAX_CHARS = 512;
 export const CONCURRENCY_KEY_MAX_CHARS = 256;
+/**
+ * Separates a tenant from its own concurrency key in a stored key (see tenantConcurrencyKey).
+ * Tenant names cannot contain it (NAME_PATTERN), so the tenant a stored key belongs to is
+ * everything before its first `#`, and two tenants' keys never meet.
+ */
+export const TENANT_KEY_SEPARATOR = '#';
+
+/**
+ * The stored name of concurrency key `key` in tenant `tenantId`'s own space (`acme#vendor:x`):
+ * what a job enqueued with `keySpace: 'tenant'` (every job a tenant API key sends) is counted
+ * under, and the name an admin gives setKeyLimits to cap it (or a prefix: `acme#*`).
+ */
+export function tenantConcurrencyKey(tenantId: string, key: string): string {
+  return `${tenantId}${TENANT_KEY_SEPARATOR}${key}`;
+}
 export const CONCURRENCY_LIMIT_MAX = 1_000_000;
 /** Most parents one job may depend on. */
 export const DEPENDS_ON_MAX = 100;

@@ -17,9 +17,19 @@ export function isTerminalState(state: JobState): state is TerminalState {
  * Why an attempt failed: 'terminal' (TerminalError), 'transient' (anything else thrown),
  * 'lease_expired' and 'worker_gone' (the reaper: the lease ran out, or its worker's session
  * ended), 'unknown_job_type' (no handler), 'parent_failed' (a job it depends on dead-lettered or
- * was cancelled, so it was cancelled without running; the message names the parent).
+ * was cancelled, so it was cancelled without running; the message names the parent), 'cancelled'
+ * (the attempt failed after its job's cancel request, which ended the job cancelled; the message
+ * is the handler's).
  */
-export const ATTEMPT_ERROR_KINDS = ['terminal', 'transient', 'lease_expired', 'worker_gone', 'unknown_job_type', 'parent_failed'] as const;
+export const ATTEMPT_ERROR_KINDS = [
+  'terminal',
+  'transient',
+  'lease_expired',
+  'worker_gone',
+  'unknown_job_type',
+  'parent_failed',
+  'cancelled',
+] as const;
 export type AttemptErrorKind = (typeof ATTEMPT_ERROR_KINDS)[number];
 
 /** One failed attempt, kept in the job's error history so an operator can read the chain. */
@@ -57,6 +67,13 @@ interface JobBase {
   trace: TraceCarrier | null;
   /** The jobs it was enqueued to wait for (dependsOn), when any; read from the job (a claim leaves it out). */
   dependsOn?: string[];
+  /**
+   * When a cancel was requested while the job was leased or running (admin.cancel), else null.
+   * Such a job is never retried or claimed again; its state says how it ended: `cancelled`
+   * (its handler stopped, failing, or nothing held it any more) or its real outcome
+   * (`succeeded`: the handler finished anyway). Null on a job cancelled while it waited.
+   */
+  cancelRequestedAt: Date | null;
 }
 
 export interface PendingJob extends JobBase {

@@ -17,6 +17,8 @@ export class InFlight {
   lost = false;
   /** Aborted by the engine's own drain deadline: a failure that follows is not the job's fault. */
   drainAborted = false;
+  /** Its job has a cancel request and the signal was aborted for it (the lease is still held). */
+  cancelRequested = false;
   readonly #clock: Clock;
   #controller: AbortController | null = null;
   #aborted: { reason: unknown } | null = null;

@@ -11,7 +11,7 @@ import type { EngineConfig } from './config.ts';
 import { BatonError } from './errors.ts';
 import type { EngineEventEmitter } from './events.ts';
 import type { EnqueueResult, EnqueueWarning, JobSpec } from './job.ts';
-import { normalizeSpec } from './job-spec.ts';
+import { normalizeSpec, tenantConcurrencyKey } from './job-spec.ts';
 import { Notifier, channelFor } from './notifier.ts';
 import { type TraceCarrier, type Tracing, traceCarrier } from './tracing.ts';
 
@@ -62,6 +62,11 @@ export class Producer {
     if (specs.length === 0) return [];
     const trace = opts.traceContext === undefined ? this.#d.tracing.capture() : givenTrace(opts.traceContext);
     const jobs = specs.map((s, i) => normalizeSpec(s, config.maxAttemptsDefault, specs.length > 1 ? i : undefined, trace));
+    if (opts.keySpace === 'tenant') {
+      for (const j of jobs) if (j.concurrencyKey) j.concurrencyKey = tenantConcurrencyKey(j.tenantId, j.concurrencyKey);
+    } else if (opts.keySpace !== undefined && opts.keySpace !== 'shared') {
+      throw new BatonError('INVALID_ARGUMENT', "keySpace must be 'shared' or 'tenant'", { details: { field: 'keySpace' } });
+    }
     const notify = opts.notify !== false;
     const queues = [...new Set(jobs.filter((j) => j.runAt === null && j.delayMs === 0).map((j) => j.queue))];
     const channels = (qs: string[]) => qs.map((q) => channelFor(config.schema, q));

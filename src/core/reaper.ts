@@ -1,9 +1,10 @@
 // The reaper: returns expired leases to pending (or dead-letters them when the
 // attempt budget is spent) in bounded batches, and with fast reclaim also the
 // leases of workers whose database session is provably gone for longer than the
-// grace. Any number of processes may reap at once (SKIP LOCKED, fenced writes): the
-// elected leader sweeps every reaperIntervalMs, the others only every
-// FOLLOWER_SWEEP_EVERY ticks, so a leader that is alive but stalled delays, never stops, it.
+// grace. Any number of processes may reap at once (SKIP LOCKED, writes conditional on the
+// expiry and the owner's session, by the database clock): the elected leader sweeps every
+// reaperIntervalMs, the others only every FOLLOWER_SWEEP_EVERY ticks, so reaping never waits
+// for an election. Pruning long-gone workers is the leader's alone, fenced by its epoch.
 
 import type { Executor, ReapedJob } from '../db/executor.ts';
 import type { EngineConfig } from './config.ts';
@@ -12,8 +13,8 @@ export interface ReaperDeps {
   executor: Executor;
   config: EngineConfig;
   lockNamespace: number;
-  /** Whether this process is the elected leader (it sweeps on every tick). */
-  isLeader: () => boolean;
+  /** The leader lease's epoch while this process leads (it then sweeps on every tick and prunes), else null. */
+  leaderEpoch: () => string | null;
   onReaped: (jobs: ReapedJob[]) => void;
   onError: (err: unknown) => void;
 }
@@ -36,7 +37,7 @@ export class Reaper {
   start(): void {
     if (this.#timer) return;
     this.#timer = setInterval(() => {
-      if (!this.#d.isLeader() && ++this.#followerTicks % FOLLOWER_SWEEP_EVERY !== 0) return;
+      if (this.#d.leaderEpoch() === null && ++this.#followerTicks % FOLLOWER_SWEEP_EVERY !== 0) return;
       this.#sweep();
     }, this.#d.config.reaperIntervalMs);
   }
@@ -77,7 +78,10 @@ export class Reaper {
       if (batch.length > 0) this.#d.onReaped(batch);
       if (batch.length < config.reaperBatchSize) break;
     }
-    if (++this.#ticks % PRUNE_EVERY_TICKS === 0) await executor.workerPrune();
+    if (++this.#ticks % PRUNE_EVERY_TICKS === 0) {
+      const epoch = this.#d.leaderEpoch();
+      if (epoch !== null) await executor.workerPrune({ epoch });
+    }
     return all;
   }
 }

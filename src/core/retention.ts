@@ -1,48 +1,75 @@
 // Retention: the elected leader deletes finished jobs (succeeded, cancelled, dead-lettered)
-// once older than their state's retention, in bounded batches through the finished-jobs
-// index, so no sweep holds many row locks or runs long; and vacuums the jobs table once it
-// holds many dead row versions. Safe anywhere (SKIP LOCKED, and a
-// job is deleted only in the state its retention names): the leader is about load.
+// once older than their state's retention, walking each queue's finished jobs in id order in
+// bounded batches, so no sweep holds many row locks or runs long; and vacuums the jobs table
+// once it holds many dead row versions. Every delete is fenced by the leader lease's epoch, so
+// one sent by a leader that was deposed meanwhile (paused, partitioned) deletes nothing.
+//
+// The walk needs no index of finish times (which every completion would write): it reads the
+// queue's finished jobs oldest id first and stops at the first one created after the youngest
+// retention, since nothing created later can be due. Each queue's walk goes on from where the
+// last one stopped, so a sweep reads what became due since; a job it passed that is not due
+// yet (a dead letter kept for longer, a job created long ago that finished late, a replayed
+// one) is reached when the walk starts over from the oldest, every RETENTION_REVISIT_MS.
 
 import type { Executor } from '../db/executor.ts';
 import type { EngineConfig } from './config.ts';
 import type { TerminalState } from './job.ts';
 
-/** Batches per state per sweep: a large backlog is worked off over several sweeps, not in one long one. */
+/** Batches per queue per sweep: a large backlog is worked off over several sweeps, not in one long one. */
 const MAX_BATCHES_PER_SWEEP = 20;
+
+/**
+ * How often each queue's walk starts over from its oldest finished job, to delete those it
+ * passed before they were due: such a job is deleted at most this much later than its age.
+ */
+export const RETENTION_REVISIT_MS = 5 * 60_000;
 
 export interface RetentionDeps {
   executor: Executor;
   config: EngineConfig;
-  isLeader: () => boolean;
+  /** The leader lease's epoch while this process leads, else null. */
+  leaderEpoch: () => string | null;
   onPurged: (state: TerminalState, byQueue: Array<{ queue: string; n: number }>) => void;
   onError: (err: unknown) => void;
   /** A vacuum of jobs ran, with this many dead versions before it. */
   onVacuumed?: (dead: number) => void;
+  /** How often each queue's walk starts over from the oldest (ms). Default RETENTION_REVISIT_MS. */
+  revisitMs?: number;
+}
+
+interface Walk {
+  /** The last id examined ('0': start from the oldest). */
+  after: string;
+  /** When (local monotonic ms) this walk last started from the oldest. */
+  startedAt: number;
 }
 
 export class Retention {
   readonly #d: RetentionDeps;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
+  /** Each queue's walk, under the epoch it was made in (a new leadership starts every walk over). */
+  #walks = new Map<string, Walk>();
+  #walksEpoch: string | null = null;
+  /** The last sweep stopped with work left (a queue's walk at its batch limit). */
+  #backlog = false;
 
   constructor(deps: RetentionDeps) {
     this.#d = deps;
   }
 
-  /** The states with a retention, and their ages (ms). */
-  get #ages(): Array<[TerminalState, number]> {
+  /** Each state's retention (ms; null keeps). */
+  get #ages(): Record<TerminalState, number | null> {
     const r = this.#d.config.retention;
-    const all: Array<[TerminalState, number | null]> = [
-      ['succeeded', r.succeededMs],
-      ['cancelled', r.cancelledMs],
-      ['dead_lettered', r.deadLetteredMs],
-    ];
-    return all.filter((e): e is [TerminalState, number] => e[1] !== null);
+    return { succeeded: r.succeededMs, cancelled: r.cancelledMs, dead_lettered: r.deadLetteredMs };
+  }
+
+  get #keepsAll(): boolean {
+    return Object.values(this.#ages).every((a) => a === null);
   }
 
   start(): void {
-    if (this.#timer || (this.#ages.length === 0 && this.#d.config.vacuumDeadTuples === null)) return;
+    if (this.#timer || (this.#keepsAll && this.#d.config.vacuumDeadTuples === null)) return;
     // The first sweep at once: a leader that just took over works off what its predecessor left.
     this.#schedule(0);
   }
@@ -54,18 +81,18 @@ export class Retention {
    */
   #schedule(ms: number): void {
     this.#timer = setTimeout(() => {
-      if (!this.#d.isLeader()) return this.#schedule(this.#d.config.retentionIntervalMs);
+      if (this.#d.leaderEpoch() === null) return this.#schedule(this.#d.config.retentionIntervalMs);
       this.#running = this.sweep()
         .then(
-          (n) => n,
+          () => undefined,
           (err) => {
             this.#d.onError(err);
-            return 0;
+            this.#backlog = false;
           },
         )
-        .then((n) => {
+        .then(() => {
           this.#running = null;
-          if (this.#timer) this.#schedule(n >= this.#fullSweep ? 0 : this.#d.config.retentionIntervalMs);
+          if (this.#timer) this.#schedule(this.#backlog ? 0 : this.#d.config.retentionIntervalMs);
         });
     }, ms);
   }
@@ -83,15 +110,12 @@ export class Retention {
     await this.#running;
   }
 
-  /** Jobs a sweep deletes when every state it sweeps hits the batch limit: a backlog remains. */
-  get #fullSweep(): number {
-    return MAX_BATCHES_PER_SWEEP * this.#d.config.retentionBatchSize;
-  }
-
   /** One sweep over every state with a retention, then a vacuum if due; returns how many jobs it deleted. Exposed for tests. */
   async sweep(): Promise<number> {
-    const deleted = await this.#purge();
-    await this.#vacuumIfDue();
+    const epoch = this.#d.leaderEpoch();
+    if (epoch === null) return 0;
+    const deleted = await this.#purge(epoch);
+    await this.#vacuumIfDue(epoch);
     return deleted;
   }
 
@@ -99,28 +123,49 @@ export class Retention {
    * Vacuums jobs once it holds vacuumDeadTuples dead versions and no vacuum runs: every job
    * leaves two (claim, outcome) and retention one more, and until a vacuum removes them every
    * claim walks their entries at the front of the claim index. Autovacuum waits up to a minute
-   * between visits to a database, and does nothing where it is off.
+   * between visits to a database, and does nothing where it is off. VACUUM cannot be made
+   * conditional in SQL, so the epoch is checked right before it: a leader paused between the
+   * check and the statement sends one late VACUUM, which changes no data.
    */
-  async #vacuumIfDue(): Promise<void> {
+  async #vacuumIfDue(epoch: string): Promise<void> {
     const threshold = this.#d.config.vacuumDeadTuples;
     if (threshold === null) return;
     const { dead, vacuuming } = await this.#d.executor.jobsDeadTuples();
-    if (dead >= threshold && !vacuuming) {
+    if (dead >= threshold && !vacuuming && this.#d.leaderEpoch() === epoch) {
       await this.#d.executor.jobsVacuum();
       this.#d.onVacuumed?.(dead);
     }
   }
 
-  async #purge(): Promise<number> {
+  async #purge(epoch: string): Promise<number> {
     const { executor, config } = this.#d;
+    this.#backlog = false;
+    if (this.#keepsAll) return 0;
+    if (this.#walksEpoch !== epoch) {
+      this.#walks = new Map();
+      this.#walksEpoch = epoch;
+    }
+    const ages = this.#ages;
+    const now = performance.now();
     let total = 0;
-    for (const [state, olderThanMs] of this.#ages) {
-      for (let i = 0; i < MAX_BATCHES_PER_SWEEP; i++) {
-        const byQueue = await executor.jobPurge({ state, olderThanMs, limit: config.retentionBatchSize });
-        const n = byQueue.reduce((s, q) => s + q.n, 0);
-        if (n > 0) this.#d.onPurged(state, byQueue);
-        total += n;
-        if (n < config.retentionBatchSize) break;
+    for (const queue of await executor.jobFinishedQueues()) {
+      let walk = this.#walks.get(queue);
+      if (!walk || now - walk.startedAt >= (this.#d.revisitMs ?? RETENTION_REVISIT_MS)) walk = { after: '0', startedAt: now };
+      this.#walks.set(queue, walk);
+      const deleted: Record<TerminalState, number> = { succeeded: 0, cancelled: 0, dead_lettered: 0 };
+      let done = false;
+      for (let i = 0; i < MAX_BATCHES_PER_SWEEP && !done; i++) {
+        // Between batches too: a leader that lost its lease stops at once (the fence would anyway).
+        if (this.#d.leaderEpoch() !== epoch) return total;
+        const r = await executor.jobPurgeScan({ queue, after: walk.after, read: config.retentionBatchSize, ages, epoch });
+        if (r.last !== null) walk.after = r.last;
+        for (const state of Object.keys(deleted) as TerminalState[]) deleted[state] += r.deleted[state];
+        done = r.done;
+      }
+      if (!done) this.#backlog = true;
+      for (const state of Object.keys(deleted) as TerminalState[]) {
+        if (deleted[state] > 0) this.#d.onPurged(state, [{ queue, n: deleted[state] }]);
+        total += deleted[state];
       }
     }
     return total;

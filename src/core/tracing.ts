@@ -12,7 +12,7 @@ export interface TraceCarrier {
 }
 
 /** How a job's handler ended, as its span records it. */
-export type JobSpanOutcome = 'succeeded' | 'retried' | 'dead_lettered' | 'released' | 'fenced' | 'lease_lost' | 'error';
+export type JobSpanOutcome = 'succeeded' | 'retried' | 'dead_lettered' | 'cancelled' | 'released' | 'fenced' | 'lease_lost' | 'error';
 
 /** The span one attempt of one job runs in. */
 export interface JobSpan {

@@ -1,4 +1,4 @@
-// The one-shot subcommands: `baton migrate`, `baton enqueue`, `baton bench`.
+// The one-shot subcommands: `baton migrate`, `baton enqueue`, `baton cancel`, `baton bench`.
 // They reach the same database as `serve` (DATABASE_URL or the embedded server,
 // attaching to it when a daemon already runs it) and leave it as they found it.
 
@@ -11,6 +11,8 @@ import { z } from 'zod';
 import { createBaton } from '../create-baton.ts';
 import { migrate } from '../db/migrate.ts';
 import type { JobSpec } from '../core/job.ts';
+import { isBatonError } from '../core/errors.ts';
+import { PlainError } from './plain-error.ts';
 import { openDatabase, type DatabaseHandle } from './database.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 
@@ -93,6 +95,35 @@ export async function runEnqueue(config: DaemonConfig, logger: PinoLogger, spec:
       // No start(): a producer needs no presence row, listener or workers; enqueue NOTIFYs by itself.
       const result = await baton.enqueue(spec);
       process.stdout.write(`${JSON.stringify({ created: result.created, job: result.job, warnings: result.warnings })}\n`);
+    } finally {
+      await baton.stop({ drainMs: 0 });
+    }
+  });
+}
+
+/**
+ * `baton cancel JOB_ID`: admin.cancel on the database; prints `{ job, cancelRequested }`. A
+ * malformed id is a usage error; an unknown or finished job a plain failure (exit 1).
+ */
+export async function runCancel(config: DaemonConfig, logger: PinoLogger, id: string): Promise<void> {
+  await withDatabase(config, logger, async (db) => {
+    const baton = createBaton({
+      ...config.engine,
+      queues: {},
+      reaper: false,
+      connectionString: db.connectionString,
+      poolSize: 1,
+      logger: logger.child({ component: 'engine' }),
+    });
+    try {
+      await baton.migrate();
+      const job = await baton.admin.cancel(id);
+      process.stdout.write(`${JSON.stringify({ job, cancelRequested: job.state !== 'cancelled' })}\n`);
+    } catch (err) {
+      if (isBatonError(err) && err.code === 'INVALID_ARGUMENT') throw new ConfigError(err.message);
+      if (isBatonError(err) && (err.code === 'JOB_NOT_FOUND' || err.code === 'JOB_STATE_CONFLICT'))
+        throw new PlainError(`${err.code}: ${err.message}`);
+      throw err;
     } finally {
       await baton.stop({ drainMs: 0 });
     }

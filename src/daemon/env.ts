@@ -15,11 +15,13 @@ import {
   BACKOFF_BASE_MS_DEFAULT,
   BACKOFF_CAP_MS_DEFAULT,
   SCHEMA_DEFAULT,
+  LEADER_LEASE_MS_DEFAULT,
   type EngineConfigInput,
 } from '../core/config.ts';
 import { isValidSchemaName } from '../db/schema-name.ts';
 import { allowedHostsSetting } from '../http/allowed-hosts.ts';
 import { parsePublisherSpecs, type PublisherSpecs } from './outbox-config.ts';
+import { MAX_CONNECTIONS_PER_ADDRESS_DEFAULT, REQUEST_TIMEOUT_MS_DEFAULT } from './http-server.ts';
 
 export const PORT_DEFAULT = 8080;
 export const HOST_DEFAULT = '127.0.0.1';
@@ -45,7 +47,7 @@ const bool = z
   .transform((v) => ['true', '1', 'yes', 'on'].includes(v));
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
-/** "default:10,emails:4" -> { default: 10, emails: 4 }. Empty string: produce only. */
+/** "default:10,emails:4" -> { default: 10, emails: 4 }. Empty string: produce only (also as BATON_QUEUES=). */
 const queueSpec = z.string().transform((raw, ctx) => {
   const out: Record<string, number> = {};
   for (const part of raw
@@ -104,6 +106,13 @@ export const SETTINGS = {
     'tenant',
   ],
   BATON_CLAIM_INTO_RUNNING: ['claim-into-running', bool.default(true), 'claim straight into running (skip leased)', 'true'],
+  BATON_LEADER: ['leader', bool.optional(), 'may be elected leader (runs cron, retention, pruning), with or without queues', 'true'],
+  BATON_LEADER_LEASE_MS: [
+    'leader-lease-ms',
+    int(200, 3_600_000).optional(),
+    "the leader's lease; another process takes over within about one lease of its last renewal",
+    String(LEADER_LEASE_MS_DEFAULT),
+  ],
   BATON_LEASE_MS: ['lease-ms', int(100, 86_400_000).optional(), 'lease length; heartbeats every lease/3', String(LEASE_MS_DEFAULT)],
   BATON_POLL_INTERVAL_MS: ['poll-interval-ms', int(1, 86_400_000).optional(), 'fallback poll period', String(POLL_INTERVAL_MS_DEFAULT)],
   BATON_DRAIN_MS: [
@@ -151,6 +160,18 @@ export const SETTINGS = {
     'largest accepted request body (413 above)',
     String(BODY_LIMIT_BYTES_DEFAULT),
   ],
+  BATON_REQUEST_TIMEOUT_MS: [
+    'request-timeout-ms',
+    int(100, 3_600_000).default(REQUEST_TIMEOUT_MS_DEFAULT),
+    'longest time to receive one request, headers and body (408 and the connection closed after)',
+    String(REQUEST_TIMEOUT_MS_DEFAULT),
+  ],
+  BATON_MAX_CONNECTIONS_PER_IP: [
+    'max-connections-per-ip',
+    int(0, 1_000_000).default(MAX_CONNECTIONS_PER_ADDRESS_DEFAULT),
+    'most connections one client address may hold at once, 0 for no cap (one more: 429, closed)',
+    String(MAX_CONNECTIONS_PER_ADDRESS_DEFAULT),
+  ],
   BATON_ALLOWED_HOSTS: [
     'allowed-hosts',
     allowedHostsSetting.optional(),
@@ -196,6 +217,8 @@ export interface DaemonConfig {
   handlersPath: string | undefined;
   demoHandlers: boolean;
   bodyLimitBytes: number;
+  /** Bounds of the HTTP server: time to receive a request, connections per client address (0: no cap). */
+  http: { requestTimeoutMs: number; maxConnectionsPerAddress: number };
   /** Host names beyond the bind address and loopback names; '*' turns the Host check off. */
   allowedHosts: readonly string[] | '*' | undefined;
   logLevel: Parsed['LOG_LEVEL'];
@@ -226,6 +249,7 @@ export const COMMAND_SETTINGS = {
   enqueue: [...DATABASE_SETTINGS, 'BATON_DISPATCH', 'BATON_MAX_ATTEMPTS'],
   cron: DATABASE_SETTINGS,
   keys: DATABASE_SETTINGS,
+  cancel: DATABASE_SETTINGS,
 } as const satisfies Record<string, readonly SettingName[]>;
 
 export type Command = keyof typeof COMMAND_SETTINGS;
@@ -246,7 +270,14 @@ export function settingsHelp(command: Command): string {
 }
 
 /**
- * Builds the config of `command` from `env` (empty strings count as unset) overlaid by
+ * Settings whose empty value means something, so an empty variable is read as set (not as
+ * unset): `BATON_QUEUES=` produces only, exactly as `--queues=` does.
+ */
+const EMPTY_IS_A_VALUE: ReadonlySet<SettingName> = new Set(['BATON_QUEUES']);
+
+/**
+ * Builds the config of `command` from `env` (empty strings count as unset, except for the
+ * settings in EMPTY_IS_A_VALUE) overlaid by
  * `flags` (parsed --kebab-case values). Only the settings the command reads are read;
  * the rest keep their defaults. Throws ConfigError naming the first bad setting(s).
  */
@@ -262,7 +293,7 @@ export function loadConfig(
     const fromFlag = flags[flag];
     const fromEnv = env[name];
     if (typeof fromFlag === 'string') raw[name] = fromFlag;
-    else if (fromEnv !== undefined && fromEnv !== '') raw[name] = fromEnv;
+    else if (fromEnv !== undefined && (fromEnv !== '' || EMPTY_IS_A_VALUE.has(name))) raw[name] = fromEnv;
   }
   const parsed = envSchema.safeParse(raw);
   if (!parsed.success) {
@@ -283,6 +314,8 @@ export function loadConfig(
     dispatch: c.BATON_DISPATCH,
     fairness: c.BATON_FAIRNESS,
     claimIntoRunning: c.BATON_CLAIM_INTO_RUNNING,
+    leader: c.BATON_LEADER,
+    leaderLeaseMs: c.BATON_LEADER_LEASE_MS,
     leaseMs: c.BATON_LEASE_MS,
     pollIntervalMs: c.BATON_POLL_INTERVAL_MS,
     drainMs: c.BATON_DRAIN_MS,
@@ -315,6 +348,7 @@ export function loadConfig(
     handlersPath: c.BATON_HANDLERS === undefined ? undefined : path.resolve(cwd, c.BATON_HANDLERS),
     demoHandlers: c.BATON_DEMO_HANDLERS,
     bodyLimitBytes: c.BATON_BODY_LIMIT_BYTES,
+    http: Object.freeze({ requestTimeoutMs: c.BATON_REQUEST_TIMEOUT_MS, maxConnectionsPerAddress: c.BATON_MAX_CONNECTIONS_PER_IP }),
     allowedHosts: c.BATON_ALLOWED_HOSTS,
     logLevel: c.LOG_LEVEL,
     outbox: { publishers, relay: c.BATON_OUTBOX_RELAY },
@@ -334,6 +368,8 @@ const ENGINE_FIELD_SETTING: Partial<Record<keyof EngineConfigInput, SettingName>
   queues: 'BATON_QUEUES',
   schema: 'BATON_SCHEMA',
   drainMs: 'BATON_DRAIN_MS',
+  leader: 'BATON_LEADER',
+  leaderLeaseMs: 'BATON_LEADER_LEASE_MS',
 };
 
 /** Runs the engine's own schema now, so its rules fail start-up with the setting's name. */

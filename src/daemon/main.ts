@@ -1,4 +1,4 @@
-// The `baton` CLI: serve | migrate | enqueue | cron | keys | bench, each with --help.
+// The `baton` CLI: serve | migrate | enqueue | cancel | cron | keys | bench, each with --help.
 // Reads process.env once (here), parses flags, builds the pino logger, and maps
 // failures to exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
 
@@ -14,6 +14,7 @@ Commands:
   serve     run the daemon: HTTP API, admin console at /, workers
   migrate   create or update the database schema, then exit
   enqueue   enqueue one job from the shell, print it as JSON, exit
+  cancel    cancel a job, or ask a running one to stop; print it as JSON, exit
   cron      list schedules, or preview an expression's next fire times
   keys      create, list or revoke API keys (docs/security.md)
   bench     run the benchmark harness (bench/main.ts)
@@ -96,6 +97,17 @@ Example:
 
 Settings (flag, environment variable, [default]):
 ${settingsHelp('enqueue')}`,
+  cancel: `Usage: baton cancel JOB_ID [flags]
+
+Cancels a pending or waiting job at once, or asks a leased or running one to stop:
+its handler's signal is aborted at once (NOTIFY) or at its worker's next heartbeat,
+and it ends cancelled if the handler stops, succeeded if it finishes anyway (the
+request kept beside it); it is never retried. Prints {"job","cancelRequested"}.
+A finished job (exit 1, JOB_STATE_CONFLICT) or an unknown one (exit 1,
+JOB_NOT_FOUND) is left alone. Reaches the database like enqueue.
+
+Settings (flag, environment variable, [default]):
+${settingsHelp('cancel')}`,
   cron: `Usage: baton cron list [--tenant ID] [--limit N] [flags]
        baton cron preview --cron EXPR --timezone ZONE [--count N] [--from INSTANT]
 
@@ -165,6 +177,7 @@ export async function main(argv: string[]): Promise<number | undefined> {
   // `baton cron` and `baton keys` take a subcommand before their flags; `keys revoke` an id.
   const sub = (cmd === 'cron' || cmd === 'keys') && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
   const keyId = cmd === 'keys' && sub === 'revoke' && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
+  const jobId = cmd === 'cancel' && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
   // Heavy modules load only after the configuration is known to be good.
   const flags = parseFlags(rest, cmd, cmd === 'enqueue' ? ENQUEUE_FLAGS : cmd === 'cron' ? CRON_FLAGS : cmd === 'keys' ? KEYS_FLAGS : {});
   if (flags.help) {
@@ -177,7 +190,13 @@ export async function main(argv: string[]): Promise<number | undefined> {
   if (cmd === 'keys' && !KEYS_SUBCOMMANDS.includes(sub as (typeof KEYS_SUBCOMMANDS)[number])) {
     throw new ConfigError(`keys needs a subcommand: ${KEYS_SUBCOMMANDS.join(', ')} (see baton keys --help)`);
   }
+  if (cmd === 'cancel' && jobId === undefined) throw new ConfigError('cancel needs the job id (see baton cancel --help)');
   const config = loadConfig(process.env, flags, process.cwd(), cmd);
+  if (cmd === 'cancel') {
+    const { runCancel } = await import('./commands.ts');
+    await runCancel(config, await buildLogger(config, true), jobId as string);
+    return 0;
+  }
   if (cmd === 'keys') {
     const { runKeys } = await import('./key-commands.ts');
     await runKeys(config, await buildLogger(config, true), sub as (typeof KEYS_SUBCOMMANDS)[number], keyId, flags);

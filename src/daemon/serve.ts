@@ -7,7 +7,6 @@
 
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
-import { createAdaptorServer } from '@hono/node-server';
 import type { Logger as PinoLogger } from 'pino';
 import { createBaton } from '../create-baton.ts';
 import type { WorkflowFn } from '../core/workflow/types.ts';
@@ -20,6 +19,7 @@ import { isLoopbackHost, openBindMessage } from './loopback.ts';
 import { openDatabase } from './database.ts';
 import { demoHandlers, demoWorkflows } from './demo-handlers.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
+import { createHttpServer } from './http-server.ts';
 import { loadHandlers } from './load-handlers.ts';
 import { PlainError } from './plain-error.ts';
 import { buildPublishers } from './outbox-config.ts';
@@ -101,7 +101,11 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
       // /readyz: 503 until the workers run, and as soon as a shutdown begins, so a load balancer stops routing here.
       isStarted: () => started && serving,
     });
-    const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+    const server = createHttpServer(
+      app.fetch,
+      config.http,
+      refusalLog(logger.child({ component: 'http' }), config.http.maxConnectionsPerAddress),
+    );
     // Bound before any worker starts: a port in use stops start-up here, with no job claimed.
     const address = await listen(server, config.port, config.host);
     listening = { host: config.host, port: address.port };
@@ -177,6 +181,24 @@ async function resolveHandlers(config: DaemonConfig, logger: PinoLogger): Promis
   const all = { ...demo, ...user };
   logger.info({ jobTypes: Object.keys(all), module: config.handlersPath ?? null }, 'handlers registered');
   return all;
+}
+
+/** Refused connections, logged at most every REFUSAL_LOG_EVERY_MS with how many there were (a flood logs little). */
+const REFUSAL_LOG_EVERY_MS = 10_000;
+function refusalLog(log: PinoLogger, max: number): (address: string) => void {
+  let last = 0;
+  let refused = 0;
+  return (address) => {
+    refused++;
+    const now = Date.now();
+    if (now - last < REFUSAL_LOG_EVERY_MS) return;
+    log.warn(
+      { address, refused, max },
+      'connections refused with 429: a client address held the most it may (BATON_MAX_CONNECTIONS_PER_IP)',
+    );
+    last = now;
+    refused = 0;
+  };
 }
 
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {

@@ -79,6 +79,8 @@ export interface FlowClaimParams extends JobClaimParams {
   keyCursor: string;
   /** Called just before the statement that writes the leases is sent (they are proven from then). */
   onLeaseStatement?: () => void;
+  /** The queue had one tenant at the last fair claim: try the small one-tenant statement first. */
+  solo?: boolean;
 }
 export interface FlowClaimResult {
   jobs: LeasedJob[];
@@ -89,6 +91,26 @@ export interface FlowClaimResult {
   wakeMs: number | null;
   /** A cap or rate limit bound this claim. */
   limited: boolean;
+  /**
+   * The claim may have stopped at the tenants' slices of a round (more than one tenant had
+   * jobs), so one that took fewer jobs than asked may find more at once. False for a queue with
+   * one tenant: its claim took every due job up to the limit.
+   */
+  sliced: boolean;
+  /** The queue had one tenant (or none) with pending jobs: the next fair claim may try `solo`. */
+  solo: boolean;
+}
+export interface JobPurgeScanParams {
+  queue: string;
+  after: string;
+  read: number;
+  ages: Readonly<Record<TerminalState, number | null>>;
+  epoch: string;
+}
+export interface JobPurgeScanResult {
+  last: string | null;
+  done: boolean;
+  deleted: Record<TerminalState, number>;
 }
 export interface JobCompleteItem extends Lease {
   result: unknown;
@@ -96,6 +118,12 @@ export interface JobCompleteItem extends Lease {
 export interface JobFailItem extends Lease {
   error: AttemptErrorInput;
   terminal: boolean;
+}
+export interface HeartbeatResult {
+  /** Ids whose lease was still current (the others were fenced off). */
+  alive: Set<string>;
+  /** Those of `alive` whose job has a cancel request. */
+  cancelRequested: Set<string>;
 }
 export interface ReapedJob {
   id: string;
@@ -139,7 +167,8 @@ export interface Executor {
   flowSnapshot(p: { groups: number }): Promise<Omit<FlowSnapshot, 'held'>>;
   /** Returns ids whose lease was still current (the others were fenced off). */
   jobMarkRunningMany(p: { leases: Lease[] }): Promise<Set<string>>;
-  jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<Set<string>>;
+  /** Renews the leases: `alive` the ids still held, `cancelRequested` those of them with a cancel request. */
+  jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<HeartbeatResult>;
   /** Succeeded; with `deleteRows` the rows are deleted instead (no result kept). Returns the ids written. */
   jobCompleteMany(p: { items: JobCompleteItem[]; deleteRows?: boolean }): Promise<Set<string>>;
   /** Returns id -> new state for the rows written. */
@@ -147,16 +176,31 @@ export interface Executor {
   /** Back to pending (refund: attempt - 1); without refund a spent budget dead-letters. Returns the ids written. */
   jobReleaseMany(p: { leases: Lease[]; refundAttempt: boolean }): Promise<Set<string>>;
   jobReap(p: { limit: number; graceMs: number; fastReclaim: boolean }): Promise<ReapedJob[]>;
-  /** Deletes up to `limit` jobs finished in `state` more than `olderThanMs` ago; returns how many per queue. */
-  jobPurge(p: { state: TerminalState; olderThanMs: number; limit: number }): Promise<Array<{ queue: string; n: number }>>;
+  /**
+   * One step of retention's walk over `queue`'s finished jobs in id order, from after `after`
+   * ('0': the start), reading `read` rows at most: deletes those older than their state's age
+   * (null keeps). A leader-only write, fenced by `epoch` (deletes nothing unless it holds the
+   * lease). `last`: the last id examined (null: none); `done`: the walk reached the jobs created
+   * after the youngest age, or the end.
+   */
+  jobPurgeScan(p: JobPurgeScanParams): Promise<JobPurgeScanResult>;
+  /** The queues that hold finished jobs. */
+  jobFinishedQueues(): Promise<string[]>;
   /** The live leases `owner` holds, with their queue. */
   jobLeasesOwned(p: { owner: string }): Promise<Array<Lease & { queue: string }>>;
   /** No token issued before this call is greater than the answer. */
   jobTokenHighWater(): Promise<bigint>;
-  jobGet(p: { id: string }): Promise<Job | null>;
+  /** With tenantId, null for another tenant's job too: the statement itself is scoped. */
+  jobGet(p: { id: string; tenantId?: string | undefined }): Promise<Job | null>;
   jobList(p: JobListParams): Promise<JobSummary[]>;
   jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }): Promise<number>;
   jobReplay(p: { id: string }): Promise<Job | null>;
+  /**
+   * Cancels a pending or waiting job at once; records a cancel request on a leased or running
+   * one (NOTIFY to the holder on the cancel channel, see cancelChannelFor). Answers the job as
+   * it stands after that (state cancelled, or live with cancelRequestedAt), or null when it is
+   * finished or unknown.
+   */
   jobCancel(p: { id: string }): Promise<Job | null>;
   /** A pending job due at once (run_at = least(run_at, now())); null unless pending. */
   jobRunNow(p: { id: string }): Promise<Job | null>;
@@ -170,7 +214,8 @@ export interface Executor {
   /** Counts, paused queues and the last `windowSeconds` of finished jobs, from one statement. */
   statsSnapshot(p: { windowSeconds: number }): Promise<StatsRow>;
   workerSweep(p: { lockNamespace: number }): Promise<void>;
-  workerPrune(): Promise<void>;
+  /** Forgets workers gone for over an hour with no live lease; a leader-only write, fenced by `epoch`. */
+  workerPrune(p: { epoch: string }): Promise<void>;
   workerTouch(p: { id: string; inFlight: number }): Promise<void>;
   workerList(): Promise<WorkerRow[]>;
   /** Per queue with due pending jobs: seconds since the oldest became due, and how many are due. */
@@ -193,8 +238,8 @@ export interface Presence {
   stop(): Promise<void>;
   /** True while the lock is held, as far as this process knows (false from the moment its session is seen lost). */
   readonly held: boolean;
-  /** True while this process holds the leader lock on the same session (see PgPresence). */
-  readonly leader: boolean;
+  /** The presence lock's key while it is held, else null (the leader lease records it). */
+  readonly lockKey: number | null;
 }
 
 /** One LISTEN connection per process. */

@@ -1,15 +1,25 @@
 // The seam between the outbox code and its table: one method per operation. Claims skip
 // locked rows and hide what they take behind next_attempt_at; every outcome write names the
 // attempt it claimed (the fencing token), so a late write after a lapsed claim matches nothing.
+// A claimed head of an ordering key comes with its key's run: messages its claim holds back
+// from every other claim, published under it one at a time.
 // @internal — not a public API.
 
 import type { NewOutboxMessage, OutboxError, OutboxMessage, OutboxState, RecordResult } from '../core/outbox/message.ts';
 import type { Queryable } from './pg/pool.ts';
 
 export interface OutboxClaimResult {
+  /** Claimed: attempt spent, hidden from other claims until the visibility timeout. */
   claimed: OutboxMessage[];
   /** Messages whose last claim was abandoned with no attempt left: dead-lettered by this claim. */
   exhausted: OutboxMessage[];
+  /**
+   * By claimed head id: the pending messages of its ordering key after it, in id order, each due
+   * and with an attempt left (at most the batch's room, shared out round robin). Not claimed (as
+   * read: attempt not spent): no claim can take them while the head is pending. Publish them
+   * after the head, one at a time, while the head's claim holds; write them with `run: true`.
+   */
+  runs: Map<string, OutboxMessage[]>;
 }
 
 /**
@@ -21,6 +31,11 @@ export interface OutboxClaimFence {
   id: string;
   attempt: number;
   replayCount: number;
+  /**
+   * A run message (published under its head's claim, not claimed itself): `attempt` is the one it
+   * was read with, and the write spends it (attempt + 1), as a claim would have. Default false.
+   */
+  run?: boolean;
 }
 
 export interface OutboxFailItem extends OutboxClaimFence {
@@ -56,15 +71,30 @@ export interface OutboxStore {
   claim(p: { destinations: string[]; limit: number; visibilityMs: number }): Promise<OutboxClaimResult>;
   /** Returns the ids written (those whose claim was still current). */
   publishedMany(items: OutboxClaimFence[]): Promise<Set<string>>;
+  /**
+   * publishedMany, and in the same statement the claim of the next message of each ordering key
+   * it wrote a message of (up to `limit` heads, with their runs, as claim() takes them): when
+   * that message is the key's oldest pending one, due and not locked. The key goes on without
+   * waiting for a claim.
+   */
+  publishedManyClaimNext(p: {
+    items: OutboxClaimFence[];
+    limit: number;
+    visibilityMs: number;
+  }): Promise<{ written: Set<string>; next: OutboxClaimResult }>;
   /** Returns id -> new state for the rows written. */
   failMany(p: { items: OutboxFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, OutboxState>>;
-  get(id: string): Promise<OutboxMessage | null>;
+  /** With tenantId, null for another tenant's message: the statement itself is scoped. */
+  get(id: string, tenantId?: string): Promise<OutboxMessage | null>;
   list(p: OutboxListParams): Promise<OutboxMessage[]>;
   /** Dead-lettered only: back to pending with a fresh budget, replayCount + 1; null otherwise. */
   replay(id: string): Promise<OutboxMessage | null>;
   /** Up to `limit` dead letters, oldest first, back to pending. */
   replayDeadLetters(p: { limit: number; destination?: string | undefined; tenantId?: string | undefined }): Promise<OutboxMessage[]>;
   stats(p: { tenantId?: string | undefined }): Promise<OutboxStatsRow>;
-  /** Deletes up to `limit` messages finished in `state` more than `olderThanMs` ago; returns how many. */
-  purge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number }): Promise<number>;
+  /**
+   * Deletes up to `limit` messages finished in `state` more than `olderThanMs` ago; returns how
+   * many. A leader-only write, fenced by `epoch`: deletes nothing unless it holds the leader lease.
+   */
+  purge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number; epoch: string }): Promise<number>;
 }

@@ -4,6 +4,7 @@
 // @internal — not a public API.
 
 import type { Schedule } from '../core/cron/schedule.ts';
+import type { Queryable } from './pg/pool.ts';
 
 /** A validated, defaulted schedule as stored: the schedule's own fields, and its first fire time. */
 export type ScheduleWrite = Pick<
@@ -37,7 +38,8 @@ export interface ScheduleAdvance {
 export interface ScheduleStore {
   /** Creates, or updates by (tenant, name); an unchanged definition writes nothing. */
   upsert(w: ScheduleWrite): Promise<{ schedule: Schedule; created: boolean; changed: boolean }>;
-  get(id: string): Promise<Schedule | null>;
+  /** With tenantId, null for another tenant's schedule: the statement itself is scoped. */
+  get(id: string, tenantId?: string): Promise<Schedule | null>;
   list(p: { tenantId?: string | undefined; limit: number; offset: number }): Promise<Schedule[]>;
   /** Replaces the definition if `version` is still current; clears any disabled reason. */
   update(p: { id: string; version: string; write: Omit<ScheduleWrite, 'tenantId' | 'name'>; enabled: boolean }): Promise<Schedule | null>;
@@ -48,10 +50,13 @@ export interface ScheduleStore {
   due(p: { now: Date; limit: number }): Promise<Schedule[]>;
   /** The earliest next fire time of any enabled schedule. */
   earliest(): Promise<Date | null>;
-  /** Moves each schedule forward, only where version and next_fire_at are as read (never backwards). Returns the ids written. */
-  advanceMany(items: ScheduleAdvance[]): Promise<Set<string>>;
-  /** Disables a schedule with a reason, if `version` is still current. */
-  disable(p: { id: string; version: string; reason: string }): Promise<boolean>;
+  /**
+   * Moves each schedule forward, only where version and next_fire_at are as read (never
+   * backwards). Returns the ids written. On `on` (the ticker's fenced transaction) when given.
+   */
+  advanceMany(items: ScheduleAdvance[], on?: Queryable): Promise<Set<string>>;
+  /** Disables a schedule with a reason, if `version` is still current. On `on` when given. */
+  disable(p: { id: string; version: string; reason: string }, on?: Queryable): Promise<boolean>;
   /** Tells every ticker that a schedule changed (NOTIFY, after the change committed). */
   notifyChanged(): Promise<void>;
 }

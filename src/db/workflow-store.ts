@@ -142,7 +142,8 @@ export interface WorkflowStore {
     queue: (name: string) => string;
     maxAttempts: (name: string) => number;
   }): Promise<{ run: RunSummary; queue: string } | { conflict: RunState } | null>;
-  getRun(p: { runId: string }): Promise<RunDetail | null>;
+  /** With tenantId, null for another tenant's run: the statements themselves are scoped. */
+  getRun(p: { runId: string; tenantId?: string | undefined }): Promise<RunDetail | null>;
   listRuns(p: ListRunsFilter & { limit: number; offset: number }): Promise<RunSummary[]>;
   countRunsByState(): Promise<Array<{ name: string; state: RunState; n: number }>>;
 }

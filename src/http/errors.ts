@@ -23,6 +23,8 @@ export const HTTP_ERROR_CODES = [
   'NOT_READY',
   'FORBIDDEN_TENANT',
   'ADMIN_REQUIRED',
+  'REQUEST_TIMEOUT',
+  'TOO_MANY_CONNECTIONS',
 ] as const;
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number];
 export type ApiErrorCode = ErrorCode | HttpErrorCode;
@@ -50,6 +52,9 @@ export const STATUS_BY_CODE = {
   RUN_STATE_CONFLICT: 409,
   LEASE_LOST: 409,
   SCHEDULE_CONFLICT: 409,
+  // The request body did not arrive in time, or its client went away while sending it (the
+  // daemon's server answers a slow one 408 itself and closes the connection: src/daemon/http-server.ts).
+  REQUEST_TIMEOUT: 408,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   // A request cannot produce a config error; if one surfaces it is the server's fault.
@@ -65,6 +70,8 @@ export const STATUS_BY_CODE = {
   // A tenant key on a route only admin keys may use: fleet-wide state, keys (tenant-scope.ts).
   ADMIN_REQUIRED: 403,
   API_KEY_NOT_FOUND: 404,
+  // A client address already holds the most connections the daemon allows it (http-server.ts).
+  TOO_MANY_CONNECTIONS: 429,
 } as const satisfies Record<ApiErrorCode, ContentfulStatusCode>;
 
 /** Wire shape of every error response (its schema: errorBodySchema in wire-schemas.ts). */

@@ -73,7 +73,17 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
  */
 async function readJson(c: Context<AppEnv>, maxDepth: number): Promise<{ text: string; value: unknown } | undefined> {
   assertJsonContentType(c.req.header('content-type'));
-  const bytes = await c.req.arrayBuffer();
+  let bytes: ArrayBuffer;
+  try {
+    bytes = await c.req.arrayBuffer();
+  } catch (err) {
+    // The connection closed before the body was in: the server's request deadline cut it
+    // (it has answered 408 itself), or the client went away. Not the server's failure.
+    if (c.req.raw.signal.aborted || (err as { code?: unknown } | null)?.code === 'ECONNRESET') {
+      throw new ApiError('REQUEST_TIMEOUT', 'the request body did not arrive in time, or the client went away');
+    }
+    throw err;
+  }
   if (bytes.byteLength === 0) return undefined;
   let text: string;
   try {

@@ -134,7 +134,7 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
 
   new Gauge({
     name: 'baton_leader',
-    help: 'Whether this worker is the elected leader that runs maintenance (1) or not (0)',
+    help: 'Whether this process holds the leader lease and acts on it (1) or not (0): the leader runs cron, retention and pruning',
     labelNames: ['worker'] as const,
     registers,
     collect() {
@@ -183,6 +183,18 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
     name: 'baton_jobs_dead_lettered_total',
     help: 'Jobs moved to the dead-letter queue',
     labelNames: q,
+    registers,
+  });
+  const cancelled = new Counter({
+    name: 'baton_jobs_cancelled_total',
+    help: 'Jobs this worker ran that ended cancelled (their attempt stopped after a cancel request)',
+    labelNames: q,
+    registers,
+  });
+  const cancelSignalled = new Counter({
+    name: 'baton_cancel_signals_total',
+    help: 'Handler signals this worker aborted for a cancel request, by how it learned of it',
+    labelNames: ['via'] as const,
     registers,
   });
   const leasesLost = new Counter({
@@ -281,6 +293,8 @@ export function createMetrics(baton: Baton, opts: MetricsOptions = {}): Metrics 
   on('deadLettered', (e) => deadLettered.inc({ queue: e.job.queue }));
   on('fenced', (e) => fenced.inc({ kind: e.kind }, e.count));
   on('leaseLost', (e) => leasesLost.inc({ queue: e.job.queue }));
+  on('cancelled', (e) => cancelled.inc({ queue: e.job.queue }));
+  on('cancelSignalled', (e) => cancelSignalled.inc({ via: e.via }));
   on('reaped', (e) => reaped.inc({ fast: String(e.fast) }, e.count));
   on('released', (e) => released.inc({ queue: e.queue, reason: e.reason }, e.count));
   on('purged', (e) => purged.inc({ queue: e.queue, state: e.state }, e.count));

@@ -69,7 +69,14 @@ function route(o: Omit<OperationDoc, 'bearer'>): OperationDoc {
 }
 
 /** POST /api/jobs/:id/<action>: no body; the job as the action left it, or 409 from a state it does not apply to. */
-function jobAction(action: string, operationId: string, summary: string, description: string, answer: string): OperationDoc {
+function jobAction(
+  action: string,
+  operationId: string,
+  summary: string,
+  description: string,
+  answer: string,
+  accepted?: string,
+): OperationDoc {
   return route({
     method: 'post',
     path: `/api/jobs/:id/${action}`,
@@ -79,7 +86,7 @@ function jobAction(action: string, operationId: string, summary: string, descrip
     description,
     params: jobIdParamSchema,
     body: noBody,
-    responses: { 200: json(answer, wireJobSchema) },
+    responses: accepted ? { 200: json(answer, wireJobSchema), 202: json(accepted, wireJobSchema) } : { 200: json(answer, wireJobSchema) },
     errors: ['JOB_NOT_FOUND', 'JOB_STATE_CONFLICT', ...BODY, ...ENGINE],
   });
 }
@@ -145,9 +152,10 @@ const OPERATIONS: readonly OperationDoc[] = [
   jobAction(
     'cancel',
     'cancelJob',
-    'Cancel a pending or waiting job',
-    '409 unless the job is pending or waiting (for its parents).',
+    'Cancel a job, or ask a running one to stop',
+    "A pending or waiting job is cancelled at once (200), with its dependents. A leased or running job gets a cancel request (202): its handler's signal is aborted at once (NOTIFY) or at its worker's next heartbeat; it ends cancelled if the handler stops (its attempt fails) or nothing holds it any more, succeeded if the handler finishes anyway, and is never retried. Repeating the request changes nothing. 409 when the job is finished.",
     'the cancelled job',
+    'the job as it stands, running (or leased), with cancelRequestedAt set',
   ),
   jobAction(
     'run-now',

@@ -14,9 +14,16 @@ import { parseHost, requestHost } from './allowed-hosts.ts';
 
 const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 const DEFAULT_PORTS: Readonly<Record<string, number>> = { 'http:': 80, 'https:': 443 };
+/**
+ * An origin as browsers serialise it (RFC 6454): scheme://host[:port], nothing else. Userinfo,
+ * a path, a query or a fragment never come from a browser, and the URL parser would read past
+ * them: `http://evil.example@127.0.0.1:8080` parses to host 127.0.0.1. Refused, not parsed.
+ */
+const ORIGIN_FORM = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@\\\s]+$/i;
 
 /** True when `origin` (an Origin header) names the same host and port as `host` (the Host header). */
 export function isSameOrigin(origin: string, host: string): boolean {
+  if (!ORIGIN_FORM.test(origin)) return false;
   let url: URL;
   try {
     // "null" (sandboxed frames, file: pages, cross-origin redirects) does not parse: foreign.

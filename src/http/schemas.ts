@@ -101,18 +101,16 @@ export const jobSpecSchema = z
       .max(IDEMPOTENCY_KEY_MAX_CHARS)
       .optional()
       .meta({ description: 'a second job with the same (tenantId, idempotencyKey) answers the first, with 200' }),
-    concurrencyKey: z
-      .string()
-      .min(1)
-      .max(CONCURRENCY_KEY_MAX_CHARS)
-      .optional()
-      .meta({ description: "flow control: jobs sharing a key share its caps and rate limits across the fleet (e.g. 'vendor:x')" }),
+    concurrencyKey: z.string().min(1).max(CONCURRENCY_KEY_MAX_CHARS).optional().meta({
+      description:
+        "flow control: jobs sharing a key share its caps and rate limits across the fleet (e.g. 'vendor:x'); with a tenant API key it lives in the tenant's space, stored as '<tenant>#<key>'",
+    }),
     concurrencyLimit: z
       .int()
       .min(1)
       .max(CONCURRENCY_LIMIT_MAX)
       .optional()
-      .meta({ description: "this job's own cap on running jobs of its key; needs concurrencyKey" }),
+      .meta({ description: "this job's own cap on running jobs of its key; needs concurrencyKey and an admin credential" }),
     dependsOn: z
       .array(jobIdSchema)
       .max(DEPENDS_ON_MAX)

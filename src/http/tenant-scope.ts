@@ -2,7 +2,8 @@
 // "Tenants"). auth.ts sets the principal; every route that names a tenant or touches a
 // tenant's resource goes through scopeOf(c), and the admin-only paths are listed here once.
 // Invariant: a tenant key never learns whether another tenant's resource exists (404, the
-// same body as for an id nobody has), and never names another tenant (403).
+// same body as for an id nobody has, from a read whose statement is limited to the key's
+// tenant, so the two cost the same), and never names another tenant (403).
 
 import type { Context, MiddlewareHandler } from 'hono';
 import { ApiError } from './errors.ts';
@@ -71,14 +72,18 @@ export interface Scope {
    * tenant is 403 FORBIDDEN_TENANT.
    */
   tenant(given: string | undefined): string | undefined;
-  /** Throws `notFound()` unless the caller may see a resource of `owner`. */
-  see(owner: string, notFound: () => Error): void;
   /**
-   * For an action on one resource by id: reads its owner first (tenant keys only; an admin's
-   * request costs no extra read) and throws `notFound()` if it is missing or another tenant's.
-   * Owners never change, so checking before acting is as good as checking while.
+   * What a read of one resource by id is limited to: `{ tenantId }` for a tenant key, which the
+   * engine puts in the statement's WHERE clause, `{}` for an admin. Another tenant's resource is
+   * then not read at all: not found at the cost of an id nobody has (no timing side channel).
    */
-  guard(readOwner: () => Promise<string | null>, notFound: () => Error): Promise<void>;
+  readonly within: { tenantId?: string };
+  /**
+   * For an action on one resource by id: for a tenant key, first runs `read`, a read limited to
+   * the key's tenant that throws the engine's not-found error when it finds nothing (an admin's
+   * request reads nothing). Owners never change, so checking before acting is as good as while.
+   */
+  guard(read: (within: { tenantId: string }) => Promise<unknown>): Promise<void>;
 }
 
 export function scopeOf(c: Context<AppEnv>): Scope {
@@ -94,13 +99,9 @@ export function scopeOf(c: Context<AppEnv>): Scope {
       if (given !== undefined && given !== own) throw new ApiError('FORBIDDEN_TENANT', 'this API key may only name its own tenant');
       return own;
     },
-    see(owner, notFound) {
-      if (own !== undefined && owner !== own) throw notFound();
-    },
-    async guard(readOwner, notFound) {
-      if (own === undefined) return;
-      const owner = await readOwner();
-      if (owner !== own) throw notFound();
+    within: own === undefined ? {} : { tenantId: own },
+    async guard(read) {
+      if (own !== undefined) await read({ tenantId: own });
     },
   };
 }

@@ -69,6 +69,10 @@ const common = {
     .strictObject({ traceparent: z.string(), tracestate: z.string().optional() })
     .nullable()
     .meta({ description: 'the W3C trace context the job was enqueued in (traceparent, tracestate); null if none' }),
+  cancelRequestedAt: time.nullable().meta({
+    description:
+      'when a cancel was requested while the job was leased or running; the state says how it ended (cancelled, or succeeded when the handler finished anyway); null otherwise',
+  }),
   dependsOn: z
     .array(decimal)
     .optional()

@@ -57,6 +57,7 @@ function wireCommon(job: Job | JobSummary) {
     updatedAt: iso(job.updatedAt),
     startedAt: isoOrNull(job.startedAt),
     trace: job.trace,
+    cancelRequestedAt: isoOrNull(job.cancelRequestedAt),
     ...(job.dependsOn ? { dependsOn: job.dependsOn } : {}),
   };
 }

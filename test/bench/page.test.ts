@@ -8,13 +8,13 @@ import { BATON_VARIANTS, GRAPHILE_VARIANTS, PGBOSS_VARIANTS } from '../../bench/
 
 function report(): BenchReport {
   const variants = [BATON_VARIANTS[0]!, GRAPHILE_VARIANTS[0]!, PGBOSS_VARIANTS[0]!];
-  const tp = (id: string, median: number) => ({
-    scenario: 'throughput',
+  const tp = (id: string, median: number, scenario = 'throughput', runs: number[] = []) => ({
+    scenario,
     variantId: id,
     label: id,
     status: 'ok' as const,
-    params: { jobs: 100_000 },
-    runs: [],
+    params: { jobs: scenario === 'throughput' ? 100_000 : 20_000 },
+    runs: runs.map((jobsPerSec) => ({ warmup: false, ok: true, detail: 'ok', values: { jobsPerSec } })),
     summary: { jobsPerSec: { median, min: median, max: median, runs: 3 } },
   });
   return {
@@ -41,7 +41,14 @@ function report(): BenchReport {
       systems: { baton: '0.1.0', 'graphile-worker': '0.18.0', 'pg-boss': '12.38.1' },
     },
     variants,
-    figures: [tp('baton-notify-cir', 30_000), tp('graphile-perf', 20_000), tp('pgboss-perf', 10_000)],
+    figures: [
+      tp('baton-notify-cir', 30_000, 'throughput-small', [30_000, 29_000, 31_000, 30_500]),
+      tp('graphile-perf', 25_000, 'throughput-small', [25_000, 24_000, 26_000, 25_500]),
+      tp('baton-notify-cir', 30_000, 'throughput', [30_000, 29_000, 31_000, 30_500]),
+      // Two groups: two runs near 40k, two near 20k.
+      tp('graphile-perf', 20_000, 'throughput', [40_000, 20_000, 41_000, 19_000]),
+      tp('pgboss-perf', 10_000),
+    ],
     micro: [],
     pgbench: [],
     missing: [],
@@ -63,10 +70,19 @@ describe('pageBlock', () => {
     expect(text).toContain('shared_buffers=1GB, work_mem=16MB');
   });
 
-  it('gives each peer the throughput ratio of the same run, and the 1.5x target its verdict', () => {
+  it('gives each peer the throughput ratio of both drains, and judges the 1.5x target on the small one', () => {
     const text = pageBlock(report(), 'results/x.json').join('\n');
-    expect(text).toMatch(/\| graphile-worker \(performance config\) \| 1\.50x \|/);
-    expect(text).toMatch(/\| pg-boss [^|]* \| 3\.00x \|/);
-    expect(text).toMatch(/throughput ≥ 1\.5x graphile-worker \(performance config\) \| 1\.50x[^|]*\| yes \|/);
+    expect(text).toMatch(/\| graphile-worker \(performance config\) \| 1\.20x \| 1\.50x \|/);
+    expect(text).toMatch(/\| pg-boss [^|]* \| n\/a \| 3\.00x \|/);
+    expect(text).toMatch(/throughput ≥ 1\.5x graphile-worker \(performance config\), drain of 20,000 \| 1\.20x[^|]*\| \*\*no\*\* \|/);
+    expect(text).toMatch(/drain of 100,000 \(shown; [^|]*\| 1\.50x[^|]*two groups here \| n\/a \|/);
+  });
+
+  it('prints every run of every system and says when a peer ran in two groups', () => {
+    const text = pageBlock(report(), 'results/x.json').join('\n');
+    expect(text).toMatch(
+      /\| Throughput, large backlog \(jobs\/s\) \| graphile-perf \| 40,000, 20,000, 41,000, 19,000 \| [^|]+ \| \*\*two groups\*\*: 19,000, 20,000 and 40,000, 41,000 \|/,
+    );
+    expect(text).toMatch(/\| Throughput, small backlog \(jobs\/s\) \| graphile-perf \| 25,000, 24,000, 26,000, 25,500 \| [^|]+ \| {2}\|/);
   });
 });

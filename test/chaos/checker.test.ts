@@ -1,6 +1,7 @@
 // The checker on synthetic histories: a clean run is valid, and each kind of
 // violation (lost, unexpected, stale accepted, duplicate beyond the bound,
-// dead letter, trouble with no fault active in a run that must be quiet) is detected and named.
+// dead letter, trouble with no fault active in a run that must be quiet, a cancel not
+// honoured) is detected and named.
 import { describe, expect, it } from 'vitest';
 import { checkHistory, formatResult, type FinalJob } from './checker.ts';
 import type { HistoryRecord } from './history.ts';
@@ -234,7 +235,8 @@ describe('checker', () => {
   });
 
   it('flags dead letters unless allowed', () => {
-    const { history } = clean();
+    // Job 2's run failed (no completion accepted), and it was dead-lettered.
+    const history = clean().history.filter((x) => !(x.type === 'write' && x.jobId === '2'));
     const final = [job('1'), job('2', { state: 'dead_lettered', resultToken: null })];
     expect(checkHistory(final, history).violations.join()).toMatch(/dead-lettered/);
     expect(checkHistory(final, history, { allowDeadLetters: true }).ok).toBe(true);
@@ -268,5 +270,122 @@ describe('checker', () => {
     expect(quiet.ok).toBe(false);
     expect(quiet.violations.join('\n')).toMatch(/not quiet: 1 engine error\(s\) and 1 unknown enqueue outcome\(s\)/);
     expect(checkHistory(final, history, { requireQuiet: true }).ok).toBe(true);
+  });
+
+  describe('cancels', () => {
+    const cancel = (
+      jobId: string,
+      status: 'requested' | 'cancelled' | 'refused' | 'indeterminate',
+      token: string | null,
+      at = 3.5,
+    ): HistoryRecord => ({
+      type: 'cancel',
+      jobId,
+      status,
+      token,
+      sentAt: at - 0.1,
+      at,
+    });
+    const stopped = (jobId: string, token: string, at: number): HistoryRecord => ({
+      type: 'end',
+      jobId,
+      token,
+      worker: 'w1',
+      at,
+      outcome: 'cancelled',
+    });
+
+    it('accepts each honoured cancel: stopped (cancelled), finished anyway (succeeded), reaped, cancelled while pending, refused', () => {
+      const { final, history } = clean();
+      const h: HistoryRecord[] = [
+        ...history.filter((x) => !('jobId' in x && x.jobId === '2' && x.type !== 'enqueue')),
+        // Job 1 finished anyway: its request stands beside its success.
+        cancel('1', 'requested', '10', 1.5),
+        // Job 2 stopped on the signal; its fail write (the cancel) was accepted.
+        start('2', '20', 4),
+        cancel('2', 'requested', '20', 4.5),
+        stopped('2', '20', 5),
+        write('2', '20', 5.5, 1, 'fail'),
+        // Job 3 was cancelled while pending: never started.
+        enq('3'),
+        cancel('3', 'cancelled', null, 1),
+        // Job 4: running when asked, its worker died; the reaper cancelled it (no write accepted).
+        enq('4'),
+        start('4', '40', 1),
+        cancel('4', 'requested', '40', 2),
+        // Job 5 had finished: refused.
+        enq('5'),
+        start('5', '50', 1),
+        end('5', '50', 2),
+        write('5', '50', 3, 1),
+        cancel('5', 'refused', null, 4),
+      ];
+      const f = [
+        final[0]!,
+        job('2', { state: 'cancelled', resultToken: null, errorTokens: ['20'] }),
+        job('3', { state: 'cancelled', leaseToken: null, resultToken: null }),
+        job('4', { state: 'cancelled', resultToken: null, errorTokens: ['40'] }),
+        job('5'),
+      ];
+      const r = checkHistory(f, h);
+      expect(r.violations).toEqual([]);
+      expect(r.cancels).toEqual({
+        requested: 3,
+        cancelled: 1,
+        refused: 1,
+        unknown: 0,
+        endedCancelled: 2,
+        endedSucceeded: 1,
+        handlersStopped: 1,
+      });
+      expect(formatResult(r)).toContain('cancels: 3 requested while running (ended cancelled 2, succeeded anyway 1)');
+    });
+
+    it('detects a job started again (retried or re-claimed) after its cancel was recorded', () => {
+      const { final, history } = clean();
+      const h = [
+        ...history.filter((x) => !(x.type === 'write' && x.jobId === '2')),
+        cancel('2', 'requested', '20', 4.5),
+        write('2', '20', 5.5, 1, 'fail'),
+        start('2', '21', 8),
+        write('2', '21', 9, 1),
+      ];
+      const r = checkHistory([final[0]!, job('2', { leaseToken: '21', resultToken: '21', errorTokens: ['20'] })], h);
+      expect(r.ok).toBe(false);
+      expect(r.violations.join('\n')).toMatch(
+        /cancel: job 2 started again under token 21 after its cancel was recorded \(under token 20\)/,
+      );
+      const pending = [...history, cancel('1', 'cancelled', null, 0.5)];
+      expect(checkHistory([job('1', { state: 'cancelled', resultToken: null }), final[1]!], pending).violations.join('\n')).toMatch(
+        /job 1 started again under token 10 after its cancel was recorded \(never leased\)/,
+      );
+    });
+
+    it('detects a final state that does not match: cancelled although completed, cancelled unasked, dead-lettered with a request', () => {
+      const { final, history } = clean();
+      expect(
+        checkHistory([job('1', { state: 'cancelled' }), final[1]!], [...history, cancel('1', 'requested', '10', 1.5)]).violations.join(
+          '\n',
+        ),
+      ).toMatch(/job 1 is cancelled, but its handler's completion under token 10 was accepted/);
+      expect(checkHistory([final[0]!, job('2', { state: 'cancelled', resultToken: null })], history).violations.join('\n')).toMatch(
+        /job 2 is cancelled, but no cancel of it was accepted/,
+      );
+      const dead = checkHistory(
+        [final[0]!, job('2', { state: 'dead_lettered', resultToken: null })],
+        [...history, cancel('2', 'requested', '20', 4.5)],
+        {
+          allowDeadLetters: true,
+        },
+      );
+      expect(dead.violations.join('\n')).toMatch(/job 2 had a cancel request but ended dead_lettered/);
+      // An unanswered cancel may have been recorded: a cancelled job is then explained.
+      expect(
+        checkHistory(
+          [final[0]!, job('2', { state: 'cancelled', resultToken: null })],
+          [...history.filter((x) => !(x.type === 'write' && x.jobId === '2')), cancel('2', 'indeterminate', null)],
+        ).ok,
+      ).toBe(true);
+    });
   });
 });

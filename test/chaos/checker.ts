@@ -2,9 +2,11 @@
 // the run's history it counts lost / recovered / unexpected / duplicated /
 // stale-accepted / dead-lettered jobs and checks duplicates against the fault
 // bound. The properties: nothing lost or invented, no stale write accepted, duplicates
-// within the fault bound, no dead letters. Pure function plus a small CLI.
+// within the fault bound, no dead letters, and every cancel honoured: a job ends in the one
+// terminal state that matches what its handler did, and a cancelled job never runs again.
+// Pure function plus a small CLI.
 
-import type { EnqueueRecord, ErrorRecord, ExecRecord, FaultRecord, HistoryRecord, WriteRecord } from './history.ts';
+import type { CancelRecord, EnqueueRecord, ErrorRecord, ExecRecord, FaultRecord, HistoryRecord, WriteRecord } from './history.ts';
 import { readHistory } from './history.ts';
 
 export interface FinalJob {
@@ -73,6 +75,21 @@ export interface CheckResult {
    */
   unexplained: { errors: number; indeterminate: number; examples: string[] };
   faults: Record<string, number>;
+  /**
+   * Cancels asked for, by answer (requested: the job was running; cancelled: it was pending;
+   * refused: already finished; unknown: no answer), and how the requested ones ended: cancelled
+   * (the handler stopped on its signal, or nothing held the job any more) or succeeded (the
+   * handler finished anyway); handlersStopped: handler runs that ended on the cancel signal.
+   */
+  cancels: {
+    requested: number;
+    cancelled: number;
+    refused: number;
+    unknown: number;
+    endedCancelled: number;
+    endedSucceeded: number;
+    handlersStopped: number;
+  };
   fractions: { lost: number; duplicated: number; okFrac: number; recovered: number };
   violations: string[];
   ok: boolean;
@@ -253,6 +270,8 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
 
   const staleAccepted = staleKeys.size;
 
+  const cancels = checkCancels(final, history, accepted, startsByJob, violations);
+
   // Duplicates within the bound: executions (distinct tokens started) against faults that hit the job.
   const faultsHitting = new Map<string, number>();
   let duplicateBound = 0;
@@ -332,6 +351,7 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     staleAccepted,
     unexplained,
     faults: faultCounts,
+    cancels,
     fractions: {
       lost: frac(lost, acked.length),
       duplicated: frac(duplicated, final.length),
@@ -341,6 +361,63 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
     violations,
     ok: violations.length === 0,
   };
+}
+
+/**
+ * Exactly one terminal state per job, and the one its handler's run explains; cancels honoured:
+ * - a job whose completion under its last lease was accepted succeeded (the handler finished), whatever was asked;
+ * - a cancelled job was asked to stop (a cancel answered, or one with an unknown answer);
+ * - after a cancel was recorded no new lease of the job ever started (no retry, no re-claim): a
+ *   request on a running job (lease T) allows no start under a token above T, a cancel of a
+ *   pending job no start under a token above its last;
+ * - a job with a request ended cancelled or succeeded (never dead-lettered); one cancelled
+ *   while pending stayed cancelled.
+ */
+function checkCancels(
+  final: FinalJob[],
+  history: HistoryRecord[],
+  accepted: WriteRecord[],
+  startsByJob: Map<string, ExecRecord[]>,
+  violations: string[],
+): CheckResult['cancels'] {
+  const records = history.filter((r): r is CancelRecord => r.type === 'cancel');
+  const byJob = groupBy(records, (r) => r.jobId);
+  const completed = new Set(accepted.filter((w) => w.kind === 'complete').map((w) => `${w.jobId}:${w.token}`));
+  const out = {
+    requested: records.filter((r) => r.status === 'requested').length,
+    cancelled: records.filter((r) => r.status === 'cancelled').length,
+    refused: records.filter((r) => r.status === 'refused').length,
+    unknown: records.filter((r) => r.status === 'indeterminate').length,
+    endedCancelled: 0,
+    endedSucceeded: 0,
+    handlersStopped: history.filter((r) => r.type === 'end' && r.outcome === 'cancelled').length,
+  };
+  for (const j of final) {
+    const cs = byJob.get(j.id) ?? [];
+    if (j.state !== 'succeeded' && j.leaseToken !== null && completed.has(`${j.id}:${j.leaseToken}`)) {
+      violations.push(`cancel: job ${j.id} is ${j.state}, but its handler's completion under token ${j.leaseToken} was accepted`);
+    }
+    if (j.state === 'cancelled' && !cs.some((c) => c.status !== 'refused')) {
+      violations.push(`cancel: job ${j.id} is cancelled, but no cancel of it was accepted`);
+    }
+    const first = cs.filter((c) => c.status === 'requested' || c.status === 'cancelled').sort((a, b) => a.at - b.at)[0];
+    if (!first) continue;
+    if (first.status === 'requested') {
+      if (j.state === 'cancelled') out.endedCancelled += 1;
+      else if (j.state === 'succeeded') out.endedSucceeded += 1;
+      else violations.push(`cancel: job ${j.id} had a cancel request but ended ${j.state}`);
+    } else if (j.state !== 'cancelled') {
+      violations.push(`cancel: job ${j.id} was cancelled while pending but ended ${j.state}`);
+    }
+    const floor = first.token === null ? -1n : BigInt(first.token);
+    const again = (startsByJob.get(j.id) ?? []).find((s) => BigInt(s.token) > floor);
+    if (again) {
+      violations.push(
+        `cancel: job ${j.id} started again under token ${again.token} after its cancel was recorded (${first.token === null ? 'never leased' : `under token ${first.token}`})`,
+      );
+    }
+  }
+  return out;
 }
 
 /** Errors and unknown enqueue outcomes outside every fault's window (widened by QUIET_GRACE_MS). */
@@ -370,6 +447,7 @@ export function formatResult(r: CheckResult): string {
         .map(([k, n]) => `${k}=${n}`)
         .join(' ') || 'none'
     }`,
+    `cancels: ${r.cancels.requested} requested while running (ended cancelled ${r.cancels.endedCancelled}, succeeded anyway ${r.cancels.endedSucceeded}), ${r.cancels.cancelled} cancelled while pending, ${r.cancels.refused} refused (finished), ${r.cancels.unknown} unknown; handlers stopped on the signal ${r.cancels.handlersStopped}`,
     `with no fault active: engine errors ${r.unexplained.errors}, unknown enqueue outcomes ${r.unexplained.indeterminate}${r.unexplained.examples[0] ? ` (e.g. ${r.unexplained.examples[0]})` : ''}`,
     r.ok ? 'VALID' : `INVALID:\n  ${r.violations.slice(0, 30).join('\n  ')}`,
   ].join('\n');

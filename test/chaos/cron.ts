@@ -10,7 +10,7 @@ import path from 'node:path';
 import { createBaton, type MisfirePolicy } from '../../src/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { checkCron, type CronCheck, type CronJob, type CronSchedules } from './cron-checker.ts';
-import { Harness, type Slot } from './harness.ts';
+import { Harness } from './harness.ts';
 
 /** The workers' misfire threshold: pauses of 4-5 s make occurrences missed, pauses of 1 s do not. */
 export const CRON_CHAOS_THRESHOLD_MS = 2_000;
@@ -54,7 +54,7 @@ export async function runCronScenario(o: { seed: number; useNetns: boolean }): P
     await Promise.all(h.slots.map((s) => h.spawnWorker(s)));
     const producer = createBaton({ connectionString: h.cluster.url(), poolSize: 2 });
     try {
-      await leaderSlot(h);
+      await h.leaderSlot();
       const ids = {} as Record<MisfirePolicy, string>;
       let from = 0;
       for (const policy of ['fire_all', 'fire_once', 'skip'] as const) {
@@ -74,7 +74,7 @@ export async function runCronScenario(o: { seed: number; useNetns: boolean }): P
       const t0 = Date.now();
       for (const f of FAULTS) {
         await sleep(FAULT_GAP_MS);
-        const slot = await leaderSlot(h);
+        const slot = await h.leaderSlot();
         const at = Date.now();
         console.log(
           `    t=${((at - t0) / 1000).toFixed(1)}s ${f.kind} leader ${slot.workerId}${f.kind === 'pause' ? ` for ${f.ms} ms` : ''}`,
@@ -121,20 +121,6 @@ export async function runCronScenario(o: { seed: number; useNetns: boolean }): P
     }
   } finally {
     await h.teardown();
-  }
-}
-
-/** The slot of the live elected leader, polled for up to 10 s. */
-async function leaderSlot(h: Harness): Promise<Slot> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const r = await h.admin
-      .query<{ id: string }>('SELECT id FROM baton.workers WHERE leader_since IS NOT NULL AND gone_since IS NULL')
-      .catch(() => ({ rows: [] as Array<{ id: string }> }));
-    const slot = h.slots.find((s) => r.rows.some((row) => row.id === s.leaseOwner) && s.child?.exitCode === null);
-    if (slot) return slot;
-    if (Date.now() > deadline) throw new Error('no live leader within 10 s');
-    await sleep(50);
   }
 }
 

@@ -180,6 +180,20 @@ export class Harness {
     }
   }
 
+  /** The slot of the live leader (the holder of the live leader lease), polled for up to 10 s. */
+  async leaderSlot(): Promise<Slot> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const r = await this.admin
+        .query<{ holder: string }>('SELECT holder FROM baton.leader_lease WHERE expires_at > now()')
+        .catch(() => ({ rows: [] as Array<{ holder: string }> }));
+      const slot = this.slots.find((s) => r.rows.some((row) => row.holder === s.leaseOwner) && s.child?.exitCode === null);
+      if (slot) return slot;
+      if (Date.now() > deadline) throw new Error('no live leader within 10 s');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   /** The slot whose worker holds the most live leases now (faults should hit work), else `fallback`. */
   async busiestSlot(fallback: Slot): Promise<Slot> {
     try {

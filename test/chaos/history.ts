@@ -11,8 +11,30 @@ export interface ExecRecord {
   token: string;
   worker: string;
   at: number;
-  /** For 'end': how the handler finished. */
-  outcome?: 'ok' | 'error' | 'aborted';
+  /**
+   * For 'end': how the handler finished. 'cancelled': it stopped on a cancel request (its signal
+   * aborted with a JobCancelledError); 'aborted': on lease loss or the drain deadline.
+   */
+  outcome?: 'ok' | 'error' | 'aborted' | 'cancelled';
+  /** For 'start' of a cron occurrence's job: its key, run_at and created_at (ms), kept after retention deletes the row. */
+  key?: string;
+  runAt?: number;
+  createdAt?: number;
+}
+
+/**
+ * A cancel the runner asked for (admin.cancel): 'requested' (the job was leased or running: the
+ * request recorded under lease `token`), 'cancelled' (it was pending: cancelled at once; `token`
+ * its last lease's, or null), 'refused' (already finished), 'indeterminate' (no answer).
+ */
+export interface CancelRecord {
+  type: 'cancel';
+  jobId: string;
+  status: 'requested' | 'cancelled' | 'refused' | 'indeterminate';
+  token: string | null;
+  /** When the request was sent, and when its answer arrived. */
+  sentAt: number;
+  at: number;
 }
 
 /** An outcome write attempt and how many rows it changed (0 = fenced off). */
@@ -84,7 +106,42 @@ export interface EffectRecord {
   at: number;
 }
 
-export type HistoryRecord = ExecRecord | WriteRecord | FaultRecord | EnqueueRecord | ErrorRecord | EffectRecord;
+/** A worker started (true) or stopped (false) leading, by its own 'leadership' event. */
+export interface LeadershipRecord {
+  type: 'leadership';
+  worker: string;
+  leader: boolean;
+  at: number;
+}
+
+/**
+ * A statement of the leader lease (acquire, renew) or a leader-only write fenced by its epoch
+ * (the ticker's fenced transaction, the retention and outbox purges, worker pruning), read off
+ * the wire (leader-recorder.ts).
+ */
+export interface LeaderWriteRecord {
+  type: 'leader-write';
+  kind: 'acquire' | 'renew' | 'fence' | 'job-purge' | 'outbox-purge' | 'worker-prune';
+  worker: string;
+  /** The epoch the statement carried (acquire: the one it got, if any). */
+  epoch: string | null;
+  /** Whether it took or changed anything (fence: whether the fence held); null when it errored. */
+  changed: boolean | null;
+  sentAt: number;
+  at: number;
+  error?: string;
+}
+
+export type HistoryRecord =
+  | ExecRecord
+  | WriteRecord
+  | FaultRecord
+  | EnqueueRecord
+  | ErrorRecord
+  | EffectRecord
+  | LeadershipRecord
+  | LeaderWriteRecord
+  | CancelRecord;
 
 /** An engine 'error' event as a history record. */
 export function errorRecord(worker: string, e: { where: string; error: unknown }, at = Date.now()): ErrorRecord {

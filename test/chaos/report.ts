@@ -64,6 +64,11 @@ export function toMarkdown(reports: RunReport[]): string {
         ? ` Ambiguous acks: ${sum((r) => r.ambiguousAcks)} keys retried after an unknown outcome, ${sum((r) => r.ambiguousCommitted)} of them had committed (the retry found the job); ${sum((r) => r.unexpected) === 0 ? 'each key exactly one job' : '**unexpected jobs: see the violations**'}.`
         : ''),
     '',
+    `**Cancels:** ${sum((r) => r.cancels?.requested ?? 0)} requested while running (ended cancelled ${sum((r) => r.cancels?.endedCancelled ?? 0)}, ` +
+      `succeeded anyway ${sum((r) => r.cancels?.endedSucceeded ?? 0)}), ${sum((r) => r.cancels?.cancelled ?? 0)} cancelled while pending, ` +
+      `${sum((r) => r.cancels?.refused ?? 0)} refused (already finished), ${sum((r) => r.cancels?.unknown ?? 0)} unknown; ` +
+      'each job ended in the one terminal state its handler explains, and none started again after its cancel was recorded (or see the violations).',
+    '',
     "A calm run has no fault at all: there, any engine error, enqueue with an unknown outcome or session ended without its client's goodbye is a violation. In fault runs the same counts, taken outside every fault's window (widened by 5 s), are reported.",
     '',
     '| scenario | seed | jobs | acked | lost | unexpected | executions | dup jobs | extra execs / bound | stale accepted | writes fenced (outcomes) / unknown | dead | faults | no fault active: errors / unknown enqueues | sessions abandoned / killed / fatal | drain after heal | verdict |',

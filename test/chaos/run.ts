@@ -11,10 +11,18 @@
 //                                              or cron: schedules firing every second while the leader is killed and paused,
 //                                              or outbox: relays killed mid-publish, NATS resets, a webhook answering 503 and hanging,
 //                                              or flow: mixed faults with a key cap and a queue rate limit active,
-//                                              or workflow: four-step workflow runs through kill -9, SIGSTOP and a PostgreSQL restart
+//                                              or workflow: four-step workflow runs through kill -9, SIGSTOP and a PostgreSQL restart,
+//                                              or leader: the leader SIGSTOPped 30 s twice while schedules fire every 2 s
+//                                              and retention deletes each job as it succeeds (not in the plain smoke;
+//                                              .ci/run runs it as its own check; writes results/chaos-leader-*)
 //   npm run test:chaos -- --scenario calm --mutate notify-timer   must FAIL (the enqueue's query timer left armed)
 //   npm run test:chaos -- --soak               soak: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
+//   npm run test:chaos -- --mutate cancel-retry        must FAIL (a failed job retried despite its cancel request)
+//
+// Every job run also asks about one job in eight to stop (admin.cancel) at a seeded moment:
+// before, during or after its handler, through the faults; the checker holds each to one
+// terminal state matching what its handler did, and to never running again once cancelled.
 //   --no-netns                                 network faults on the Node proxy even as root (said loudly)
 
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -22,13 +30,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createBaton } from '../../src/index.ts';
+import { BatonError, createBaton } from '../../src/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { checkHistory, formatResult, readFinalJobs, type CheckResult } from './checker.ts';
 import { checkFlow, type FlowLimits } from './flow-checker.ts';
 import { runCronScenario, type CronRunResult } from './cron.ts';
 import { runOutboxScenario, type OutboxRunResult } from './outbox.ts';
 import { runWorkflowScenario, type WorkflowRunResult } from './workflow.ts';
+import { runLeaderScenario, type LeaderRunResult } from './leader.ts';
 import { Harness } from './harness.ts';
 import { errorRecord, readHistory } from './history.ts';
 import { writeReports, type RunReport } from './report.ts';
@@ -48,11 +57,11 @@ const { values: args } = parseArgs({
   },
 });
 
-// A named scenario runs alone: cron, outbox, workflow or flow (each skips the job seeds and the others).
-const only = ['cron', 'outbox', 'workflow', 'flow'].includes(args.scenario ?? '') ? args.scenario : undefined;
+// A named scenario runs alone: cron, outbox, workflow, flow or leader (each skips the job seeds and the others).
+const only = ['cron', 'outbox', 'workflow', 'flow', 'leader'].includes(args.scenario ?? '') ? args.scenario : undefined;
 const scenario = (only !== undefined ? 'mixed' : (args.scenario ?? 'mixed')) as Scenario;
 if (scenario !== 'mixed' && scenario !== 'calm' && !FAULT_KINDS.includes(scenario)) {
-  console.error(`--scenario must be mixed, calm, cron, outbox, workflow, flow or one of ${FAULT_KINDS.join(', ')}`);
+  console.error(`--scenario must be mixed, calm, cron, outbox, workflow, flow, leader or one of ${FAULT_KINDS.join(', ')}`);
   process.exit(2);
 }
 const tier = args.soak ? 'soak' : 'smoke';
@@ -114,6 +123,10 @@ async function runOne(plan: Plan, flow = false): Promise<RunReport> {
     const producer = createBaton({ connectionString: h.cluster.url(), queryTimeoutMs: 3_000, poolSize: 2 });
     producer.events.on('error', (e) => h.log.append(errorRecord('producer', e)));
     await migrate(h.admin, { schema: 'baton' });
+    if (args.mutate === 'cancel-retry') {
+      // The table's own guard would refuse the mutated retry (a row pending with a request): off.
+      await h.admin.query('ALTER TABLE baton.jobs DROP CONSTRAINT jobs_cancel_request_not_queued');
+    }
     if (flow) {
       await h.admin.query(`INSERT INTO baton.flow_keys (pattern, concurrency_limit) VALUES ('chaos:*', $1)`, [FLOW.cap]);
       await h.admin.query(`INSERT INTO baton.flow_queues (queue, rate_limit, rate_period_ms) VALUES ('chaos', $1, $2)`, [
@@ -134,7 +147,7 @@ async function runOne(plan: Plan, flow = false): Promise<RunReport> {
     const spec = (j: JobPlan) => ({
       queue: 'chaos',
       jobType: 'chaos',
-      payload: { ms: j.ms, failFirst: j.failFirst },
+      payload: { ms: j.ms, failFirst: j.failFirst, ...(j.cancel?.ignore ? { ignoreCancel: true } : {}) },
       idempotencyKey: j.key,
       maxAttempts: 25,
       ...(keyOfPlan.get(j.key) ? { concurrencyKey: keyOfPlan.get(j.key) } : {}),
@@ -160,6 +173,8 @@ async function runOne(plan: Plan, flow = false): Promise<RunReport> {
       throw new Error(`HTTP ${res.status}`);
     };
 
+    // Acknowledged jobs by key, for the cancels.
+    const idOf = new Map<string, string>();
     // Producer: every job enqueued at its planned time; an unknown outcome makes the ack
     // indeterminate and the same idempotency key is retried until acknowledged.
     const produce = (async () => {
@@ -173,6 +188,7 @@ async function runOne(plan: Plan, flow = false): Promise<RunReport> {
               console.log(`    enqueue ${j.key} refused: ${r.definite}`);
               break;
             }
+            idOf.set(j.key, r.id);
             h.log.append({
               type: 'enqueue',
               key: j.key,
@@ -221,7 +237,39 @@ async function runOne(plan: Plan, flow = false): Promise<RunReport> {
           return h.starve(slot!, f.durationMs!);
       }
     });
-    await Promise.all([produce, ...faults]);
+    // Cancels: each at its planned time, once its job is acknowledged (its enqueue may still be
+    // retrying through a fault), through the library's admin.cancel on the producer's pool.
+    const cancels = plan.jobs.flatMap((j) =>
+      j.cancel
+        ? [
+            (async () => {
+              await at(j.cancel!.at);
+              const ackBy = Date.now() + 30_000;
+              while (!idOf.has(j.key) && Date.now() < ackBy) await new Promise((r) => setTimeout(r, 50));
+              const id = idOf.get(j.key);
+              if (id === undefined) return;
+              const sentAt = Date.now();
+              try {
+                const job = await producer.admin.cancel(id);
+                const live = job.state === 'leased' || job.state === 'running';
+                const token = live ? job.token : job.state === 'cancelled' ? job.lastToken : null;
+                h.log.append({ type: 'cancel', jobId: id, status: live ? 'requested' : 'cancelled', token, sentAt, at: Date.now() });
+              } catch (err) {
+                const refused = err instanceof BatonError && err.code === 'JOB_STATE_CONFLICT';
+                h.log.append({
+                  type: 'cancel',
+                  jobId: id,
+                  status: refused ? 'refused' : 'indeterminate',
+                  token: null,
+                  sentAt,
+                  at: Date.now(),
+                });
+              }
+            })(),
+          ]
+        : [],
+    );
+    await Promise.all([produce, ...faults, ...cancels]);
     const healedAt = Date.now();
 
     // Drain: every acknowledged job terminal, polled against a deadline.
@@ -373,6 +421,10 @@ const workflowRuns: WorkflowRunResult[] = [];
 if (only === 'workflow' || withCalm) {
   workflowRuns.push(await runWorkflowScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
 }
+const leaderRuns: LeaderRunResult[] = [];
+if (only === 'leader') {
+  leaderRuns.push(await runLeaderScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'], report: !args['no-report'] }));
+}
 if (!args['no-report'] && reports.length > 0) {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../results');
   mkdirSync(root, { recursive: true });
@@ -384,7 +436,8 @@ const failed = [
   ...cronRuns.filter((r) => !r.ok).map(() => 'cron'),
   ...outboxRuns.filter((r) => !r.ok).map(() => 'outbox'),
   ...workflowRuns.filter((r) => !r.ok).map(() => 'workflow'),
+  ...leaderRuns.filter((r) => !r.ok).map(() => 'leader'),
 ];
-const runs = reports.length + cronRuns.length + outboxRuns.length + workflowRuns.length;
+const runs = reports.length + cronRuns.length + outboxRuns.length + workflowRuns.length + leaderRuns.length;
 console.log(failed.length === 0 ? `\nCHAOS PASSED (${runs} run(s))` : `\nCHAOS FAILED: ${failed.join(', ')}`);
 process.exit(failed.length === 0 ? 0 : 1);

@@ -39,6 +39,11 @@ export interface JobPlan {
   at: number;
   ms: number;
   failFirst: boolean;
+  /**
+   * A cancel the runner asks for, `at` ms after the run starts (after the job's own time, so it
+   * finds the job pending, running or already finished); `ignore`: the handler finishes anyway.
+   */
+  cancel?: { at: number; ignore: boolean };
 }
 
 export interface Plan {
@@ -179,6 +184,13 @@ export function makePlan(o: PlanOptions): Plan {
       ms: Math.round(long ? between(1_000, 3_000) : between(20, 200)),
       failFirst: rand() < 0.05,
     });
+  }
+  // Cancels came later: a fourth stream, so older seeds keep their schedules and jobs. About one
+  // job in eight (half of those that fail once, which cancels the retry), at a random moment from
+  // its enqueue to a little past its handler's length: before, during or after its run.
+  const rand4 = prng(o.seed ^ 0xca9c);
+  for (const j of jobs) {
+    if (rand4() < (j.failFirst ? 0.5 : 0.12)) j.cancel = { at: Math.round(j.at + rand4() * (j.ms + 400)), ignore: rand4() < 0.4 };
   }
   const producer = o.scenario === 'mixed' || o.scenario === 'api-ack' || o.scenario === 'calm' ? 'http' : 'direct';
   return { seed: o.seed, tier: o.tier, scenario: o.scenario, workers, concurrency, leaseMs, producer, faults, jobs, lastHealAt };

@@ -5,11 +5,12 @@
 // engine itself is untouched). Configured by environment (see WorkerEnv).
 
 import pg from 'pg';
-import { createBaton } from '../../src/index.ts';
+import { createBaton, JobCancelledError } from '../../src/index.ts';
 import type { JobContext } from '../../src/index.ts';
 import { HistoryLog, errorRecord, type WriteRecord } from './history.ts';
-import { TOKEN_FENCE } from '../../src/db/pg/queries/job.ts';
+import { CANCEL_REQUESTED, TOKEN_FENCE } from '../../src/db/pg/queries/job.ts';
 import { writeKind, writeRecords } from './write-recorder.ts';
+import { leaderKind, leaderRecord } from './leader-recorder.ts';
 import { CHAOS_FLOW, chaosFlow } from './chaos-flow.ts';
 
 /** Environment the runner passes. */
@@ -23,8 +24,16 @@ export interface WorkerEnv {
   CHAOS_CONCURRENCY?: string;
   CHAOS_LEASE_MS?: string;
   CHAOS_QUERY_TIMEOUT_MS?: string;
-  /** 'unfenced-complete': strip the token condition from the complete statement (proves the suite can fail). */
+  /**
+   * 'unfenced-complete': strip the token condition from the complete statement; 'cancel-retry':
+   * retry a failed job whatever its cancel request (the runner drops the table's CHECK). Each
+   * proves the suite can fail.
+   */
   CHAOS_MUTATE?: string;
+  /** The leader scenario (leader.ts): the leader lease, and retention of succeeded jobs (ms) and its period. */
+  CHAOS_LEADER_LEASE_MS?: string;
+  CHAOS_RETENTION_MS?: string;
+  CHAOS_RETENTION_INTERVAL_MS?: string;
 }
 
 const env = process.env as unknown as WorkerEnv;
@@ -54,9 +63,30 @@ function record(
 const unsettled = new Set<string>();
 const OUTCOME_WRITES = new Set<WriteRecord['kind']>(['complete', 'fail', 'release']);
 
+// ---- pause after reading due schedules -------------------------------------------
+// The leader scenario asks this process (IPC 'pause-after-due') to stop itself (SIGSTOP) the
+// next time its ticker has read due schedules, before it fires them: on SIGCONT the tick goes on
+// with what it read before the pause, as a process stopped at that moment by anyone would.
+let pauseAfterDue = false;
+const isDueRead = (config: unknown) =>
+  ((config as { name?: unknown } | null)?.name as string | undefined)?.endsWith('.schedule_due') ?? false;
+function stopsHere(config: unknown, err: unknown, res: pg.QueryResult | undefined): boolean {
+  if (!pauseAfterDue || err || !res || res.rows.length === 0 || !isDueRead(config)) return false;
+  pauseAfterDue = false;
+  return true;
+}
+function selfStop(then: () => void): void {
+  process.send?.({ type: 'self-stopping', at: Date.now() }, () => {
+    process.kill(process.pid, 'SIGSTOP');
+    then();
+  });
+}
+
 type QueryFn = (this: pg.Client, ...args: unknown[]) => unknown;
 const original = pg.Client.prototype.query as unknown as QueryFn;
 (pg.Client.prototype as unknown as { query: QueryFn }).query = function (this: pg.Client, ...args: unknown[]) {
+  const leader = leaderKind(args[0]);
+  if (leader || (pauseAfterDue && isDueRead(args[0]))) return observed(this, args, leader);
   const kind = writeKind(args[0]);
   if (!kind) return original.apply(this, args);
   let config = args[0] as { name?: string; text?: string; values?: unknown[] };
@@ -64,6 +94,12 @@ const original = pg.Client.prototype.query as unknown as QueryFn;
     // The deliberate bug: the outcome write without its token condition. The suite must fail.
     if (!config.text.includes(TOKEN_FENCE)) throw new Error('unfenced-complete: the complete statement no longer has its token fence');
     config = { ...config, text: config.text.replace(TOKEN_FENCE, '') };
+    args[0] = config;
+  }
+  if (MUTATE === 'cancel-retry' && kind === 'fail' && config.text) {
+    // The deliberate bug: a failed attempt retried although its job has a cancel request.
+    if (!config.text.includes(CANCEL_REQUESTED)) throw new Error('cancel-retry: the fail statement no longer reads the cancel request');
+    config = { ...config, text: config.text.replaceAll(CANCEL_REQUESTED, 'false') };
     args[0] = config;
   }
   const sentAt = Date.now();
@@ -88,6 +124,35 @@ const original = pg.Client.prototype.query as unknown as QueryFn;
     },
   );
 };
+
+/** A leader statement (recorded), or the due read the scenario stops after. */
+function observed(client: pg.Client, args: unknown[], kind: ReturnType<typeof leaderKind>): unknown {
+  const config = args[0] as { values?: unknown[] };
+  const sentAt = Date.now();
+  const settle = (err: unknown, res: pg.QueryResult | undefined) => {
+    if (kind) log.append(leaderRecord(kind, config, res, err, { worker: workerId, sentAt, at: Date.now() }));
+  };
+  const cbIndex = args.findIndex((a) => typeof a === 'function');
+  if (cbIndex >= 0) {
+    const cb = args[cbIndex] as (err: unknown, res: pg.QueryResult | undefined) => void;
+    args[cbIndex] = (err: unknown, res: pg.QueryResult | undefined) => {
+      settle(err, res);
+      if (stopsHere(args[0], err, res)) selfStop(() => cb(err, res));
+      else cb(err, res);
+    };
+    return original.apply(client, args);
+  }
+  return (original.apply(client, args) as Promise<pg.QueryResult>).then(
+    (res) => {
+      settle(undefined, res);
+      return stopsHere(args[0], undefined, res) ? new Promise<pg.QueryResult>((r) => selfStop(() => r(res))) : res;
+    },
+    (err: unknown) => {
+      settle(err, undefined);
+      throw err;
+    },
+  );
+}
 
 // ---- pool starvation ----------------------------------------------------------
 // The engine builds its own hardened pg.Pool (create-baton.ts); a subclass recorded here
@@ -139,6 +204,10 @@ async function starve(ms: number): Promise<{ held: number; max: number }> {
   return { held: open.filter(Boolean).length, max };
 }
 
+process.on('message', (m: { type?: string }) => {
+  if (m?.type === 'pause-after-due') pauseAfterDue = true;
+});
+
 process.on('message', (m: { type?: string; ms?: number }) => {
   if (m?.type !== 'starve') return;
   void starve(m.ms ?? 10_000).then(
@@ -153,18 +222,26 @@ interface ChaosPayload {
   ms: number;
   /** Throw a transient error on the first attempt (exercises the fenced fail path). */
   failFirst?: boolean;
+  /** Finish anyway when asked to stop (a cancel request); a lost lease still stops it. */
+  ignoreCancel?: boolean;
 }
 
 async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
   const { jobId, token } = { jobId: ctx.job.id, token: ctx.token };
-  log.append({ type: 'start', jobId, token, worker: workerId, at: Date.now() });
+  const cron = ctx.job.idempotencyKey?.startsWith('cron:')
+    ? { key: ctx.job.idempotencyKey, runAt: ctx.job.runAt.getTime(), createdAt: ctx.job.createdAt.getTime() }
+    : {};
+  log.append({ type: 'start', jobId, token, worker: workerId, at: Date.now(), ...cron });
   unsettled.add(jobId);
+  const cancelled = () => ctx.signal.reason instanceof JobCancelledError;
   try {
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(resolve, ctx.payload.ms);
       ctx.signal.addEventListener(
         'abort',
         () => {
+          // Asked to stop: this job finishes anyway (its lease is still held).
+          if (cancelled() && ctx.payload.ignoreCancel) return;
           clearTimeout(timer);
           reject(ctx.signal.reason ?? new Error('aborted'));
         },
@@ -173,8 +250,10 @@ async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
     });
     if (ctx.payload.failFirst && ctx.job.attempt === 1) throw new Error('chaos: planned transient failure');
   } catch (err) {
-    log.append({ type: 'end', jobId, token, worker: workerId, at: Date.now(), outcome: ctx.signal.aborted ? 'aborted' : 'error' });
-    if (ctx.signal.aborted) unsettled.delete(jobId);
+    const outcome = !ctx.signal.aborted ? 'error' : cancelled() ? 'cancelled' : 'aborted';
+    log.append({ type: 'end', jobId, token, worker: workerId, at: Date.now(), outcome });
+    // A handler aborted on lease loss writes nothing; one that stopped on a cancel writes its failure.
+    if (outcome === 'aborted') unsettled.delete(jobId);
     throw err;
   }
   log.append({ type: 'end', jobId, token, worker: workerId, at: Date.now(), outcome: 'ok' });
@@ -215,6 +294,14 @@ const makeBaton = () => {
     poolSize: 6,
     // The cron scenario (cron.ts) pauses the leader past a short threshold to make misfires.
     ...(process.env.CHAOS_CRON_MISFIRE_MS ? { cronMisfireThresholdMs: Number(process.env.CHAOS_CRON_MISFIRE_MS) } : {}),
+    // The leader scenario (leader.ts): its lease, and retention deleting succeeded jobs at once.
+    ...(env.CHAOS_LEADER_LEASE_MS ? { leaderLeaseMs: Number(env.CHAOS_LEADER_LEASE_MS) } : {}),
+    ...(env.CHAOS_RETENTION_MS
+      ? {
+          retention: { succeededMs: Number(env.CHAOS_RETENTION_MS), cancelledMs: null, deadLetteredMs: null },
+          retentionIntervalMs: Number(env.CHAOS_RETENTION_INTERVAL_MS ?? 200),
+        }
+      : {}),
     queryTimeoutMs: Number(env.CHAOS_QUERY_TIMEOUT_MS ?? 2_000),
     handlers: { chaos: chaosHandler as (ctx: JobContext) => Promise<unknown> },
   });
@@ -226,6 +313,7 @@ const makeBaton = () => {
   );
   // Every background error, for the checker's count of errors with no fault active.
   b.events.on('error', (e) => log.append(errorRecord(workerId, e)));
+  b.events.on('leadership', (e) => log.append({ type: 'leadership', worker: workerId, leader: e.leader, at: Date.now() }));
   return b;
 };
 

@@ -8,6 +8,7 @@ import { FOLLOWER_SWEEP_EVERY, Reaper } from '../../src/core/reaper.ts';
 import type { Executor } from '../../src/db/executor.ts';
 
 function countingReaper(isLeader: () => boolean) {
+  const leaderEpoch = () => (isLeader() ? '1' : null);
   let sweeps = 0;
   const executor = {
     workerSweep: async () => undefined,
@@ -18,7 +19,7 @@ function countingReaper(isLeader: () => boolean) {
     workerPrune: async () => undefined,
   } as unknown as Executor;
   const config = parseEngineConfig({ reaperIntervalMs: 100 }, () => 'w');
-  const reaper = new Reaper({ executor, config, lockNamespace: 1, isLeader, onReaped: () => undefined, onError: () => undefined });
+  const reaper = new Reaper({ executor, config, lockNamespace: 1, leaderEpoch, onReaped: () => undefined, onError: () => undefined });
   return { reaper, sweeps: () => sweeps };
 }
 

@@ -7,6 +7,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { isBatonError, type Baton, type Schedule } from '../../src/index.ts';
 import { useEngines } from '../engine/harness.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { terminateLeaderPresence } from '../helpers/leader.ts';
 import { waitFor } from '../helpers/wait.ts';
 
 const db = useTestDatabase();
@@ -162,11 +163,7 @@ describe('baton.cron', () => {
     const { schedule } = await follower.cron.upsert({ ...input, name: 'every-second', cron: '* * * * * *', jobType: 'tick' });
     await waitFor(async () => (await fired(schedule.id)).length >= 2, { message: 'the leader to fire' });
     expect(follower.stats().cron.fired).toBe(0);
-    await db.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-        WHERE datname = current_database() AND application_name = 'baton-presence'
-          AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = 0 AND objsubid = 2 AND granted)`,
-    );
+    expect(await terminateLeaderPresence(db.pool)).toBe(1);
     const killedAt = Date.now();
     await leader!.stop({ drainMs: 0 });
     await waitFor(() => follower.stats().cron.fired >= 2, { message: 'the new leader to fire occurrences' });

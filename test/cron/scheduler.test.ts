@@ -1,15 +1,18 @@
 // The ticker on a real PostgreSQL, with a clock the test moves: firing, each misfire policy,
 // catchUpLimit and catch-up run_at, invalid schedules disabling themselves, two tickers racing
-// the same occurrences, a ticker dying between its two writes, and next_fire_at never moving back.
+// the same occurrences, a ticker dying between its two writes (they commit together or not at
+// all), next_fire_at never moving back, and nothing fired under an epoch that lost the lease.
 
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Scheduler, type SchedulerDeps } from '../../src/core/cron/scheduler.ts';
 import type { MisfirePolicy } from '../../src/core/cron/schedule.ts';
 import { cronChannelFor } from '../../src/core/notifier.ts';
+import { PgLeaderStore } from '../../src/db/pg/pg-leader.ts';
 import { PgScheduleStore } from '../../src/db/pg/pg-schedules.ts';
 import type { ScheduleStore } from '../../src/db/schedule-store.ts';
 import { useEngines } from '../engine/harness.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { takeLeaderLease } from '../helpers/leader.ts';
 
 const db = useTestDatabase();
 const T0 = Date.parse('2026-06-01T12:00:00Z');
@@ -29,11 +32,14 @@ const jobs = async () =>
 describe('scheduler', () => {
   const engines = useEngines(db);
   let now = T0;
+  let epoch = '';
   const store = (): ScheduleStore => new PgScheduleStore(db.pool, '"baton"', cronChannelFor('baton'));
+  const leader = () => new PgLeaderStore(db.pool, '"baton"');
 
   beforeEach(async () => {
     await db.query('TRUNCATE baton.schedules');
     now = T0;
+    epoch = await takeLeaderLease(db.pool);
   });
 
   function scheduler(over: Partial<SchedulerDeps> = {}): Scheduler & { disabled: string[]; misfires: MisfirePolicy[] } {
@@ -42,9 +48,10 @@ describe('scheduler', () => {
     const misfires: MisfirePolicy[] = [];
     const s = new Scheduler({
       store: store(),
-      enqueue: (specs) => producer.enqueueMany(specs),
+      enqueue: (specs, client) => producer.enqueueMany(specs, { client, notify: false }),
       wake: () => undefined,
-      isLeader: () => true,
+      leaderEpoch: () => epoch,
+      fenced: (e, fn) => leader().fenced({ epoch: e, idleMs: 10_000, stillLeader: () => true }, fn),
       now: () => now,
       misfireThresholdMs: 10_000,
       maxAttemptsDefault: 5,
@@ -210,7 +217,7 @@ describe('scheduler', () => {
     expect(new Set(js.map((j) => j.idempotency_key)).size).toBe(expected);
   });
 
-  it('a ticker that dies after enqueuing but before advancing re-fires into the same keys', async () => {
+  it('a ticker that dies after enqueuing but before advancing leaves neither write; the next tick fires once', async () => {
     const id = await insert({ cron: '* * * * *', next: T0, policy: 'fire_all' });
     now = T0 + 3 * MIN + 1;
     const base = store();
@@ -221,12 +228,46 @@ describe('scheduler', () => {
       }),
     });
     await expect(dying.tick()).rejects.toThrow('killed');
-    expect(await jobs()).toHaveLength(4);
+    // One transaction: the jobs went with the failed advance.
+    expect(await jobs()).toHaveLength(0);
     expect((await row(id)).next_fire_at.getTime()).toBe(T0);
     const r = await scheduler().tick();
-    expect(r.created).toBe(0);
+    expect(r.created).toBe(4);
     expect(await jobs()).toHaveLength(4);
     expect((await row(id)).next_fire_at.getTime()).toBe(T0 + 4 * MIN);
+  });
+
+  it('a ticker whose epoch lost the lease after it read the schedules fires nothing, even an occurrence whose job is gone', async () => {
+    const id = await insert({ cron: '* * * * *', next: T0, policy: 'fire_all' });
+    now = T0 + 2 * MIN + 1;
+    const stale = epoch;
+    const base = store();
+    // The deposed leader reads the due schedule, then stalls; meanwhile another leader fires
+    // the occurrences and retention deletes their jobs.
+    let resume!: () => void;
+    const stalled = new Promise<void>((r) => (resume = r));
+    let read!: () => void;
+    const hasRead = new Promise<void>((r) => (read = r));
+    const deposed = scheduler({
+      leaderEpoch: () => stale,
+      store: Object.assign(Object.create(base), {
+        due: async (p: Parameters<ScheduleStore['due']>[0]) => {
+          const due = await base.due(p);
+          read();
+          await stalled;
+          return due;
+        },
+      }),
+    });
+    const late = deposed.tick();
+    await hasRead;
+    epoch = await takeLeaderLease(db.pool, { holder: 'the-new-leader' });
+    expect((await scheduler().tick()).created).toBe(3);
+    await db.query('DELETE FROM baton.jobs');
+    resume();
+    expect(await late).toEqual({ created: 0, disabled: 0, more: false });
+    expect(await jobs()).toHaveLength(0);
+    expect((await row(id)).next_fire_at.getTime()).toBe(T0 + 3 * MIN);
   });
 
   it('next_fire_at never moves backwards, and a stale ticker’s advance writes nothing', async () => {

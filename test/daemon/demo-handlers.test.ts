@@ -27,6 +27,7 @@ function ctx<P>(payload: P, attempt = 1, signal = new AbortController().signal):
     updatedAt: now,
     startedAt: now,
     trace: null,
+    cancelRequestedAt: null,
     state: 'running',
     token: '7',
     leaseOwner: 'w',

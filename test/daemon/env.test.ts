@@ -29,6 +29,7 @@ describe('loadConfig', () => {
       handlersPath: undefined,
       demoHandlers: true,
       bodyLimitBytes: 1_048_576,
+      http: { requestTimeoutMs: 30_000, maxConnectionsPerAddress: 128 },
       allowedHosts: undefined,
       logLevel: 'info',
     });
@@ -51,6 +52,8 @@ describe('loadConfig', () => {
         BATON_CLAIM_INTO_RUNNING: 'false',
         BATON_DEMO_HANDLERS: '0',
         BATON_LEASE_MS: '2000',
+        BATON_LEADER: 'no',
+        BATON_LEADER_LEASE_MS: '3000',
         BATON_HANDLERS: './h.ts',
         DATABASE_URL: 'postgres://u:p@db:5432/x',
         LOG_LEVEL: 'debug',
@@ -59,10 +62,24 @@ describe('loadConfig', () => {
       '/srv/app',
     );
     expect(c.port).toBe(9090);
-    expect(c.engine).toMatchObject({ queues: { default: 10, emails: 4 }, claimIntoRunning: false, leaseMs: 2000 });
+    expect(c.engine).toMatchObject({
+      queues: { default: 10, emails: 4 },
+      claimIntoRunning: false,
+      leaseMs: 2000,
+      leader: false,
+      leaderLeaseMs: 3000,
+    });
     expect(c.demoHandlers).toBe(false);
     expect(c.handlersPath).toBe('/srv/app/h.ts');
     expect(c.databaseUrl).toBe('postgres://u:p@db:5432/x');
+  });
+
+  it('reads the HTTP bounds: request timeout and connections per client address (0: no cap)', () => {
+    expect(loadConfig({ BATON_REQUEST_TIMEOUT_MS: '5000', BATON_MAX_CONNECTIONS_PER_IP: '0' }).http).toEqual({
+      requestTimeoutMs: 5000,
+      maxConnectionsPerAddress: 0,
+    });
+    expect(loadConfig({}, parseFlags(['--max-connections-per-ip', '8'])).http.maxConnectionsPerAddress).toBe(8);
   });
 
   it('reads BATON_ALLOWED_HOSTS as a comma list of names (and name:port), or * for no Host check', () => {
@@ -80,6 +97,17 @@ describe('loadConfig', () => {
     expect(c.engine.queues).toEqual({}); // an explicit empty flag: produce only
   });
 
+  it('reads BATON_QUEUES= (empty) as produce only, like --queues=, and unset as the default', () => {
+    // The documented rule (docs/configuration.md): an empty BATON_QUEUES starts no worker.
+    expect(loadConfig({ BATON_QUEUES: '' }).engine.queues).toEqual({});
+    expect(loadConfig({ BATON_QUEUES: ' ' }).engine.queues).toEqual({});
+    expect(loadConfig({}).engine.queues).toEqual({ default: 10 });
+    // Other settings still read an empty variable as unset.
+    expect(loadConfig({ BATON_QUEUES: '', PORT: '' }).port).toBe(8080);
+    // The flag still wins over the variable, either way.
+    expect(loadConfig({ BATON_QUEUES: '' }, parseFlags(['--queues', 'emails:2'])).engine.queues).toEqual({ emails: 2 });
+  });
+
   it.each([
     [{ PORT: 'abc' }, 'PORT (--port)'],
     [{ PORT: '65536' }, 'PORT (--port)'],
@@ -94,12 +122,18 @@ describe('loadConfig', () => {
     [{ BATON_FAIRNESS: 'weighted' }, 'BATON_FAIRNESS (--fairness)'],
     [{ BATON_SCHEMA: 'Bad-Schema' }, 'BATON_SCHEMA (--schema)'],
     [{ BATON_LEASE_MS: '50' }, 'BATON_LEASE_MS (--lease-ms)'],
+    [{ BATON_LEADER: 'sometimes' }, 'BATON_LEADER (--leader)'],
+    [{ BATON_LEADER_LEASE_MS: '100' }, 'BATON_LEADER_LEASE_MS (--leader-lease-ms)'],
     [{ BATON_BACKOFF_BASE_MS: '5000', BATON_BACKOFF_CAP_MS: '1000' }, 'BATON_BACKOFF_CAP_MS (--backoff-cap-ms)'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL (--log-level)'],
     [{ DATABASE_URL: 'not a url' }, 'DATABASE_URL (--database-url)'],
     [{ BATON_API_TOKEN: 'short' }, 'BATON_API_TOKEN (--api-token)'],
     [{ BATON_ALLOWED_HOSTS: 'ok.example,bad host' }, 'BATON_ALLOWED_HOSTS (--allowed-hosts): "bad host" is not a host name'],
     [{ BATON_ALLOWED_HOSTS: 'http://x.example' }, 'BATON_ALLOWED_HOSTS (--allowed-hosts)'],
+    [{ BATON_REQUEST_TIMEOUT_MS: '50' }, 'BATON_REQUEST_TIMEOUT_MS (--request-timeout-ms)'],
+    [{ BATON_REQUEST_TIMEOUT_MS: 'soon' }, 'BATON_REQUEST_TIMEOUT_MS (--request-timeout-ms)'],
+    [{ BATON_MAX_CONNECTIONS_PER_IP: '-1' }, 'BATON_MAX_CONNECTIONS_PER_IP (--max-connections-per-ip)'],
+    [{ BATON_MAX_CONNECTIONS_PER_IP: '2.5' }, 'BATON_MAX_CONNECTIONS_PER_IP (--max-connections-per-ip)'],
   ])('refuses %j naming %s', (env, name) => {
     const err = configError(() => loadConfig(env));
     expect(err.message).toContain(name);

@@ -21,6 +21,7 @@ async function enqueue(queue: string, n: number, over: Parameters<typeof newJob>
 function claimer(queue: string, opts: { fair?: boolean; controlled?: boolean } = {}) {
   let cursor: FairCursor = { tenant: '', used: 0 };
   let keyCursor = '';
+  let solo = false;
   return async (limit: number): Promise<FlowClaimResult> => {
     const r = await ex.jobClaimFlow({
       queue,
@@ -32,9 +33,11 @@ function claimer(queue: string, opts: { fair?: boolean; controlled?: boolean } =
       controlled: opts.controlled ?? false,
       cursor,
       keyCursor,
+      solo,
     });
     cursor = r.cursor;
     keyCursor = r.keyCursor;
+    solo = r.solo;
     return r;
   };
 }
@@ -97,6 +100,27 @@ describe('fair claim', () => {
     const high = await enqueue(queue, 2, { tenantId: 't', priority: 5 });
     const r = await claimer(queue)(3);
     expect(r.jobs.map((j) => j.id)).toEqual([...high, low[0]]);
+  });
+
+  it('claims a one-tenant queue in claim order up to its limit and says no slice bound it', async () => {
+    const queue = fresh();
+    const late = await enqueue(queue, 2, { tenantId: 'solo', priority: 0 });
+    const urgent = await enqueue(queue, 2, { tenantId: 'solo', priority: 9 });
+    const next = claimer(queue);
+    const r = await next(3);
+    expect(r.jobs.map((j) => j.id)).toEqual([...urgent, late[0]]);
+    expect(r).toMatchObject({ sliced: false, solo: true });
+    // The next claims go through the one-tenant statement; an empty claim of a one-tenant (or
+    // empty) queue says so too.
+    expect(await next(3)).toMatchObject({ sliced: false, solo: true });
+    expect(await next(3)).toMatchObject({ jobs: [], sliced: false, solo: true });
+    // A second tenant: the one-tenant statement takes nothing and the fair claim follows in the
+    // same call, round-robin again, and may stop at the slices.
+    await enqueue(queue, 3, { tenantId: 'other' });
+    await enqueue(queue, 3, { tenantId: 'solo' });
+    const mixed = await next(4);
+    expect(mixed).toMatchObject({ sliced: true, solo: false });
+    expect(tenants(mixed)).toEqual(['other', 'other', 'solo', 'solo']);
   });
 
   it('claims nothing from a flow-controlled queue (its claims go through the controlled claim)', async () => {

@@ -41,7 +41,7 @@ describe('fencing', () => {
       ).size,
     ).toBe(0);
     expect(await row(id)).toEqual(before);
-    expect((await ex.jobHeartbeatMany({ leases: [stale], leaseMs: 600_000 })).size).toBe(0);
+    expect((await ex.jobHeartbeatMany({ leases: [stale], leaseMs: 600_000 })).alive.size).toBe(0);
     expect(await row(id)).toEqual(before);
     expect((await ex.jobMarkRunningMany({ leases: [stale] })).size).toBe(0);
     expect(await row(id)).toEqual(before);
@@ -50,7 +50,7 @@ describe('fencing', () => {
 
     // The current owner proceeds: start, heartbeat (expiry = now + lease), complete.
     expect([...(await ex.jobMarkRunningMany({ leases: [current] }))]).toEqual([id]);
-    expect([...(await ex.jobHeartbeatMany({ leases: [current], leaseMs: 12_345 }))]).toEqual([id]);
+    expect([...(await ex.jobHeartbeatMany({ leases: [current], leaseMs: 12_345 })).alive]).toEqual([id]);
     const hb = await row(id);
     expect(ms(hb.lease_expires_at, hb.updated_at)).toBe(12_345);
     expect([...(await ex.jobCompleteMany({ items: [{ ...current, result: { by: 'new' } }] }))]).toEqual([id]);
@@ -66,7 +66,7 @@ describe('fencing', () => {
 
     // After the outcome, even the current token writes nothing more.
     expect((await ex.jobCompleteMany({ items: [{ ...current, result: 'again' }] })).size).toBe(0);
-    expect((await ex.jobHeartbeatMany({ leases: [current], leaseMs: 1_000 })).size).toBe(0);
+    expect((await ex.jobHeartbeatMany({ leases: [current], leaseMs: 1_000 })).alive.size).toBe(0);
     expect(await row(id)).toEqual(done);
   });
 
@@ -89,7 +89,7 @@ describe('fencing', () => {
         })
       ).size,
     ).toBe(0);
-    expect((await ex.jobHeartbeatMany({ leases: [lease], leaseMs: 1_000 })).size).toBe(0);
+    expect((await ex.jobHeartbeatMany({ leases: [lease], leaseMs: 1_000 })).alive.size).toBe(0);
     expect(await row(id)).toEqual(before);
   });
 
@@ -148,7 +148,7 @@ describe('fencing', () => {
     await reapExpired([other!]);
     // Three leases, two rows: counting written rows against the batch size can never say "all".
     const leases = [stale!, current!, lost!].map((j) => ({ id: j.id, token: j.token }));
-    expect([...(await ex.jobHeartbeatMany({ leases, leaseMs: 60_000 }))]).toEqual([id]);
+    expect([...(await ex.jobHeartbeatMany({ leases, leaseMs: 60_000 })).alive]).toEqual([id]);
     expect([...(await ex.jobCompleteMany({ items: leases.map((l) => ({ ...l, result: null })) }))]).toEqual([id]);
     expect(await row(id!)).toMatchObject({ state: 'succeeded', lease_token: current!.token });
     expect(await row(other!)).toMatchObject({ state: 'pending' });
@@ -166,7 +166,8 @@ describe('jobHeartbeatMany', () => {
 
     const leases = [leased!, running!, finished!].map((j) => ({ id: j.id, token: j.token }));
     const ok = await ex.jobHeartbeatMany({ leases, leaseMs: 45_000 });
-    expect([...ok].sort()).toEqual([leased!.id, running!.id].sort());
+    expect([...ok.alive].sort()).toEqual([leased!.id, running!.id].sort());
+    expect(ok.cancelRequested.size).toBe(0);
     for (const j of [leased!, running!]) {
       const r = await row(j.id);
       const b = before.get(j.id)!;

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { lockNamespaceFor } from '../../src/create-baton.ts';
 import { insertJob, insertJobs, insertWorker, workerRow } from '../helpers/factory.ts';
 import { deferred, waitFor } from '../helpers/wait.ts';
+import { takeLeaderLease } from '../helpers/leader.ts';
 import { claim, ex, expireLeases, fresh, reapExpired, row, useExecutorHarness } from './executor-harness.ts';
 
 const db = useExecutorHarness();
@@ -155,7 +156,7 @@ describe('fast reclaim', () => {
     });
     // Since then the owner renewed one of them and claimed a new job: it was alive after all.
     const token = (await row(renewed)).lease_token as string;
-    expect(await ex.jobHeartbeatMany({ leases: [{ id: renewed, token }], leaseMs: 600_000 })).toEqual(new Set([renewed]));
+    expect((await ex.jobHeartbeatMany({ leases: [{ id: renewed, token }], leaseMs: 600_000 })).alive).toEqual(new Set([renewed]));
     const queue = fresh();
     await insertJob(db.pool, { queue });
     const [claimed] = await ex.jobClaim({ queue, limit: 1, owner: 'w-late', leaseMs: 600_000, intoRunning: true });
@@ -243,14 +244,20 @@ describe('workerPrune', () => {
       (await db.query<{ id: string }>(`SELECT id FROM baton.workers WHERE id LIKE $1 || '-%'`, [p])).rows.map((r) => r.id).sort();
     const recentBefore = await workerRow(db.pool, `${p}-recent`);
 
-    await ex.workerPrune();
+    // Under an epoch that no longer holds the leader lease: nothing.
+    const deposed = await takeLeaderLease(db.pool, { holder: 'a' });
+    const epoch = await takeLeaderLease(db.pool, { holder: 'b' });
+    await ex.workerPrune({ epoch: deposed });
+    expect(await left()).toEqual([`${p}-alive`, `${p}-leasing`, `${p}-old`, `${p}-recent`]);
+
+    await ex.workerPrune({ epoch });
     expect(await left()).toEqual([`${p}-alive`, `${p}-leasing`, `${p}-recent`]);
     expect(await workerRow(db.pool, `${p}-recent`)).toEqual(recentBefore);
 
     // Once its last lease has an outcome, the long-gone worker goes too.
     const token = (await row(leased)).lease_token as string;
     expect(await ex.jobCompleteMany({ items: [{ id: leased, token, result: null }] })).toEqual(new Set([leased]));
-    await ex.workerPrune();
+    await ex.workerPrune({ epoch });
     expect(await left()).toEqual([`${p}-alive`, `${p}-recent`]);
   });
 });

@@ -1,9 +1,12 @@
-// Conformance of the retention writes: jobPurge deletes the finished jobs of one state older
-// than an age, oldest first, at most a batch, and nothing else; jobCompleteMany with
-// deleteRows deletes the jobs it completes, fenced by token like every outcome write.
+// Conformance of the retention writes: jobPurgeScan walks a queue's finished jobs oldest id
+// first, deletes those past their state's age, reads at most a batch and stops at jobs created
+// after the youngest age, and deletes nothing at all under an epoch that does not hold the
+// leader lease; jobCompleteMany with deleteRows deletes the jobs
+// it completes, fenced by token like every outcome write.
 
 import { describe, expect, it } from 'vitest';
 import { jobRow } from '../helpers/factory.ts';
+import { takeLeaderLease } from '../helpers/leader.ts';
 import { insertJob, insertJobs } from '../helpers/factory.ts';
 import { claim, ex, expireLeases, fresh, reapExpired, useExecutorHarness } from './executor-harness.ts';
 
@@ -11,40 +14,74 @@ const db = useExecutorHarness();
 const HOUR = 3_600_000;
 const exists = async (id: string) => (await jobRow(db.pool, id)) !== undefined;
 
-describe('jobPurge', () => {
-  it('deletes the oldest jobs finished in that state before the age, at most the limit, and reports them per queue', async () => {
-    const [qa, qb] = [fresh('purge'), fresh('purge')];
-    const old1 = await insertJob(db.pool, { queue: qa, state: 'succeeded', finishedAt: { inMs: -3 * HOUR } });
-    const old2 = await insertJob(db.pool, { queue: qb, state: 'succeeded', finishedAt: { inMs: -2.5 * HOUR } });
-    const old3 = await insertJob(db.pool, { queue: qa, state: 'succeeded', finishedAt: { inMs: -2 * HOUR } });
-    const young = await insertJob(db.pool, { queue: qa, state: 'succeeded', finishedAt: { inMs: -0.5 * HOUR } });
-    const deadOld = await insertJob(db.pool, { queue: qa, state: 'dead_lettered', finishedAt: { inMs: -5 * HOUR } });
-    const pending = await insertJob(db.pool, { queue: qa });
+const KEEP = { succeeded: null, cancelled: null, dead_lettered: null } as const;
+const none = { succeeded: 0, cancelled: 0, dead_lettered: 0 };
 
-    const first = await ex.jobPurge({ state: 'succeeded', olderThanMs: HOUR, limit: 2 });
-    // The two oldest, one per queue.
-    expect(first.sort((a, b) => a.queue.localeCompare(b.queue))).toEqual(
-      [
-        { queue: qa, n: 1 },
-        { queue: qb, n: 1 },
-      ].sort((a, b) => a.queue.localeCompare(b.queue)),
-    );
-    expect([await exists(old1), await exists(old2), await exists(old3)]).toEqual([false, false, true]);
-    const second = await ex.jobPurge({ state: 'succeeded', olderThanMs: HOUR, limit: 2 });
-    expect(second).toEqual([{ queue: qa, n: 1 }]);
-    expect(await exists(old3)).toBe(false);
-    // Younger than the age, another state, or not finished: kept.
-    for (const id of [young, deadOld, pending]) expect(await exists(id)).toBe(true);
-    expect(await ex.jobPurge({ state: 'succeeded', olderThanMs: HOUR, limit: 2 })).toEqual([]);
-    expect(await ex.jobPurge({ state: 'dead_lettered', olderThanMs: HOUR, limit: 10 })).toEqual([{ queue: qa, n: 1 }]);
+describe('jobPurgeScan', () => {
+  it("deletes a queue's finished jobs past their state's age, oldest id first, and reads at most the batch", async () => {
+    const [qa, qb] = [fresh('purge'), fresh('purge')];
+    const ago = (h: number) => ({ createdAt: { inMs: -h * HOUR }, finishedAt: { inMs: -h * HOUR } });
+    const old1 = await insertJob(db.pool, { queue: qa, state: 'succeeded', ...ago(3) });
+    const deadOld = await insertJob(db.pool, { queue: qa, state: 'dead_lettered', ...ago(2.8) });
+    const old2 = await insertJob(db.pool, { queue: qa, state: 'succeeded', ...ago(2.5) });
+    const otherQueue = await insertJob(db.pool, { queue: qb, state: 'succeeded', ...ago(2.4) });
+    const old3 = await insertJob(db.pool, { queue: qa, state: 'succeeded', ...ago(2) });
+    const pending = await insertJob(db.pool, { queue: qa, createdAt: { inMs: -1.9 * HOUR } });
+    const young = await insertJob(db.pool, { queue: qa, state: 'succeeded', ...ago(0.5) });
+    const epoch = await takeLeaderLease(db.pool);
+    const ages = { ...KEEP, succeeded: HOUR };
+
+    // Two finished rows read (old1, the dead letter kept): one deleted, the walk not done.
+    const first = await ex.jobPurgeScan({ queue: qa, after: '0', read: 2, ages, epoch });
+    expect(first).toEqual({ last: deadOld, done: false, deleted: { ...none, succeeded: 1 } });
+    const second = await ex.jobPurgeScan({ queue: qa, after: first.last!, read: 2, ages, epoch });
+    expect(second).toEqual({ last: old3, done: false, deleted: { ...none, succeeded: 2 } });
+    // The young job was created after the youngest age: the walk stops before it, done.
+    const third = await ex.jobPurgeScan({ queue: qa, after: second.last!, read: 2, ages, epoch });
+    expect(third).toEqual({ last: null, done: true, deleted: none });
+    for (const id of [old1, old2, old3]) expect(await exists(id)).toBe(false);
+    // Another queue, another state, not finished, or younger than the age: kept.
+    for (const id of [otherQueue, deadOld, pending, young]) expect(await exists(id)).toBe(true);
+    // Dead letters have an age of their own.
+    const dead = await ex.jobPurgeScan({ queue: qa, after: '0', read: 10, ages: { ...ages, dead_lettered: HOUR }, epoch });
+    expect(dead).toEqual({ last: deadOld, done: true, deleted: { ...none, dead_lettered: 1 } });
     expect(await exists(deadOld)).toBe(false);
   });
 
-  it('with age 0 deletes every job finished in that state so far', async () => {
+  it('with age 0 deletes every job finished in that state so far, and counts them out of finished_counts', async () => {
     const queue = fresh('purge0');
     const ids = await insertJobs(db.pool, 3, { queue, state: 'cancelled' });
-    expect(await ex.jobPurge({ state: 'cancelled', olderThanMs: 0, limit: 100 })).toContainEqual({ queue, n: 3 });
+    await db.query(`INSERT INTO baton.finished_counts (queue, state, shard, n) VALUES ($1, 'cancelled', 0, 3)`, [queue]);
+    const epoch = await takeLeaderLease(db.pool);
+    const r = await ex.jobPurgeScan({ queue, after: '0', read: 100, ages: { ...KEEP, cancelled: 0 }, epoch });
+    expect(r).toMatchObject({ done: true, deleted: { ...none, cancelled: 3 } });
     for (const id of ids) expect(await exists(id)).toBe(false);
+    const [count] = (await db.query(`SELECT sum(n)::int AS n FROM baton.finished_counts WHERE queue = $1`, [queue])).rows;
+    expect(count.n).toBe(0);
+  });
+
+  it('deletes nothing under an epoch that was taken over, or whose lease expired', async () => {
+    const queue = fresh('purge-fenced');
+    const ids = await insertJobs(db.pool, 2, { queue, state: 'succeeded' });
+    const ages = { ...KEEP, succeeded: 0 };
+    const deposed = await takeLeaderLease(db.pool, { holder: 'a' });
+    const current = await takeLeaderLease(db.pool, { holder: 'b' });
+    expect((await ex.jobPurgeScan({ queue, after: '0', read: 100, ages, epoch: deposed })).deleted).toEqual(none);
+    for (const id of ids) expect(await exists(id)).toBe(true);
+    await db.query('UPDATE baton.leader_lease SET expires_at = now()');
+    expect((await ex.jobPurgeScan({ queue, after: '0', read: 100, ages, epoch: current })).deleted).toEqual(none);
+    for (const id of ids) expect(await exists(id)).toBe(true);
+  });
+
+  it('lists the queues that hold finished jobs', async () => {
+    const [qa, qb, qc] = [fresh('fq'), fresh('fq'), fresh('fq')];
+    await insertJob(db.pool, { queue: qa, state: 'succeeded' });
+    await insertJob(db.pool, { queue: qb, state: 'dead_lettered' });
+    await insertJob(db.pool, { queue: qc });
+    const queues = await ex.jobFinishedQueues();
+    expect(queues).toEqual(expect.arrayContaining([qa, qb]));
+    expect(queues).not.toContain(qc);
+    expect([...queues].sort()).toEqual(queues);
   });
 });
 

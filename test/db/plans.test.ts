@@ -12,6 +12,7 @@ import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { takeLeaderLease } from '../helpers/leader.ts';
 import { jobScans, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
 
 const db = useTestDatabase();
@@ -132,15 +133,16 @@ describe('the owned-lease read of the stranded-lease sweep with stale statistics
   );
 });
 
-describe('the retention purge with stale statistics', () => {
+describe('the retention walk with stale statistics', () => {
   it.each(['force_generic_plan', 'force_custom_plan'])(
-    'reads finished jobs through jobs_finished_idx, not the live or pending ones (%s)',
+    "reads a queue's finished jobs through jobs_finished_queue_id_idx, not the live or pending ones (%s)",
     async (mode) => {
-      // No job has finished: the purge must find that out without reading the 3,000 others.
-      const plan = await explain(q.purge.text, [`'succeeded'`, '0', '1000'], mode);
+      // No job has finished: the walk must find that out without reading the 3,000 others.
+      const epoch = await takeLeaderLease(db.pool);
+      const plan = await explain(q.purgeScan.text, ["'q'", "'0'", '1000', '0', 'NULL', 'NULL', epoch, '0'], mode);
       const scans = jobScans(plan);
       expect(scans.map((s) => s['Node Type'])).not.toContain('Seq Scan');
-      expect(scans.map((s) => s['Index Name'])).toContain('jobs_finished_idx');
+      expect(scans.map((s) => s['Index Name'])).toContain('jobs_finished_queue_id_idx');
       expect(rowsVisited(plan)).toBeLessThan(50);
     },
   );

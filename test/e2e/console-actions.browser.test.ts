@@ -159,9 +159,23 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
     await page.check('#select-page');
     expect(await page.textContent('#selected-count')).toBe('3');
     await page.click('#bulk-cancel');
-    await visible(`#bulk-result[data-action="cancel"] li[data-job-id="${running}"][data-ok="false"]`);
-    expect(await page.$$eval('#bulk-result li[data-ok="true"]', (lis) => lis.length)).toBe(2);
+    // The running job is asked to stop: done, still running, its request recorded.
+    await visible(`#bulk-result[data-action="cancel"] li[data-job-id="${running}"][data-ok="true"]`);
+    expect(await page.$$eval('#bulk-result li[data-ok="true"]', (lis) => lis.length)).toBe(3);
+    expect(await page.textContent(`#bulk-result li[data-job-id="${running}"]`)).toMatch(/asked to stop \(running\)/);
     expect(await Promise.all([...dead, running].map(stateOf))).toEqual(['cancelled', 'cancelled', 'running']);
+    const requested = await db.query('SELECT cancel_requested_at FROM baton.jobs WHERE id = $1', [running]);
+    expect(requested.rows[0].cancel_requested_at).toBeInstanceOf(Date);
+    await visible(`#jobs tr[data-job-id="${running}"] [data-field="cancel-requested"]`);
+
+    // A running job's own button asks it to stop.
+    const other = await insertJob(db.pool, { queue: 'bulk-q', jobType: 'noop', state: 'running' });
+    await visible(`#jobs tr[data-job-id="${other}"] button[data-action="cancel"]`);
+    expect(await page.textContent(`#jobs tr[data-job-id="${other}"] button[data-action="cancel"]`)).toBe('stop');
+    await page.click(`#jobs tr[data-job-id="${other}"] button[data-action="cancel"]`);
+    await visible(`#jobs tr[data-job-id="${other}"] [data-field="cancel-requested"]`);
+    expect(await page.textContent('#flash')).toMatch(/asked to stop/);
+    expect(await stateOf(other)).toBe('running');
     await page.click('#filter-clear');
   }, 60_000);
 

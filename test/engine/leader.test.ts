@@ -1,70 +1,142 @@
-// Leader election: among started workers one holds the database's leader lock on its
-// presence session and runs the maintenance; /api/workers shows it; when its session
-// dies another worker takes over within about a second; a process with the reaper off
-// never leads.
+// The leader lease: among started processes one leads, the worker list and stats() say which;
+// a leader that cannot renew (its statements held, as in a pause or a starved pool) stops
+// leading before its lease ends and another takes over within about one lease, and the write it
+// sent before it stalled changes nothing when it finally arrives; one that stops hands over at
+// once; a process with no queues leads and fires cron; leader: false and reaper: false never
+// lead. Real kill -9 and SIGSTOP of a leader process: leader-processes.test.ts.
 
 import { describe, expect, it } from 'vitest';
+import type pg from 'pg';
 import type { Baton } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { waitFor } from '../helpers/wait.ts';
+import { insertJob, jobRow } from '../helpers/factory.ts';
+import { leaderLeaseRow } from '../helpers/leader.ts';
+import { deferred, waitFor } from '../helpers/wait.ts';
 import { useEngines } from './harness.ts';
 
 const db = useTestDatabase();
 
 const leaders = (engines: Baton[]) => engines.filter((e) => e.stats().leader);
+const oneLeader = (engines: Baton[]) =>
+  waitFor(() => (leaders(engines).length === 1 ? leaders(engines)[0] : null), { message: 'exactly one leader' });
 
-describe('leader election', () => {
+/** The moment (performance.now()) `engine` next reports leadership `leader`. */
+const leadership = (engine: Baton, leader: boolean) =>
+  new Promise<number>((resolve) => engine.events.on('leadership', (e) => e.leader === leader && resolve(performance.now())));
+
+describe('the leader lease', () => {
   const engines = useEngines(db);
-  const opts = { queues: { q: 1 }, pollIntervalMs: 600_000 };
+  const LEASE = 1_000;
+  const opts = { queues: { q: 1 }, pollIntervalMs: 600_000, leaderLeaseMs: LEASE };
 
   it('exactly one of two workers leads, and the worker list says which', async () => {
     const a = await engines.start(opts);
     const b = await engines.start(opts);
-    const [leader] = await waitFor(() => (leaders([a, b]).length === 1 ? leaders([a, b]) : null), { message: 'one leader' });
+    const leader = await oneLeader([a, b]);
     const follower = leader === a ? b : a;
     expect(follower.stats().leader).toBe(false);
     const listed = await a.admin.workers();
-    expect(listed.filter((w) => w.leader).map((w) => w.id)).toEqual([leader!.config.workerId]);
+    expect(listed.filter((w) => w.leader).map((w) => w.id)).toEqual([leader.config.workerId]);
   });
 
-  it('when the leader’s session dies, the other worker leads within about a second', async () => {
-    const a = await engines.start(opts);
-    const b = await engines.start(opts);
-    const [leader] = await waitFor(() => (leaders([a, b]).length === 1 ? leaders([a, b]) : null), { message: 'one leader' });
+  it('a leader that cannot renew stops before its lease ends, another takes over within about a lease, and its late purge deletes nothing', {
+    timeout: 30_000,
+  }, async () => {
+    // A's pool holds every statement once A sends a purge while `pause` is armed: a process
+    // that stalls with a leader-only write on its way, its presence session still alive.
+    let pause: 'off' | 'armed' | 'on' = 'off';
+    let pausedAt = 0;
+    const held: Array<() => void> = [];
+    const purgeHeld = deferred();
+    const latePurge = deferred<number | null>();
+    const pool: pg.Pool = engines.pool((config, run) => {
+      if (pause === 'armed' && config.name?.endsWith('.job_purge')) {
+        pause = 'on';
+        pausedAt = performance.now();
+        purgeHeld.resolve();
+        return new Promise<void>((r) => held.push(r)).then(run).then((res) => {
+          latePurge.resolve(res.rowCount);
+          return res;
+        });
+      }
+      if (pause !== 'on') return run();
+      return new Promise<void>((r) => held.push(r)).then(run);
+    });
+    const a = engines.create({
+      ...opts,
+      pool,
+      retention: { succeededMs: 0, cancelledMs: null, deadLetteredMs: null },
+      retentionIntervalMs: 20,
+      vacuumDeadTuples: null,
+    });
+    await a.start();
+    await waitFor(() => a.stats().leader, { message: 'A to lead' });
+    // B keeps every finished job: only A's purge could delete the one below.
+    const b = await engines.start({ ...opts, retention: { succeededMs: null, cancelledMs: null, deadLetteredMs: null } });
+    const aLost = leadership(a, false);
+    const bLeads = leadership(b, true);
+    const before = await leaderLeaseRow(db.pool);
+    pause = 'armed';
+    const id = await insertJob(db.pool, { queue: 'q', state: 'succeeded', finishedAt: { inMs: -1_000 } });
+    await purgeHeld.promise;
+    const [lostAt, tookAt] = await Promise.all([aLost, bLeads]);
+    // A stopped acting before B could take over, and B took over within about one lease.
+    expect(lostAt).toBeLessThan(tookAt);
+    expect(lostAt - pausedAt).toBeLessThan(LEASE);
+    expect(tookAt - pausedAt).toBeLessThan(LEASE + 2_000);
+    const after = await leaderLeaseRow(db.pool);
+    expect(after.holder).toBe(b.config.workerId);
+    expect(BigInt(after.epoch)).toBeGreaterThan(BigInt(before.epoch));
+    // A wakes: its purge, sent under the old epoch, reaches the database now and deletes nothing.
+    pause = 'off';
+    for (const r of held.splice(0)) r();
+    expect(await latePurge.promise).toBe(0);
+    await waitFor(async () => (await leaderLeaseRow(db.pool)).epoch === after.epoch && a.stats().leader === false, {
+      message: 'A to stay a follower after waking',
+    });
+    expect(await jobRow(db.pool, id)).toMatchObject({ state: 'succeeded' });
+    expect(b.stats().leader).toBe(true);
+  });
+
+  it('a leader that stops hands the lease over at once', async () => {
+    const long = { ...opts, leaderLeaseMs: 20_000 };
+    const a = await engines.start(long);
+    const b = await engines.start(long);
+    const leader = await oneLeader([a, b]);
     const follower = leader === a ? b : a;
-    const took = new Promise<number>((resolve) => follower.events.on('leadership', (e) => e.leader && resolve(performance.now())));
-    // The leader's presence session is its lock: end it from outside, as a crash or a network
-    // cut would, and keep that process from coming back (stop() at once, before its reconnect).
-    const killed = await db.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-        WHERE datname = current_database() AND application_name = 'baton-presence'
-          AND pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objid = 0 AND objsubid = 2 AND granted)`,
-    );
+    const took = leadership(follower, true);
     const t0 = performance.now();
-    const stopped = leader!.stop({ drainMs: 0 });
-    expect(killed.rowCount).toBe(1);
-    const at = await took;
-    await stopped;
-    // The follower tries every LEADER_RETRY_MS_DEFAULT (250 ms); generous for a loaded machine.
-    expect(at - t0).toBeLessThan(3_000);
-    expect(follower.stats().leader).toBe(true);
+    await leader.stop();
+    expect((await took) - t0).toBeLessThan(2_000 + 3_000);
+  });
+
+  it('a process with no queues leads and fires cron', async () => {
+    const producer = await engines.start({ queues: {}, leaderLeaseMs: LEASE });
+    await waitFor(() => producer.stats().leader, { message: 'the producer-only process to lead' });
+    const { schedule } = await producer.cron.upsert({
+      name: 'every-second',
+      cron: '* * * * * *',
+      timezone: 'UTC',
+      jobType: 'tick',
+      queue: 'nobody-works-this',
+    });
     await waitFor(
       async () =>
-        (await follower.admin.workers())
-          .filter((w) => w.leader)
-          .map((w) => w.id)
-          .join() === follower.config.workerId,
-      {
-        message: 'the worker list to name the new leader',
-      },
+        (await db.query(`SELECT count(*)::int AS n FROM baton.jobs WHERE idempotency_key LIKE $1`, [`cron:${schedule.id}:%`])).rows[0].n >=
+        2,
+      { message: 'two occurrences enqueued by the producer-only leader', timeoutMs: 8_000 },
     );
+    expect(producer.stats().cron.fired).toBeGreaterThanOrEqual(2);
   });
 
-  it('a worker with the reaper off never leads', async () => {
-    const solo = await engines.start({ ...opts, reaper: false });
-    // A leader-eligible worker started later takes the lock the first one never tried.
+  it('a process with leader: false or reaper: false never leads', async () => {
+    const notEligible = await engines.start({ ...opts, leader: false });
+    const noMaintenance = await engines.start({ ...opts, reaper: false });
+    // Started later, the eligible one takes the lease the first two never tried.
     const eligible = await engines.start(opts);
     await waitFor(() => eligible.stats().leader === true, { message: 'the eligible worker to lead' });
-    expect(solo.stats().leader).toBe(false);
+    expect(notEligible.stats().leader).toBe(false);
+    expect(noMaintenance.stats().leader).toBe(false);
+    expect((await leaderLeaseRow(db.pool)).holder).toBe(eligible.config.workerId);
   });
 });

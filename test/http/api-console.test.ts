@@ -90,9 +90,17 @@ describe('bulk', () => {
     ]);
     expect([await state(dead[0]!), await state(dead[1]!), await state(running)]).toEqual(['pending', 'pending', 'running']);
 
+    // A running job's cancel is a request: done, the job still running (its handler is signalled).
     const cancel = await okJson(api.client.api.jobs.bulk.$post({ json: { action: 'cancel', ids: [dead[0]!, running] } }));
-    expect(cancel.results.map((r) => r.ok)).toEqual([true, false]);
+    expect(cancel.results).toEqual([
+      { id: dead[0], ok: true, state: 'cancelled' },
+      { id: running, ok: true, state: 'running' },
+    ]);
     expect(await state(dead[0]!)).toBe('cancelled');
+    expect(await state(running)).toBe('running');
+    expect(
+      (await db.query('SELECT cancel_requested_at FROM baton.jobs WHERE id = $1', [running])).rows[0].cancel_requested_at,
+    ).toBeInstanceOf(Date);
   });
 
   it('refuses a bad body whole: no ids, too many, repeated, unknown action', async () => {

@@ -186,7 +186,7 @@ describe('replay and cancel', () => {
     expect(missing.status).toBe(404);
   });
 
-  it('cancel: a pending job is cancelled; cancelling again or a running job is 409', async () => {
+  it('cancel: a pending job is cancelled (200); cancelling again is 409; a running job gets a request (202), still running', async () => {
     const job = await okJson(api.client.api.jobs.$post({ json: { jobType: 'c' } }));
     const res = await api.client.api.jobs[':id'].cancel.$post({ param: { id: job.id } });
     expect(res.status).toBe(200);
@@ -197,8 +197,16 @@ describe('replay and cancel', () => {
     expect(await errorCode(again)).toBe('JOB_STATE_CONFLICT');
     const running = await insertJob(db.pool, { state: 'running', jobType: 'c' });
     const busy = await api.client.api.jobs[':id'].cancel.$post({ param: { id: running } });
-    expect(busy.status).toBe(409);
-    expect((await jobRow(db.pool, running))!.state).toBe('running');
+    const asked = await okJson(busy, 202);
+    expect(asked).toMatchObject({ id: running, state: 'running', cancelRequestedAt: expect.any(String) });
+    const r = (await jobRow(db.pool, running))!;
+    expect(r.state).toBe('running');
+    expect(asked.cancelRequestedAt).toBe(r.cancel_requested_at.toISOString());
+    // Asking again changes nothing: the same answer, the first request's time.
+    const twice = await api.client.api.jobs[':id'].cancel.$post({ param: { id: running } });
+    expect((await okJson(twice, 202)).cancelRequestedAt).toBe(asked.cancelRequestedAt);
+    const done = await insertJob(db.pool, { state: 'succeeded', jobType: 'c' });
+    expect((await api.client.api.jobs[':id'].cancel.$post({ param: { id: done } })).status).toBe(409);
   });
 
   it('POST /api/dlq/replay replays at most `limit` dead letters, oldest first', async () => {

@@ -29,8 +29,9 @@ describe('the typed client: error statuses are in each route type', () => {
   it('types each route with its successes and exactly its documented error statuses', () => {
     expectTypeOf<Answer<Api['jobs']['$post']>['status']>().toEqualTypeOf<200 | 201 | 400 | 401 | 403 | 413 | 415 | 421 | 500 | 503>();
     expectTypeOf<Answer<Api['jobs'][':id']['$get']>['status']>().toEqualTypeOf<200 | 400 | 401 | 404 | 421 | 500 | 503>();
+    // 202: a running job asked to stop.
     expectTypeOf<Answer<Api['jobs'][':id']['cancel']['$post']>['status']>().toEqualTypeOf<
-      200 | 400 | 401 | 403 | 404 | 409 | 413 | 415 | 421 | 500 | 503
+      200 | 202 | 400 | 401 | 403 | 404 | 409 | 413 | 415 | 421 | 500 | 503
     >();
     expectTypeOf<Answer<BatonClient['readyz']['$get']>['status']>().toEqualTypeOf<200 | 500 | 503>();
   });

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../src/http/app.ts';
 import { isAllowedHost, parseAllowedHosts, parseHost, type ListenAddress } from '../../src/http/allowed-hosts.ts';
+import { isSameOrigin } from '../../src/http/same-origin.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { badInputHelpers, countJobs, JSON_HEADERS, requestWithHost, startApi, type ApiHarness } from './harness.ts';
@@ -98,6 +99,41 @@ describe('cross-origin simple requests (CSRF)', () => {
       headers: { ...h, origin: api.url.replace('127.0.0.1', 'LOCALHOST') },
     });
     expect(replayed.status).toBe(403); // another name for the same machine is another origin
+  });
+
+  it('an Origin with userinfo naming this very server (http://evil.example@127.0.0.1:PORT) -> 403, nothing written', async () => {
+    // The URL parser reads it as host 127.0.0.1 on this port; no browser sends one, so it is refused unread.
+    const pending = await insertJob(db.pool, { jobType: 'userinfo' });
+    const before = await countJobs(db);
+    for (const origin of [`http://evil.example@127.0.0.1:${port}`, `http://u:p@127.0.0.1:${port}`, `http://@127.0.0.1:${port}`]) {
+      const h = { ...JSON_HEADERS, origin };
+      await expectError(
+        await api.raw('/api/jobs', { method: 'POST', headers: h, body: '{"jobType":"userinfo"}' }),
+        403,
+        'FORBIDDEN_ORIGIN',
+      );
+      await expectError(await api.raw(`/api/jobs/${pending}/cancel`, { method: 'POST', headers: h }), 403, 'FORBIDDEN_ORIGIN');
+    }
+    expect(await countJobs(db)).toBe(before);
+    expect(await stateOf(pending)).toBe('pending');
+  });
+
+  it('an Origin must be scheme://host[:port] as browsers send it: userinfo, paths, queries are refused', () => {
+    const host = '127.0.0.1:8080';
+    expect(isSameOrigin('http://127.0.0.1:8080', host)).toBe(true);
+    expect(isSameOrigin('HTTP://127.0.0.1:8080', host)).toBe(true);
+    for (const bad of [
+      'http://evil.example@127.0.0.1:8080',
+      'http://user:pass@127.0.0.1:8080',
+      'http://127.0.0.1:8080/',
+      'http://127.0.0.1:8080/path',
+      'http://127.0.0.1:8080?x=1',
+      'http://127.0.0.1:8080#f',
+      'http://evil.example\\@127.0.0.1:8080',
+      ' http://127.0.0.1:8080',
+    ]) {
+      expect(isSameOrigin(bad, host), bad).toBe(false);
+    }
   });
 
   it('routes without a body refuse one other than {}, so a parameter sent there is not ignored', async () => {

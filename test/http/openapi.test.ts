@@ -263,6 +263,11 @@ describe('real answers match the document', () => {
     await expectDocumented('POST /api/jobs/:id/cancel', await post(`/api/jobs/${pending}/cancel`, {}));
     await expectDocumented('POST /api/jobs/:id/cancel', await post(`/api/jobs/${pending}/cancel`));
     await expectDocumented('POST /api/jobs/:id/cancel', await post(`/api/jobs/${pending}/cancel`, { why: 1 }));
+    // A running job: 202, the job as it stands with its cancel request.
+    const running = await insertJob(db.pool, { state: 'running', queue: 'elsewhere' });
+    const asked = await post(`/api/jobs/${running}/cancel`);
+    expect(asked.status).toBe(202);
+    await expectDocumented('POST /api/jobs/:id/cancel', asked);
   });
 
   it('POST /api/jobs/:id/run-now and /api/jobs/bulk', async () => {

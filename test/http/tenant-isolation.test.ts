@@ -101,7 +101,7 @@ function cases(): Record<string, Case[]> {
   return {
     'POST /api/jobs': [
       named403('/api/jobs', spec),
-      // A key's cap is shared by every tenant: a tenant key may not set it, even in its own tenant.
+      // Caps are an admin's: a tenant key may not set one, even on a key in its own space.
       admin403('/api/jobs', { jobType: 'x', concurrencyKey: 'vendor:x', concurrencyLimit: 1000 })[0]!,
     ],
     'POST /api/jobs/batch': [

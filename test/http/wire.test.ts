@@ -104,6 +104,7 @@ const base = {
   updatedAt: t,
   startedAt: t,
   trace: { traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' },
+  cancelRequestedAt: null,
 };
 const jobs: Job[] = [
   { ...base, state: 'pending', lastToken: null },

@@ -201,7 +201,7 @@ class Heartbeat implements Cmd {
     const held = [...m.beliefs.get(this.w)!].map(([id, t]) => ({ id, token: t.toString() }));
     if (!held.length) return;
     const before = await rows(r.db);
-    const ok = await r.ex.jobHeartbeatMany({ leases: held, leaseMs: 60_000 });
+    const ok = (await r.ex.jobHeartbeatMany({ leases: held, leaseMs: 60_000 })).alive;
     for (const l of held) {
       const cur = isCurrent(m, l.id, BigInt(l.token));
       expect(ok.has(l.id), `heartbeat of job ${l.id}`).toBe(cur);

@@ -8,22 +8,41 @@ import type { TestDatabase } from '../helpers/db.ts';
 
 export type Behaviour = 'ok' | 'retry' | 'reject' | 'hang';
 
-/** A publisher in this process: each call consults `decide`, then is recorded (acknowledged ones separately). */
+/**
+ * A publisher in this process: each call consults `decide`, then is recorded (acknowledged ones
+ * separately). One instance may serve several relays: it then sees all their publishes, and
+ * `maxInFlightPerKey` is the most calls of one ordering key that overlapped, across them all.
+ */
 export class RecordingPublisher implements Publisher {
   readonly calls: PublishMessage[] = [];
   readonly acked: PublishMessage[] = [];
   decide: (m: PublishMessage, call: number) => Behaviour = () => 'ok';
+  /** How long an acknowledged publish takes: a slow destination (not a synchronisation). */
+  latencyMs = 0;
+  maxInFlightPerKey = 0;
+  readonly #inFlight = new Map<string, number>();
   closed = false;
 
   async publish(m: PublishMessage, signal: AbortSignal): Promise<void> {
     const call = this.calls.push(m);
-    const b = this.decide(m, call);
-    if (b === 'retry') throw new PublishError('retry', `refused call ${call}`);
-    if (b === 'reject') throw new PublishError('reject', `rejected call ${call}`);
-    if (b === 'hang') {
-      await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+    const key = m.orderingKey === null ? null : `${m.tenantId}/${m.destination}/${m.orderingKey}`;
+    if (key !== null) {
+      const n = (this.#inFlight.get(key) ?? 0) + 1;
+      this.#inFlight.set(key, n);
+      this.maxInFlightPerKey = Math.max(this.maxInFlightPerKey, n);
     }
-    this.acked.push(m);
+    try {
+      const b = this.decide(m, call);
+      if (b === 'retry') throw new PublishError('retry', `refused call ${call}`);
+      if (b === 'reject') throw new PublishError('reject', `rejected call ${call}`);
+      if (b === 'hang') {
+        await new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }));
+      }
+      if (this.latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, this.latencyMs));
+      this.acked.push(m);
+    } finally {
+      if (key !== null) this.#inFlight.set(key, (this.#inFlight.get(key) ?? 1) - 1);
+    }
   }
 
   async close(): Promise<void> {

@@ -1,7 +1,7 @@
 // The NATS JetStream publisher against the real server: each message lands in the stream with
 // the message key as Nats-Msg-Id, so a republish inside the duplicate window is absorbed by
-// JetStream; a subject no stream captures is retried until one does; a reset connection is
-// re-established by the client.
+// JetStream; one ordering key's backlog lands in record order at full speed; a subject no
+// stream captures is retried until one does; a reset connection is re-established by the client.
 
 import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
 import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
@@ -70,6 +70,22 @@ describe.skipIf(!available)('NATS JetStream publisher (real server)', () => {
         (await outboxRow(db, recorded[3]!.message.id)).replay_count === 1,
     );
     expect(await count(name)).toBe(30);
+  });
+
+  it('a backlog on one ordering key lands in the stream in record order, without waiting for a poll', async () => {
+    const subject = uniqueName('baton.key').replaceAll('.', '_');
+    const name = await stream(subject);
+    const baton = engines.create({
+      outbox: { publishers: { js: natsPublisher({ servers: NATS_URL }) }, ...fast, pollIntervalMs: 600_000 },
+    });
+    const keys = Array.from({ length: 300 }, (_, i) => `k-${i}`);
+    await baton.outbox.recordMany(keys.map((k) => ({ destination: 'js', topic: `${subject}.k`, messageKey: k, orderingKey: 'one' })));
+    await baton.start();
+    await waitFor(async () => (await outboxStates(db)).published === 300, { message: '300 messages of one key published' });
+    expect(await count(name)).toBe(300);
+    const ids: string[] = [];
+    for (let seq = 1; seq <= 300; seq++) ids.push((await jsm.streams.getMessage(name, { seq }))?.header.get('Nats-Msg-Id') ?? '');
+    expect(ids).toEqual(keys);
   });
 
   it('a subject no stream captures is retried, then published once a stream exists', async () => {

@@ -42,9 +42,18 @@ describe('child runs', () => {
     ]);
     const children = (await baton.workflows.listRuns({ name: 'child' })).map((r) => r.id);
     expect(children).toHaveLength(3);
-    // Child 3 holds one slot; the waiting parent holds none.
-    await waitFor(async () => (await jobOf(db, run.id)).state === 'pending');
-    expect(baton.stats().slots.default?.inFlight).toBeLessThanOrEqual(1);
+    // Child 3 holds one slot; the waiting parent holds none. Read as one condition once children 1
+    // and 2 are over: until then their handlers may still hold slots, and each one that finishes
+    // wakes the parent, which runs (in a slot) and suspends again. A parent that kept its slot
+    // while waiting would keep the count at 2 (and, with 2 slots, starve the children).
+    await waitFor(
+      async () => {
+        const kids = await Promise.all(children.map((id) => baton.workflows.getRun(id)));
+        const over = kids.filter((k) => k?.state === 'succeeded' || k?.state === 'dead_lettered').length;
+        return over === 2 && (await jobOf(db, run.id)).state === 'pending' && baton.stats().slots.default?.inFlight === 1;
+      },
+      { message: 'children 1 and 2 over, the parent waiting (job pending), child 3 in the only slot in use' },
+    );
     gate.resolve();
     const done = await runInState(baton, run.id, 'succeeded');
     expect(done.output).toEqual([

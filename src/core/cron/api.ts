@@ -24,8 +24,11 @@ export const SCHEDULE_LIST_MAX = 1_000;
 export interface CronApi {
   /** Creates or updates a schedule by (tenantId, name). An unchanged definition is left as it is. */
   upsert(input: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }>;
-  /** Throws BatonError SCHEDULE_NOT_FOUND. */
-  get(id: string): Promise<Schedule>;
+  /**
+   * Throws BatonError SCHEDULE_NOT_FOUND. With `tenantId`, another tenant's schedule is not
+   * found exactly as an id nobody has, at the same cost: the read itself is limited to the tenant.
+   */
+  get(id: string, opts?: { tenantId?: string | undefined }): Promise<Schedule>;
   list(opts?: { tenantId?: string; limit?: number; offset?: number }): Promise<Schedule[]>;
   /** Edits any field, pauses ({ paused: true }) or resumes ({ paused: false }). */
   update(id: string, patch: SchedulePatch): Promise<Schedule>;
@@ -118,8 +121,8 @@ export function createCronApi(deps: CronApiDeps): CronApi {
     deps.changed();
     store.notifyChanged().catch(deps.onNotifyError);
   };
-  const mustGet = async (id: string): Promise<Schedule> => {
-    const s = await store.get(String(id));
+  const mustGet = async (id: string, opts: { tenantId?: string | undefined } = {}): Promise<Schedule> => {
+    const s = await store.get(String(id), opts.tenantId);
     if (!s) throw new BatonError('SCHEDULE_NOT_FOUND', `schedule ${id} not found`, { details: { id } });
     return s;
   };

@@ -1,10 +1,14 @@
 // The ticker: turns due schedule occurrences into ordinary jobs and moves each schedule
-// forward. It runs on the elected leader (load, not safety): every occurrence is enqueued
-// under the deterministic key cron:<schedule-id>:<instant>, and the advance that follows is a
-// compare-and-set that never moves backwards, so two tickers, or one that died between the
-// two writes, make exactly one job per occurrence. It sleeps until the earliest next fire
-// time; wake() (a schedule changed, leadership gained) cuts the sleep short.
+// forward. It runs on the elected leader, and writes in one transaction fenced by the leader
+// lease's epoch: the occurrences' jobs (under the deterministic key cron:<schedule-id>:<instant>)
+// and the advance, a compare-and-set that never moves backwards, commit together or not at
+// all, and not at all once the epoch has lost the lease, so a leader that was paused between
+// reading the schedules and firing them fires nothing (even an occurrence whose job retention
+// has since deleted). It sleeps until the earliest next fire time; wake() (a schedule changed,
+// leadership gained) cuts the sleep short.
 
+import type { Fenced } from '../../db/leader-store.ts';
+import type { Queryable } from '../../db/pg/pool.ts';
 import type { ScheduleAdvance, ScheduleStore } from '../../db/schedule-store.ts';
 import { isBatonError } from '../errors.ts';
 import type { EnqueueResult, JobSpec } from '../job.ts';
@@ -25,11 +29,14 @@ const PARSED_CACHE_MAX = 20_000;
 
 export interface SchedulerDeps {
   store: ScheduleStore;
-  /** Enqueues the occurrences (the engine's producer). */
-  enqueue: (specs: JobSpec[]) => Promise<EnqueueResult[]>;
+  /** Enqueues the occurrences (the engine's producer) on `client`, the fenced transaction. */
+  enqueue: (specs: JobSpec[], client: Queryable) => Promise<EnqueueResult[]>;
   /** Wakes workers of these queues (jobs enqueued with a runAt send no wake-up of their own). */
   wake: (queues: string[]) => void;
-  isLeader: () => boolean;
+  /** The leader lease's epoch while this process leads, else null: the ticker ticks only then. */
+  leaderEpoch: () => string | null;
+  /** Runs `fn` in a transaction fenced by `epoch` (see LeaderStore.fenced). */
+  fenced: <T>(epoch: string, fn: (client: Queryable) => Promise<T>) => Promise<Fenced<T>>;
   /** Wall-clock time (epoch ms). Default Date.now; tests pass one they can move. */
   now?: () => number;
   misfireThresholdMs: number;
@@ -90,7 +97,7 @@ export class Scheduler {
     while (!this.#stopped) {
       this.#woken = false;
       let sleepMs = this.#d.maxSleepMs;
-      if (this.#d.isLeader()) {
+      if (this.#d.leaderEpoch() !== null) {
         try {
           for (let i = 0; i < MAX_BATCHES_PER_WAKE && !this.#stopped; i++) {
             if (!(await this.tick()).more) break;
@@ -130,9 +137,11 @@ export class Scheduler {
     return cron;
   }
 
-  /** One pass over the due schedules (at most one batch). Exposed for tests; the loop calls it. */
+  /** One pass over the due schedules (at most one batch), while this process leads. Exposed for tests; the loop calls it. */
   async tick(): Promise<TickResult> {
     const { store } = this.#d;
+    const epoch = this.#d.leaderEpoch();
+    if (epoch === null) return { created: 0, disabled: 0, more: false };
     const now = this.#now();
     const batch = this.#d.batchSize ?? TICK_BATCH_DEFAULT;
     const due = await store.due({ now: new Date(now), limit: batch });
@@ -177,36 +186,42 @@ export class Scheduler {
         broken.push({ schedule: s, reason: err.message });
       }
     }
-    let created = 0;
-    if (specs.length > 0) {
+    const toDisable = [...broken, ...finished];
+    if (specs.length === 0 && advances.length === 0 && toDisable.length === 0)
+      return { created: 0, disabled: 0, more: due.length === batch };
+    const fenced = await this.#d.fenced(epoch, async (client) => {
       const results: EnqueueResult[] = [];
       for (let i = 0; i < specs.length; i += ENQUEUE_BATCH_MAX)
-        results.push(...(await this.#d.enqueue(specs.slice(i, i + ENQUEUE_BATCH_MAX))));
-      const queues = new Set<string>();
-      const byKey = new Map<string, number>();
-      for (const r of results) {
-        if (!r.created) continue;
-        created++;
-        queues.add(r.job.queue);
-        const id = (r.job.idempotencyKey as string).split(':')[1] as string;
-        byKey.set(id, (byKey.get(id) ?? 0) + 1);
+        results.push(...(await this.#d.enqueue(specs.slice(i, i + ENQUEUE_BATCH_MAX), client)));
+      const written = await store.advanceMany(
+        advances.map(({ id, version, expected, next, lastFired }) => ({ id, version, expected, next, lastFired })),
+        client,
+      );
+      const disabled: Array<{ schedule: Schedule; reason: string }> = [];
+      for (const d of toDisable) {
+        if (await store.disable({ id: d.schedule.id, version: d.schedule.version, reason: d.reason }, client)) disabled.push(d);
       }
-      if (queues.size > 0) this.#d.wake([...queues]);
-      for (const a of advances) if (byKey.has(a.id)) this.#d.onFired(a.schedule, byKey.get(a.id) as number);
-      for (const f of finished) if (byKey.has(f.schedule.id)) this.#d.onFired(f.schedule, byKey.get(f.schedule.id) as number);
+      return { results, written, disabled };
+    });
+    // The epoch lost the lease before the transaction could take its fence: nothing was written.
+    if (!fenced.held) return { created: 0, disabled: 0, more: false };
+    const { results, written, disabled } = fenced.value;
+    let created = 0;
+    const queues = new Set<string>();
+    const byKey = new Map<string, number>();
+    for (const r of results) {
+      if (!r.created) continue;
+      created++;
+      queues.add(r.job.queue);
+      const id = (r.job.idempotencyKey as string).split(':')[1] as string;
+      byKey.set(id, (byKey.get(id) ?? 0) + 1);
     }
-    const written = await store.advanceMany(
-      advances.map(({ id, version, expected, next, lastFired }) => ({ id, version, expected, next, lastFired })),
-    );
+    if (queues.size > 0) this.#d.wake([...queues]);
+    for (const a of advances) if (byKey.has(a.id)) this.#d.onFired(a.schedule, byKey.get(a.id) as number);
+    for (const f of finished) if (byKey.has(f.schedule.id)) this.#d.onFired(f.schedule, byKey.get(f.schedule.id) as number);
     for (const a of advances) if (written.has(a.id) && a.missed > 0) this.#d.onMisfire(a.schedule.misfirePolicy);
-    let disabled = 0;
-    for (const { schedule, reason } of [...broken, ...finished]) {
-      if (await store.disable({ id: schedule.id, version: schedule.version, reason })) {
-        disabled++;
-        this.#d.onDisabled(schedule, reason);
-      }
-    }
-    return { created, disabled, more: due.length === batch };
+    for (const { schedule, reason } of disabled) this.#d.onDisabled(schedule, reason);
+    return { created, disabled: disabled.length, more: due.length === batch };
   }
 
   /** One occurrence's job (validated in tick(), so that one bad schedule cannot fail the batch). */

@@ -1,6 +1,9 @@
-// Cron inside an engine: the baton.cron API, the ticker (run while this process leads),
+// Cron inside an engine: the baton.cron API, the ticker (run while this process leads, its
+// writes fenced by the leader lease),
 // the declarative schedules reconciled at start(), and the counters metrics read.
 
+import type { Fenced } from '../../db/leader-store.ts';
+import type { Queryable } from '../../db/pg/pool.ts';
 import type { ScheduleStore } from '../../db/schedule-store.ts';
 import { BatonError, isBatonError } from '../errors.ts';
 import type { EnqueueResult, JobSpec } from '../job.ts';
@@ -26,9 +29,12 @@ export interface CronServiceDeps {
   misfireThresholdMs: number;
   maxAttemptsDefault: number;
   maxSleepMs: number;
-  enqueue: (specs: JobSpec[]) => Promise<EnqueueResult[]>;
+  /** Enqueues on `client`, the ticker's fenced transaction. */
+  enqueue: (specs: JobSpec[], client: Queryable) => Promise<EnqueueResult[]>;
   wake: (queues: string[]) => void;
-  isLeader: () => boolean;
+  /** The leader lease's epoch while this process leads, else null. */
+  leaderEpoch: () => string | null;
+  fenced: <T>(epoch: string, fn: (client: Queryable) => Promise<T>) => Promise<Fenced<T>>;
   log: Logger;
   onError: (err: unknown) => void;
   /** Schedules declared in the options, created or updated by name at start(). */
@@ -54,7 +60,8 @@ export class CronService {
       store: deps.store,
       enqueue: deps.enqueue,
       wake: deps.wake,
-      isLeader: deps.isLeader,
+      leaderEpoch: deps.leaderEpoch,
+      fenced: deps.fenced,
       now,
       misfireThresholdMs: deps.misfireThresholdMs,
       maxAttemptsDefault: deps.maxAttemptsDefault,
@@ -92,7 +99,7 @@ export class CronService {
     }
   }
 
-  /** Starts the ticker loop; it ticks only while isLeader() holds. */
+  /** Starts the ticker loop; it ticks only while this process leads. */
   start(): void {
     this.#scheduler.start();
   }

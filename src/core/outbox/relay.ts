@@ -1,19 +1,16 @@
-// The relay: claims due messages (SKIP LOCKED; next_attempt_at is the visibility timeout),
-// publishes them side by side with no transaction or row lock held, then writes the outcomes
-// in two statements fenced by the claimed attempt. Woken by NOTIFY, with polling as the
-// fallback. Any number of relays may run against one table; each claims only the
-// destinations it has publishers for.
+// The relay: a loop of cycles (relay-cycle.ts) that claim due messages (SKIP LOCKED;
+// next_attempt_at is the visibility timeout), publish them and write their outcomes. A claimed
+// head of an ordering key brings its key's run; the write of a key's publications claims its
+// next run, which the next cycle publishes at once while it claims the rest. Woken by NOTIFY,
+// with polling as the fallback. Any number of relays may run against one table; each claims
+// only the destinations it has publishers for.
 
 import { EventEmitter } from 'node:events';
-import type { OutboxStore, OutboxFailItem } from '../../db/outbox-store.ts';
-import { describeError } from '../retry-policy.ts';
+import type { OutboxStore } from '../../db/outbox-store.ts';
 import type { Logger } from '../logger.ts';
-import { OUTBOX_PURGE_BATCH_DEFAULT, type RelayConfig } from './config.ts';
-import type { OutboxMessage } from './message.ts';
-import { PublishError, type PublisherMap } from './publisher.ts';
-
-/** The longest wait a destination's Retry-After can impose. */
-export const RETRY_AFTER_MAX_MS = 24 * 3600 * 1000;
+import type { RelayConfig } from './config.ts';
+import type { PublisherMap } from './publisher.ts';
+import { type Claimed, type CycleResult, claimedCount, RelayCycle } from './relay-cycle.ts';
 
 export interface RelayEvents {
   /** Acknowledged by the destination; latency from claim to acknowledgement. */
@@ -22,6 +19,7 @@ export interface RelayEvents {
   deadLettered: [{ destination: string; reason: 'rejected' | 'attempts_exhausted'; error: unknown }];
   /** Outcome writes that matched nothing: the claim had lapsed and the message was claimed again. */
   fenced: [{ count: number }];
+  /** Finished messages deleted by retention (emitted by the leader, relay or not). */
   purged: [{ state: 'published' | 'dead_lettered'; count: number }];
   error: [{ where: string; error: unknown }];
 }
@@ -41,26 +39,28 @@ export interface RelayDeps {
   logger: Logger;
   /** Opens the LISTEN connection that calls `onNotify`; null: poll only. */
   listen: ((onNotify: () => void) => { start(): Promise<void>; stop(): Promise<void> }) | null;
-  /** Purges run only while this answers true (the elected leader), when given. */
-  isLeader?: () => boolean;
 }
 
 export class Relay {
   readonly events = new EventEmitter<RelayEvents>();
   readonly counters: RelayCounters = { claimed: 0, published: 0, retried: 0, deadLettered: 0, fenced: 0 };
   readonly #d: RelayDeps;
-  readonly #destinations: string[];
   readonly #stop = new AbortController();
+  readonly #cycle: RelayCycle;
   #listener: { start(): Promise<void>; stop(): Promise<void> } | null = null;
   #loop: Promise<void> | null = null;
   #woken = false;
   #wakeSleeper: (() => void) | null = null;
-  #purgeTimer: NodeJS.Timeout | null = null;
-  #purging: Promise<void> | null = null;
 
   constructor(deps: RelayDeps) {
     this.#d = deps;
-    this.#destinations = Object.keys(deps.publishers).sort();
+    this.#cycle = new RelayCycle({
+      ...deps,
+      destinations: Object.keys(deps.publishers).sort(),
+      counters: this.counters,
+      events: this.events,
+      stopping: this.#stop.signal,
+    });
     this.events.on('error', () => undefined);
   }
 
@@ -75,7 +75,6 @@ export class Relay {
       await this.#listener.start();
     }
     this.#loop = this.#run();
-    this.#schedulePurge(0);
   }
 
   /** Claims again at once (a NOTIFY, a local record, a replay). */
@@ -88,9 +87,7 @@ export class Relay {
   async stop(): Promise<void> {
     this.#stop.abort();
     this.wake();
-    if (this.#purgeTimer) clearTimeout(this.#purgeTimer);
     await this.#loop;
-    await this.#purging;
     await this.#listener?.stop().catch(() => undefined);
     await Promise.allSettled(Object.values(this.#d.publishers).map((p) => p.close()));
   }
@@ -98,21 +95,37 @@ export class Relay {
   async #run(): Promise<void> {
     const { config } = this.#d;
     let failures = 0;
-    while (!this.#stop.signal.aborted) {
+    let carried: Claimed | null = null;
+    let lastClaim = Number.NEGATIVE_INFINITY;
+    // After stop, one more cycle publishes what the last write claimed (heads only: runs stop at
+    // stop), so those keys need not wait for their claims to lapse; it claims nothing more.
+    while (!this.#stop.signal.aborted || carried) {
+      const woken = this.#woken;
       this.#woken = false;
-      let n = 0;
+      const stopping = this.#stop.signal.aborted;
+      // While carried runs fill a batch (a long backlog on few keys), claim only when woken or
+      // once a poll period: the claim reads past every message those keys hold back, and its
+      // work would slow the runs' publishes, which are the key's pace.
+      const claim =
+        !stopping &&
+        (!carried || claimedCount(carried) < config.batchSize || woken || performance.now() - lastClaim >= config.pollIntervalMs);
+      if (claim) lastClaim = performance.now();
+      let r: CycleResult = { handled: 0, freedKey: false, next: null };
       try {
-        n = await this.cycle();
+        r = await this.#cycle.run(carried, { claim, claimNext: !stopping });
         failures = 0;
       } catch (err) {
         failures++;
         this.#error('claim', err);
       }
-      if (this.#stop.signal.aborted) break;
-      // A full batch: there is likely more. Otherwise sleep until woken or the poll period;
-      // after a failure, back off (capped at the poll period) instead of spinning on it.
+      carried = stopping ? null : r.next;
+      if (this.#stop.signal.aborted) continue;
+      // Runs carried over, or a full batch: there is likely more. A finished message of an
+      // ordering key: its key's next message may be claimable now, and nothing else would wake
+      // this or any relay for it. Otherwise sleep until woken or the poll period; after a
+      // failure, back off (capped at the poll period) instead of spinning on it.
       if (failures > 0) await this.#sleep(Math.min(config.pollIntervalMs, 50 * 2 ** Math.min(failures, 10)));
-      else if (n < config.batchSize) await this.#sleep(config.pollIntervalMs);
+      else if (!carried && r.handled < config.batchSize && !r.freedKey) await this.#sleep(config.pollIntervalMs);
     }
   }
 
@@ -130,158 +143,8 @@ export class Relay {
     });
   }
 
-  /** One claim, its publishes and their outcome writes; answers how many messages it claimed. @internal */
-  async cycle(): Promise<number> {
-    const { store, config } = this.#d;
-    const { claimed, exhausted } = await store.claim({
-      destinations: this.#destinations,
-      limit: config.batchSize,
-      visibilityMs: config.visibilityMs,
-    });
-    if (exhausted.length > 0) {
-      this.counters.deadLettered += exhausted.length;
-      this.#d.logger.warn(
-        { count: exhausted.length, ids: exhausted.slice(0, 20).map((m) => m.id) },
-        'baton: outbox messages dead-lettered: their last claim lapsed with no attempt left',
-      );
-      // Counted like any other dead letter (the claim that took the last attempt never wrote an outcome).
-      for (const m of exhausted)
-        this.events.emit('deadLettered', { destination: m.destination, reason: 'attempts_exhausted', error: m.lastError });
-    }
-    if (claimed.length === 0) return exhausted.length;
-    this.counters.claimed += claimed.length;
-    const outcomes = await Promise.all(claimed.map((m) => this.#publish(m)));
-    const published = claimed.filter((_, i) => outcomes[i]?.ok);
-    const failed: Array<OutboxFailItem & { message: OutboxMessage; cause: unknown }> = [];
-    claimed.forEach((m, i) => {
-      const o = outcomes[i];
-      if (!o || o.ok) return;
-      const pe = o.error instanceof PublishError ? o.error : null;
-      failed.push({
-        id: m.id,
-        attempt: m.attempt,
-        replayCount: m.replayCount,
-        error: describeError(o.error),
-        reject: pe?.kind === 'reject',
-        retryAfterMs: pe?.retryAfterMs === undefined ? null : Math.min(Math.max(pe.retryAfterMs, 0), RETRY_AFTER_MAX_MS),
-        message: m,
-        cause: o.error,
-      });
-    });
-    const [written, states] = await Promise.all([
-      store.publishedMany(published.map((m) => ({ id: m.id, attempt: m.attempt, replayCount: m.replayCount }))),
-      store.failMany({ items: failed, backoffBaseMs: config.backoffBaseMs, backoffCapMs: config.backoffCapMs }),
-    ]);
-    published.forEach((m) => {
-      if (!written.has(m.id)) return;
-      this.counters.published++;
-      const o = outcomes[claimed.indexOf(m)];
-      this.events.emit('published', {
-        destination: m.destination,
-        latencyMs: o?.ok ? o.latencyMs : 0,
-      });
-    });
-    for (const f of failed) {
-      const state = states.get(f.id);
-      if (state === 'pending') {
-        this.counters.retried++;
-        this.events.emit('retried', { destination: f.message.destination, error: f.cause });
-      } else if (state === 'dead_lettered') {
-        this.counters.deadLettered++;
-        const reason = f.reject ? 'rejected' : 'attempts_exhausted';
-        this.#d.logger.warn({ id: f.id, destination: f.message.destination, reason, err: f.cause }, 'baton: outbox message dead-lettered');
-        this.events.emit('deadLettered', { destination: f.message.destination, reason, error: f.cause });
-      }
-    }
-    const fenced = published.filter((m) => !written.has(m.id)).length + failed.filter((f) => !states.has(f.id)).length;
-    if (fenced > 0) {
-      this.counters.fenced += fenced;
-      this.events.emit('fenced', { count: fenced });
-    }
-    return claimed.length;
-  }
-
-  async #publish(m: OutboxMessage): Promise<{ ok: true; latencyMs: number } | { ok: false; error: unknown }> {
-    const publisher = this.#d.publishers[m.destination];
-    if (!publisher) return { ok: false, error: new Error(`no publisher for destination "${m.destination}"`) };
-    const started = performance.now();
-    const signal = AbortSignal.timeout(this.#d.config.publishTimeoutMs);
-    try {
-      await raceAbort(
-        publisher.publish(
-          {
-            id: m.id,
-            tenantId: m.tenantId,
-            destination: m.destination,
-            topic: m.topic,
-            payload: m.payload,
-            headers: m.headers,
-            messageKey: m.messageKey,
-            orderingKey: m.orderingKey,
-            attempt: m.attempt,
-          },
-          signal,
-        ),
-        signal,
-      );
-      return { ok: true, latencyMs: performance.now() - started };
-    } catch (error) {
-      return { ok: false, error };
-    }
-  }
-
-  #schedulePurge(delayMs: number): void {
-    const { retention, retentionIntervalMs } = this.#d.config;
-    if (retention.publishedMs === null && retention.deadLetteredMs === null) return;
-    if (this.#stop.signal.aborted) return;
-    this.#purgeTimer = setTimeout(() => {
-      this.#purging = this.#purge().finally(() => {
-        this.#purging = null;
-        this.#schedulePurge(retentionIntervalMs);
-      });
-    }, delayMs);
-    this.#purgeTimer.unref?.();
-  }
-
-  async #purge(): Promise<void> {
-    if (this.#d.isLeader && !this.#d.isLeader()) return;
-    const { retention } = this.#d.config;
-    const ages: Array<['published' | 'dead_lettered', number | null]> = [
-      ['published', retention.publishedMs],
-      ['dead_lettered', retention.deadLetteredMs],
-    ];
-    for (const [state, olderThanMs] of ages) {
-      if (olderThanMs === null || this.#stop.signal.aborted) continue;
-      try {
-        const count = await this.#d.store.purge({ state, olderThanMs, limit: OUTBOX_PURGE_BATCH_DEFAULT });
-        if (count > 0) this.events.emit('purged', { state, count });
-      } catch (err) {
-        this.#error('outbox-retention', err);
-      }
-    }
-  }
-
   #error(where: string, error: unknown): void {
     this.#d.logger.warn({ err: error, where }, 'baton: outbox relay operation failed');
     this.events.emit('error', { where, error });
   }
-}
-
-/** Rejects when `signal` aborts, even if the publisher ignores it (its promise is left to settle). */
-function raceAbort<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new PublishError('retry', 'publish timed out', { cause: signal.reason }));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(e);
-      },
-    );
-  });
 }

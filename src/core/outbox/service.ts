@@ -56,7 +56,11 @@ export interface OutboxApi {
   record(message: OutboxMessageInput, opts?: RecordOptions): Promise<RecordResult>;
   /** One INSERT for the batch; results in input order. */
   recordMany(messages: OutboxMessageInput[], opts?: RecordOptions): Promise<RecordResult[]>;
-  get(id: string): Promise<OutboxMessage>;
+  /**
+   * Throws OUTBOX_MESSAGE_NOT_FOUND. With `tenantId`, another tenant's message is not found
+   * exactly as an id nobody has, at the same cost: the read itself is limited to the tenant.
+   */
+  get(id: string, opts?: { tenantId?: string | undefined }): Promise<OutboxMessage>;
   list(filter?: ListOutboxFilter): Promise<{ messages: OutboxMessage[]; limit: number; offset: number }>;
   /** A published or dead-lettered message back to pending with a fresh budget; 409 (OUTBOX_STATE_CONFLICT) while pending. */
   replay(id: string): Promise<OutboxMessage>;
@@ -120,8 +124,8 @@ export class OutboxService implements OutboxApi {
     return results;
   }
 
-  async get(id: string): Promise<OutboxMessage> {
-    const m = isOutboxId(id) ? await this.#d.adminStore.get(id) : null;
+  async get(id: string, opts: { tenantId?: string | undefined } = {}): Promise<OutboxMessage> {
+    const m = isOutboxId(id) ? await this.#d.adminStore.get(id, opts.tenantId) : null;
     if (!m) throw new BatonError('OUTBOX_MESSAGE_NOT_FOUND', `outbox message ${id} not found`, { details: { id } });
     return m;
   }

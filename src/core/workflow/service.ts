@@ -216,9 +216,13 @@ export class Workflows {
     return { eventId: res.eventId, duplicate: res.duplicate, resumed: res.wokeQueue !== null };
   }
 
-  async getRun(runId: string): Promise<RunDetail | null> {
+  /**
+   * The run, or null. With `tenantId`, null for another tenant's run too, at the cost of an id
+   * nobody has: the reads themselves are limited to the tenant.
+   */
+  async getRun(runId: string, opts: { tenantId?: string | undefined } = {}): Promise<RunDetail | null> {
     assertJobId(runId);
-    return this.#d.store.getRun({ runId });
+    return this.#d.store.getRun({ runId, tenantId: opts.tenantId });
   }
 
   async listRuns(filter: ListRunsFilter = {}): Promise<RunSummary[]> {

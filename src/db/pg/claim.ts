@@ -94,6 +94,8 @@ export function claimRowToJob(r: ClaimRow, as: ClaimedAs): LeasedJob {
     leaseOwner: as.owner,
     leaseExpiresAt: new Date(nowMs + as.leaseMs),
     trace: r[15],
+    // A claimable (pending) job never has a cancel request (migration 0020's CHECK).
+    cancelRequestedAt: null,
   };
 }
 

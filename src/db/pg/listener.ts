@@ -10,7 +10,7 @@ import { translatePgError } from './errors.ts';
 
 export interface PgListenerOptions {
   connection: pg.ClientConfig;
-  onNotify: (channel: string) => void;
+  onNotify: (channel: string, payload: string) => void;
   /** Called after every connection; after a reconnect, once LISTEN is in place again. */
   onConnected: () => void;
   onError?: (err: unknown) => void;
@@ -58,7 +58,7 @@ export class PgListener implements NotificationListener {
       query_timeout: Math.max(100, Math.floor(checkMs * 0.75)),
     });
     client.on('notification', (n) => {
-      if (this.#client === client) this.#o.onNotify(n.channel);
+      if (this.#client === client) this.#o.onNotify(n.channel, n.payload ?? '');
     });
     client.on('error', (err) => this.#lost(client, err));
     client.on('end', () => this.#lost(client, new Error('listener connection ended')));

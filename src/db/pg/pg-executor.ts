@@ -4,16 +4,19 @@
 import type { DatabaseHealth } from '../../core/admin.ts';
 import type { FlowLimits, FlowSnapshot } from '../../core/flow-admin.ts';
 import type { PausedQueue, StatsRow } from '../../core/queue-admin.ts';
-import type { InsertedJob, JobState, LeasedJob, TerminalState } from '../../core/job.ts';
+import type { InsertedJob, JobState, LeasedJob } from '../../core/job.ts';
 import type {
   Executor,
   FlowClaimParams,
   FlowClaimResult,
+  HeartbeatResult,
   JobClaimParams,
   JobCompleteItem,
   JobFailItem,
   JobInsertManyParams,
   JobListParams,
+  JobPurgeScanParams,
+  JobPurgeScanResult,
   Lease,
   ReapedJob,
   WorkerRow,
@@ -32,7 +35,7 @@ import { statsQueries, type StatsQueries } from './queries/stats.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
 import { flowQueries, type FlowQueries } from './queries/flow.ts';
 import { PgFlow } from './pg-flow.ts';
-import { channelFor } from '../../core/notifier.ts';
+import { cancelChannelFor, channelFor } from '../../core/notifier.ts';
 import { insertWithDependencies } from './dependencies.ts';
 import { dependencyQueries } from './queries/dependency.ts';
 import { quoteSchema } from '../schema-name.ts';
@@ -241,9 +244,13 @@ export class PgExecutor implements Executor {
     return this.#accepted(this.#job.markRunningMany, ids, values);
   }
 
-  jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<Set<string>> {
+  async jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<HeartbeatResult> {
     const { ids, values } = leaseArrays(p.leases);
-    return this.#accepted(this.#job.heartbeatMany, ids, [...values, p.leaseMs]);
+    const [row] = await this.#q<{ ids: string[] | null; cancel: string[] | null }>(this.#job.heartbeatMany, [...values, p.leaseMs]);
+    return {
+      alive: new Set(row?.ids === null ? ids : (row?.ids ?? [])),
+      cancelRequested: new Set((row?.cancel ?? []).map(String)),
+    };
   }
 
   jobCompleteMany(p: { items: JobCompleteItem[]; deleteRows?: boolean }): Promise<Set<string>> {
@@ -290,12 +297,29 @@ export class PgExecutor implements Executor {
     return BigInt(row!.v);
   }
 
-  jobPurge(p: { state: TerminalState; olderThanMs: number; limit: number }): Promise<Array<{ queue: string; n: number }>> {
-    return this.#q<{ queue: string; n: number }>(this.#job.purge, [p.state, p.olderThanMs, p.limit]);
+  async jobPurgeScan(p: JobPurgeScanParams): Promise<JobPurgeScanResult> {
+    const ages = [p.ages.succeeded, p.ages.cancelled, p.ages.dead_lettered];
+    const youngest = Math.min(...ages.filter((a): a is number => a !== null));
+    const [r] = await this.#q<{ last: string | null; done: boolean; succeeded: number; cancelled: number; dead_lettered: number }>(
+      this.#job.purgeScan,
+      [p.queue, p.after, p.read, ...ages, p.epoch, Number.isFinite(youngest) ? youngest : 0],
+    );
+    return {
+      last: r?.last ?? null,
+      done: r?.done ?? true,
+      deleted: { succeeded: r?.succeeded ?? 0, cancelled: r?.cancelled ?? 0, dead_lettered: r?.dead_lettered ?? 0 },
+    };
   }
 
-  async jobGet(p: { id: string }) {
-    const rows = await this.#q<JobRow>(this.#job.get, [p.id]);
+  async jobFinishedQueues(): Promise<string[]> {
+    return (await this.#q<{ queue: string }>(this.#job.finishedQueues, [])).map((r) => r.queue);
+  }
+
+  async jobGet(p: { id: string; tenantId?: string | undefined }) {
+    const rows =
+      p.tenantId === undefined
+        ? await this.#q<JobRow>(this.#job.get, [p.id])
+        : await this.#q<JobRow>(this.#job.getInTenant, [p.id, p.tenantId]);
     return rows[0] ? rowToJob(rows[0]) : null;
   }
 
@@ -378,7 +402,7 @@ export class PgExecutor implements Executor {
   }
 
   async jobCancel(p: { id: string }) {
-    const rows = await this.#q<JobRow>(this.#job.cancel, [p.id]);
+    const rows = await this.#q<JobRow>(this.#job.cancel, [p.id, cancelChannelFor(this.#schemaName)]);
     return rows[0] ? rowToJob(rows[0]) : null;
   }
 
@@ -416,8 +440,8 @@ export class PgExecutor implements Executor {
     await this.#q(this.#worker.sweep, [p.lockNamespace]);
   }
 
-  async workerPrune() {
-    await this.#q(this.#worker.prune, []);
+  async workerPrune(p: { epoch: string }) {
+    await this.#q(this.#worker.prune, [p.epoch]);
   }
 
   async workerTouch(p: { id: string; inFlight: number }) {

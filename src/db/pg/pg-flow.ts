@@ -27,18 +27,36 @@ export class PgFlow {
   async claim(p: FlowClaimParams): Promise<FlowClaimResult> {
     const base = [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs];
     if (!p.controlled) {
+      if (p.solo) {
+        // Last seen with one tenant: the small statement, unless a second tenant has arrived.
+        const rows = await this.#rows<unknown[]>(this.#sql.claimSolo, base);
+        const meta = rows.pop() as unknown[] | Record<string, unknown> | undefined;
+        if ((Array.isArray(meta) ? meta[16] : meta?.solo) === true) {
+          return {
+            jobs: claimJobs(rows as ClaimRow[], p),
+            cursor: p.cursor,
+            keyCursor: p.keyCursor,
+            wakeMs: null,
+            limited: false,
+            sliced: false,
+            solo: true,
+          };
+        }
+      }
       let cursor = p.cursor;
       for (let step = 0; ; step++) {
         const rows = await this.#rows<unknown[]>(this.#sql.claimFair, [...base, cursor.tenant, cursor.used]);
+        // The last row says whether the queue had one tenant: then the claim took jobs in claim
+        // order up to its limit, and there is no walk to go on with.
+        const meta = rows.pop() as unknown[] | Record<string, unknown> | undefined;
+        const solo = (Array.isArray(meta) ? meta[18] : meta?.solo) === true;
         const answer = flowAnswer(rows, { ...p, cursor });
-        if (answer.jobs.length > 0 || step === FAIR_WALK_STEPS_MAX)
-          return { ...answer, keyCursor: p.keyCursor, wakeMs: null, limited: false };
+        const done = { ...answer, keyCursor: p.keyCursor, wakeMs: null, limited: false, sliced: !solo, solo };
+        if (solo || answer.jobs.length > 0 || step === FAIR_WALK_STEPS_MAX) return done;
         // Nothing taken: the walk may have seen only tenants whose jobs are all in the future.
         // Unless it saw every tenant of the queue, go on from where it ended.
         const [end] = await this.#rows<{ last: string | null; n: number }>(this.#sql.fairWalkEnd, [p.queue, cursor.tenant, p.limit + 1]);
-        if (!end || end.last === null || end.n < p.limit + 1 || end.last === cursor.tenant) {
-          return { ...answer, keyCursor: p.keyCursor, wakeMs: null, limited: false };
-        }
+        if (!end || end.last === null || end.n < p.limit + 1 || end.last === cursor.tenant) return done;
         cursor = { tenant: end.last, used: 0 };
       }
     }
@@ -78,7 +96,14 @@ export class PgFlow {
       const [wakeMs, limited] = Array.isArray(last) ? [last[18], last[19]] : [last?.wake_ms, last?.limited];
       // The walk over keys goes on from where it stopped when it reached its bound.
       const keyCursor = keys.length >= FLOW_KEYS_PER_CLAIM ? (keys.at(-1)?.key ?? '') : '';
-      return { ...flowAnswer(res.rows, p), keyCursor, wakeMs: wakeMs == null ? null : Number(wakeMs), limited: limited === true };
+      return {
+        ...flowAnswer(res.rows, p),
+        keyCursor,
+        wakeMs: wakeMs == null ? null : Number(wakeMs),
+        limited: limited === true,
+        sliced: p.fair,
+        solo: false,
+      };
     } catch (err) {
       const busy = !ok && (err as { code?: string }).code === '55P03';
       if (!ok) await out.client.query({ text: 'ROLLBACK' }).catch(() => undefined);
@@ -86,7 +111,15 @@ export class PgFlow {
       // claimed; claim again shortly (jittered, so waiting claimers do not line up).
       if (busy) {
         ok = true;
-        return { jobs: [], cursor: p.cursor, keyCursor: p.keyCursor, wakeMs: FLOW_LOCK_WAIT_MS * (1 + Math.random()), limited: true };
+        return {
+          jobs: [],
+          cursor: p.cursor,
+          keyCursor: p.keyCursor,
+          wakeMs: FLOW_LOCK_WAIT_MS * (1 + Math.random()),
+          limited: true,
+          sliced: false,
+          solo: false,
+        };
       }
       throw translatePgError(err);
     } finally {

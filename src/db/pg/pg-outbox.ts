@@ -60,6 +60,28 @@ function rowToMessage(r: OutboxRow): OutboxMessage {
   };
 }
 
+/** A row of a claim: a claimed head, or a message of its run (run_of: the head's id). */
+type ClaimRow = OutboxRow & { kind: 'claimed' | 'run' | 'written'; run_of: string | null };
+
+function claimResult(rows: ClaimRow[]): OutboxClaimResult {
+  const heads: OutboxMessage[] = [];
+  const runs = new Map<string, OutboxMessage[]>();
+  for (const r of rows) {
+    if (r.kind === 'claimed') heads.push(rowToMessage(r));
+    else if (r.run_of !== null) runs.set(r.run_of, [...(runs.get(r.run_of) ?? []), rowToMessage(r)]);
+  }
+  for (const run of runs.values()) run.sort((a, b) => compareIds(a.id, b.id));
+  const claimed = heads.filter((m) => m.state === 'pending').sort((a, b) => compareIds(a.id, b.id));
+  return { claimed, exhausted: heads.filter((m) => m.state !== 'pending'), runs };
+}
+
+const fenceValues = (items: OutboxClaimFence[]) => [
+  items.map((i) => i.id),
+  items.map((i) => i.attempt),
+  items.map((i) => i.replayCount),
+  items.map((i) => i.run === true),
+];
+
 /** The advisory-lock namespace of a schema's ordering-key locks: a stable int4 apart from presence locks. */
 function orderingLockNamespace(schema: string): number {
   return createHash('sha1').update(`baton.outbox:${schema}`).digest().readInt32BE(0);
@@ -126,20 +148,27 @@ export class PgOutboxStore implements OutboxStore {
   }
 
   async claim(p: { destinations: string[]; limit: number; visibilityMs: number }): Promise<OutboxClaimResult> {
-    if (p.destinations.length === 0 || p.limit <= 0) return { claimed: [], exhausted: [] };
-    const rows = (await this.#rows<OutboxRow>(this.#q.claim, [p.destinations, p.limit, p.visibilityMs])).map(rowToMessage);
-    const claimed = rows.filter((m) => m.state === 'pending').sort((a, b) => compareIds(a.id, b.id));
-    return { claimed, exhausted: rows.filter((m) => m.state !== 'pending') };
+    if (p.destinations.length === 0 || p.limit <= 0) return { claimed: [], exhausted: [], runs: new Map() };
+    return claimResult(await this.#rows<ClaimRow>(this.#q.claim, [p.destinations, p.limit, p.visibilityMs]));
   }
 
   async publishedMany(items: OutboxClaimFence[]): Promise<Set<string>> {
     if (items.length === 0) return new Set();
-    const rows = await this.#rows<{ id: string }>(this.#q.publishedMany, [
-      items.map((i) => i.id),
-      items.map((i) => i.attempt),
-      items.map((i) => i.replayCount),
-    ]);
+    const rows = await this.#rows<{ id: string }>(this.#q.publishedMany, fenceValues(items));
     return new Set(rows.map((r) => r.id));
+  }
+
+  async publishedManyClaimNext(p: {
+    items: OutboxClaimFence[];
+    limit: number;
+    visibilityMs: number;
+  }): Promise<{ written: Set<string>; next: OutboxClaimResult }> {
+    if (p.items.length === 0) return { written: new Set(), next: claimResult([]) };
+    const rows = await this.#rows<ClaimRow>(this.#q.publishedManyClaimNext, [...fenceValues(p.items), p.limit, p.visibilityMs]);
+    return {
+      written: new Set(rows.filter((r) => r.kind === 'written').map((r) => String(r.id))),
+      next: claimResult(rows.filter((r) => r.kind !== 'written')),
+    };
   }
 
   async failMany(p: { items: OutboxFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, OutboxState>> {
@@ -153,12 +182,16 @@ export class PgOutboxStore implements OutboxStore {
       p.items.map((i) => i.reject),
       p.items.map((i) => i.retryAfterMs),
       p.items.map((i) => i.replayCount),
+      p.items.map((i) => i.run === true),
     ]);
     return new Map(rows.map((r) => [r.id, r.state]));
   }
 
-  async get(id: string): Promise<OutboxMessage | null> {
-    const [row] = await this.#rows<OutboxRow>(this.#q.get, [id]);
+  async get(id: string, tenantId?: string): Promise<OutboxMessage | null> {
+    const [row] =
+      tenantId === undefined
+        ? await this.#rows<OutboxRow>(this.#q.get, [id])
+        : await this.#rows<OutboxRow>(this.#q.getInTenant, [id, tenantId]);
     return row ? rowToMessage(row) : null;
   }
 
@@ -182,9 +215,9 @@ export class PgOutboxStore implements OutboxStore {
     return { byDestination: row?.counts ?? [], oldestPendingAgeSeconds: row?.oldest ?? null };
   }
 
-  async purge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number }): Promise<number> {
+  async purge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number; epoch: string }): Promise<number> {
     try {
-      const r = await this.#pool.query({ ...this.#q.purge, values: [p.state, p.olderThanMs, p.limit] });
+      const r = await this.#pool.query({ ...this.#q.purge, values: [p.state, p.olderThanMs, p.limit, p.epoch] });
       return r.rowCount ?? 0;
     } catch (err) {
       throw translatePgError(err);

@@ -4,7 +4,7 @@ import type { MisfirePolicy, Schedule } from '../../core/cron/schedule.ts';
 import type { ScheduleAdvance, ScheduleStore, ScheduleWrite } from '../schedule-store.ts';
 import { translatePgError } from './errors.ts';
 import { queryRows } from './query-rows.ts';
-import type { PgPoolLike, QueryConfigLike } from './pool.ts';
+import type { PgPoolLike, QueryConfigLike, Queryable } from './pool.ts';
 import { scheduleQueries, type ScheduleQueries } from './queries/schedule.ts';
 
 interface ScheduleRow {
@@ -67,8 +67,8 @@ export class PgScheduleStore implements ScheduleStore {
     this.#channel = channel;
   }
 
-  #rows<R>(query: QueryConfigLike, values: unknown[]): Promise<R[]> {
-    return queryRows<R>(this.#pool, query, values);
+  #rows<R>(query: QueryConfigLike, values: unknown[], on: Queryable = this.#pool): Promise<R[]> {
+    return queryRows<R>(on, query, values);
   }
 
   #definition(w: Omit<ScheduleWrite, 'tenantId' | 'name'>): unknown[] {
@@ -94,9 +94,12 @@ export class PgScheduleStore implements ScheduleStore {
     return { schedule: rowToSchedule(same), created: false, changed: false };
   }
 
-  async get(id: string): Promise<Schedule | null> {
+  async get(id: string, tenantId?: string): Promise<Schedule | null> {
     if (!isId(id)) return null;
-    const [row] = await this.#rows<ScheduleRow>(this.#q.get, [id]);
+    const [row] =
+      tenantId === undefined
+        ? await this.#rows<ScheduleRow>(this.#q.get, [id])
+        : await this.#rows<ScheduleRow>(this.#q.getInTenant, [id, tenantId]);
     return row ? rowToSchedule(row) : null;
   }
 
@@ -142,21 +145,25 @@ export class PgScheduleStore implements ScheduleStore {
     return row?.at ?? null;
   }
 
-  async advanceMany(items: ScheduleAdvance[]): Promise<Set<string>> {
+  async advanceMany(items: ScheduleAdvance[], on: Queryable = this.#pool): Promise<Set<string>> {
     if (items.length === 0) return new Set();
-    const rows = await this.#rows<{ id: string }>(this.#q.advance, [
-      items.map((i) => i.id),
-      items.map((i) => i.version),
-      items.map((i) => i.expected),
-      items.map((i) => i.next),
-      items.map((i) => i.lastFired),
-    ]);
+    const rows = await this.#rows<{ id: string }>(
+      this.#q.advance,
+      [
+        items.map((i) => i.id),
+        items.map((i) => i.version),
+        items.map((i) => i.expected),
+        items.map((i) => i.next),
+        items.map((i) => i.lastFired),
+      ],
+      on,
+    );
     return new Set(rows.map((r) => r.id));
   }
 
-  async disable(p: { id: string; version: string; reason: string }): Promise<boolean> {
+  async disable(p: { id: string; version: string; reason: string }, on: Queryable = this.#pool): Promise<boolean> {
     try {
-      return ((await this.#pool.query({ ...this.#q.disable, values: [p.id, p.version, p.reason] })).rowCount ?? 0) > 0;
+      return ((await on.query({ ...this.#q.disable, values: [p.id, p.version, p.reason] })).rowCount ?? 0) > 0;
     } catch (err) {
       throw translatePgError(err);
     }

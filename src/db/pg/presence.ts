@@ -2,11 +2,8 @@
 // long as this worker process lives. When the session ends (kill -9, network
 // loss), PostgreSQL drops the lock, which lets any reaper prove the owner is gone.
 // After a reconnect the lock and the worker row are re-acquired; until then `held` is
-// false and the engine claims nothing.
-// Leader election rides on the same session: an eligible process tries a second advisory
-// lock, the database's one leader lock, now and every leaderRetryMs while it does not hold
-// it. The session's end frees it, and another process takes it within about leaderRetryMs.
-// Nothing depends on it for correctness: the leader only runs maintenance that is safe twice.
+// false and the engine claims nothing. The leader lease (core/leader-lease.ts) records the
+// holder's key, so that a dead holder's lease can be taken at once.
 
 import os from 'node:os';
 import pg from 'pg';
@@ -27,19 +24,7 @@ export interface PgPresenceOptions {
   onError?: (err: unknown) => void;
   /** Runs each time the lock is acquired, the first time and after every reconnect. */
   onAcquired?: () => void;
-  /** The leader lock (a namespace and key no presence lock uses); absent: this process never leads. */
-  leaderLock?: { namespace: number; key: number };
-  /** How often a process that does not lead tries the leader lock. Default LEADER_RETRY_MS_DEFAULT. */
-  leaderRetryMs?: number;
-  /** Runs when this process becomes the leader (true) and when it stops being it (false). */
-  onLeadership?: (leader: boolean) => void;
 }
-
-/**
- * A dead leader's leases wait for the next one (fast reclaim is its sweep): a try is one
- * pg_try_advisory_lock on the idle presence session, cheap enough to make often.
- */
-export const LEADER_RETRY_MS_DEFAULT = 250;
 
 export class PgPresence implements Presence {
   readonly #o: PgPresenceOptions;
@@ -48,9 +33,6 @@ export class PgPresence implements Presence {
   #key: number | null = null;
   #stopped = false;
   #retry: NodeJS.Timeout | null = null;
-  #leader = false;
-  #leaderTimer: NodeJS.Timeout | null = null;
-  #tryingLeader = false;
 
   constructor(options: PgPresenceOptions) {
     this.#o = options;
@@ -62,8 +44,8 @@ export class PgPresence implements Presence {
     return this.#client !== null;
   }
 
-  get leader(): boolean {
-    return this.#leader;
+  get lockKey(): number | null {
+    return this.#client ? this.#key : null;
   }
 
   async start(): Promise<void> {
@@ -103,7 +85,6 @@ export class PgPresence implements Presence {
       }
       this.#client = client;
       this.#o.onAcquired?.();
-      this.#startLeaderAttempts();
     } catch (err) {
       await endClient(client);
       throw err;
@@ -113,7 +94,6 @@ export class PgPresence implements Presence {
   #lost(client: pg.Client, err: unknown): void {
     if (this.#client !== client || this.#stopped) return;
     this.#client = null;
-    this.#setLeader(false);
     this.#o.onError?.(err);
     this.#scheduleRetry();
   }
@@ -129,44 +109,10 @@ export class PgPresence implements Presence {
     }, this.#o.retryMs ?? 500);
   }
 
-  /** Tries the leader lock now and then every leaderRetryMs while not leading (no-op when not eligible). */
-  #startLeaderAttempts(): void {
-    if (!this.#o.leaderLock || this.#leaderTimer) return;
-    void this.#tryLeader();
-    this.#leaderTimer = setInterval(() => void this.#tryLeader(), this.#o.leaderRetryMs ?? LEADER_RETRY_MS_DEFAULT);
-  }
-
-  async #tryLeader(): Promise<void> {
-    const client = this.#client;
-    const lock = this.#o.leaderLock;
-    if (!client || !lock || this.#leader || this.#tryingLeader || this.#stopped) return;
-    this.#tryingLeader = true;
-    try {
-      const got = await client.query<{ ok: boolean }>({ ...this.#q.tryLock, values: [lock.namespace, lock.key] });
-      if (!got.rows[0]?.ok || this.#client !== client) return;
-      await client.query({ ...this.#q.markLeader, values: [this.#o.workerId] });
-      if (this.#client === client && !this.#stopped) this.#setLeader(true);
-    } catch (err) {
-      // The session failing is handled by #lost; anything else is retried on the next tick.
-      this.#o.onError?.(err);
-    } finally {
-      this.#tryingLeader = false;
-    }
-  }
-
-  #setLeader(leader: boolean): void {
-    if (this.#leader === leader) return;
-    this.#leader = leader;
-    this.#o.onLeadership?.(leader);
-  }
-
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#retry) clearTimeout(this.#retry);
     this.#retry = null;
-    if (this.#leaderTimer) clearInterval(this.#leaderTimer);
-    this.#leaderTimer = null;
-    this.#setLeader(false);
     const client = this.#client;
     this.#client = null;
     if (!client) return;

@@ -32,6 +32,8 @@ export interface JobRow {
   /** Migration 0016: the parents named at enqueue, and how many are unfinished while waiting. */
   depends_on?: Array<string | number> | null;
   waiting_for?: number | null;
+  /** Migration 0020. */
+  cancel_requested_at?: Date | null;
 }
 
 export function rowToJob(r: JobRow): Job {
@@ -53,6 +55,7 @@ export function rowToJob(r: JobRow): Job {
     updatedAt: r.updated_at,
     startedAt: r.started_at,
     trace: r.trace_context ?? null,
+    cancelRequestedAt: r.cancel_requested_at ?? null,
     ...(r.depends_on ? { dependsOn: r.depends_on.map(String) } : {}),
   };
   const lastToken = r.lease_token === null ? null : String(r.lease_token);

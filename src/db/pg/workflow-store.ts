@@ -419,11 +419,13 @@ export class PgWorkflowStore implements WorkflowStore {
   }
 
   /** The run and its steps from one snapshot: two reads apart could show a run waiting without the steps that led there. */
-  getRun(p: { runId: string }): Promise<RunDetail | null> {
+  getRun(p: { runId: string; tenantId?: string | undefined }): Promise<RunDetail | null> {
     return this.#tx((c) => this.#getRun(p, c), 'BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY');
   }
 
-  async #getRun(p: { runId: string }, c: Queryable): Promise<RunDetail | null> {
+  async #getRun(p: { runId: string; tenantId?: string | undefined }, c: Queryable): Promise<RunDetail | null> {
+    const scoped = p.tenantId !== undefined;
+    const values = scoped ? [p.runId, p.tenantId] : [p.runId];
     const [[r], steps] = await Promise.all([
       this.#run<
         SummaryRow & {
@@ -434,7 +436,7 @@ export class PgWorkflowStore implements WorkflowStore {
           errors: RunDetail['errors'] | null;
           dead_letter_reason: string | null;
         }
-      >(this.#q.get, [p.runId], c),
+      >(scoped ? this.#q.getInTenant : this.#q.get, values, c),
       this.#run<{
         name: string;
         occurrence: number;
@@ -448,7 +450,7 @@ export class PgWorkflowStore implements WorkflowStore {
         wake_at: Date | null;
         started_at: Date;
         finished_at: Date | null;
-      }>(this.#q.steps, [p.runId], c),
+      }>(scoped ? this.#q.stepsInTenant : this.#q.steps, values, c),
     ]);
     if (!r) return null;
     return {

@@ -5,7 +5,7 @@
 
 import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
-import { BatonError, type Baton } from '../../index.ts';
+import type { Baton } from '../../index.ts';
 import { scopeOf } from '../tenant-scope.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
@@ -20,11 +20,9 @@ import {
 import { toWireSchedule } from '../wire.ts';
 import { BODY, CRON, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 
-/** The engine's own answer for a schedule nobody has, so another tenant's looks the same. */
-const notFound = (id: string) => () => new BatonError('SCHEDULE_NOT_FOUND', `schedule ${id} not found`, { details: { id } });
-
 export function cronRoutes(baton: Baton, maxJsonDepth: number) {
-  const owner = (id: string) => async () => (await baton.cron.get(id)).tenantId;
+  /** For a tenant key: 404 SCHEDULE_NOT_FOUND unless the schedule is its tenant's (an admin's request reads nothing). */
+  const guard = (c: Parameters<typeof scopeOf>[0], id: string) => scopeOf(c).guard((within) => baton.cron.get(id, within));
   return (
     new Hono<AppEnv>()
       /**
@@ -67,8 +65,8 @@ export function cronRoutes(baton: Baton, maxJsonDepth: number) {
         zValidator('param', scheduleIdParamSchema, validationHook),
         async (c) => {
           const { id } = c.req.valid('param');
-          const schedule = await baton.cron.get(id);
-          scopeOf(c).see(schedule.tenantId, notFound(id));
+          // A tenant key's read is limited to its tenant in the statement: another tenant's schedule is not found.
+          const schedule = await baton.cron.get(id, scopeOf(c).within);
           return c.json(toWireSchedule(schedule), 200);
         },
       )
@@ -81,7 +79,7 @@ export function cronRoutes(baton: Baton, maxJsonDepth: number) {
         zValidator('json', schedulePatchSchema, validationHook),
         async (c) => {
           const { id } = c.req.valid('param');
-          await scopeOf(c).guard(owner(id), notFound(id));
+          await guard(c, id);
           const s = await baton.cron.update(id, c.req.valid('json'));
           return c.json(toWireSchedule(s), 200);
         },
@@ -93,7 +91,7 @@ export function cronRoutes(baton: Baton, maxJsonDepth: number) {
         zValidator('param', scheduleIdParamSchema, validationHook),
         async (c) => {
           const { id } = c.req.valid('param');
-          await scopeOf(c).guard(owner(id), notFound(id));
+          await guard(c, id);
           await baton.cron.remove(id);
           return c.json({ id, removed: true as const }, 200);
         },

@@ -15,12 +15,18 @@ import { batchSchema, bulkSchema, jobIdParamSchema, jobSpecSchema, listJobsQuery
 import { toWireBulkItem, toWireJob, toWireResult, wireSummaries } from '../wire.ts';
 
 /**
- * The request's W3C trace context (traceparent, tracestate headers) to store with the jobs, so
- * their attempts' spans continue the caller's trace. An invalid traceparent is ignored (W3C).
+ * How the request's jobs are enqueued. Its W3C trace context (traceparent, tracestate headers) is
+ * stored with them, so their attempts' spans continue the caller's trace (an invalid traceparent
+ * is ignored, as W3C says). A tenant key's concurrency keys live in its tenant's space
+ * (`<tenant>#<key>`): its jobs cannot count against, or exhaust, a cap or rate limit that another
+ * tenant's jobs use. An admin's keys are stored as given (fleet-wide, e.g. `vendor:x`).
  */
-function tracedBy(c: { req: { header(name: string): string | undefined } }): EnqueueOptions {
+function enqueueOptions(c: Parameters<typeof scopeOf>[0]): EnqueueOptions {
   const trace = traceCarrier(c.req.header('traceparent'), c.req.header('tracestate'));
-  return trace ? { traceContext: trace } : {};
+  return {
+    ...(trace ? { traceContext: trace } : {}),
+    ...(scopeOf(c).tenantId !== undefined ? { keySpace: 'tenant' as const } : {}),
+  };
 }
 
 /** A malformed id cannot name a job, so it is simply not found (never a 500 from a cast). */
@@ -34,12 +40,9 @@ const ENQUEUE = [...BODY, ...ENGINE, ...WRITE, 'ADMIN_REQUIRED', 'FORBIDDEN_TENA
 /** replay, run-now, cancel: an unknown job, or a state the action does not apply to. */
 const JOB_ACTION = ['JOB_NOT_FOUND', 'JOB_STATE_CONFLICT', ...BODY, ...ENGINE, ...WRITE] as const;
 
-/** The engine's own answer for a job nobody has, so another tenant's job looks the same. */
-const notFound = (id: string) => () => new BatonError('JOB_NOT_FOUND', `job ${id} not found`, { details: { id } });
-
 export function jobRoutes(baton: Baton, maxJsonDepth: number) {
-  /** For a tenant key: 404 unless the job is its tenant's (an admin's request reads nothing). */
-  const guard = (scope: Scope, id: string) => scope.guard(async () => (await baton.admin.getJob(id)).tenantId, notFound(id));
+  /** For a tenant key: 404 JOB_NOT_FOUND unless the job is its tenant's (an admin's request reads nothing). */
+  const guard = (scope: Scope, id: string) => scope.guard((within) => baton.admin.getJob(id, within));
 
   /** bulk with a tenant key: another tenant's ids are refused as not found, the rest go to the engine. */
   async function scopedBulk(scope: Scope, action: Parameters<Baton['admin']['bulk']>[0], ids: string[]): Promise<BulkItemResult[]> {
@@ -62,13 +65,13 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
   }
 
   /**
-   * A job as the caller may enqueue it, in the caller's tenant. A job's own concurrencyLimit
-   * sets the cap of its concurrencyKey, which every tenant's jobs of that key share: a tenant
-   * key could lift an admin's cap or throttle another tenant with it, so only an admin sets it.
+   * A job as the caller may enqueue it, in the caller's tenant. A tenant key's concurrency keys
+   * live in its tenant's space (see enqueueOptions). A job's own concurrencyLimit sets the cap of
+   * its key: a tenant key could lift a cap an admin set on its keys with it, so only an admin sets it.
    */
   function scopedSpec<T extends { tenantId?: string | undefined; concurrencyLimit?: number | undefined }>(scope: Scope, spec: T): T {
     if (scope.tenantId !== undefined && spec.concurrencyLimit !== undefined) {
-      throw new ApiError('ADMIN_REQUIRED', 'concurrencyLimit needs an admin key: the cap of a concurrency key is shared by every tenant');
+      throw new ApiError('ADMIN_REQUIRED', 'concurrencyLimit needs an admin key: caps on concurrency keys are set by admins');
     }
     return { ...spec, tenantId: scope.tenant(spec.tenantId) };
   }
@@ -81,14 +84,14 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
        */
       .post('/', fails(...ENQUEUE), jsonBody(maxJsonDepth), zValidator('json', jobSpecSchema, validationHook), async (c) => {
         const spec = c.req.valid('json');
-        const r = await baton.enqueue(scopedSpec(scopeOf(c), spec), tracedBy(c));
+        const r = await baton.enqueue(scopedSpec(scopeOf(c), spec), enqueueOptions(c));
         return c.json({ ...toWireJob(r.job), warnings: r.warnings }, r.created ? 201 : 200);
       })
       /** One INSERT for the batch; results in input order. 201 if any job was created, else 200. */
       .post('/batch', fails(...ENQUEUE), jsonBody(maxJsonDepth), zValidator('json', batchSchema, validationHook), async (c) => {
         const scope = scopeOf(c);
         const specs = c.req.valid('json').jobs.map((spec) => scopedSpec(scope, spec));
-        const results = await baton.enqueueMany(specs, tracedBy(c));
+        const results = await baton.enqueueMany(specs, enqueueOptions(c));
         return c.json({ results: results.map(toWireResult) }, results.some((r) => r.created) ? 201 : 200);
       })
       /**
@@ -120,8 +123,8 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
       })
       .get('/:id', fails('JOB_NOT_FOUND', ...ENGINE, ...GUARDED), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
         const id = jobId(c.req.valid('param').id);
-        const job = await baton.admin.getJob(id);
-        scopeOf(c).see(job.tenantId, notFound(id));
+        // A tenant key's read is limited to its tenant in the statement: another tenant's job is not found.
+        const job = await baton.admin.getJob(id, scopeOf(c).within);
         return c.json(toWireJob(job), 200);
       })
       /** Terminal jobs only (409 otherwise): back to pending with a fresh budget, replayCount + 1. */
@@ -138,12 +141,17 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
         const job = await baton.admin.runNow(id);
         return c.json(toWireJob(job), 200);
       })
-      /** Pending or waiting jobs only (409 otherwise); a waiting job's own dependents are cancelled with it. */
+      /**
+       * A pending or waiting job: cancelled now (200; a waiting job's own dependents with it). A
+       * leased or running one: a cancel request is recorded and its handler signalled (202, the
+       * job as it stands); it ends cancelled or with the outcome its handler reached. 409 when finished.
+       */
       .post('/:id/cancel', fails(...JOB_ACTION), noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
         const id = jobId(c.req.valid('param').id);
         await guard(scopeOf(c), id);
         const job = await baton.admin.cancel(id);
-        return c.json(toWireJob(job), 200);
+        if (job.state === 'cancelled') return c.json(toWireJob(job), 200);
+        return c.json(toWireJob(job), 202);
       })
   );
 }

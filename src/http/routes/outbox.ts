@@ -3,7 +3,7 @@
 
 import { type Context, Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
-import { BatonError, type Baton, type OutboxMessage } from '../../index.ts';
+import type { Baton, OutboxMessage } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
 import { noBody } from '../json-body.ts';
@@ -18,17 +18,14 @@ import {
 } from '../outbox-schemas.ts';
 import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 
-// The very error the service throws for an id nobody has, so the two answers cannot be told apart.
-const notFound = (id: string) => () => new BatonError('OUTBOX_MESSAGE_NOT_FOUND', `outbox message ${id} not found`, { details: { id } });
-
 /**
- * The message, unless the caller may not see it (a tenant key, another tenant's message) or the
- * query named another tenant: then not found, exactly as an id nobody has.
+ * Reads a message limited to the caller's tenant (a tenant key's, or the one an admin's query
+ * names) in the statement itself: another tenant's message is not found exactly as an id nobody
+ * has, at the same cost.
  */
-function visible(c: Context<AppEnv>, m: OutboxMessage, given: string | undefined): OutboxMessage {
+function readVisible(baton: Baton, c: Context<AppEnv>, id: string, given: string | undefined): Promise<OutboxMessage> {
   const tenant = scopeOf(c).tenant(given);
-  if (tenant !== undefined && m.tenantId !== tenant) throw notFound(m.id)();
-  return m;
+  return baton.outbox.get(id, tenant === undefined ? {} : { tenantId: tenant });
 }
 
 export function outboxRoutes(baton: Baton) {
@@ -64,8 +61,8 @@ export function outboxRoutes(baton: Baton) {
         zValidator('param', outboxIdParamSchema, validationHook),
         zValidator('query', outboxTenantQuerySchema, validationHook),
         async (c) => {
-          const m = await baton.outbox.get(c.req.valid('param').id);
-          return c.json(toWireOutboxMessage(visible(c, m, c.req.valid('query').tenantId)), 200);
+          const m = await readVisible(baton, c, c.req.valid('param').id, c.req.valid('query').tenantId);
+          return c.json(toWireOutboxMessage(m), 200);
         },
       )
       /** Published or dead-lettered messages only (409 while pending): published again, with a fresh budget. */
@@ -78,7 +75,7 @@ export function outboxRoutes(baton: Baton) {
         async (c) => {
           const { id } = c.req.valid('param');
           const given = c.req.valid('query').tenantId;
-          if (scopeOf(c).tenant(given) !== undefined) visible(c, await baton.outbox.get(id), given);
+          if (scopeOf(c).tenant(given) !== undefined) await readVisible(baton, c, id, given);
           const m = await baton.outbox.replay(id);
           c.get('log').info({ outboxMessageId: m.id }, 'outbox message replayed');
           return c.json(toWireOutboxMessage(m), 200);

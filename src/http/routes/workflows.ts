@@ -35,9 +35,11 @@ function runId(raw: string): string {
 const RUN_ACTION = ['RUN_NOT_FOUND', 'RUN_STATE_CONFLICT', ...BODY, ...ENGINE, ...WRITE] as const;
 
 export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
-  /** For a tenant key: 404 unless the run is its tenant's (an admin's request reads nothing). */
+  /** For a tenant key: 404 RUN_NOT_FOUND unless the run is its tenant's (an admin's request reads nothing). */
   const guard = (c: Parameters<typeof scopeOf>[0], id: string) =>
-    scopeOf(c).guard(async () => (await baton.workflows.getRun(id))?.tenantId ?? null, notFound(id));
+    scopeOf(c).guard(async (within) => {
+      if (!(await baton.workflows.getRun(id, within))) throw notFound(id)();
+    });
   return (
     new Hono<AppEnv>()
       /** Runs, newest first, by name / state / tenantId, paged by limit and offset. */
@@ -55,9 +57,9 @@ export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
       )
       .get('/runs/:id', fails('RUN_NOT_FOUND', ...ENGINE, ...GUARDED), zValidator('param', runIdParamSchema, validationHook), async (c) => {
         const id = runId(c.req.valid('param').id);
-        const run = await baton.workflows.getRun(id);
+        // A tenant key's read is limited to its tenant in the statements: another tenant's run is not found.
+        const run = await baton.workflows.getRun(id, scopeOf(c).within);
         if (!run) throw notFound(id)();
-        scopeOf(c).see(run.tenantId, notFound(id));
         return c.json(toWireRun(run), 200);
       })
       /** Running, sleeping or waiting runs only (409 otherwise). */

@@ -15,6 +15,7 @@
 // the batch: 81 ms instead of 32 for a heartbeat of 5,000 leases) and sizes the index scan.
 
 import { LIST_INLINE_MAX_BYTES, LIST_MESSAGE_MAX_CHARS } from '../../../core/job.ts';
+import { leaderFenceSql } from './leader.ts';
 
 /** Error history kept per job (oldest entries dropped first). */
 export const ERROR_HISTORY_LIMIT = 100;
@@ -29,6 +30,12 @@ export const ERROR_HISTORY_LIMIT = 100;
 export const TOKEN_FLOOR_STEP = 2 ** 28;
 
 const LIVE = `('leased', 'running')`;
+/**
+ * The job has a cancel request (migration 0020): whatever would have sent it back to pending
+ * (a retry, a release, a reaped lease) ends it as cancelled instead, and a failed attempt ends
+ * it as cancelled whatever the failure. Read under the row's lock by each outcome write.
+ */
+export const CANCEL_REQUESTED = 'j.cancel_requested_at IS NOT NULL';
 
 /** A timestamptz as float8 epoch milliseconds (microseconds kept as the fraction). */
 const epochMs = (col: string) => `date_part('epoch', ${col}) * 1000`;
@@ -58,7 +65,7 @@ const acceptedIds = (
 export const summaryColumns = (j: string) => `${j}.id, ${j}.tenant_id, ${j}.queue, ${j}.job_type, ${j}.priority, ${j}.state,
     ${j}.run_at, ${j}.attempt, ${j}.max_attempts, ${j}.lease_token, ${j}.lease_owner, ${j}.lease_expires_at,
     ${j}.idempotency_key, ${j}.dead_letter_reason, ${j}.replay_count, ${j}.created_at, ${j}.started_at,
-    ${j}.finished_at, ${j}.updated_at, ${j}.trace_context,
+    ${j}.finished_at, ${j}.updated_at, ${j}.trace_context, ${j}.cancel_requested_at,
     CASE WHEN pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} THEN ${j}.payload END AS payload,
     pg_column_size(${j}.payload) AS payload_bytes,
     pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} AS payload_inline,
@@ -145,6 +152,8 @@ export function jobQueries(schema: string) {
   // failMany's per-lease values: $3 the error entry, $6 whether it is terminal.
   const err = `($3::jsonb[])[${leasePos}]`;
   const terminal = `($6::boolean[])[${leasePos}]`;
+  const failEntry = `${err} || jsonb_build_object('at', now())
+            || CASE WHEN ${CANCEL_REQUESTED} THEN '{"kind": "cancelled"}'::jsonb ELSE '{}'::jsonb END`;
 
   return {
     insertMany: { name: `${schema}.job_insert_many`, text: insertSql },
@@ -220,11 +229,16 @@ export function jobQueries(schema: string) {
       text: acceptedIds(`UPDATE ${jobs} j SET state = 'running', started_at = now(), updated_at = now()
         WHERE ${FENCED} AND j.state = 'leased'`),
     },
+    // Also answers which of the renewed leases have a cancel request (NULL when none, the common
+    // case), so the holder aborts their signal at the latest one heartbeat after the request.
     heartbeatMany: {
-      text: acceptedIds(`UPDATE ${jobs} j SET
+      text: `WITH w AS (UPDATE ${jobs} j SET
           lease_expires_at = now() + make_interval(secs => $3::double precision / 1000.0),
           updated_at = now()
-        WHERE ${FENCED} AND j.state IN ${LIVE}`),
+        WHERE ${FENCED} AND j.state IN ${LIVE}
+        RETURNING j.id, ${CANCEL_REQUESTED} AS cancel)
+        SELECT CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL ELSE COALESCE(array_agg(w.id), '{}') END AS ids,
+          array_agg(w.id) FILTER (WHERE w.cancel) AS cancel FROM w`,
     },
     // deleteOnSuccess: the job leaves at completion, in the same fenced statement (no result kept).
     completeDeleteMany: {
@@ -243,19 +257,22 @@ export function jobQueries(schema: string) {
     },
     // Retry with full-jitter exponential backoff resolved in SQL:
     // run_at = now() + random() * min(cap, base * 2^(attempt-1)); dead-letter when the error is
-    // terminal or the budget is spent. $4 base ms, $5 cap ms.
+    // terminal or the budget is spent. $4 base ms, $5 cap ms. With a cancel request the attempt's
+    // failure ends the job as cancelled (never retried), its error entry of kind 'cancelled'.
     failMany: {
       text: `WITH w AS (UPDATE ${jobs} j SET
-          state = CASE WHEN ${terminal} OR j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
-          dead_letter_reason = CASE WHEN ${terminal} THEN 'terminal_error'
+          state = CASE WHEN ${CANCEL_REQUESTED} THEN 'cancelled'
+                       WHEN ${terminal} OR j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
+          dead_letter_reason = CASE WHEN ${CANCEL_REQUESTED} THEN NULL
+                                    WHEN ${terminal} THEN 'terminal_error'
                                     WHEN j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
-          finished_at = CASE WHEN ${terminal} OR j.attempt >= j.max_attempts THEN now() END,
-          run_at = CASE WHEN ${terminal} OR j.attempt >= j.max_attempts THEN j.run_at
+          finished_at = CASE WHEN ${CANCEL_REQUESTED} OR ${terminal} OR j.attempt >= j.max_attempts THEN now() END,
+          run_at = CASE WHEN ${CANCEL_REQUESTED} OR ${terminal} OR j.attempt >= j.max_attempts THEN j.run_at
                         ELSE now() + make_interval(secs => random()
                           * least($5::double precision, $4::double precision * power(2::double precision, j.attempt - 1))
                           / 1000.0) END,
-          last_error = ${err} || jsonb_build_object('at', now()),
-          errors = ${appendError(`${err} || jsonb_build_object('at', now())`)},
+          last_error = ${failEntry},
+          errors = ${appendError(failEntry)},
           lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
         WHERE ${FENCED} AND j.state IN ${LIVE}
         RETURNING j.id, j.state, j.queue),
@@ -264,14 +281,18 @@ export function jobQueries(schema: string) {
     },
     // Gives back leases this worker holds but never started (graceful stop): attempt refunded
     // when $3 is true. Without the refund the attempt stays spent, so a spent budget
-    // dead-letters (like the reaper) instead of letting a claim run past max_attempts.
+    // dead-letters (like the reaper) instead of letting a claim run past max_attempts. A job
+    // with a cancel request is not given back: nothing holds it any more, so it is cancelled
+    // (its attempt kept: it was claimed, and may have run).
     releaseMany: {
       text: acceptedIds(
         `UPDATE ${jobs} j SET
-          state = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
-          dead_letter_reason = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
-          finished_at = CASE WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN now() END,
-          attempt = CASE WHEN $3::boolean THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
+          state = CASE WHEN ${CANCEL_REQUESTED} THEN 'cancelled'
+                       WHEN NOT $3::boolean AND j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
+          dead_letter_reason = CASE WHEN NOT ${CANCEL_REQUESTED} AND NOT $3::boolean AND j.attempt >= j.max_attempts
+                                    THEN 'attempts_exhausted' END,
+          finished_at = CASE WHEN ${CANCEL_REQUESTED} OR (NOT $3::boolean AND j.attempt >= j.max_attempts) THEN now() END,
+          attempt = CASE WHEN $3::boolean AND NOT ${CANCEL_REQUESTED} THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
         WHERE ${FENCED} AND j.state IN ${LIVE}`,
         countFinished('w', ''),
@@ -296,7 +317,8 @@ export function jobQueries(schema: string) {
     },
     // The reaper: live leases past their expiry, or (fast reclaim, $3) owned by a worker whose
     // session has been gone for longer than the grace ($2 ms). Back to pending, or dead-lettered
-    // when the budget is spent. Bounded by $1 rows; SKIP LOCKED so reapers never queue.
+    // when the budget is spent, or cancelled when the job has a cancel request (no handler holds
+    // it any more). Bounded by $1 rows; SKIP LOCKED so reapers never queue.
     // Fast reclaim spares a lease last written (claimed or renewed: updated_at) after its owner
     // was seen gone: that write proves the owner was alive then, e.g. its pool reconnected after a
     // server restart before its presence lock did. Such a lease is left to expire or be renewed.
@@ -336,9 +358,9 @@ export function jobQueries(schema: string) {
             'worker', j.lease_owner, 'at', now()) AS err
           FROM victims v JOIN ${jobs} j ON j.id = v.id
         ), reaped AS (UPDATE ${jobs} j SET
-          state = CASE WHEN j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
-          dead_letter_reason = CASE WHEN j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
-          finished_at = CASE WHEN j.attempt >= j.max_attempts THEN now() END,
+          state = CASE WHEN ${CANCEL_REQUESTED} THEN 'cancelled' WHEN j.attempt >= j.max_attempts THEN 'dead_lettered' ELSE 'pending' END,
+          dead_letter_reason = CASE WHEN NOT ${CANCEL_REQUESTED} AND j.attempt >= j.max_attempts THEN 'attempts_exhausted' END,
+          finished_at = CASE WHEN ${CANCEL_REQUESTED} OR j.attempt >= j.max_attempts THEN now() END,
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now(),
           last_error = entry.err,
           errors = ${appendError('entry.err')}
@@ -348,25 +370,59 @@ export function jobQueries(schema: string) {
         SELECT id, state, queue, expired FROM reaped`,
     },
 
-    // Retention: finished jobs of state $1 older than $2 ms, at most $3, through jobs_finished_idx
-    // (it reads what it deletes). SKIP LOCKED: a job an operator is replaying right now waits.
-    purge: {
-      name: `${schema}.job_purge`,
-      text: `WITH victims AS (
-          SELECT id FROM ${jobs}
-          WHERE finished_at IS NOT NULL AND state = $1
-            AND finished_at < now() - make_interval(secs => $2::double precision / 1000.0)
-          ORDER BY finished_at
+    // Retention, one step of its walk over a queue's finished jobs in id order: $1 queue, from
+    // after id $2, $3 rows read at most; deletes those past their state's age ($4 succeeded,
+    // $5 cancelled, $6 dead-lettered, ms; NULL keeps) under the leader's epoch $7. The walk reads
+    // the queue's finished-jobs index (jobs_finished_queue_id_idx), which plain jobs pay for
+    // anyway (listings by queue), so retention costs a completion no index entry of its own.
+    // It stops at the first row created after the youngest age ($8 ms ago): every job created
+    // later finished later, so nothing from there on is due; `last` is the last id examined
+    // before it and `done` says the walk reached it (or the end). SKIP LOCKED: a job an operator
+    // is replaying right now waits for the next walk.
+    purgeScan: {
+      name: `${schema}.job_purge_scan`,
+      text: `WITH fence AS (${leaderFenceSql(schema, '$7')}),
+        scan AS MATERIALIZED (
+          SELECT id, created_at FROM ${jobs}
+          WHERE finished_at IS NOT NULL AND queue = $1 AND id > $2::bigint
+          ORDER BY id
           LIMIT $3
+        ),
+        young AS (SELECT min(id) AS id FROM scan WHERE created_at >= now() - make_interval(secs => $8::double precision / 1000.0)),
+        seen AS (SELECT id FROM scan WHERE (SELECT id FROM young) IS NULL OR id < (SELECT id FROM young)),
+        victims AS (
+          SELECT j.id FROM ${jobs} j
+          WHERE j.id = ANY (ARRAY(SELECT id FROM seen)) AND j.finished_at IS NOT NULL AND EXISTS (SELECT 1 FROM fence)
+            AND j.finished_at < now() - make_interval(secs => (CASE j.state WHEN 'succeeded' THEN $4::double precision
+              WHEN 'cancelled' THEN $5::double precision WHEN 'dead_lettered' THEN $6::double precision END) / 1000.0)
           FOR UPDATE SKIP LOCKED
         )
-        , gone AS (DELETE FROM ${jobs} j USING victims v WHERE j.id = v.id AND j.state = $1 RETURNING j.queue, j.state)
+        , gone AS (DELETE FROM ${jobs} j USING victims v WHERE j.id = v.id AND j.finished_at IS NOT NULL RETURNING j.queue, j.state)
         , counted AS (${countFinished('gone', '-')})
-        SELECT queue, count(*)::int AS n FROM gone GROUP BY queue`,
+        SELECT (SELECT max(id)::text FROM seen) AS last,
+          ((SELECT id FROM young) IS NOT NULL OR (SELECT count(*) FROM scan) < $3) AS done,
+          (SELECT count(*) FROM gone WHERE state = 'succeeded')::int AS succeeded,
+          (SELECT count(*) FROM gone WHERE state = 'cancelled')::int AS cancelled,
+          (SELECT count(*) FROM gone WHERE state = 'dead_lettered')::int AS dead_lettered`,
+    },
+    // The queues that have finished jobs: a loose scan of the finished-jobs index, one probe per
+    // queue (the counters in finished_counts can drift under hand-written SQL; the index cannot).
+    finishedQueues: {
+      name: `${schema}.job_finished_queues`,
+      text: `WITH RECURSIVE q(queue) AS (
+          (SELECT queue FROM ${jobs} WHERE finished_at IS NOT NULL ORDER BY queue LIMIT 1)
+          UNION ALL
+          SELECT (SELECT queue FROM ${jobs} WHERE finished_at IS NOT NULL AND queue > q.queue ORDER BY queue LIMIT 1)
+          FROM q WHERE q.queue IS NOT NULL
+        )
+        SELECT queue FROM q WHERE queue IS NOT NULL`,
     },
 
     // Admin.
     get: { name: `${schema}.job_get`, text: `SELECT * FROM ${jobs} WHERE id = $1` },
+    // A read for one tenant: another tenant's job is not read at all, so it costs what an id
+    // nobody has costs (no row leaves the server; docs/security.md).
+    getInTenant: { name: `${schema}.job_get_in_tenant`, text: `SELECT * FROM ${jobs} WHERE id = $1 AND tenant_id = $2` },
     // The old state is read under the row's lock, so a replayed job leaves its state's count exactly once.
     // A dependent cancelled while it waited still has the edges of its unfinished parents (a
     // finished parent's edges are gone): it goes back to waiting for them, not to pending.
@@ -376,20 +432,32 @@ export function jobQueries(schema: string) {
         edges AS (SELECT count(*)::int AS n FROM ${schema}.job_dependencies WHERE child_id = $1),
         r AS (UPDATE ${jobs} j SET state = CASE WHEN (SELECT n FROM edges) > 0 THEN 'waiting' ELSE 'pending' END,
           waiting_for = CASE WHEN (SELECT n FROM edges) > 0 THEN (SELECT n FROM edges) END, attempt = 0, run_at = now(),
-          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL,
+          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL, cancel_requested_at = NULL,
           started_at = NULL, finished_at = NULL, updated_at = now()
         FROM old WHERE j.id = old.id AND old.state IN ('succeeded', 'dead_lettered', 'cancelled')
         RETURNING j.*),
         counted AS (${countFinished(`(SELECT r.queue, old.state FROM r JOIN old ON old.id = r.id) x`, '-')})
         SELECT * FROM r`,
     },
+    // A pending or waiting job is cancelled at once. A leased or running one is not flipped
+    // under its holder (its handler may have done its effect already): the request is recorded
+    // (the first time kept), and $2 (the cancel channel) is notified with "id:token" so the
+    // holder aborts its signal now; its outcome write then decides the final state (failMany,
+    // releaseMany, reap). updated_at is left alone on a live lease: fast reclaim reads it as
+    // proof that the lease's owner was alive. Answers the row either way; nothing when the job
+    // is finished or unknown.
     cancel: {
       name: `${schema}.job_cancel`,
-      text: `WITH r AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now()
-        WHERE id = $1 AND state IN ('pending', 'waiting')
-        RETURNING *),
-        counted AS (${countFinished('r', '')})
-        SELECT * FROM r`,
+      text: `WITH r AS (UPDATE ${jobs} j SET
+          state = CASE WHEN j.state IN ${LIVE} THEN j.state ELSE 'cancelled' END,
+          finished_at = CASE WHEN j.state IN ${LIVE} THEN j.finished_at ELSE now() END,
+          cancel_requested_at = CASE WHEN j.state IN ${LIVE} THEN COALESCE(j.cancel_requested_at, now()) END,
+          updated_at = CASE WHEN j.state IN ${LIVE} THEN j.updated_at ELSE now() END
+        WHERE j.id = $1 AND j.state IN ('pending', 'waiting', 'leased', 'running')
+        RETURNING j.*),
+        counted AS (${countFinished('r', '')}),
+        notified AS (SELECT pg_notify($2, r.id || ':' || r.lease_token) FROM r WHERE r.state IN ${LIVE})
+        SELECT * FROM r WHERE (SELECT count(*) FROM notified) >= 0`,
     },
     // "Run now": a pending job becomes due at once; one already due keeps its place (least).
     runNow: {
@@ -406,7 +474,7 @@ export function jobQueries(schema: string) {
           ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
         )
         , r AS (UPDATE ${jobs} j SET state = 'pending', attempt = 0, run_at = now(),
-          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL,
+          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL, cancel_requested_at = NULL,
           started_at = NULL, finished_at = NULL, updated_at = now()
         FROM v WHERE j.id = v.id
         RETURNING ${summaryColumns('j')})

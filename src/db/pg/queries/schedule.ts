@@ -32,6 +32,8 @@ export function scheduleQueries(schema: string) {
     },
     selectByName: { text: `SELECT ${COLUMNS} FROM ${s} WHERE tenant_id = $1 AND name = $2` },
     get: { text: `SELECT ${COLUMNS} FROM ${s} WHERE id = $1` },
+    // For one tenant: another tenant's schedule is not read at all (docs/security.md).
+    getInTenant: { text: `SELECT ${COLUMNS} FROM ${s} WHERE id = $1 AND tenant_id = $2` },
     list: {
       text: `SELECT ${COLUMNS} FROM ${s} WHERE ($1::text IS NULL OR tenant_id = $1)
         ORDER BY tenant_id, name LIMIT $2 OFFSET $3`,

@@ -1,6 +1,8 @@
 // Named queries for the workers table: presence (one session advisory lock per
 // live worker process) and the liveness sweep that powers fast reclaim.
 
+import { leaderFenceSql } from './leader.ts';
+
 export function workerQueries(schema: string) {
   const workers = `${schema}.workers`;
   return {
@@ -18,11 +20,6 @@ export function workerQueries(schema: string) {
       text: `UPDATE ${workers} SET last_seen_at = now(), in_flight = $2, gone_since = NULL WHERE id = $1`,
     },
     remove: { text: `DELETE FROM ${workers} WHERE id = $1` },
-    // The new leader marks its row and clears any other (an earlier leader's stale mark).
-    markLeader: {
-      text: `UPDATE ${workers} SET leader_since = CASE WHEN id = $1 THEN now() END
-        WHERE id = $1 OR leader_since IS NOT NULL`,
-    },
     // Marks workers whose presence lock nobody holds as gone (keeping the first time seen gone),
     // and clears the mark for those whose lock is held again.
     sweep: {
@@ -39,17 +36,22 @@ export function workerQueries(schema: string) {
         WHERE (w.gone_since IS NULL) = (w.lock_key::bigint NOT IN (SELECT key FROM held))
         RETURNING w.id, w.gone_since`,
     },
-    // Forgets workers gone for over an hour that hold no live lease.
+    // Forgets workers gone for over an hour that hold no live lease. A leader-only write:
+    // nothing unless epoch $1 holds the leader lease.
     prune: {
       name: `${schema}.worker_prune`,
-      text: `DELETE FROM ${workers} w WHERE w.gone_since < now() - interval '1 hour'
+      text: `WITH fence AS (${leaderFenceSql(schema, '$1')})
+        DELETE FROM ${workers} w WHERE w.gone_since < now() - interval '1 hour'
+        AND EXISTS (SELECT 1 FROM fence)
         AND NOT EXISTS (SELECT 1 FROM ${schema}.jobs j
           WHERE j.lease_owner = w.id AND j.lease_expires_at IS NOT NULL AND j.state IN ('leased', 'running'))`,
     },
+    // The leader is the holder of the live leader lease (a producer-only leader has no row).
     list: {
       name: `${schema}.worker_list`,
       text: `SELECT id, hostname, pid, queues, job_types, in_flight, started_at, last_seen_at, gone_since IS NULL AS alive,
-          leader_since IS NOT NULL AND gone_since IS NULL AS leader
+          gone_since IS NULL AND id IS NOT DISTINCT FROM
+            (SELECT holder FROM ${schema}.leader_lease WHERE expires_at > now()) AS leader
         FROM ${workers} ORDER BY started_at`,
     },
     // What live workers can run: the queues they work and the job types they have handlers for.

@@ -267,16 +267,23 @@ export function workflowQueries(schema: string) {
     },
     // Suspend, 2 of 2: the driving job back to pending, its attempt refunded (waiting is not a
     // failure), due at the wake-up time, or now when an event it waits for is already here.
+    // A job with a cancel request (migration 0020) is never pending again: nothing holds it once
+    // the execution gives it back, so it is cancelled (and the run reads as cancelled).
     suspendJob: {
       name: `${schema}.wf_suspend_job`,
-      text: `UPDATE ${jobs} j SET state = 'pending',
-          run_at = CASE WHEN $4::text IS NOT NULL AND EXISTS (
+      text: `WITH w AS (UPDATE ${jobs} j SET
+          state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'pending' END,
+          finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN now() END,
+          run_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN j.run_at
+            WHEN $4::text IS NOT NULL AND EXISTS (
               SELECT 1 FROM ${events} e WHERE e.run_id = $3::bigint AND e.name = $4 AND e.consumed_by IS NULL)
             THEN now() ELSE COALESCE((SELECT r.wake_at FROM ${runs} r WHERE r.id = $3::bigint), ${NO_TIMEOUT_RUN_AT}) END,
           attempt = greatest(j.attempt - 1, 0),
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
         WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
-        RETURNING j.queue, j.run_at <= now() AS due`,
+        RETURNING j.queue, j.state, j.state = 'pending' AND j.run_at <= now() AS due),
+        counted AS (${countFinishedSql(schema, 'w', '')})
+        SELECT queue, due FROM w`,
     },
     // The run's output; $4 output. Answers nothing when fenced, cancelled or already over.
     completeRun: {
@@ -367,7 +374,7 @@ export function workflowQueries(schema: string) {
       // The old state is read under the row's lock, so the job leaves its state's count once.
       text: `WITH old AS (SELECT id, state FROM ${jobs} WHERE id = $1::bigint FOR UPDATE),
         r AS (UPDATE ${jobs} j SET state = 'pending', attempt = 0, run_at = now(),
-          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL,
+          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL, cancel_requested_at = NULL,
           started_at = NULL, finished_at = NULL, updated_at = now()
         FROM old WHERE j.id = old.id AND old.state IN ('dead_lettered', 'cancelled', 'succeeded')
         RETURNING j.id, j.queue),
@@ -389,6 +396,20 @@ export function workflowQueries(schema: string) {
       name: `${schema}.wf_steps`,
       text: `SELECT name, occurrence, seq, kind, status, attempts, output, error, wait_event, wake_at, started_at, finished_at
         FROM ${steps} WHERE run_id = $1::bigint ORDER BY seq, started_at`,
+    },
+    // The same two reads for one tenant ($2): another tenant's run is not read at all, so it
+    // costs what an id nobody has costs (docs/security.md).
+    getInTenant: {
+      name: `${schema}.wf_get_in_tenant`,
+      text: `SELECT ${summary}, r.input, r.output, j.attempt, j.max_attempts, j.errors, j.dead_letter_reason
+        FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint AND r.tenant_id = $2`,
+    },
+    stepsInTenant: {
+      name: `${schema}.wf_steps_in_tenant`,
+      text: `SELECT s.name, s.occurrence, s.seq, s.kind, s.status, s.attempts, s.output, s.error, s.wait_event, s.wake_at,
+          s.started_at, s.finished_at
+        FROM ${steps} s JOIN ${runs} r ON r.id = s.run_id AND r.tenant_id = $2
+        WHERE s.run_id = $1::bigint ORDER BY s.seq, s.started_at`,
     },
     list: {
       name: `${schema}.wf_list`,

@@ -1,0 +1,65 @@
+// Outbox retention: the elected leader deletes published messages and dead letters past their
+// retention, whether or not it runs a relay (a fleet's leader may have no publishers). Each
+// delete is a leader-only write fenced by the lease's epoch, in batches with SKIP LOCKED.
+
+import type { OutboxStore } from '../../db/outbox-store.ts';
+import { OUTBOX_PURGE_BATCH_DEFAULT, type RelayConfig } from './config.ts';
+
+export interface OutboxRetentionDeps {
+  store: OutboxStore;
+  config: Pick<RelayConfig, 'retention' | 'retentionIntervalMs'>;
+  /** The leader lease's epoch while this process leads, else null. */
+  leaderEpoch: () => string | null;
+  onPurged: (state: 'published' | 'dead_lettered', count: number) => void;
+  onError: (err: unknown) => void;
+}
+
+export class OutboxRetention {
+  readonly #d: OutboxRetentionDeps;
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<void> | null = null;
+  #stopped = false;
+
+  constructor(deps: OutboxRetentionDeps) {
+    this.#d = deps;
+  }
+
+  start(): void {
+    const { retention } = this.#d.config;
+    if (this.#timer || this.#stopped || (retention.publishedMs === null && retention.deadLetteredMs === null)) return;
+    this.#schedule(0);
+  }
+
+  #schedule(ms: number): void {
+    this.#timer = setTimeout(() => {
+      this.#running = this.sweep()
+        .catch(this.#d.onError)
+        .finally(() => {
+          this.#running = null;
+          if (!this.#stopped) this.#schedule(this.#d.config.retentionIntervalMs);
+        });
+    }, ms);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    await this.#running;
+  }
+
+  /** One batch per state, while this process leads; exposed for tests. */
+  async sweep(): Promise<void> {
+    const { retention } = this.#d.config;
+    const ages: Array<['published' | 'dead_lettered', number | null]> = [
+      ['published', retention.publishedMs],
+      ['dead_lettered', retention.deadLetteredMs],
+    ];
+    for (const [state, olderThanMs] of ages) {
+      const epoch = this.#d.leaderEpoch();
+      if (olderThanMs === null || epoch === null || this.#stopped) continue;
+      const count = await this.#d.store.purge({ state, olderThanMs, limit: OUTBOX_PURGE_BATCH_DEFAULT, epoch });
+      if (count > 0) this.#d.onPurged(state, count);
+    }
+  }
+}
