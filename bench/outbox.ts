@@ -48,7 +48,7 @@ const KEY_MESSAGES = Number(args['key-messages']);
 const PARTS = new Set((args.parts as string).split(',').map((x) => x.trim()));
 for (const part of PARTS) if (!['latency', 'throughput', 'key'].includes(part)) throw new Error(`unknown part ${part}`);
 const GAP_MS = 25;
-const SECRET = 'bench-secret-0123456789';
+const SECRET = 'whsec_YmVuY2gtc2VjcmV0LTAxMjM0NTY3ODlhYmNkZWY=';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const startedAt = new Date();

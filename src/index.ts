@@ -166,8 +166,13 @@ export { webhookPublisher, parseRetryAfter, type WebhookOptions } from './publis
 export {
   verifyWebhookSignature,
   signWebhook,
-  SIGNATURE_HEADER,
-  TIMESTAMP_HEADER,
+  generateWebhookSecret,
+  webhookMessageId,
+  webhookSecretKey,
+  WEBHOOK_ID_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_SECRET_PREFIX,
   SIGNATURE_TOLERANCE_SECONDS_DEFAULT,
   type VerifyWebhookInput,
 } from './publishers/signature.ts';

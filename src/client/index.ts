@@ -9,8 +9,12 @@ export type { ApiErrorBody, ApiErrorCode } from '../http/errors.ts';
 export type { InferRequestType, InferResponseType } from 'hono/client';
 
 export interface ClientOptions {
-  /** Sent as `Authorization: Bearer <token>` on every request. */
-  token?: string;
+  /**
+   * Sent as `Authorization: Bearer <token>` on every request: `BATON_API_TOKEN` or an API key.
+   * Needed once the daemon has a token or any API key (it answers 401 UNAUTHORIZED without);
+   * undefined sends none.
+   */
+  token?: string | undefined;
   /** A fetch implementation (tests, proxies, custom agents). Default: global fetch. */
   fetch?: typeof fetch;
   /** Extra headers on every request. */
@@ -55,7 +59,9 @@ function encodingParams<T extends object>(target: T): T {
 
 /**
  * Creates a client for a Baton daemon at `baseUrl` (e.g. `http://127.0.0.1:8080`).
- * Example: `const res = await client.api.jobs.$post({ json: { jobType: 'noop' } })`.
+ * Example: `const res = await client.api.jobs.$post({ json: { jobType: 'noop' } })`. Each
+ * answer is typed per status, errors included (`if (!res.ok)` or `res.status === 401`
+ * narrows `res.json()` to ApiErrorBody), so check the status before reading the body.
  */
 export function createClient(baseUrl: string, opts: ClientOptions = {}) {
   const headers: Record<string, string> = { ...opts.headers };

@@ -32,6 +32,11 @@ export interface ListJobsFilter {
   createdAfter?: Date;
   /** Created strictly before this time. */
   createdBefore?: Date;
+  /**
+   * true: jobs whose run-at has come; false: jobs whose run-at lies ahead (a pending job that is
+   * scheduled, not yet due). By the database's clock.
+   */
+  due?: boolean;
   /** Sort key; default id (see JOB_SORT_KEYS). Ties are broken by id in the same order. */
   sort?: JobSortKey;
   /** Default desc. */
@@ -218,6 +223,7 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void, h
         jobType: filter.jobType,
         createdAfter: filter.createdAfter,
         createdBefore: filter.createdBefore,
+        due: filter.due,
       };
       const [jobs, total] = await Promise.all([
         executor.jobList({ ...where, sort: filter.sort, order: filter.order, limit, offset }),

@@ -52,7 +52,12 @@ export class EngineEventEmitter extends EventEmitter<EngineEvents> {
   }
 
   override emit<K extends keyof EngineEvents>(event: K, ...args: EngineEvents[K]): boolean;
-  override emit(event: string, ...args: unknown[]): boolean {
+  // Any other name, as the base class takes it. Without this overload the declaration is not
+  // assignable to EventEmitter's own emit under @types/node 26 (TS2416 in a consumer's check
+  // with skipLibCheck off); Exclude keeps a known event with the wrong payload an error here.
+  // biome-ignore lint/suspicious/noExplicitAny: the base class's own rest type
+  override emit<E extends string | symbol>(event: Exclude<E, keyof EngineEvents>, ...args: any[]): boolean;
+  override emit(event: string | symbol, ...args: unknown[]): boolean {
     // rawListeners copies the list (as emit does), so a listener may add or remove listeners;
     // it also holds once() wrappers, which remove themselves when called.
     const listeners = this.rawListeners(event) as Listener[];
@@ -62,12 +67,12 @@ export class EngineEventEmitter extends EventEmitter<EngineEvents> {
         listener.apply(this, args);
       } catch (error) {
         try {
-          this.#onListenerError(event, error);
+          this.#onListenerError(String(event), error);
         } catch {
           // Logging a value whose getters throw can throw too: it is still emitted below.
         }
         // Reported once as an 'error' event too, unless an 'error' listener is what threw.
-        if (event !== 'error') this.emit('error', { where: `listener:${event}`, error });
+        if (event !== 'error') this.emit('error', { where: `listener:${String(event)}`, error });
       }
     }
     return true;

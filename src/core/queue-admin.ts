@@ -18,8 +18,11 @@ export type QueuePauseState = { queue: string; paused: true; pausedAt: Date } | 
 export interface StatsSnapshot {
   /** The database's clock when the statement ran. */
   at: Date;
-  /** Every queue with a job or paused, by name. */
-  queues: Array<{ queue: string; paused: boolean; pausedAt: Date | null; counts: Record<JobState, number> }>;
+  /**
+   * Every queue with a job or paused, by name. `scheduled`: its pending jobs whose run-at lies
+   * ahead (counted in `counts.pending` too).
+   */
+  queues: Array<{ queue: string; paused: boolean; pausedAt: Date | null; counts: Record<JobState, number>; scheduled: number }>;
   /** Jobs that finished within the window, by outcome (each capped at 100,000). */
   window: {
     seconds: number;
@@ -36,6 +39,8 @@ export interface StatsRow {
   at: Date;
   counts: Array<{ queue: string; state: JobState; n: number }>;
   paused: PausedQueue[];
+  /** Pending jobs whose run_at lies ahead, per queue (queues with none are absent). */
+  scheduled: Array<{ queue: string; n: number }>;
   succeeded: number;
   deadLettered: number;
   cancelled: number;
@@ -144,11 +149,19 @@ export function toStatsSnapshot(r: StatsRow, windowSeconds: number): StatsSnapsh
   for (const { queue, state, n } of r.counts) counts(queue)[state] = n;
   for (const queue of paused.keys()) counts(queue);
   const ms = (v: number | null) => (v === null ? null : Math.round(v * 10) / 10);
+  const scheduled = new Map(r.scheduled.map((s) => [s.queue, s.n]));
   return {
     at: r.at,
     queues: [...byQueue]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([queue, c]) => ({ queue, paused: paused.has(queue), pausedAt: paused.get(queue) ?? null, counts: c })),
+      .map(([queue, c]) => ({
+        queue,
+        paused: paused.has(queue),
+        pausedAt: paused.get(queue) ?? null,
+        counts: c,
+        // Never more than the pending count: that was read by the same statement, a moment apart.
+        scheduled: Math.min(scheduled.get(queue) ?? 0, c.pending),
+      })),
     window: {
       seconds: windowSeconds,
       succeeded: r.succeeded,

@@ -24,6 +24,10 @@ const previewFlags = z.object({
   cron: z.string({ error: 'is required' }).min(1),
   timezone: z.string({ error: 'is required' }).min(1),
   count: z.coerce.number().int().min(1).max(PREVIEW_COUNT_MAX).optional(),
+  from: z.iso
+    .datetime({ offset: true, error: 'must be an ISO 8601 instant with Z or an offset' })
+    .transform((s) => new Date(s))
+    .optional(),
   tenant: z.undefined({ error: 'is a flag of baton cron list' }).optional(),
   limit: z.undefined({ error: 'is a flag of baton cron list' }).optional(),
 });
@@ -33,7 +37,7 @@ export function runCronPreview(flags: Flags): void {
   const f = parse(previewFlags, flags, 'cron preview');
   try {
     const schedule = parseCron(f.cron, f.timezone);
-    const fires = previewCron(schedule, f.count ?? 10, new Date());
+    const fires = previewCron(schedule, f.count ?? 10, f.from ?? new Date());
     process.stdout.write(`${JSON.stringify({ cron: schedule.expression, timezone: schedule.timezone, fires })}\n`);
   } catch (err) {
     if (isBatonError(err)) throw new ConfigError(err.message);
@@ -47,6 +51,7 @@ const listFlags = z.object({
   cron: z.undefined({ error: 'is a flag of baton cron preview' }).optional(),
   timezone: z.undefined({ error: 'is a flag of baton cron preview' }).optional(),
   count: z.undefined({ error: 'is a flag of baton cron preview' }).optional(),
+  from: z.undefined({ error: 'is a flag of baton cron preview' }).optional(),
 });
 
 /** Prints {"schedules":[...]} read from the database. */

@@ -8,7 +8,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -35,6 +35,10 @@ const STOP_TIMEOUT_MS = 30_000;
 const THROWAWAY_PREFIX = 'baton-embedded-pg-';
 /** A throwaway dir with no owner on record this old is an aborted start's (initdb takes seconds). */
 const STALE_DIR_MS = 10 * 60_000;
+/** The port a persistent cluster prefers when nothing is remembered and it is free. */
+export const PG_PORT_PREFERRED = 54329;
+/** The file in a persistent data dir that remembers its cluster's port across restarts. */
+export const PORT_FILE = 'pg-port';
 
 /**
  * Server settings every embedded cluster gets before the caller's own. Durability
@@ -58,7 +62,12 @@ export interface EmbeddedOptions {
    * password, removed by stop().
    */
   dataDir?: string;
-  /** Port on 127.0.0.1. Omitted: one the kernel says is free. */
+  /**
+   * Port on 127.0.0.1. Omitted: for a throwaway cluster, one the kernel says is free; for a
+   * persistent one, the port remembered in `<dataDir>/pg-port` while it is free, else
+   * PG_PORT_PREFERRED (54329) or any free port, which is then remembered (so two checkouts on
+   * one machine each get their own).
+   */
   port?: number;
   /**
    * Server settings passed as `-c name=value`, over DEFAULT_SETTINGS
@@ -102,7 +111,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions = {}): Promise
   if (attached) return attached;
 
   const password = throwaway ? randomBytes(12).toString('hex') : EMBEDDED_PASSWORD;
-  const port = opts.port ?? (await freePort());
+  const port = opts.port ?? (throwaway ? await freePort() : await rememberedPort(dataDir, log));
   const remove = throwaway ? () => rm(dataDir, { recursive: true, force: true }) : async () => undefined;
   try {
     if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) await initialise(clusterDir, password, ids, log);
@@ -137,6 +146,34 @@ export async function startEmbeddedPostgres(opts: EmbeddedOptions = {}): Promise
     await remove();
     throw err;
   }
+}
+
+/**
+ * The port a persistent cluster listens on when none is configured: the one it had before, as
+ * long as nothing else holds it; otherwise 54329 or any free one, written down for next time.
+ */
+async function rememberedPort(dataDir: string, log: Logger): Promise<number> {
+  const file = path.join(dataDir, PORT_FILE);
+  const text = await readFile(file, 'utf8').catch(() => '');
+  const remembered = /^\d{1,5}$/.test(text.trim()) ? Number(text.trim()) : undefined;
+  if (remembered !== undefined && remembered > 0 && remembered < 65_536 && (await portIsFree(remembered))) return remembered;
+  const port = (await portIsFree(PG_PORT_PREFERRED)) ? PG_PORT_PREFERRED : await freePort();
+  if (remembered !== undefined) {
+    log.info({ remembered, port }, `the embedded PostgreSQL's port ${remembered} is taken (another checkout's server?); using ${port}`);
+  }
+  await mkdir(dataDir, { recursive: true });
+  await writeFile(file, `${port}\n`);
+  return port;
+}
+
+/** Whether 127.0.0.1:port can be bound right now. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
 }
 
 function connectionString(password: string, port: number): string {

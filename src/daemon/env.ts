@@ -27,7 +27,6 @@ export const PORT_DEFAULT = 8080;
 export const HOST_DEFAULT = '127.0.0.1';
 export const QUEUES_DEFAULT = 'default:10';
 export const DATA_DIR_DEFAULT = '.baton-data';
-export const PG_PORT_DEFAULT = 54329;
 export const POOL_SIZE_DEFAULT = 10;
 export const BODY_LIMIT_BYTES_DEFAULT = 1_048_576;
 
@@ -144,9 +143,9 @@ export const SETTINGS = {
   ],
   BATON_PG_PORT: [
     'pg-port',
-    int(1, 65_535).default(PG_PORT_DEFAULT),
+    int(1, 65_535).optional(),
     'port of the embedded PostgreSQL (127.0.0.1 only)',
-    String(PG_PORT_DEFAULT),
+    '(54329 or a free one, remembered in the data dir)',
   ],
   BATON_HANDLERS: ['handlers', z.string().min(1).optional(), 'module exporting `handlers` (or default): jobType -> handler', '(none)'],
   BATON_DEMO_HANDLERS: [
@@ -212,7 +211,8 @@ export interface DaemonConfig {
   poolSize: number;
   /** Absolute path. */
   dataDir: string;
-  pgPort: number;
+  /** Unset: the embedded server's remembered port, or a free one (embedded-pg.ts). */
+  pgPort: number | undefined;
   /** Absolute path, when set. */
   handlersPath: string | undefined;
   demoHandlers: boolean;

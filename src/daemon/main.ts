@@ -46,6 +46,7 @@ const CRON_FLAGS = {
   cron: { type: 'string' },
   timezone: { type: 'string' },
   count: { type: 'string' },
+  from: { type: 'string' },
 } as const;
 const CRON_SUBCOMMANDS = ['list', 'preview'] as const;
 
@@ -108,14 +109,15 @@ JOB_NOT_FOUND) is left alone. Reaches the database like enqueue.
 Settings (flag, environment variable, [default]):
 ${settingsHelp('cancel')}`,
   cron: `Usage: baton cron list [--tenant ID] [--limit N] [flags]
-       baton cron preview --cron EXPR --timezone ZONE [--count N]
+       baton cron preview --cron EXPR --timezone ZONE [--count N] [--from INSTANT]
 
 list     prints {"schedules":[...]}: every schedule (of one tenant with --tenant), with
          its next fire time, last fired occurrence, status and disabled reason
          (--limit, default 100, at most 1000). Reaches the database like enqueue.
 preview  prints {"cron","timezone","fires":[{"utc","local"}]}: the next --count
-         (default 10, at most 100) fire instants of EXPR in the IANA zone ZONE,
-         computed here without a database.
+         (default 10, at most 100) fire instants of EXPR in the IANA zone ZONE after
+         --from (an ISO 8601 instant with Z or an offset; default now), computed here
+         without a database.
 
 Example:
   baton cron preview --cron '30 1 * * *' --timezone Europe/London --count 3
@@ -139,11 +141,16 @@ Settings (flag, environment variable, [default]):
 ${settingsHelp('keys')}`,
 };
 
-function buildLogger(config: DaemonConfig, toStderr: boolean): PinoLogger {
-  return pino(
-    { level: config.logLevel, base: { service: 'baton', pid: process.pid }, redact: ['apiToken', 'password'] },
-    pino.destination({ fd: toStderr ? 2 : 1, sync: true }),
-  );
+/**
+ * JSON lines for machines (a pipe, a file, a log collector); on a terminal, the same records
+ * made readable by pino's own pretty printer (loaded only then).
+ */
+async function buildLogger(config: DaemonConfig, toStderr: boolean): Promise<PinoLogger> {
+  const fd = toStderr ? 2 : 1;
+  const options = { level: config.logLevel, base: { service: 'baton', pid: process.pid }, redact: ['apiToken', 'password'] };
+  if (!(toStderr ? process.stderr : process.stdout).isTTY) return pino(options, pino.destination({ fd, sync: true }));
+  const { default: pretty } = await import('pino-pretty');
+  return pino(options, pretty({ destination: fd, sync: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' }));
 }
 
 export async function main(argv: string[]): Promise<number | undefined> {
@@ -178,35 +185,35 @@ export async function main(argv: string[]): Promise<number | undefined> {
     return 0;
   }
   if (cmd === 'cron' && !CRON_SUBCOMMANDS.includes(sub as (typeof CRON_SUBCOMMANDS)[number])) {
-    throw new ConfigError(`baton cron needs a subcommand: ${CRON_SUBCOMMANDS.join(' or ')} (see baton cron --help)`);
+    throw new ConfigError(`cron needs a subcommand: ${CRON_SUBCOMMANDS.join(' or ')} (see baton cron --help)`);
   }
   if (cmd === 'keys' && !KEYS_SUBCOMMANDS.includes(sub as (typeof KEYS_SUBCOMMANDS)[number])) {
-    throw new ConfigError(`baton keys needs a subcommand: ${KEYS_SUBCOMMANDS.join(', ')} (see baton keys --help)`);
+    throw new ConfigError(`keys needs a subcommand: ${KEYS_SUBCOMMANDS.join(', ')} (see baton keys --help)`);
   }
-  if (cmd === 'cancel' && jobId === undefined) throw new ConfigError('baton cancel needs the job id (see baton cancel --help)');
+  if (cmd === 'cancel' && jobId === undefined) throw new ConfigError('cancel needs the job id (see baton cancel --help)');
   const config = loadConfig(process.env, flags, process.cwd(), cmd);
   if (cmd === 'cancel') {
     const { runCancel } = await import('./commands.ts');
-    await runCancel(config, buildLogger(config, true), jobId as string);
+    await runCancel(config, await buildLogger(config, true), jobId as string);
     return 0;
   }
   if (cmd === 'keys') {
     const { runKeys } = await import('./key-commands.ts');
-    await runKeys(config, buildLogger(config, true), sub as (typeof KEYS_SUBCOMMANDS)[number], keyId, flags);
+    await runKeys(config, await buildLogger(config, true), sub as (typeof KEYS_SUBCOMMANDS)[number], keyId, flags);
     return 0;
   }
   if (cmd === 'cron') {
     const { runCronList, runCronPreview } = await import('./cron-commands.ts');
     if (sub === 'preview') runCronPreview(flags);
-    else await runCronList(config, buildLogger(config, true), flags);
+    else await runCronList(config, await buildLogger(config, true), flags);
     return 0;
   }
   if (command === 'serve') {
     const { serve } = await import('./serve.ts');
-    await serve(config, buildLogger(config, false));
+    await serve(config, await buildLogger(config, false));
     return undefined; // runs until a signal; shutdown exits the process
   }
-  const logger = buildLogger(config, true);
+  const logger = await buildLogger(config, true);
   const { parseEnqueueFlags, runEnqueue, runMigrate } = await import('./commands.ts');
   if (command === 'migrate') await runMigrate(config, logger);
   else await runEnqueue(config, logger, parseEnqueueFlags(flags));

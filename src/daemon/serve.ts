@@ -1,8 +1,9 @@
-// `baton serve`: the composition root. Database (URL or embedded) -> migrate ->
-// engine with handlers -> HTTP on HOST:PORT. Every resource registers its own
-// shutdown step as it comes up, so a signal or a start-up failure at any point
-// unwinds exactly what exists, in SHUTDOWN_ORDER (stop accepting HTTP, drain jobs,
-// close HTTP, stop the database).
+// `baton serve`: the composition root. Database (URL or embedded) -> migrate -> HTTP
+// bound on HOST:PORT -> workers started. The port is bound before any worker starts, so
+// a taken port stops start-up with nothing claimed and nothing to drain. Every resource
+// registers its own shutdown step as it comes up, so a signal or a start-up failure at any
+// point unwinds exactly what exists, in SHUTDOWN_ORDER (stop accepting HTTP, drain jobs,
+// close HTTP, stop the database), and the shutdown says only those steps.
 
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -11,6 +12,8 @@ import { createBaton } from '../create-baton.ts';
 import type { WorkflowFn } from '../core/workflow/types.ts';
 import type { HandlerMap } from '../core/handler.ts';
 import { createApp } from '../http/app.ts';
+import { createStatsHistory } from '../http/stats-history.ts';
+import { watchAuthMode } from './auth-mode.ts';
 import { openApiKeys } from '../open-api-keys.ts';
 import { isLoopbackHost, openBindMessage } from './loopback.ts';
 import { openDatabase } from './database.ts';
@@ -48,7 +51,7 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     const handlers = await resolveHandlers(config, logger);
     const db = await openDatabase(config, logger);
     embeddedKill = db.embedded?.killNow;
-    shutdown.add({ order: SHUTDOWN_ORDER.database, name: 'database', run: () => db.close() });
+    if (db.embedded?.owned) shutdown.add({ order: SHUTDOWN_ORDER.database, name: 'stop the embedded PostgreSQL', run: () => db.close() });
 
     const baton = createBaton({
       ...config.engine,
@@ -59,13 +62,15 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
       outbox: { publishers: buildPublishers(config.outbox.publishers), relay: config.outbox.relay },
     });
     if (config.demoHandlers) for (const [name, fn] of Object.entries(demoWorkflows)) baton.workflow(name, fn as WorkflowFn);
-    shutdown.add({ order: SHUTDOWN_ORDER.drain, name: 'drain jobs', run: () => baton.stop({ drainMs: config.drainMs }) });
+    // Named for what it does: before the workers start there is nothing to drain.
+    const engineStep = { order: SHUTDOWN_ORDER.drain, name: 'close the engine', run: () => baton.stop({ drainMs: config.drainMs }) };
+    shutdown.add(engineStep);
     const migrated = await baton.migrate();
     if (migrated.applied.length > 0) logger.info({ applied: migrated.applied }, 'migrations applied');
 
     // The loopback rule, before any worker starts: open (no token, no key) only where only this machine reaches.
     const apiKeys = openApiKeys({ connectionString: db.connectionString, schema: config.schema });
-    shutdown.add({ order: SHUTDOWN_ORDER.database - 1, name: 'API keys', run: () => apiKeys.close() });
+    shutdown.add({ order: SHUTDOWN_ORDER.database - 1, name: 'close the key store', run: () => apiKeys.close() });
     const loopback = isLoopbackHost(config.host);
     const credentials = config.apiToken !== undefined || (await apiKeys.anyActive());
     if (!credentials && !loopback) throw new ConfigError(openBindMessage(config.host), 'HOST');
@@ -76,14 +81,13 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
           'It stays on the loopback address; create a key (baton keys create --role admin) to close it.',
       );
     }
-    await baton.start();
+    let started = false;
     let serving = true;
-    logger.info({ queues: baton.config.queues, workerId: baton.config.workerId }, 'workers started');
-    const destinations = Object.keys(config.outbox.publishers);
-    if (destinations.length > 0) logger.info({ destinations, relay: config.outbox.relay }, 'outbox publishers configured');
-
     let listening: { host: string; port: number } | undefined;
+    const statsHistory = createStatsHistory(baton);
+    let authWatch: { stop(): void } | undefined;
     const app = createApp(baton, {
+      statsHistory,
       apiToken: config.apiToken,
       apiKeys,
       // Off loopback the API is never open, even if every key is revoked later.
@@ -94,14 +98,15 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
       bodyLimitBytes: config.bodyLimitBytes,
       demoHandlers: config.demoHandlers,
       logger: logger.child({ component: 'http' }),
-      // /readyz turns 503 as soon as shutdown begins, so a load balancer stops routing here.
-      isStarted: () => serving,
+      // /readyz: 503 until the workers run, and as soon as a shutdown begins, so a load balancer stops routing here.
+      isStarted: () => started && serving,
     });
     const server = createHttpServer(
       app.fetch,
       config.http,
       refusalLog(logger.child({ component: 'http' }), config.http.maxConnectionsPerAddress),
     );
+    // Bound before any worker starts: a port in use stops start-up here, with no job claimed.
     const address = await listen(server, config.port, config.host);
     listening = { host: config.host, port: address.port };
     const closed = new Promise<void>((resolve) => server.once('close', () => resolve()));
@@ -112,6 +117,8 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
         serving = false;
         server.close();
         server.closeIdleConnections();
+        statsHistory.close();
+        authWatch?.stop();
       },
     });
     shutdown.add({
@@ -122,6 +129,29 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
         await closed;
       },
     });
+
+    await baton.start();
+    started = true;
+    engineStep.name = 'drain in-flight jobs';
+    logger.info({ queues: baton.config.queues, workerId: baton.config.workerId }, 'workers started');
+    const destinations = Object.keys(config.outbox.publishers);
+    if (destinations.length > 0) logger.info({ destinations, relay: config.outbox.relay }, 'outbox publishers configured');
+    // Open (no token, on loopback): the first key created closes the API under running clients, the last revoked opens it again. Say so.
+    if (config.apiToken === undefined && loopback) {
+      authWatch = watchAuthMode({
+        apiKeys,
+        open: !credentials,
+        onChange: (open) => {
+          if (open)
+            logger.warn({ auth: 'open' }, 'no API key is active any more: the API is open again to anyone on this machine (loopback only)');
+          else
+            logger.warn(
+              { auth: 'bearer' },
+              'an API key exists now: the API requires a credential (Authorization: Bearer <API key>); the console asks for one',
+            );
+        },
+      });
+    }
     const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}/`;
     logger.info(
       { url, port: address.port, host: address.address, auth: credentials ? 'bearer' : 'open (loopback only)' },

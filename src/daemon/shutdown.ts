@@ -1,6 +1,6 @@
 // Maps SIGTERM/SIGINT to an orderly shutdown: the steps run in order (stop
 // accepting HTTP, drain jobs, close the server, stop the embedded database) and
-// the process exits 0. A repeat after REPEAT_SIGNAL_WINDOW_MS, or the watchdog, forces exit.
+// the process exits 0. It says which steps it runs: only those of what came up. A repeat after REPEAT_SIGNAL_WINDOW_MS, or the watchdog, forces exit.
 
 import type { Logger } from '../core/logger.ts';
 
@@ -69,11 +69,14 @@ export function installShutdown(opts: ShutdownOptions): Shutdown {
     }
   };
 
+  const signals = opts.signals ?? ['SIGTERM', 'SIGINT'];
   const orderly = async (reason: string, requested: number): Promise<void> => {
-    log.info(
-      { reason },
-      `shutting down: stop accepting, drain in-flight jobs, close (signal again after ${REPEAT_SIGNAL_WINDOW_MS / 1000} s to force)`,
-    );
+    // Only the steps of what came up: a start-up that failed before the workers ran drains nothing.
+    const names = [...steps].sort((a, b) => a.order - b.order).map((s) => s.name);
+    const hint = (signals as readonly string[]).includes(reason)
+      ? ` (signal again after ${REPEAT_SIGNAL_WINDOW_MS / 1000} s to force)`
+      : '';
+    log.info({ reason, steps: names }, `shutting down${names.length > 0 ? `: ${names.join(', ')}` : ''}${hint}`);
     const watchdog = setTimeout(() => force(`shutdown took longer than ${opts.forceAfterMs} ms`), opts.forceAfterMs);
     watchdog.unref();
     let code = requested;
@@ -104,6 +107,6 @@ export function installShutdown(opts: ShutdownOptions): Shutdown {
     }
   };
 
-  for (const signal of opts.signals ?? ['SIGTERM', 'SIGINT']) process.on(signal, () => trigger(signal));
+  for (const signal of signals) process.on(signal, () => trigger(signal));
   return { add: (step) => void steps.push(step), trigger, done };
 }

@@ -140,6 +140,8 @@ export interface JobListParams {
   /** Created at or after / strictly before. */
   createdAfter?: Date | undefined;
   createdBefore?: Date | undefined;
+  /** run_at <= now() (true) or > now() (false). */
+  due?: boolean | undefined;
   /** Default: id, desc (newest first). */
   sort?: JobSortKey | undefined;
   order?: SortOrder | undefined;

@@ -18,6 +18,7 @@ import { hostCheck, type ListenAddress } from './allowed-hosts.ts';
 import { sameOriginWrites } from './same-origin.ts';
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { createStatsHistory, type StatsHistory } from './stats-history.ts';
 import { requestContext } from './request-context.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { dlqRoutes, queueRoutes, statsRoutes, workerRoutes } from './routes/admin.ts';
@@ -53,6 +54,11 @@ export interface AppOptions {
   logger?: Logger;
   /** Metrics to expose at /metrics; created from `baton` when absent; `false` disables them. */
   metrics?: Metrics | false;
+  /**
+   * The console's chart history (GET /api/stats/history); created from `baton` when absent. It
+   * samples only while someone reads the stats; close() it when the server stops.
+   */
+  statsHistory?: StatsHistory;
   /** Readiness beyond database reachability, e.g. `() => engineStarted`. Default: always true. */
   isStarted?: () => boolean;
   /** The admin console page. Default: src/http/console.html next to this file. */
@@ -82,6 +88,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
   const maxSize = opts.bodyLimitBytes ?? BODY_LIMIT_BYTES_DEFAULT;
   if (!Number.isInteger(maxSize) || maxSize < 1) throw new Error('createApp: bodyLimitBytes must be a positive integer');
   const metrics = opts.metrics === false ? undefined : (opts.metrics ?? createMetrics(baton));
+  const statsHistory = opts.statsHistory ?? createStatsHistory(baton);
 
   const base = new Hono<AppEnv>();
   base.onError(handleError);
@@ -122,7 +129,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/api/dlq', dlqRoutes(baton))
     .route('/api/queues', queueRoutes(baton))
     .route('/api/workers', workerRoutes(baton))
-    .route('/api/stats', statsRoutes(baton))
+    .route('/api/stats', statsRoutes(baton, statsHistory))
     .route('/api/cron', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/workflows', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/keys', keyRoutes(opts.apiKeys, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))

@@ -1,7 +1,8 @@
 // The HTTP API as the OpenAPI document describes it: one entry per route of app.ts,
 // with the zod schemas the route validates (schemas.ts) and answers (wire-schemas.ts),
 // and the error codes it may answer. test/http/openapi.test.ts checks that every
-// route of the app is here and that real answers match.
+// route of the app is here, that its codes are those the route declares with fails()
+// (route-errors.ts), and that real answers match.
 
 import { z } from 'zod';
 import { PACKAGE_VERSION } from '../version.ts';
@@ -12,6 +13,7 @@ import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc }
 import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
 import { KEY_COMPONENTS, KEY_TAG, keyOperations } from './openapi-keys.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
+import { BODY, CRON, ENGINE } from './route-errors.ts';
 import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
 import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
 import {
@@ -24,6 +26,7 @@ import {
   listJobsQuerySchema,
   queueParamSchema,
   traceHeadersSchema,
+  statsHistoryQuerySchema,
   statsQuerySchema,
   listSchedulesQuerySchema,
   scheduleBodySchema,
@@ -44,13 +47,6 @@ import {
   wireStatsSchema,
   wireWorkerSchema,
 } from './wire-schemas.ts';
-
-/** What any route that reads or writes jobs may meet in the engine or the database. */
-const ENGINE: readonly ApiErrorCode[] = ['INVALID_ARGUMENT', 'INVALID_CONFIG', 'DB_UNAVAILABLE', 'SHUTTING_DOWN'];
-/** A checked JSON body (json-body.ts), or a body that must be empty or {}. */
-const BODY: readonly ApiErrorCode[] = ['INVALID_JSON', 'INVALID_ARGUMENT'];
-/** What a cron expression and zone may be refused with. */
-const CRON: readonly ApiErrorCode[] = ['INVALID_CRON_EXPRESSION', 'INVALID_TIMEZONE'];
 
 const noBody = {
   schema: z.strictObject({}),
@@ -231,6 +227,18 @@ const OPERATIONS: readonly OperationDoc[] = [
   }),
   route({
     method: 'get',
+    path: '/api/stats/history',
+    operationId: 'statsHistory',
+    tag: 'queues',
+    summary: "The console's chart history: samples of the stats this process took in the last minutes",
+    description:
+      'Kept in memory by each process, oldest first, up to 15 minutes at one sample every 2 s. Sampling starts with the first read of /api/stats or this route and stops after 30 minutes without one. `since` returns only newer samples.',
+    query: statsHistoryQuerySchema,
+    responses: { 200: json('the samples', r.statsHistory) },
+    errors: ENGINE,
+  }),
+  route({
+    method: 'get',
     path: '/api/queues/:queue/depth',
     operationId: 'queueDepth',
     tag: 'queues',
@@ -259,9 +267,9 @@ const OPERATIONS: readonly OperationDoc[] = [
     tag: 'cron',
     summary: 'Create a schedule, or update it by (tenantId, name)',
     description:
-      'Each occurrence becomes an ordinary job (idempotency key cron:<id>:<instant>, run_at the occurrence). An update that keeps the expression and zone keeps the next fire time.',
+      'Answers `{ schedule, created }`, as baton.cron.upsert returns. Each occurrence becomes an ordinary job (idempotency key cron:<id>:<instant>, run_at the occurrence). An update that keeps the expression and zone keeps the next fire time.',
     body: { schema: scheduleBodySchema, required: true },
-    responses: { 201: json('created', wireScheduleSchema), 200: json('updated, or unchanged', wireScheduleSchema) },
+    responses: { 201: json('created', r.scheduleUpserted), 200: json('updated, or unchanged', r.scheduleUpserted) },
     errors: [...CRON, ...BODY, ...ENGINE],
   }),
   route({
@@ -384,9 +392,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
     },
     tags: [
       { name: 'jobs', description: 'enqueue, read, list, replay, cancel, run now, bulk actions' },
-      { name: 'queues', description: 'queues, pause and resume, workers, stats' },
-      { name: 'jobs', description: 'enqueue, read, list, replay, cancel' },
-      { name: 'queues', description: 'queues and workers' },
+      { name: 'queues', description: 'queues, pause and resume, workers, stats and their history' },
       { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
       WORKFLOW_TAG,
       KEY_TAG,

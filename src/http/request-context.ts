@@ -28,7 +28,9 @@ export function requestContext(logger: Logger, metrics?: Metrics): MiddlewareHan
     const route = status === 404 || status === 405 ? 'unmatched' : routePath(c, -1);
     metrics?.observeRequest(c.req.method, route, status, seconds);
     const line = { method: c.req.method, path: c.req.path, status, ms: Math.round(seconds * 1000) };
-    if (status >= 500) log.error(line, 'request failed');
+    // /readyz's 503 is its answer to a probe (starting, stopping), not a failure of the request;
+    // an unreachable database is warned about by the route itself.
+    if (status >= 500 && !(status === 503 && c.req.path === '/readyz')) log.error(line, 'request failed');
     else log.info(line, 'request');
   };
 }

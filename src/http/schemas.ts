@@ -162,6 +162,14 @@ export const listJobsQuerySchema = z
     jobType: nameSchema.optional(),
     createdAfter: instantParam('jobs created at or after this instant').optional(),
     createdBefore: instantParam('jobs created before this instant').optional(),
+    due: z
+      .enum(['true', 'false'])
+      .transform((v) => v === 'true')
+      .optional()
+      .meta({
+        description:
+          "true: jobs whose runAt has come; false: jobs whose runAt lies ahead (with state=pending: the scheduled ones). By the database's clock",
+      }),
     sort: z.enum(JOB_SORT_KEYS).optional().meta({ description: 'sort key; default id. Ties are broken by id' }),
     order: z.enum(SORT_ORDERS).optional().meta({ description: 'default desc' }),
     limit: intParam(1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT).optional(),
@@ -185,6 +193,13 @@ export const bulkSchema = z
 export const statsQuerySchema = z
   .object({
     windowSeconds: intParam(1, STATS_WINDOW_SECONDS_MAX, STATS_WINDOW_SECONDS_DEFAULT).optional(),
+  })
+  .strict();
+
+/** GET /api/stats/history. */
+export const statsHistoryQuerySchema = z
+  .object({
+    since: instantParam('only samples read after this instant (the `at` of the last one the caller has)').optional(),
   })
   .strict();
 
@@ -274,5 +289,6 @@ export const cronPreviewQuerySchema = z
     cron: scheduleFields.cron,
     timezone: scheduleFields.timezone,
     count: intParam(1, PREVIEW_COUNT_MAX, 10).optional(),
+    from: instantParam('the fire instants after this one; default now').optional(),
   })
   .strict();

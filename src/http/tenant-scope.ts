@@ -23,6 +23,7 @@ export const ADMIN_ONLY_PATHS = [
   '/api/queues/*',
   '/api/workers',
   '/api/stats',
+  '/api/stats/*',
   '/api/keys',
   '/api/keys/*',
   // Flow control: limits and weights are fleet-wide settings, and the snapshot counts every tenant.

@@ -211,7 +211,11 @@ const ms = z.number().min(0).nullable();
 /** toWireStats. */
 export const wireStatsSchema = z.strictObject({
   at: time.meta({ description: "the database's clock when the counts were read" }),
-  queues: z.array(wireQueueSchema),
+  queues: z.array(
+    wireQueueSchema.extend({
+      scheduled: count.meta({ description: 'pending jobs whose runAt lies ahead (counted in counts.pending too)' }),
+    }),
+  ),
   window: z.strictObject({
     seconds: z.int().min(1),
     succeeded: count.meta({ description: 'jobs that succeeded within the window (at most 100,000)' }),
@@ -221,6 +225,24 @@ export const wireStatsSchema = z.strictObject({
       .strictObject({ count, p50: ms, p95: ms, max: ms })
       .meta({ description: 'run_at to started_at of the newest (at most 1,000) jobs that succeeded within the window' }),
   }),
+});
+
+/** toWireStatsHistory. */
+export const wireStatsHistorySchema = z.strictObject({
+  intervalMs: z.int().min(1).meta({ description: 'how often the daemon samples while someone reads the stats' }),
+  windowSeconds: z.int().min(1).meta({ description: "the window each sample's counts and latencies cover" }),
+  samples: z.array(
+    z.strictObject({
+      at: time.meta({ description: "the database's clock when the sample was read" }),
+      succeeded: count.meta({ description: 'jobs that succeeded within the window' }),
+      deadLettered: count,
+      pending: count.meta({ description: 'pending jobs that are due' }),
+      scheduled: count.meta({ description: 'pending jobs whose runAt lies ahead' }),
+      live: count.meta({ description: 'leased or running jobs' }),
+      p50: ms,
+      p95: ms,
+    }),
+  ),
 });
 
 /** toWireBulkItem. */
@@ -242,11 +264,13 @@ export const responseSchemas = {
   queues: z.strictObject({ queues: z.array(wireQueueSchema) }),
   queueState: z.strictObject(queueState),
   stats: wireStatsSchema,
+  statsHistory: wireStatsHistorySchema,
   bulk: z.strictObject({ action: z.enum(BULK_ACTIONS), done: count, refused: count, results: z.array(wireBulkItemSchema) }),
   depth: z.strictObject({ queue: z.string(), counts: wireStateCountsSchema }),
   workers: z.strictObject({ workers: z.array(wireWorkerSchema) }),
   schedules: z.strictObject({ schedules: z.array(wireScheduleSchema), limit: count, offset: count }),
   scheduleRemoved: z.strictObject({ id: z.string(), removed: z.literal(true) }),
+  scheduleUpserted: z.strictObject({ schedule: wireScheduleSchema, created: z.boolean() }),
   cronPreview: z.strictObject({ cron: z.string(), timezone: z.string(), fires: z.array(wireFireInstantSchema) }),
   health: z.strictObject({ status: z.literal('ok') }),
   ready: z.strictObject({ status: z.literal('ready'), db: z.literal('ok'), started: z.literal(true) }),

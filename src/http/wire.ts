@@ -17,6 +17,7 @@ import type {
 } from '../index.ts';
 import { STATUS_BY_CODE } from './errors.ts';
 import type { JSONValue } from 'hono/utils/types';
+import type { StatsSample } from './stats-history.ts';
 
 const iso = (d: Date): string => d.toISOString();
 const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null);
@@ -183,8 +184,13 @@ export function toWireQueueState(s: QueuePauseState) {
   return { queue: s.queue, paused: s.paused, pausedAt: isoOrNull(s.pausedAt) };
 }
 
+/** The chart history (stats-history.ts): samples oldest first. */
+export function toWireStatsHistory(h: { intervalMs: number; windowSeconds: number }, samples: StatsSample[]) {
+  return { intervalMs: h.intervalMs, windowSeconds: h.windowSeconds, samples: samples.map((s) => ({ ...s, at: iso(s.at) })) };
+}
+
 export function toWireStats(s: StatsSnapshot) {
-  return { at: iso(s.at), queues: s.queues.map(toWireQueue), window: s.window };
+  return { at: iso(s.at), queues: s.queues.map((q) => ({ ...toWireQueue(q), scheduled: q.scheduled })), window: s.window };
 }
 
 /**

@@ -4,7 +4,7 @@
 // published when JetStream acknowledges it. The client reconnects by itself.
 
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { JetStreamClient } from '@nats-io/jetstream';
+import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import { z } from 'zod';
 import { PublishError, type Publisher, type PublishMessage } from '../core/outbox/publisher.ts';
 import { LazyConnection } from './lazy-connection.ts';
@@ -26,7 +26,28 @@ export type NatsOptions = z.input<typeof natsOptionsSchema>;
 interface Open {
   nc: NatsConnection;
   js: JetStreamClient;
+  /** The stream API, opened the first time a publish fails in a way it can explain. */
+  jsm: () => Promise<JetStreamManager>;
   headers: typeof import('@nats-io/transport-node').headers;
+}
+
+/**
+ * Why a publish failed, in words that say what to do. With no responder on the subject the
+ * client reports "jetstream is not enabled" whether JetStream is off or merely no stream
+ * captures the subject; asking for the subject's stream tells the two apart.
+ */
+async function explain(c: Open, subject: string, err: unknown): Promise<string> {
+  const message = err instanceof Error ? err.message : String(err);
+  if (!(err instanceof Error) || err.name !== 'JetStreamNotEnabled') return message;
+  try {
+    await (await c.jsm()).streams.find(subject);
+    return message;
+  } catch (e) {
+    if (e instanceof Error && e.name === 'StreamNotFoundError') {
+      return `no stream captures the subject "${subject}": add a stream whose subjects match it (the message is retried until one does)`;
+    }
+    return message;
+  }
 }
 
 export function natsPublisher(options: NatsOptions): Publisher {
@@ -48,7 +69,13 @@ export function natsPublisher(options: NatsOptions): Publisher {
       ...(o.token === undefined ? {} : { token: o.token }),
     });
     void nc.closed().then(() => conn.forget());
-    return { nc, js: jsMod.jetstream(nc, { timeout: o.ackTimeoutMs }), headers: transport.headers };
+    let jsm: Promise<JetStreamManager> | undefined;
+    return {
+      nc,
+      js: jsMod.jetstream(nc, { timeout: o.ackTimeoutMs }),
+      jsm: () => (jsm ??= jsMod.jetstreamManager(nc, { timeout: o.ackTimeoutMs })),
+      headers: transport.headers,
+    };
   };
 
   const conn = new LazyConnection<Open>('NATS', () => open());
@@ -67,7 +94,7 @@ export function natsPublisher(options: NatsOptions): Publisher {
       try {
         await c.js.publish(m.topic, JSON.stringify(m.payload ?? null), { msgID: m.messageKey, headers: h, timeout: o.ackTimeoutMs });
       } catch (err) {
-        throw new PublishError('retry', `NATS JetStream: ${(err as Error).message}`, { cause: err });
+        throw new PublishError('retry', `NATS JetStream: ${await explain(c, m.topic, err)}`, { cause: err });
       }
     },
     async close(): Promise<void> {

@@ -1,5 +1,7 @@
-// The webhook publisher: POSTs the payload as JSON over a keep-alive undici pool, signed
-// (signature.ts), with the message key in `baton-message-key` for the receiver's dedup.
+// The webhook publisher: POSTs the payload as JSON over a keep-alive undici pool, signed as
+// Standard Webhooks do (signature.ts): `webhook-id` (the same on every delivery of a message,
+// so the receiver dedups on it), `webhook-timestamp`, `webhook-signature` over id, timestamp
+// and body. The baton-* headers say more about the message; they are not signed.
 // 2xx is delivered; 408, 429, 5xx, timeouts and connection errors are retried (Retry-After
 // honoured); any other status dead-letters the message.
 
@@ -7,14 +9,30 @@ import { Agent, request } from 'undici';
 import { z } from 'zod';
 import { BatonError } from '../core/errors.ts';
 import { PublishError, type Publisher, type PublishMessage } from '../core/outbox/publisher.ts';
-import { SIGNATURE_HEADER, TIMESTAMP_HEADER, signWebhook } from './signature.ts';
+import {
+  signWebhook,
+  WEBHOOK_ID_HEADER,
+  WEBHOOK_SECRET_PREFIX,
+  WEBHOOK_SIGNATURE_HEADER,
+  WEBHOOK_TIMESTAMP_HEADER,
+  webhookMessageId,
+  webhookSecretKey,
+} from './signature.ts';
+
+/** A Standard Webhooks secret: `whsec_` and the base64 of 24 to 64 random bytes. */
+const secretSchema = z
+  .string()
+  .refine(
+    (s) => webhookSecretKey(s) !== undefined,
+    `must be ${WEBHOOK_SECRET_PREFIX} and the base64 of 24 to 64 random bytes (generateWebhookSecret() makes one)`,
+  );
 
 export const webhookOptionsSchema = z
   .object({
     /** Where to POST (http or https). */
     url: z.url({ protocol: /^https?$/ }),
-    /** Signing secret(s): several while rotating (each signs; the receiver accepts any). */
-    secret: z.union([z.string().min(16), z.array(z.string().min(16)).min(1).max(4)]),
+    /** Signing secret(s), `whsec_<base64>`: several while rotating (each signs; the receiver accepts any). */
+    secret: z.union([secretSchema, z.array(secretSchema).min(1).max(4)]),
     /** Per-request deadline (the relay's publish deadline applies too). Default 10 s. */
     timeoutMs: z.number().int().min(1).max(600_000).default(10_000),
     /** Most connections to the receiver. Default 16. */
@@ -49,18 +67,20 @@ export function webhookPublisher(options: WebhookOptions): Publisher {
   return {
     async publish(m: PublishMessage, signal: AbortSignal): Promise<void> {
       const body = JSON.stringify(m.payload ?? null);
+      const id = webhookMessageId(m.tenantId, m.messageKey);
       const timestamp = String(Math.floor(Date.now() / 1000));
       const headers: Record<string, string> = {
         ...o.headers,
         ...m.headers,
         'content-type': 'application/json',
+        [WEBHOOK_ID_HEADER]: id,
+        [WEBHOOK_TIMESTAMP_HEADER]: timestamp,
+        [WEBHOOK_SIGNATURE_HEADER]: secrets.map((s) => signWebhook(s, id, timestamp, body)).join(' '),
         'baton-message-key': m.messageKey,
         'baton-message-id': m.id,
         'baton-topic': m.topic,
         'baton-tenant': m.tenantId,
         'baton-attempt': String(m.attempt),
-        [TIMESTAMP_HEADER]: timestamp,
-        [SIGNATURE_HEADER]: secrets.map((s) => signWebhook(s, timestamp, body)).join(','),
       };
       if (m.orderingKey !== null) headers['baton-ordering-key'] = m.orderingKey;
       let res: Awaited<ReturnType<typeof request>>;

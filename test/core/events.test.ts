@@ -1,6 +1,7 @@
 // The engine's emitter: a listener that throws is reported, and neither the emitting code nor
 // the other listeners notice.
 
+import type { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { EngineEventEmitter } from '../../src/core/events.ts';
 
@@ -75,5 +76,26 @@ describe('EngineEventEmitter', () => {
     events.on('enqueued', off);
     events.off('enqueued', off);
     expect(events.emit('enqueued', { queue: 'q', count: 1 })).toBe(false);
+  });
+});
+
+describe('EngineEventEmitter types', () => {
+  it("keeps a known event's payload checked, and a symbol event works", () => {
+    const { events, thrown } = emitter();
+    // Never called: the type checker is the test (npm run typecheck).
+    const wrongPayload = () => {
+      // @ts-expect-error 'claimed' carries { queue, count, durationMs }
+      events.emit('claimed', { queue: 'q' });
+    };
+    expect(typeof wrongPayload).toBe('function');
+    const sym = Symbol('custom');
+    (events as EventEmitter).on(sym, () => {
+      throw new Error('symbol listener');
+    });
+    const errors: string[] = [];
+    events.on('error', ({ where }) => errors.push(where));
+    expect(events.emit(sym, 1)).toBe(true);
+    expect(errors).toEqual(['listener:Symbol(custom)']);
+    expect(thrown.map(([event]) => event)).toEqual(['Symbol(custom)']);
   });
 });

@@ -3,7 +3,11 @@
 // parser taking only those flags), and one plain line (no stack trace, no password)
 // with exit code 1 when the database cannot be reached.
 
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 import { SETTINGS } from '../../src/daemon/env.ts';
@@ -90,5 +94,39 @@ describe('baton CLI', () => {
     expect(failures.map((f) => f.msg)).toEqual([PLAIN_LINE]);
     expect(r.stdout + r.stderr).not.toMatch(STACK_FRAME);
     expect(r.stdout + r.stderr).not.toContain('secret');
+  });
+
+  // `script` (util-linux) runs the command on a pseudo-terminal, as a shell in a terminal would.
+  it.skipIf(!existsSync('/usr/bin/script'))('logs readable lines on a terminal (pino-pretty), JSON lines into a pipe', async () => {
+    const bin = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
+    const tty = spawnSync('/usr/bin/script', ['-qec', `${process.execPath} ${bin} serve --port 0`, '/dev/null'], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: UNREACHABLE },
+      timeout: 30_000,
+    });
+    expect(tty.status, tty.stdout).toBe(EXIT_FAILED);
+    expect(tty.stdout).toMatch(/FATAL.*: .*cannot connect to PostgreSQL at postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/x/);
+    expect(tty.stdout).not.toContain('{"level"');
+    // Into a pipe (the test above): one JSON object per line.
+    const piped = await run(['serve', '--port', '0'], { DATABASE_URL: UNREACHABLE });
+    expect(
+      piped.stdout
+        .split('\n')
+        .filter(Boolean)
+        .every((l) => l.startsWith('{"level"')),
+    ).toBe(true);
+  });
+
+  it('in a checkout without dist/ (npm install no longer builds), the launcher says to build, in one line, exit 1', () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'baton-unbuilt-'));
+    try {
+      mkdirSync(path.join(dir, 'bin'));
+      copyFileSync(new URL('../../bin/baton.js', import.meta.url), path.join(dir, 'bin', 'baton.js'));
+      const r = spawnSync(process.execPath, [path.join(dir, 'bin', 'baton.js'), '--version'], { encoding: 'utf8' });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toBe('baton: dist/ is not built; run `npm run build` (or `npm start`, which builds) in this checkout first\n');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

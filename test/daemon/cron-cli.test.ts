@@ -27,9 +27,30 @@ describe('baton cron', () => {
     for (const f of out.fires) expect(f.local).toMatch(/T0[12]:[03]0:00\+0[01]:00$/);
   });
 
+  it('preview --from starts after a given instant: the fires around the October 2031 change in London', async () => {
+    const r = await run([
+      'cron',
+      'preview',
+      '--cron',
+      '30 1 * * *',
+      '--timezone',
+      'Europe/London',
+      '--count',
+      '2',
+      '--from',
+      '2031-10-25T12:00:00+01:00',
+    ]);
+    expect(r.code, r.stderr).toBe(0);
+    expect((JSON.parse(r.stdout) as { fires: unknown[] }).fires).toEqual([
+      { utc: '2031-10-26T00:30:00.000Z', local: '2031-10-26T01:30:00+01:00' },
+      { utc: '2031-10-27T01:30:00.000Z', local: '2031-10-27T01:30:00+00:00' },
+    ]);
+  });
+
   it.each([
-    [['cron'], 'baton cron needs a subcommand'],
-    [['cron', 'explode'], 'baton cron needs a subcommand'],
+    [['cron'], 'baton: cron needs a subcommand'],
+    [['cron', 'explode'], 'baton: cron needs a subcommand'],
+    [['cron', 'preview', '--cron', '30 1 * * *', '--timezone', 'UTC', '--from', 'yesterday'], '--from: must be an ISO 8601 instant'],
     [['cron', 'preview', '--cron', '30 1 * * *', '--timezone', '+02:00'], 'invalid time zone'],
     [['cron', 'preview', '--cron', '99 * * * *', '--timezone', 'UTC'], 'invalid cron expression'],
     [['cron', 'preview', '--timezone', 'UTC'], '--cron: is required'],
@@ -37,6 +58,7 @@ describe('baton cron', () => {
     const r = await run(args, { DATABASE_URL: 'postgres://u@127.0.0.1:1/x' });
     expect(r.code, r.stderr).toBe(EXIT_CONFIG);
     expect(r.stderr).toContain(message);
+    expect(r.stderr).not.toContain('baton: baton');
     expect(r.stdout).toBe('');
   });
 

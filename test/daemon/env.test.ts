@@ -25,7 +25,7 @@ describe('loadConfig', () => {
       schema: 'baton',
       drainMs: 10_000,
       dataDir: '/srv/app/.baton-data',
-      pgPort: 54329,
+      pgPort: undefined,
       handlersPath: undefined,
       demoHandlers: true,
       bodyLimitBytes: 1_048_576,

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/daemon/env.ts';
 import { buildPublishers } from '../../src/daemon/outbox-config.ts';
 
-const SECRET = 'top-secret-value-1234';
+const SECRET = 'whsec_dG9wLXNlY3JldC12YWx1ZS0xMjM0NTY3ODkwMTI=';
 const good = {
   hooks: { type: 'webhook', url: 'http://127.0.0.1:9/hook', secret: SECRET },
   rabbit: { type: 'rabbitmq', url: 'amqp://guest:guest@127.0.0.1:5672', exchange: 'events' },
@@ -36,6 +36,8 @@ describe('BATON_OUTBOX_PUBLISHERS', () => {
       [JSON.stringify({ hooks: { ...good.hooks, type: 'smtp' } }), /hooks\.type/],
       [JSON.stringify({ hooks: { ...good.hooks, url: 'ftp://x' } }), /hooks\.url/],
       [JSON.stringify({ hooks: { ...good.hooks, surprise: 1 } }), /surprise/],
+      // A secret of the old scheme: the message says what a secret is now (and does not echo it).
+      [JSON.stringify({ hooks: { ...good.hooks, secret: 'old-plain-secret-1234' } }), /hooks\.secret: must be whsec_/],
       [JSON.stringify({ 'bad name': good.hooks }), /bad name/],
       [JSON.stringify({ rabbit: { ...good.rabbit, url: 'http://x' } }), /rabbit\.url/],
       ['@/no/such/file.json', /cannot read/],
@@ -52,6 +54,7 @@ describe('BATON_OUTBOX_PUBLISHERS', () => {
       expect((err as Error).message).toMatch(/BATON_OUTBOX_PUBLISHERS \(--outbox-publishers\)/);
       expect((err as Error).message).toMatch(why);
       expect((err as Error).message).not.toContain(SECRET);
+      expect((err as Error).message).not.toContain('old-plain-secret-1234');
     }
   });
 });

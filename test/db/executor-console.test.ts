@@ -1,6 +1,7 @@
 // Conformance of the console's reads and writes on the executor: pause state (known queues
 // only, idempotent), run now (pending only), listings sorted and filtered by creation time,
-// and the stats snapshot (counts, paused queues, the window's finished jobs and latencies).
+// and by whether the run-at has come, and the stats snapshot (counts, scheduled jobs, paused
+// queues, the window's finished jobs and latencies).
 
 import { describe, expect, it } from 'vitest';
 import { JOB_SORT_KEYS } from '../../src/core/job-sort.ts';
@@ -84,6 +85,18 @@ describe('console', () => {
     expect(page.jobs.map((j) => j.id)).toEqual([ids[1], ids[2], ids[0]]);
     expect(page.total).toBe(3);
     await expectBatonError(baton.admin.listJobs({ sort: 'payload' as never }), 'INVALID_ARGUMENT');
+
+    // due: whether the run-at has come, by the database's clock; it combines with the others.
+    const dueQueue = fresh();
+    const due = await insertJob(db.pool, { queue: dueQueue, runAt: { inMs: -1_000 } });
+    const later = await insertJob(db.pool, { queue: dueQueue, runAt: { inMs: 3_600_000 } });
+    await insertJob(db.pool, { queue: dueQueue, state: 'succeeded' });
+    expect(await list({ queue: dueQueue, state: 'pending', due: false, limit: 10, offset: 0 })).toEqual([later]);
+    expect(await list({ queue: dueQueue, state: 'pending', due: true, limit: 10, offset: 0 })).toEqual([due]);
+    expect(await ex.jobCountCapped({ queue: dueQueue, state: 'pending', due: false, cap: 100 })).toBe(1);
+    expect(await ex.jobCountCapped({ queue: dueQueue, due: true, cap: 100 })).toBe(2);
+    const scheduledPage = await baton.admin.listJobs({ queue: dueQueue, state: 'pending', due: false });
+    expect([scheduledPage.jobs.map((j) => j.id), scheduledPage.total]).toEqual([[later], 1]);
     await expectBatonError(baton.admin.listJobs({ createdAfter: new Date('nope') }), 'INVALID_ARGUMENT');
   });
 
@@ -91,6 +104,7 @@ describe('console', () => {
     await db.query('DELETE FROM baton.jobs');
     const queue = fresh();
     await insertJob(db.pool, { queue, state: 'pending' });
+    await insertJob(db.pool, { queue, state: 'pending', runAt: { inMs: 3_600_000 } });
     await insertJob(db.pool, { queue, state: 'running' });
     // Due at -10 s, started at -8 s: 2 s of start latency; and one at 4 s.
     await insertJob(db.pool, {
@@ -122,18 +136,19 @@ describe('console', () => {
     expect(s.counts.filter((c) => c.queue === queue).sort((a, b) => a.state.localeCompare(b.state))).toEqual([
       { queue, state: 'cancelled', n: 1 },
       { queue, state: 'dead_lettered', n: 1 },
-      { queue, state: 'pending', n: 1 },
+      { queue, state: 'pending', n: 2 },
       { queue, state: 'running', n: 1 },
       { queue, state: 'succeeded', n: 3 },
     ]);
     expect(s.paused.map((p) => p.queue)).toContain(queue);
+    expect(s.scheduled.filter((x) => x.queue === queue)).toEqual([{ queue, n: 1 }]);
     expect(s).toMatchObject({ succeeded: 2, deadLettered: 1, cancelled: 1 });
     expect(s.latency.count).toBe(2);
     expect(s.latency.p50).toBeCloseTo(3_000, -1);
     expect(s.latency.max).toBeCloseTo(4_000, -1);
     const snap = await baton.admin.stats({ windowSeconds: 3600 });
     expect(snap.window).toMatchObject({ seconds: 3600, succeeded: 3 });
-    expect(snap.queues.find((q) => q.queue === queue)).toMatchObject({ paused: true, counts: { succeeded: 3, pending: 1 } });
+    expect(snap.queues.find((q) => q.queue === queue)).toMatchObject({ paused: true, counts: { succeeded: 3, pending: 2 }, scheduled: 1 });
     await expectBatonError(baton.admin.stats({ windowSeconds: 0 }), 'INVALID_ARGUMENT');
     await ex.queueResume({ queue });
   });

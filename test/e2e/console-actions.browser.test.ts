@@ -1,7 +1,8 @@
 // The console's operator actions in headless Chromium (playwright-core, system /usr/bin/chromium)
-// against the real daemon on this file's database: pause/resume, run now, bulk replay/cancel,
-// the linkable job detail view, search by id, sorting and time filters, the charts, a 375 px
-// wide screen, the demo button only where the demo handlers run, and the schedules view. Assertions read the
+// against the real daemon on this file's database: pause/resume, a scheduled job and run now,
+// bulk replay/cancel, the linkable job detail view, search by id, sorting and time filters in
+// the URL, the charts, a 375 px wide screen, the demo button only where the demo handlers run,
+// and the schedules view. Assertions read the
 // database, the API and the DOM; every wait is a Playwright wait or a polled condition.
 
 import { existsSync } from 'node:fs';
@@ -49,6 +50,8 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
     return id;
   };
   const visible = (selector: string) => page.waitForSelector(selector, { state: 'visible', timeout: 15_000 });
+  /** Opens a view by its URL, as a link or a bookmark would. */
+  const open = (hash: string) => page.goto(`${base}/${hash}`);
 
   beforeAll(async () => {
     const port = await freePort();
@@ -77,6 +80,7 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
 
   it('pauses a queue from its row: shown in the console, the API and the gauge; its job waits, and runs once resumed', async () => {
     await enqueue({ jobType: 'noop', delayMs: 3_600_000 });
+    await open('#/queues');
     await visible('#queues tr[data-queue="default"][data-paused="false"] button[data-queue-action="pause"]');
     await page.click('#queues tr[data-queue="default"] button[data-queue-action="pause"]');
     await visible('#queues tr[data-queue="default"][data-paused="true"] [data-field="paused"]');
@@ -87,19 +91,25 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
 
     // A due job while paused: the daemon's worker, woken by the enqueue, leaves it pending.
     const id = await enqueue({ jobType: 'noop' });
+    await open('#/jobs');
     await visible(`#jobs tr[data-job-id="${id}"][data-state="pending"]`);
     expect(await stateOf(id)).toBe('pending');
 
+    await open('#/queues');
     await page.click('#queues tr[data-queue="default"] button[data-queue-action="resume"]');
     await visible('#queues tr[data-queue="default"][data-paused="false"]');
     await waitFor(async () => (await stateOf(id)) === 'succeeded', { message: `job ${id} to run after resume` });
     expect((await db.query('SELECT count(*)::int AS n FROM baton.paused_queues')).rows[0].n).toBe(0);
+    await open('#/jobs');
     await visible(`#jobs tr[data-job-id="${id}"][data-state="succeeded"]`);
   }, 60_000);
 
-  it('runs a delayed job now from its row', async () => {
-    const id = await enqueue({ jobType: 'noop', payload: { late: true }, delayMs: 3_600_000 });
-    await visible(`#jobs tr[data-job-id="${id}"][data-delayed="true"] [data-field="due"]`);
+  it('shows a delayed job as scheduled, in hours and minutes, and runs it now from its row', async () => {
+    const id = await enqueue({ jobType: 'noop', payload: { late: true }, delayMs: (7 * 60 + 17) * 60_000 + 30_000 });
+    await open('#/jobs');
+    await visible(`#jobs tr[data-job-id="${id}"][data-scheduled="true"] [data-field="due"]`);
+    expect(await page.textContent(`#jobs tr[data-job-id="${id}"] [data-field="due"]`)).toBe('in 7 h 17 min');
+    expect(await page.textContent(`#jobs tr[data-job-id="${id}"] .state`)).toBe('scheduled');
     await page.click(`#jobs tr[data-job-id="${id}"] button[data-action="run-now"]`);
     await waitFor(async () => (await stateOf(id)) === 'succeeded', { message: `job ${id} to run now` });
     await visible(`#jobs tr[data-job-id="${id}"][data-state="succeeded"]`);
@@ -113,6 +123,7 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
       await insertFinished({ queue: 'bulk-q', jobType: 'noop', state: 'dead_lettered' }),
     ];
     const running = await insertJob(db.pool, { queue: 'bulk-q', jobType: 'noop', state: 'running' });
+    await open('#/jobs');
     await page.selectOption('#filter-state', '');
     await page.fill('#filter-queue', 'bulk-q');
     await page.click('#job-filters button[type="submit"]');
@@ -185,6 +196,7 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
         { attempt: 2, token: '6', kind: 'transient', name: 'Error', message: 'disk still full', stack, at: new Date().toISOString() },
       ],
     });
+    await open('#/dlq');
     await page.click(`#dlq tr[data-job-id="${id}"] a[data-job-link="${id}"]`);
     await visible(`#job-detail[data-job-id="${id}"][data-state="dead_lettered"]`);
     expect(new URL(page.url()).hash).toBe(`#/jobs/${id}`);
@@ -207,7 +219,7 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
 
     await page.click('#detail-close');
     await page.waitForSelector('#job-detail', { state: 'hidden' });
-    expect(new URL(page.url()).hash).toBe('');
+    expect(new URL(page.url()).hash).toBe('#/jobs');
 
     // Search by id: a job, an unknown id, not an id.
     const pending = await enqueue({ jobType: 'noop', queue: 'nobody-serves', delayMs: 3_600_000 });
@@ -226,6 +238,7 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
 
   it('sorts the listing by a column header both ways, and filters it by creation time', async () => {
     for (const jobType of ['sort-b', 'sort-c', 'sort-a']) await insertJob(db.pool, { queue: 'sort-q', jobType });
+    await open('#/jobs');
     await page.fill('#filter-queue', 'sort-q');
     await page.click('#job-filters button[type="submit"]');
     const types = () => page.$$eval('#jobs tbody tr[data-job-type]', (trs) => trs.map((tr) => tr.getAttribute('data-job-type')));
@@ -233,6 +246,8 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
 
     await page.click('#jobs th[data-sort="jobType"]');
     await visible('#jobs th[data-sort="jobType"][aria-sort="ascending"]');
+    // The sort is in the URL, with the filter: the view can be linked to as it is.
+    expect(new URL(page.url()).hash).toBe('#/jobs?queue=sort-q&sort=jobType&order=asc');
     await waitFor(async () => JSON.stringify(await types()) === JSON.stringify(['sort-a', 'sort-b', 'sort-c']), { message: 'A to Z' });
     await page.click('#jobs th[data-sort="jobType"]');
     await visible('#jobs th[data-sort="jobType"][aria-sort="descending"]');
@@ -252,7 +267,7 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
     await page.click('#filter-clear');
   }, 60_000);
 
-  it('draws the charts from the stats it polls, and they move with the work; the totals agree across panels', async () => {
+  it('draws the charts from the history the daemon keeps, and they move with the work; the totals agree across panels', async () => {
     const points = async (id: string) => Number(await page.getAttribute(`#${id}`, 'data-points'));
     await waitFor(async () => (await points('chart-throughput')) >= 2, { message: 'two samples' });
     const before = await points('chart-depth');
@@ -264,12 +279,13 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
     }
     expect(Number(await page.getAttribute('#chart-latency', 'data-max'))).toBeGreaterThanOrEqual(0);
 
-    // The dead-letter total and the queue table's column come from one snapshot.
+    // The dead-letter count in the navigation and the queue table's column come from one snapshot.
     await insertFinished({ queue: 'agree-q', jobType: 'x', state: 'dead_lettered' });
+    await open('#/queues');
     await visible('#queues tr[data-queue="agree-q"]');
     // Read in one evaluation, so no refresh can come between the two.
     const [total, column] = (await page.evaluate(`[
-      Number(document.getElementById('dlq-total').dataset.count),
+      Number(document.querySelector('[data-badge="dlq"]').textContent),
       [...document.querySelectorAll('#queues td[data-state="dead_lettered"]')].reduce((a, td) => a + Number(td.textContent), 0),
     ]`)) as [number, number];
     expect(total).toBe(column);
@@ -280,27 +296,22 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
   it('is usable 375 px wide: no sideways scrolling of the page, every control within the screen', async () => {
     const narrow = await browser.newPage({ viewport: { width: 375, height: 800 } });
     try {
-      await narrow.goto(base);
-      await narrow.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
-      await narrow.waitForSelector('#queues tr[data-queue] button[data-queue-action]');
-      expect(await narrow.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
-      for (const sel of [
-        '#search-id',
-        '#enqueue-demo',
-        '#chart-throughput svg',
-        '#filter-state',
-        '#bulk-replay',
-        '#page-next',
-        '#queues-section h2',
-      ]) {
-        const box = await narrow.locator(sel).first().boundingBox();
-        expect(box, sel).not.toBeNull();
-        expect(box!.x, sel).toBeGreaterThanOrEqual(0);
-        expect(box!.x + box!.width, sel).toBeLessThanOrEqual(375);
+      for (const [hash, controls] of [
+        ['#/', ['#search-id', '#enqueue-demo', '#chart-throughput svg', '#nav a[data-nav="dlq"]']],
+        ['#/jobs', ['#filter-state', '#bulk-replay', '#page-next', '#jobs tr[data-job-id] button']],
+        ['#/queues', ['#queues-section h2', '#queues tr[data-queue] button[data-queue-action]']],
+      ] as const) {
+        await narrow.goto(`${base}/${hash}`);
+        await narrow.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
+        await narrow.waitForSelector(controls.at(-1)!);
+        expect(await narrow.evaluate('document.documentElement.scrollWidth'), hash).toBeLessThanOrEqual(375);
+        for (const sel of controls) {
+          const box = await narrow.locator(sel).first().boundingBox();
+          expect(box, `${hash} ${sel}`).not.toBeNull();
+          expect(box!.x, `${hash} ${sel}`).toBeGreaterThanOrEqual(0);
+          expect(box!.x + box!.width, `${hash} ${sel}`).toBeLessThanOrEqual(375);
+        }
       }
-      // Sections stack in one column.
-      const [q, w] = await Promise.all(['#queues-section', '#workers-section'].map((s) => narrow.locator(s).boundingBox()));
-      expect(w!.y).toBeGreaterThanOrEqual(q!.y + q!.height);
     } finally {
       await narrow.close();
     }
@@ -323,6 +334,7 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
       await p.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
       expect(await p.getAttribute('body', 'data-demo')).toBe('off');
       expect(await p.isHidden('#enqueue-demo')).toBe(true);
+      await p.goto(`${plain}/#/dlq`);
       expect(await p.isVisible('#replay-all-dlq')).toBe(true);
     } finally {
       await p.close();
@@ -337,11 +349,14 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
       body: JSON.stringify({ name: 'every-second', cron: '* * * * * *', timezone: 'Europe/London', jobType: 'noop' }),
     });
     expect(res.status).toBe(201);
-    const { id } = (await res.json()) as { id: string };
+    const {
+      schedule: { id },
+    } = (await res.json()) as { schedule: { id: string } };
+    await open('#/schedules');
     const row = `#schedules tr[data-schedule-id="${id}"]`;
     await visible(`${row}[data-status="enabled"] button[data-schedule-action="pause"]`);
     // It fires: the row shows the last occurrence once the ticker has enqueued one.
-    await waitFor(async () => ((await page.textContent(`${row} [data-field="last-fired"]`)) ?? '').includes('ago'), {
+    await waitFor(async () => ((await page.textContent(`${row} [data-field="last-fired"]`)) ?? '').match(/ ago$| now$/) !== null, {
       timeoutMs: 15_000,
       message: 'a last fired time in the schedules view',
     });

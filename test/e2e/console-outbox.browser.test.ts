@@ -18,7 +18,7 @@ const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium) {
   console.warn(`\n*** SKIPPED console-outbox.browser.test.ts: ${CHROMIUM} is missing (apt-get install -y chromium) ***\n`);
 }
-const SECRET = 'console-test-secret-123';
+const SECRET = 'whsec_Y29uc29sZS10ZXN0LXNlY3JldC1vZi0yNC1ieXRlcw==';
 
 describe.skipIf(!hasChromium)('console outbox view (headless Chromium)', () => {
   const db = useTestDatabase();
@@ -42,8 +42,9 @@ describe.skipIf(!hasChromium)('console outbox view (headless Chromium)', () => {
         const verified = verifyWebhookSignature({
           secret: SECRET,
           body,
-          timestamp: req.headers['baton-timestamp'] as string,
-          signature: req.headers['baton-signature'] as string,
+          id: req.headers['webhook-id'] as string,
+          timestamp: req.headers['webhook-timestamp'] as string,
+          signature: req.headers['webhook-signature'] as string,
         });
         delivered.push({ key: req.headers['baton-message-key'] as string, verified });
         res.writeHead(200).end();
@@ -64,7 +65,7 @@ describe.skipIf(!hasChromium)('console outbox view (headless Chromium)', () => {
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
     });
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(base);
+    await page.goto(`${base}/#/outbox`);
     await page.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
   });
 
@@ -94,7 +95,9 @@ describe.skipIf(!hasChromium)('console outbox view (headless Chromium)', () => {
       message: 'the replayed message to be published',
     });
     expect(delivered).toEqual([{ key: 'console-1', verified: true }]);
-    await page.waitForSelector('#outbox-destinations tr[data-destination="hooks"] [data-field="published"]:text("1")', { timeout: 15_000 });
+    await page.waitForSelector('#outbox-destinations tr[data-destination="hooks"] [data-field="published"]:has-text("1")', {
+      timeout: 15_000,
+    });
     await page.waitForSelector(`#outbox-dlq tr[data-outbox-id="${id}"]`, { state: 'detached', timeout: 15_000 });
   });
 });

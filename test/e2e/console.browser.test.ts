@@ -2,6 +2,8 @@
 // never a downloaded browser) against the real daemon on this file's database:
 // "Enqueue demo jobs" moves the whole state machine, replay and cancel work, a 409
 // is shown; a page on another origin cannot change state and a foreign Host is refused.
+// The console's pages (navigation, linkable filters, the chart history) are
+// console-pages.browser.test.ts's.
 
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
@@ -71,6 +73,8 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     await page.waitForSelector('#flash[data-kind="ok"]');
 
     // poison: dead-lettered at once, 1 attempt. boom: its whole budget of 3.
+    await page.click('#nav a[data-nav="dlq"]');
+    expect(new URL(page.url()).hash).toBe('#/dlq');
     const poisonRow = '#dlq tr[data-job-type="poison"][data-attempt="1"]';
     await page.waitForSelector(poisonRow, { timeout: 20_000 });
     await page.waitForSelector('#dlq tr[data-job-type="boom"][data-attempt="3"][data-max-attempts="3"]', { timeout: 20_000 });
@@ -83,7 +87,6 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
       lis.map((li) => li.getAttribute('data-kind')),
     );
     expect(boomKinds).toEqual(['transient', 'transient', 'transient']);
-    await page.waitForSelector('#queues tr[data-queue="default"] td[data-state="succeeded"]');
 
     const poisonId = await page.getAttribute(poisonRow, 'data-job-id');
     expect(poisonId).toMatch(/^\d+$/);
@@ -101,16 +104,28 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
       },
       { timeoutMs: 20_000, message: 'all demo jobs final' },
     );
-    await page.waitForSelector('#queues tr[data-queue="default"] td[data-state="succeeded"]:text("6")', { timeout: 10_000 });
-
-    // Boom's failure chain stays open across refreshes for the README screenshot (every attempt listed).
+    // Boom's failure chain stays open across refreshes (every attempt listed).
     await page.waitForSelector('#dlq tr[data-job-type="boom"] details[open] li[data-attempt="3"]');
+    await page.click('#nav a[data-nav="queues"]');
+    await page.waitForSelector('#queues tr[data-queue="default"] td[data-state="succeeded"]:has-text("6")', { timeout: 10_000 });
+
+    // The overview for the README: tiles, the last minutes of the charts, the queues, with demo orders waiting.
+    await page.click('#nav a[data-nav="overview"]');
+    await page.click('#start-demo-orders');
+    await page.waitForSelector('#tiles a[data-tile="runs"][data-value="3"]', { timeout: 15_000 });
+    await waitFor(async () => Number(await page.getAttribute('#chart-throughput', 'data-points')) >= 5, { message: 'five samples' });
+    await page.waitForSelector('#tiles a[data-tile="dlq"][data-value="2"]');
+    await page.waitForSelector('#flash:not(.show)', { state: 'attached', timeout: 10_000 });
     // The committed README screenshot is refreshed only on request, so a test run leaves the tree clean.
     const shotDir = process.env.BATON_UPDATE_SCREENSHOT === '1' ? path.join(REPO_ROOT, 'results') : os.tmpdir();
     await mkdir(shotDir, { recursive: true });
-    await page.screenshot({ path: path.join(shotDir, 'console.png'), fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 760 });
+    await page.screenshot({ path: path.join(shotDir, 'console.png') });
+    await page.setViewportSize({ width: 1400, height: 1100 });
 
     // A stale button: pause refresh, make a succeeded sleep job live behind the page's back, click replay.
+    await page.click('#nav a[data-nav="jobs"]');
+    await page.waitForSelector('#jobs tr[data-job-type="sleep"][data-state="succeeded"]');
     await page.uncheck('#auto-refresh');
     const sleepId = await page.getAttribute('#jobs tr[data-job-type="sleep"][data-state="succeeded"]', 'data-job-id');
     const res = await fetch(`${base}/api/jobs/${sleepId}/replay`, { method: 'POST', headers: { 'content-type': 'application/json' } });
@@ -155,7 +170,8 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     expect((await db.query(`SELECT count(*)::int AS n FROM baton.jobs WHERE state = 'dead_lettered'`)).rows[0].n).toBe(deadBefore);
 
     // The console itself, same origin, cancels it.
-    await page.goto(base);
+    await page.check('#auto-refresh');
+    await page.goto(`${base}/#/jobs`);
     const cancel = `#jobs tr[data-job-id="${id}"] button[data-action="cancel"]`;
     await page.waitForSelector(cancel, { timeout: 15_000 });
     await page.click(cancel);
@@ -209,7 +225,7 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
       body: JSON.stringify({ jobType: 'nobody-handles', queue: 'flow-demo', tenantId: 'acme' }),
     });
     expect(enq.status).toBe(201);
-    await page.goto(base);
+    await page.goto(`${base}/#/flow`);
     const row = '#flow-limits tr[data-flow-queue="flow-demo"]';
     await page.waitForSelector(row, { timeout: 15_000 });
     expect(await page.textContent(row)).toContain('10 / 1000 ms');
@@ -238,6 +254,7 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
       await p.fill('#token-input', token);
       await p.click('#token-save');
       await p.waitForSelector('#status[data-status="ok"]');
+      await p.click('#nav a[data-nav="queues"]');
       await p.waitForSelector('#queues tr[data-queue="default"]');
       expect(await p.evaluate('document.body.dataset.scope')).toBe('admin');
       // Nothing stored: a reload asks again.
@@ -268,9 +285,13 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
       await p.fill('#token-input', token);
       await p.click('#token-save');
       await p.waitForSelector('#status[data-status="ok"]');
+      // A tenant key has no overview of the fleet: its jobs are where it lands.
       await p.waitForSelector(`#jobs tr[data-job-id="${acmeJob}"]`);
+      expect(new URL(p.url()).hash).toBe('#/jobs');
       expect(await p.$(`#jobs tr[data-job-id="${otherJob}"]`)).toBeNull();
       expect(await p.evaluate('document.body.dataset.scope')).toBe('tenant');
+      expect(await p.isVisible('#nav a[data-nav="queues"]')).toBe(false);
+      await p.goto(`${keyed}/#/queues`);
       expect(await p.isVisible('#queues-section')).toBe(false);
       expect(await p.isVisible('#scope-note')).toBe(true);
       await ctx.close();

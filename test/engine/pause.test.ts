@@ -75,7 +75,7 @@ describe('queue pause', () => {
     await db.query(`DELETE FROM baton.jobs WHERE queue = 'known'`);
     expect((await admin.queues()).map((q) => q.queue)).toEqual(['known']);
     expect((await admin.stats()).queues).toEqual([
-      { queue: 'known', paused: true, pausedAt: first.pausedAt, counts: expect.objectContaining({ pending: 0 }) },
+      { queue: 'known', paused: true, pausedAt: first.pausedAt, counts: expect.objectContaining({ pending: 0 }), scheduled: 0 },
     ]);
     expect((await admin.resumeQueue('known')).paused).toBe(false);
     // Resumed with no job left, nothing knows the queue any more.

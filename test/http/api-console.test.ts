@@ -1,12 +1,13 @@
 // The console's routes through the typed client on a real server and database: queue pause
 // and resume (404 unknown, 400 bad name, visible in /api/queues, /api/stats and /metrics),
 // run now (404, 409), bulk replay/cancel with per-id outcomes, listing sort and time filters,
-// and the stats snapshot.
+// the stats snapshot with its scheduled counts, and the chart history the server keeps.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { JSON_HEADERS, errorCode, startApi, type ApiHarness } from './harness.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { JSON_HEADERS, errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;
@@ -25,8 +26,7 @@ describe('queue pause over HTTP', () => {
     await insertJob(db.pool, { queue: 'pz', jobType: 'x' });
     const q = api.client.api.queues[':queue'];
     const paused = await q.pause.$post({ param: { queue: 'pz' } });
-    expect(paused.status).toBe(200);
-    const body = await paused.json();
+    const body = await okJson(paused, 200);
     expect(body).toMatchObject({ queue: 'pz', paused: true });
     expect(Date.parse(body.pausedAt ?? '')).not.toBeNaN();
     expect((await db.query(`SELECT queue FROM baton.paused_queues`)).rows).toEqual([{ queue: 'pz' }]);
@@ -40,13 +40,13 @@ describe('queue pause over HTTP', () => {
     expect(await errorCode(bad)).toBe('INVALID_ARGUMENT');
     expect((await db.query(`SELECT count(*)::int AS n FROM baton.paused_queues`)).rows[0].n).toBe(1);
 
-    const { queues } = await (await api.client.api.queues.$get()).json();
+    const { queues } = await okJson(api.client.api.queues.$get());
     expect(queues.find((x) => x.queue === 'pz')).toMatchObject({ paused: true, pausedAt: body.pausedAt });
-    const stats = await (await api.client.api.stats.$get({ query: {} })).json();
+    const stats = await okJson(api.client.api.stats.$get({ query: {} }));
     expect(stats.queues.find((x) => x.queue === 'pz')).toMatchObject({ paused: true, counts: { pending: 1 } });
     expect(await (await api.raw('/metrics')).text()).toMatch(/baton_queue_paused\{queue="pz"\} 1\b/);
 
-    const resumed = await (await q.resume.$post({ param: { queue: 'pz' } })).json();
+    const resumed = await okJson(q.resume.$post({ param: { queue: 'pz' } }));
     expect(resumed).toEqual({ queue: 'pz', paused: false, pausedAt: null });
     expect((await db.query(`SELECT count(*)::int AS n FROM baton.paused_queues`)).rows[0].n).toBe(0);
     expect(await (await api.raw('/metrics')).text()).toMatch(/baton_queue_paused\{queue="pz"\} 0\b/);
@@ -56,11 +56,10 @@ describe('queue pause over HTTP', () => {
 describe('run now', () => {
   it('makes a delayed job due now; 409 unless pending, 404 unknown or malformed', async () => {
     const created = await api.client.api.jobs.$post({ json: { jobType: 'later', queue: 'nobody-runs-this', delayMs: 3_600_000 } });
-    const { id } = await created.json();
+    const { id } = await okJson(created);
     const run = api.client.api.jobs[':id']['run-now'];
     const res = await run.$post({ param: { id } });
-    expect(res.status).toBe(200);
-    const job = await res.json();
+    const job = await okJson(res, 200);
     expect(job.state).toBe('pending');
     expect(Date.parse(job.runAt)).toBeLessThanOrEqual(Date.now() + 1_000);
     const r = (await db.query('SELECT run_at <= now() AS due FROM baton.jobs WHERE id = $1', [id])).rows[0];
@@ -80,8 +79,7 @@ describe('bulk', () => {
     const dead = [await insertJob(db.pool, { state: 'dead_lettered' }), await insertJob(db.pool, { state: 'dead_lettered' })];
     const running = await insertJob(db.pool, { state: 'running' });
     const res = await api.client.api.jobs.bulk.$post({ json: { action: 'replay', ids: [...dead, running, '999999999', 'abc'] } });
-    expect(res.status).toBe(200);
-    const body = await res.json();
+    const body = await okJson(res, 200);
     expect(body).toMatchObject({ action: 'replay', done: 2, refused: 3 });
     expect(body.results).toEqual([
       { id: dead[0], ok: true, state: 'pending' },
@@ -93,7 +91,7 @@ describe('bulk', () => {
     expect([await state(dead[0]!), await state(dead[1]!), await state(running)]).toEqual(['pending', 'pending', 'running']);
 
     // A running job's cancel is a request: done, the job still running (its handler is signalled).
-    const cancel = await (await api.client.api.jobs.bulk.$post({ json: { action: 'cancel', ids: [dead[0]!, running] } })).json();
+    const cancel = await okJson(api.client.api.jobs.bulk.$post({ json: { action: 'cancel', ids: [dead[0]!, running] } }));
     expect(cancel.results).toEqual([
       { id: dead[0], ok: true, state: 'cancelled' },
       { id: running, ok: true, state: 'running' },
@@ -129,12 +127,12 @@ describe('listing sort and time filters', () => {
       await insertJob(db.pool, { queue: 'sorted', jobType: 'c', createdAt: '2031-01-02T00:00:00Z' }),
     ];
     const list = async (query: Record<string, string>) =>
-      (await (await api.client.api.jobs.$get({ query: { queue: 'sorted', ...query } })).json()).jobs.map((j) => j.id);
+      (await okJson(api.client.api.jobs.$get({ query: { queue: 'sorted', ...query } }))).jobs.map((j) => j.id);
     expect(await list({ sort: 'jobType', order: 'asc' })).toEqual([ids[1], ids[0], ids[2]]);
     expect(await list({ sort: 'createdAt', order: 'desc' })).toEqual([ids[1], ids[2], ids[0]]);
     expect(await list({ createdAfter: '2031-01-02T00:00:00Z' })).toEqual([ids[2], ids[1]]);
     expect(await list({ createdAfter: '2031-01-01T12:00:00+11:00', createdBefore: '2031-01-03T00:00:00Z' })).toEqual([ids[2]]);
-    const page = await (await api.client.api.jobs.$get({ query: { queue: 'sorted', createdBefore: '2031-01-02T00:00:00Z' } })).json();
+    const page = await okJson(api.client.api.jobs.$get({ query: { queue: 'sorted', createdBefore: '2031-01-02T00:00:00Z' } }));
     expect(page.total).toBe(1);
     for (const [qs, field] of [
       ['sort=payload', 'sort'],
@@ -152,13 +150,43 @@ describe('listing sort and time filters', () => {
 describe('stats', () => {
   it('answers counts, pause state and the window; windowSeconds is bounded', async () => {
     const res = await api.client.api.stats.$get({ query: { windowSeconds: '30' } });
-    expect(res.status).toBe(200);
-    const body = await res.json();
+    const body = await okJson(res, 200);
     expect(body.window.seconds).toBe(30);
     expect(Date.parse(body.at)).not.toBeNaN();
-    const counts = (await (await api.client.api.queues.$get()).json()).queues;
-    expect(body.queues).toEqual(counts);
+    const counts = (await okJson(api.client.api.queues.$get())).queues;
+    expect(body.queues.map(({ scheduled: _, ...q }) => q)).toEqual(counts);
     for (const qs of ['windowSeconds=0', 'windowSeconds=3601', 'window=5'])
       expect((await api.raw(`/api/stats?${qs}`)).status, qs).toBe(400);
+  });
+
+  it('counts the scheduled jobs (run-at ahead) of each queue apart, and lists them with due=false', async () => {
+    const later = await insertJob(db.pool, { queue: 'sched-q', runAt: { inMs: 7 * 3_600_000 } });
+    const now = await insertJob(db.pool, { queue: 'sched-q' });
+    const stats = await okJson(api.client.api.stats.$get({ query: {} }));
+    expect(stats.queues.find((q) => q.queue === 'sched-q')).toMatchObject({ counts: { pending: 2 }, scheduled: 1 });
+    const list = async (due: 'true' | 'false') =>
+      (await okJson(api.client.api.jobs.$get({ query: { queue: 'sched-q', state: 'pending', due } }))).jobs.map((j) => j.id);
+    expect(await list('false')).toEqual([later]);
+    expect(await list('true')).toEqual([now]);
+    expect((await api.raw('/api/jobs?due=soon')).status).toBe(400);
+  });
+
+  it('keeps a history of samples in the server, so a page loaded later draws the last minutes', async () => {
+    // The harness samples every 250 ms once someone reads the stats.
+    await okJson(api.client.api.stats.history.$get({ query: {} }));
+    await insertJob(db.pool, { queue: 'hist-q', runAt: { inMs: 3_600_000 } });
+    let samples: Array<{ at: string; scheduled: number }> = [];
+    await waitFor(
+      async () => {
+        samples = (await okJson(api.client.api.stats.history.$get({ query: {} }))).samples;
+        return samples.length >= 3 && samples.at(-1)!.scheduled >= 1;
+      },
+      { message: 'three samples, the last seeing the scheduled job' },
+    );
+    const body = await okJson(api.client.api.stats.history.$get({ query: { since: samples[1]!.at } }));
+    expect(body).toMatchObject({ intervalMs: 250, windowSeconds: 10 });
+    expect(body.samples[0]!.at > samples[1]!.at).toBe(true);
+    expect(Date.parse(samples[0]!.at)).toBeLessThan(Date.parse(samples[1]!.at));
+    expect((await api.raw('/api/stats/history?since=yesterday')).status).toBe(400);
   });
 });

@@ -4,7 +4,7 @@
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { errorCode, startApi, type ApiHarness } from './harness.ts';
+import { errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;
@@ -26,18 +26,21 @@ describe('/api/cron', () => {
   it('creates, updates by tenant and name, lists, reads, pauses, resumes, edits and removes', async () => {
     const c = api.client.api.cron;
     const created = await c.$post({ json: spec });
-    expect(created.status).toBe(201);
-    const s = await created.json();
+    // The shape baton.cron.upsert returns.
+    const { schedule: s, created: isNew } = await okJson(created, 201);
+    expect(isNew).toBe(true);
     expect(s).toMatchObject({ name: 'nightly', tenantId: 'default', status: 'enabled', misfirePolicy: 'fire_once', catchUpLimit: 100 });
     expect(s.nextFireAt).toMatch(/T0[12]:30:00\.000Z$/);
 
     const updated = await c.$post({ json: { ...spec, misfirePolicy: 'fire_all', catchUpLimit: 3 } });
-    expect(updated.status).toBe(200);
-    expect(await updated.json()).toMatchObject({ id: s.id, misfirePolicy: 'fire_all', catchUpLimit: 3, nextFireAt: s.nextFireAt });
+    expect(await okJson(updated, 200)).toMatchObject({
+      created: false,
+      schedule: { id: s.id, misfirePolicy: 'fire_all', catchUpLimit: 3, nextFireAt: s.nextFireAt },
+    });
 
-    const list = await (await c.$get({ query: {} })).json();
+    const list = await okJson(c.$get({ query: {} }));
     expect(list.schedules.map((x) => x.id)).toEqual([s.id]);
-    expect((await (await c[':id'].$get({ param: { id: s.id } })).json()).id).toBe(s.id);
+    expect((await okJson(c[':id'].$get({ param: { id: s.id } }))).id).toBe(s.id);
 
     const paused = await c[':id'].$patch({ param: { id: s.id }, json: { paused: true } });
     expect(await paused.json()).toMatchObject({ status: 'paused', nextFireAt: null });
@@ -55,10 +58,20 @@ describe('/api/cron', () => {
 
   it('previews the next fire instants in UTC and local time, across a DST change', async () => {
     const res = await api.client.api.cron.preview.$get({ query: { cron: '30 1 * * *', timezone: 'America/New_York', count: '2' } });
-    expect(res.status).toBe(200);
-    const body = await res.json();
+    const body = await okJson(res, 200);
     expect(body.fires).toHaveLength(2);
     for (const f of body.fires) expect(f.local).toMatch(/T01:30:00-0[45]:00$/);
+    // From a given instant: around the November 2031 change in New York (EDT, then EST).
+    const from = await okJson(
+      api.client.api.cron.preview.$get({
+        query: { cron: '30 1 * * *', timezone: 'America/New_York', count: '2', from: '2031-11-01T12:00:00Z' },
+      }),
+    );
+    expect(from.fires).toEqual([
+      { utc: '2031-11-02T05:30:00.000Z', local: '2031-11-02T01:30:00-04:00' },
+      { utc: '2031-11-03T06:30:00.000Z', local: '2031-11-03T01:30:00-05:00' },
+    ]);
+    expect((await api.raw('/api/cron/preview?cron=*%20*%20*%20*%20*&timezone=UTC&from=soon')).status).toBe(400);
   });
 
   it('refuses bad input with 400 and a stable code, and writes nothing', async () => {

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { jobRow } from '../helpers/factory.ts';
-import { countJobs, errorCode, startApi, type ApiHarness } from './harness.ts';
+import { countJobs, errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;
@@ -18,21 +18,20 @@ afterAll(async () => {
 
 describe('POST /api/jobs with dependsOn', () => {
   it('a dependent is waiting on the wire, in depth and in the metrics; cancelling its parent cancels it', async () => {
-    const parent = await (await api.client.api.jobs.$post({ json: { jobType: 'p', queue: 'deps' } })).json();
+    const parent = await okJson(api.client.api.jobs.$post({ json: { jobType: 'p', queue: 'deps' } }));
     const res = await api.client.api.jobs.$post({
       json: { jobType: 'c', queue: 'deps', dependsOn: [parent.id], onParentFailure: 'cancel' },
     });
-    expect(res.status).toBe(201);
-    const child = await res.json();
+    const child = await okJson(res, 201);
     expect(child).toMatchObject({ state: 'waiting', waitingFor: 1, dependsOn: [parent.id] });
     expect((await jobRow(db.pool, child.id))!.state).toBe('waiting');
-    const depth = await (await api.client.api.queues[':queue'].depth.$get({ param: { queue: 'deps' } })).json();
+    const depth = await okJson(api.client.api.queues[':queue'].depth.$get({ param: { queue: 'deps' } }));
     expect(depth.counts).toMatchObject({ pending: 1, waiting: 1 });
     const metrics = await (await api.raw('/metrics')).text();
     expect(metrics).toMatch(/baton_jobs\{queue="deps",state="waiting"\} 1/);
     const cancelled = await api.client.api.jobs[':id'].cancel.$post({ param: { id: parent.id } });
     expect(cancelled.status).toBe(200);
-    const after = await (await api.client.api.jobs[':id'].$get({ param: { id: child.id } })).json();
+    const after = await okJson(api.client.api.jobs[':id'].$get({ param: { id: child.id } }));
     expect(after).toMatchObject({
       state: 'cancelled',
       lastError: { kind: 'parent_failed', message: `parent job ${parent.id} was cancelled` },

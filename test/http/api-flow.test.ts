@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { JSON_HEADERS, errorCode, startApi, type ApiHarness } from './harness.ts';
+import { JSON_HEADERS, errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;
@@ -26,7 +26,7 @@ describe('flow limits over HTTP', () => {
     expect((await db.query(`SELECT concurrency_limit, rate_limit, rate_period_ms FROM baton.flow_queues WHERE queue = 'fq'`)).rows).toEqual(
       [{ concurrency_limit: 5, rate_limit: 100, rate_period_ms: 1000 }],
     );
-    const snap = await (await api.client.api.flow.$get()).json();
+    const snap = await okJson(api.client.api.flow.$get());
     expect(snap.queues.find((x) => x.queue === 'fq')).toMatchObject({ concurrencyLimit: 5, running: 0, tokens: 100 });
 
     const lifted = await q.$put({ param: { queue: 'fq' }, json: { concurrencyLimit: null, rateLimit: null } });
@@ -59,7 +59,7 @@ describe('flow limits over HTTP', () => {
     expect((await keys.$put({ json: { pattern: 'vendor:*', concurrencyLimit: 2, rateLimit: null } })).status).toBe(200);
     await insertJob(db.pool, { queue: 'fk', jobType: 'x' });
     await db.query(`UPDATE baton.jobs SET concurrency_key = 'vendor:x' WHERE queue = 'fk'`);
-    const snap = await (await api.client.api.flow.$get()).json();
+    const snap = await okJson(api.client.api.flow.$get());
     expect(snap.keyPatterns).toEqual([{ pattern: 'vendor:*', concurrencyLimit: 2, rateLimit: null }]);
     expect(snap.keys).toEqual([{ key: 'vendor:x', pending: 1, due: 1, running: 0, concurrencyLimit: 2, rateLimit: null, tokens: null }]);
     expect(snap.tenants).toContainEqual({ queue: 'fk', tenantId: 'default', pending: 1, running: 0 });
@@ -73,10 +73,10 @@ describe('flow limits over HTTP', () => {
     expect(await errorCode(again)).toBe('KEY_PATTERN_NOT_FOUND');
 
     const w = api.client.api.flow.tenants[':tenantId'];
-    expect(await (await w.$put({ param: { tenantId: 'acme' }, json: { weight: 4 } })).json()).toEqual({ tenantId: 'acme', weight: 4 });
+    expect(await okJson(w.$put({ param: { tenantId: 'acme' }, json: { weight: 4 } }))).toEqual({ tenantId: 'acme', weight: 4 });
     expect((await db.query(`SELECT weight FROM baton.tenant_weights WHERE tenant_id = 'acme'`)).rows).toEqual([{ weight: 4 }]);
     expect((await w.$put({ param: { tenantId: 'acme' }, json: { weight: 1001 } })).status).toBe(400);
-    expect(await (await w.$put({ param: { tenantId: 'acme' }, json: { weight: null } })).json()).toEqual({ tenantId: 'acme', weight: 1 });
+    expect(await okJson(w.$put({ param: { tenantId: 'acme' }, json: { weight: null } }))).toEqual({ tenantId: 'acme', weight: 1 });
     expect((await db.query(`SELECT count(*)::int AS n FROM baton.tenant_weights`)).rows[0].n).toBe(0);
   });
 
@@ -89,7 +89,7 @@ describe('flow limits over HTTP', () => {
     );
     await insertJob(db.pool, { queue: 'held', jobType: 'x' });
     await insertJob(db.pool, { queue: 'held', jobType: 'x' });
-    const snap = await (await api.client.api.flow.$get()).json();
+    const snap = await okJson(api.client.api.flow.$get());
     expect(snap.held).toContainEqual({ queue: 'held', reason: 'cap', jobs: 2 });
     expect(await (await api.raw('/metrics')).text()).toMatch(/baton_flow_held_jobs\{scope="queue",name="held",reason="cap"\} 2\b/);
   });

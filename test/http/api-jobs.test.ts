@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob, jobRow } from '../helpers/factory.ts';
-import { countJobs, errorCode, startApi, type ApiHarness } from './harness.ts';
+import { countJobs, errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;
@@ -22,8 +22,7 @@ describe('POST /api/jobs', () => {
     const res = await api.client.api.jobs.$post({
       json: { jobType: 'send-mail', queue: 'mail', tenantId: 'acme', payload: { to: 'a@b.c', n: [1, 2] }, priority: 7, maxAttempts: 3 },
     });
-    expect(res.status).toBe(201);
-    const job = await res.json();
+    const job = await okJson(res, 201);
     expect(job).toMatchObject({
       state: 'pending',
       jobType: 'send-mail',
@@ -51,12 +50,11 @@ describe('POST /api/jobs', () => {
   it('accepts a job nothing can run yet, says why in warnings, and counts it in the metrics', async () => {
     // The harness's engine works no queue: nobody serves 'later'.
     const res = await api.client.api.jobs.$post({ json: { jobType: 'not-deployed', queue: 'later' } });
-    expect(res.status).toBe(201);
-    const body = await res.json();
+    const body = await okJson(res, 201);
     expect(body.warnings).toEqual([expect.objectContaining({ code: 'NO_WORKER_FOR_QUEUE', queue: 'later', jobType: 'not-deployed' })]);
     expect((await jobRow(db.pool, body.id))!.state).toBe('pending');
     const batch = await api.client.api.jobs.batch.$post({ json: { jobs: [{ jobType: 'not-deployed', queue: 'later' }] } });
-    expect((await batch.json()).results[0]!.warnings.map((w) => w.code)).toEqual(['NO_WORKER_FOR_QUEUE']);
+    expect((await okJson(batch)).results[0]!.warnings.map((w) => w.code)).toEqual(['NO_WORKER_FOR_QUEUE']);
     const metrics = await (await api.raw('/metrics')).text();
     expect(metrics).toMatch(/baton_enqueue_warnings_total\{code="NO_WORKER_FOR_QUEUE",queue="later"\} 2/);
   });
@@ -64,28 +62,26 @@ describe('POST /api/jobs', () => {
   it('returns 200 with the existing job for a duplicate idempotency key, writing nothing', async () => {
     const spec = { jobType: 'charge', idempotencyKey: 'order-42', payload: { amount: 1 } };
     const first = await api.client.api.jobs.$post({ json: spec });
-    expect(first.status).toBe(201);
-    const a = await first.json();
+    const a = await okJson(first, 201);
     const before = await countJobs(db);
     const second = await api.client.api.jobs.$post({ json: { ...spec, payload: { amount: 2 } } });
-    expect(second.status).toBe(200);
-    const b = await second.json();
+    const b = await okJson(second, 200);
     expect(b.id).toBe(a.id);
     expect(b.payload).toEqual({ amount: 1 });
     expect(await countJobs(db)).toBe(before);
     // The key is scoped per tenant: another tenant gets its own job.
     const other = await api.client.api.jobs.$post({ json: { ...spec, tenantId: 'other' } });
     expect(other.status).toBe(201);
-    expect((await other.json()).id).not.toBe(a.id);
+    expect((await okJson(other)).id).not.toBe(a.id);
   });
 
   it('resolves runAt and delayMs', async () => {
     const runAt = '2031-05-06T07:08:09.000Z';
     const res = await api.client.api.jobs.$post({ json: { jobType: 'later', runAt: '2031-05-06T09:08:09+02:00' } });
     expect(res.status).toBe(201);
-    expect((await res.json()).runAt).toBe(runAt);
+    expect((await okJson(res)).runAt).toBe(runAt);
     const delayed = await api.client.api.jobs.$post({ json: { jobType: 'later', delayMs: 60_000 } });
-    const job = await delayed.json();
+    const job = await okJson(delayed);
     const row = await db.query<{ ahead: boolean }>(`SELECT run_at > now() + interval '50 seconds' AS ahead FROM baton.jobs WHERE id = $1`, [
       job.id,
     ]);
@@ -101,8 +97,7 @@ describe('POST /api/jobs/batch', () => {
       { jobType: 'b3', idempotencyKey: 'batch-3' },
     ];
     const res = await api.client.api.jobs.batch.$post({ json: { jobs } });
-    expect(res.status).toBe(201);
-    const body = await res.json();
+    const body = await okJson(res, 201);
     expect(body.results.map((r) => [r.created, r.job.jobType])).toEqual([
       [true, 'b1'],
       [true, 'b2'],
@@ -110,8 +105,7 @@ describe('POST /api/jobs/batch', () => {
     ]);
     expect(await countJobs(db, `idempotency_key LIKE 'batch-%'`)).toBe(3);
     const again = await api.client.api.jobs.batch.$post({ json: { jobs } });
-    expect(again.status).toBe(200);
-    const body2 = await again.json();
+    const body2 = await okJson(again, 200);
     expect(body2.results.every((r) => !r.created)).toBe(true);
     expect(body2.results.map((r) => r.job.id)).toEqual(body.results.map((r) => r.job.id));
     expect(await countJobs(db, `idempotency_key LIKE 'batch-%'`)).toBe(3);
@@ -120,7 +114,7 @@ describe('POST /api/jobs/batch', () => {
 
 describe('GET /api/jobs/:id', () => {
   it('returns the job, 404 for an unknown or malformed id', async () => {
-    const { warnings: _warnings, ...created } = await (await api.client.api.jobs.$post({ json: { jobType: 'get-me' } })).json();
+    const { warnings: _warnings, ...created } = await okJson(api.client.api.jobs.$post({ json: { jobType: 'get-me' } }));
     const res = await api.client.api.jobs[':id'].$get({ param: { id: created.id } });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual(created);
@@ -137,14 +131,14 @@ describe('GET /api/jobs/:id', () => {
       succeeded: await insertJob(db.pool, { state: 'succeeded', jobType: 'shape', result: { ok: true } }),
       dead: await insertJob(db.pool, { state: 'dead_lettered', jobType: 'shape', deadLetterReason: 'poisoned' }),
     };
-    const leased = await (await api.client.api.jobs[':id'].$get({ param: { id: ids.leased } })).json();
+    const leased = await okJson(api.client.api.jobs[':id'].$get({ param: { id: ids.leased } }));
     expect(leased).toMatchObject({ state: 'leased', leaseOwner: 'test-worker' });
     if (leased.state !== 'leased') throw new Error('unreachable');
     expect(leased.token).toMatch(/^\d+$/);
     expect(leased.leaseExpiresAt).toMatch(ISO);
-    const ok = await (await api.client.api.jobs[':id'].$get({ param: { id: ids.succeeded } })).json();
+    const ok = await okJson(api.client.api.jobs[':id'].$get({ param: { id: ids.succeeded } }));
     expect(ok).toMatchObject({ state: 'succeeded', result: { ok: true } });
-    const dead = await (await api.client.api.jobs[':id'].$get({ param: { id: ids.dead } })).json();
+    const dead = await okJson(api.client.api.jobs[':id'].$get({ param: { id: ids.dead } }));
     expect(dead).toMatchObject({ state: 'dead_lettered', reason: 'poisoned' });
   });
 });
@@ -156,28 +150,27 @@ describe('GET /api/jobs (list)', () => {
     }
     await insertJob(db.pool, { state: 'cancelled', jobType: 'listed', queue: 'list-q', tenantId: 't-list' });
     const page1 = await api.client.api.jobs.$get({ query: { queue: 'list-q', state: 'pending', limit: '2' } });
-    expect(page1.status).toBe(200);
-    const p1 = await page1.json();
+    const p1 = await okJson(page1, 200);
     expect(p1.total).toBe(5);
     expect(p1.limit).toBe(2);
     expect(p1.jobs).toHaveLength(2);
-    const p3 = await (await api.client.api.jobs.$get({ query: { queue: 'list-q', state: 'pending', limit: '2', offset: '4' } })).json();
+    const p3 = await okJson(api.client.api.jobs.$get({ query: { queue: 'list-q', state: 'pending', limit: '2', offset: '4' } }));
     expect(p3.jobs).toHaveLength(1);
     expect(p3.offset).toBe(4);
     // Newest first.
     expect(p1.jobs[0]!.payload).toEqual({ i: 4 });
-    const cancelled = await (await api.client.api.jobs.$get({ query: { tenantId: 't-list', state: 'cancelled' } })).json();
+    const cancelled = await okJson(api.client.api.jobs.$get({ query: { tenantId: 't-list', state: 'cancelled' } }));
     expect(cancelled.jobs.map((j) => j.state)).toEqual(['cancelled']);
-    const byType = await (await api.client.api.jobs.$get({ query: { jobType: 'listed', tenantId: 't-list' } })).json();
+    const byType = await okJson(api.client.api.jobs.$get({ query: { jobType: 'listed', tenantId: 't-list' } }));
     expect(byType.total).toBe(6);
-    const none = await (await api.client.api.jobs.$get({ query: { queue: 'no-such-queue' } })).json();
+    const none = await okJson(api.client.api.jobs.$get({ query: { queue: 'no-such-queue' } }));
     expect(none).toMatchObject({ jobs: [], total: 0 });
   });
 });
 
 describe('replay and cancel', () => {
   it('replay: 409 for a live job; a terminal job returns to pending with a fresh budget and replayCount + 1', async () => {
-    const pending = await (await api.client.api.jobs.$post({ json: { jobType: 'r' } })).json();
+    const pending = await okJson(api.client.api.jobs.$post({ json: { jobType: 'r' } }));
     const conflict = await api.client.api.jobs[':id'].replay.$post({ param: { id: pending.id } });
     expect(conflict.status).toBe(409);
     expect(await errorCode(conflict)).toBe('JOB_STATE_CONFLICT');
@@ -194,26 +187,24 @@ describe('replay and cancel', () => {
   });
 
   it('cancel: a pending job is cancelled (200); cancelling again is 409; a running job gets a request (202), still running', async () => {
-    const job = await (await api.client.api.jobs.$post({ json: { jobType: 'c' } })).json();
+    const job = await okJson(api.client.api.jobs.$post({ json: { jobType: 'c' } }));
     const res = await api.client.api.jobs[':id'].cancel.$post({ param: { id: job.id } });
     expect(res.status).toBe(200);
-    expect((await res.json()).state).toBe('cancelled');
+    expect((await okJson(res)).state).toBe('cancelled');
     expect((await jobRow(db.pool, job.id))!.state).toBe('cancelled');
     const again = await api.client.api.jobs[':id'].cancel.$post({ param: { id: job.id } });
     expect(again.status).toBe(409);
     expect(await errorCode(again)).toBe('JOB_STATE_CONFLICT');
     const running = await insertJob(db.pool, { state: 'running', jobType: 'c' });
     const busy = await api.client.api.jobs[':id'].cancel.$post({ param: { id: running } });
-    expect(busy.status).toBe(202);
-    const asked = await busy.json();
+    const asked = await okJson(busy, 202);
     expect(asked).toMatchObject({ id: running, state: 'running', cancelRequestedAt: expect.any(String) });
     const r = (await jobRow(db.pool, running))!;
     expect(r.state).toBe('running');
     expect(asked.cancelRequestedAt).toBe(r.cancel_requested_at.toISOString());
     // Asking again changes nothing: the same answer, the first request's time.
     const twice = await api.client.api.jobs[':id'].cancel.$post({ param: { id: running } });
-    expect(twice.status).toBe(202);
-    expect((await twice.json()).cancelRequestedAt).toBe(asked.cancelRequestedAt);
+    expect((await okJson(twice, 202)).cancelRequestedAt).toBe(asked.cancelRequestedAt);
     const done = await insertJob(db.pool, { state: 'succeeded', jobType: 'c' });
     expect((await api.client.api.jobs[':id'].cancel.$post({ param: { id: done } })).status).toBe(409);
   });
@@ -222,8 +213,7 @@ describe('replay and cancel', () => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) ids.push(await insertJob(db.pool, { state: 'dead_lettered', queue: 'dlq-q', jobType: 'd' }));
     const res = await api.client.api.dlq.replay.$post({ query: { limit: '2', queue: 'dlq-q' } });
-    expect(res.status).toBe(200);
-    const body = await res.json();
+    const body = await okJson(res, 200);
     expect(body.replayed).toBe(2);
     expect(body.jobs.map((j) => j.id).sort()).toEqual(ids.slice(0, 2).sort());
     expect(await countJobs(db, `queue = 'dlq-q' AND state = 'dead_lettered'`)).toBe(1);

@@ -10,7 +10,7 @@ import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { countJobs, errorCode, startApi, type ApiHarness } from './harness.ts';
+import { countJobs, errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;
@@ -38,7 +38,7 @@ describe('queues and workers', () => {
       queue: 'depth-q',
       counts: { pending: 1, waiting: 0, leased: 0, running: 1, succeeded: 1, dead_lettered: 0, cancelled: 0 },
     });
-    const empty = await (await api.client.api.queues[':queue'].depth.$get({ param: { queue: 'nothing-here' } })).json();
+    const empty = await okJson(api.client.api.queues[':queue'].depth.$get({ param: { queue: 'nothing-here' } }));
     expect(Object.values(empty.counts).every((n) => n === 0)).toBe(true);
     expect(await countJobs(db, `queue = 'nothing-here'`)).toBe(0);
   });
@@ -55,7 +55,7 @@ describe('queues and workers', () => {
   it('GET /api/queues lists every queue with counts', async () => {
     const res = await api.client.api.queues.$get();
     expect(res.status).toBe(200);
-    const { queues } = await res.json();
+    const { queues } = await okJson(res);
     const depth = queues.find((q) => q.queue === 'depth-q');
     expect(depth?.counts.running).toBe(1);
     expect(queues.map((q) => q.queue)).not.toContain('nothing-here');
@@ -67,7 +67,7 @@ describe('queues and workers', () => {
     try {
       const w = await waitFor(
         async () => {
-          const { workers } = await (await api.client.api.workers.$get()).json();
+          const { workers } = await okJson(api.client.api.workers.$get());
           return workers.find((x) => x.id === 'http-test-worker');
         },
         { message: 'worker to appear in /api/workers' },
@@ -202,10 +202,10 @@ describe('a job run end to end', () => {
     const { createMetrics } = await import('../../src/http/metrics.ts');
     const metrics = createMetrics(worker, { processMetrics: false });
     try {
-      const job = await (await api.client.api.jobs.$post({ json: { jobType: 'flaky', queue: 'e2e' } })).json();
+      const job = await okJson(api.client.api.jobs.$post({ json: { jobType: 'flaky', queue: 'e2e' } }));
       const dead = await waitFor(
         async () => {
-          const j = await (await api.client.api.jobs[':id'].$get({ param: { id: job.id } })).json();
+          const j = await okJson(api.client.api.jobs[':id'].$get({ param: { id: job.id } }));
           return j.state === 'dead_lettered' ? j : undefined;
         },
         { message: 'job to dead-letter' },
@@ -219,7 +219,7 @@ describe('a job run end to end', () => {
       expect(replayed.status).toBe(200);
       const done = await waitFor(
         async () => {
-          const j = await (await api.client.api.jobs[':id'].$get({ param: { id: job.id } })).json();
+          const j = await okJson(api.client.api.jobs[':id'].$get({ param: { id: job.id } }));
           return j.state === 'succeeded' ? j : undefined;
         },
         { message: 'replayed job to succeed' },

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PublishError, type PublishMessage } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { JSON_HEADERS, startApi, type ApiHarness } from './harness.ts';
+import { JSON_HEADERS, startApi, type ApiHarness, okJson } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;
@@ -48,20 +48,20 @@ describe('/api/outbox', () => {
       { destination: 'hooks', topic: 't', messageKey: 'c', tenantId: 'other' },
       { destination: 'nowhere', topic: 't', messageKey: 'd', tenantId: 'acme' },
     ]);
-    await waitFor(async () => (await (await ob.stats.$get({ query: {} })).json()).totals.dead_lettered === 3);
-    const stats = await (await ob.stats.$get({ query: {} })).json();
+    await waitFor(async () => (await okJson(ob.stats.$get({ query: {} }))).totals.dead_lettered === 3);
+    const stats = await okJson(ob.stats.$get({ query: {} }));
     expect(stats.totals).toEqual({ pending: 1, published: 0, dead_lettered: 3 });
     expect(stats.relay).toMatchObject({ deadLettered: 3 });
     expect(stats.oldestPendingAgeSeconds).toBeGreaterThanOrEqual(0);
-    const acme = await (await ob.stats.$get({ query: { tenantId: 'acme' } })).json();
+    const acme = await okJson(ob.stats.$get({ query: { tenantId: 'acme' } }));
     expect(acme.totals).toEqual({ pending: 1, published: 0, dead_lettered: 2 });
 
-    const dead = await (await ob.messages.$get({ query: { state: 'dead_lettered', tenantId: 'acme' } })).json();
+    const dead = await okJson(ob.messages.$get({ query: { state: 'dead_lettered', tenantId: 'acme' } }));
     expect(dead.messages.map((m) => m.messageKey)).toEqual(['b', 'a']);
     expect(dead.messages[0]).toMatchObject({ deadLetterReason: 'rejected', lastError: { name: 'PublishError', message: 'no thanks' } });
 
     const one = await ob.messages[':id'].$get({ param: { id: recorded[0]!.message.id }, query: {} });
-    expect((await one.json()).messageKey).toBe('a');
+    expect((await okJson(one)).messageKey).toBe('a');
     // Another tenant's message, an unknown id and a malformed one are all not found.
     const elsewhere = await ob.messages[':id'].$get({ param: { id: recorded[2]!.message.id }, query: { tenantId: 'acme' } });
     expect([elsewhere.status, await errorCode(elsewhere)]).toEqual([404, 'OUTBOX_MESSAGE_NOT_FOUND']);
@@ -79,10 +79,10 @@ describe('/api/outbox', () => {
     expect(replayed.status).toBe(200);
     expect(await replayed.json()).toMatchObject({ state: 'pending', replayCount: 1, attempt: 0 });
     const page = await ob.dlq.replay.$post({ query: { limit: '5', tenantId: 'acme' } });
-    expect((await page.json()).messages.map((m) => m.messageKey)).toEqual(['b']);
+    expect((await okJson(page)).messages.map((m) => m.messageKey)).toEqual(['b']);
     await waitFor(() => published.length === 2, { message: 'a and b published' });
     expect(published.map((m) => m.messageKey).sort()).toEqual(['a', 'b']);
-    const left = await (await ob.messages.$get({ query: { state: 'dead_lettered' } })).json();
+    const left = await okJson(ob.messages.$get({ query: { state: 'dead_lettered' } }));
     expect(left.messages.map((m) => m.messageKey)).toEqual(['c']);
 
     for (const q of ['state=gone', 'limit=0', 'limit=501', 'surprise=1', 'destination=a%20b']) {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { JSON_HEADERS, startApi, type ApiHarness } from './harness.ts';
+import { JSON_HEADERS, startApi, type ApiHarness, okJson } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;
@@ -29,15 +29,15 @@ describe('/api/workflows', () => {
     const wf = api.client.api.workflows;
     const res = await wf[':name'].runs.$post({ param: { name: 'place' }, json: { input: { sku: 'A1' }, idempotencyKey: 'o-1' } });
     expect(res.status).toBe(201);
-    const { run } = await res.json();
+    const { run } = await okJson(res);
     const dup = await wf[':name'].runs.$post({ param: { name: 'place' }, json: { input: { sku: 'zz' }, idempotencyKey: 'o-1' } });
     expect(dup.status).toBe(200);
-    expect((await dup.json()).run.id).toBe(run.id);
+    expect((await okJson(dup)).run.id).toBe(run.id);
 
-    await waitFor(async () => (await (await wf.runs[':id'].$get({ param: { id: run.id } })).json()).state === 'waiting', {
+    await waitFor(async () => (await okJson(wf.runs[':id'].$get({ param: { id: run.id } }))).state === 'waiting', {
       message: 'the run to wait',
     });
-    const list = await (await wf.runs.$get({ query: { name: 'place', state: 'waiting' } })).json();
+    const list = await okJson(wf.runs.$get({ query: { name: 'place', state: 'waiting' } }));
     expect(list.runs.map((r) => r.id)).toContain(run.id);
 
     const ev = await wf.runs[':id'].events[':name'].$post({
@@ -54,7 +54,7 @@ describe('/api/workflows', () => {
 
     const done = await waitFor(
       async () => {
-        const r = await (await wf.runs[':id'].$get({ param: { id: run.id } })).json();
+        const r = await okJson(wf.runs[':id'].$get({ param: { id: run.id } }));
         return r.state === 'succeeded' ? r : null;
       },
       { message: 'the run to succeed' },
@@ -79,16 +79,16 @@ describe('/api/workflows', () => {
 
   it('cancels a waiting run and replays it', async () => {
     const wf = api.client.api.workflows;
-    const { run } = await (await wf[':name'].runs.$post({ param: { name: 'place' }, json: { input: { sku: 'B' } } })).json();
-    await waitFor(async () => (await (await wf.runs[':id'].$get({ param: { id: run.id } })).json()).state === 'waiting');
+    const { run } = await okJson(wf[':name'].runs.$post({ param: { name: 'place' }, json: { input: { sku: 'B' } } }));
+    await waitFor(async () => (await okJson(wf.runs[':id'].$get({ param: { id: run.id } }))).state === 'waiting');
     const cancelled = await wf.runs[':id'].cancel.$post({ param: { id: run.id } });
     expect(cancelled.status).toBe(200);
-    expect((await cancelled.json()).state).toBe('cancelled');
+    expect((await okJson(cancelled)).state).toBe('cancelled');
     const ev = await api.raw(`/api/workflows/runs/${run.id}/events/shipped`, { method: 'POST', headers: JSON_HEADERS, body: '{}' });
     expect(ev.status).toBe(409);
     const replayed = await wf.runs[':id'].replay.$post({ param: { id: run.id } });
     expect(replayed.status).toBe(200);
-    expect((await replayed.json()).replayCount).toBe(1);
+    expect((await okJson(replayed)).replayCount).toBe(1);
   });
 
   it('refuses bad input with 400, unknown workflows and runs with 404', async () => {

@@ -6,7 +6,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { countJobs, badInputHelpers, field, JSON_HEADERS, startApi, type ApiHarness } from './harness.ts';
+import { countJobs, badInputHelpers, field, JSON_HEADERS, startApi, type ApiHarness, okJson } from './harness.ts';
 
 /** Small enough to test cheaply, large enough for a 100k-deep array (200 kB). */
 const LIMIT = 256 * 1024;
@@ -113,8 +113,7 @@ describe('wrong types, ranges and shapes', () => {
 
   it('a far-future runAt (9999-12-31) is stored as given', async () => {
     const res = await api.client.api.jobs.$post({ json: { jobType: 'far', runAt: '9999-12-31T23:59:59.999Z' } });
-    expect(res.status).toBe(201);
-    const job = await res.json();
+    const job = await okJson(res, 201);
     expect(job.runAt).toBe('9999-12-31T23:59:59.999Z');
     const row = await db.query<{ y: number }>(
       `SELECT extract(year FROM run_at AT TIME ZONE 'UTC')::int AS y FROM baton.jobs WHERE id = $1`,
@@ -147,7 +146,7 @@ describe('names', () => {
 
   it('queue names are case-sensitive: Mail and mail are different queues', async () => {
     await api.client.api.jobs.$post({ json: { jobType: 'x', queue: 'Case-Q' } });
-    const lower = await (await api.client.api.queues[':queue'].depth.$get({ param: { queue: 'case-q' } })).json();
+    const lower = await okJson(api.client.api.queues[':queue'].depth.$get({ param: { queue: 'case-q' } }));
     expect(lower.counts.pending).toBe(0);
   });
 

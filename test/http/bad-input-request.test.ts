@@ -6,7 +6,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { countJobs, badInputHelpers, field, JSON_HEADERS, startApi, type ApiHarness } from './harness.ts';
+import { countJobs, badInputHelpers, field, JSON_HEADERS, startApi, type ApiHarness, okJson } from './harness.ts';
 
 /** Small enough to test cheaply, large enough for a 100k-deep array (200 kB). */
 const LIMIT = 256 * 1024;
@@ -29,7 +29,7 @@ describe('SQL-shaped strings', () => {
     for (const s of nasty) {
       const res = await api.client.api.jobs.$post({ json: { jobType: 'sql', idempotencyKey: `k${s}`, payload: { s, [s]: s } } });
       expect(res.status, s).toBe(201);
-      const job = await res.json();
+      const job = await okJson(res);
       expect(job.idempotencyKey).toBe(`k${s}`);
       expect(job.payload).toEqual({ s, [s]: s });
       const row = await db.query<{ idempotency_key: string; payload: unknown }>(
@@ -47,7 +47,7 @@ describe('SQL-shaped strings', () => {
       await expectError(res, 400, 'INVALID_ARGUMENT');
     }
     await insertJob(db.pool, { jobType: 'aXb' });
-    const underscore = await (await api.client.api.jobs.$get({ query: { jobType: 'a_b' } })).json();
+    const underscore = await okJson(api.client.api.jobs.$get({ query: { jobType: 'a_b' } }));
     expect(underscore.total).toBe(0);
   });
 });

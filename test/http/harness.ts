@@ -9,6 +9,8 @@ import { createBaton, type Baton, type BatonOptions } from '../../src/index.ts';
 import { createApp, type AppOptions } from '../../src/http/app.ts';
 import type { ListenAddress } from '../../src/http/allowed-hosts.ts';
 import { createMetrics, type Metrics } from '../../src/http/metrics.ts';
+import { createStatsHistory } from '../../src/http/stats-history.ts';
+import type { ClientResponse, parseResponse } from 'hono/client';
 import { createClient, type BatonClient } from '../../src/client/index.ts';
 import type { TestDatabase } from '../helpers/db.ts';
 
@@ -38,7 +40,8 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
   const metrics = createMetrics(baton, { processMetrics: false });
   let listening: ListenAddress | undefined;
   // Told where it listens like the daemon's app is; a test may override it.
-  const app = createApp(baton, { listenOn: () => listening, ...opts.app, metrics, isStarted: () => started });
+  const statsHistory = createStatsHistory(baton, { intervalMs: 250 });
+  const app = createApp(baton, { listenOn: () => listening, ...opts.app, metrics, statsHistory, isStarted: () => started });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
@@ -64,6 +67,7 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
       metrics.close();
+      statsHistory.close();
       await baton.stop({ drainMs: 1_000 });
     },
   };
@@ -73,6 +77,22 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
 export async function countJobs(db: TestDatabase, where = 'true', params: unknown[] = []): Promise<number> {
   const r = await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${db.schema}.jobs WHERE ${where}`, params);
   return Number(r.rows[0]!.n);
+}
+
+/** What a typed client's answer carries on success: the union of its 2xx bodies. */
+export type OkBody<R extends ClientResponse<any, any, any>> = Awaited<ReturnType<typeof parseResponse<R>>>;
+
+/**
+ * The body of a typed client's answer, typed as its success bodies (the routes' error statuses
+ * are in their types, so reading `.json()` unchecked gives a union with the error body). Fails
+ * the test, with the body, unless the status is `status` (any 2xx when absent).
+ */
+export async function okJson<R extends ClientResponse<any, any, any>>(res: R | Promise<R>, status?: number): Promise<OkBody<R>> {
+  const r = await res;
+  if (status === undefined ? !r.ok : r.status !== status) {
+    expect.fail(`expected ${status ?? 'a 2xx'}, got ${r.status}: ${(await r.text()).slice(0, 500)}`);
+  }
+  return (await r.json()) as OkBody<R>;
 }
 
 /** Reads a response's error body and returns its code (undefined if the body is not the error shape). */

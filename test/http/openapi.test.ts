@@ -44,7 +44,32 @@ async function validOpenApi(doc: unknown): Promise<Validator> {
   expect(res.errors, JSON.stringify(res.errors, null, 1)?.slice(0, 2000)).toBeUndefined();
   expect(res.valid).toBe(true);
   expect(validator.version).toBe('3.1');
+  specRules(doc as SpecDoc);
   return validator;
+}
+
+type SpecDoc = { tags: Array<{ name: string }>; paths: Record<string, Record<string, { operationId: string; tags: string[] }>> };
+/**
+ * The specification's rules a JSON Schema cannot say, which the validator above therefore
+ * does not check: tag names are unique (OpenAPI 3.1, Tag Object: "Each tag name in the list
+ * MUST be unique"), operationIds are unique, and every operation's tag is declared.
+ */
+function specRules(doc: SpecDoc): void {
+  const tags = doc.tags.map((t) => t.name);
+  expect(
+    tags.filter((t, i) => tags.indexOf(t) !== i),
+    'repeated tag names',
+  ).toEqual([]);
+  const ops = Object.values(doc.paths).flatMap((methods) => Object.values(methods));
+  const ids = ops.map((o) => o.operationId);
+  expect(
+    ids.filter((id, i) => ids.indexOf(id) !== i),
+    'repeated operationIds',
+  ).toEqual([]);
+  expect(
+    [...new Set(ops.flatMap((o) => o.tags))].filter((t) => !tags.includes(t)),
+    'undeclared tags',
+  ).toEqual([]);
 }
 
 // Strict: an unknown keyword or a type-less keyword in a schema is an error; every schema
@@ -147,6 +172,26 @@ describe('the document', () => {
     expect(documented.sort()).toEqual([...registered].sort());
   });
 
+  it("lists for each route exactly the error codes the route declares (fails(...), which types the client's answers)", () => {
+    const app = createApp(api.baton, { metrics: false });
+    const declared = new Map<string, string[]>();
+    for (const r of app.routes) {
+      const codes = (r.handler as { codes?: readonly string[] }).codes;
+      if (codes) declared.set(`${r.method} ${openApiPath(r.path)}`, [...codes].sort());
+    }
+    const documented = new Map<string, string[]>();
+    for (const [path, ops] of Object.entries(resolvedGuarded.paths)) {
+      for (const [method, op] of Object.entries(ops) as Array<[string, Op]>) {
+        const codes = Object.entries(op.responses)
+          .filter(([status]) => Number(status) >= 400)
+          .flatMap(([, r]) => (r.content['application/json']!.schema as any).allOf[1].properties.error.properties.code.enum as string[]);
+        documented.set(`${method.toUpperCase()} ${path}`, codes.sort());
+      }
+    }
+    expect([...declared.keys()].sort()).toEqual([...documented.keys()].sort());
+    for (const [route, codes] of documented) expect(declared.get(route), route).toEqual(codes);
+  });
+
   it('is served like the console page: no token needed, but the Host is checked', async () => {
     expect((await guarded.raw('/openapi.json')).status).toBe(200);
     await expectDocumented('GET /openapi.json', await api.raw('/openapi.json'));
@@ -243,6 +288,12 @@ describe('real answers match the document', () => {
     const stats = await expectDocumented('GET /api/stats', await api.raw('/api/stats?windowSeconds=60'));
     expect(stats.queues.find((q: { queue: string }) => q.queue === 'oa-paused').paused).toBe(true);
     await expectDocumented('GET /api/stats', await api.raw('/api/stats?windowSeconds=0'));
+    await waitFor(async () => ((await (await api.raw('/api/stats/history')).json()) as { samples: unknown[] }).samples.length > 0, {
+      message: 'a sample',
+    });
+    const history = await expectDocumented('GET /api/stats/history', await api.raw('/api/stats/history'));
+    expect(history.samples.length).toBeGreaterThan(0);
+    await expectDocumented('GET /api/stats/history', await api.raw('/api/stats/history?since=soon'));
     await expectDocumented('POST /api/queues/:queue/resume', await post('/api/queues/oa-paused/resume'));
     await expectDocumented('POST /api/queues/:queue/resume', await post('/api/queues/never-heard-of/resume'));
   });
@@ -319,10 +370,10 @@ describe('real answers match the document', () => {
     await expectDocumented('POST /api/cron', await post('/api/cron', { ...spec, timezone: '+02:00' }));
     await expectDocumented('GET /api/cron', await api.raw('/api/cron?limit=10'));
     await expectDocumented('GET /api/cron', await api.raw('/api/cron?limit=0'));
-    await expectDocumented('GET /api/cron/:id', await api.raw(`/api/cron/${created.id}`));
+    await expectDocumented('GET /api/cron/:id', await api.raw(`/api/cron/${created.schedule.id}`));
     await expectDocumented('GET /api/cron/:id', await api.raw('/api/cron/999999'));
     const patch = (body: unknown) =>
-      api.raw(`/api/cron/${created.id}`, { method: 'PATCH', headers: JSON_HEADERS, body: JSON.stringify(body) });
+      api.raw(`/api/cron/${created.schedule.id}`, { method: 'PATCH', headers: JSON_HEADERS, body: JSON.stringify(body) });
     expect((await expectDocumented('PATCH /api/cron/:id', await patch({ paused: true }))).status).toBe('paused');
     await expectDocumented('PATCH /api/cron/:id', await patch({ cron: 'every day' }));
     await expectDocumented(
@@ -330,8 +381,14 @@ describe('real answers match the document', () => {
       await api.raw('/api/cron/preview?cron=0%209%20*%20*%20MON&timezone=America/New_York&count=3'),
     );
     await expectDocumented('GET /api/cron/preview', await api.raw('/api/cron/preview?cron=0%209%20*%20*%20MON&timezone=Nowhere'));
-    await expectDocumented('DELETE /api/cron/:id', await api.raw(`/api/cron/${created.id}`, { method: 'DELETE', headers: JSON_HEADERS }));
-    await expectDocumented('DELETE /api/cron/:id', await api.raw(`/api/cron/${created.id}`, { method: 'DELETE', headers: JSON_HEADERS }));
+    await expectDocumented(
+      'DELETE /api/cron/:id',
+      await api.raw(`/api/cron/${created.schedule.id}`, { method: 'DELETE', headers: JSON_HEADERS }),
+    );
+    await expectDocumented(
+      'DELETE /api/cron/:id',
+      await api.raw(`/api/cron/${created.schedule.id}`, { method: 'DELETE', headers: JSON_HEADERS }),
+    );
   });
 
   it('/api/keys: create, list and revoke keys; a tenant key is refused there', async () => {

@@ -12,7 +12,7 @@ import { createClient } from '../../src/client/index.ts';
 import { openApiKeys, type ClosableApiKeys } from '../../src/open-api-keys.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { JSON_HEADERS, startApi, type ApiHarness } from './harness.ts';
+import { JSON_HEADERS, startApi, type ApiHarness, okJson } from './harness.ts';
 
 const db = useTestDatabase();
 /** In every payload, input and name of globex's: no answer to acme may contain it. */
@@ -131,6 +131,7 @@ function cases(): Record<string, Case[]> {
     'POST /api/queues/:queue/resume': admin403('/api/queues/globex-q/resume'),
     'GET /api/workers': admin403('/api/workers'),
     'GET /api/stats': admin403('/api/stats'),
+    'GET /api/stats/history': admin403('/api/stats/history'),
     'GET /api/flow': admin403('/api/flow'),
     'PUT /api/flow/queues/:queue': admin403('/api/flow/queues/globex-q', { concurrencyLimit: 1, rateLimit: null }),
     'PUT /api/flow/keys': admin403('/api/flow/keys', { pattern: 'globex:*', concurrencyLimit: 1 }),
@@ -284,13 +285,13 @@ describe('what a tenant key can do, and what an admin key sees', () => {
     const client = createClient(api.url, { token: admin });
     const created = await client.api.keys.$post({ json: { tenantId: 'initech', name: 'typed' } });
     expect(created.status).toBe(201);
-    const { key, token } = await created.json();
+    const { key, token } = await okJson(created);
     expect(token.startsWith(`bk_${key.id}_`)).toBe(true);
-    const listed = await (await client.api.keys.$get({ query: { tenantId: 'initech' } })).json();
+    const listed = await okJson(client.api.keys.$get({ query: { tenantId: 'initech' } }));
     expect(listed.keys.map((k) => k.id)).toEqual([key.id]);
     const revoked = await client.api.keys[':id'].revoke.$post({ param: { id: key.id } });
     expect(revoked.status).toBe(200);
-    expect((await client.api.keys.$get({ query: { tenantId: 'initech' } }).then((r) => r.json())).keys).toEqual([]);
+    expect((await okJson(client.api.keys.$get({ query: { tenantId: 'initech' } }))).keys).toEqual([]);
   });
 
   it('a revoked key is refused (here at once; elsewhere within the cache time)', async () => {

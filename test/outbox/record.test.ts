@@ -101,6 +101,7 @@ describe('outbox.record', () => {
     const bad = [
       [{ ...msg('a'), destination: 'no spaces' }, 'destination'],
       [{ ...msg('a'), headers: { 'Baton-Signature': 'x' } }, 'reserved'],
+      [{ ...msg('a'), headers: { 'Webhook-Id': 'x' } }, 'reserved'],
       [{ ...msg('a'), payload: { s: 'a\u0000b' } }, 'NUL'],
       [{ ...msg('a'), messageKey: '' }, 'messageKey'],
       [{ ...msg('a'), extra: 1 }, 'extra'],

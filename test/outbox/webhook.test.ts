@@ -1,18 +1,38 @@
-// The webhook publisher against a real HTTP server on loopback: the signature verifies with
-// the exported helper (and a tampered body, wrong secret or stale timestamp does not), the
-// message key travels in a header, 5xx and 429 are retried (Retry-After honoured), other 4xx
+// The webhook publisher against a real HTTP server on loopback: signed as Standard Webhooks
+// do, verified by the exported helper and by the reference implementation (npm
+// standardwebhooks), and not when tampered, stale or replayed under another id; the spec's
+// test vector; one webhook-id per message across retries and replays, 5xx and 429 are retried (Retry-After honoured), other 4xx
 // dead-letter, and a receiver that hangs is cut off by the deadline and retried.
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { parseRetryAfter, signWebhook, verifyWebhookSignature, webhookPublisher } from '../../src/index.ts';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import {
+  generateWebhookSecret,
+  parseRetryAfter,
+  signWebhook,
+  verifyWebhookSignature,
+  webhookMessageId,
+  webhookPublisher,
+  webhookSecretKey,
+} from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { outboxRow, outboxStates, useOutboxEngines } from './harness.ts';
 
 const db = useTestDatabase();
-const SECRET = 'a-secret-of-sixteen-chars';
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const OTHER_SECRET = 'whsec_b3RoZXItc2VjcmV0LW9mLTI0LWJ5dGVzLSE=';
+
+/** The three Standard Webhooks headers of a received request. */
+function standardHeaders(h: http.IncomingHttpHeaders): { 'webhook-id': string; 'webhook-timestamp': string; 'webhook-signature': string } {
+  return {
+    'webhook-id': String(h['webhook-id']),
+    'webhook-timestamp': String(h['webhook-timestamp']),
+    'webhook-signature': String(h['webhook-signature']),
+  };
+}
 
 interface Received {
   headers: http.IncomingHttpHeaders;
@@ -56,7 +76,7 @@ describe('webhook publisher', () => {
   const engines = useOutboxEngines(db);
   const fast = { backoffBaseMs: 1, backoffCapMs: 5, pollIntervalMs: 50 };
 
-  it('POSTs the payload signed over timestamp + body; the exported helper verifies it and nothing tampered', async () => {
+  it('POSTs the payload signed as Standard Webhooks do; both verifiers accept it, and nothing tampered or replayed under another id', async () => {
     const rx = await receiver(() => ({ status: 204 }));
     const baton = await engines.start({ outbox: { publishers: { hooks: webhookPublisher({ url: rx.url, secret: SECRET }) }, ...fast } });
     const { message } = await baton.outbox.record({
@@ -72,24 +92,98 @@ describe('webhook publisher', () => {
     expect(JSON.parse(body)).toEqual({ order: 42, note: 'é' });
     expect(headers).toMatchObject({
       'content-type': 'application/json',
+      'webhook-id': webhookMessageId('default', 'order-42'),
       'baton-message-key': 'order-42',
       'baton-message-id': message.id,
       'baton-topic': 'order.placed',
       'baton-attempt': '1',
       'x-trace': 'abc',
     });
-    const ok = { secret: SECRET, body, timestamp: headers['baton-timestamp'] as string, signature: headers['baton-signature'] as string };
+    expect(headers['webhook-signature']).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+    expect(headers['baton-signature']).toBeUndefined();
+    const h = standardHeaders(headers);
+    const ok = { secret: SECRET, body, id: h['webhook-id'], timestamp: h['webhook-timestamp'], signature: h['webhook-signature'] };
     expect(verifyWebhookSignature(ok)).toBe(true);
-    expect(verifyWebhookSignature({ ...ok, secret: ['old-secret-sixteen-chars', SECRET] })).toBe(true);
+    // The reference implementation (npm standardwebhooks) accepts it too.
+    expect(new Webhook(SECRET).verify(body, h)).toEqual({ order: 42, note: 'é' });
+
+    expect(verifyWebhookSignature({ ...ok, secret: [OTHER_SECRET, SECRET] })).toBe(true);
     expect(verifyWebhookSignature({ ...ok, body: body.replace('42', '43') })).toBe(false);
-    expect(verifyWebhookSignature({ ...ok, secret: 'another-secret-of-16' })).toBe(false);
+    expect(verifyWebhookSignature({ ...ok, secret: OTHER_SECRET })).toBe(false);
     expect(verifyWebhookSignature({ ...ok, now: (Number(ok.timestamp) + 301) * 1000 })).toBe(false);
     expect(verifyWebhookSignature({ ...ok, signature: undefined })).toBe(false);
+    expect(verifyWebhookSignature({ ...ok, id: undefined })).toBe(false);
     const stale = String(Number(ok.timestamp) - 1000);
-    expect(verifyWebhookSignature({ ...ok, timestamp: stale, signature: signWebhook(SECRET, stale, body) })).toBe(false);
-    expect(verifyWebhookSignature({ ...ok, timestamp: stale, signature: signWebhook(SECRET, stale, body), toleranceSeconds: 2000 })).toBe(
-      true,
-    );
+    const staleSig = signWebhook(SECRET, ok.id, stale, body);
+    expect(verifyWebhookSignature({ ...ok, timestamp: stale, signature: staleSig })).toBe(false);
+    expect(verifyWebhookSignature({ ...ok, timestamp: stale, signature: staleSig, toleranceSeconds: 2000 })).toBe(true);
+  });
+
+  it('a request replayed within the tolerance under another webhook-id fails verification (the receiver dedups on the id)', async () => {
+    const rx = await receiver(() => ({ status: 200 }));
+    const baton = await engines.start({ outbox: { publishers: { hooks: webhookPublisher({ url: rx.url, secret: SECRET }) }, ...fast } });
+    const { message } = await baton.outbox.record({
+      destination: 'hooks',
+      topic: 'charge',
+      payload: { amount: 5 },
+      messageKey: 'charge-1',
+    });
+    await waitFor(async () => (await outboxRow(db, message.id)).state === 'published');
+    const { headers, body } = rx.received[0]!;
+    const h = standardHeaders(headers);
+    // An attacker resends the very bytes and signature, naming a fresh id (and, as before, a fresh key).
+    const replayed = { ...h, 'webhook-id': webhookMessageId('default', 'charge-2') };
+    const input = {
+      secret: SECRET,
+      body,
+      id: replayed['webhook-id'],
+      timestamp: replayed['webhook-timestamp'],
+      signature: replayed['webhook-signature'],
+    };
+    expect(verifyWebhookSignature(input)).toBe(false);
+    expect(() => new Webhook(SECRET).verify(body, replayed)).toThrow(WebhookVerificationError);
+    // Untouched, it verifies: only the id changed.
+    expect(verifyWebhookSignature({ ...input, id: h['webhook-id'] })).toBe(true);
+  });
+
+  it('keeps one webhook-id across retries and a replay; another key or tenant gets another', async () => {
+    const rx = await receiver((n) => (n === 1 ? { status: 503 } : { status: 200 }));
+    const baton = await engines.start({
+      outbox: { publishers: { hooks: webhookPublisher({ url: rx.url, secret: [SECRET, OTHER_SECRET] }) }, ...fast },
+    });
+    const { message } = await baton.outbox.record({ destination: 'hooks', topic: 't', messageKey: 'same' });
+    await waitFor(async () => (await outboxRow(db, message.id)).state === 'published');
+    await baton.outbox.replay(message.id);
+    await waitFor(() => rx.received.length === 3, { message: 'the replay delivered' });
+    const ids = rx.received.map((r) => r.headers['webhook-id']);
+    expect(new Set(ids)).toEqual(new Set([webhookMessageId('default', 'same')]));
+    expect(webhookMessageId('acme', 'same')).not.toBe(ids[0]);
+    expect(webhookMessageId('default', 'other')).not.toBe(ids[0]);
+    // Two secrets while rotating: two signatures, and a receiver holding either one accepts.
+    const last = rx.received[2]!;
+    expect(String(last.headers['webhook-signature']).split(' ')).toHaveLength(2);
+    for (const secret of [SECRET, OTHER_SECRET])
+      expect(() => new Webhook(secret).verify(last.body, standardHeaders(last.headers))).not.toThrow();
+  });
+
+  it("signs the specification's own test vector", () => {
+    const vector = {
+      secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+      id: 'msg_p5jXN8AQM9LWM0D4loKWxJek',
+      timestamp: 1614265330,
+      body: '{"test": 2432232314}',
+      signature: 'v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=',
+    };
+    expect(signWebhook(vector.secret, vector.id, vector.timestamp, vector.body)).toBe(vector.signature);
+    const input = { ...vector, timestamp: String(vector.timestamp), now: vector.timestamp * 1000 };
+    expect(verifyWebhookSignature(input)).toBe(true);
+    // Versions other than v1 and malformed entries are skipped, not fatal.
+    expect(verifyWebhookSignature({ ...input, signature: `v2,abc v1,!!! ${vector.signature}` })).toBe(true);
+    expect(verifyWebhookSignature({ ...input, signature: vector.signature.replace('v1,', 'v2,') })).toBe(false);
+    expect(verifyWebhookSignature({ ...input, secret: 'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw' })).toBe(false);
+    const made = generateWebhookSecret();
+    expect(webhookSecretKey(made)).toHaveLength(32);
+    expect(new Webhook(made).sign('x', new Date(0), 'b')).toBe(signWebhook(made, 'x', 0, 'b'));
   });
 
   it('retries 500, 429 and 408, honours Retry-After, and dead-letters on another 4xx', async () => {
@@ -143,5 +237,8 @@ describe('webhook publisher', () => {
     expect(parseRetryAfter(undefined)).toBeUndefined();
     expect(() => webhookPublisher({ url: 'ftp://x', secret: SECRET })).toThrow(/url/);
     expect(() => webhookPublisher({ url: 'http://x', secret: 'short' })).toThrow(/secret/);
+    // The secrets of the old scheme (any 16 characters) are refused, saying what to use instead.
+    expect(() => webhookPublisher({ url: 'http://x', secret: 'a-secret-of-sixteen-chars' })).toThrow(/whsec_ and the base64 of 24 to 64/);
+    expect(() => webhookPublisher({ url: 'http://x', secret: 'whsec_c2hvcnQ=' })).toThrow(/secret/);
   });
 });

@@ -21,7 +21,7 @@ export const OUTBOX_HEADERS_MAX = 32;
 const noNul = (s: string) => !s.includes('\u0000');
 /** Header names a publisher may send as-is (HTTP tokens, AMQP and NATS header names alike); baton-* is ours. */
 const HEADER_NAME = /^[A-Za-z0-9][A-Za-z0-9-]{0,63}$/;
-const RESERVED_HEADER = /^(baton-|nats-|content-|host$|connection$|transfer-encoding$|authorization$|user-agent$)/i;
+const RESERVED_HEADER = /^(baton-|webhook-|nats-|content-|host$|connection$|transfer-encoding$|authorization$|user-agent$)/i;
 // Printable ASCII only: a header value travels through HTTP, AMQP and NATS unchanged.
 const HEADER_VALUE = /^[\x20-\x7e]{0,1024}$/;
 

@@ -343,13 +343,9 @@ export class PgExecutor implements Executor {
   }
 
   async jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }) {
-    const rows =
-      p.createdAfter === undefined && p.createdBefore === undefined
-        ? await this.#q<{ n: number }>(this.#read.countCapped({ ...shapeValues(p).shape, state: p.state }), [
-            ...shapeValues(p).values,
-            p.cap,
-          ])
-        : await this.#q<{ n: number }>(this.#jobList.countCapped, [...filterValues(p), ...timeValues(p), p.cap]);
+    const rows = !hasTimeFilter(p)
+      ? await this.#q<{ n: number }>(this.#read.countCapped({ ...shapeValues(p).shape, state: p.state }), [...shapeValues(p).values, p.cap])
+      : await this.#q<{ n: number }>(this.#jobList.countCapped, [...filterValues(p), ...timeValues(p), p.cap]);
     return rows[0]?.n ?? 0;
   }
 
@@ -378,6 +374,7 @@ export class PgExecutor implements Executor {
       at: Date;
       counts: Array<[string, JobState, number]>;
       paused: Array<[string, string]>;
+      scheduled: Array<[string, number]>;
       succeeded: number;
       dead_lettered: number;
       cancelled: number;
@@ -391,6 +388,7 @@ export class PgExecutor implements Executor {
       at: r.at,
       counts: r.counts.map(([queue, state, n]) => ({ queue, state, n })),
       paused: r.paused.map(([queue, at]) => ({ queue, pausedAt: new Date(at) })),
+      scheduled: r.scheduled.map(([queue, n]) => ({ queue, n })),
       succeeded: r.succeeded,
       deadLettered: r.dead_lettered,
       cancelled: r.cancelled,
@@ -544,11 +542,15 @@ function leaseArrays(leases: readonly Lease[]): { ids: string[]; values: [string
 }
 
 function isDefaultListing(p: JobListParams): boolean {
-  return (p.sort ?? 'id') === 'id' && (p.order ?? 'desc') === 'desc' && p.createdAfter === undefined && p.createdBefore === undefined;
+  return (p.sort ?? 'id') === 'id' && (p.order ?? 'desc') === 'desc' && !hasTimeFilter(p);
 }
 
-function timeValues(p: Pick<JobListParams, 'createdAfter' | 'createdBefore'>): unknown[] {
-  return [p.createdAfter ?? null, p.createdBefore ?? null];
+function hasTimeFilter(p: Pick<JobListParams, 'createdAfter' | 'createdBefore' | 'due'>): boolean {
+  return p.createdAfter !== undefined || p.createdBefore !== undefined || p.due !== undefined;
+}
+
+function timeValues(p: Pick<JobListParams, 'createdAfter' | 'createdBefore' | 'due'>): unknown[] {
+  return [p.createdAfter ?? null, p.createdBefore ?? null, p.due ?? null];
 }
 
 function filterValues(p: Pick<JobListParams, 'state' | 'tenantId' | 'queue' | 'jobType'>): unknown[] {

@@ -18,41 +18,62 @@ import {
   schedulePatchSchema,
 } from '../schemas.ts';
 import { toWireSchedule } from '../wire.ts';
+import { BODY, CRON, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 
 export function cronRoutes(baton: Baton, maxJsonDepth: number) {
   /** For a tenant key: 404 SCHEDULE_NOT_FOUND unless the schedule is its tenant's (an admin's request reads nothing). */
   const guard = (c: Parameters<typeof scopeOf>[0], id: string) => scopeOf(c).guard((within) => baton.cron.get(id, within));
   return (
     new Hono<AppEnv>()
-      /** 201 with the new schedule; 200 with it updated (or unchanged) when (tenantId, name) exists. */
-      .post('/', jsonBody(maxJsonDepth), zValidator('json', scheduleBodySchema, validationHook), async (c) => {
-        const body = c.req.valid('json');
-        const r = await baton.cron.upsert({ ...body, tenantId: scopeOf(c).tenant(body.tenantId) });
-        return c.json(toWireSchedule(r.schedule), r.created ? 201 : 200);
-      })
-      .get('/', zValidator('query', listSchedulesQuerySchema, validationHook), async (c) => {
-        const q = c.req.valid('query');
-        const limit = q.limit ?? 100;
-        const offset = q.offset ?? 0;
-        const tenantId = scopeOf(c).tenant(q.tenantId);
-        const schedules = await baton.cron.list({ ...(tenantId ? { tenantId } : {}), limit, offset });
-        return c.json({ schedules: schedules.map(toWireSchedule), limit, offset }, 200);
-      })
+      /**
+       * `{ schedule, created }`, the shape baton.cron.upsert returns: 201 with the new schedule;
+       * 200 with it updated (or unchanged) when (tenantId, name) exists.
+       */
+      .post(
+        '/',
+        fails(...CRON, ...BODY, ...ENGINE, ...WRITE, 'FORBIDDEN_TENANT'),
+        jsonBody(maxJsonDepth),
+        zValidator('json', scheduleBodySchema, validationHook),
+        async (c) => {
+          const body = c.req.valid('json');
+          const r = await baton.cron.upsert({ ...body, tenantId: scopeOf(c).tenant(body.tenantId) });
+          return c.json({ schedule: toWireSchedule(r.schedule), created: r.created }, r.created ? 201 : 200);
+        },
+      )
+      .get(
+        '/',
+        fails(...ENGINE, ...GUARDED, 'FORBIDDEN_TENANT'),
+        zValidator('query', listSchedulesQuerySchema, validationHook),
+        async (c) => {
+          const q = c.req.valid('query');
+          const limit = q.limit ?? 100;
+          const offset = q.offset ?? 0;
+          const tenantId = scopeOf(c).tenant(q.tenantId);
+          const schedules = await baton.cron.list({ ...(tenantId ? { tenantId } : {}), limit, offset });
+          return c.json({ schedules: schedules.map(toWireSchedule), limit, offset }, 200);
+        },
+      )
       // Before /:id, which would otherwise take "preview" for an id.
-      .get('/preview', zValidator('query', cronPreviewQuerySchema, validationHook), (c) => {
+      .get('/preview', fails(...CRON, ...ENGINE, ...GUARDED), zValidator('query', cronPreviewQuerySchema, validationHook), (c) => {
         const q = c.req.valid('query');
-        const fires = baton.cron.preview({ cron: q.cron, timezone: q.timezone, count: q.count ?? 10 });
+        const fires = baton.cron.preview({ cron: q.cron, timezone: q.timezone, count: q.count ?? 10, ...(q.from ? { from: q.from } : {}) });
         return c.json({ cron: q.cron, timezone: q.timezone, fires }, 200);
       })
-      .get('/:id', zValidator('param', scheduleIdParamSchema, validationHook), async (c) => {
-        const { id } = c.req.valid('param');
-        // A tenant key's read is limited to its tenant in the statement: another tenant's schedule is not found.
-        const schedule = await baton.cron.get(id, scopeOf(c).within);
-        return c.json(toWireSchedule(schedule), 200);
-      })
+      .get(
+        '/:id',
+        fails('SCHEDULE_NOT_FOUND', ...ENGINE, ...GUARDED),
+        zValidator('param', scheduleIdParamSchema, validationHook),
+        async (c) => {
+          const { id } = c.req.valid('param');
+          // A tenant key's read is limited to its tenant in the statement: another tenant's schedule is not found.
+          const schedule = await baton.cron.get(id, scopeOf(c).within);
+          return c.json(toWireSchedule(schedule), 200);
+        },
+      )
       /** Any subset of the fields; `paused: true` pauses, `paused: false` resumes. 409 SCHEDULE_CONFLICT on a concurrent edit. */
       .patch(
         '/:id',
+        fails('SCHEDULE_NOT_FOUND', 'SCHEDULE_CONFLICT', ...CRON, ...BODY, ...ENGINE, ...WRITE),
         jsonBody(maxJsonDepth),
         zValidator('param', scheduleIdParamSchema, validationHook),
         zValidator('json', schedulePatchSchema, validationHook),
@@ -63,11 +84,17 @@ export function cronRoutes(baton: Baton, maxJsonDepth: number) {
           return c.json(toWireSchedule(s), 200);
         },
       )
-      .delete('/:id', noBody(), zValidator('param', scheduleIdParamSchema, validationHook), async (c) => {
-        const { id } = c.req.valid('param');
-        await guard(c, id);
-        await baton.cron.remove(id);
-        return c.json({ id, removed: true as const }, 200);
-      })
+      .delete(
+        '/:id',
+        fails('SCHEDULE_NOT_FOUND', ...BODY, ...ENGINE, ...WRITE),
+        noBody(),
+        zValidator('param', scheduleIdParamSchema, validationHook),
+        async (c) => {
+          const { id } = c.req.valid('param');
+          await guard(c, id);
+          await baton.cron.remove(id);
+          return c.json({ id, removed: true as const }, 200);
+        },
+      )
   );
 }

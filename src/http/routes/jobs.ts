@@ -10,6 +10,7 @@ import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
 import { BatonError, isJobId, traceCarrier, type BulkItemResult, type EnqueueOptions } from '../../index.ts';
 import { scopeOf, type Scope } from '../tenant-scope.ts';
+import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 import { batchSchema, bulkSchema, jobIdParamSchema, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
 import { toWireBulkItem, toWireJob, toWireResult, wireSummaries } from '../wire.ts';
 
@@ -33,6 +34,11 @@ function jobId(raw: string): string {
   if (!isJobId(raw)) throw new ApiError('JOB_NOT_FOUND', 'job not found');
   return raw;
 }
+
+/** An enqueue's refusals: ADMIN_REQUIRED for a tenant key setting concurrencyLimit (scopedSpec). */
+const ENQUEUE = [...BODY, ...ENGINE, ...WRITE, 'ADMIN_REQUIRED', 'FORBIDDEN_TENANT'] as const;
+/** replay, run-now, cancel: an unknown job, or a state the action does not apply to. */
+const JOB_ACTION = ['JOB_NOT_FOUND', 'JOB_STATE_CONFLICT', ...BODY, ...ENGINE, ...WRITE] as const;
 
 export function jobRoutes(baton: Baton, maxJsonDepth: number) {
   /** For a tenant key: 404 JOB_NOT_FOUND unless the job is its tenant's (an admin's request reads nothing). */
@@ -76,13 +82,13 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
        * 201 with the new job; 200 with the existing one when (tenantId, idempotencyKey) already
        * exists. `warnings` says when no live worker can run it yet (it is stored all the same).
        */
-      .post('/', jsonBody(maxJsonDepth), zValidator('json', jobSpecSchema, validationHook), async (c) => {
+      .post('/', fails(...ENQUEUE), jsonBody(maxJsonDepth), zValidator('json', jobSpecSchema, validationHook), async (c) => {
         const spec = c.req.valid('json');
         const r = await baton.enqueue(scopedSpec(scopeOf(c), spec), enqueueOptions(c));
         return c.json({ ...toWireJob(r.job), warnings: r.warnings }, r.created ? 201 : 200);
       })
       /** One INSERT for the batch; results in input order. 201 if any job was created, else 200. */
-      .post('/batch', jsonBody(maxJsonDepth), zValidator('json', batchSchema, validationHook), async (c) => {
+      .post('/batch', fails(...ENQUEUE), jsonBody(maxJsonDepth), zValidator('json', batchSchema, validationHook), async (c) => {
         const scope = scopeOf(c);
         const specs = c.req.valid('json').jobs.map((spec) => scopedSpec(scope, spec));
         const results = await baton.enqueueMany(specs, enqueueOptions(c));
@@ -92,38 +98,44 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
        * replay, cancel or runNow on 1..100 distinct ids, one at a time: each is done or refused on
        * its own (404, 409 as the single-job routes), and every id gets its outcome, in input order.
        */
-      .post('/bulk', jsonBody(maxJsonDepth), zValidator('json', bulkSchema, validationHook), async (c) => {
-        const { action, ids } = c.req.valid('json');
-        const results = (await scopedBulk(scopeOf(c), action, ids)).map(toWireBulkItem);
-        const done = results.filter((r) => r.ok).length;
-        return c.json({ action, done, refused: results.length - done, results }, 200);
-      })
+      .post(
+        '/bulk',
+        fails(...BODY, ...ENGINE, ...WRITE),
+        jsonBody(maxJsonDepth),
+        zValidator('json', bulkSchema, validationHook),
+        async (c) => {
+          const { action, ids } = c.req.valid('json');
+          const results = (await scopedBulk(scopeOf(c), action, ids)).map(toWireBulkItem);
+          const done = results.filter((r) => r.ok).length;
+          return c.json({ action, done, refused: results.length - done, results }, 200);
+        },
+      )
       /**
        * Summaries, newest first, filtered by state / tenantId / queue / jobType, paged by limit
        * (1..500) and offset; `truncated` when the response size cap cut the page short (the next
        * page starts at offset + jobs.length). The full job is GET /api/jobs/:id.
        */
-      .get('/', zValidator('query', listJobsQuerySchema, validationHook), async (c) => {
+      .get('/', fails(...ENGINE, ...GUARDED, 'FORBIDDEN_TENANT'), zValidator('query', listJobsQuerySchema, validationHook), async (c) => {
         const q = c.req.valid('query');
         const page = await baton.admin.listJobs({ ...q, tenantId: scopeOf(c).tenant(q.tenantId) });
         const { jobs, truncated } = wireSummaries(page.jobs);
         return c.json({ jobs, total: page.total, limit: page.limit, offset: page.offset, truncated }, 200);
       })
-      .get('/:id', zValidator('param', jobIdParamSchema, validationHook), async (c) => {
+      .get('/:id', fails('JOB_NOT_FOUND', ...ENGINE, ...GUARDED), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
         const id = jobId(c.req.valid('param').id);
         // A tenant key's read is limited to its tenant in the statement: another tenant's job is not found.
         const job = await baton.admin.getJob(id, scopeOf(c).within);
         return c.json(toWireJob(job), 200);
       })
       /** Terminal jobs only (409 otherwise): back to pending with a fresh budget, replayCount + 1. */
-      .post('/:id/replay', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
+      .post('/:id/replay', fails(...JOB_ACTION), noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
         const id = jobId(c.req.valid('param').id);
         await guard(scopeOf(c), id);
         const job = await baton.admin.replay(id);
         return c.json(toWireJob(job), 200);
       })
       /** Pending jobs only (409 otherwise): due now (a delayed job's run_at becomes now), workers woken. */
-      .post('/:id/run-now', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
+      .post('/:id/run-now', fails(...JOB_ACTION), noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
         const id = jobId(c.req.valid('param').id);
         await guard(scopeOf(c), id);
         const job = await baton.admin.runNow(id);
@@ -134,7 +146,7 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
        * leased or running one: a cancel request is recorded and its handler signalled (202, the
        * job as it stands); it ends cancelled or with the outcome its handler reached. 409 when finished.
        */
-      .post('/:id/cancel', noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
+      .post('/:id/cancel', fails(...JOB_ACTION), noBody(), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
         const id = jobId(c.req.valid('param').id);
         await guard(scopeOf(c), id);
         const job = await baton.admin.cancel(id);

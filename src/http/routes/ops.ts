@@ -9,6 +9,7 @@ import { ApiError } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { apiDocument } from '../openapi-routes.ts';
 import type { JsonObject } from '../openapi.ts';
+import { ANY, fails, GUARDED } from '../route-errors.ts';
 
 /** A readiness probe must answer even when the pool is stuck waiting for a connection. */
 export const READY_DB_TIMEOUT_MS = 2_000;
@@ -45,26 +46,28 @@ export function opsRoutes(baton: Baton, opts: OpsOptions) {
   let document: JsonObject | undefined;
   return (
     new Hono<AppEnv>()
-      .get('/healthz', (c) => c.json({ status: 'ok' as const }, 200))
+      .get('/healthz', fails(...ANY), (c) => c.json({ status: 'ok' as const }, 200))
       // Built on first request, then kept: it depends only on the code and `bearer`.
-      .get('/openapi.json', (c) => {
+      .get('/openapi.json', fails('HOST_NOT_ALLOWED', ...ANY), (c) => {
         document ??= apiDocument({ bearer: opts.bearer });
         return c.json(document, 200);
       })
-      .get('/readyz', async (c) => {
+      .get('/readyz', fails('NOT_READY', ...ANY), async (c) => {
         const db = await probeDb(baton);
         const started = opts.isStarted?.() ?? true;
         if (db !== 'ok' || !started) {
-          c.get('log').warn({ db, started }, 'not ready');
+          // Not started yet (probes poll while the daemon starts) or stopping is expected: only an unreachable database is news.
+          if (db === 'ok') c.get('log').debug({ db, started }, 'not ready');
+          else c.get('log').warn({ db, started }, 'not ready');
           throw new ApiError('NOT_READY', 'not ready', { db, started });
         }
         return c.json({ status: 'ready' as const, db, started }, 200);
       })
-      .get('/metrics', async (c) => {
+      .get('/metrics', fails('ROUTE_NOT_FOUND', ...GUARDED, 'ADMIN_REQUIRED'), async (c) => {
         if (!opts.metrics) throw new ApiError('ROUTE_NOT_FOUND', 'metrics are disabled');
         return c.body(await opts.metrics.render(), 200, { 'Content-Type': opts.metrics.contentType });
       })
-      .get('/', async (c) => {
+      .get('/', fails('ROUTE_NOT_FOUND', 'HOST_NOT_ALLOWED', ...ANY), async (c) => {
         if (consoleHtml === undefined) {
           try {
             const html = await readFile(opts.consoleHtmlPath, 'utf8');

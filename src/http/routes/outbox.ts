@@ -16,6 +16,7 @@ import {
   toWireOutboxMessage,
   toWireOutboxStats,
 } from '../outbox-schemas.ts';
+import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 
 /**
  * Reads a message limited to the caller's tenant (a tenant key's, or the one an admin's query
@@ -31,21 +32,32 @@ export function outboxRoutes(baton: Baton) {
   return (
     new Hono<AppEnv>()
       /** Counts by destination and state, the oldest pending message's age, and this process's relay counters. */
-      .get('/stats', zValidator('query', outboxTenantQuerySchema, validationHook), async (c) => {
-        const scope = scopeOf(c);
-        const tenant = scope.tenant(c.req.valid('query').tenantId);
-        const stats = await baton.outbox.stats(tenant === undefined ? {} : { tenantId: tenant });
-        // The relay counters are this process's, over every tenant: an admin's to read.
-        return c.json(toWireOutboxStats(stats, scope.tenantId === undefined ? baton.outbox.relayCounters() : null), 200);
-      })
+      .get(
+        '/stats',
+        fails(...ENGINE, ...GUARDED, 'FORBIDDEN_TENANT'),
+        zValidator('query', outboxTenantQuerySchema, validationHook),
+        async (c) => {
+          const scope = scopeOf(c);
+          const tenant = scope.tenant(c.req.valid('query').tenantId);
+          const stats = await baton.outbox.stats(tenant === undefined ? {} : { tenantId: tenant });
+          // The relay counters are this process's, over every tenant: an admin's to read.
+          return c.json(toWireOutboxStats(stats, scope.tenantId === undefined ? baton.outbox.relayCounters() : null), 200);
+        },
+      )
       /** Newest first, by state / destination / tenantId, paged by limit (1..500) and offset. */
-      .get('/messages', zValidator('query', listOutboxQuerySchema, validationHook), async (c) => {
-        const q = c.req.valid('query');
-        const page = await baton.outbox.list({ ...q, tenantId: scopeOf(c).tenant(q.tenantId) });
-        return c.json({ messages: page.messages.map(toWireOutboxMessage), limit: page.limit, offset: page.offset }, 200);
-      })
+      .get(
+        '/messages',
+        fails(...ENGINE, ...GUARDED, 'FORBIDDEN_TENANT'),
+        zValidator('query', listOutboxQuerySchema, validationHook),
+        async (c) => {
+          const q = c.req.valid('query');
+          const page = await baton.outbox.list({ ...q, tenantId: scopeOf(c).tenant(q.tenantId) });
+          return c.json({ messages: page.messages.map(toWireOutboxMessage), limit: page.limit, offset: page.offset }, 200);
+        },
+      )
       .get(
         '/messages/:id',
+        fails('OUTBOX_MESSAGE_NOT_FOUND', ...ENGINE, ...GUARDED, 'FORBIDDEN_TENANT'),
         zValidator('param', outboxIdParamSchema, validationHook),
         zValidator('query', outboxTenantQuerySchema, validationHook),
         async (c) => {
@@ -56,6 +68,7 @@ export function outboxRoutes(baton: Baton) {
       /** Published or dead-lettered messages only (409 while pending): published again, with a fresh budget. */
       .post(
         '/messages/:id/replay',
+        fails('OUTBOX_MESSAGE_NOT_FOUND', 'OUTBOX_STATE_CONFLICT', ...BODY, ...ENGINE, ...WRITE, 'FORBIDDEN_TENANT'),
         noBody(),
         zValidator('param', outboxIdParamSchema, validationHook),
         zValidator('query', outboxTenantQuerySchema, validationHook),
@@ -69,16 +82,22 @@ export function outboxRoutes(baton: Baton) {
         },
       )
       /** Up to `limit` (default 100, max 1000) dead letters, oldest first, back to pending. */
-      .post('/dlq/replay', noBody(), zValidator('query', outboxDlqReplayQuerySchema, validationHook), async (c) => {
-        const q = c.req.valid('query');
-        const tenant = scopeOf(c).tenant(q.tenantId);
-        const replayed = await baton.outbox.replayDeadLetters({
-          ...(q.limit === undefined ? {} : { limit: q.limit }),
-          ...(q.destination === undefined ? {} : { destination: q.destination }),
-          ...(tenant === undefined ? {} : { tenantId: tenant }),
-        });
-        c.get('log').info({ count: replayed.length }, 'outbox dead letters replayed');
-        return c.json({ replayed: replayed.length, messages: replayed.map(toWireOutboxMessage) }, 200);
-      })
+      .post(
+        '/dlq/replay',
+        fails(...BODY, ...ENGINE, ...WRITE, 'FORBIDDEN_TENANT'),
+        noBody(),
+        zValidator('query', outboxDlqReplayQuerySchema, validationHook),
+        async (c) => {
+          const q = c.req.valid('query');
+          const tenant = scopeOf(c).tenant(q.tenantId);
+          const replayed = await baton.outbox.replayDeadLetters({
+            ...(q.limit === undefined ? {} : { limit: q.limit }),
+            ...(q.destination === undefined ? {} : { destination: q.destination }),
+            ...(tenant === undefined ? {} : { tenantId: tenant }),
+          });
+          c.get('log').info({ count: replayed.length }, 'outbox dead letters replayed');
+          return c.json({ replayed: replayed.length, messages: replayed.map(toWireOutboxMessage) }, 200);
+        },
+      )
   );
 }

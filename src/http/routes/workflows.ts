@@ -20,6 +20,7 @@ import {
   toWireRunSummary,
   workflowNameParamSchema,
 } from '../workflow-schemas.ts';
+import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 
 /** The engine's own answer for a run nobody has (workflow/service.ts), so another tenant's looks the same. */
 const notFound = (id: string) => () => new BatonError('RUN_NOT_FOUND', `workflow run ${id} not found`, { details: { id } });
@@ -30,6 +31,9 @@ function runId(raw: string): string {
   return raw;
 }
 
+/** cancel, replay, an event: an unknown run, or one whose state refuses it. */
+const RUN_ACTION = ['RUN_NOT_FOUND', 'RUN_STATE_CONFLICT', ...BODY, ...ENGINE, ...WRITE] as const;
+
 export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
   /** For a tenant key: 404 RUN_NOT_FOUND unless the run is its tenant's (an admin's request reads nothing). */
   const guard = (c: Parameters<typeof scopeOf>[0], id: string) =>
@@ -39,14 +43,19 @@ export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
   return (
     new Hono<AppEnv>()
       /** Runs, newest first, by name / state / tenantId, paged by limit and offset. */
-      .get('/runs', zValidator('query', listRunsQuerySchema, validationHook), async (c) => {
-        const q = c.req.valid('query');
-        const limit = q.limit ?? 50;
-        const offset = q.offset ?? 0;
-        const runs = await baton.workflows.listRuns({ ...q, tenantId: scopeOf(c).tenant(q.tenantId), limit, offset });
-        return c.json({ runs: runs.map(toWireRunSummary), limit, offset }, 200);
-      })
-      .get('/runs/:id', zValidator('param', runIdParamSchema, validationHook), async (c) => {
+      .get(
+        '/runs',
+        fails(...ENGINE, ...GUARDED, 'FORBIDDEN_TENANT'),
+        zValidator('query', listRunsQuerySchema, validationHook),
+        async (c) => {
+          const q = c.req.valid('query');
+          const limit = q.limit ?? 50;
+          const offset = q.offset ?? 0;
+          const runs = await baton.workflows.listRuns({ ...q, tenantId: scopeOf(c).tenant(q.tenantId), limit, offset });
+          return c.json({ runs: runs.map(toWireRunSummary), limit, offset }, 200);
+        },
+      )
+      .get('/runs/:id', fails('RUN_NOT_FOUND', ...ENGINE, ...GUARDED), zValidator('param', runIdParamSchema, validationHook), async (c) => {
         const id = runId(c.req.valid('param').id);
         // A tenant key's read is limited to its tenant in the statements: another tenant's run is not found.
         const run = await baton.workflows.getRun(id, scopeOf(c).within);
@@ -54,14 +63,14 @@ export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
         return c.json(toWireRun(run), 200);
       })
       /** Running, sleeping or waiting runs only (409 otherwise). */
-      .post('/runs/:id/cancel', noBody(), zValidator('param', runIdParamSchema, validationHook), async (c) => {
+      .post('/runs/:id/cancel', fails(...RUN_ACTION), noBody(), zValidator('param', runIdParamSchema, validationHook), async (c) => {
         const id = runId(c.req.valid('param').id);
         await guard(c, id);
         const run = await baton.workflows.cancelRun(id);
         return c.json(toWireRunSummary(run), 200);
       })
       /** Dead-lettered or cancelled runs only (409 otherwise): resumes where it stopped. */
-      .post('/runs/:id/replay', noBody(), zValidator('param', runIdParamSchema, validationHook), async (c) => {
+      .post('/runs/:id/replay', fails(...RUN_ACTION), noBody(), zValidator('param', runIdParamSchema, validationHook), async (c) => {
         const id = runId(c.req.valid('param').id);
         await guard(c, id);
         const run = await baton.workflows.replayRun(id);
@@ -70,6 +79,7 @@ export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
       /** 201 for a new event, 200 when its idempotency key was seen for this run. */
       .post(
         '/runs/:id/events/:name',
+        fails(...RUN_ACTION),
         jsonBody(maxJsonDepth),
         zValidator('param', runEventParamSchema, validationHook),
         zValidator('json', sendEventBodySchema, validationHook),
@@ -85,6 +95,7 @@ export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
       /** 201 with the new run; 200 with the existing one when (tenantId, idempotencyKey) already exists. */
       .post(
         '/:name/runs',
+        fails('WORKFLOW_NOT_FOUND', ...BODY, ...ENGINE, ...WRITE, 'FORBIDDEN_TENANT'),
         jsonBody(maxJsonDepth),
         zValidator('param', workflowNameParamSchema, validationHook),
         zValidator('json', startRunBodySchema, validationHook),

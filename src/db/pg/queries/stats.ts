@@ -1,5 +1,5 @@
-// The console's snapshot: job counts by queue and state, paused queues, and what finished in
-// the last window (counts, start latencies), in ONE statement, so every panel fed from it
+// The console's snapshot: job counts by queue and state (and how many pending jobs are
+// scheduled, not yet due), paused queues, and what finished in the last window (counts, start latencies), in ONE statement, so every panel fed from it
 // shows the same moment. Finished jobs are read through jobs_finished_idx (state, finished_at);
 // the window's counts stop at STATS_COUNT_CAP and its latencies come from the newest
 // STATS_LATENCY_SAMPLE succeeded jobs, so a busy database costs a bounded read per poll. The
@@ -30,6 +30,9 @@ export function statsQueries(schema: string) {
         SELECT now() AS at,
           (SELECT COALESCE(json_agg(json_build_array(queue, state, n) ORDER BY queue), '[]') FROM counts) AS counts,
           (SELECT COALESCE(json_agg(json_build_array(queue, paused_at) ORDER BY queue), '[]') FROM ${schema}.paused_queues) AS paused,
+          -- Pending jobs not yet due, per queue: read through the pending partial index, like the pending count.
+          (SELECT COALESCE(json_agg(json_build_array(queue, n) ORDER BY queue), '[]') FROM (
+            SELECT queue, count(*)::int AS n FROM ${jobs} WHERE state = 'pending' AND run_at > now() GROUP BY queue) s) AS scheduled,
           ${finished('succeeded')} AS succeeded,
           ${finished('dead_lettered')} AS dead_lettered,
           ${finished('cancelled')} AS cancelled,
