@@ -9,7 +9,9 @@
 // retention, since nothing created later can be due. Each queue's walk goes on from where the
 // last one stopped, so a sweep reads what became due since; a job it passed that is not due
 // yet (a dead letter kept for longer, a job created long ago that finished late, a replayed
-// one) is reached when the walk starts over from the oldest, every RETENTION_REVISIT_MS.
+// one) is reached when the walk starts over from the oldest: every RETENTION_REVISIT_MS, or
+// every half of the youngest retention when that is shorter, so such a job is deleted at most
+// that much later than its age (with an age of 0, at the next sweep).
 
 import type { Executor } from '../db/executor.ts';
 import type { EngineConfig } from './config.ts';
@@ -19,8 +21,9 @@ import type { TerminalState } from './job.ts';
 const MAX_BATCHES_PER_SWEEP = 20;
 
 /**
- * How often each queue's walk starts over from its oldest finished job, to delete those it
- * passed before they were due: such a job is deleted at most this much later than its age.
+ * How often each queue's walk starts over from its oldest finished job at most, to delete those
+ * it passed before they were due: such a job is deleted at most this much later than its age
+ * (or half the youngest age, when that is shorter).
  */
 export const RETENTION_REVISIT_MS = 5 * 60_000;
 
@@ -33,7 +36,7 @@ export interface RetentionDeps {
   onError: (err: unknown) => void;
   /** A vacuum of jobs ran, with this many dead versions before it. */
   onVacuumed?: (dead: number) => void;
-  /** How often each queue's walk starts over from the oldest (ms). Default RETENTION_REVISIT_MS. */
+  /** How often each queue's walk starts over from the oldest (ms). Default: RETENTION_REVISIT_MS or half the youngest age. */
   revisitMs?: number;
 }
 
@@ -146,11 +149,13 @@ export class Retention {
       this.#walksEpoch = epoch;
     }
     const ages = this.#ages;
+    const youngest = Math.min(...Object.values(ages).filter((a): a is number => a !== null));
+    const revisitMs = this.#d.revisitMs ?? Math.min(RETENTION_REVISIT_MS, youngest / 2);
     const now = performance.now();
     let total = 0;
     for (const queue of await executor.jobFinishedQueues()) {
       let walk = this.#walks.get(queue);
-      if (!walk || now - walk.startedAt >= (this.#d.revisitMs ?? RETENTION_REVISIT_MS)) walk = { after: '0', startedAt: now };
+      if (!walk || now - walk.startedAt >= revisitMs) walk = { after: '0', startedAt: now };
       this.#walks.set(queue, walk);
       const deleted: Record<TerminalState, number> = { succeeded: 0, cancelled: 0, dead_lettered: 0 };
       let done = false;

@@ -10,9 +10,9 @@ import { deferred, waitFor, type Deferred } from '../helpers/wait.ts';
 
 export type EngineOptions = BatonOptions;
 
-/** A claim statement: FIFO (job_claim) or fair (flow_claim_fair), as a pool sees it. */
+/** A claim statement: FIFO (job_claim), fair (flow_claim_fair) or one-tenant (flow_claim_solo), as a pool sees it. */
 export const isClaim = (config: { name?: string } | undefined): boolean =>
-  typeof config?.name === 'string' && (config.name.endsWith('.job_claim') || config.name.endsWith('.flow_claim_fair'));
+  typeof config?.name === 'string' && (config.name.endsWith('.job_claim') || config.name.endsWith('.flow_claim_fair') || config.name.endsWith('.flow_claim_solo'));
 
 /** Stands in for pool.query: `run` sends the statement as the pool would. */
 export type QueryHook = (config: { name?: string; values?: unknown[] }, run: () => Promise<pg.QueryResult>) => Promise<pg.QueryResult>;

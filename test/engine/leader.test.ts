@@ -50,12 +50,13 @@ describe('the leader lease', () => {
     const purgeHeld = deferred();
     const latePurge = deferred<number | null>();
     const pool: pg.Pool = engines.pool((config, run) => {
-      if (pause === 'armed' && config.name?.endsWith('.job_purge')) {
+      if (pause === 'armed' && config.name?.endsWith('.job_purge_scan')) {
         pause = 'on';
         pausedAt = performance.now();
         purgeHeld.resolve();
         return new Promise<void>((r) => held.push(r)).then(run).then((res) => {
-          latePurge.resolve(res.rowCount);
+          const [row] = res.rows as Array<{ succeeded: number; cancelled: number; dead_lettered: number }>;
+          latePurge.resolve(row ? row.succeeded + row.cancelled + row.dead_lettered : null);
           return res;
         });
       }
