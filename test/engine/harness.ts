@@ -12,7 +12,8 @@ export type EngineOptions = BatonOptions;
 
 /** A claim statement: FIFO (job_claim), fair (flow_claim_fair) or one-tenant (flow_claim_solo), as a pool sees it. */
 export const isClaim = (config: { name?: string } | undefined): boolean =>
-  typeof config?.name === 'string' && (config.name.endsWith('.job_claim') || config.name.endsWith('.flow_claim_fair') || config.name.endsWith('.flow_claim_solo'));
+  typeof config?.name === 'string' &&
+  (config.name.endsWith('.job_claim') || config.name.endsWith('.flow_claim_fair') || config.name.endsWith('.flow_claim_solo'));
 
 /** Stands in for pool.query: `run` sends the statement as the pool would. */
 export type QueryHook = (config: { name?: string; values?: unknown[] }, run: () => Promise<pg.QueryResult>) => Promise<pg.QueryResult>;
