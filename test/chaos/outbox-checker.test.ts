@@ -50,6 +50,14 @@ describe('outbox chaos checker', () => {
     ]);
   });
 
+  it('judges order by arrival, not by the millisecond a message arrived in', () => {
+    const sameMs = (keys: string[]) => keys.map((key) => ({ key, at: 100, hung: false }));
+    expect(checkOutboxChaos({ ...base(), deliveries: sameMs(['a', 'b', 'c']) }).violations).toEqual([]);
+    expect(checkOutboxChaos({ ...base(), deliveries: sameMs(['b', 'a', 'c']) }).violations).toEqual([
+      'order: key k: b was first delivered before a, recorded earlier',
+    ]);
+  });
+
   it('counts duplicates after a hang or around a kill as explained', () => {
     const r = checkOutboxChaos({
       ...base(),

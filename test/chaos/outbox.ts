@@ -183,7 +183,8 @@ export async function runOutboxScenario(o: { seed: number }): Promise<OutboxRunR
       await sleep(200);
     }
     const committedRows = await admin.query<{ message_key: string; ordering_key: string | null; id: string; destination: string }>(
-      'SELECT message_key, ordering_key, id::text, destination FROM baton.outbox ORDER BY id',
+      // ORDER BY o.id: the numeric id, not the text column of the same name ('1025' < '983').
+      'SELECT message_key, ordering_key, o.id::text AS id, destination FROM baton.outbox o ORDER BY o.id',
     );
     const committedOrders = new Set((await admin.query<{ id: number }>('SELECT id FROM public.orders')).rows.map((r) => r.id));
     // Ground truth: the outbox rows are exactly the committed orders' messages.
