@@ -4,6 +4,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import type { PgServer } from './server.ts';
 import type { SystemName } from './systems/types.ts';
 
@@ -22,7 +23,12 @@ export interface MachineRecord {
    * values in force (current_setting), tuned or not.
    */
   postgres: { source: string; version: string; tuned: Record<string, string>; settings: Record<string, string> };
-  /** Installed version of each system under test (Baton: package version; the commit is gitCommit). */
+  /**
+   * BENCH_BATON_LIB: Baton under test is the compiled build of another commit (bench:ab's refs,
+   * or by hand), not this checkout's sources; gitCommit is then the harness's commit only.
+   */
+  batonBuild?: { entry: string; commit: string };
+  /** Installed version of each system under test (Baton: package version; the commit is gitCommit or batonBuild's). */
   systems: Record<SystemName, string>;
 }
 
@@ -62,6 +68,11 @@ function git(args: string[]): string {
   }
 }
 
+/** The commit a build's entry was compiled from: its worktree's HEAD. */
+function batonBuild(entry: string): { entry: string; commit: string } {
+  return { entry, commit: git(['-C', path.dirname(entry), 'rev-parse', 'HEAD']) };
+}
+
 export async function machineRecord(server: PgServer): Promise<MachineRecord> {
   const cpus = os.cpus();
   const [ver] = await server.query<{ v: string }>('select version() as v');
@@ -83,6 +94,7 @@ export async function machineRecord(server: PgServer): Promise<MachineRecord> {
     node: process.version,
     gitCommit: git(['rev-parse', 'HEAD']),
     gitDirty: status !== '' && status !== 'unknown',
+    ...(process.env.BENCH_BATON_LIB ? { batonBuild: batonBuild(process.env.BENCH_BATON_LIB) } : {}),
     loadAvgAtStart: os.loadavg().map((x) => Math.round(x * 100) / 100),
     postgres: { source: server.source, version: ver?.v ?? 'unknown', tuned: server.tuned, settings },
     systems: Object.fromEntries(Object.entries(PACKAGES).map(([k, dir]) => [k, packageVersion(dir)])) as Record<SystemName, string>,

@@ -143,7 +143,7 @@ async function main(): Promise<number> {
       });
       for (const p of pgbench) progress.log(`pgbench ${p.name}: ${p.jobsPerSec.toFixed(0)} jobs/s`);
     }
-    if (args.profileSql) sqlProfile = await topStatements(server).catch(() => []);
+    if (args.profileSql) sqlProfile = await topStatements(server, 60).catch(() => []);
     progress.done();
 
     const failed = figures.filter((f) => f.status === 'failed');

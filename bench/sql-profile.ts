@@ -9,14 +9,24 @@ export interface SqlProfileRow {
   totalMs: number;
   meanMs: number;
   rows: number;
+  /** The database it ran in ("db OID" once dropped): one per run, so a run's statements can be told apart. */
+  database?: string;
 }
 
 export async function topStatements(server: PgServer, limit = 15): Promise<SqlProfileRow[]> {
-  const rows = await server.query<{ query: string; calls: string; total: number; mean: number; rows: string }>(
-    `SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 240) AS query, calls, total_exec_time AS total,
-            mean_exec_time AS mean, rows
-       FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT $1`,
+  const rows = await server.query<{ query: string; calls: string; total: number; mean: number; rows: string; database: string | null }>(
+    `SELECT left(regexp_replace(s.query, '\\s+', ' ', 'g'), 240) AS query, s.calls, s.total_exec_time AS total,
+            s.mean_exec_time AS mean, s.rows, COALESCE(d.datname, 'db ' || s.dbid) AS database
+       FROM pg_stat_statements s LEFT JOIN pg_database d ON d.oid = s.dbid
+      ORDER BY s.total_exec_time DESC LIMIT $1`,
     [limit],
   );
-  return rows.map((r) => ({ query: r.query, calls: Number(r.calls), totalMs: r.total, meanMs: r.mean, rows: Number(r.rows) }));
+  return rows.map((r) => ({
+    query: r.query,
+    calls: Number(r.calls),
+    totalMs: r.total,
+    meanMs: r.mean,
+    rows: Number(r.rows),
+    ...(r.database ? { database: r.database } : {}),
+  }));
 }

@@ -22,7 +22,8 @@ export function cell(f: Figure | undefined, key: string, digits?: number): strin
 /** "graphile-worker 0.18.0", "Baton 0.1.0 at 1a2b3c4d5e". */
 export function versionOf(r: BenchReport, v: Variant): string {
   const version = r.machine.systems?.[v.system] ?? 'version not recorded';
-  return v.system === 'baton' ? `Baton ${version} at ${r.machine.gitCommit.slice(0, 10)}` : `${v.system} ${version}`;
+  const commit = r.machine.batonBuild?.commit ?? r.machine.gitCommit;
+  return v.system === 'baton' ? `Baton ${version} at ${commit.slice(0, 10)}` : `${v.system} ${version}`;
 }
 
 /** One bullet per configuration: version, why this configuration, the options handed over. */
@@ -43,6 +44,11 @@ export function machineLines(r: BenchReport): string[] {
     `- CPU: ${m.cpuModel}, ${m.cores} cores; memory ${m.memoryGiB} GiB; ${m.os}; Node ${m.node}`,
     `- Load average (1/5/15 min) at start ${m.loadAvgAtStart?.join(' / ') ?? 'n/a'}, at end ${r.loadAvgAtEnd?.join(' / ') ?? 'n/a'}${loadAboveCores(r) ? ' (above the core count: other work competed for the CPU)' : ''}`,
     `- Commit ${m.gitCommit}${m.gitDirty ? ' (working tree had uncommitted changes)' : ''}`,
+    ...(m.batonBuild
+      ? [
+          `- Baton under test: the build of ${m.batonBuild.commit} (\`BENCH_BATON_LIB=${m.batonBuild.entry}\`); the commit above is the harness's`,
+        ]
+      : []),
     `- Server: ${m.postgres.version.split(' ').slice(0, 2).join(' ')}, ${m.postgres.source}, on the same host as the benchmark`,
     `- Server settings set by the bench: ${tuned.length ? `${tuned.map(([k, v]) => `${k}=${v}`).join(', ')}; durability, autovacuum and everything else at PostgreSQL's defaults` : 'none (a given server, as it was)'}`,
     `- Settings in force: ${Object.entries(m.postgres.settings)
