@@ -361,6 +361,16 @@ describe('checker', () => {
       );
     });
 
+    it('accepts a cancel of a job that went back to pending after a lost lease (its start came before the cancel)', () => {
+      const { final, history } = clean();
+      const h = [
+        ...history.filter((x) => !(x.type === 'write' && x.jobId === '1')),
+        write('1', '10', 3, 0),
+        cancel('1', 'cancelled', null, 3.5),
+      ];
+      expect(checkHistory([job('1', { state: 'cancelled', leaseToken: null, resultToken: null }), final[1]!], h).violations).toEqual([]);
+    });
+
     it('detects a final state that does not match: cancelled although completed, cancelled unasked, dead-lettered with a request', () => {
       const { final, history } = clean();
       expect(

@@ -369,7 +369,7 @@ export function checkHistory(final: FinalJob[], history: HistoryRecord[], option
  * - a cancelled job was asked to stop (a cancel answered, or one with an unknown answer);
  * - after a cancel was recorded no new lease of the job ever started (no retry, no re-claim): a
  *   request on a running job (lease T) allows no start under a token above T, a cancel of a
- *   pending job no start under a token above its last;
+ *   pending job no start under a token above those started before the cancel was sent;
  * - a job with a request ended cancelled or succeeded (never dead-lettered); one cancelled
  *   while pending stayed cancelled.
  */
@@ -409,7 +409,11 @@ function checkCancels(
     } else if (j.state !== 'cancelled') {
       violations.push(`cancel: job ${j.id} was cancelled while pending but ended ${j.state}`);
     }
-    const floor = first.token === null ? -1n : BigInt(first.token);
+    // A cancel of a pending job may come after leases that were lost (the job went back to
+    // pending): starts sent before it are not "again"; their tokens are below any later claim's.
+    let floor = first.token === null ? -1n : BigInt(first.token);
+    if (first.token === null)
+      for (const s of startsByJob.get(j.id) ?? []) if (s.at < first.sentAt && BigInt(s.token) > floor) floor = BigInt(s.token);
     const again = (startsByJob.get(j.id) ?? []).find((s) => BigInt(s.token) > floor);
     if (again) {
       violations.push(
