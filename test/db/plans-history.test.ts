@@ -1,7 +1,7 @@
 // Reads of live work next to a large history: a table of finished jobs (written directly, not
 // run, with the counters of finished jobs set as the engine's statements would have) and a little live work, some of it as old as the history. Each admin read (counts by
 // queue, listings by state, queue and tenant, dead letters, capped totals), the due-job read of
-// the health gauges and the claim must read the live rows and the page asked for, through the
+// the health gauges, the flow snapshot's live work (/metrics, /api/flow) and the claim must read the live rows and the page asked for, through the
 // partial index its filters fit, never scan the history: without statistics, with analyzed
 // statistics, in custom and in generic plans (what a connection's plan cache settles on).
 // Read from EXPLAIN ANALYZE: the scans of jobs and the rows they visited.
@@ -125,6 +125,9 @@ const READS: Record<string, Read> = {
   'count dead-lettered': count({ state: 'dead_lettered' }, [], []),
   'count by tenant (rare)': count({ tenantId: true }, ['small'], ['jobs_finished_tenant_id_idx']),
   'count by queue (rare)': count({ queue: true }, ['rare'], ['jobs_finished_queue_id_idx']),
+  // /metrics and /api/flow: the live work per queue and tenant, and per concurrency key.
+  'flow snapshot of tenants': { text: fq.snapshotTenants.text, args: [100], rows: 1, uses: ['jobs_claim_idx', 'jobs_lease_expiry_idx'] },
+  'flow snapshot of active keys': { text: fq.snapshotActiveKeys.text, args: [100], rows: 0, uses: [] },
   // Nothing due in the rare queue: the claim finds that out without reading the history.
   claim: { text: jq.claim.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },
   // The fair claim walks tenants through its own index, and takes the due jobs of the live queue.

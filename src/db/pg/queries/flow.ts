@@ -389,11 +389,17 @@ export function flowQueries(schema: string) {
       name: `${schema}.flow_snapshot_weights`,
       text: `SELECT tenant_id, weight FROM ${schema}.tenant_weights ORDER BY tenant_id`,
     },
+    // The live parts only, each through its partial index (pending: the claim index; leases: the
+    // expiry index; a range, not IS NOT NULL, which a plan without statistics takes for nearly
+    // every row), so a scrape costs what the live work costs, however long the history: a filter
+    // on the state alone left the plan a scan of the whole table.
     snapshotTenants: {
       name: `${schema}.flow_snapshot_tenants`,
-      text: `SELECT queue, tenant_id, count(*) FILTER (WHERE state = 'pending')::int AS pending,
-          count(*) FILTER (WHERE state IN ${LIVE})::int AS running
-        FROM ${jobs} WHERE state IN ('pending', 'leased', 'running')
+      text: `SELECT queue, tenant_id, sum(pending)::int AS pending, sum(running)::int AS running FROM (
+          SELECT queue, tenant_id, count(*) AS pending, 0 AS running FROM ${jobs} WHERE state = 'pending' GROUP BY queue, tenant_id
+          UNION ALL
+          SELECT queue, tenant_id, 0, count(*) FROM ${jobs}
+          WHERE lease_expires_at > '-infinity' AND state IN ${LIVE} GROUP BY queue, tenant_id) x
         GROUP BY queue, tenant_id ORDER BY queue, tenant_id LIMIT $1`,
     },
     snapshotActiveKeys: {
@@ -403,11 +409,14 @@ export function flowQueries(schema: string) {
           ${keyLimit(schema, 'a.key', 'rate_limit', 'rate_limit')} AS rate,
           (SELECT ${refill('b.tokens', 'b.refilled_at', `${keyLimit(schema, 'a.key', 'rate_limit', 'rate_limit')}`, `${keyLimit(schema, 'a.key', 'rate_limit', 'rate_period_ms')}`)}
              FROM ${schema}.flow_buckets b WHERE b.key = a.key) AS tokens
-        FROM (SELECT concurrency_key AS key, count(*) FILTER (WHERE state = 'pending')::int AS pending,
-                count(*) FILTER (WHERE state = 'pending' AND run_at <= now())::int AS due,
-                count(*) FILTER (WHERE state IN ${LIVE})::int AS running
-              FROM ${jobs} WHERE state IN ('pending', 'leased', 'running') AND concurrency_key IS NOT NULL
-              GROUP BY concurrency_key ORDER BY concurrency_key LIMIT $1) a`,
+        FROM (SELECT key, sum(pending)::int AS pending, sum(due)::int AS due, sum(running)::int AS running FROM (
+                -- Through jobs_keyed_idx and jobs_keyed_live_idx: keyed jobs that are pending or live.
+                SELECT concurrency_key AS key, count(*) AS pending, count(*) FILTER (WHERE run_at <= now()) AS due, 0 AS running
+                FROM ${jobs} WHERE state = 'pending' AND concurrency_key IS NOT NULL GROUP BY concurrency_key
+                UNION ALL
+                SELECT concurrency_key, 0, 0, count(*) FROM ${jobs}
+                WHERE state IN ${LIVE} AND concurrency_key IS NOT NULL GROUP BY concurrency_key) k
+              GROUP BY key ORDER BY key LIMIT $1) a`,
     },
   } as const;
 }
