@@ -8,10 +8,15 @@
 // ANALYZE had seen a backlog of a few hundred thousand jobs, every fair claim spent about 30 ms
 // compiling (about 500 ms with a generic plan, which also inlines and optimises) for well under
 // 1 ms of work, on an idle queue too, until the next ANALYZE saw the backlog gone.
+//
+// No parallel workers, for the same reason: every statement reads index ranges of the live
+// work, but before the first ANALYZE of a large table the planner guesses the live leases at
+// a fifth of it and gathers two workers for the counts by queue and the flow snapshot; starting
+// them cost 8 to 25 ms a scrape next to a million finished rows, for a read of a few pages.
 
 import pg from 'pg';
 
-export const SESSION_SETTINGS_SQL = 'SET jit = off';
+export const SESSION_SETTINGS_SQL = 'SET jit = off; SET max_parallel_workers_per_gather = 0';
 
 /**
  * A pool whose new sessions run SESSION_SETTINGS_SQL first. A failed SET is not fatal: that
