@@ -1,7 +1,8 @@
 // Admin reads of the jobs table (listings, capped totals, counts by queue) whose cost follows
 // the live work and the page asked for, not the history of finished jobs. A row is in exactly
 // one part, each with a partial index (migration 0009): pending (the claim index), a live
-// lease (the expiry index) or finished (by tenant, by queue, by state for the rare states).
+// lease (the expiry index) or finished (by queue, by tenant other than 'default' (0021), by state
+// for the rare states; the default tenant's by chunks of the primary key).
 //
 // Each combination of filters is its own statement: the state is part of the text, picked from
 // the fixed list of states, and a filter is in the text only when given. So any plan sees which
@@ -14,10 +15,21 @@
 import { JOB_STATES, type JobState } from '../../../core/job.ts';
 import { summaryColumns } from './job.ts';
 
+/** The tenant of jobs enqueued without one (the column's default, migration 0001). */
+const DEFAULT_TENANT = 'default';
+/** Ids of the primary key one step of a walk reads (see walkIds). */
+const WALK_CHUNK = 1_000;
+
 /** The optional filters of a listing, as present or not. */
 export interface ListShape {
   state?: JobState | undefined;
   tenantId: boolean;
+  /**
+   * The tenant filter names a tenant other than 'default'. Only those tenants' finished jobs
+   * are in jobs_finished_other_tenant_idx (migration 0021); the statement says so, so its plan
+   * may read that index. The default tenant's history is read by walking the primary key.
+   */
+  otherTenant?: boolean;
   queue: boolean;
   jobType: boolean;
 }
@@ -34,16 +46,21 @@ interface Part {
   where: string;
   /** Live parts are read whole through their index and sorted: a few rows however old. */
   live: boolean;
+  /** Read by chunks of the primary key, newest first (see partIds). */
+  walk?: boolean;
 }
 
-/** The parts that hold rows of `state` (all three without one). */
-function partsOf(state: JobState | undefined, viaIndex: boolean): Part[] {
+/**
+ * The parts that hold rows of `state` (all three without one). `viaIndex`: the finished part is
+ * read through its tenant or queue index; `walk`: by chunks of the primary key.
+ */
+function partsOf(state: JobState | undefined, viaIndex: boolean, walk = false): Part[] {
   if (state !== undefined && !JOB_STATES.includes(state)) throw new Error(`unknown job state ${JSON.stringify(state)}`);
   const pending = { where: `state = 'pending'`, live: true };
   // Jobs waiting for their parents (migration 0016), through jobs_waiting_idx.
   const waiting = { where: `state = 'waiting'`, live: true };
   if (state === undefined) {
-    return [pending, waiting, { where: LEASED, live: true }, { where: FINISHED, live: false }];
+    return [pending, waiting, { where: LEASED, live: true }, { where: FINISHED, live: false, walk }];
   }
   if (state === 'pending') return [pending];
   if (state === 'waiting') return [waiting];
@@ -51,7 +68,7 @@ function partsOf(state: JobState | undefined, viaIndex: boolean): Part[] {
   // Through the tenant or queue index, which holds finished rows only; else by state alone, so
   // that the index of finish times (retention's) is no candidate: reading a state's rows in
   // finish order and sorting them all is what a page of the newest must not do.
-  return [{ where: viaIndex ? `${FINISHED} AND state = '${state}'` : `state = '${state}'`, live: false }];
+  return [{ where: viaIndex ? `${FINISHED} AND state = '${state}'` : `state = '${state}'`, live: false, walk }];
 }
 
 /** The filter conditions of a shape and their parameters' order (tenant, queue, job type). */
@@ -59,16 +76,19 @@ function filters(shape: ListShape): { conds: string; next: number } {
   const conds: string[] = [];
   let n = 1;
   if (shape.tenantId) conds.push(`tenant_id = $${n++}`);
+  if (shape.tenantId && shape.otherTenant) conds.push(`tenant_id <> '${DEFAULT_TENANT}'`);
   if (shape.queue) conds.push(`queue = $${n++}`);
   if (shape.jobType) conds.push(`job_type = $${n++}`);
   return { conds: conds.map((c) => ` AND ${c}`).join(''), next: n };
 }
 
 /** Whether a finished part is read through its tenant or queue index (see partIds). */
-const byIndex = (shape: ListShape) => shape.tenantId || shape.queue;
+const byIndex = (shape: ListShape) => (shape.tenantId && shape.otherTenant === true) || shape.queue;
+/** Whether a finished part is the default tenant's, with no index of its own (see partIds). */
+const byWalk = (shape: ListShape) => shape.tenantId && shape.otherTenant !== true && !shape.queue;
 
 function shapeKey(shape: ListShape): string {
-  return `${shape.state ?? 'all'}_${shape.tenantId ? 't' : ''}${shape.queue ? 'q' : ''}${shape.jobType ? 'y' : ''}`;
+  return `${shape.state ?? 'all'}_${shape.tenantId ? (shape.otherTenant ? 'o' : 't') : ''}${shape.queue ? 'q' : ''}${shape.jobType ? 'y' : ''}`;
 }
 
 export function jobReadQueries(schema: string) {
@@ -92,7 +112,23 @@ export function jobReadQueries(schema: string) {
   const partIds = (p: Part, conds: string, limit: string) =>
     p.live
       ? `(WITH p AS MATERIALIZED (SELECT id FROM ${jobs} WHERE ${p.where}${conds}) SELECT id FROM p ORDER BY id DESC LIMIT ${limit})`
-      : `(SELECT id FROM ${jobs} WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`;
+      : p.walk
+        ? walkIds(`${p.where}${conds}`, limit)
+        : `(SELECT id FROM ${jobs} WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`;
+  /**
+   * The newest ids matching `where`, at most `limit`, read WALK_CHUNK ids of the primary key at a
+   * time from the newest until enough are found: each chunk is a narrow range of the primary key,
+   * which every plan reads through it, where one statement over the whole table is left to the
+   * planner's guess of how common the rows are (without statistics it sorted a scan of all of it).
+   */
+  const walkIds = (where: string, limit: string) => `(WITH RECURSIVE walk(hi, ids) AS (
+          SELECT COALESCE((SELECT id FROM ${jobs} ORDER BY id DESC LIMIT 1), 0) + 1, '{}'::bigint[]
+          UNION ALL
+          SELECT w.hi - ${WALK_CHUNK}, w.ids || ARRAY(SELECT id FROM ${jobs}
+            WHERE id >= w.hi - ${WALK_CHUNK} AND id < w.hi AND ${where} ORDER BY id DESC LIMIT ${limit})
+          FROM walk w
+          WHERE cardinality(w.ids) < ${limit} AND w.hi > COALESCE((SELECT id FROM ${jobs} ORDER BY id LIMIT 1), 0))
+        SELECT unnest(ids) AS id FROM (SELECT ids FROM walk ORDER BY hi LIMIT 1) last LIMIT ${limit})`;
 
   return {
     /** A page of summaries, newest first. Parameters: the shape's filters, then limit, offset. */
@@ -102,7 +138,7 @@ export function jobReadQueries(schema: string) {
         () => {
           const { conds, next } = filters(shape);
           const [limit, offset] = [`$${next}::int`, `$${next + 1}::int`];
-          const ids = partsOf(shape.state, byIndex(shape))
+          const ids = partsOf(shape.state, byIndex(shape), byWalk(shape))
             .map((p) => partIds(p, conds, `${limit} + ${offset}`))
             .join('\n          UNION ALL ');
           // The ids reach the rows as an array, through the primary key: a join could let a plan
@@ -163,7 +199,15 @@ export function shapeValues(p: { tenantId?: string | undefined; queue?: string |
   values: string[];
 } {
   const values = [p.tenantId, p.queue, p.jobType].filter((v): v is string => v !== undefined);
-  return { shape: { tenantId: p.tenantId !== undefined, queue: p.queue !== undefined, jobType: p.jobType !== undefined }, values };
+  return {
+    shape: {
+      tenantId: p.tenantId !== undefined,
+      otherTenant: p.tenantId !== undefined && p.tenantId !== DEFAULT_TENANT,
+      queue: p.queue !== undefined,
+      jobType: p.jobType !== undefined,
+    },
+    values,
+  };
 }
 
 export type JobReadQueries = ReturnType<typeof jobReadQueries>;
