@@ -5,8 +5,10 @@
 // - creation-time bounds become an id range, found by bisecting the primary key (`idFrom`),
 //   and the exact created_at test still applies inside it;
 // - another sort key, or `due`, sorts the newest JOB_SORT_WINDOW matching jobs (by id).
-// One named statement per sort key and direction, built from a fixed table of columns, so no
-// text from a request ever reaches the SQL. Measured at 100k finished rows in
+// One statement per sort key and direction, built from a fixed table of columns, so no text
+// from a request ever reaches the SQL. Sent unnamed (as job-read.ts's listings), so each is
+// planned with its values: a generic plan knows neither the id range nor the filters, and
+// (before any ANALYZE) reads the table whole and sorts it. Measured at 100k finished rows in
 // test/db/plans-history.test.ts (rows visited stay under its budget); before, every sort but
 // the default read and sorted every matching row (270-430 ms at 1M finished rows).
 
@@ -49,16 +51,14 @@ export function jobListQueries(schema: string) {
   const jobs = `${schema}.jobs`;
   /** The newest JOB_SORT_WINDOW jobs matching `where` in the id range: the primary key backwards. */
   const windowed = `SELECT ${summaryColumns('j')} FROM ${jobs} j WHERE ${where} ORDER BY j.id DESC LIMIT ${JOB_SORT_WINDOW}`;
-  const byId = {} as Record<SortOrder, { name: string; text: string }>;
-  const window = {} as Record<`${JobSortKey}:${SortOrder}`, { name: string; text: string }>;
+  const byId = {} as Record<SortOrder, { text: string }>;
+  const window = {} as Record<`${JobSortKey}:${SortOrder}`, { text: string }>;
   for (const order of ['asc', 'desc'] as const) {
     byId[order] = {
-      name: `${schema}.job_list_by_id_range_${order}`,
       text: `SELECT ${summaryColumns('j')} FROM ${jobs} j WHERE ${where} ORDER BY j.id ${order} LIMIT $9 OFFSET $10`,
     };
     for (const key of JOB_SORT_KEYS) {
       window[`${key}:${order}`] = {
-        name: `${schema}.job_list_window_by_${key}_${order}`,
         text: `SELECT * FROM (${windowed}) w WHERE ${dueTest('$9')} ORDER BY ${orderBy(key, order)} LIMIT $10 OFFSET $11`,
       };
     }
@@ -90,7 +90,7 @@ export function jobListQueries(schema: string) {
     /**
      * A page of the window sorted by a key, the window read by a listing of job-read.ts (its
      * text, with its own parameters: the filters, then JOB_SORT_WINDOW and offset 0), then
-     * `due`, limit and offset. Unnamed, like the listing it wraps.
+     * `due`, limit and offset.
      */
     windowOver(list: { text: string }, params: number, key: JobSortKey, order: SortOrder) {
       const k = `${key}:${order}:${list.text}`;
@@ -106,12 +106,10 @@ export function jobListQueries(schema: string) {
     },
     /** Rows matching where's, counted up to a cap ($9): the id range through the primary key. */
     countCapped: {
-      name: `${schema}.job_count_capped_by_id_range`,
       text: `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${jobs} j WHERE ${where} LIMIT $9) c`,
     },
     /** Rows of the window whose run-at has come (or not, $9). */
     countWindow: {
-      name: `${schema}.job_count_window_due`,
       text: `SELECT count(*)::int AS n FROM (${windowed}) w WHERE ${dueTest('$9')}`,
     },
     /** countWindow over a listing of job-read.ts (see windowOver); $params+1 due. */
