@@ -34,8 +34,8 @@ export interface ListJobsFilter {
   createdBefore?: Date;
   /**
    * true: jobs whose run-at has come; false: jobs whose run-at lies ahead (a pending job that is
-   * scheduled, not yet due). By the database's clock. Applies within the newest JOB_SORT_WINDOW
-   * jobs matching the other filters (JobPage.windowed).
+   * scheduled, not yet due). By the database's clock. But for state pending (read whole), applies
+   * within the newest JOB_SORT_WINDOW jobs matching the other filters (JobPage.windowed).
    */
   due?: boolean;
   /**
@@ -64,7 +64,8 @@ export interface JobPage {
   offset: number;
   /**
    * True when the listing sorted only the newest JOB_SORT_WINDOW matching jobs (by id): a sort
-   * other than id or createdAt, or a `due` filter. Pages past the window are empty.
+   * other than id or createdAt, or a `due` filter beside any state but pending. Pages past the
+   * window are empty.
    */
   windowed: boolean;
 }

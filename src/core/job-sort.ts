@@ -4,8 +4,9 @@
 //
 // A listing reads at most what it returns. Ids grow with creation, so `createdAt` is the id
 // order and both are served by the primary key. No index covers the other keys, so a listing
-// sorted by one of them, or filtered by `due`, sorts the newest JOB_SORT_WINDOW matching jobs
-// (by id) and says so (JobPage.windowed): never every matching row of a large history.
+// sorted by one of them, or filtered by `due` (but for pending jobs), sorts the newest
+// JOB_SORT_WINDOW matching jobs (by id) and says so (JobPage.windowed): never every matching
+// row of a large history.
 
 import { BatonError } from './errors.ts';
 
@@ -34,9 +35,13 @@ export const INDEXED_SORT_KEYS = ['id', 'createdAt'] as const satisfies readonly
  */
 export const JOB_SORT_WINDOW = 500;
 
-/** Whether a listing with this sort and `due` filter is served from the window (see JOB_SORT_WINDOW). */
-export function isWindowedListing(f: { sort?: JobSortKey | undefined; due?: boolean | undefined }): boolean {
-  return !(INDEXED_SORT_KEYS as readonly string[]).includes(f.sort ?? 'id') || f.due !== undefined;
+/**
+ * Whether a listing is served from the window (see JOB_SORT_WINDOW): a sort key other than id or
+ * createdAt, or `due` beside any state but pending (the pending jobs, live work, are read whole
+ * through their partial index, so the console's due and scheduled views are never windowed).
+ */
+export function isWindowedListing(f: { sort?: JobSortKey | undefined; due?: boolean | undefined; state?: string | undefined }): boolean {
+  return !(INDEXED_SORT_KEYS as readonly string[]).includes(f.sort ?? 'id') || (f.due !== undefined && f.state !== 'pending');
 }
 
 /** INVALID_ARGUMENT naming the field, for a sort key, order or creation-time bound the listing cannot use. */

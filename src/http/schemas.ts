@@ -168,7 +168,7 @@ export const listJobsQuerySchema = z
       .transform((v) => v === 'true')
       .optional()
       .meta({
-        description: `true: jobs whose runAt has come; false: jobs whose runAt lies ahead (with state=pending: the scheduled ones). By the database's clock, among the newest ${JOB_SORT_WINDOW} jobs matching the other filters (the page says windowed)`,
+        description: `true: jobs whose runAt has come; false: jobs whose runAt lies ahead (with state=pending: the scheduled ones). By the database's clock; but for state=pending, among the newest ${JOB_SORT_WINDOW} jobs matching the other filters (the page says windowed)`,
       }),
     sort: z
       .enum(JOB_SORT_KEYS)

@@ -266,7 +266,7 @@ export const responseSchemas = {
     offset: count,
     truncated,
     windowed: z.boolean().meta({
-      description: `the listing sorted only the newest ${JOB_SORT_WINDOW} matching jobs (by id): a sort other than id or createdAt, or a due filter; pages past them are empty`,
+      description: `the listing sorted only the newest ${JOB_SORT_WINDOW} matching jobs (by id): a sort other than id or createdAt, or a due filter without state=pending; pages past them are empty`,
     }),
   }),
   batch: z.strictObject({ results: z.array(wireEnqueueResultSchema) }),

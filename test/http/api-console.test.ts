@@ -154,7 +154,7 @@ describe('listing sort and time filters', () => {
 });
 
 describe('sorted listings read a bounded window', () => {
-  it('a sort no index serves, or due, sorts the newest JOB_SORT_WINDOW matching jobs and says so; id and createdAt page through all', async () => {
+  it('a sort no index serves, or due beside any state but pending, sorts the newest JOB_SORT_WINDOW matching jobs and says so; id and createdAt page through all', async () => {
     // The oldest five have the highest priority and are due long ago: outside the window, never listed by it.
     await db.query(
       `INSERT INTO baton.jobs (queue, tenant_id, job_type, state, finished_at, priority, run_at)
@@ -182,6 +182,9 @@ describe('sorted listings read a bounded window', () => {
     const due = await page({ due: 'true', limit: '1' });
     expect(due.windowed).toBe(true);
     expect(due.total).toBe(JOB_SORT_WINDOW);
+    // Pending jobs by due are live work, read whole: never windowed.
+    const scheduled = await page({ state: 'pending', due: 'false' });
+    expect(scheduled.windowed).toBe(false);
 
     for (const sort of ['id', 'createdAt'] as const) {
       const oldestFirst = await page({ sort, order: 'asc', limit: '5' });

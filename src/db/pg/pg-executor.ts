@@ -327,14 +327,17 @@ export class PgExecutor implements Executor {
   async jobList(p: JobListParams) {
     // Newest first with no time filter: the partial indexes part by part (job-read.ts), costing
     // what the page costs. In id order otherwise (createdAt is the id order): the primary key
-    // within the creation bounds' id range. Another sort, or `due`: the newest JOB_SORT_WINDOW
-    // matching jobs, sorted (job-list.ts).
+    // within the creation bounds' id range, or the pending jobs by `due` through the claim index.
+    // Another sort, or `due` of other states: the newest JOB_SORT_WINDOW matching jobs, sorted
+    // (job-list.ts).
     const key = p.sort ?? 'id';
     const order = p.order ?? 'desc';
     const shape = { ...shapeValues(p).shape, state: p.state };
     const values = shapeValues(p).values;
     let rows: JobSummaryRow[];
-    if (!isWindowedListing(p) && order === 'desc' && !hasCreationBounds(p)) {
+    if (!isWindowedListing(p) && p.due !== undefined) {
+      rows = await this.#q<JobSummaryRow>(this.#jobList.pendingDue[order], [...(await this.#rangeValues(p)), p.due, p.limit, p.offset]);
+    } else if (!isWindowedListing(p) && order === 'desc' && !hasCreationBounds(p)) {
       rows = await this.#q<JobSummaryRow>(this.#read.list(shape), [...values, p.limit, p.offset]);
     } else if (!isWindowedListing(p)) {
       rows = await this.#q<JobSummaryRow>(this.#jobList.byId[order], [...(await this.#rangeValues(p)), p.limit, p.offset]);
@@ -353,11 +356,14 @@ export class PgExecutor implements Executor {
   }
 
   async jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }) {
-    // `due` counts within the window its listing sorts; creation bounds count their id range.
+    // `due` counts within the window its listing sorts (the pending jobs whole); creation bounds
+    // count their id range.
     const shape = { ...shapeValues(p).shape, state: p.state };
     const values = shapeValues(p).values;
     let rows: Array<{ n: number }>;
-    if (p.due !== undefined && !hasCreationBounds(p)) {
+    if (p.due !== undefined && !isWindowedListing(p)) {
+      rows = await this.#q<{ n: number }>(this.#jobList.countPendingDue, [...(await this.#rangeValues(p)), p.due, p.cap]);
+    } else if (p.due !== undefined && !hasCreationBounds(p)) {
       const over = this.#jobList.countOver(this.#read.list(shape), values.length + 2);
       rows = await this.#q<{ n: number }>(over, [...values, JOB_SORT_WINDOW, 0, p.due]);
     } else if (p.due !== undefined) {

@@ -114,7 +114,8 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
        * Summaries, newest first, filtered by state / tenantId / queue / jobType, paged by limit
        * (1..500) and offset; `truncated` when the response size cap cut the page short (the next
        * page starts at offset + jobs.length); `windowed` when a sort other than id/createdAt, or
-       * `due`, sorted only the newest JOB_SORT_WINDOW matching jobs. The full job is GET /api/jobs/:id.
+       * `due` without state=pending, sorted only the newest JOB_SORT_WINDOW matching jobs. The
+       * full job is GET /api/jobs/:id.
        */
       .get('/', fails(...ENGINE, ...GUARDED, 'FORBIDDEN_TENANT'), zValidator('query', listJobsQuerySchema, validationHook), async (c) => {
         const q = c.req.valid('query');

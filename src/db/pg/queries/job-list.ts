@@ -4,7 +4,8 @@
 // - id and createdAt (defined as the id order: ids grow with creation) walk the primary key;
 // - creation-time bounds become an id range, found by bisecting the primary key (`idFrom`),
 //   and the exact created_at test still applies inside it;
-// - another sort key, or `due`, sorts the newest JOB_SORT_WINDOW matching jobs (by id).
+// - `due` of pending jobs reads the pending jobs (live work) whole through the claim index;
+// - another sort key, or `due` of other states, sorts the newest JOB_SORT_WINDOW matching jobs.
 // One statement per sort key and direction, built from a fixed table of columns, so no text
 // from a request ever reaches the SQL. Sent unnamed (as job-read.ts's listings), so each is
 // planned with its values: a generic plan knows neither the id range nor the filters, and
@@ -103,6 +104,27 @@ export function jobListQueries(schema: string) {
         overs.set(k, q);
       }
       return q;
+    },
+    /**
+     * Pending jobs by `due` ($9), in id order: the pending jobs matching where's read whole through
+     * the claim index (MATERIALIZED: no walk of the primary key looking for them, as job-read.ts's
+     * live parts), then the page. Parameters: where's, $9 due, $10 limit, $11 offset.
+     */
+    pendingDue: Object.fromEntries(
+      (['asc', 'desc'] as const).map((order) => [
+        order,
+        {
+          text: `WITH p AS MATERIALIZED (SELECT j.id, j.run_at FROM ${jobs} j WHERE j.state = 'pending' AND ${where})
+        SELECT ${summaryColumns('j')} FROM ${jobs} j
+        WHERE j.id = ANY (ARRAY(SELECT id FROM p WHERE (p.run_at <= now()) = $9::boolean ORDER BY id ${order} LIMIT $10::int + $11::int))
+        ORDER BY j.id ${order} LIMIT $10::int OFFSET $11::int`,
+        },
+      ]),
+    ) as Record<SortOrder, { text: string }>,
+    /** Pending jobs by `due` ($9) matching where's, counted up to a cap ($10), through the claim index. */
+    countPendingDue: {
+      text: `SELECT count(*)::int AS n FROM (SELECT 1 FROM ${jobs} j
+        WHERE j.state = 'pending' AND ${where} AND (j.run_at <= now()) = $9::boolean LIMIT $10) c`,
     },
     /** Rows matching where's, counted up to a cap ($9): the id range through the primary key. */
     countCapped: {
