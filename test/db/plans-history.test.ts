@@ -1,6 +1,7 @@
 // Reads of live work next to a large history: a table of finished jobs (written directly, not
 // run, with the counters of finished jobs set as the engine's statements would have) and a little live work, some of it as old as the history. Each admin read (counts by
-// queue, listings by state, queue and tenant, dead letters, capped totals), the due-job read of
+// queue, listings by state, queue and tenant, dead letters, capped totals; listings sorted by any
+// key or filtered by creation time or due, and their counts: job-list.ts), the due-job read of
 // the health gauges, the flow snapshot's live work (/metrics, /api/flow) and the claim must read the live rows and the page asked for, through the
 // partial index its filters fit, never scan the history: without statistics, with analyzed
 // statistics, in custom and in generic plans (what a connection's plan cache settles on).
@@ -143,6 +144,7 @@ const SORTED: Record<string, Read> = {
     uses: ['jobs_pkey'],
   },
   'list created in a range, oldest first, deep page': {
+    unnamed: true,
     text: lq.byId.asc.text,
     args: [...inHistory, 50, 1000],
     rows: 50,
