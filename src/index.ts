@@ -28,7 +28,7 @@ export {
   type QueuePauseState,
   type StatsSnapshot,
 } from './core/queue-admin.ts';
-export { JOB_SORT_KEYS, SORT_ORDERS, type JobSortKey, type SortOrder } from './core/job-sort.ts';
+export { JOB_SORT_KEYS, JOB_SORT_WINDOW, SORT_ORDERS, type JobSortKey, type SortOrder } from './core/job-sort.ts';
 export type { EngineEvents } from './core/events.ts';
 export type { CronApi } from './core/cron/api.ts';
 export { PREVIEW_COUNT_MAX, SCHEDULE_LIST_MAX } from './core/cron/api.ts';

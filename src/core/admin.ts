@@ -6,7 +6,7 @@
 import type { Executor } from '../db/executor.ts';
 import { BatonError } from './errors.ts';
 import { JOB_STATES, type Job, type JobState, type JobSummary } from './job.ts';
-import { checkSortAndTimes, type JobSortKey, type SortOrder } from './job-sort.ts';
+import { checkSortAndTimes, isWindowedListing, type JobSortKey, type SortOrder } from './job-sort.ts';
 import { flowAdmin, type FlowAdminApi } from './flow-admin.ts';
 import {
   bulk,
@@ -34,10 +34,15 @@ export interface ListJobsFilter {
   createdBefore?: Date;
   /**
    * true: jobs whose run-at has come; false: jobs whose run-at lies ahead (a pending job that is
-   * scheduled, not yet due). By the database's clock.
+   * scheduled, not yet due). By the database's clock. But for state pending (read whole), applies
+   * within the newest JOB_SORT_WINDOW jobs matching the other filters (JobPage.windowed).
    */
   due?: boolean;
-  /** Sort key; default id (see JOB_SORT_KEYS). Ties are broken by id in the same order. */
+  /**
+   * Sort key; default id (see JOB_SORT_KEYS). Ties are broken by id in the same order. createdAt
+   * is the id order (ids grow with creation). A key other than id or createdAt sorts the newest
+   * JOB_SORT_WINDOW matching jobs (JobPage.windowed).
+   */
   sort?: JobSortKey;
   /** Default desc. */
   order?: SortOrder;
@@ -50,10 +55,19 @@ export interface ListJobsFilter {
 export interface JobPage {
   /** Summaries: bulky fields bounded (see JobSummary). */
   jobs: JobSummary[];
-  /** Total rows matching the filter (capped count; see admin docs). */
+  /**
+   * Total rows matching the filter (capped count; see admin docs). A windowed listing filtered
+   * by `due` counts within its window (at most JOB_SORT_WINDOW).
+   */
   total: number;
   limit: number;
   offset: number;
+  /**
+   * True when the listing sorted only the newest JOB_SORT_WINDOW matching jobs (by id): a sort
+   * other than id or createdAt, or a `due` filter beside any state but pending. Pages past the
+   * window are empty.
+   */
+  windowed: boolean;
 }
 
 export type StateCounts = Record<JobState, number>;
@@ -229,7 +243,7 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void, h
         executor.jobList({ ...where, sort: filter.sort, order: filter.order, limit, offset }),
         executor.jobCountCapped({ ...where, cap: LIST_TOTAL_CAP }),
       ]);
-      return { jobs, total, limit, offset };
+      return { jobs, total, limit, offset, windowed: isWindowedListing(filter) };
     },
 
     async replay(id: string): Promise<Job> {

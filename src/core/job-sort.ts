@@ -1,6 +1,12 @@
 // The orders a job listing can be sorted in, and the checks of a listing's sort and time
 // filters. The database layer maps each key to one column from a fixed table
 // (db/pg/queries/job-list.ts); ties are broken by id.
+//
+// A listing reads at most what it returns. Ids grow with creation, so `createdAt` is the id
+// order and both are served by the primary key. No index covers the other keys, so a listing
+// sorted by one of them, or filtered by `due` (but for pending jobs), sorts the newest
+// JOB_SORT_WINDOW matching jobs (by id) and says so (JobPage.windowed): never every matching
+// row of a large history.
 
 import { BatonError } from './errors.ts';
 
@@ -19,6 +25,24 @@ export const JOB_SORT_KEYS = [
 export type JobSortKey = (typeof JOB_SORT_KEYS)[number];
 export const SORT_ORDERS = ['asc', 'desc'] as const;
 export type SortOrder = (typeof SORT_ORDERS)[number];
+
+/** The sort keys the primary key serves: createdAt is defined as the id order (ids grow with creation). */
+export const INDEXED_SORT_KEYS = ['id', 'createdAt'] as const satisfies readonly JobSortKey[];
+
+/**
+ * How many of the newest matching jobs (by id) a windowed listing sorts: one sorted by a key
+ * other than id or createdAt, or filtered by `due`. Pages past it are empty.
+ */
+export const JOB_SORT_WINDOW = 500;
+
+/**
+ * Whether a listing is served from the window (see JOB_SORT_WINDOW): a sort key other than id or
+ * createdAt, or `due` beside any state but pending (the pending jobs, live work, are read whole
+ * through their partial index, so the console's due and scheduled views are never windowed).
+ */
+export function isWindowedListing(f: { sort?: JobSortKey | undefined; due?: boolean | undefined; state?: string | undefined }): boolean {
+  return !(INDEXED_SORT_KEYS as readonly string[]).includes(f.sort ?? 'id') || (f.due !== undefined && f.state !== 'pending');
+}
 
 /** INVALID_ARGUMENT naming the field, for a sort key, order or creation-time bound the listing cannot use. */
 export function checkSortAndTimes(f: { sort?: unknown; order?: unknown; createdAfter?: unknown; createdBefore?: unknown }): void {

@@ -16,6 +16,7 @@ import {
   CONCURRENCY_KEY_MAX_CHARS,
   CONCURRENCY_LIMIT_MAX,
   JOB_SORT_KEYS,
+  JOB_SORT_WINDOW,
   JOB_STATES,
   LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,
@@ -167,10 +168,14 @@ export const listJobsQuerySchema = z
       .transform((v) => v === 'true')
       .optional()
       .meta({
-        description:
-          "true: jobs whose runAt has come; false: jobs whose runAt lies ahead (with state=pending: the scheduled ones). By the database's clock",
+        description: `true: jobs whose runAt has come; false: jobs whose runAt lies ahead (with state=pending: the scheduled ones). By the database's clock; but for state=pending, among the newest ${JOB_SORT_WINDOW} jobs matching the other filters (the page says windowed)`,
       }),
-    sort: z.enum(JOB_SORT_KEYS).optional().meta({ description: 'sort key; default id. Ties are broken by id' }),
+    sort: z
+      .enum(JOB_SORT_KEYS)
+      .optional()
+      .meta({
+        description: `sort key; default id. Ties are broken by id. createdAt is the id order (ids grow with creation); any other key sorts the newest ${JOB_SORT_WINDOW} matching jobs (the page says windowed)`,
+      }),
     order: z.enum(SORT_ORDERS).optional().meta({ description: 'default desc' }),
     limit: intParam(1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT).optional(),
     offset: intParam(0, LIST_OFFSET_MAX).optional(),

@@ -9,6 +9,7 @@ import {
   BULK_ACTIONS,
   ENQUEUE_WARNING_CODES,
   ERROR_CODES,
+  JOB_SORT_WINDOW,
   JOB_STATES,
   MISFIRE_POLICIES,
   type JobState,
@@ -258,7 +259,16 @@ export const wireBulkItemSchema = z.discriminatedUnion('ok', [
 
 /** The bodies of the routes' successful answers, by route. */
 export const responseSchemas = {
-  jobPage: z.strictObject({ jobs: z.array(wireJobSummarySchema), total: count, limit: count, offset: count, truncated }),
+  jobPage: z.strictObject({
+    jobs: z.array(wireJobSummarySchema),
+    total: count,
+    limit: count,
+    offset: count,
+    truncated,
+    windowed: z.boolean().meta({
+      description: `the listing sorted only the newest ${JOB_SORT_WINDOW} matching jobs (by id): a sort other than id or createdAt, or a due filter without state=pending; pages past them are empty`,
+    }),
+  }),
   batch: z.strictObject({ results: z.array(wireEnqueueResultSchema) }),
   dlqReplay: z.strictObject({ replayed: count, jobs: z.array(wireJobSummarySchema), truncated }),
   queues: z.strictObject({ queues: z.array(wireQueueSchema) }),

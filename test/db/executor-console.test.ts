@@ -61,10 +61,11 @@ describe('console', () => {
 
   it('jobList sorted by every key both ways, and filtered by creation time; the count follows the filter', async () => {
     const queue = fresh();
+    // Created in id order, as jobs are: createdAt is the id order.
     const ids = [
       await insertJob(db.pool, { queue, jobType: 'b', createdAt: '2030-01-01T00:00:00Z', priority: 3 }),
-      await insertJob(db.pool, { queue, jobType: 'c', createdAt: '2030-01-03T00:00:00Z', priority: 1 }),
       await insertJob(db.pool, { queue, jobType: 'a', createdAt: '2030-01-02T00:00:00Z', priority: 2 }),
+      await insertJob(db.pool, { queue, jobType: 'c', createdAt: '2030-01-03T00:00:00Z', priority: 1 }),
     ];
     const list = async (p: Parameters<typeof ex.jobList>[0]) => (await ex.jobList(p)).map((j) => j.id);
     for (const sort of JOB_SORT_KEYS) {
@@ -73,17 +74,23 @@ describe('console', () => {
       expect(asc.length, sort).toBe(3);
       if (['id', 'createdAt', 'jobType', 'priority'].includes(sort)) expect(desc, sort).toEqual([...asc].reverse());
     }
-    expect(await list({ queue, sort: 'createdAt', order: 'asc', limit: 10, offset: 0 })).toEqual([ids[0], ids[2], ids[1]]);
-    expect(await list({ queue, sort: 'jobType', order: 'asc', limit: 10, offset: 0 })).toEqual([ids[2], ids[0], ids[1]]);
-    expect(await list({ queue, sort: 'priority', order: 'desc', limit: 2, offset: 1 })).toEqual([ids[2], ids[1]]);
+    expect(await list({ queue, sort: 'createdAt', order: 'asc', limit: 10, offset: 0 })).toEqual(ids);
+    expect(await list({ queue, sort: 'id', order: 'asc', limit: 2, offset: 1 })).toEqual([ids[1], ids[2]]);
+    expect(await list({ queue, sort: 'jobType', order: 'asc', limit: 10, offset: 0 })).toEqual([ids[1], ids[0], ids[2]]);
+    expect(await list({ queue, sort: 'priority', order: 'desc', limit: 2, offset: 1 })).toEqual([ids[1], ids[2]]);
     const window = { queue, createdAfter: new Date('2030-01-02T00:00:00Z'), createdBefore: new Date('2030-01-03T00:00:00Z') };
-    expect(await list({ ...window, limit: 10, offset: 0 })).toEqual([ids[2]]);
+    expect(await list({ ...window, limit: 10, offset: 0 })).toEqual([ids[1]]);
+    expect(await list({ ...window, sort: 'jobType', order: 'asc', limit: 10, offset: 0 })).toEqual([ids[1]]);
     expect(await ex.jobCountCapped({ ...window, cap: 100 })).toBe(1);
     expect(await ex.jobCountCapped({ queue, createdAfter: new Date('2030-01-02T00:00:00Z'), cap: 100 })).toBe(2);
+    expect(await ex.jobCountCapped({ queue, createdAfter: new Date('2031-01-01T00:00:00Z'), cap: 100 })).toBe(0);
     expect(await list({ queue, createdBefore: new Date('2030-01-02T00:00:00Z'), limit: 10, offset: 0 })).toEqual([ids[0]]);
+    expect(await list({ queue, createdBefore: new Date('2000-01-01T00:00:00Z'), limit: 10, offset: 0 })).toEqual([]);
     const page = await baton.admin.listJobs({ queue, sort: 'createdAt', order: 'desc', createdAfter: new Date('2029-12-31T00:00:00Z') });
-    expect(page.jobs.map((j) => j.id)).toEqual([ids[1], ids[2], ids[0]]);
+    expect(page.jobs.map((j) => j.id)).toEqual([ids[2], ids[1], ids[0]]);
     expect(page.total).toBe(3);
+    expect(page.windowed).toBe(false);
+    expect((await baton.admin.listJobs({ queue, sort: 'jobType' })).windowed).toBe(true);
     await expectBatonError(baton.admin.listJobs({ sort: 'payload' as never }), 'INVALID_ARGUMENT');
 
     // due: whether the run-at has come, by the database's clock; it combines with the others.

@@ -249,6 +249,9 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
     // The sort is in the URL, with the filter: the view can be linked to as it is.
     expect(new URL(page.url()).hash).toBe('#/jobs?queue=sort-q&sort=jobType&order=asc');
     await waitFor(async () => JSON.stringify(await types()) === JSON.stringify(['sort-a', 'sort-b', 'sort-c']), { message: 'A to Z' });
+    // No index serves this sort: the page says it sorted the newest matching jobs only.
+    await visible('#jobs-total[data-windowed="true"]');
+    expect(await page.textContent('#jobs-total')).toContain('sorted among the newest 500');
     await page.click('#jobs th[data-sort="jobType"]');
     await visible('#jobs th[data-sort="jobType"][aria-sort="descending"]');
     await waitFor(async () => JSON.stringify(await types()) === JSON.stringify(['sort-c', 'sort-b', 'sort-a']), { message: 'Z to A' });

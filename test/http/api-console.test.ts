@@ -3,7 +3,10 @@
 // run now (404, 409), bulk replay/cancel with per-id outcomes, listing sort and time filters,
 // the stats snapshot with its scheduled counts, and the chart history the server keeps.
 
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONSOLE_HTML_PATH_DEFAULT } from '../../src/http/app.ts';
+import { JOB_SORT_WINDOW } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -121,19 +124,22 @@ describe('bulk', () => {
 
 describe('listing sort and time filters', () => {
   it('sorts by a column both ways and filters by creation time; bad values are 400s naming the parameter', async () => {
+    // Created in id order, as jobs are: createdAt is the id order.
     const ids = [
       await insertJob(db.pool, { queue: 'sorted', jobType: 'b', createdAt: '2031-01-01T00:00:00Z' }),
-      await insertJob(db.pool, { queue: 'sorted', jobType: 'a', createdAt: '2031-01-03T00:00:00Z' }),
       await insertJob(db.pool, { queue: 'sorted', jobType: 'c', createdAt: '2031-01-02T00:00:00Z' }),
+      await insertJob(db.pool, { queue: 'sorted', jobType: 'a', createdAt: '2031-01-03T00:00:00Z' }),
     ];
     const list = async (query: Record<string, string>) =>
       (await okJson(api.client.api.jobs.$get({ query: { queue: 'sorted', ...query } }))).jobs.map((j) => j.id);
-    expect(await list({ sort: 'jobType', order: 'asc' })).toEqual([ids[1], ids[0], ids[2]]);
-    expect(await list({ sort: 'createdAt', order: 'desc' })).toEqual([ids[1], ids[2], ids[0]]);
+    expect(await list({ sort: 'jobType', order: 'asc' })).toEqual([ids[2], ids[0], ids[1]]);
+    expect(await list({ sort: 'createdAt', order: 'desc' })).toEqual([ids[2], ids[1], ids[0]]);
+    expect(await list({ sort: 'createdAt', order: 'asc' })).toEqual(ids);
     expect(await list({ createdAfter: '2031-01-02T00:00:00Z' })).toEqual([ids[2], ids[1]]);
-    expect(await list({ createdAfter: '2031-01-01T12:00:00+11:00', createdBefore: '2031-01-03T00:00:00Z' })).toEqual([ids[2]]);
+    expect(await list({ createdAfter: '2031-01-01T12:00:00+11:00', createdBefore: '2031-01-03T00:00:00Z' })).toEqual([ids[1]]);
     const page = await okJson(api.client.api.jobs.$get({ query: { queue: 'sorted', createdBefore: '2031-01-02T00:00:00Z' } }));
     expect(page.total).toBe(1);
+    expect(page.windowed).toBe(false);
     for (const [qs, field] of [
       ['sort=payload', 'sort'],
       ['order=up', 'order'],
@@ -144,6 +150,58 @@ describe('listing sort and time filters', () => {
       expect(res.status, qs).toBe(400);
       expect(((await res.json()) as { error: { details: { issues: Array<{ path: string }> } } }).error.details.issues[0]?.path).toBe(field);
     }
+  });
+});
+
+describe('sorted listings read a bounded window', () => {
+  it('a sort no index serves, or due beside any state but pending, sorts the newest JOB_SORT_WINDOW matching jobs and says so; id and createdAt page through all', async () => {
+    // The oldest five have the highest priority and are due long ago: outside the window, never listed by it.
+    await db.query(
+      `INSERT INTO baton.jobs (queue, tenant_id, job_type, state, finished_at, priority, run_at)
+       SELECT 'windowed', 'default', 'w', 'succeeded', now(), CASE WHEN g <= 5 THEN 9 ELSE 0 END,
+         now() - interval '1 day' + g * interval '1 second'
+       FROM generate_series(1, $1::int) g ORDER BY g`,
+      [JOB_SORT_WINDOW + 5],
+    );
+    const ids = (await db.query(`SELECT j.id::text FROM baton.jobs j WHERE j.queue = 'windowed' ORDER BY j.id`)).rows.map(
+      (r) => r.id as string,
+    );
+    const oldest = ids.slice(0, 5);
+    const page = (query: Record<string, string>) => okJson(api.client.api.jobs.$get({ query: { queue: 'windowed', ...query } }));
+
+    const byPriority = await page({ sort: 'priority', order: 'desc', limit: '10' });
+    expect(byPriority.windowed).toBe(true);
+    expect(byPriority.total).toBe(JOB_SORT_WINDOW + 5);
+    expect(byPriority.jobs.map((j) => j.id)).not.toEqual(expect.arrayContaining([oldest[0]]));
+    // Ties are broken by id in the same order: the newest of the window's equal priorities.
+    expect(byPriority.jobs.map((j) => j.id)).toEqual(ids.slice(-10).reverse());
+    const past = await page({ sort: 'priority', order: 'desc', limit: '10', offset: String(JOB_SORT_WINDOW) });
+    expect(past.jobs).toEqual([]);
+    const byRunAt = await page({ sort: 'runAt', order: 'asc', limit: '1' });
+    expect(byRunAt.jobs.map((j) => j.id)).toEqual([ids[5]]);
+    const due = await page({ due: 'true', limit: '1' });
+    expect(due.windowed).toBe(true);
+    expect(due.total).toBe(JOB_SORT_WINDOW);
+    // Pending jobs by due are live work, read whole: never windowed.
+    const scheduled = await page({ state: 'pending', due: 'false' });
+    expect(scheduled.windowed).toBe(false);
+
+    for (const sort of ['id', 'createdAt'] as const) {
+      const oldestFirst = await page({ sort, order: 'asc', limit: '5' });
+      expect(oldestFirst.windowed, sort).toBe(false);
+      expect(
+        oldestFirst.jobs.map((j) => j.id),
+        sort,
+      ).toEqual(oldest);
+      const deep = await page({ sort, order: 'desc', limit: '5', offset: String(JOB_SORT_WINDOW) });
+      expect(
+        deep.jobs.map((j) => j.id),
+        sort,
+      ).toEqual([...oldest].reverse());
+      expect(deep.windowed, sort).toBe(false);
+    }
+    // The console pages a windowed listing up to the same bound.
+    expect(readFileSync(CONSOLE_HTML_PATH_DEFAULT, 'utf8')).toContain(`const SORT_WINDOW = ${JOB_SORT_WINDOW};`);
   });
 });
 

@@ -29,7 +29,8 @@ import { jobQueries, type JobQueries } from './queries/job.ts';
 import { jobReadQueries, shapeValues, type JobReadQueries } from './queries/job-read.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
 import { healthQueries, type HealthQueries } from './queries/health.ts';
-import { jobListQueries, type JobListQueries } from './queries/job-list.ts';
+import { ID_RANGE_OPEN, jobListQueries, type JobListQueries } from './queries/job-list.ts';
+import { isWindowedListing, JOB_SORT_WINDOW } from '../../core/job-sort.ts';
 import { queueQueries, type QueueQueries } from './queries/queue.ts';
 import { statsQueries, type StatsQueries } from './queries/stats.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
@@ -324,29 +325,63 @@ export class PgExecutor implements Executor {
   }
 
   async jobList(p: JobListParams) {
-    // The default listing (newest first, no time filter) is read part by part through the
-    // partial indexes (job-read.ts), costing what the page costs; another sort or a time filter
-    // reads every matching row and sorts them (job-list.ts), an operator's occasional query.
-    const rows = isDefaultListing(p)
-      ? await this.#q<JobSummaryRow>(this.#read.list({ ...shapeValues(p).shape, state: p.state }), [
-          ...shapeValues(p).values,
-          p.limit,
-          p.offset,
-        ])
-      : await this.#q<JobSummaryRow>(this.#jobList.list[`${p.sort ?? 'id'}:${p.order ?? 'desc'}`], [
-          ...filterValues(p),
-          ...timeValues(p),
-          p.limit,
-          p.offset,
-        ]);
+    // Newest first with no time filter: the partial indexes part by part (job-read.ts), costing
+    // what the page costs. In id order otherwise (createdAt is the id order): the primary key
+    // within the creation bounds' id range, or the pending jobs by `due` through the claim index.
+    // Another sort, or `due` of other states: the newest JOB_SORT_WINDOW matching jobs, sorted
+    // (job-list.ts).
+    const key = p.sort ?? 'id';
+    const order = p.order ?? 'desc';
+    const shape = { ...shapeValues(p).shape, state: p.state };
+    const values = shapeValues(p).values;
+    let rows: JobSummaryRow[];
+    if (!isWindowedListing(p) && p.due !== undefined) {
+      rows = await this.#q<JobSummaryRow>(this.#jobList.pendingDue[order], [...(await this.#rangeValues(p)), p.due, p.limit, p.offset]);
+    } else if (!isWindowedListing(p) && order === 'desc' && !hasCreationBounds(p)) {
+      rows = await this.#q<JobSummaryRow>(this.#read.list(shape), [...values, p.limit, p.offset]);
+    } else if (!isWindowedListing(p)) {
+      rows = await this.#q<JobSummaryRow>(this.#jobList.byId[order], [...(await this.#rangeValues(p)), p.limit, p.offset]);
+    } else if (!hasCreationBounds(p)) {
+      const over = this.#jobList.windowOver(this.#read.list(shape), values.length + 2, key, order);
+      rows = await this.#q<JobSummaryRow>(over, [...values, JOB_SORT_WINDOW, 0, p.due ?? null, p.limit, p.offset]);
+    } else {
+      rows = await this.#q<JobSummaryRow>(this.#jobList.window[`${key}:${order}`], [
+        ...(await this.#rangeValues(p)),
+        p.due ?? null,
+        p.limit,
+        p.offset,
+      ]);
+    }
     return rows.map(rowToSummary);
   }
 
   async jobCountCapped(p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }) {
-    const rows = !hasTimeFilter(p)
-      ? await this.#q<{ n: number }>(this.#read.countCapped({ ...shapeValues(p).shape, state: p.state }), [...shapeValues(p).values, p.cap])
-      : await this.#q<{ n: number }>(this.#jobList.countCapped, [...filterValues(p), ...timeValues(p), p.cap]);
-    return rows[0]?.n ?? 0;
+    // `due` counts within the window its listing sorts (the pending jobs whole); creation bounds
+    // count their id range.
+    const shape = { ...shapeValues(p).shape, state: p.state };
+    const values = shapeValues(p).values;
+    let rows: Array<{ n: number }>;
+    if (p.due !== undefined && !isWindowedListing(p)) {
+      rows = await this.#q<{ n: number }>(this.#jobList.countPendingDue, [...(await this.#rangeValues(p)), p.due, p.cap]);
+    } else if (p.due !== undefined && !hasCreationBounds(p)) {
+      const over = this.#jobList.countOver(this.#read.list(shape), values.length + 2);
+      rows = await this.#q<{ n: number }>(over, [...values, JOB_SORT_WINDOW, 0, p.due]);
+    } else if (p.due !== undefined) {
+      rows = await this.#q<{ n: number }>(this.#jobList.countWindow, [...(await this.#rangeValues(p)), p.due]);
+    } else if (hasCreationBounds(p)) {
+      rows = await this.#q<{ n: number }>(this.#jobList.countCapped, [...(await this.#rangeValues(p)), p.cap]);
+    } else {
+      rows = await this.#q<{ n: number }>(this.#read.countCapped(shape), [...values, p.cap]);
+    }
+    return Math.min(rows[0]?.n ?? 0, p.cap);
+  }
+
+  /** The filters of job-list.ts's `where`: state, tenant, queue, type, creation bounds and their id range. */
+  async #rangeValues(p: Omit<JobListParams, 'offset' | 'limit'>): Promise<unknown[]> {
+    const idFrom = async (at: Date | undefined, open: string) =>
+      at === undefined ? open : ((await this.#q<{ id: string }>(this.#jobList.idFrom, [at]))[0]?.id ?? open);
+    const [from, before] = await Promise.all([idFrom(p.createdAfter, ID_RANGE_OPEN.from), idFrom(p.createdBefore, ID_RANGE_OPEN.before)]);
+    return [...filterValues(p), p.createdAfter ?? null, p.createdBefore ?? null, from, before];
   }
 
   async jobRunNow(p: { id: string }) {
@@ -541,16 +576,8 @@ function leaseArrays(leases: readonly Lease[]): { ids: string[]; values: [string
   return { ids, values: plain ? [idList, tokenList] : [ids, tokens] };
 }
 
-function isDefaultListing(p: JobListParams): boolean {
-  return (p.sort ?? 'id') === 'id' && (p.order ?? 'desc') === 'desc' && !hasTimeFilter(p);
-}
-
-function hasTimeFilter(p: Pick<JobListParams, 'createdAfter' | 'createdBefore' | 'due'>): boolean {
-  return p.createdAfter !== undefined || p.createdBefore !== undefined || p.due !== undefined;
-}
-
-function timeValues(p: Pick<JobListParams, 'createdAfter' | 'createdBefore' | 'due'>): unknown[] {
-  return [p.createdAfter ?? null, p.createdBefore ?? null, p.due ?? null];
+function hasCreationBounds(p: Pick<JobListParams, 'createdAfter' | 'createdBefore'>): boolean {
+  return p.createdAfter !== undefined || p.createdBefore !== undefined;
 }
 
 function filterValues(p: Pick<JobListParams, 'state' | 'tenantId' | 'queue' | 'jobType'>): unknown[] {

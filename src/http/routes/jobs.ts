@@ -113,13 +113,15 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
       /**
        * Summaries, newest first, filtered by state / tenantId / queue / jobType, paged by limit
        * (1..500) and offset; `truncated` when the response size cap cut the page short (the next
-       * page starts at offset + jobs.length). The full job is GET /api/jobs/:id.
+       * page starts at offset + jobs.length); `windowed` when a sort other than id/createdAt, or
+       * `due` without state=pending, sorted only the newest JOB_SORT_WINDOW matching jobs. The
+       * full job is GET /api/jobs/:id.
        */
       .get('/', fails(...ENGINE, ...GUARDED, 'FORBIDDEN_TENANT'), zValidator('query', listJobsQuerySchema, validationHook), async (c) => {
         const q = c.req.valid('query');
         const page = await baton.admin.listJobs({ ...q, tenantId: scopeOf(c).tenant(q.tenantId) });
         const { jobs, truncated } = wireSummaries(page.jobs);
-        return c.json({ jobs, total: page.total, limit: page.limit, offset: page.offset, truncated }, 200);
+        return c.json({ jobs, total: page.total, limit: page.limit, offset: page.offset, truncated, windowed: page.windowed }, 200);
       })
       .get('/:id', fails('JOB_NOT_FOUND', ...ENGINE, ...GUARDED), zValidator('param', jobIdParamSchema, validationHook), async (c) => {
         const id = jobId(c.req.valid('param').id);
