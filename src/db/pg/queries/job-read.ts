@@ -196,9 +196,14 @@ export function jobReadQueries(schema: string) {
           const window = listWindow ?? (byWalk(shape) ? (rare ? `state = '${shape.state}'` : FINISHED) : null);
           const parts = partsOf(shape.state, byIndex(shape))
             .map((p) =>
-              p.live || window === null
+              p.live
                 ? `(SELECT 1 FROM ${jobs} WHERE ${p.where}${conds} LIMIT ${cap})`
-                : `(SELECT 1 FROM (SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE ${window} ORDER BY id DESC LIMIT ${LIST_WINDOW_ROWS}) w
+                : window === null
+                  ? // Through the queue or tenant index: IS NOT NULL, its predicate itself, so the
+                    // scan needs no other column of the row and reads the index alone (an
+                    // index-only scan), where the range would fetch every counted row.
+                    `(SELECT 1 FROM ${jobs} WHERE ${byIndex(shape) ? p.where.replace(FINISHED, 'finished_at IS NOT NULL') : p.where}${conds} LIMIT ${cap})`
+                  : `(SELECT 1 FROM (SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE ${window} ORDER BY id DESC LIMIT ${LIST_WINDOW_ROWS}) w
             WHERE ${p.where}${conds})`,
             )
             .join('\n          UNION ALL ');
