@@ -4,11 +4,11 @@
 // queue and state are job-read.ts's (partial indexes and the finished counters), so they cost
 // what the live work costs, however much history the table holds.
 // The window is read from the newest STATS_SCAN_ROWS ids of the primary key (no index of finish
-// times: it cost every completion an entry, migration 0021): the outcomes among them that fell
+// times: it cost every completion an entry, migration 0022): the outcomes among them that fell
 // in the window, and the start latencies of the newest STATS_LATENCY_SAMPLE of them that
 // succeeded. A job created before those rows that finished in the window is not counted (a
 // backlog older than STATS_SCAN_ROWS jobs, draining): the window's counts are a lower bound,
-// at a bounded cost per poll (docs/operations.md).
+// at a bounded cost per poll (docs/http-api.md, Stats).
 
 import { jobReadQueries } from './job-read.ts';
 
