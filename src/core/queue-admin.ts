@@ -23,7 +23,10 @@ export interface StatsSnapshot {
    * ahead (counted in `counts.pending` too).
    */
   queues: Array<{ queue: string; paused: boolean; pausedAt: Date | null; counts: Record<JobState, number>; scheduled: number }>;
-  /** Jobs that finished within the window, by outcome (each capped at 100,000). */
+  /**
+   * Jobs that finished within the window, by outcome: those among the newest 20,000 jobs by id
+   * (STATS_SCAN_ROWS), so a lower bound when older jobs finish in it too.
+   */
   window: {
     seconds: number;
     succeeded: number;

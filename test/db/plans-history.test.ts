@@ -2,7 +2,7 @@
 // run, with the counters of finished jobs set as the engine's statements would have) and a little live work, some of it as old as the history. Each admin read (counts by
 // queue, listings by state, queue and tenant, dead letters, capped totals; listings sorted by any
 // key or filtered by creation time or due, and their counts: job-list.ts), the due-job read of
-// the health gauges, the flow snapshot's live work (/metrics, /api/flow) and the claim must read the live rows and the page asked for, through the
+// the health gauges, the flow snapshot's live work (/metrics, /api/flow), the stats snapshot (/api/stats) and the claim must read the live rows and the page asked for, through the
 // partial index its filters fit, never scan the history: without statistics, with analyzed
 // statistics, in custom and in generic plans (what a connection's plan cache settles on).
 // Read from EXPLAIN ANALYZE: the scans of jobs and the rows they visited.
@@ -11,9 +11,10 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { flowQueries } from '../../src/db/pg/queries/flow.ts';
 import { healthQueries } from '../../src/db/pg/queries/health.ts';
-import { jobReadQueries, type ListShape } from '../../src/db/pg/queries/job-read.ts';
+import { jobReadQueries, LIST_WINDOW_ROWS, type ListShape } from '../../src/db/pg/queries/job-read.ts';
 import { ID_RANGE_OPEN, jobListQueries } from '../../src/db/pg/queries/job-list.ts';
 import { JOB_SORT_WINDOW, type JobSortKey, type SortOrder } from '../../src/core/job-sort.ts';
+import { STATS_SCAN_ROWS, statsQueries } from '../../src/db/pg/queries/stats.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { indexesUsed, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
@@ -25,6 +26,7 @@ const rq = jobReadQueries(schema);
 const hq = healthQueries(schema);
 const fq = flowQueries(schema);
 const lq = jobListQueries(schema);
+const sq = statsQueries(schema);
 /** Finished jobs in the history. Every read below must visit far fewer rows than this. */
 const HISTORY = 100_000;
 /** What any read may visit: the live rows, a page, a capped count's cap, and some slack. */
@@ -241,6 +243,29 @@ const READS: Record<string, Read> = {
   'list succeeded of the default tenant': list({ state: 'succeeded', tenantId: true }, ['default'], 50, ['jobs_pkey']),
   'list by queue (rare)': list({ queue: true }, ['rare'], 10, ['jobs_finished_queue_id_idx']),
   'list pending of a tenant': list({ state: 'pending', tenantId: true }, ['big'], 25, ['jobs_claim_idx']),
+  // Filters the index range does not cover, matching nothing in the history: the window bounds the search.
+  'list by job type (none)': list({ jobType: true }, ['nope'], 0, ['jobs_claim_idx']),
+  'list succeeded of a queue by job type (none)': list({ state: 'succeeded', queue: true, jobType: true }, ['hot', 'nope'], 0, []),
+  'list cancelled by job type (none)': {
+    ...list({ state: 'cancelled', jobType: true }, ['nope'], 0, ['jobs_settled_rare_idx']),
+    // The window's rows, each seen by a few nodes of the plan.
+    budget: BUDGET + 4 * LIST_WINDOW_ROWS,
+  },
+  'count by job type (none)': count({ jobType: true }, ['nope'], []),
+  'count of the default tenant by job type (none)': count({ tenantId: true, jobType: true }, ['default', 'nope'], []),
+  'count succeeded of a queue': count({ state: 'succeeded', queue: true }, ['hot'], []),
+  // The console's poll (/api/stats): the window from the newest ids of the primary key (no index
+  // of finish times, migration 0022), the counts by queue from the partial indexes and counters.
+  'stats snapshot': {
+    text: sq.snapshot.text,
+    args: [60],
+    rows: 1,
+    uses: ['jobs_pkey'],
+    // The newest STATS_SCAN_ROWS ids, every one of them finished within the window here (the
+    // history was written just now), read once, then counted and sampled from the CTE: bounded,
+    // whatever the history holds.
+    budget: 5 * STATS_SCAN_ROWS,
+  },
   'count, no filter': count({}, [], []),
   'count pending': count({ state: 'pending' }, [], ['jobs_claim_idx']),
   'count dead-lettered': count({ state: 'dead_lettered' }, [], []),
@@ -272,8 +297,9 @@ async function check(name: string, mode: string): Promise<void> {
 const MODES = ['force_custom_plan', 'force_generic_plan'];
 
 // Without statistics (autovacuum off and no ANALYZE yet) every read holds but a page of
-// succeeded jobs: the planner guesses a state's share of the table, and for the bulk state it may
-// walk the primary key or read every succeeded row through another index.
+// succeeded jobs (or a window of them, for a count): the planner guesses a state's share of the
+// table, and for the bulk state it may walk the primary key or read every succeeded row through
+// another index.
 // A creation range's listing or count deeper than the planner's guess of a range's rows (0.5% of
 // the table, without statistics) is read whole through a bitmap of the range and sorted: bounded
 // by the range, not by the page, until the first ANALYZE.
@@ -284,7 +310,7 @@ const RANGE_DEEPER_THAN_GUESS = [
   'count created in a range, due',
 ];
 const WITHOUT_STATISTICS = Object.keys(READS).filter(
-  (name) => !name.startsWith('list succeeded') && !RANGE_DEEPER_THAN_GUESS.includes(name),
+  (name) => !name.startsWith('list succeeded') && !name.startsWith('count succeeded') && !RANGE_DEEPER_THAN_GUESS.includes(name),
 );
 const inMode = (names: string[], mode: string) => names.filter((name) => mode !== 'force_generic_plan' || !READS[name]!.unnamed);
 

@@ -41,6 +41,8 @@ export interface ListShape {
  */
 const LEASED = `lease_expires_at > '-infinity' AND state IN ('leased', 'running')`;
 const FINISHED = `finished_at > '-infinity'`;
+/** The columns a windowed read filters on (see finishedWindow). */
+const WINDOW_COLUMNS = 'id, state, tenant_id, queue, job_type, finished_at';
 
 interface Part {
   where: string;
@@ -72,14 +74,41 @@ function partsOf(state: JobState | undefined, viaIndex: boolean, walk = false): 
 }
 
 /** The filter conditions of a shape and their parameters' order (tenant, queue, job type). */
-function filters(shape: ListShape): { conds: string; next: number } {
+function filters(shape: ListShape): { conds: string; next: number; window: string | null } {
   const conds: string[] = [];
   let n = 1;
-  if (shape.tenantId) conds.push(`tenant_id = $${n++}`);
+  const tenant = shape.tenantId ? `$${n++}` : '';
+  if (shape.tenantId) conds.push(`tenant_id = ${tenant}`);
   if (shape.tenantId && shape.otherTenant) conds.push(`tenant_id <> '${DEFAULT_TENANT}'`);
-  if (shape.queue) conds.push(`queue = $${n++}`);
+  const queue = shape.queue ? `$${n++}` : '';
+  if (shape.queue) conds.push(`queue = ${queue}`);
   if (shape.jobType) conds.push(`job_type = $${n++}`);
-  return { conds: conds.map((c) => ` AND ${c}`).join(''), next: n };
+  return { conds: conds.map((c) => ` AND ${c}`).join(''), next: n, window: finishedWindow(shape, tenant, queue) };
+}
+
+/**
+ * The finished jobs a read examines at most (or limit + offset, when more) for the filters its
+ * index range does not cover: a job type, a state beside a queue or tenant, a succeeded state
+ * alone. Older matches are not found by that read: the history is read a window at a time.
+ */
+export const LIST_WINDOW_ROWS = 500;
+
+/**
+ * The index range of the finished part (newest first) when filters its index does not cover
+ * remain, so that the read examines LIST_WINDOW_ROWS of it at most; null when the range is
+ * exactly the filters (read as is: it stops at the page) or the part is walked (the default
+ * tenant's: exact, chunk by chunk).
+ */
+function finishedWindow(shape: ListShape, tenant: string, queue: string): string | null {
+  const state = shape.state;
+  if (state !== undefined && !['succeeded', 'dead_lettered', 'cancelled'].includes(state)) return null;
+  if (shape.queue) return shape.tenantId || state !== undefined || shape.jobType ? `${FINISHED} AND queue = ${queue}` : null;
+  if (shape.tenantId && shape.otherTenant) {
+    return state !== undefined || shape.jobType ? `${FINISHED} AND tenant_id = ${tenant} AND tenant_id <> '${DEFAULT_TENANT}'` : null;
+  }
+  if (shape.tenantId) return null;
+  if (state === 'dead_lettered' || state === 'cancelled') return shape.jobType ? `state = '${state}'` : null;
+  return state !== undefined || shape.jobType ? FINISHED : null;
 }
 
 /** Whether a finished part is read through its tenant or queue index (see partIds). */
@@ -109,12 +138,16 @@ export function jobReadQueries(schema: string) {
    * and sorted. A finished part is read newest first: through its index by tenant or by queue
    * backwards when the filter names one, else the primary key backwards or the rare states' index.
    */
-  const partIds = (p: Part, conds: string, limit: string) =>
+  const partIds = (p: Part, conds: string, limit: string, window: string | null) =>
     p.live
       ? `(WITH p AS MATERIALIZED (SELECT id FROM ${jobs} WHERE ${p.where}${conds}) SELECT id FROM p ORDER BY id DESC LIMIT ${limit})`
       : p.walk
         ? walkIds(`${p.where}${conds}`, limit)
-        : `(SELECT id FROM ${jobs} WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`;
+        : window === null
+          ? `(SELECT id FROM ${jobs} WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`
+          : // The subquery's LIMIT bounds what is read, whatever the filters outside it match.
+            `(SELECT id FROM (SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE ${window}
+            ORDER BY id DESC LIMIT greatest(${LIST_WINDOW_ROWS}, ${limit})) w WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`;
   /**
    * The newest ids matching `where`, at most `limit`, read WALK_CHUNK ids of the primary key at a
    * time from the newest until enough are found: each chunk is a narrow range of the primary key,
@@ -136,10 +169,10 @@ export function jobReadQueries(schema: string) {
       return memo(
         `job_list_${shapeKey(shape)}`,
         () => {
-          const { conds, next } = filters(shape);
+          const { conds, next, window } = filters(shape);
           const [limit, offset] = [`$${next}::int`, `$${next + 1}::int`];
           const ids = partsOf(shape.state, byIndex(shape), byWalk(shape))
-            .map((p) => partIds(p, conds, `${limit} + ${offset}`))
+            .map((p) => partIds(p, conds, `${limit} + ${offset}`, window))
             .join('\n          UNION ALL ');
           // The ids reach the rows as an array, through the primary key: a join could let a plan
           // that guessed many ids merge them with a walk of the whole primary key.
@@ -156,10 +189,23 @@ export function jobReadQueries(schema: string) {
       return memo(
         `job_count_${shapeKey(shape)}`,
         () => {
-          const { conds, next } = filters(shape);
+          const { conds, next, window: listWindow } = filters(shape);
           const cap = `$${next}::int`;
+          // The default tenant's count has no walk: it counts within the window too.
+          const rare = shape.state === 'dead_lettered' || shape.state === 'cancelled';
+          const window = listWindow ?? (byWalk(shape) ? (rare ? `state = '${shape.state}'` : FINISHED) : null);
           const parts = partsOf(shape.state, byIndex(shape))
-            .map((p) => `(SELECT 1 FROM ${jobs} WHERE ${p.where}${conds} LIMIT ${cap})`)
+            .map((p) =>
+              p.live
+                ? `(SELECT 1 FROM ${jobs} WHERE ${p.where}${conds} LIMIT ${cap})`
+                : window === null
+                  ? // Through the queue or tenant index: IS NOT NULL, its predicate itself, so the
+                    // scan needs no other column of the row and reads the index alone (an
+                    // index-only scan), where the range would fetch every counted row.
+                    `(SELECT 1 FROM ${jobs} WHERE ${byIndex(shape) ? p.where.replace(FINISHED, 'finished_at IS NOT NULL') : p.where}${conds} LIMIT ${cap})`
+                  : `(SELECT 1 FROM (SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE ${window} ORDER BY id DESC LIMIT ${LIST_WINDOW_ROWS}) w
+            WHERE ${p.where}${conds})`,
+            )
             .join('\n          UNION ALL ');
           return `SELECT least(count(*), ${cap})::int AS n FROM (${parts}) c`;
         },

@@ -1,0 +1,186 @@
+// `npm run bench:reads`: what the admin reads cost next to the history. On the bench's own
+// server: every path below against an empty jobs table (a little live work) and against ten
+// million finished rows (a tenant besides 'default' in every tenth, a dead letter in every
+// thousandth) written with generate_series, after ANALYZE. Median of --requests requests per
+// path, alternating the two apps. Writes results/reads/reads-<date>.{json,md}.
+// Flags: --rows 10000000 --requests 30 --out results/reads
+
+import { mkdir, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { createBaton } from '../src/index.ts';
+import { createApp } from '../src/http/app.ts';
+import { createMetrics } from '../src/http/metrics.ts';
+import { machineRecord } from './machine.ts';
+import { openServer } from './server.ts';
+import { distribution, nowMs } from './stats.ts';
+
+const { values: flags } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '10000000' },
+    requests: { type: 'string', default: '30' },
+    out: { type: 'string', default: 'results/reads' },
+  },
+});
+const ROWS = Number(flags.rows);
+const REQUESTS = Number(flags.requests);
+
+/** The paths measured: the scrapes, the console's polls and the listings. */
+const PATHS = [
+  '/metrics',
+  '/api/flow',
+  '/api/stats',
+  '/api/queues',
+  '/api/jobs',
+  '/api/jobs?limit=20',
+  '/api/jobs?state=succeeded',
+  '/api/jobs?state=dead_lettered',
+  '/api/jobs?state=pending',
+  '/api/jobs?queue=q',
+  '/api/jobs?queue=rare',
+  '/api/jobs?tenantId=acme',
+  '/api/jobs?tenantId=default',
+  '/api/jobs?tenantId=acme&state=succeeded',
+  '/api/jobs?jobType=nope',
+  '/api/jobs?createdAfter=2000-01-01T00:00:00Z',
+  '/api/jobs?queue=q&jobType=nope',
+  '/api/jobs?offset=1000',
+  '/api/jobs?sort=createdAt&order=desc&limit=20',
+  '/api/jobs?sort=createdAt&order=asc&limit=20',
+  '/api/jobs?createdBefore=2000-01-01T00:00:00Z',
+  '/api/jobs?sort=attempt&order=asc',
+  '/api/jobs?queue=rare&sort=attempt&order=asc',
+  '/api/jobs?due=true',
+  '/api/workflows/runs',
+  '/api/outbox/messages',
+];
+
+async function timeRequest(app: ReturnType<typeof createApp>, url: string): Promise<{ ms: number; status: number }> {
+  const t0 = nowMs();
+  const res = await app.request(url);
+  await res.text();
+  return { ms: nowMs() - t0, status: res.status };
+}
+
+async function fill(url: string, rows: number): Promise<void> {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    const step = 1_000_000;
+    for (let from = 1; from <= rows; from += step) {
+      await pool.query(
+        `INSERT INTO baton.jobs (queue, tenant_id, job_type, state, attempt, finished_at, started_at, dead_letter_reason)
+         SELECT 'q', CASE WHEN g % 10 = 0 THEN 'acme' ELSE 'default' END, 'x',
+           CASE WHEN g % 1000 = 0 THEN 'dead_lettered' ELSE 'succeeded' END, 1, now(), now(),
+           CASE WHEN g % 1000 = 0 THEN 'attempts_exhausted' END
+         FROM generate_series($1::int, $2::int) g`,
+        [from, Math.min(rows, from + step - 1)],
+      );
+      process.stderr.write(`filled ${Math.min(rows, from + step - 1)}\n`);
+    }
+    await pool.query(`INSERT INTO baton.finished_counts (queue, state, shard, n)
+      SELECT queue, state, 0, count(*) FROM baton.jobs WHERE finished_at IS NOT NULL GROUP BY queue, state`);
+  } finally {
+    await pool.end();
+  }
+}
+
+async function live(url: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    await pool.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'q', 'x' FROM generate_series(1, 1000)`);
+    await pool.query(`INSERT INTO baton.jobs (queue, job_type, attempt) SELECT 'rare', 'x', 1 FROM generate_series(1, 10)`);
+    await pool.query('VACUUM ANALYZE baton.jobs');
+  } finally {
+    await pool.end();
+  }
+}
+
+interface Row {
+  path: string;
+  emptyMs: number;
+  fullMs: number;
+  ratio: number;
+  emptyStatus: number;
+  fullStatus: number;
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const server = await openServer('cluster');
+  try {
+    const machine = await machineRecord(server);
+    const emptyUrl = await server.createDatabase(`bench_reads_empty_${process.pid}`);
+    const fullUrl = await server.createDatabase(`bench_reads_full_${process.pid}`);
+    const batons = [createBaton({ connectionString: emptyUrl }), createBaton({ connectionString: fullUrl })];
+    const rows: Row[] = [];
+    try {
+      for (const b of batons) await b.migrate();
+      await fill(fullUrl, ROWS);
+      await live(emptyUrl);
+      await live(fullUrl);
+      const [empty, full] = batons.map((b) => createApp(b, { allowedHosts: '*', metrics: createMetrics(b, { processMetrics: false }) }));
+      for (const p of PATHS) {
+        // Warm-up of each.
+        await timeRequest(empty!, p);
+        await timeRequest(full!, p);
+        const e: number[] = [];
+        const f: number[] = [];
+        let statuses = [0, 0];
+        for (let i = 0; i < REQUESTS; i++) {
+          const a = await timeRequest(empty!, p);
+          const b = await timeRequest(full!, p);
+          e.push(a.ms);
+          f.push(b.ms);
+          statuses = [a.status, b.status];
+        }
+        const [em, fm] = [distribution(e).p50, distribution(f).p50];
+        const row = {
+          path: p,
+          emptyMs: round(em),
+          fullMs: round(fm),
+          ratio: round(fm / em),
+          emptyStatus: statuses[0]!,
+          fullStatus: statuses[1]!,
+        };
+        process.stderr.write(`${JSON.stringify(row)}\n`);
+        rows.push(row);
+      }
+    } finally {
+      for (const b of batons) await b.stop();
+    }
+    const report = {
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      command: `npm run bench:reads -- ${process.argv.slice(2).join(' ')}`.trim(),
+      settings: { rows: ROWS, requests: REQUESTS },
+      loadAvgAtEnd: os.loadavg().map((x) => Math.round(x * 100) / 100),
+      machine,
+      rows,
+    };
+    const stamp = startedAt.toISOString().slice(0, 16).replace(/[T:]/g, '-');
+    await mkdir(flags.out, { recursive: true });
+    const base = path.join(flags.out, `reads-${stamp}`);
+    await writeFile(`${base}.json`, `${JSON.stringify(report, null, 2)}\n`);
+    const md = [
+      `# Admin reads: empty table vs ${ROWS.toLocaleString('en')} finished rows`,
+      '',
+      `Command: \`${report.command}\` (${report.startedAt}). Median of ${REQUESTS} in-process requests per path, after ANALYZE.`,
+      `Machine: ${JSON.stringify(machine)}`,
+      '',
+      '| path | empty ms | full ms | full / empty | status (empty, full) |',
+      '| --- | ---: | ---: | ---: | --- |',
+      ...rows.map((r) => `| \`${r.path}\` | ${r.emptyMs} | ${r.fullMs} | ${r.ratio}x | ${r.emptyStatus}, ${r.fullStatus} |`),
+      '',
+    ].join('\n');
+    await writeFile(`${base}.md`, md);
+    process.stdout.write(`wrote ${base}.md and .json\n`);
+  } finally {
+    await server.close();
+  }
+}
+
+const round = (x: number) => Math.round(x * 100) / 100;
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();
