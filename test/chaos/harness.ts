@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { serve, type ServerType } from '@hono/node-server';
 import pg from 'pg';
 import type { Baton } from '../../src/index.ts';
+import { migrate } from '../../src/db/migrate.ts';
 import { createApp } from '../../src/http/app.ts';
 import { startPgCluster, type PgCluster } from '../helpers/pg-cluster.ts';
 import { FaultProxy } from './fault-proxy.ts';
@@ -120,6 +121,12 @@ export class Harness {
       await proxy.listen();
       this.slots.push({ index: i, proxy, child: null, workerId: '', leaseOwner: '', generation: 0, logPath: '', stopping: false });
     }
+  }
+
+  /** The schema migrated and every worker slot started: the fleet the scenarios share. */
+  async startFleet(): Promise<void> {
+    await migrate(this.admin, { schema: 'baton' });
+    await Promise.all(this.slots.map((s) => this.spawnWorker(s)));
   }
 
   /** Starts (or restarts after a kill) the worker of a slot; resolves once it is ready. */
@@ -253,23 +260,26 @@ export class Harness {
   }
 
   /** SIGSTOP for durationMs: the zombie must come back fenced. */
-  async pause(slot: Slot, durationMs: number): Promise<void> {
+  async pause(slot: Slot, durationMs: number): Promise<number | undefined> {
     const child = slot.child;
-    if (!child || child.exitCode !== null) return;
+    if (!child || child.exitCode !== null) return undefined;
     const at = Date.now();
     const before = await this.inFlight(slot.leaseOwner);
     child.kill('SIGSTOP');
     const after = await this.inFlight(slot.leaseOwner);
     await new Promise((r) => setTimeout(r, durationMs));
+    // Read before the signal: the process may run, and record what it did, before kill returns.
+    const until = Date.now();
     child.kill('SIGCONT');
     this.log.append({
       type: 'fault',
       kind: 'pause',
       worker: slot.workerId,
       at,
-      until: Date.now(),
+      until,
       inFlight: [...new Set([...before, ...after])],
     });
+    return until;
   }
 
   async pgRestart(): Promise<void> {

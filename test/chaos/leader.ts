@@ -13,7 +13,6 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { createBaton, type MisfirePolicy } from '../../src/index.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { LEADER_RENEWALS_PER_LEASE } from '../../src/core/leader-lease.ts';
 import { CRON_MISFIRE_THRESHOLD_MS_DEFAULT } from '../../src/core/config.ts';
 import { checkLeader, type LeaderCheck, type LeaderPause } from './leader-checker.ts';
@@ -59,8 +58,7 @@ export async function runLeaderScenario(o: { seed: number; useNetns: boolean; re
   const violations: string[] = [];
   try {
     await h.setup();
-    await migrate(h.admin, { schema: 'baton' });
-    await Promise.all(h.slots.map((s) => h.spawnWorker(s)));
+    await h.startFleet();
     const producer = createBaton({ connectionString: h.cluster.url(), poolSize: 2 });
     try {
       await h.leaderSlot();
@@ -88,8 +86,8 @@ export async function runLeaderScenario(o: { seed: number; useNetns: boolean; re
       const first = await h.leaderSlot();
       console.log(`    ${t()} SIGSTOP leader ${first.workerId} for ${PAUSE_MS} ms`);
       const firstAt = Date.now();
-      await h.pause(first, PAUSE_MS);
-      pauses.push({ worker: first.workerId, kind: 'external', at: firstAt, until: Date.now() });
+      const until = await h.pause(first, PAUSE_MS);
+      pauses.push({ worker: first.workerId, kind: 'external', at: firstAt, until: until ?? Date.now() });
       console.log(`    ${t()} SIGCONT ${first.workerId}`);
 
       await sleep(GAP_MS);
@@ -179,8 +177,9 @@ async function pauseAfterDue(h: Harness, slot: Slot, ms: number): Promise<{ at: 
   const at = await stopping;
   const inFlight = await h.inFlight(slot.leaseOwner);
   await sleep(Math.max(0, at + ms - Date.now()));
-  child.kill('SIGCONT');
+  // Read before the signal: the process may run, and report its leadership, before kill returns.
   const until = Date.now();
+  child.kill('SIGCONT');
   h.log.append({ type: 'fault', kind: 'pause', worker: slot.workerId, at, until, inFlight });
   return { at, until };
 }
