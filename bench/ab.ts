@@ -18,6 +18,7 @@ import type { Measurement } from './scenarios/summarize.ts';
 import { throughput } from './scenarios/throughput.ts';
 import { openServer, type ServerChoice } from './server.ts';
 import { variantById } from './systems/variants.ts';
+import { runMain } from './run-main.ts';
 
 const HELP = `npm run bench:ab -- <ref> [<ref> ...] [--rounds 5] [--scenarios ${SCENARIOS.map((s) => s.id).join(',')}]
   [--quick] [--no-warmup] [--sparse-jobs 200] [--latency-jobs 1000] [--out results/ab] [--server cluster|embedded|URL]
@@ -172,10 +173,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(`bench:ab failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runMain('bench:ab', main);

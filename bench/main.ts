@@ -23,6 +23,7 @@ import { pgbenchCeiling, type PgbenchResult } from './pgbench.ts';
 import { interleaved, type Measurement } from './scenarios/summarize.ts';
 import { topStatements, type SqlProfileRow } from './sql-profile.ts';
 import { latencyHttp } from './scenarios/latency-http.ts';
+import { runMain } from './run-main.ts';
 
 export interface BenchReport {
   startedAt: string;
@@ -182,10 +183,4 @@ async function main(): Promise<number> {
   }
 }
 
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-    process.exit(1);
-  },
-);
+runMain('bench', main);

@@ -9,6 +9,7 @@ import pg from 'pg';
 import type { Logger as PinoLogger } from 'pino';
 import { z } from 'zod';
 import { createBaton } from '../create-baton.ts';
+import type { Baton } from '../core/baton.ts';
 import { migrate } from '../db/migrate.ts';
 import type { JobSpec } from '../core/job.ts';
 import { isBatonError } from '../core/errors.ts';
@@ -78,26 +79,35 @@ export function parseEnqueueFlags(flags: Record<string, unknown>): JobSpec {
   return spec;
 }
 
-/** Enqueues one job straight into the database (a running daemon is woken by NOTIFY); prints `{ created, job }`. */
-export async function runEnqueue(config: DaemonConfig, logger: PinoLogger, spec: JobSpec): Promise<void> {
-  await withDatabase(config, logger, async (db) => {
-    // A producer only: no queues worked, no reaper, so a one-shot never picks up a job itself.
+/**
+ * A producer-only engine on the database, migrated, for one command: no queues worked and no
+ * reaper, so a one-shot never picks up a job itself; no start(): it needs no presence row,
+ * listener or workers (an enqueue NOTIFYs by itself).
+ */
+async function withProducer<T>(config: DaemonConfig, logger: PinoLogger, poolSize: number, fn: (baton: Baton) => Promise<T>): Promise<T> {
+  return withDatabase(config, logger, async (db) => {
     const baton = createBaton({
       ...config.engine,
       queues: {},
       reaper: false,
       connectionString: db.connectionString,
-      poolSize: 2,
+      poolSize,
       logger: logger.child({ component: 'engine' }),
     });
     try {
       await baton.migrate();
-      // No start(): a producer needs no presence row, listener or workers; enqueue NOTIFYs by itself.
-      const result = await baton.enqueue(spec);
-      process.stdout.write(`${JSON.stringify({ created: result.created, job: result.job, warnings: result.warnings })}\n`);
+      return await fn(baton);
     } finally {
       await baton.stop({ drainMs: 0 });
     }
+  });
+}
+
+/** Enqueues one job straight into the database (a running daemon is woken by NOTIFY); prints `{ created, job }`. */
+export async function runEnqueue(config: DaemonConfig, logger: PinoLogger, spec: JobSpec): Promise<void> {
+  await withProducer(config, logger, 2, async (baton) => {
+    const result = await baton.enqueue(spec);
+    process.stdout.write(`${JSON.stringify({ created: result.created, job: result.job, warnings: result.warnings })}\n`);
   });
 }
 
@@ -106,17 +116,8 @@ export async function runEnqueue(config: DaemonConfig, logger: PinoLogger, spec:
  * malformed id is a usage error; an unknown or finished job a plain failure (exit 1).
  */
 export async function runCancel(config: DaemonConfig, logger: PinoLogger, id: string): Promise<void> {
-  await withDatabase(config, logger, async (db) => {
-    const baton = createBaton({
-      ...config.engine,
-      queues: {},
-      reaper: false,
-      connectionString: db.connectionString,
-      poolSize: 1,
-      logger: logger.child({ component: 'engine' }),
-    });
+  await withProducer(config, logger, 1, async (baton) => {
     try {
-      await baton.migrate();
       const job = await baton.admin.cancel(id);
       process.stdout.write(`${JSON.stringify({ job, cancelRequested: job.state !== 'cancelled' })}\n`);
     } catch (err) {
@@ -124,8 +125,6 @@ export async function runCancel(config: DaemonConfig, logger: PinoLogger, id: st
       if (isBatonError(err) && (err.code === 'JOB_NOT_FOUND' || err.code === 'JOB_STATE_CONFLICT'))
         throw new PlainError(`${err.code}: ${err.message}`);
       throw err;
-    } finally {
-      await baton.stop({ drainMs: 0 });
     }
   });
 }

@@ -8,7 +8,6 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createBaton, type MisfirePolicy } from '../../src/index.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { checkCron, type CronCheck, type CronJob, type CronSchedules } from './cron-checker.ts';
 import { Harness } from './harness.ts';
 
@@ -50,8 +49,7 @@ export async function runCronScenario(o: { seed: number; useNetns: boolean }): P
   const takeoverMs: number[] = [];
   try {
     await h.setup();
-    await migrate(h.admin, { schema: 'baton' });
-    await Promise.all(h.slots.map((s) => h.spawnWorker(s)));
+    await h.startFleet();
     const producer = createBaton({ connectionString: h.cluster.url(), poolSize: 2 });
     try {
       await h.leaderSlot();

@@ -8,7 +8,6 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createBaton } from '../../src/index.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { CHAOS_FLOW, CHAOS_FLOW_STEPS, chaosFlow } from './chaos-flow.ts';
 import { readHistory } from './history.ts';
 import { Harness } from './harness.ts';
@@ -37,8 +36,7 @@ export async function runWorkflowScenario(o: { seed: number; useNetns: boolean }
   const violations: string[] = [];
   try {
     await h.setup();
-    await migrate(h.admin, { schema: 'baton' });
-    await Promise.all(h.slots.map((s) => h.spawnWorker(s)));
+    await h.startFleet();
     // A producer only: it defines the workflow to start runs of it, and never runs one.
     const producer = createBaton({ connectionString: h.cluster.url(), poolSize: 2 });
     producer.workflow(

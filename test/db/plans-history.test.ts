@@ -17,7 +17,7 @@ import { JOB_SORT_WINDOW, type JobSortKey, type SortOrder } from '../../src/core
 import { STATS_SCAN_ROWS, statsQueries } from '../../src/db/pg/queries/stats.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { indexesUsed, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
+import { explainPrepared, indexesUsed, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
 
 const db = useTestDatabase();
 const schema = quoteSchema('baton');
@@ -64,21 +64,7 @@ beforeAll(async () => {
 type Arg = string | number | boolean | null;
 const lit = (v: Arg) => (v === null ? 'NULL' : typeof v === 'string' ? `'${v.replaceAll("'", "''")}'` : String(v));
 
-async function explain(text: string, args: Arg[], mode: string): Promise<PlanNode> {
-  const client = await db.pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL plan_cache_mode = ${mode}`);
-    await client.query(`PREPARE s AS ${text}`);
-    const execute = args.length > 0 ? `EXECUTE s(${args.map(lit).join(', ')})` : 'EXECUTE s';
-    const r = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${execute}`);
-    return (r.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
-  } finally {
-    await client.query('ROLLBACK');
-    await client.query('DEALLOCATE ALL');
-    client.release();
-  }
-}
+const explain = (text: string, args: Arg[], mode: string): Promise<PlanNode> => explainPrepared(db.pool, text, args.map(lit), mode);
 
 interface Read {
   text: string;

@@ -13,7 +13,7 @@ import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { takeLeaderLease } from '../helpers/leader.ts';
-import { jobScans, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
+import { explainPrepared, jobScans, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
 
 const db = useTestDatabase();
 const q = jobQueries(quoteSchema('baton'));
@@ -60,20 +60,7 @@ function modifyTable(n: PlanNode): PlanNode | undefined {
   return undefined;
 }
 
-async function explain(text: string, args: string[], mode: string): Promise<PlanNode> {
-  const client = await db.pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL plan_cache_mode = ${mode}`);
-    await client.query(`PREPARE s AS ${text}`);
-    const r = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE s(${args.join(', ')})`);
-    return (r.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
-  } finally {
-    await client.query('ROLLBACK');
-    await client.query('DEALLOCATE ALL');
-    client.release();
-  }
-}
+const explain = (text: string, args: string[], mode: string): Promise<PlanNode> => explainPrepared(db.pool, text, args, mode);
 
 describe.each(['force_generic_plan', 'force_custom_plan'])('lease writes with stale statistics (%s)', (mode) => {
   it.each(Object.keys(STATEMENTS))('%s touches its batch by primary key, not every live lease', async (name) => {

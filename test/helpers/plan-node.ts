@@ -1,4 +1,7 @@
-// EXPLAIN (ANALYZE, FORMAT JSON) nodes, as the plan tests read them.
+// EXPLAIN (ANALYZE, FORMAT JSON) nodes, as the plan tests read them, and the one way they
+// run a statement to read them: prepared, under a chosen plan_cache_mode, rolled back.
+
+import type pg from 'pg';
 
 export interface PlanNode {
   'Node Type': string;
@@ -32,4 +35,25 @@ export function rowsVisited(n: PlanNode): number {
 /** Every index the plan reads (index, index-only and bitmap index scans). */
 export function indexesUsed(n: PlanNode): string[] {
   return [...(n['Index Name'] ? [n['Index Name']] : []), ...(n.Plans ?? []).flatMap(indexesUsed)];
+}
+
+/**
+ * EXPLAIN ANALYZE of `text` prepared and executed with `args` (SQL literals: EXECUTE takes no
+ * bind parameters) under plan_cache_mode `mode`, in a transaction that is rolled back.
+ */
+export async function explainPrepared(pool: pg.Pool, text: string, args: readonly string[], mode: string): Promise<PlanNode> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query(`SET LOCAL plan_cache_mode = ${mode}`);
+    await client.query(`PREPARE s AS ${text}`);
+    const execute = args.length > 0 ? `EXECUTE s(${args.join(', ')})` : 'EXECUTE s';
+    const r = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${execute}`);
+    return (r.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
+  } finally {
+    await client.query('ROLLBACK');
+    // Only s: the pool's client keeps its own named statements prepared.
+    await client.query('DEALLOCATE s');
+    client.release();
+  }
 }

@@ -9,28 +9,14 @@ import { PgOutboxStore } from '../../src/db/pg/pg-outbox.ts';
 import { outboxQueries } from '../../src/db/pg/queries/outbox.ts';
 import { quoteSchema } from '../../src/db/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
+import { explainPrepared, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
 
 const db = useTestDatabase();
 const q = outboxQueries(quoteSchema('baton'));
 const BACKLOG = 5_000;
 const BATCH = 100;
 
-/** EXPLAIN ANALYZE of `text` executed with `args` (SQL literals: EXECUTE takes no bind parameters). */
-async function explain(text: string, args: string[], mode: string): Promise<PlanNode> {
-  const client = await db.pool.connect();
-  try {
-    await client.query('BEGIN');
-    await client.query(`SET LOCAL plan_cache_mode = ${mode}`);
-    await client.query(`PREPARE s AS ${text}`);
-    const r = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE s(${args.join(', ')})`);
-    return (r.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
-  } finally {
-    await client.query('ROLLBACK');
-    await client.query('DEALLOCATE s');
-    client.release();
-  }
-}
+const explain = (text: string, args: string[], mode: string): Promise<PlanNode> => explainPrepared(db.pool, text, args, mode);
 const array = (xs: Array<string | number | boolean>, type: string) => `'{${xs.join(',')}}'::${type}[]`;
 
 /** A one-key backlog of `n`, plus `others` unkeyed messages of another destination in the due index. */
