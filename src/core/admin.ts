@@ -171,7 +171,7 @@ export const LIST_LIMIT_DEFAULT = 50;
 export const LIST_LIMIT_MAX = 500;
 /** Deep OFFSET pages cost a scan each; page with filters instead. */
 export const LIST_OFFSET_MAX = 100_000;
-export const LIST_TOTAL_CAP = 10_000;
+export const LIST_TOTAL_CAP = 1_000;
 export const DLQ_REPLAY_LIMIT_DEFAULT = 100;
 export const DLQ_REPLAY_LIMIT_MAX = 1_000;
 const INT8_MAX = 9223372036854775807n;

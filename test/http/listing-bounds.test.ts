@@ -8,6 +8,8 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LIST_INLINE_MAX_BYTES } from '../../src/index.ts';
+import { LIST_TOTAL_CAP } from '../../src/core/admin.ts';
+import { LIST_WINDOW_ROWS } from '../../src/db/pg/queries/job-read.ts';
 import { LIST_RESPONSE_MAX_BYTES } from '../../src/http/wire.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
@@ -103,6 +105,24 @@ describe('listing summaries', () => {
     const next = (await (await api.raw(`/api/jobs?queue=cap&limit=500&offset=${page.jobs.length}`)).json()) as { jobs: WireSummary[] };
     expect(next.jobs[0]!.id).not.toBe(page.jobs.at(-1)!.id);
     expect(BigInt(next.jobs[0]!.id)).toBeLessThan(BigInt(page.jobs.at(-1)!.id));
+  });
+
+  it('count matching jobs up to the cap, a windowed filter within its window, and exactly below the cap', async () => {
+    await db.pool.query(
+      `INSERT INTO baton.jobs (queue, job_type, state, finished_at)
+       SELECT 'count', 't', CASE WHEN g % 2 = 0 THEN 'succeeded' ELSE 'pending' END, CASE WHEN g % 2 = 0 THEN now() END
+       FROM generate_series(1, $1::int) g`,
+      [2 * LIST_TOTAL_CAP + 10],
+    );
+    const total = async (query: string) => ((await (await api.raw(`/api/jobs?${query}`)).json()) as { total: number }).total;
+    expect(await total('queue=count')).toBe(LIST_TOTAL_CAP);
+    expect(await total('queue=count&state=pending')).toBe(LIST_TOTAL_CAP);
+    // A state beside a queue is filtered within the queue's newest finished jobs (docs/http-api.md).
+    expect(await total('queue=count&state=succeeded')).toBe(LIST_WINDOW_ROWS);
+    await db.pool.query(
+      `DELETE FROM baton.jobs WHERE queue = 'count' AND id > (SELECT min(id) + 99 FROM baton.jobs WHERE queue = 'count')`,
+    );
+    expect(await total('queue=count')).toBe(100);
   });
 });
 
