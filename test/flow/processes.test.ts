@@ -87,11 +87,15 @@ describe('flow control across four worker processes', () => {
     const f = await startFleet(4);
     // Kill a worker while it runs a capped job (its log has a start without an end). Whichever
     // process frees a slot refills it, so which processes hold the cap's slots is not fixed.
+    // The run must have started within the last 10 ms: a capped job sleeps 30 ms or more, so it
+    // cannot end between this read of the log and the kill (one that was about to end did, and
+    // left the victim with no run to take over).
     const { victim } = await waitFor(
       () => {
         const i = f.logs.findIndex((log) => {
           const runs = readRuns([log], new Map());
-          return runs.some((r) => r.end === Number.POSITIVE_INFINITY && keyed.has(r.job)) && runs.length >= 3;
+          const fresh = (r: (typeof runs)[number]) => r.end === Number.POSITIVE_INFINITY && keyed.has(r.job) && now() - r.start < 10;
+          return runs.some(fresh) && runs.length >= 3;
         });
         return i >= 0 ? { victim: i } : null;
       },
