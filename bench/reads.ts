@@ -1,6 +1,6 @@
 // `npm run bench:reads`: what the admin reads cost next to the history. On the bench's own
-// server: every path below against an empty jobs table (a little live work) and against ten
-// million finished rows (a tenant besides 'default' in every tenth, a dead letter in every
+// server: every path below against a table with no history (a little live work and 300
+// finished jobs, the same in both) and against the same plus ten million finished rows (a tenant besides 'default' in every tenth, a dead letter in every
 // thousandth) written with generate_series, after ANALYZE. Median of --requests requests per
 // path, alternating the two apps. Writes results/reads/reads-<date>.{json,md}.
 // Flags: --rows 10000000 --requests 30 --out results/reads
@@ -57,11 +57,19 @@ const PATHS = [
   '/api/outbox/messages',
 ];
 
-async function timeRequest(app: ReturnType<typeof createApp>, url: string): Promise<{ ms: number; status: number }> {
+/** A request's time and status, and how many jobs (or items) a listing answered (null: not a listing). */
+async function timeRequest(app: ReturnType<typeof createApp>, url: string): Promise<{ ms: number; status: number; items: number | null }> {
   const t0 = nowMs();
   const res = await app.request(url);
-  await res.text();
-  return { ms: nowMs() - t0, status: res.status };
+  const text = await res.text();
+  const ms = nowMs() - t0;
+  let items: number | null = null;
+  if (res.headers.get('content-type')?.includes('json')) {
+    const body = JSON.parse(text) as Record<string, unknown>;
+    const list = body.jobs ?? body.runs ?? body.messages;
+    if (Array.isArray(list)) items = list.length;
+  }
+  return { ms, status: res.status, items };
 }
 
 async function fill(url: string, rows: number): Promise<void> {
@@ -79,18 +87,40 @@ async function fill(url: string, rows: number): Promise<void> {
       );
       process.stderr.write(`filled ${Math.min(rows, from + step - 1)}\n`);
     }
-    await pool.query(`INSERT INTO baton.finished_counts (queue, state, shard, n)
-      SELECT queue, state, 0, count(*) FROM baton.jobs WHERE finished_at IS NOT NULL GROUP BY queue, state`);
   } finally {
     await pool.end();
   }
 }
 
+/**
+ * The same few finished jobs in both databases, written before the history (so in the full one
+ * a page of the newest still comes from the history): 100 succeeded, 100 succeeded of tenant
+ * acme and 100 dead letters, so every listing answers a full page on both and the two differ by
+ * the history alone, not by an empty answer against a page of fifty.
+ */
+async function recent(url: string): Promise<void> {
+  const pool = new pg.Pool({ connectionString: url, max: 1 });
+  try {
+    await pool.query(
+      `INSERT INTO baton.jobs (queue, tenant_id, job_type, state, attempt, finished_at, started_at, dead_letter_reason)
+       SELECT 'q', CASE WHEN g % 3 = 1 THEN 'acme' ELSE 'default' END, 'x',
+         CASE WHEN g % 3 = 2 THEN 'dead_lettered' ELSE 'succeeded' END, 1, now(), now(),
+         CASE WHEN g % 3 = 2 THEN 'attempts_exhausted' END
+       FROM generate_series(0, 299) g`,
+    );
+  } finally {
+    await pool.end();
+  }
+}
+
+/** The live work of both databases, the finished counters of what they hold, then VACUUM ANALYZE. */
 async function live(url: string): Promise<void> {
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   try {
     await pool.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'q', 'x' FROM generate_series(1, 1000)`);
     await pool.query(`INSERT INTO baton.jobs (queue, job_type, attempt) SELECT 'rare', 'x', 1 FROM generate_series(1, 10)`);
+    await pool.query(`INSERT INTO baton.finished_counts (queue, state, shard, n)
+      SELECT queue, state, 0, count(*) FROM baton.jobs WHERE finished_at IS NOT NULL GROUP BY queue, state`);
     await pool.query('VACUUM ANALYZE baton.jobs');
   } finally {
     await pool.end();
@@ -104,6 +134,9 @@ interface Row {
   ratio: number;
   emptyStatus: number;
   fullStatus: number;
+  /** Jobs (runs, messages) a listing answered on each side; null for other paths. */
+  emptyItems: number | null;
+  fullItems: number | null;
 }
 
 async function main(): Promise<void> {
@@ -117,6 +150,8 @@ async function main(): Promise<void> {
     const rows: Row[] = [];
     try {
       for (const b of batons) await b.migrate();
+      await recent(emptyUrl);
+      await recent(fullUrl);
       await fill(fullUrl, ROWS);
       await live(emptyUrl);
       await live(fullUrl);
@@ -128,12 +163,14 @@ async function main(): Promise<void> {
         const e: number[] = [];
         const f: number[] = [];
         let statuses = [0, 0];
+        let items: Array<number | null> = [null, null];
         for (let i = 0; i < REQUESTS; i++) {
           const a = await timeRequest(empty!, p);
           const b = await timeRequest(full!, p);
           e.push(a.ms);
           f.push(b.ms);
           statuses = [a.status, b.status];
+          items = [a.items, b.items];
         }
         const [em, fm] = [distribution(e).p50, distribution(f).p50];
         const row = {
@@ -143,6 +180,8 @@ async function main(): Promise<void> {
           ratio: round(fm / em),
           emptyStatus: statuses[0]!,
           fullStatus: statuses[1]!,
+          emptyItems: items[0]!,
+          fullItems: items[1]!,
         };
         process.stderr.write(`${JSON.stringify(row)}\n`);
         rows.push(row);
@@ -164,14 +203,18 @@ async function main(): Promise<void> {
     const base = path.join(flags.out, `reads-${stamp}`);
     await writeFile(`${base}.json`, `${JSON.stringify(report, null, 2)}\n`);
     const md = [
-      `# Admin reads: empty table vs ${ROWS.toLocaleString('en')} finished rows`,
+      `# Admin reads: no history vs ${ROWS.toLocaleString('en')} finished rows`,
       '',
       `Command: \`${report.command}\` (${report.startedAt}). Median of ${REQUESTS} in-process requests per path, after ANALYZE.`,
+      'Both databases hold the same live work (1,000 pending jobs, 10 in a queue `rare`) and the same 300 finished jobs (written first); "full" adds the history after them, so "empty" means no history, and a listing answers a page on both.',
       `Machine: ${JSON.stringify(machine)}`,
       '',
-      '| path | empty ms | full ms | full / empty | status (empty, full) |',
-      '| --- | ---: | ---: | ---: | --- |',
-      ...rows.map((r) => `| \`${r.path}\` | ${r.emptyMs} | ${r.fullMs} | ${r.ratio}x | ${r.emptyStatus}, ${r.fullStatus} |`),
+      '| path | empty ms | full ms | full / empty | status (empty, full) | items answered (empty, full) |',
+      '| --- | ---: | ---: | ---: | --- | --- |',
+      ...rows.map(
+        (r) =>
+          `| \`${r.path}\` | ${r.emptyMs} | ${r.fullMs} | ${r.ratio}x | ${r.emptyStatus}, ${r.fullStatus} | ${r.emptyItems ?? '-'}, ${r.fullItems ?? '-'} |`,
+      ),
       '',
     ].join('\n');
     await writeFile(`${base}.md`, md);
