@@ -1,8 +1,9 @@
 // `npm run bench:reads`: what the admin reads cost next to the history. On the bench's own
 // server: every path below against a table with no history (a little live work and 300
-// finished jobs, the same in both) and against the same plus ten million finished rows (a tenant besides 'default' in every tenth, a dead letter in every
-// thousandth) written with generate_series, after ANALYZE. Median of --requests requests per
-// path, alternating the two apps. Writes results/reads/reads-<date>.{json,md}.
+// finished jobs, the same in both) and against the same plus ten million finished rows (a
+// tenant besides 'default' in every tenth, a dead letter in every thousandth) written with
+// generate_series, after ANALYZE. Median of --requests requests per path, alternating the two
+// apps. Writes results/reads/reads-<date>.{json,md}.
 // Flags: --rows 10000000 --requests 30 --out results/reads
 
 import { mkdir, writeFile } from 'node:fs/promises';
