@@ -31,10 +31,6 @@ export function openPool(config: pg.PoolConfig): pg.Pool {
   const pool = new pg.Pool({
     ...config,
     onConnect: async (client) => {
-      // The pool takes its own 'error' listener off a client it hands over, and checkOut's is
-      // attached a tick later: a connection reset in between would emit 'error' on a client with
-      // no listener and end the process. The query in flight fails on its own.
-      client.on('error', () => undefined);
       await client.query(SESSION_SETTINGS_SQL).catch(() => undefined);
       await theirs?.(client);
     },
