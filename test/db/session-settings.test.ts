@@ -68,30 +68,6 @@ describe('JIT and the fair claim after an ANALYZE that saw a backlog', () => {
     }
   });
 
-  it("a new session of Baton's own pool is set up before its first query, which never queues behind the SET", async () => {
-    const warnings: string[] = [];
-    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
-    process.on('warning', onWarning);
-    const fresh = openPool({ connectionString: db.url, max: 1 });
-    try {
-      // The very first query of a new session: with the SET sent on 'connect' it was queued
-      // behind it, which node-postgres reports as a DeprecationWarning (an error in pg 9).
-      expect(
-        (
-          await fresh.query<{ jit: string; workers: string }>(
-            `SELECT current_setting('jit') AS jit, current_setting('max_parallel_workers_per_gather') AS workers`,
-          )
-        ).rows[0],
-      ).toEqual({ jit: 'off', workers: '0' });
-      // Warnings are emitted on the next tick.
-      await new Promise((resolve) => setImmediate(resolve));
-      expect(warnings.filter((w) => w.includes('already executing a query'))).toEqual([]);
-    } finally {
-      process.off('warning', onWarning);
-      await fresh.end();
-    }
-  });
-
   it("a session of Baton's own pool runs it without JIT", async () => {
     const client = await own.connect();
     try {

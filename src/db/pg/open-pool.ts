@@ -1,5 +1,5 @@
 // The pools Baton opens itself, and the settings each of their sessions runs with (sent once
-// per new connection, and answered before its first user gets it).
+// per new connection, ahead of any statement of its first user).
 //
 // JIT off: Baton's statements read and write a few index pages each, and none runs long enough
 // for compiled expressions to pay back their compilation. The planner turns JIT on from its
@@ -19,22 +19,19 @@ import pg from 'pg';
 export const SESSION_SETTINGS_SQL = 'SET jit = off; SET max_parallel_workers_per_gather = 0';
 
 /**
- * A pool whose new sessions run SESSION_SETTINGS_SQL first: in pg-pool's `onConnect`, which the
- * pool awaits before it hands the client to its first user, so that user's query never queues
- * behind the SET (node-postgres warns of a query sent while another runs, and pg 9 refuses it).
- * A failed SET is not fatal: that session runs with the server's settings (a connection lost
- * meanwhile fails the user's query on its own). Idle clients that lose their connection emit
+ * A pool whose new sessions run SESSION_SETTINGS_SQL first. A failed SET is not fatal: that
+ * session runs with the server's settings. Idle clients that lose their connection emit
  * 'error' on the pool; the listener keeps that from ending the process.
  */
 export function openPool(config: pg.PoolConfig): pg.Pool {
-  const theirs = config.onConnect;
-  const pool = new pg.Pool({
-    ...config,
-    onConnect: async (client) => {
-      await client.query(SESSION_SETTINGS_SQL).catch(() => undefined);
-      await theirs?.(client);
-    },
-  });
+  const pool = new pg.Pool(config);
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => {
+    // The SET goes out before the client reaches its first user, whose own 'error' listener
+    // (checkOut's) is attached a tick later: a connection reset in between would emit 'error'
+    // on a client with no listener and end the process. The query in flight fails on its own.
+    client.on('error', () => undefined);
+    client.query(SESSION_SETTINGS_SQL).catch(() => undefined);
+  });
   return pool;
 }
