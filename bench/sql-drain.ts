@@ -24,28 +24,36 @@ interface Variant {
   label: string;
   /** Run after the migrations, before the jobs are written. */
   sql: string[];
-  claim: 'solo' | 'fifo';
+  claim: 'plain' | 'solo' | 'fifo';
   /** The completion without its finished-job counter upsert. */
   uncounted?: boolean;
 }
 
 const VARIANTS: Variant[] = [
-  { id: 'engine', label: 'as the engine runs it (one-tenant fair claim)', sql: [], claim: 'solo' },
+  { id: 'engine', label: "as the engine runs it (a queue without other tenants' jobs: flow_claim_plain)", sql: [], claim: 'plain' },
+  { id: 'solo', label: 'the one-tenant fair claim (flow_claim_solo, a marked queue)', sql: [], claim: 'solo' },
   { id: 'fifo', label: 'the FIFO claim (fairness none)', sql: [], claim: 'fifo' },
+  {
+    id: 'no-mark-trigger',
+    label: 'without the tenant mark trigger (0023)',
+    sql: ['DROP TRIGGER jobs_mark_tenant_queue ON baton.jobs'],
+    claim: 'plain',
+  },
   {
     id: 'no-queue-index',
     label: 'without jobs_finished_queue_id_idx',
     sql: ['DROP INDEX baton.jobs_finished_queue_id_idx'],
-    claim: 'solo',
+    claim: 'plain',
   },
-  { id: 'no-counters', label: 'completion without the finished-job counters', sql: [], claim: 'solo', uncounted: true },
+  { id: 'no-counters', label: 'completion without the finished-job counters', sql: [], claim: 'plain', uncounted: true },
   {
     id: 'no-trigger',
     label: 'without the dependency trigger',
     sql: ['DROP TRIGGER jobs_release_dependents ON baton.jobs'],
-    claim: 'solo',
+    claim: 'plain',
   },
   { id: 'no-claim-index', label: 'without jobs_claim_idx', sql: ['DROP INDEX baton.jobs_claim_idx'], claim: 'solo' },
+  { id: 'no-fair-index', label: 'without jobs_fair_idx', sql: ['DROP INDEX baton.jobs_fair_idx'], claim: 'plain' },
 ];
 
 const { values: flags } = parseArgs({
@@ -79,6 +87,8 @@ interface Sample {
   variant: string;
   round: number;
   jobsPerSec: number;
+  /** The inserts' server time (1,000 jobs a statement, one client, before the drain). */
+  enqueueUsPerJob: number;
   claimUsPerJob: number;
   completeUsPerJob: number;
   walBytesPerJob: number;
@@ -101,13 +111,15 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
       priority: 0,
       max_attempts: 5,
     }));
+    await server.query('SELECT pg_stat_statements_reset()');
     for (let i = 0; i < JOBS; i += 1_000)
       await pool.query({ ...job.insertMany, values: [JSON.stringify(rows.slice(0, Math.min(1_000, JOBS - i)))] });
+    const enqueueMs = await statementMs(server, name, /INSERT INTO .*jobs/);
     await pool.query('VACUUM ANALYZE baton.jobs');
     await pool.query('CHECKPOINT');
     const lsn = (await server.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))[0]!.lsn;
     await server.query('SELECT pg_stat_statements_reset()');
-    const claim = v.claim === 'solo' ? flow.claimSolo : job.claim;
+    const claim = { plain: flow.claimPlain, solo: flow.claimSolo, fifo: job.claim }[v.claim];
     const complete = v.uncounted ? uncounted : job.completeMany.text;
     let done = 0;
     const t0 = performance.now();
@@ -131,19 +143,15 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
     if (done !== JOBS) throw new Error(`${v.id}: drained ${done} of ${JOBS} jobs`);
     const wal = (await server.query<{ wal: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS wal', [lsn]))[0]!
       .wal;
-    const stmts = await server.query<{ query: string; ms: number }>(
-      `SELECT query, total_exec_time AS ms FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)`,
-      [name],
-    );
-    const sum = (re: RegExp) => stmts.filter((s) => re.test(s.query)).reduce((a, s) => a + s.ms, 0);
     const [claimMs, completeMs] = [
-      sum(/lease_token = nextval/),
-      sum(/state = \$\d+, finished_at = now\(\)|state = 'succeeded', finished_at/),
+      await statementMs(server, name, /lease_token = nextval/),
+      await statementMs(server, name, /state = \$\d+, finished_at = now\(\)|state = 'succeeded', finished_at/),
     ];
     return {
       variant: v.id,
       round,
       jobsPerSec: Math.round((JOBS / ms) * 1_000),
+      enqueueUsPerJob: hundredths((enqueueMs * 1_000) / JOBS),
       claimUsPerJob: hundredths((claimMs * 1_000) / JOBS),
       completeUsPerJob: hundredths((completeMs * 1_000) / JOBS),
       walBytesPerJob: Math.round(Number(wal) / JOBS),
@@ -152,6 +160,15 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
     await pool.end();
     await server.dropDatabase(name);
   }
+}
+
+/** Server time of database `db`'s statements whose text matches `re`, since the last reset. */
+async function statementMs(server: Awaited<ReturnType<typeof openServer>>, db: string, re: RegExp): Promise<number> {
+  const stmts = await server.query<{ query: string; ms: number }>(
+    `SELECT query, total_exec_time AS ms FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)`,
+    [db],
+  );
+  return stmts.filter((s) => re.test(s.query)).reduce((a, s) => a + s.ms, 0);
 }
 
 /** Two decimals. */
@@ -182,9 +199,10 @@ async function main(): Promise<void> {
         .map((s) => s[k])
         .join(', ');
     const base = chosen[0]!.id;
-    const figures = ['jobsPerSec', 'claimUsPerJob', 'completeUsPerJob', 'walBytesPerJob'] as const;
+    const figures = ['jobsPerSec', 'enqueueUsPerJob', 'claimUsPerJob', 'completeUsPerJob', 'walBytesPerJob'] as const;
     const titles = {
       jobsPerSec: 'jobs/s',
+      enqueueUsPerJob: 'enqueue µs/job',
       claimUsPerJob: 'claim µs/job',
       completeUsPerJob: 'completion µs/job',
       walBytesPerJob: 'WAL bytes/job',

@@ -130,6 +130,7 @@ export class Claimer {
           cursor: flow.cursor,
           keyCursor: flow.keyCursor,
           solo: flow.solo,
+          plain: flow.plain,
           // A controlled claim's leases run from its claim statement, after its lock statement.
           onLeaseStatement: () => {
             provenAt = clock.now();
@@ -139,6 +140,7 @@ export class Claimer {
         flow.cursor = r.cursor;
         flow.keyCursor = r.keyCursor;
         flow.solo = r.solo;
+        flow.plain = r.plain;
         // A fair claim stops at its tenants' slices, so a short one may leave jobs behind.
         outcome.again = !controlled && r.sliced;
         outcome.more = r.limited;

@@ -14,6 +14,8 @@ export interface QueueFlow {
   keyCursor: string;
   /** The last fair claim saw one tenant: the next one tries the one-tenant statement first. */
   solo: boolean;
+  /** No claim has found the queue marked as holding another tenant's jobs: try the FIFO pick first. */
+  plain: boolean;
 }
 
 export class FlowState {
@@ -27,13 +29,13 @@ export class FlowState {
     this.#executor = executor;
     this.#onControlled = onControlled;
     for (const [q, f] of Object.entries(queues))
-      this.#queues.set(q, { fair: f === 'tenant', cursor: { tenant: '', used: 0 }, keyCursor: '', solo: false });
+      this.#queues.set(q, { fair: f === 'tenant', cursor: { tenant: '', used: 0 }, keyCursor: '', solo: false, plain: true });
   }
 
   queue(name: string): QueueFlow {
     let q = this.#queues.get(name);
     if (!q) {
-      q = { fair: true, cursor: { tenant: '', used: 0 }, keyCursor: '', solo: false };
+      q = { fair: true, cursor: { tenant: '', used: 0 }, keyCursor: '', solo: false, plain: true };
       this.#queues.set(name, q);
     }
     return q;

@@ -81,6 +81,11 @@ export interface FlowClaimParams extends JobClaimParams {
   onLeaseStatement?: () => void;
   /** The queue had one tenant at the last fair claim: try the small one-tenant statement first. */
   solo?: boolean;
+  /**
+   * Whether the queue may never have held a job of a tenant other than 'default' (the default,
+   * until a claim answers false): then the FIFO pick is tried first, behind its mark's probe.
+   */
+  plain?: boolean;
 }
 export interface FlowClaimResult {
   jobs: LeasedJob[];
@@ -99,6 +104,8 @@ export interface FlowClaimResult {
   sliced: boolean;
   /** The queue had one tenant (or none) with pending jobs: the next fair claim may try `solo`. */
   solo: boolean;
+  /** The queue is still unmarked (never held another tenant's job): the next claim may try `plain`. */
+  plain: boolean;
 }
 export interface JobPurgeScanParams {
   queue: string;

@@ -22,6 +22,7 @@ function claimer(queue: string, opts: { fair?: boolean; controlled?: boolean } =
   let cursor: FairCursor = { tenant: '', used: 0 };
   let keyCursor = '';
   let solo = false;
+  let plain = true;
   return async (limit: number): Promise<FlowClaimResult> => {
     const r = await ex.jobClaimFlow({
       queue,
@@ -34,10 +35,12 @@ function claimer(queue: string, opts: { fair?: boolean; controlled?: boolean } =
       cursor,
       keyCursor,
       solo,
+      plain,
     });
     cursor = r.cursor;
     keyCursor = r.keyCursor;
     solo = r.solo;
+    plain = r.plain;
     return r;
   };
 }
@@ -121,6 +124,29 @@ describe('fair claim', () => {
     const mixed = await next(4);
     expect(mixed).toMatchObject({ sliced: true, solo: false });
     expect(tenants(mixed)).toEqual(['other', 'other', 'solo', 'solo']);
+  });
+
+  it("claims a queue of the default tenant alone in FIFO order until any writer inserts another tenant's job", async () => {
+    const queue = fresh();
+    const marked = async (q: string) =>
+      (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM baton.tenant_queues WHERE queue = $1`, [q])).rows[0]!.n > 0;
+    const next = claimer(queue);
+    expect(await next(2)).toMatchObject({ jobs: [], plain: true, solo: true });
+    const late = await enqueue(queue, 3, { priority: 0 });
+    const urgent = await enqueue(queue, 1, { priority: 9 });
+    const first = await next(2);
+    expect(first.jobs.map((j) => j.id)).toEqual([urgent[0], late[0]]);
+    expect(first).toMatchObject({ plain: true, solo: true, sliced: false });
+    expect(await marked(queue)).toBe(false);
+    // A producer's own SQL, not Baton's insert: the trigger marks the queue in its transaction.
+    await db.query(`INSERT INTO baton.jobs (queue, tenant_id, job_type) VALUES ($1, 'acme', 't'), ($1, 'acme', 't')`, [queue]);
+    expect(await marked(queue)).toBe(true);
+    // The plain statement now takes nothing and the fair claim follows in the same call.
+    const mixed = await next(2);
+    expect(mixed).toMatchObject({ plain: false, solo: false });
+    expect(tenants(mixed)).toEqual(['acme', 'default']);
+    // A queue stays marked: the next claims skip the plain statement.
+    expect(await next(2)).toMatchObject({ plain: false });
   });
 
   it('claims nothing from a flow-controlled queue (its claims go through the controlled claim)', async () => {

@@ -2,11 +2,13 @@
 // schema, idempotent rerun, concurrent runners, schema-name validation, and
 // drift of the migrated schema against test/fixtures/schema.sql.
 
-import { readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { listMigrations, migrate } from '../../src/db/migrate.ts';
+import { listMigrations, migrate, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
 import type { PgPoolLike } from '../../src/db/pg/pool.ts';
 import { createTestDatabase, useTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { describeSchema } from '../helpers/schema-snapshot.ts';
@@ -52,6 +54,23 @@ describe('migrate()', () => {
     expect(second.applied).toEqual([]);
     const after = await db.query(`SELECT count(*)::int AS n FROM queue_alt.schema_migrations`);
     expect(after.rows[0].n).toBe(files.length);
+  });
+
+  it('0023 marks the queues that already hold jobs of a tenant other than default', async () => {
+    const db = await emptyDatabase();
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-migrations-'));
+    try {
+      for (const f of (await listMigrations()).filter((n) => n < '0023')) await copyFile(path.join(MIGRATIONS_DIR, f), path.join(dir, f));
+      await migrate(db.pool, { schema: 'baton', migrationsDir: dir });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    await db.query(`INSERT INTO baton.jobs (queue, tenant_id, job_type, state, finished_at)
+      VALUES ('shared', 'acme', 't', 'succeeded', now()), ('shared', 'default', 't', 'pending', NULL),
+        ('own', 'default', 't', 'pending', NULL), ('acme-only', 'acme', 't', 'pending', NULL)`);
+    await migrate(db.pool, { schema: 'baton' });
+    const marked = await db.query<{ queue: string }>(`SELECT DISTINCT queue FROM baton.tenant_queues ORDER BY queue`);
+    expect(marked.rows.map((r) => r.queue)).toEqual(['acme-only', 'shared']);
   });
 
   it('lets 6 concurrent runners on separate pools succeed, applying each file exactly once', async () => {

@@ -269,6 +269,10 @@ const READS: Record<string, Read> = {
   // The one-tenant claim probes the tenants through the fair index too.
   'one-tenant claim (rare)': { text: fq.claimSolo.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 1, uses: ['jobs_fair_idx'] },
   'one-tenant claim (hot)': { text: fq.claimSolo.text, args: ['hot', 200, 'w-plan', 'true', 60_000], rows: 21, uses: ['jobs_fair_idx'] },
+  // The claim of a queue never given another tenant's job: the FIFO pick through the claim index.
+  // 'hot' holds tenant 'big''s jobs, so it is marked: the claim takes nothing.
+  'plain claim (rare)': { text: fq.claimPlain.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },
+  'plain claim (hot, marked)': { text: fq.claimPlain.text, args: ['hot', 200, 'w-plan', 'true', 60_000], rows: 0, uses: [] },
 };
 
 async function check(name: string, mode: string): Promise<void> {

@@ -10,10 +10,12 @@ import { deferred, waitFor, type Deferred } from '../helpers/wait.ts';
 
 export type EngineOptions = BatonOptions;
 
-/** A claim statement: FIFO (job_claim), fair (flow_claim_fair) or one-tenant (flow_claim_solo), as a pool sees it. */
+/**
+ * A claim statement: FIFO (job_claim), fair (flow_claim_fair), one-tenant (flow_claim_solo) or
+ * that of a queue without other tenants (flow_claim_plain), as a pool sees it.
+ */
 export const isClaim = (config: { name?: string } | undefined): boolean =>
-  typeof config?.name === 'string' &&
-  (config.name.endsWith('.job_claim') || config.name.endsWith('.flow_claim_fair') || config.name.endsWith('.flow_claim_solo'));
+  typeof config?.name === 'string' && /\.(job_claim|flow_claim_fair|flow_claim_solo|flow_claim_plain)$/.test(config.name);
 
 /** Stands in for pool.query: `run` sends the statement as the pool would. */
 export type QueryHook = (config: { name?: string; values?: unknown[] }, run: () => Promise<pg.QueryResult>) => Promise<pg.QueryResult>;

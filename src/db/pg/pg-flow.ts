@@ -11,6 +11,20 @@ import { checkOut, type PgPoolLike, type QueryConfigLike } from './pool.ts';
 import { FLOW_KEYS_PER_CLAIM, FLOW_LOCK_WAIT_MS, type FlowQueries } from './queries/flow.ts';
 import { queryRows } from './query-rows.ts';
 
+/** The answer of a claim that took jobs in claim order (one tenant): no slice bound it. */
+function inClaimOrder(rows: unknown[], p: FlowClaimParams, plain: boolean): FlowClaimResult {
+  return {
+    jobs: claimJobs(rows as ClaimRow[], p),
+    cursor: p.cursor,
+    keyCursor: p.keyCursor,
+    wakeMs: null,
+    limited: false,
+    sliced: false,
+    solo: true,
+    plain,
+  };
+}
+
 export class PgFlow {
   readonly #pool: PgPoolLike;
   readonly #sql: FlowQueries;
@@ -27,21 +41,18 @@ export class PgFlow {
   async claim(p: FlowClaimParams): Promise<FlowClaimResult> {
     const base = [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs];
     if (!p.controlled) {
+      if (p.plain !== false) {
+        // Never seen to hold another tenant's job: the FIFO pick, unless a mark has appeared.
+        const rows = await this.#rows<unknown[]>(this.#sql.claimPlain, base);
+        if (rows.length > 0) return inClaimOrder(rows, p, true);
+        const [mark] = await this.#rows<{ tenanted: boolean }>(this.#sql.tenanted, [p.queue]);
+        if (mark?.tenanted !== true) return inClaimOrder(rows, p, true);
+      }
       if (p.solo) {
         // Last seen with one tenant: the small statement, unless a second tenant has arrived.
         const rows = await this.#rows<unknown[]>(this.#sql.claimSolo, base);
         const meta = rows.pop() as unknown[] | Record<string, unknown> | undefined;
-        if ((Array.isArray(meta) ? meta[16] : meta?.solo) === true) {
-          return {
-            jobs: claimJobs(rows as ClaimRow[], p),
-            cursor: p.cursor,
-            keyCursor: p.keyCursor,
-            wakeMs: null,
-            limited: false,
-            sliced: false,
-            solo: true,
-          };
-        }
+        if ((Array.isArray(meta) ? meta[16] : meta?.solo) === true) return inClaimOrder(rows, p, false);
       }
       let cursor = p.cursor;
       for (let step = 0; ; step++) {
@@ -51,7 +62,7 @@ export class PgFlow {
         const meta = rows.pop() as unknown[] | Record<string, unknown> | undefined;
         const solo = (Array.isArray(meta) ? meta[18] : meta?.solo) === true;
         const answer = flowAnswer(rows, { ...p, cursor });
-        const done = { ...answer, keyCursor: p.keyCursor, wakeMs: null, limited: false, sliced: !solo, solo };
+        const done = { ...answer, keyCursor: p.keyCursor, wakeMs: null, limited: false, sliced: !solo, solo, plain: false };
         if (solo || answer.jobs.length > 0 || step === FAIR_WALK_STEPS_MAX) return done;
         // Nothing taken: the walk may have seen only tenants whose jobs are all in the future.
         // Unless it saw every tenant of the queue, go on from where it ended.
@@ -103,6 +114,7 @@ export class PgFlow {
         limited: limited === true,
         sliced: p.fair,
         solo: false,
+        plain: p.plain ?? true,
       };
     } catch (err) {
       const busy = !ok && (err as { code?: string }).code === '55P03';
@@ -119,6 +131,7 @@ export class PgFlow {
           limited: true,
           sliced: false,
           solo: false,
+          plain: p.plain ?? true,
         };
       }
       throw translatePgError(err);

@@ -151,6 +151,32 @@ export function flowQueries(schema: string) {
           (SELECT one FROM solo)`,
     },
 
+    // The claim of a queue that has never held a job of a tenant other than 'default' (no row in
+    // tenant_queues, migration 0023): one tenant by construction, so the FIFO claim's statement
+    // behind one more probe. $1-$5 as the claim; answers ClaimRow columns. It says nothing of
+    // the mark: a claim that took nothing asks `tenanted` (the answer's extra row and the CTE
+    // around the update cost a claim about a tenth). A mark committed after this statement's
+    // snapshot came with jobs the snapshot does not see either.
+    claimPlain: {
+      name: `${schema}.flow_claim_plain`,
+      rowMode: 'array' as const,
+      text: `WITH picked AS (
+          SELECT id FROM ${jobs}
+          WHERE state = 'pending' AND queue = $1 AND run_at <= now() AND concurrency_key IS NULL
+            AND ${notControlled}
+            AND NOT EXISTS (SELECT 1 FROM ${schema}.tenant_queues WHERE queue = $1)
+          ORDER BY priority DESC, run_at, id
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED
+        )
+        ${claimUpdateSql(schema, 'picked')}`,
+    },
+    // Whether queue $1 has held a job of a tenant other than 'default' (migration 0023).
+    tenanted: {
+      name: `${schema}.flow_tenanted`,
+      text: `SELECT EXISTS (SELECT 1 FROM ${schema}.tenant_queues WHERE queue = $1) AS tenanted`,
+    },
+
     // The claim of a queue last seen with one tenant: the fair claim's one-tenant branch alone,
     // a statement as small as the FIFO claim (the fair claim's plan, even with its walk gated
     // off, costs a claim of a few jobs about as much again to set up and tear down). $1-$5 as the
