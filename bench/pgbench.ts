@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { migrate } from '../src/db/migrate.ts';
 import { jobQueries } from '../src/db/pg/queries/job.ts';
-import { quoteSchema } from '../src/db/schema-name.ts';
+import { quoteSchema } from '../src/driver/schema-name.ts';
 import { withDatabase, type Ctx } from './scenarios/context.ts';
 import { JOB_TYPE, QUEUE } from './systems/types.ts';
 

@@ -14,7 +14,7 @@ import pg from 'pg';
 import { migrate } from '../src/db/migrate.ts';
 import { flowQueries } from '../src/db/pg/queries/flow.ts';
 import { jobQueries } from '../src/db/pg/queries/job.ts';
-import { quoteSchema } from '../src/db/schema-name.ts';
+import { quoteSchema } from '../src/driver/schema-name.ts';
 import { machineRecord } from './machine.ts';
 import { openServer } from './server.ts';
 import { distribution } from './stats.ts';

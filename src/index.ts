@@ -28,7 +28,7 @@ export {
   type QueuePauseState,
   type StatsSnapshot,
 } from './core/queue-admin.ts';
-export { JOB_SORT_KEYS, JOB_SORT_WINDOW, SORT_ORDERS, type JobSortKey, type SortOrder } from './core/job-sort.ts';
+export { JOB_SORT_KEYS, JOB_SORT_WINDOW, SORT_ORDERS, type JobSortKey, type SortOrder } from './types/job-sort.ts';
 export type { EngineEvents } from './core/events.ts';
 export type { CronApi } from './core/cron/api.ts';
 export { PREVIEW_COUNT_MAX, SCHEDULE_LIST_MAX } from './core/cron/api.ts';
@@ -43,7 +43,7 @@ export {
   type ScheduleInput,
   type SchedulePatch,
   type ScheduleStatus,
-} from './core/cron/schedule.ts';
+} from './types/schedule.ts';
 export type { Handler, HandlerMap, JobContext } from './core/handler.ts';
 export type { Logger } from './core/logger.ts';
 export type { Clock } from './core/clock.ts';
@@ -71,7 +71,7 @@ export {
   type SucceededJob,
   type DeadLetteredJob,
   type CancelledJob,
-} from './core/job.ts';
+} from './types/job.ts';
 export {
   BatonError,
   TerminalError,
@@ -81,7 +81,7 @@ export {
   ERROR_CODES,
   isBatonError,
   type ErrorCode,
-} from './core/errors.ts';
+} from './types/errors.ts';
 export { StepFailedError, type WorkflowCounters } from './core/workflow/execution.ts';
 export { WORKFLOW_JOB_TYPE_PREFIX } from './core/workflow/service.ts';
 export type { BuilderStepContext, WorkflowBuilder } from './core/workflow/builder.ts';
@@ -106,7 +106,7 @@ export {
   type WorkflowEvent,
   type WorkflowFn,
   type WorkflowOptions,
-} from './core/workflow/types.ts';
+} from './types/workflow.ts';
 export {
   engineConfigSchema,
   parseEngineConfig,

@@ -4,10 +4,10 @@
 import pg from 'pg';
 import { createApiKeys, type ApiKeys } from './core/api-keys.ts';
 import { SCHEMA_DEFAULT } from './core/config.ts';
-import { BatonError } from './core/errors.ts';
+import { BatonError } from './types/errors.ts';
 import { PgApiKeyStore } from './db/pg/api-key-store.ts';
 import type { Queryable } from './db/pg/pool.ts';
-import { isValidSchemaName, quoteSchema } from './db/schema-name.ts';
+import { isValidSchemaName, quoteSchema } from './driver/schema-name.ts';
 
 export interface ApiKeysOptions {
   /** A pool to use (not ended by close()). Either pool or connectionString is required. */

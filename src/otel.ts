@@ -6,7 +6,7 @@
 
 import { createRequire } from 'node:module';
 import type * as Api from '@opentelemetry/api';
-import type { LeasedJob } from './core/job.ts';
+import type { LeasedJob } from './types/job.ts';
 import type { JobSpan, JobSpanOutcome, TraceCarrier, Tracing } from './core/tracing.ts';
 import { traceCarrier } from './core/tracing.ts';
 

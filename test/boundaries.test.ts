@@ -1,6 +1,8 @@
-// Dependencies point one way: daemon -> http -> core -> db; client sees only
-// the AppType type. This test reads the imports of src/core and src/client and
-// fails on any import or process.env / process.exit use that breaks the rule.
+// Dependencies point one way. Each folder of src/ has a floor (the folders it may import):
+// types imports nothing, driver only types, core and db only driver and types, and no two
+// folders reach each other; client sees only the AppType type. This test reads every import
+// of src/ and fails on one that breaks a floor, on a cycle between folders, and on core's
+// forbidden packages or process.env / process.exit.
 
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -112,6 +114,91 @@ describe('src/core', () => {
   });
 });
 
+/** The folder of src/ a file belongs to; '(root)' for the files directly under src/ (the entry and wiring). */
+function folderOf(file: string): string {
+  const parts = path.relative(SRC, file).split(path.sep);
+  return parts.length > 1 ? parts[0]! : '(root)';
+}
+
+/**
+ * The folders each folder may import besides itself, type-only imports included. '(root)' is
+ * src/index.ts (the public entry), src/create-baton.ts (the engine wired to node-postgres) and
+ * their neighbours; http reads the public entry's types through it.
+ */
+const FLOORS: Record<string, readonly string[]> = {
+  types: [],
+  driver: ['types'],
+  core: ['driver', 'types'],
+  db: ['driver', 'types'],
+  publishers: ['core', 'driver', 'types'],
+  '(root)': ['core', 'db', 'driver', 'publishers', 'types'],
+  http: ['(root)', 'core', 'driver', 'types'],
+  client: ['http'],
+  daemon: ['(root)', 'core', 'db', 'driver', 'http', 'publishers', 'types'],
+};
+
+/** Folder-level edges of a set of files' relative imports: from -> to -> the first import seen. */
+function folderEdges(files: Array<{ file: string; scan: ScanResult }>): Map<string, Map<string, string>> {
+  const edges = new Map<string, Map<string, string>>();
+  for (const { file, scan } of files) {
+    const from = folderOf(file);
+    for (const imp of scan.imports) {
+      const target = resolveRelative(file, imp.specifier);
+      if (target === undefined || !inside(target, SRC.replace(/\/$/, ''))) continue;
+      const to = folderOf(target);
+      if (to === from) continue;
+      const out = edges.get(from) ?? new Map<string, string>();
+      if (!out.has(to)) out.set(to, `${rel(file)}:${imp.line} imports '${imp.specifier}'`);
+      edges.set(from, out);
+    }
+  }
+  return edges;
+}
+
+/** Imports that break a floor (a folder with no floor is a violation too: give it one). */
+function floorViolations(edges: Map<string, Map<string, string>>): string[] {
+  const out: string[] = [];
+  for (const [from, tos] of edges) {
+    const floor = FLOORS[from];
+    for (const [to, where] of tos) {
+      if (floor === undefined) out.push(`${where} (src/${from} has no floor in boundaries.test.ts)`);
+      else if (!floor.includes(to)) out.push(`${where} (src/${from} may import only ${floor.join(', ') || 'nothing of src/'})`);
+    }
+  }
+  return out;
+}
+
+/** Every cycle between folders, each as "a -> b -> a", found by a walk from every folder. */
+function folderCycles(edges: Map<string, Map<string, string>>): string[] {
+  const cycles = new Set<string>();
+  const walk = (start: string, at: string, pathSoFar: string[]) => {
+    for (const to of edges.get(at)?.keys() ?? []) {
+      if (to === start) {
+        // One spelling per cycle: rotated to start at its smallest folder.
+        const ring = [...pathSoFar];
+        const i = ring.indexOf([...ring].sort()[0]!);
+        const rotated = [...ring.slice(i), ...ring.slice(0, i)];
+        cycles.add([...rotated, rotated[0]].join(' -> '));
+      } else if (!pathSoFar.includes(to)) walk(start, to, [...pathSoFar, to]);
+    }
+  };
+  for (const from of edges.keys()) walk(from, from, [from]);
+  return [...cycles].sort();
+}
+
+describe('src/ folders', () => {
+  const scanned = listSourceFiles(SRC).map((file) => ({ file, scan: scanFile(file) }));
+  const edges = folderEdges(scanned);
+
+  it('import only the folders below their floor', () => {
+    expect(floorViolations(edges)).toEqual([]);
+  });
+
+  it('never import each other, directly or around a longer cycle', () => {
+    expect(folderCycles(edges)).toEqual([]);
+  });
+});
+
 describe('src/client', () => {
   it('imports only hono/client, its own files, and types from src/http', () => {
     const violations = listSourceFiles(CLIENT).flatMap((f) => clientViolations(f, scanFile(f)));
@@ -153,6 +240,24 @@ describe('the checker itself', () => {
       'src/core/bad.ts:9 uses process.exit',
       'src/core/bad.ts:10 uses process.exit',
     ]);
+  });
+
+  it('flags an import below a floor, a folder without one, and a cycle between folders', () => {
+    const at = (dir: string) => path.join(SRC, dir, 'bad.ts');
+    const edges = folderEdges([
+      { file: at('types'), scan: scanSource(`import type { Executor } from '../driver/executor.ts';`) },
+      { file: at('driver'), scan: scanSource(`import { BatonError } from '../types/errors.ts';`) },
+      { file: at('db'), scan: scanSource(`import type { Engine } from '../core/engine.ts';`) },
+      { file: at('core'), scan: scanSource(`import { PgExecutor } from '../db/pg/pg-executor.ts';`) },
+      { file: at('newdir'), scan: scanSource(`import type { Job } from '../types/job.ts';`) },
+    ]);
+    expect(floorViolations(edges).sort()).toEqual([
+      "src/core/bad.ts:1 imports '../db/pg/pg-executor.ts' (src/core may import only driver, types)",
+      "src/db/bad.ts:1 imports '../core/engine.ts' (src/db may import only driver, types)",
+      "src/newdir/bad.ts:1 imports '../types/job.ts' (src/newdir has no floor in boundaries.test.ts)",
+      "src/types/bad.ts:1 imports '../driver/executor.ts' (src/types may import only nothing of src/)",
+    ]);
+    expect(folderCycles(edges)).toEqual(['core -> db -> core', 'driver -> types -> driver']);
   });
 
   it('flags runtime imports from src/http and other packages in the client', () => {

@@ -3,10 +3,10 @@
 // changed state meanwhile gets a clear conflict instead of a half-written row.
 // A cancel of a running job records a request and never rewrites the row's outcome.
 
-import type { Executor } from '../db/executor.ts';
-import { BatonError } from './errors.ts';
-import { JOB_STATES, type Job, type JobState, type JobSummary } from './job.ts';
-import { checkSortAndTimes, isWindowedListing, type JobSortKey, type SortOrder } from './job-sort.ts';
+import type { Executor } from '../driver/executor.ts';
+import { BatonError } from '../types/errors.ts';
+import { JOB_STATES, type Job, type JobState, type JobSummary } from '../types/job.ts';
+import { checkSortAndTimes, isWindowedListing, type JobSortKey, type SortOrder } from '../types/job-sort.ts';
 import { flowAdmin, type FlowAdminApi } from './flow-admin.ts';
 import {
   bulk,
@@ -22,6 +22,8 @@ import {
   type QueuePauseState,
   type StatsSnapshot,
 } from './queue-admin.ts';
+import type { WorkerInfo, DatabaseHealth } from '../types/admin.ts';
+export type { WorkerInfo, DatabaseHealth } from '../types/admin.ts';
 
 export interface ListJobsFilter {
   state?: JobState;
@@ -71,53 +73,6 @@ export interface JobPage {
 }
 
 export type StateCounts = Record<JobState, number>;
-
-export interface WorkerInfo {
-  id: string;
-  hostname: string;
-  pid: number;
-  /** queue -> concurrency */
-  queues: Record<string, number>;
-  /** Job types it has handlers for. */
-  jobTypes: string[];
-  inFlight: number;
-  startedAt: Date;
-  lastSeenAt: Date;
-  /** True while the worker's database session holds its presence lock. */
-  alive: boolean;
-  /** True for the elected leader, which runs the periodic maintenance (while alive). */
-  leader: boolean;
-}
-
-/** Baton's tables and the server, as operators watch them (see AdminApi.health). */
-export interface DatabaseHealth {
-  /** When this was read (cached reads return the same object for HEALTH_CACHE_MS). */
-  readAt: Date;
-  /** Per queue with due pending jobs: how long the oldest has been due, and how many are due. */
-  queues: Array<{ queue: string; oldestDueSeconds: number; due: number }>;
-  /** Baton's tables: sizes in bytes, tuple counts (statistics, not exact), last (auto)vacuum and analyze. */
-  tables: Array<{
-    name: string;
-    totalBytes: number;
-    tableBytes: number;
-    indexBytes: number;
-    liveTuples: number;
-    deadTuples: number;
-    lastVacuumAt: Date | null;
-    lastAnalyzeAt: Date | null;
-  }>;
-  /**
-   * The server's oldest transaction horizon, in transactions (xids) behind the newest, from
-   * sessions, prepared transactions and replication slots; and the oldest open transaction's
-   * age in seconds. While a horizon stays old, dead rows in Baton's tables cannot be removed.
-   */
-  horizon: {
-    sessionXminAge: number | null;
-    oldestTransactionSeconds: number | null;
-    preparedXminAge: number | null;
-    slotXminAge: number | null;
-  };
-}
 
 /** How long admin.health() answers from its last read. */
 export const HEALTH_CACHE_MS = 5_000;

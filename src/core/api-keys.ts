@@ -6,11 +6,11 @@
 // The default export, not a named import: tests observe that verification goes through
 // timingSafeEqual by spying on this object.
 import crypto from 'node:crypto';
-import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore } from '../db/api-key-store.ts';
-import { BatonError } from './errors.ts';
+import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore } from '../driver/api-key-store.ts';
+import { BatonError } from '../types/errors.ts';
 import { NAME_PATTERN } from './config.ts';
 
-export type { ApiKeyRecord, ApiKeyRole } from '../db/api-key-store.ts';
+export type { ApiKeyRecord, ApiKeyRole } from '../driver/api-key-store.ts';
 
 export const API_KEY_ROLES = ['tenant', 'admin'] as const satisfies readonly ApiKeyRole[];
 /** How long a verified (or unknown) key is answered from memory: the revocation bound. */

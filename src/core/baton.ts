@@ -7,14 +7,14 @@ import type { AdminApi } from './admin.ts';
 import type { CronApi } from './cron/api.ts';
 import type { CronCounters } from './cron/service.ts';
 import type { EngineEvents } from './events.ts';
-import type { EnqueueResult, JobSpec } from './job.ts';
+import type { EnqueueResult, JobSpec } from '../types/job.ts';
 import type { TraceCarrier } from './tracing.ts';
-import type { MigrateResult } from '../db/migrate.ts';
-import type { Queryable } from '../db/pg/pool.ts';
+import type { MigrateResult } from '../driver/migrations.ts';
+import type { Queryable } from '../driver/queryable.ts';
 import type { WorkflowCounters } from './workflow/execution.ts';
 import type { Workflows } from './workflow/service.ts';
 import type { WorkflowBuilder } from './workflow/builder.ts';
-import type { SendEventResult, StartRunOptions, StartRunResult, WorkflowFn, WorkflowOptions } from './workflow/types.ts';
+import type { SendEventResult, StartRunOptions, StartRunResult, WorkflowFn, WorkflowOptions } from '../types/workflow.ts';
 import type { OutboxApi } from './outbox/service.ts';
 
 export interface EnqueueOptions {

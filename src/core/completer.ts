@@ -3,10 +3,10 @@
 // on the network is retried while the lease may still be ours; a row the
 // database did not return was fenced off (a newer lease owns the job).
 
-import type { AttemptErrorInput, Executor, JobFailItem } from '../db/executor.ts';
+import type { AttemptErrorInput, Executor, JobFailItem } from '../driver/executor.ts';
 import type { EngineConfig } from './config.ts';
-import { isBatonError } from './errors.ts';
-import type { JobState } from './job.ts';
+import { isBatonError } from '../types/errors.ts';
+import type { JobState } from '../types/job.ts';
 
 export type WriteResult = { accepted: true; state: JobState } | { accepted: false; reason: 'fenced' | 'abandoned' };
 

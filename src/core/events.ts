@@ -3,7 +3,7 @@
 // jobs still start, a committed enqueue still resolves, a background loop keeps going).
 
 import { EventEmitter } from 'node:events';
-import type { EnqueueWarningCode, Job, TerminalState } from './job.ts';
+import type { EnqueueWarningCode, Job, TerminalState } from '../types/job.ts';
 
 /** Events the engine emits (on baton.events) for metrics and logs. */
 export interface EngineEvents {

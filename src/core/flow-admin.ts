@@ -4,28 +4,17 @@
 // (migration 0015), so every worker process obeys a change from its next claim.
 
 import { z } from 'zod';
-import type { Executor } from '../db/executor.ts';
+import type { Executor } from '../driver/executor.ts';
 import { nameSchema } from './config.ts';
-import { BatonError } from './errors.ts';
+import { BatonError } from '../types/errors.ts';
 import { CONCURRENCY_KEY_MAX_CHARS, CONCURRENCY_LIMIT_MAX } from './job-spec.ts';
+import type { FlowLimits, FlowSnapshot } from '../types/flow.ts';
+export type { RateLimit, FlowLimits, FlowQueueState, FlowKeyState, FlowSnapshot } from '../types/flow.ts';
 
 export const RATE_PERIOD_MS_MAX = 24 * 3600 * 1000;
 export const TENANT_WEIGHT_MAX = 1_000;
 /** Groups (queue x tenant, keys) a snapshot reads at most. */
 export const FLOW_SNAPSHOT_GROUPS_MAX = 1_000;
-
-export interface RateLimit {
-  /** Starts allowed per period (also the bucket's size: a burst of up to `limit`). */
-  limit: number;
-  periodMs: number;
-}
-
-/** A queue's or a key pattern's limits; null: none. */
-export interface FlowLimits {
-  /** Most jobs running at once, across every process. */
-  concurrencyLimit: number | null;
-  rateLimit: RateLimit | null;
-}
 
 export const rateLimitSchema = z
   .object({
@@ -46,40 +35,6 @@ export const keyPatternSchema = z
   .max(CONCURRENCY_KEY_MAX_CHARS)
   .refine((s) => !s.includes('\u0000') && !s.slice(0, -1).includes('*'), "must be a key, or a prefix ending in a single '*'");
 export const tenantWeightSchema = z.number().int().min(1).max(TENANT_WEIGHT_MAX);
-
-export interface FlowQueueState extends FlowLimits {
-  queue: string;
-  /** A job with a concurrency key was enqueued in this queue. */
-  keyed: boolean;
-  running: number;
-  /** Pending jobs due now. */
-  due: number;
-  /** Tokens in the queue's bucket now (null without a rate limit). */
-  tokens: number | null;
-}
-
-export interface FlowKeyState {
-  key: string;
-  pending: number;
-  due: number;
-  running: number;
-  /** The cap of the most specific pattern (a job's own concurrencyLimit is not shown). */
-  concurrencyLimit: number | null;
-  rateLimit: number | null;
-  tokens: number | null;
-}
-
-export interface FlowSnapshot {
-  queues: FlowQueueState[];
-  keyPatterns: Array<FlowLimits & { pattern: string }>;
-  weights: Array<{ tenantId: string; weight: number }>;
-  /** Pending and running jobs per queue and tenant (at most FLOW_SNAPSHOT_GROUPS_MAX groups). */
-  tenants: Array<{ queue: string; tenantId: string; pending: number; running: number }>;
-  /** Keys with pending or running jobs (at most FLOW_SNAPSHOT_GROUPS_MAX). */
-  keys: FlowKeyState[];
-  /** Due jobs that wait because a cap is reached, or a bucket is empty, per queue. */
-  held: Array<{ queue: string; reason: 'cap' | 'rate'; jobs: number }>;
-}
 
 export interface FlowAdminApi {
   flow(): Promise<FlowSnapshot>;

@@ -4,7 +4,7 @@
 // every limit is enforced in the database, and a stale "not controlled" makes the plain claim
 // return nothing for that queue (it checks), never exceed a limit.
 
-import type { Executor, FairCursor } from '../db/executor.ts';
+import type { Executor, FairCursor } from '../driver/executor.ts';
 
 export type Fairness = 'tenant' | 'none';
 

@@ -1,7 +1,7 @@
 // What a handler sees and returns. A handler runs at least once per job; it
 // must be idempotent and may pass ctx.token on as an idempotency key.
 
-import type { LeasedJob } from './job.ts';
+import type { LeasedJob } from '../types/job.ts';
 
 export interface JobContext<P = unknown> {
   /** The job's payload, as enqueued. */

@@ -6,7 +6,7 @@
 // own timer: a round trip that hangs (blackholed socket, pool with no free
 // connection) must not postpone it until the query or pool timeout fires.
 
-import type { Executor } from '../db/executor.ts';
+import type { Executor } from '../driver/executor.ts';
 import type { Clock } from './clock.ts';
 import type { EngineConfig } from './config.ts';
 import type { InFlight, LeaseTable } from './lease-table.ts';

@@ -4,10 +4,10 @@
 
 import type { Completer, OutcomeWrite, WriteResult } from './completer.ts';
 import type { EngineConfig } from './config.ts';
-import { LeaseLostError, OutcomeWritten } from './errors.ts';
+import { LeaseLostError, OutcomeWritten } from '../types/errors.ts';
 import type { EngineEventEmitter } from './events.ts';
 import type { HandlerMap, JobContext } from './handler.ts';
-import type { AttemptError, LeasedJob } from './job.ts';
+import type { AttemptError, LeasedJob } from '../types/job.ts';
 import { jsonTextHasNul } from './job-spec.ts';
 import type { InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';

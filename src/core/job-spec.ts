@@ -2,10 +2,10 @@
 // JSON-safety and NUL bytes (which PostgreSQL text and jsonb reject).
 
 import { z } from 'zod';
-import type { NewJob } from '../db/executor.ts';
+import type { NewJob } from '../driver/executor.ts';
 import { nameSchema as name } from './config.ts';
-import { BatonError } from './errors.ts';
-import { type JobSpec, ON_PARENT_FAILURE } from './job.ts';
+import { BatonError } from '../types/errors.ts';
+import { type JobSpec, ON_PARENT_FAILURE } from '../types/job.ts';
 import type { TraceCarrier } from './tracing.ts';
 
 /** Ten years: delays beyond that are almost surely unit mistakes. */

@@ -5,7 +5,7 @@
 // partitioned, starved) stops acting before the database lets anyone else take over; and every
 // leader-only write carries the epoch, so one that arrives late changes nothing.
 
-import type { LeaderStore } from '../db/leader-store.ts';
+import type { LeaderStore } from '../driver/leader-store.ts';
 import type { Clock } from './clock.ts';
 
 /** How many renewals fit in one lease: a missed one or two do not cost the lease. */

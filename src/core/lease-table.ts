@@ -3,8 +3,8 @@
 // worker can no longer prove ownership and must stop (self-fencing).
 
 import type { Clock } from './clock.ts';
-import { LeaseLostError } from './errors.ts';
-import type { LeasedJob } from './job.ts';
+import { LeaseLostError } from '../types/errors.ts';
+import type { LeasedJob } from '../types/job.ts';
 
 /** One lease this process holds. Its AbortSignal is made on first use: most handlers never read it. */
 export class InFlight {

@@ -5,12 +5,12 @@
 // result says if no live worker can run its job yet (read from the workers table, a few
 // seconds stale at most; the job is stored all the same).
 
-import type { Executor } from '../db/executor.ts';
+import type { Executor } from '../driver/executor.ts';
 import type { EnqueueOptions } from './baton.ts';
 import type { EngineConfig } from './config.ts';
-import { BatonError } from './errors.ts';
+import { BatonError } from '../types/errors.ts';
 import type { EngineEventEmitter } from './events.ts';
-import type { EnqueueResult, EnqueueWarning, JobSpec } from './job.ts';
+import type { EnqueueResult, EnqueueWarning, JobSpec } from '../types/job.ts';
 import { normalizeSpec, tenantConcurrencyKey } from './job-spec.ts';
 import { Notifier, channelFor } from './notifier.ts';
 import { type TraceCarrier, type Tracing, traceCarrier } from './tracing.ts';

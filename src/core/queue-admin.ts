@@ -3,14 +3,11 @@
 // the claim statement itself), so every worker process honours it from its next claim; this
 // module only validates, wakes the queue on resume, and reports per-id bulk outcomes.
 
-import type { Executor } from '../db/executor.ts';
-import { BatonError, isBatonError, type ErrorCode } from './errors.ts';
-import { JOB_STATES, type Job, type JobState } from './job.ts';
-
-export interface PausedQueue {
-  queue: string;
-  pausedAt: Date;
-}
+import type { Executor } from '../driver/executor.ts';
+import { BatonError, isBatonError, type ErrorCode } from '../types/errors.ts';
+import { JOB_STATES, type Job, type JobState } from '../types/job.ts';
+import type { StatsRow } from '../types/queue.ts';
+export type { PausedQueue, StatsRow } from '../types/queue.ts';
 
 export type QueuePauseState = { queue: string; paused: true; pausedAt: Date } | { queue: string; paused: false; pausedAt: null };
 
@@ -35,19 +32,6 @@ export interface StatsSnapshot {
     /** run_at -> started_at of the newest (up to 1,000) jobs that succeeded within the window; null when none did. */
     startLatencyMs: { count: number; p50: number | null; p95: number | null; max: number | null };
   };
-}
-
-/** The snapshot statement's answer, as the executor reads it. */
-export interface StatsRow {
-  at: Date;
-  counts: Array<{ queue: string; state: JobState; n: number }>;
-  paused: PausedQueue[];
-  /** Pending jobs whose run_at lies ahead, per queue (queues with none are absent). */
-  scheduled: Array<{ queue: string; n: number }>;
-  succeeded: number;
-  deadLettered: number;
-  cancelled: number;
-  latency: { count: number; p50: number | null; p95: number | null; max: number | null };
 }
 
 export const BULK_ACTIONS = ['replay', 'cancel', 'runNow'] as const;

@@ -6,7 +6,7 @@
 // reaperIntervalMs, the others only every FOLLOWER_SWEEP_EVERY ticks, so reaping never waits
 // for an election. Pruning long-gone workers is the leader's alone, fenced by its epoch.
 
-import type { Executor, ReapedJob } from '../db/executor.ts';
+import type { Executor, ReapedJob } from '../driver/executor.ts';
 import type { EngineConfig } from './config.ts';
 
 export interface ReaperDeps {

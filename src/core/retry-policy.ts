@@ -1,7 +1,7 @@
 // Retry classification and the description of a failure stored in the error history.
 // The backoff itself (full jitter, base and cap) is computed in SQL (queries/job.ts failMany).
 
-import { TerminalError } from './errors.ts';
+import { TerminalError } from '../types/errors.ts';
 
 /**
  * True when `err` or anything in its `cause` chain (or an AggregateError's errors) is a

@@ -3,13 +3,10 @@
 // src/otel.ts implements this over @opentelemetry/api when that is installed. Without it
 // every call here is a no-op that costs next to nothing per job.
 
-import type { LeasedJob } from './job.ts';
+import type { LeasedJob } from '../types/job.ts';
+import type { TraceCarrier } from '../types/trace.ts';
 
-/** A W3C trace context (https://www.w3.org/TR/trace-context/), as stored with a job. */
-export interface TraceCarrier {
-  traceparent: string;
-  tracestate?: string;
-}
+export type { TraceCarrier } from '../types/trace.ts';
 
 /** How a job's handler ended, as its span records it. */
 export type JobSpanOutcome = 'succeeded' | 'retried' | 'dead_lettered' | 'cancelled' | 'released' | 'fenced' | 'lease_lost' | 'error';

@@ -4,9 +4,9 @@
 // The place-order workflow shows a run stepping, waiting for an event and resuming.
 
 import { setTimeout as delay } from 'node:timers/promises';
-import { TerminalError } from '../core/errors.ts';
+import { TerminalError } from '../types/errors.ts';
 import type { Handler, HandlerMap } from '../core/handler.ts';
-import type { WorkflowFn } from '../core/workflow/types.ts';
+import type { WorkflowFn } from '../types/workflow.ts';
 
 export const SLEEP_MS_DEFAULT = 10_000;
 const SLEEP_MS_MAX = 3_600_000;

@@ -18,7 +18,7 @@ import {
   LEADER_LEASE_MS_DEFAULT,
   type EngineConfigInput,
 } from '../core/config.ts';
-import { isValidSchemaName } from '../db/schema-name.ts';
+import { isValidSchemaName } from '../driver/schema-name.ts';
 import { allowedHostsSetting } from '../http/allowed-hosts.ts';
 import { parsePublisherSpecs, type PublisherSpecs } from './outbox-config.ts';
 import { MAX_CONNECTIONS_PER_ADDRESS_DEFAULT, REQUEST_TIMEOUT_MS_DEFAULT } from './http-server.ts';

@@ -4,7 +4,7 @@
 import type { Logger as PinoLogger } from 'pino';
 import { z } from 'zod';
 import { createBaton } from '../create-baton.ts';
-import { isBatonError } from '../core/errors.ts';
+import { isBatonError } from '../types/errors.ts';
 import { openApiKeys, type ClosableApiKeys } from '../open-api-keys.ts';
 import { openDatabase } from './database.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';

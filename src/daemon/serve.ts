@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import type { Logger as PinoLogger } from 'pino';
 import { createBaton } from '../create-baton.ts';
-import type { WorkflowFn } from '../core/workflow/types.ts';
+import type { WorkflowFn } from '../types/workflow.ts';
 import type { HandlerMap } from '../core/handler.ts';
 import { createApp } from '../http/app.ts';
 import { createStatsHistory } from '../http/stats-history.ts';

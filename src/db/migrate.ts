@@ -6,8 +6,10 @@ import { readdir, readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { checkOut, type PgPoolLike } from './pg/pool.ts';
-import { quoteSchema } from './schema-name.ts';
+import { quoteSchema } from '../driver/schema-name.ts';
 import { migrationQueries } from './pg/queries/migration.ts';
+import type { MigrateResult } from '../driver/migrations.ts';
+export type { MigrateResult } from '../driver/migrations.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
 
@@ -18,11 +20,6 @@ export interface MigrateOptions {
   schema: string;
   /** Directory of NNNN_name.sql files. Defaults to the package's migrations/. */
   migrationsDir?: string;
-}
-
-export interface MigrateResult {
-  /** File names applied by this call, in order (empty when already up to date). */
-  applied: string[];
 }
 
 /** Lists migration files in apply order. */

@@ -1,7 +1,7 @@
 // Broker client libraries are optional peer dependencies: a publisher loads its library when it
 // first connects, so library users who never publish to that broker need not install it.
 
-import { BatonError } from '../core/errors.ts';
+import { BatonError } from '../types/errors.ts';
 
 /** Imports `name`, or throws INVALID_CONFIG saying which package to install and why. */
 export async function optionalImport<T>(name: string, load: () => Promise<T>, forWhat: string): Promise<T> {

@@ -7,7 +7,7 @@
 
 import { Agent, request } from 'undici';
 import { z } from 'zod';
-import { BatonError } from '../core/errors.ts';
+import { BatonError } from '../types/errors.ts';
 import { PublishError, type Publisher, type PublishMessage } from '../core/outbox/publisher.ts';
 import {
   signWebhook,

@@ -12,7 +12,7 @@
 //     nothing later than the threshold; every job ran to success;
 //   - retention deleted cron jobs meanwhile (or the run proved nothing about it).
 
-import type { MisfirePolicy } from '../../src/core/cron/schedule.ts';
+import type { MisfirePolicy } from '../../src/types/schedule.ts';
 import type { ExecRecord, HistoryRecord, LeaderWriteRecord, LeadershipRecord } from './history.ts';
 
 export interface LeaderPause {

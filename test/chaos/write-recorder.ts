@@ -5,7 +5,7 @@
 
 import type pg from 'pg';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import type { WriteRecord } from './history.ts';
 
 const jobQ = jobQueries(quoteSchema('baton'));

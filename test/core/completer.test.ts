@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { Completer, type OutcomeLease, type WriteResult } from '../../src/core/completer.ts';
 import { parseEngineConfig } from '../../src/core/config.ts';
-import type { Executor } from '../../src/db/executor.ts';
+import type { Executor } from '../../src/driver/executor.ts';
 import { deferred } from '../helpers/wait.ts';
 
 /** Submits a completion of job `id` and resolves with what the completer answered. */

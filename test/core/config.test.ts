@@ -13,7 +13,7 @@ import {
   POLL_INTERVAL_MS_DEFAULT,
   parseEngineConfig,
 } from '../../src/core/config.ts';
-import { BatonError } from '../../src/core/errors.ts';
+import { BatonError } from '../../src/types/errors.ts';
 
 const wid = () => 'generated-worker';
 

@@ -3,7 +3,7 @@
 // with a producer context still gets a span that carries it to the handler's downstream calls.
 
 import { describe, expect, it } from 'vitest';
-import type { LeasedJob } from '../../src/core/job.ts';
+import type { LeasedJob } from '../../src/types/job.ts';
 import { otelTracing } from '../../src/otel.ts';
 
 const job = (trace: LeasedJob['trace']): LeasedJob =>

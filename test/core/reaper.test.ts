@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { parseEngineConfig } from '../../src/core/config.ts';
 import { FOLLOWER_SWEEP_EVERY, Reaper } from '../../src/core/reaper.ts';
-import type { Executor } from '../../src/db/executor.ts';
+import type { Executor } from '../../src/driver/executor.ts';
 
 function countingReaper(isLeader: () => boolean) {
   const leaderEpoch = () => (isLeader() ? '1' : null);

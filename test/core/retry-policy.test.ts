@@ -3,7 +3,7 @@
 // the error history. The backoff is SQL's: see the executor's failMany tests.
 
 import { describe, expect, it } from 'vitest';
-import { TerminalError } from '../../src/core/errors.ts';
+import { TerminalError } from '../../src/types/errors.ts';
 import { describeError, isTerminal } from '../../src/core/retry-policy.ts';
 
 describe('isTerminal', () => {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseCron, previewCron } from '../../src/core/cron/expression.ts';
 import { canonicalZone } from '../../src/core/cron/zone.ts';
-import { isBatonError } from '../../src/core/errors.ts';
+import { isBatonError } from '../../src/types/errors.ts';
 
 /** The fire instants (UTC ISO) in [from, to). */
 function between(expr: string, zone: string, from: string, to: string): string[] {

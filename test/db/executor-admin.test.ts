@@ -4,9 +4,9 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { LIST_INLINE_MAX_BYTES, type Job, type JobState } from '../../src/core/job.ts';
+import { LIST_INLINE_MAX_BYTES, type Job, type JobState } from '../../src/types/job.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { insertJob, insertJobs, insertWorker, workerRow } from '../helpers/factory.ts';
 import { takeLeaderLease } from '../helpers/leader.ts';
 import { attemptError, baton, claim, ex, expectBatonError, fresh, row, useExecutorHarness } from './executor-harness.ts';

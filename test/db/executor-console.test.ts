@@ -4,7 +4,7 @@
 // queues, the window's finished jobs and latencies).
 
 import { describe, expect, it } from 'vitest';
-import { JOB_SORT_KEYS } from '../../src/core/job-sort.ts';
+import { JOB_SORT_KEYS } from '../../src/types/job-sort.ts';
 import { insertJob, insertWorker } from '../helpers/factory.ts';
 import { baton, claim, ex, expectBatonError, fresh, row, useExecutorHarness } from './executor-harness.ts';
 

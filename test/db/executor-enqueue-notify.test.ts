@@ -5,7 +5,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { channelFor } from '../../src/core/notifier.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { ex, expectBatonError, fresh, jobCount, newJob, useExecutorHarness } from './executor-harness.ts';
 

@@ -4,7 +4,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { RUN_AT_MAX, RUN_AT_MIN } from '../../src/core/job-spec.ts';
-import type { JobSpec } from '../../src/core/job.ts';
+import type { JobSpec } from '../../src/types/job.ts';
 import { channelFor } from '../../src/core/notifier.ts';
 import { createBaton } from '../../src/create-baton.ts';
 import { jobRow } from '../helpers/factory.ts';

@@ -5,9 +5,9 @@
 
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import type { FairCursor, FlowClaimResult } from '../../src/db/executor.ts';
+import type { FairCursor, FlowClaimResult } from '../../src/driver/executor.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { claim, ex, fresh, LEASE, newJob, useExecutorHarness } from './executor-harness.ts';
 
 const db = useExecutorHarness();

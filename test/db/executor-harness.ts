@@ -8,11 +8,11 @@
 
 import { afterAll, beforeAll, expect } from 'vitest';
 import type { Baton } from '../../src/core/baton.ts';
-import { BatonError } from '../../src/core/errors.ts';
+import { BatonError } from '../../src/types/errors.ts';
 import { createBaton } from '../../src/create-baton.ts';
-import type { AttemptErrorInput, NewJob } from '../../src/db/executor.ts';
+import type { AttemptErrorInput, NewJob } from '../../src/driver/executor.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase, type TestDatabase } from '../helpers/db.ts';
 import { jobRow } from '../helpers/factory.ts';
 

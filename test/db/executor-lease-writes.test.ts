@@ -2,7 +2,7 @@
 // fenced by the lease token, with state, attempt, lease and timestamps read back from the row.
 
 import { describe, expect, it } from 'vitest';
-import type { Lease } from '../../src/db/executor.ts';
+import type { Lease } from '../../src/driver/executor.ts';
 import { insertJob, insertJobs } from '../helpers/factory.ts';
 import { attemptError, claim, ex, expireLeases, fresh, ms, reapExpired, row, useExecutorHarness } from './executor-harness.ts';
 

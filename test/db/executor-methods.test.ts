@@ -10,11 +10,11 @@ import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 const here = fileURLToPath(import.meta.url);
 const dir = new URL('./', import.meta.url);
 
-/** Method names of `interface Executor` in src/db/executor.ts, one signature per line. */
+/** Method names of `interface Executor` in src/driver/executor.ts, one signature per line. */
 function interfaceMethods(): string[] {
-  const src = readFileSync(new URL('../../src/db/executor.ts', import.meta.url), 'utf8');
+  const src = readFileSync(new URL('../../src/driver/executor.ts', import.meta.url), 'utf8');
   const body = /^export interface Executor \{\n([\s\S]*?)^\}/m.exec(src)?.[1];
-  if (body === undefined) throw new Error('no `export interface Executor { ... }` block in src/db/executor.ts');
+  if (body === undefined) throw new Error('no `export interface Executor { ... }` block in src/driver/executor.ts');
   return [...body.matchAll(/^\s*(\w+)\s*[<(]/gm)].map((m) => m[1]!);
 }
 

@@ -2,7 +2,7 @@
 // draws strictly increasing tokens, and resolves relative times on the database clock.
 
 import { describe, expect, it } from 'vitest';
-import { JOB_STATES } from '../../src/core/job.ts';
+import { JOB_STATES } from '../../src/types/job.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob, insertJobs, jobRow } from '../helpers/factory.ts';
 

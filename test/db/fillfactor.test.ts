@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 

@@ -7,7 +7,7 @@ import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { PgLeaderStore } from '../../src/db/pg/pg-leader.ts';
 import { PgOutboxStore } from '../../src/db/pg/pg-outbox.ts';
 import type { PgClientLike, PgPoolLike, QueryConfigLike, QueryResultLike } from '../../src/db/pg/pool.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import type { LeaderWriteRecord } from '../chaos/history.ts';
 import { leaderKind, leaderRecord } from '../chaos/leader-recorder.ts';
 import { useTestDatabase } from '../helpers/db.ts';

@@ -8,7 +8,7 @@
 import pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { PgLeaderStore } from '../../src/db/pg/pg-leader.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { leaderLeaseRow, takeLeaderLease } from '../helpers/leader.ts';
 import { deferred, waitFor } from '../helpers/wait.ts';

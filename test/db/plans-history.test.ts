@@ -13,9 +13,9 @@ import { flowQueries } from '../../src/db/pg/queries/flow.ts';
 import { healthQueries } from '../../src/db/pg/queries/health.ts';
 import { jobReadQueries, LIST_WINDOW_ROWS, type ListShape } from '../../src/db/pg/queries/job-read.ts';
 import { ID_RANGE_OPEN, jobListQueries } from '../../src/db/pg/queries/job-list.ts';
-import { JOB_SORT_WINDOW, type JobSortKey, type SortOrder } from '../../src/core/job-sort.ts';
+import { JOB_SORT_WINDOW, type JobSortKey, type SortOrder } from '../../src/types/job-sort.ts';
 import { STATS_SCAN_ROWS, statsQueries } from '../../src/db/pg/queries/stats.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { explainPrepared, indexesUsed, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
 

@@ -10,7 +10,7 @@
 import { describe, expect, it, beforeAll } from 'vitest';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { takeLeaderLease } from '../helpers/leader.ts';
 import { explainPrepared, jobScans, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';

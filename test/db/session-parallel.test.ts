@@ -8,7 +8,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPool } from '../../src/db/pg/open-pool.ts';
 import { jobReadQueries } from '../../src/db/pg/queries/job-read.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 
 // Migrated afresh, not cloned from the template: its table has never been vacuumed or analyzed.

@@ -10,7 +10,7 @@ import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPool } from '../../src/db/pg/open-pool.ts';
 import { flowQueries } from '../../src/db/pg/queries/flow.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 
 const db = useTestDatabase();

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import type { QueryConfigLike, QueryResultLike } from '../../src/db/pg/pool.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import type { WriteRecord } from '../chaos/history.ts';
 import { writeKind, writeRecords } from '../chaos/write-recorder.ts';
 import { useTestDatabase } from '../helpers/db.ts';

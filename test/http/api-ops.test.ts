@@ -7,7 +7,7 @@ import { createBaton, TerminalError, type Baton, type Logger } from '../../src/i
 import { createApp } from '../../src/http/app.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { countJobs, errorCode, startApi, type ApiHarness, okJson } from './harness.ts';

@@ -7,8 +7,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
-import type { Executor, Lease } from '../../src/db/executor.ts';
-import type { JobState } from '../../src/core/job.ts';
+import type { Executor, Lease } from '../../src/driver/executor.ts';
+import type { JobState } from '../../src/types/job.ts';
 import { useTestDatabase, type TestDatabase } from '../helpers/db.ts';
 
 const db = useTestDatabase({ poolSize: 2 });

@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PgOutboxStore } from '../../src/db/pg/pg-outbox.ts';
 import { outboxQueries } from '../../src/db/pg/queries/outbox.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { explainPrepared, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
 

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { PgOutboxStore } from '../../src/db/pg/pg-outbox.ts';
-import { quoteSchema } from '../../src/db/schema-name.ts';
+import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { takeLeaderLease } from '../helpers/leader.ts';
 import { Signal, waitFor } from '../helpers/wait.ts';

@@ -7,7 +7,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { WorkflowBatcher } from '../../src/core/workflow/batcher.ts';
 import { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
-import type { RunLease, StepCommit } from '../../src/db/workflow-store.ts';
+import type { RunLease, StepCommit } from '../../src/driver/workflow-store.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { claimedRun, claimJob } from './store-harness.ts';

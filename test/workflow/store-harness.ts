@@ -2,7 +2,7 @@
 // claimed by hand (a fresh lease token), so a test holds the lease an execution would.
 
 import type { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
-import type { RunLease } from '../../src/db/workflow-store.ts';
+import type { RunLease } from '../../src/driver/workflow-store.ts';
 import type { TestDatabase } from '../helpers/db.ts';
 
 /** Leases job `jobId` now, as a claim would: answers its new token. */

@@ -4,7 +4,7 @@
 
 import { beforeEach, describe, expect, it } from 'vitest';
 import { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
-import type { RunLease } from '../../src/db/workflow-store.ts';
+import type { RunLease } from '../../src/driver/workflow-store.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { claimJob, claimedRun as claimedRunOf } from './store-harness.ts';
 

@@ -3,9 +3,9 @@
 // runs; a change is announced to every ticker by NOTIFY and to this process's at once.
 
 import { z } from 'zod';
-import type { ScheduleStore, ScheduleWrite } from '../../db/schedule-store.ts';
+import type { ScheduleStore, ScheduleWrite } from '../../driver/schedule-store.ts';
 import { nameSchema } from '../config.ts';
-import { BatonError } from '../errors.ts';
+import { BatonError } from '../../types/errors.ts';
 import { normalizeSpec, PRIORITY_MAX, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
 import { parseCron, previewCron, CRON_MAX_CHARS, type FireInstant } from './expression.ts';
 import {
@@ -16,7 +16,7 @@ import {
   type Schedule,
   type ScheduleInput,
   type SchedulePatch,
-} from './schedule.ts';
+} from '../../types/schedule.ts';
 
 export const PREVIEW_COUNT_MAX = 100;
 export const SCHEDULE_LIST_MAX = 1_000;

@@ -4,7 +4,7 @@
 // label to an instant. Invariant: every label fires once and fire times strictly increase.
 
 import { Cron } from 'croner';
-import { BatonError } from '../errors.ts';
+import { BatonError } from '../../types/errors.ts';
 import { canonicalZone, formatLocal, instantOf, localNaive, repeatEnd } from './zone.ts';
 
 export const CRON_MAX_CHARS = 200;

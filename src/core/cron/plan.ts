@@ -4,7 +4,7 @@
 // Pure: no clock, no database.
 
 import type { CronSchedule } from './expression.ts';
-import type { MisfirePolicy } from './schedule.ts';
+import type { MisfirePolicy } from '../../types/schedule.ts';
 
 export interface FirePlan {
   /** The occurrences to enqueue, oldest first, each to run at its own instant. */

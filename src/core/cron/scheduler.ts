@@ -7,16 +7,16 @@
 // has since deleted). It sleeps until the earliest next fire time; wake() (a schedule changed,
 // leadership gained) cuts the sleep short.
 
-import type { Fenced } from '../../db/leader-store.ts';
-import type { Queryable } from '../../db/pg/pool.ts';
-import type { ScheduleAdvance, ScheduleStore } from '../../db/schedule-store.ts';
-import { isBatonError } from '../errors.ts';
-import type { EnqueueResult, JobSpec } from '../job.ts';
+import type { Fenced } from '../../driver/leader-store.ts';
+import type { Queryable } from '../../driver/queryable.ts';
+import type { ScheduleAdvance, ScheduleStore } from '../../driver/schedule-store.ts';
+import { isBatonError } from '../../types/errors.ts';
+import type { EnqueueResult, JobSpec } from '../../types/job.ts';
 import { normalizeSpec } from '../job-spec.ts';
 import { ENQUEUE_BATCH_MAX } from '../producer.ts';
 import { parseCron, type CronSchedule } from './expression.ts';
 import { planFiring } from './plan.ts';
-import { occurrenceKey, type MisfirePolicy, type Schedule } from './schedule.ts';
+import { occurrenceKey, type MisfirePolicy, type Schedule } from '../../types/schedule.ts';
 
 /** Due schedules read and handled per statement pair; a larger backlog is worked off batch by batch. */
 export const TICK_BATCH_DEFAULT = 1_000;

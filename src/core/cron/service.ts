@@ -2,14 +2,14 @@
 // writes fenced by the leader lease),
 // the declarative schedules reconciled at start(), and the counters metrics read.
 
-import type { Fenced } from '../../db/leader-store.ts';
-import type { Queryable } from '../../db/pg/pool.ts';
-import type { ScheduleStore } from '../../db/schedule-store.ts';
-import { BatonError, isBatonError } from '../errors.ts';
-import type { EnqueueResult, JobSpec } from '../job.ts';
+import type { Fenced } from '../../driver/leader-store.ts';
+import type { Queryable } from '../../driver/queryable.ts';
+import type { ScheduleStore } from '../../driver/schedule-store.ts';
+import { BatonError, isBatonError } from '../../types/errors.ts';
+import type { EnqueueResult, JobSpec } from '../../types/job.ts';
 import type { Logger } from '../logger.ts';
 import { createCronApi, scheduleInputSchema, validateDefinition, type CronApi } from './api.ts';
-import type { MisfirePolicy, ScheduleInput } from './schedule.ts';
+import type { MisfirePolicy, ScheduleInput } from '../../types/schedule.ts';
 import { Scheduler } from './scheduler.ts';
 
 export interface CronCounters {

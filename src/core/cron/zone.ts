@@ -2,7 +2,7 @@
 // wall-clock label to the instant it names (earliest instance when repeated, the end of
 // the gap when skipped). Built on Intl only; no zone data of our own.
 
-import { BatonError } from '../errors.ts';
+import { BatonError } from '../../types/errors.ts';
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 const MINUTE = 60_000;

@@ -1,7 +1,7 @@
 // Outbox relay options: one zod schema with named defaults (ms units), parsed once.
 
 import { z } from 'zod';
-import { BatonError } from '../errors.ts';
+import { BatonError } from '../../types/errors.ts';
 import { OUTBOX_MAX_ATTEMPTS_DEFAULT, OUTBOX_MAX_ATTEMPTS_MAX } from './message.ts';
 
 export const RELAY_BATCH_SIZE_DEFAULT = 100;

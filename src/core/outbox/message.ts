@@ -4,11 +4,21 @@
 
 import { z } from 'zod';
 import { nameSchema as name } from '../config.ts';
-import { BatonError } from '../errors.ts';
+import { BatonError } from '../../types/errors.ts';
 import { jsonTextHasNul } from '../job-spec.ts';
+import type { NewOutboxMessage } from '../../types/outbox.ts';
 
-export const OUTBOX_STATES = ['pending', 'published', 'dead_lettered'] as const;
-export type OutboxState = (typeof OUTBOX_STATES)[number];
+export {
+  DEAD_LETTER_REASONS,
+  type DeadLetterReason,
+  type NewOutboxMessage,
+  OUTBOX_STATES,
+  type OutboxError,
+  type OutboxMessage,
+  type OutboxState,
+  type RecordResult,
+} from '../../types/outbox.ts';
+
 export const OUTBOX_MAX_ATTEMPTS_DEFAULT = 10;
 export const OUTBOX_MAX_ATTEMPTS_MAX = 1_000;
 export const MESSAGE_KEY_MAX_CHARS = 512;
@@ -56,48 +66,6 @@ export const outboxMessageSchema = z
 
 /** What a producer records. `messageKey` is the consumer's dedup key, unique per tenant and destination. */
 export type OutboxMessageInput = z.input<typeof outboxMessageSchema>;
-
-/** A validated, defaulted message ready to insert. */
-export interface NewOutboxMessage {
-  tenantId: string;
-  destination: string;
-  topic: string;
-  payload: unknown;
-  headers: Record<string, string>;
-  messageKey: string;
-  orderingKey: string | null;
-  maxAttempts: number;
-}
-
-/** A stored message. `attempt` counts claims; it is also the fencing token of the current claim. */
-export interface OutboxMessage extends NewOutboxMessage {
-  id: string;
-  state: OutboxState;
-  attempt: number;
-  nextAttemptAt: Date;
-  lastError: OutboxError | null;
-  deadLetterReason: DeadLetterReason | null;
-  replayCount: number;
-  createdAt: Date;
-  updatedAt: Date;
-  finishedAt: Date | null;
-}
-
-export const DEAD_LETTER_REASONS = ['rejected', 'attempts_exhausted'] as const;
-export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
-
-/** What a failed publish left behind (the database adds the time). */
-export interface OutboxError {
-  name: string;
-  message: string;
-  at?: string;
-}
-
-/** The result of a record: the stored message, and whether this call created it (false: the messageKey existed). */
-export interface RecordResult {
-  message: OutboxMessage;
-  created: boolean;
-}
 
 /** Validates and defaults one message; throws BatonError INVALID_ARGUMENT naming the field. */
 export function normalizeMessage(input: OutboxMessageInput, maxAttemptsDefault: number, index?: number): NewOutboxMessage {

@@ -7,7 +7,7 @@
 // @internal — not a public API.
 
 import type { EventEmitter } from 'node:events';
-import type { OutboxClaimResult, OutboxFailItem, OutboxStore } from '../../db/outbox-store.ts';
+import type { OutboxClaimResult, OutboxFailItem, OutboxStore } from '../../driver/outbox-store.ts';
 import type { Logger } from '../logger.ts';
 import { describeError } from '../retry-policy.ts';
 import type { RelayConfig } from './config.ts';

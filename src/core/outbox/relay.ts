@@ -6,7 +6,7 @@
 // only the destinations it has publishers for.
 
 import { EventEmitter } from 'node:events';
-import type { OutboxStore } from '../../db/outbox-store.ts';
+import type { OutboxStore } from '../../driver/outbox-store.ts';
 import type { Logger } from '../logger.ts';
 import type { RelayConfig } from './config.ts';
 import type { PublisherMap } from './publisher.ts';

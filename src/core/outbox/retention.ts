@@ -2,7 +2,7 @@
 // retention, whether or not it runs a relay (a fleet's leader may have no publishers). Each
 // delete is a leader-only write fenced by the lease's epoch, in batches with SKIP LOCKED.
 
-import type { OutboxStore } from '../../db/outbox-store.ts';
+import type { OutboxStore } from '../../driver/outbox-store.ts';
 import { OUTBOX_PURGE_BATCH_DEFAULT, type RelayConfig } from './config.ts';
 
 export interface OutboxRetentionDeps {

@@ -4,10 +4,10 @@
 
 import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import type { OutboxStore } from '../../db/outbox-store.ts';
-import type { Queryable } from '../../db/pg/pool.ts';
+import type { OutboxStore } from '../../driver/outbox-store.ts';
+import type { Queryable } from '../../driver/queryable.ts';
 import { nameSchema } from '../config.ts';
-import { BatonError } from '../errors.ts';
+import { BatonError } from '../../types/errors.ts';
 import {
   OUTBOX_STATES,
   RECORD_BATCH_MAX,

@@ -6,7 +6,7 @@
 // on, so "commit the step's output, then advance the run" holds per run as before; only
 // the round trip and the commit are shared.
 
-import type { Fenced, LoadResult, RunCompletion, RunLease, StepCommit, WorkflowStore } from '../../db/workflow-store.ts';
+import type { Fenced, LoadResult, RunCompletion, RunLease, StepCommit, WorkflowStore } from '../../driver/workflow-store.ts';
 
 /** Rows per statement at most; more wait for the next one. */
 export const BATCH_MAX = 200;

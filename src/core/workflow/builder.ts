@@ -2,8 +2,8 @@
 // a named step run in order by one workflow function; a step reads an earlier one's
 // output with ctx.requireOutputOf(key). The run's output is every step's output by key.
 
-import { TerminalError } from '../errors.ts';
-import type { StepContext, WorkflowContext, WorkflowFn } from './types.ts';
+import { TerminalError } from '../../types/errors.ts';
+import type { StepContext, WorkflowContext, WorkflowFn } from '../../types/workflow.ts';
 
 export interface BuilderStepContext<I = unknown> extends StepContext {
   readonly input: I;

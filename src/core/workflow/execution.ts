@@ -3,13 +3,13 @@
 // new step's output (fenced by the lease) before going on. A wait ends the execution:
 // the job is given back (attempt refunded) due at the wake-up, and the runner writes nothing.
 
-import type { HistoryStep, Refusal, RunLease, WorkflowStore } from '../../db/workflow-store.ts';
+import type { HistoryStep, Refusal, RunLease, WorkflowStore } from '../../driver/workflow-store.ts';
 import { isJobId } from '../admin.ts';
-import { LeaseLostError, NonDeterminismError, OutcomeWritten, TerminalError } from '../errors.ts';
+import { LeaseLostError, NonDeterminismError, OutcomeWritten, TerminalError } from '../../types/errors.ts';
 import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, jsonTextHasNul, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
 import type { WorkflowBatcher } from './batcher.ts';
-import type { ChildResult, ChildSpec, StepContext, StepKind, WorkflowContext, WorkflowEvent, WorkflowFn } from './types.ts';
+import type { ChildResult, ChildSpec, StepContext, StepKind, WorkflowContext, WorkflowEvent, WorkflowFn } from '../../types/workflow.ts';
 
 export interface WorkflowCounters {
   stepsExecuted: number;

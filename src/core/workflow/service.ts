@@ -3,12 +3,12 @@
 // reads, cancel and replay. Execution itself is execution.ts.
 
 import { z } from 'zod';
-import type { WorkflowStore, RunForAction } from '../../db/workflow-store.ts';
+import type { WorkflowStore, RunForAction } from '../../driver/workflow-store.ts';
 import { assertJobId, isJobId, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
 import { nameSchema } from '../config.ts';
-import { BatonError, TerminalError } from '../errors.ts';
+import { BatonError, TerminalError } from '../../types/errors.ts';
 import type { Handler } from '../handler.ts';
-import type { EnqueueResult, JobSpec } from '../job.ts';
+import type { EnqueueResult, JobSpec } from '../../types/job.ts';
 import { IDEMPOTENCY_KEY_MAX_CHARS, jsonTextHasNul, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
 import { WorkflowBatcher } from './batcher.ts';
 import { executeRun, wakeParent, type WorkflowCounters } from './execution.ts';
@@ -24,7 +24,7 @@ import {
   type StartRunResult,
   type WorkflowFn,
   type WorkflowOptions,
-} from './types.ts';
+} from '../../types/workflow.ts';
 
 export const WORKFLOW_JOB_TYPE_PREFIX = 'workflow:';
 const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting']);

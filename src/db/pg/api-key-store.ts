@@ -1,6 +1,6 @@
 // ApiKeyStore on node-postgres: runs the named api_keys queries and maps rows.
 
-import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore } from '../api-key-store.ts';
+import type { ApiKeyRecord, ApiKeyRole, ApiKeyStore } from '../../driver/api-key-store.ts';
 import { translatePgError } from './errors.ts';
 import type { Queryable, QueryConfigLike } from './pool.ts';
 import { apiKeyQueries } from './queries/api-key.ts';

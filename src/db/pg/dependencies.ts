@@ -3,9 +3,9 @@
 // parents that have not succeeded, and release at once the edges of parents that had already
 // failed. Jobs without dependsOn never come here (the plain insert is one statement).
 
-import { BatonError } from '../../core/errors.ts';
-import type { InsertedJob } from '../../core/job.ts';
-import type { JobInsertManyParams, NewJob } from '../executor.ts';
+import { BatonError } from '../../types/errors.ts';
+import type { InsertedJob } from '../../types/job.ts';
+import type { JobInsertManyParams, NewJob } from '../../driver/executor.ts';
 import { translatePgError } from './errors.ts';
 import { checkOut, type PgPoolLike, type Queryable } from './pool.ts';
 import type { DependencyQueries } from './queries/dependency.ts';

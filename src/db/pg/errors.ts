@@ -1,6 +1,6 @@
 // Translates PostgreSQL SQLSTATEs into BatonError codes, in one place.
 
-import { BatonError, isBatonError } from '../../core/errors.ts';
+import { BatonError, isBatonError } from '../../types/errors.ts';
 
 /** SQLSTATEs worth retrying: serialization failure, deadlock, cannot connect now, admin shutdown, crash shutdown. */
 export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01', '57P01', '57P02', '57P03']);

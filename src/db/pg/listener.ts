@@ -4,7 +4,7 @@
 // A start() that fails leaves nothing behind: no connection, no timer, no retry.
 
 import pg from 'pg';
-import type { NotificationListener } from '../executor.ts';
+import type { NotificationListener } from '../../driver/executor.ts';
 import { endClient } from './end-client.ts';
 import { translatePgError } from './errors.ts';
 

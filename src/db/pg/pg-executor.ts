@@ -1,10 +1,10 @@
 // Executor on node-postgres: runs the named queries, maps rows to domain types
 // and translates driver errors. Thin by design: the SQL carries the invariants.
 
-import type { DatabaseHealth } from '../../core/admin.ts';
-import type { FlowLimits, FlowSnapshot } from '../../core/flow-admin.ts';
-import type { PausedQueue, StatsRow } from '../../core/queue-admin.ts';
-import type { InsertedJob, JobState, LeasedJob } from '../../core/job.ts';
+import type { DatabaseHealth } from '../../types/admin.ts';
+import type { FlowLimits, FlowSnapshot } from '../../types/flow.ts';
+import type { PausedQueue, StatsRow } from '../../types/queue.ts';
+import type { InsertedJob, JobState, LeasedJob } from '../../types/job.ts';
 import type {
   Executor,
   FlowClaimParams,
@@ -20,7 +20,7 @@ import type {
   Lease,
   ReapedJob,
   WorkerRow,
-} from '../executor.ts';
+} from '../../driver/executor.ts';
 import { translatePgError } from './errors.ts';
 import { queryRows } from './query-rows.ts';
 import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './insert-commit-notify.ts';
@@ -30,16 +30,16 @@ import { jobReadQueries, shapeValues, type JobReadQueries } from './queries/job-
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';
 import { healthQueries, type HealthQueries } from './queries/health.ts';
 import { ID_RANGE_OPEN, jobListQueries, type JobListQueries } from './queries/job-list.ts';
-import { isWindowedListing, JOB_SORT_WINDOW } from '../../core/job-sort.ts';
+import { isWindowedListing, JOB_SORT_WINDOW } from '../../types/job-sort.ts';
 import { queueQueries, type QueueQueries } from './queries/queue.ts';
 import { statsQueries, type StatsQueries } from './queries/stats.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
 import { flowQueries, type FlowQueries } from './queries/flow.ts';
 import { PgFlow } from './pg-flow.ts';
-import { cancelChannelFor, channelFor } from '../../core/notifier.ts';
+import { cancelChannelFor, channelFor } from '../../driver/channels.ts';
 import { insertWithDependencies } from './dependencies.ts';
 import { dependencyQueries } from './queries/dependency.ts';
-import { quoteSchema } from '../schema-name.ts';
+import { quoteSchema } from '../../driver/schema-name.ts';
 import { compareIds, rowToJob, rowToSummary, type JobRow, type JobSummaryRow } from './rows.ts';
 
 export class PgExecutor implements Executor {

@@ -3,8 +3,8 @@
 // gives up on a busy lock rather than wait), and the admin reads and writes of limits and
 // weights. Every lease it hands out is written by the claim statement itself (see queries/flow.ts).
 
-import type { FlowLimits, FlowSnapshot } from '../../core/flow-admin.ts';
-import type { FlowClaimParams, FlowClaimResult } from '../executor.ts';
+import type { FlowLimits, FlowSnapshot } from '../../types/flow.ts';
+import type { FlowClaimParams, FlowClaimResult } from '../../driver/executor.ts';
 import { claimJobs, type ClaimRow } from './claim.ts';
 import { translatePgError } from './errors.ts';
 import { checkOut, type PgPoolLike, type QueryConfigLike } from './pool.ts';

@@ -1,8 +1,8 @@
 // LeaderStore on node-postgres: the lease's statements on the engine's pool, and the fenced
 // transaction the cron ticker writes in (its fence held from the first statement to COMMIT).
 
-import type { Fenced, LeaderAcquireParams, LeaderStore } from '../leader-store.ts';
-import { isBatonError } from '../../core/errors.ts';
+import type { Fenced, LeaderAcquireParams, LeaderStore } from '../../driver/leader-store.ts';
+import { isBatonError } from '../../types/errors.ts';
 import { translatePgError } from './errors.ts';
 import { queryRows } from './query-rows.ts';
 import { checkOut, type PgPoolLike, type Queryable } from './pool.ts';

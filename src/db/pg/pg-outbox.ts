@@ -1,7 +1,7 @@
 // OutboxStore on node-postgres: runs the named outbox queries and maps rows.
 
 import { createHash } from 'node:crypto';
-import type { NewOutboxMessage, OutboxMessage, OutboxState, RecordResult } from '../../core/outbox/message.ts';
+import type { NewOutboxMessage, OutboxMessage, OutboxState, RecordResult } from '../../types/outbox.ts';
 import type {
   OutboxClaimFence,
   OutboxClaimResult,
@@ -9,7 +9,7 @@ import type {
   OutboxListParams,
   OutboxStatsRow,
   OutboxStore,
-} from '../outbox-store.ts';
+} from '../../driver/outbox-store.ts';
 import { translatePgError } from './errors.ts';
 import { queryRows } from './query-rows.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';

@@ -1,7 +1,7 @@
 // ScheduleStore on node-postgres: runs the named schedule queries and maps rows.
 
-import type { MisfirePolicy, Schedule } from '../../core/cron/schedule.ts';
-import type { ScheduleAdvance, ScheduleStore, ScheduleWrite } from '../schedule-store.ts';
+import type { MisfirePolicy, Schedule } from '../../types/schedule.ts';
+import type { ScheduleAdvance, ScheduleStore, ScheduleWrite } from '../../driver/schedule-store.ts';
 import { translatePgError } from './errors.ts';
 import { queryRows } from './query-rows.ts';
 import type { PgPoolLike, QueryConfigLike, Queryable } from './pool.ts';

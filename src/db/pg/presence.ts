@@ -7,7 +7,7 @@
 
 import os from 'node:os';
 import pg from 'pg';
-import type { Presence } from '../executor.ts';
+import type { Presence } from '../../driver/executor.ts';
 import { endClient } from './end-client.ts';
 import { translatePgError } from './errors.ts';
 import { workerQueries, type WorkerQueries } from './queries/worker.ts';

@@ -1,8 +1,8 @@
 // Maps snake_case job rows to the Job union. The CHECK constraints of the jobs
 // table guarantee the per-state fields exist, so the casts here are safe.
 
-import type { AttemptError, Job, JobState, JobSummary } from '../../core/job.ts';
-import type { TraceCarrier } from '../../core/tracing.ts';
+import type { AttemptError, Job, JobState, JobSummary } from '../../types/job.ts';
+import type { TraceCarrier } from '../../types/trace.ts';
 
 export interface JobRow {
   id: string;

@@ -3,7 +3,7 @@
 // transactions on a checked-out client that lock the run row first, always in the
 // order run row, then job row.
 
-import type { RunDetail, RunState, RunSummary, StepInfo } from '../../core/workflow/types.ts';
+import type { RunDetail, RunState, RunSummary, StepInfo } from '../../types/workflow.ts';
 import type {
   Fenced,
   HistoryStep,
@@ -16,7 +16,7 @@ import type {
   StepCommit,
   WaitRow,
   WorkflowStore,
-} from '../workflow-store.ts';
+} from '../../driver/workflow-store.ts';
 import { translatePgError } from './errors.ts';
 import { checkOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
 import { workflowQueries, type WorkflowQueries } from './queries/workflow.ts';

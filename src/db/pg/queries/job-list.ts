@@ -1,6 +1,6 @@
 // Listings beyond the default (job-read.ts `list`, newest first): sorted by another key and/or
 // filtered by creation time or by whether the run-at has come. Each reads at most what it
-// returns, or a bounded window of the newest matching jobs (core/job-sort.ts):
+// returns, or a bounded window of the newest matching jobs (types/job-sort.ts):
 // - id and createdAt (defined as the id order: ids grow with creation) walk the primary key;
 // - creation-time bounds become an id range, found by bisecting the primary key (`idFrom`),
 //   and the exact created_at test still applies inside it;
@@ -13,7 +13,7 @@
 // test/db/plans-history.test.ts (rows visited stay under its budget); before, every sort but
 // the default read and sorted every matching row (270-430 ms at 1M finished rows).
 
-import { JOB_SORT_KEYS, JOB_SORT_WINDOW, type JobSortKey, type SortOrder } from '../../../core/job-sort.ts';
+import { JOB_SORT_KEYS, JOB_SORT_WINDOW, type JobSortKey, type SortOrder } from '../../../types/job-sort.ts';
 import { summaryColumns } from './job.ts';
 
 /** Output columns of summaryColumns (the window's alias `w`), by sort key. */

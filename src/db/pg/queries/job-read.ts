@@ -12,7 +12,7 @@
 // for a small tenant walks the primary key past everyone else's finished jobs. Planning an
 // admin read costs far less than that walk; the counts by queue stay prepared (no such choice).
 
-import { JOB_STATES, type JobState } from '../../../core/job.ts';
+import { JOB_STATES, type JobState } from '../../../types/job.ts';
 import { summaryColumns } from './job.ts';
 
 /** The tenant of jobs enqueued without one (the column's default, migration 0001). */

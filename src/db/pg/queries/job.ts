@@ -14,7 +14,7 @@
 // hand: it hashes the token list (a generic plan would scan it once per row, quadratic in
 // the batch: 81 ms instead of 32 for a heartbeat of 5,000 leases) and sizes the index scan.
 
-import { LIST_INLINE_MAX_BYTES, LIST_MESSAGE_MAX_CHARS } from '../../../core/job.ts';
+import { LIST_INLINE_MAX_BYTES, LIST_MESSAGE_MAX_CHARS } from '../../../types/job.ts';
 import { leaderFenceSql } from './leader.ts';
 
 /** Error history kept per job (oldest entries dropped first). */

@@ -5,8 +5,8 @@
 // from every other claim, published under it one at a time.
 // @internal — not a public API.
 
-import type { NewOutboxMessage, OutboxError, OutboxMessage, OutboxState, RecordResult } from '../core/outbox/message.ts';
-import type { Queryable } from './pg/pool.ts';
+import type { NewOutboxMessage, OutboxError, OutboxMessage, OutboxState, RecordResult } from '../types/outbox.ts';
+import type { Queryable } from './queryable.ts';
 
 export interface OutboxClaimResult {
   /** Claimed: attempt spent, hidden from other claims until the visibility timeout. */

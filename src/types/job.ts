@@ -1,7 +1,7 @@
 // The job model: states (a contract, lowercase everywhere) and a discriminated
 // union so a field only one state has is never optional on all of them.
 
-import type { TraceCarrier } from './tracing.ts';
+import type { TraceCarrier } from './trace.ts';
 
 export const JOB_STATES = ['pending', 'waiting', 'leased', 'running', 'succeeded', 'dead_lettered', 'cancelled'] as const;
 export type JobState = (typeof JOB_STATES)[number];

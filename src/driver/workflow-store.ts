@@ -3,7 +3,7 @@
 // lease (job id + token) and is refused once that lease is no longer current.
 // @internal — not a public API.
 
-import type { ListRunsFilter, RunDetail, RunState, RunSummary, StepKind, StepStatus } from '../core/workflow/types.ts';
+import type { ListRunsFilter, RunDetail, RunState, RunSummary, StepKind, StepStatus } from '../types/workflow.ts';
 
 export interface RunLease {
   jobId: string;

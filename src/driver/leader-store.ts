@@ -3,7 +3,7 @@
 // decimal text; lease times are the database's.
 // @internal — not a public API.
 
-import type { Queryable } from './pg/pool.ts';
+import type { Queryable } from './queryable.ts';
 
 export interface LeaderAcquireParams {
   holder: string;

@@ -2,13 +2,13 @@
 // performs, as one method with one params object, returning domain types.
 // @internal — not a public API.
 
-import type { AttemptError, InsertedJob, OnParentFailure, Job, JobState, JobSummary, LeasedJob, TerminalState } from '../core/job.ts';
-import type { TraceCarrier } from '../core/tracing.ts';
-import type { Queryable } from './pg/pool.ts';
-import type { DatabaseHealth, WorkerInfo } from '../core/admin.ts';
-import type { PausedQueue, StatsRow } from '../core/queue-admin.ts';
-import type { JobSortKey, SortOrder } from '../core/job-sort.ts';
-import type { FlowLimits, FlowSnapshot } from '../core/flow-admin.ts';
+import type { AttemptError, InsertedJob, OnParentFailure, Job, JobState, JobSummary, LeasedJob, TerminalState } from '../types/job.ts';
+import type { TraceCarrier } from '../types/trace.ts';
+import type { Queryable } from './queryable.ts';
+import type { DatabaseHealth, WorkerInfo } from '../types/admin.ts';
+import type { PausedQueue, StatsRow } from '../types/queue.ts';
+import type { JobSortKey, SortOrder } from '../types/job-sort.ts';
+import type { FlowLimits, FlowSnapshot } from '../types/flow.ts';
 
 /** A validated, defaulted job spec ready to insert. */
 export interface NewJob {

@@ -3,8 +3,8 @@
 // of tickers may run; see docs/cron.md for the argument.
 // @internal — not a public API.
 
-import type { Schedule } from '../core/cron/schedule.ts';
-import type { Queryable } from './pg/pool.ts';
+import type { Schedule } from '../types/schedule.ts';
+import type { Queryable } from './queryable.ts';
 
 /** A validated, defaulted schedule as stored: the schedule's own fields, and its first fire time. */
 export type ScheduleWrite = Pick<
