@@ -7,18 +7,18 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { abCacheDir, buildRef, REPO_ROOT, type BuiltRef } from './ab/build.ts';
-import { compare, renderAbMarkdown, SCENARIOS, type AbReport, type AbScenario } from './ab/report.ts';
+import { abCacheDir, type BuiltRef, buildRef, REPO_ROOT } from './ab/build.ts';
+import { type AbReport, type AbScenario, compare, renderAbMarkdown, SCENARIOS } from './ab/report.ts';
 import { parseBenchArgs } from './args.ts';
 import { machineRecord } from './machine.ts';
 import { Progress } from './progress.ts';
+import { runMain } from './run-main.ts';
 import type { Ctx, RunRecord } from './scenarios/context.ts';
 import { latency } from './scenarios/latency.ts';
 import type { Measurement } from './scenarios/summarize.ts';
 import { throughput } from './scenarios/throughput.ts';
 import { openServer, type ServerChoice } from './server.ts';
 import { variantById } from './systems/variants.ts';
-import { runMain } from './run-main.ts';
 
 const HELP = `npm run bench:ab -- <ref> [<ref> ...] [--rounds 5] [--scenarios ${SCENARIOS.map((s) => s.id).join(',')}]
   [--quick] [--no-warmup] [--sparse-jobs 200] [--latency-jobs 1000] [--out results/ab] [--server cluster|embedded|URL]

@@ -11,14 +11,14 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { serve, type ServerType } from '@hono/node-server';
-import { createBaton, openApiKeys, type ApiKeys, type Baton } from '../src/index.ts';
-import { createApp, type AppOptions } from '../src/http/app.ts';
-import { migrate } from '../src/db/migrate.ts';
+import { type ServerType, serve } from '@hono/node-server';
 import pg from 'pg';
+import { migrate } from '../src/db/migrate.ts';
+import { type AppOptions, createApp } from '../src/http/app.ts';
+import { type ApiKeys, type Baton, createBaton, openApiKeys } from '../src/index.ts';
 import { machineRecord } from './machine.ts';
 import { openServer, type ServerChoice } from './server.ts';
-import { distribution, spread, type Distribution } from './stats.ts';
+import { type Distribution, distribution, spread } from './stats.ts';
 
 const { values: args } = parseArgs({
   options: {

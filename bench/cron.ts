@@ -15,15 +15,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { createBaton, type Baton } from '../src/index.ts';
-import { parseCron } from '../src/core/cron/expression.ts';
-import { cronChannelFor } from '../src/core/notifier.ts';
 import { FAST_RECLAIM_GRACE_MS_DEFAULT, LEADER_LEASE_MS_DEFAULT } from '../src/core/config.ts';
-import { migrate } from '../src/db/migrate.ts';
+import { parseCron } from '../src/core/cron/expression.ts';
 import { LEADER_RENEWALS_PER_LEASE } from '../src/core/leader-lease.ts';
+import { cronChannelFor } from '../src/core/notifier.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { type Baton, createBaton } from '../src/index.ts';
 import { machineRecord } from './machine.ts';
 import { openServer, type ServerChoice } from './server.ts';
-import { distribution, spread, type Distribution } from './stats.ts';
+import { type Distribution, distribution, spread } from './stats.ts';
 
 const LEADER_RETRY_MS_DEFAULT = LEADER_LEASE_MS_DEFAULT / LEADER_RENEWALS_PER_LEASE;
 

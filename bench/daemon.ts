@@ -1,7 +1,7 @@
 // Runs `baton serve` (src/daemon/main.ts) as its own process for the HTTP scenario:
 // bench handlers loaded via BATON_HANDLERS, a free port, ready when /readyz answers 200.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';

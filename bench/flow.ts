@@ -10,7 +10,7 @@
 // Writes results/flow/flow-<date>.{json,md}. Flags: --runs 3 --drain 50000 --backlog 100000
 // --parts drain,fairness,cap,rate --out results/flow
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -23,7 +23,7 @@ import { createBaton } from '../src/index.ts';
 import { peakRunning, peakStartsPerWindow, readRuns, utilisation } from '../test/flow/execution-log.ts';
 import { machineRecord } from './machine.ts';
 import { openServer, type PgServer } from './server.ts';
-import { distribution, nowMs, type Distribution } from './stats.ts';
+import { type Distribution, distribution, nowMs } from './stats.ts';
 
 const { values: flags } = parseArgs({
   options: {

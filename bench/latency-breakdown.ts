@@ -6,8 +6,8 @@
 //          [--rate 100] [--jobs 1000] [--runs 3] [--tail 0]
 
 import { parseArgs } from 'node:util';
+import { type JobStages, jobStages, STAGES, type StageSummary, summarizeStages } from './scenarios/breakdown.ts';
 import { latencyRun } from './scenarios/latency.ts';
-import { jobStages, STAGES, summarizeStages, type JobStages, type StageSummary } from './scenarios/breakdown.ts';
 import { openServer, type PgServer } from './server.ts';
 import { spread } from './stats.ts';
 import { variantById } from './systems/variants.ts';

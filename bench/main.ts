@@ -8,22 +8,22 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseBenchArgs, type Scenario } from './args.ts';
 import { machineRecord } from './machine.ts';
+import { type MicroResult, microBenchmarks } from './micro.ts';
+import { type PgbenchResult, pgbenchCeiling } from './pgbench.ts';
 import { Progress } from './progress.ts';
 import { renderMarkdown } from './report/markdown.ts';
 import { renderSvg } from './report/svg.ts';
+import { runMain } from './run-main.ts';
 import type { Ctx, Figure } from './scenarios/context.ts';
 import { latency } from './scenarios/latency.ts';
+import { latencyHttp } from './scenarios/latency-http.ts';
 import { recovery } from './scenarios/recovery.ts';
+import { interleaved, type Measurement } from './scenarios/summarize.ts';
 import { throughput } from './scenarios/throughput.ts';
 import { openServer } from './server.ts';
+import { type SqlProfileRow, topStatements } from './sql-profile.ts';
 import type { Variant } from './systems/types.ts';
 import { BATON_OPT_IN_VARIANTS, BATON_VARIANTS, GRAPHILE_VARIANTS, PGBOSS_VARIANTS } from './systems/variants.ts';
-import { microBenchmarks, type MicroResult } from './micro.ts';
-import { pgbenchCeiling, type PgbenchResult } from './pgbench.ts';
-import { interleaved, type Measurement } from './scenarios/summarize.ts';
-import { topStatements, type SqlProfileRow } from './sql-profile.ts';
-import { latencyHttp } from './scenarios/latency-http.ts';
-import { runMain } from './run-main.ts';
 
 export interface BenchReport {
   startedAt: string;

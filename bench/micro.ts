@@ -5,10 +5,10 @@
 import pg from 'pg';
 import { Bench } from 'tinybench';
 import { migrate } from '../src/db/migrate.ts';
-import type { NewJob } from '../src/driver/executor.ts';
 import { PgExecutor } from '../src/db/pg/pg-executor.ts';
+import type { NewJob } from '../src/driver/executor.ts';
 import { quoteSchema } from '../src/driver/schema-name.ts';
-import { withDatabase, type Ctx } from './scenarios/context.ts';
+import { type Ctx, withDatabase } from './scenarios/context.ts';
 import { JOB_TYPE, QUEUE } from './systems/types.ts';
 
 export interface MicroResult {

@@ -13,20 +13,20 @@
 // One message at a time for latency, 25 ms apart. Writes <out>/outbox-<time>.md and .json
 // (--out defaults to results/).
 
+import { mkdir, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { connect, nanos } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, nanos } from '@nats-io/transport-node';
 import pg from 'pg';
-import { createBaton, natsPublisher, webhookPublisher, type Baton, type JobContext, type Publisher } from '../src/index.ts';
 import { migrate } from '../src/db/migrate.ts';
+import { type Baton, createBaton, type JobContext, natsPublisher, type Publisher, webhookPublisher } from '../src/index.ts';
 import { machineRecord } from './machine.ts';
 import { openServer, type ServerChoice } from './server.ts';
-import { distribution, spread, type Distribution, type Spread } from './stats.ts';
+import { type Distribution, distribution, type Spread, spread } from './stats.ts';
 
 const { values: args } = parseArgs({
   options: {

@@ -14,7 +14,7 @@ import pg from 'pg';
 import { migrate } from '../src/db/migrate.ts';
 import { jobQueries } from '../src/db/pg/queries/job.ts';
 import { quoteSchema } from '../src/driver/schema-name.ts';
-import { withDatabase, type Ctx } from './scenarios/context.ts';
+import { type Ctx, withDatabase } from './scenarios/context.ts';
 import { JOB_TYPE, QUEUE } from './systems/types.ts';
 
 const run = promisify(execFile);

@@ -1,7 +1,7 @@
 // Child processes of the harness (workers, producers) run under tsx and talk to the
 // parent over IPC with typed messages; any message can be awaited with a deadline.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export interface Msg {

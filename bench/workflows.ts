@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { createBaton, type Baton } from '../src/index.ts';
+import { type Baton, createBaton } from '../src/index.ts';
 import { machineRecord } from './machine.ts';
 import { openServer, type PgServer } from './server.ts';
 import { type SqlProfileRow, topStatements } from './sql-profile.ts';

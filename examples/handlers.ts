@@ -4,7 +4,7 @@
 // fencing token you can pass downstream as an idempotency key.
 // In your own project import the types from the package ('baton-queue') instead of ../src.
 
-import { TerminalError, type Handler, type HandlerMap } from '../src/index.ts';
+import { type Handler, type HandlerMap, TerminalError } from '../src/index.ts';
 
 interface GreetPayload {
   name?: unknown;

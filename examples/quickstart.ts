@@ -4,7 +4,7 @@
 //   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres npx tsx examples/quickstart.ts
 
 import pg from 'pg';
-import { createBaton, TerminalError, type Handler } from '../src/index.ts';
+import { createBaton, type Handler, TerminalError } from '../src/index.ts';
 
 const connectionString = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 

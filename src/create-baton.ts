@@ -1,35 +1,35 @@
 // Composition of the library: turns options into an engine wired to
 // node-postgres (pool, LISTEN connection, presence connection).
 
-import os from 'node:os';
 import { randomUUID } from 'node:crypto';
+import os from 'node:os';
 import type pg from 'pg';
 import type { Baton } from './core/baton.ts';
 import type { Clock } from './core/clock.ts';
-import { QUERY_TIMEOUT_MS_DEFAULT, parseEngineConfig, type EngineConfigInput } from './core/config.ts';
-import { BatonError } from './types/errors.ts';
+import { type EngineConfigInput, parseEngineConfig, QUERY_TIMEOUT_MS_DEFAULT } from './core/config.ts';
 import { Engine } from './core/engine.ts';
 import type { HandlerMap } from './core/handler.ts';
-import { noopLogger, type Logger } from './core/logger.ts';
-import { migrate } from './db/migrate.ts';
-import { PgExecutor } from './db/pg/pg-executor.ts';
-import { PgScheduleStore } from './db/pg/pg-schedules.ts';
+import { type Logger, noopLogger } from './core/logger.ts';
 import { cronChannelFor } from './core/notifier.ts';
-import type { ScheduleInput } from './types/schedule.ts';
-import { PgListener } from './db/pg/listener.ts';
-import { warmPool, type PgPoolLike } from './db/pg/pool.ts';
-import { PgPresence } from './db/pg/presence.ts';
-import { PgLeaderStore } from './db/pg/pg-leader.ts';
-import { PgWorkflowStore } from './db/pg/workflow-store.ts';
-import { jobQueries } from './db/pg/queries/job.ts';
-import { installTokenFloor } from './db/pg/token-floor.ts';
-import { openPool } from './db/pg/open-pool.ts';
-import { quoteSchema } from './driver/schema-name.ts';
-import { otelTracing } from './otel.ts';
-import { PACKAGE_VERSION } from './version.ts';
-import { PgOutboxStore } from './db/pg/pg-outbox.ts';
 import { parseRelayConfig, type RelayConfigInput } from './core/outbox/config.ts';
 import type { PublisherMap } from './core/outbox/publisher.ts';
+import { migrate } from './db/migrate.ts';
+import { PgListener } from './db/pg/listener.ts';
+import { openPool } from './db/pg/open-pool.ts';
+import { PgExecutor } from './db/pg/pg-executor.ts';
+import { PgLeaderStore } from './db/pg/pg-leader.ts';
+import { PgOutboxStore } from './db/pg/pg-outbox.ts';
+import { PgScheduleStore } from './db/pg/pg-schedules.ts';
+import { type PgPoolLike, warmPool } from './db/pg/pool.ts';
+import { PgPresence } from './db/pg/presence.ts';
+import { jobQueries } from './db/pg/queries/job.ts';
+import { installTokenFloor } from './db/pg/token-floor.ts';
+import { PgWorkflowStore } from './db/pg/workflow-store.ts';
+import { quoteSchema } from './driver/schema-name.ts';
+import { otelTracing } from './otel.ts';
+import { BatonError } from './types/errors.ts';
+import type { ScheduleInput } from './types/schedule.ts';
+import { PACKAGE_VERSION } from './version.ts';
 
 export interface BatonOptions extends EngineConfigInput {
   /** A pg.Pool to use (Baton does not end it on stop). Either pool or connectionString is required. */

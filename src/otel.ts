@@ -6,9 +6,9 @@
 
 import { createRequire } from 'node:module';
 import type * as Api from '@opentelemetry/api';
-import type { LeasedJob } from './types/job.ts';
 import type { JobSpan, JobSpanOutcome, TraceCarrier, Tracing } from './core/tracing.ts';
 import { traceCarrier } from './core/tracing.ts';
+import type { LeasedJob } from './types/job.ts';
 
 /** The API when the application has it installed, else null (tracing is then off). */
 function loadApi(): typeof Api | null {

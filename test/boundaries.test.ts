@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { listSourceFiles, packageName, resolveRelative, scanFile, scanSource, type ScanResult } from './helpers/import-scan.ts';
+import { listSourceFiles, packageName, resolveRelative, type ScanResult, scanFile, scanSource } from './helpers/import-scan.ts';
 
 const SRC = fileURLToPath(new URL('../src/', import.meta.url));
 const CORE = path.join(SRC, 'core');

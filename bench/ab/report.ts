@@ -4,7 +4,7 @@
 
 import type { MachineRecord } from '../machine.ts';
 import type { Figure } from '../scenarios/context.ts';
-import { spread, type Spread } from '../stats.ts';
+import { type Spread, spread } from '../stats.ts';
 
 export interface AbScenario {
   id: string;

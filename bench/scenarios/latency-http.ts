@@ -8,10 +8,10 @@ import path from 'node:path';
 import pg from 'pg';
 import { startDaemon } from '../daemon.ts';
 import { Child } from '../proc.ts';
+import { percentile } from '../stats.ts';
 import { verifyBatonJobs } from '../systems/baton.ts';
 import { QUEUE, type Variant } from '../systems/types.ts';
-import { withDatabase, type Ctx, type Figure } from './context.ts';
-import { percentile } from '../stats.ts';
+import { type Ctx, type Figure, withDatabase } from './context.ts';
 import { latencyValues } from './latency.ts';
 import { repeat, summarize } from './summarize.ts';
 

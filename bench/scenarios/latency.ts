@@ -5,8 +5,8 @@ import type { TraceEvent } from '../child/pg-trace.ts';
 import { Child } from '../proc.ts';
 import { distribution, percentile } from '../stats.ts';
 import type { Variant } from '../systems/types.ts';
-import { withDatabase, type Ctx, type Figure } from './context.ts';
-import { summarize, type Measurement } from './summarize.ts';
+import { type Ctx, type Figure, withDatabase } from './context.ts';
+import { type Measurement, summarize } from './summarize.ts';
 
 interface ProducerResult {
   type: 'result';

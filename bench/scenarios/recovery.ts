@@ -6,7 +6,7 @@ import pg from 'pg';
 import { Child } from '../proc.ts';
 import { nowMs } from '../stats.ts';
 import { QUEUE, type Variant } from '../systems/types.ts';
-import { withDatabase, type Ctx, type Figure } from './context.ts';
+import { type Ctx, type Figure, withDatabase } from './context.ts';
 import { repeat, summarize } from './summarize.ts';
 
 /** For a failed run's report: state/attempt/owner of every job. */

@@ -4,8 +4,8 @@
 
 import { Child } from '../proc.ts';
 import type { Variant } from '../systems/types.ts';
-import { withDatabase, type Ctx, type Figure } from './context.ts';
-import { summarize, type Measurement } from './summarize.ts';
+import { type Ctx, type Figure, withDatabase } from './context.ts';
+import { type Measurement, summarize } from './summarize.ts';
 
 interface ThroughputResult {
   type: 'result';

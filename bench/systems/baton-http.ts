@@ -2,7 +2,7 @@
 // measures the daemon's enqueue path as an HTTP client sees it.
 
 import { Pool } from 'undici';
-import { JOB_TYPE, QUEUE, type ProducerSide } from './types.ts';
+import { JOB_TYPE, type ProducerSide, QUEUE } from './types.ts';
 
 export function batonHttpProducer(base: string): ProducerSide {
   const url = new URL(base);

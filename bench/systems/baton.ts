@@ -4,7 +4,7 @@
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import type { Baton, BatonOptions, createBaton as CreateBaton } from '../../src/index.ts';
-import { checkExecutions, JOB_TYPE, QUEUE, type OnJob, type ProducerSide, type Variant, type WorkerSide } from './types.ts';
+import { checkExecutions, JOB_TYPE, type OnJob, type ProducerSide, QUEUE, type Variant, type WorkerSide } from './types.ts';
 
 /**
  * The library under test: this checkout's sources, or the compiled build of another commit

@@ -1,7 +1,7 @@
 // graphile-worker adapter: run() with a task list, addJobs for bulk enqueue, quickAddJob
 // style addJob for the producer. Finished jobs are deleted, so "done" = enqueued - remaining.
 
-import { Logger, makeWorkerUtils, run, runMigrations, type Runner, type WorkerUtils } from 'graphile-worker';
+import { Logger, makeWorkerUtils, type Runner, run, runMigrations, type WorkerUtils } from 'graphile-worker';
 import pg from 'pg';
 import { checkExecutions, JOB_TYPE, type OnJob, type ProducerSide, type Variant, type WorkerSide } from './types.ts';
 

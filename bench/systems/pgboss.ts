@@ -1,9 +1,9 @@
 // pg-boss adapter (v12): createQueue + insert for bulk, send for the producer, one work()
 // registration with the variant's options (constructor, queue and work() options apart).
 
-import { PgBoss, type ConstructorOptions, type Queue, type WorkOptions } from 'pg-boss';
 import pg from 'pg';
-import { checkExecutions, QUEUE, type OnJob, type ProducerSide, type Variant, type WorkerSide } from './types.ts';
+import { type ConstructorOptions, PgBoss, type Queue, type WorkOptions } from 'pg-boss';
+import { checkExecutions, type OnJob, type ProducerSide, QUEUE, type Variant, type WorkerSide } from './types.ts';
 
 interface PgBossOptions {
   constructor?: ConstructorOptions;

@@ -4,9 +4,9 @@
 import { hc } from 'hono/client';
 import type { AppType } from '../http/app.ts';
 
+export type { InferRequestType, InferResponseType } from 'hono/client';
 export type { AppType } from '../http/app.ts';
 export type { ApiErrorBody, ApiErrorCode } from '../http/errors.ts';
-export type { InferRequestType, InferResponseType } from 'hono/client';
 
 export interface ClientOptions {
   /**

@@ -4,26 +4,27 @@
 // A cancel of a running job records a request and never rewrites the row's outcome.
 
 import type { Executor } from '../driver/executor.ts';
+import type { DatabaseHealth, WorkerInfo } from '../types/admin.ts';
 import { BatonError } from '../types/errors.ts';
 import { JOB_STATES, type Job, type JobState, type JobSummary } from '../types/job.ts';
 import { checkSortAndTimes, isWindowedListing, type JobSortKey, type SortOrder } from '../types/job-sort.ts';
-import { flowAdmin, type FlowAdminApi } from './flow-admin.ts';
+import { type FlowAdminApi, flowAdmin } from './flow-admin.ts';
 import {
+  type BulkAction,
+  type BulkItemResult,
   bulk,
+  type PausedQueue,
   pauseQueue,
+  type QueuePauseState,
   resumeQueue,
   runNow,
   STATS_WINDOW_SECONDS_DEFAULT,
   STATS_WINDOW_SECONDS_MAX,
-  toStatsSnapshot,
-  type BulkAction,
-  type BulkItemResult,
-  type PausedQueue,
-  type QueuePauseState,
   type StatsSnapshot,
+  toStatsSnapshot,
 } from './queue-admin.ts';
-import type { WorkerInfo, DatabaseHealth } from '../types/admin.ts';
-export type { WorkerInfo, DatabaseHealth } from '../types/admin.ts';
+
+export type { DatabaseHealth, WorkerInfo } from '../types/admin.ts';
 
 export interface ListJobsFilter {
   state?: JobState;

@@ -2,20 +2,20 @@
 // daemon, HTTP edge, benchmarks and tests all program against this.
 
 import type { EventEmitter } from 'node:events';
-import type { EngineConfig } from './config.ts';
+import type { MigrateResult } from '../driver/migrations.ts';
+import type { Queryable } from '../driver/queryable.ts';
+import type { EnqueueResult, JobSpec } from '../types/job.ts';
+import type { SendEventResult, StartRunOptions, StartRunResult, WorkflowFn, WorkflowOptions } from '../types/workflow.ts';
 import type { AdminApi } from './admin.ts';
+import type { EngineConfig } from './config.ts';
 import type { CronApi } from './cron/api.ts';
 import type { CronCounters } from './cron/service.ts';
 import type { EngineEvents } from './events.ts';
-import type { EnqueueResult, JobSpec } from '../types/job.ts';
+import type { OutboxApi } from './outbox/service.ts';
 import type { TraceCarrier } from './tracing.ts';
-import type { MigrateResult } from '../driver/migrations.ts';
-import type { Queryable } from '../driver/queryable.ts';
+import type { WorkflowBuilder } from './workflow/builder.ts';
 import type { WorkflowCounters } from './workflow/execution.ts';
 import type { Workflows } from './workflow/service.ts';
-import type { WorkflowBuilder } from './workflow/builder.ts';
-import type { SendEventResult, StartRunOptions, StartRunResult, WorkflowFn, WorkflowOptions } from '../types/workflow.ts';
-import type { OutboxApi } from './outbox/service.ts';
 
 export interface EnqueueOptions {
   /**

@@ -6,13 +6,13 @@
 // Reading order: claimAndStart -> #claim -> (#release | runJob); #sweep for lost replies.
 
 import type { Executor, Lease, Presence } from '../driver/executor.ts';
+import type { LeasedJob } from '../types/job.ts';
 import type { Clock } from './clock.ts';
 import type { EngineConfig } from './config.ts';
 import type { ClaimOutcome, QueueDispatcher } from './dispatcher.ts';
-import type { FlowState } from './flow.ts';
 import type { EngineEventEmitter } from './events.ts';
-import type { LeasedJob } from '../types/job.ts';
-import { runJob, type RunnerDeps } from './job-runner.ts';
+import type { FlowState } from './flow.ts';
+import { type RunnerDeps, runJob } from './job-runner.ts';
 import type { InFlight, LeaseTable } from './lease-table.ts';
 import type { Logger } from './logger.ts';
 

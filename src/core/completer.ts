@@ -4,9 +4,9 @@
 // database did not return was fenced off (a newer lease owns the job).
 
 import type { AttemptErrorInput, Executor, JobFailItem } from '../driver/executor.ts';
-import type { EngineConfig } from './config.ts';
 import { isBatonError } from '../types/errors.ts';
 import type { JobState } from '../types/job.ts';
+import type { EngineConfig } from './config.ts';
 
 export type WriteResult = { accepted: true; state: JobState } | { accepted: false; reason: 'fenced' | 'abandoned' };
 

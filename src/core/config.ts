@@ -2,8 +2,8 @@
 // that name the fields. Parsed once; the result is frozen.
 
 import { z } from 'zod';
-import { BatonError } from '../types/errors.ts';
 import { isValidSchemaName } from '../driver/schema-name.ts';
+import { BatonError } from '../types/errors.ts';
 
 export const SCHEMA_DEFAULT = 'baton';
 export const LEASE_MS_DEFAULT = 5_000;

@@ -2,16 +2,16 @@
 // outcome and hands it to the completer. Once the lease is lost, nothing about
 // the job is written by this worker.
 
+import { LeaseLostError, OutcomeWritten } from '../types/errors.ts';
+import type { AttemptError, LeasedJob } from '../types/job.ts';
 import type { Completer, OutcomeWrite, WriteResult } from './completer.ts';
 import type { EngineConfig } from './config.ts';
-import { LeaseLostError, OutcomeWritten } from '../types/errors.ts';
 import type { EngineEventEmitter } from './events.ts';
+import { describeError, isTerminal } from './failure.ts';
 import type { HandlerMap, JobContext } from './handler.ts';
-import type { AttemptError, LeasedJob } from '../types/job.ts';
 import { jsonTextHasNul } from './job-spec.ts';
 import type { InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
-import { describeError, isTerminal } from './retry-policy.ts';
 import type { JobSpan, JobSpanOutcome, Tracing } from './tracing.ts';
 
 export interface RunnerDeps {

@@ -3,9 +3,9 @@
 
 import { z } from 'zod';
 import type { NewJob } from '../driver/executor.ts';
-import { nameSchema as name } from './config.ts';
 import { BatonError } from '../types/errors.ts';
 import { type JobSpec, ON_PARENT_FAILURE } from '../types/job.ts';
+import { nameSchema as name } from './config.ts';
 import type { TraceCarrier } from './tracing.ts';
 
 /** Ten years: delays beyond that are almost surely unit mistakes. */

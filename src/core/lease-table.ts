@@ -2,9 +2,9 @@
 // or heartbeat that returned it was sent; past provenAt + heartbeatDeadlineMs the
 // worker can no longer prove ownership and must stop (self-fencing).
 
-import type { Clock } from './clock.ts';
 import { LeaseLostError } from '../types/errors.ts';
 import type { LeasedJob } from '../types/job.ts';
+import type { Clock } from './clock.ts';
 
 /** One lease this process holds. Its AbortSignal is made on first use: most handlers never read it. */
 export class InFlight {

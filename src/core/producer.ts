@@ -6,13 +6,13 @@
 // seconds stale at most; the job is stored all the same).
 
 import type { Executor } from '../driver/executor.ts';
+import { BatonError } from '../types/errors.ts';
+import type { EnqueueResult, EnqueueWarning, JobSpec } from '../types/job.ts';
 import type { EnqueueOptions } from './baton.ts';
 import type { EngineConfig } from './config.ts';
-import { BatonError } from '../types/errors.ts';
 import type { EngineEventEmitter } from './events.ts';
-import type { EnqueueResult, EnqueueWarning, JobSpec } from '../types/job.ts';
 import { normalizeSpec, tenantConcurrencyKey } from './job-spec.ts';
-import { Notifier, channelFor } from './notifier.ts';
+import { channelFor, Notifier } from './notifier.ts';
 import { type TraceCarrier, type Tracing, traceCarrier } from './tracing.ts';
 
 /** Most specs one enqueueMany takes (one INSERT statement). */

@@ -4,9 +4,10 @@
 // module only validates, wakes the queue on resume, and reports per-id bulk outcomes.
 
 import type { Executor } from '../driver/executor.ts';
-import { BatonError, isBatonError, type ErrorCode } from '../types/errors.ts';
+import { BatonError, type ErrorCode, isBatonError } from '../types/errors.ts';
 import { JOB_STATES, type Job, type JobState } from '../types/job.ts';
 import type { StatsRow } from '../types/queue.ts';
+
 export type { PausedQueue, StatsRow } from '../types/queue.ts';
 
 export type QueuePauseState = { queue: string; paused: true; pausedAt: Date } | { queue: string; paused: false; pausedAt: null };

@@ -14,8 +14,8 @@
 // that much later than its age (with an age of 0, at the next sweep).
 
 import type { Executor } from '../driver/executor.ts';
-import type { EngineConfig } from './config.ts';
 import type { TerminalState } from '../types/job.ts';
+import type { EngineConfig } from './config.ts';
 
 /** Batches per queue per sweep: a large backlog is worked off over several sweeps, not in one long one. */
 const MAX_BATCHES_PER_SWEEP = 20;

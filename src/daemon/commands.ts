@@ -8,14 +8,14 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { Logger as PinoLogger } from 'pino';
 import { z } from 'zod';
-import { createBaton } from '../create-baton.ts';
 import type { Baton } from '../core/baton.ts';
+import { createBaton } from '../create-baton.ts';
 import { migrate } from '../db/migrate.ts';
-import type { JobSpec } from '../types/job.ts';
 import { isBatonError } from '../types/errors.ts';
-import { PlainError } from './plain-error.ts';
-import { openDatabase, type DatabaseHandle } from './database.ts';
+import type { JobSpec } from '../types/job.ts';
+import { type DatabaseHandle, openDatabase } from './database.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
+import { PlainError } from './plain-error.ts';
 
 async function withDatabase<T>(config: DaemonConfig, logger: PinoLogger, fn: (db: DatabaseHandle) => Promise<T>): Promise<T> {
   const db = await openDatabase(config, logger);

@@ -3,10 +3,10 @@
 
 import type { Logger as PinoLogger } from 'pino';
 import { z } from 'zod';
+import { PREVIEW_COUNT_MAX, SCHEDULE_LIST_MAX } from '../core/cron/api.ts';
+import { parseCron, previewCron } from '../core/cron/expression.ts';
 import { createBaton } from '../create-baton.ts';
 import { isBatonError } from '../types/errors.ts';
-import { parseCron, previewCron } from '../core/cron/expression.ts';
-import { PREVIEW_COUNT_MAX, SCHEDULE_LIST_MAX } from '../core/cron/api.ts';
 import { openDatabase } from './database.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 

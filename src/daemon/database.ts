@@ -3,8 +3,8 @@
 
 import pg from 'pg';
 import type { Logger } from '../core/logger.ts';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-pg.ts';
 import type { DaemonConfig } from './env.ts';
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-pg.ts';
 import { PlainError } from './plain-error.ts';
 
 export interface DatabaseHandle {

@@ -4,8 +4,8 @@
 // The place-order workflow shows a run stepping, waiting for an event and resuming.
 
 import { setTimeout as delay } from 'node:timers/promises';
-import { TerminalError } from '../types/errors.ts';
 import type { Handler, HandlerMap } from '../core/handler.ts';
+import { TerminalError } from '../types/errors.ts';
 import type { WorkflowFn } from '../types/workflow.ts';
 
 export const SLEEP_MS_DEFAULT = 10_000;

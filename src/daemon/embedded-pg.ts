@@ -12,18 +12,18 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { noopLogger, type Logger } from '../core/logger.ts';
+import { type Logger, noopLogger } from '../core/logger.ts';
 import { resolveDataDir } from './embedded-data-dir.ts';
 import { forgetOwner, ownerAlive, readOwner, recordOwner, startSentinel, stopPostmaster } from './embedded-owner.ts';
 import {
   binaries,
-  EmbeddedPostgresError,
   EMBEDDED_USER,
+  EmbeddedPostgresError,
   giveToServer,
   initialise,
+  type ServerIds,
   serverIds,
   spawnPostmaster,
-  type ServerIds,
 } from './embedded-server.ts';
 import { isRunning } from './process-info.ts';
 

@@ -6,7 +6,7 @@
 // Ctrl-C reaches only our process, which stops it last), and a cluster directory
 // exists only once initdb succeeded (it runs in a scratch directory renamed into place).
 
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { chown, mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import type { Logger } from '../core/logger.ts';

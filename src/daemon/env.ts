@@ -6,22 +6,22 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import {
-  NAME_PATTERN,
-  engineConfigSchema,
-  LEASE_MS_DEFAULT,
-  POLL_INTERVAL_MS_DEFAULT,
-  DRAIN_MS_DEFAULT,
-  MAX_ATTEMPTS_DEFAULT,
   BACKOFF_BASE_MS_DEFAULT,
   BACKOFF_CAP_MS_DEFAULT,
-  SCHEMA_DEFAULT,
-  LEADER_LEASE_MS_DEFAULT,
+  DRAIN_MS_DEFAULT,
   type EngineConfigInput,
+  engineConfigSchema,
+  LEADER_LEASE_MS_DEFAULT,
+  LEASE_MS_DEFAULT,
+  MAX_ATTEMPTS_DEFAULT,
+  NAME_PATTERN,
+  POLL_INTERVAL_MS_DEFAULT,
+  SCHEMA_DEFAULT,
 } from '../core/config.ts';
 import { isValidSchemaName } from '../driver/schema-name.ts';
 import { allowedHostsSetting } from '../http/allowed-hosts.ts';
-import { parsePublisherSpecs, type PublisherSpecs } from './outbox-config.ts';
 import { MAX_CONNECTIONS_PER_ADDRESS_DEFAULT, REQUEST_TIMEOUT_MS_DEFAULT } from './http-server.ts';
+import { type PublisherSpecs, parsePublisherSpecs } from './outbox-config.ts';
 
 export const PORT_DEFAULT = 8080;
 export const HOST_DEFAULT = '127.0.0.1';

@@ -3,9 +3,9 @@
 
 import type { Logger as PinoLogger } from 'pino';
 import { z } from 'zod';
+import { type ClosableApiKeys, openApiKeys } from '../create-api-keys.ts';
 import { createBaton } from '../create-baton.ts';
 import { isBatonError } from '../types/errors.ts';
-import { openApiKeys, type ClosableApiKeys } from '../open-api-keys.ts';
 import { openDatabase } from './database.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { PlainError } from './plain-error.ts';

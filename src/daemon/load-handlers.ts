@@ -4,8 +4,8 @@
 // A TypeScript module is loaded through tsx when it is installed (the daemon itself is
 // compiled JavaScript and does not need it).
 
-import { pathToFileURL } from 'node:url';
 import { existsSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { NAME_PATTERN } from '../core/config.ts';
 import type { Handler, HandlerMap } from '../core/handler.ts';
 import { ConfigError } from './env.ts';

@@ -3,8 +3,8 @@
 // failures to exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
 
 import { readFile } from 'node:fs/promises';
-import { pino, type Logger as PinoLogger } from 'pino';
-import { ConfigError, loadConfig, parseFlags, settingsHelp, type Command, type DaemonConfig } from './env.ts';
+import { type Logger as PinoLogger, pino } from 'pino';
+import { type Command, ConfigError, type DaemonConfig, loadConfig, parseFlags, settingsHelp } from './env.ts';
 import { PlainError } from './plain-error.ts';
 import { EXIT_CONFIG, EXIT_FAILED } from './shutdown.ts';
 

@@ -5,25 +5,25 @@
 // point unwinds exactly what exists, in SHUTDOWN_ORDER (stop accepting HTTP, drain jobs,
 // close HTTP, stop the database), and the shutdown says only those steps.
 
-import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Logger as PinoLogger } from 'pino';
-import { createBaton } from '../create-baton.ts';
-import type { WorkflowFn } from '../types/workflow.ts';
 import type { HandlerMap } from '../core/handler.ts';
+import { openApiKeys } from '../create-api-keys.ts';
+import { createBaton } from '../create-baton.ts';
 import { createApp } from '../http/app.ts';
 import { createStatsHistory } from '../http/stats-history.ts';
+import type { WorkflowFn } from '../types/workflow.ts';
 import { watchAuthMode } from './auth-mode.ts';
-import { openApiKeys } from '../open-api-keys.ts';
-import { isLoopbackHost, openBindMessage } from './loopback.ts';
 import { openDatabase } from './database.ts';
 import { demoHandlers, demoWorkflows } from './demo-handlers.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { createHttpServer } from './http-server.ts';
 import { loadHandlers } from './load-handlers.ts';
-import { PlainError } from './plain-error.ts';
+import { isLoopbackHost, openBindMessage } from './loopback.ts';
 import { buildPublishers } from './outbox-config.ts';
-import { EXIT_CONFIG, EXIT_FAILED, SHUTDOWN_ORDER, installShutdown, type Shutdown } from './shutdown.ts';
+import { PlainError } from './plain-error.ts';
+import { EXIT_CONFIG, EXIT_FAILED, installShutdown, SHUTDOWN_ORDER, type Shutdown } from './shutdown.ts';
 
 /** Slack on top of drainMs before the watchdog forces exit (closing HTTP, stopping PostgreSQL). */
 const SHUTDOWN_SLACK_MS = 20_000;

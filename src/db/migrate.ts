@@ -3,12 +3,13 @@
 // Forward-only: an applied file is recorded in schema_migrations and never rerun.
 
 import { readdir, readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
-import { checkOut, type PgPoolLike } from './pg/pool.ts';
-import { quoteSchema } from '../driver/schema-name.ts';
-import { migrationQueries } from './pg/queries/migration.ts';
+import { fileURLToPath } from 'node:url';
 import type { MigrateResult } from '../driver/migrations.ts';
+import { quoteSchema } from '../driver/schema-name.ts';
+import { checkOut, type PgPoolLike } from './pg/pool.ts';
+import { migrationQueries } from './pg/queries/migration.ts';
+
 export type { MigrateResult } from '../driver/migrations.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));

@@ -2,13 +2,13 @@
 // performs, as one method with one params object, returning domain types.
 // @internal — not a public API.
 
-import type { AttemptError, InsertedJob, OnParentFailure, Job, JobState, JobSummary, LeasedJob, TerminalState } from '../types/job.ts';
+import type { DatabaseHealth, WorkerInfo } from '../types/admin.ts';
+import type { FlowLimits, FlowSnapshot } from '../types/flow.ts';
+import type { AttemptError, InsertedJob, Job, JobState, JobSummary, LeasedJob, OnParentFailure, TerminalState } from '../types/job.ts';
+import type { JobSortKey, SortOrder } from '../types/job-sort.ts';
+import type { PausedQueue, StatsRow } from '../types/queue.ts';
 import type { TraceCarrier } from '../types/trace.ts';
 import type { Queryable } from './queryable.ts';
-import type { DatabaseHealth, WorkerInfo } from '../types/admin.ts';
-import type { PausedQueue, StatsRow } from '../types/queue.ts';
-import type { JobSortKey, SortOrder } from '../types/job-sort.ts';
-import type { FlowLimits, FlowSnapshot } from '../types/flow.ts';
 
 /** A validated, defaulted job spec ready to insert. */
 export interface NewJob {

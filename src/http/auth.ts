@@ -7,8 +7,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import type { ApiKeys } from '../index.ts';
-import { ApiError } from './errors.ts';
 import type { AppEnv } from './context.ts';
+import { ApiError } from './errors.ts';
 import type { Principal } from './tenant-scope.ts';
 
 /**

@@ -4,8 +4,8 @@
 // Runs after bodyLimit, so the bytes it reads are already bounded.
 
 import type { Context, MiddlewareHandler } from 'hono';
-import { ApiError } from './errors.ts';
 import type { AppEnv } from './context.ts';
+import { ApiError } from './errors.ts';
 
 /** Deepest nesting accepted in a body (the payload sits two levels down). */
 export const MAX_JSON_DEPTH_DEFAULT = 64;

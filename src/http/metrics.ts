@@ -2,14 +2,14 @@
 // from baton.events as they happen; job counts by state and slot gauges are read
 // on scrape (admin.queues(), stats()), so they are never stale and cost nothing between scrapes.
 
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Baton, EngineEvents } from '../index.ts';
-import { registerWorkflowMetrics } from './metrics-workflows.ts';
-import { registerDatabaseMetrics } from './metrics-db.ts';
-import { registerAuthMetrics } from './metrics-auth.ts';
 import type { AuthFailureReason } from './auth.ts';
+import { registerAuthMetrics } from './metrics-auth.ts';
+import { registerDatabaseMetrics } from './metrics-db.ts';
 import { registerFlowMetrics } from './metrics-flow.ts';
 import { registerOutboxMetrics } from './metrics-outbox.ts';
+import { registerWorkflowMetrics } from './metrics-workflows.ts';
 
 export interface MetricsOptions {
   /** Also export Node process metrics (heap, event loop lag, ...). Default true. */

@@ -1,17 +1,17 @@
 // The /api/flow routes as the OpenAPI document describes them (one entry per route of
 // routes/flow.ts). Built by openapi-routes.ts, which lends its helpers.
 
-import type { OperationDoc } from './openapi.ts';
-import type { OperationHelpers } from './openapi-workflows.ts';
 import {
   flowLimitsBodySchema,
   flowQueueParamSchema,
-  flowResponseSchemas as r,
   keyLimitsBodySchema,
   keyPatternQuerySchema,
+  flowResponseSchemas as r,
   tenantParamSchema,
   tenantWeightBodySchema,
 } from './flow-schemas.ts';
+import type { OperationDoc } from './openapi.ts';
+import type { OperationHelpers } from './openapi-workflows.ts';
 
 export const FLOW_TAG = { name: 'flow', description: 'flow control: fair dispatch weights, concurrency caps and rate limits' };
 

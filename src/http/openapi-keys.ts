@@ -1,7 +1,7 @@
 // The /api/keys routes as the OpenAPI document describes them (one entry per route of
 // routes/keys.ts). Built by openapi-routes.ts, which lends its helpers.
 
-import { createKeyBodySchema, keyIdParamSchema, keyResponseSchemas as r, listKeysQuerySchema, wireKeySchema } from './key-schemas.ts';
+import { createKeyBodySchema, keyIdParamSchema, listKeysQuerySchema, keyResponseSchemas as r, wireKeySchema } from './key-schemas.ts';
 import type { OperationDoc } from './openapi.ts';
 import type { OperationHelpers } from './openapi-workflows.ts';
 

@@ -7,8 +7,8 @@ import {
   listOutboxQuerySchema,
   outboxDlqReplayQuerySchema,
   outboxIdParamSchema,
-  outboxResponseSchemas as r,
   outboxTenantQuerySchema,
+  outboxResponseSchemas as r,
   wireOutboxMessageSchema,
   wireOutboxStatsSchema,
 } from './outbox-schemas.ts';

@@ -9,13 +9,12 @@ import { PACKAGE_VERSION } from '../version.ts';
 import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
 import { isTokenGuarded } from './auth.ts';
 import type { ApiErrorCode } from './errors.ts';
-import { openApiDocument, type JsonObject, type OperationDoc, type ResponseDoc } from './openapi.ts';
-import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
-import { KEY_COMPONENTS, KEY_TAG, keyOperations } from './openapi-keys.ts';
-import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
-import { BODY, CRON, ENGINE } from './route-errors.ts';
+import { type JsonObject, type OperationDoc, openApiDocument, type ResponseDoc } from './openapi.ts';
 import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
+import { KEY_COMPONENTS, KEY_TAG, keyOperations } from './openapi-keys.ts';
 import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
+import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
+import { BODY, CRON, ENGINE } from './route-errors.ts';
 import {
   batchSchema,
   bulkSchema,
@@ -24,15 +23,16 @@ import {
   jobIdParamSchema,
   jobSpecSchema,
   listJobsQuerySchema,
-  queueParamSchema,
-  traceHeadersSchema,
-  statsHistoryQuerySchema,
-  statsQuerySchema,
   listSchedulesQuerySchema,
+  queueParamSchema,
   scheduleBodySchema,
   scheduleIdParamSchema,
   schedulePatchSchema,
+  statsHistoryQuerySchema,
+  statsQuerySchema,
+  traceHeadersSchema,
 } from './schemas.ts';
+import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
 import {
   responseSchemas as r,
   wireAttemptErrorSchema,

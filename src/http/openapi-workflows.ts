@@ -6,6 +6,7 @@ import type { ApiErrorCode } from './errors.ts';
 import type { OperationDoc, ResponseDoc } from './openapi.ts';
 import {
   listRunsQuerySchema,
+  workflowResponseSchemas as r,
   runEventParamSchema,
   runIdParamSchema,
   sendEventBodySchema,
@@ -13,7 +14,6 @@ import {
   wireRunSchema,
   wireRunSummarySchema,
   workflowNameParamSchema,
-  workflowResponseSchemas as r,
 } from './workflow-schemas.ts';
 
 export interface OperationHelpers {

@@ -4,7 +4,7 @@
 // (what a client sends, before transforms), responses by their output side.
 
 import { z } from 'zod';
-import { STATUS_BY_CODE, type ApiErrorCode } from './errors.ts';
+import { type ApiErrorCode, STATUS_BY_CODE } from './errors.ts';
 import { errorBodySchema } from './wire-schemas.ts';
 
 /** A JSON Schema or OpenAPI object, as plain JSON. */

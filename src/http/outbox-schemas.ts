@@ -1,8 +1,8 @@
 // The outbox over HTTP: the zod contracts of the requests (strict, as everywhere) and of the
 // answers, and the mapping of messages and stats onto the wire.
 
-import { z } from 'zod';
 import type { JSONValue } from 'hono/utils/types';
+import { z } from 'zod';
 import {
   DEAD_LETTER_REASONS,
   OUTBOX_LIST_LIMIT_DEFAULT,

@@ -7,10 +7,10 @@
 
 import type { Context, MiddlewareHandler } from 'hono';
 import { matchedRoutes } from 'hono/route';
+import { parseHost, requestHost } from './allowed-hosts.ts';
 import type { AppEnv } from './context.ts';
 import { ApiError } from './errors.ts';
 import { assertJsonContentType } from './json-body.ts';
-import { parseHost, requestHost } from './allowed-hosts.ts';
 
 const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 const DEFAULT_PORTS: Readonly<Record<string, number>> = { 'http:': 80, 'https:': 443 };

@@ -6,8 +6,8 @@
 // tenant, so the two cost the same), and never names another tenant (403).
 
 import type { Context, MiddlewareHandler } from 'hono';
-import { ApiError } from './errors.ts';
 import type { AppEnv } from './context.ts';
+import { ApiError } from './errors.ts';
 
 /** Who is calling: an admin (the token, an admin key, or nobody on an open loopback server) or one tenant's key. */
 export type Principal =

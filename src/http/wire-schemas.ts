@@ -11,10 +11,10 @@ import {
   ERROR_CODES,
   JOB_SORT_WINDOW,
   JOB_STATES,
-  MISFIRE_POLICIES,
   type JobState,
+  MISFIRE_POLICIES,
 } from '../index.ts';
-import { HTTP_ERROR_CODES, type ApiErrorCode } from './errors.ts';
+import { type ApiErrorCode, HTTP_ERROR_CODES } from './errors.ts';
 
 /** Every code an error body may carry. */
 export const API_ERROR_CODES = [...ERROR_CODES, ...HTTP_ERROR_CODES] as const satisfies readonly ApiErrorCode[];

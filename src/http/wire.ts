@@ -2,9 +2,12 @@
 // dates as ISO 8601 strings, ids and tokens as strings. Listing fields
 // explicitly keeps internals off the wire; the client's types come from here.
 
+import type { JSONValue } from 'hono/utils/types';
 import type {
   AttemptError,
   BulkItemResult,
+  EnqueueResult,
+  ErrorCode,
   Job,
   JobSummary,
   QueuePauseState,
@@ -12,11 +15,8 @@ import type {
   StateCounts,
   StatsSnapshot,
   WorkerInfo,
-  EnqueueResult,
-  ErrorCode,
 } from '../index.ts';
 import { STATUS_BY_CODE } from './errors.ts';
-import type { JSONValue } from 'hono/utils/types';
 import type { StatsSample } from './stats-history.ts';
 
 const iso = (d: Date): string => d.toISOString();

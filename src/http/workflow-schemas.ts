@@ -1,6 +1,7 @@
 // Workflow runs over HTTP: the zod contracts of the requests (bodies and parameters are
 // strict, as everywhere) and of the answers, and the mapping of runs onto the wire.
 
+import type { JSONValue } from 'hono/utils/types';
 import { z } from 'zod';
 import {
   IDEMPOTENCY_KEY_MAX_CHARS,
@@ -8,12 +9,11 @@ import {
   LIST_LIMIT_MAX,
   LIST_OFFSET_MAX,
   RUN_STATES,
-  STEP_KINDS,
-  STEP_STATUSES,
   type RunDetail,
   type RunSummary,
+  STEP_KINDS,
+  STEP_STATUSES,
 } from '../index.ts';
-import type { JSONValue } from 'hono/utils/types';
 import { intParam, nameSchema } from './schemas.ts';
 import { toWireAttemptError } from './wire.ts';
 import { wireAttemptErrorSchema } from './wire-schemas.ts';

@@ -3,8 +3,8 @@
 // Nats-Msg-Id, so the stream's duplicate window absorbs a republish; a message counts as
 // published when JetStream acknowledges it. The client reconnects by itself.
 
-import type { NatsConnection } from '@nats-io/transport-node';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { PublishError, type Publisher, type PublishMessage } from '../core/outbox/publisher.ts';
 import { LazyConnection } from './lazy-connection.ts';

@@ -7,8 +7,8 @@
 
 import { Agent, request } from 'undici';
 import { z } from 'zod';
-import { BatonError } from '../types/errors.ts';
 import { PublishError, type Publisher, type PublishMessage } from '../core/outbox/publisher.ts';
+import { BatonError } from '../types/errors.ts';
 import {
   signWebhook,
   WEBHOOK_ID_HEADER,

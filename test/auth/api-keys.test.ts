@@ -5,7 +5,7 @@
 
 import crypto from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { openApiKeys, type ClosableApiKeys } from '../../src/open-api-keys.ts';
+import { type ClosableApiKeys, openApiKeys } from '../../src/create-api-keys.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 

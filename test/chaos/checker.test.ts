@@ -3,7 +3,7 @@
 // dead letter, trouble with no fault active in a run that must be quiet, a cancel not
 // honoured) is detected and named.
 import { describe, expect, it } from 'vitest';
-import { checkHistory, formatResult, type FinalJob } from './checker.ts';
+import { checkHistory, type FinalJob, formatResult } from './checker.ts';
 import type { HistoryRecord } from './history.ts';
 
 const job = (id: string, over: Partial<FinalJob> = {}): FinalJob => ({

@@ -1,7 +1,7 @@
 // The cron chaos checker must be able to fail: each rule is broken once here.
 
 import { describe, expect, it } from 'vitest';
-import { checkCron, type CronJob, type CronSchedules } from './cron-checker.ts';
+import { type CronJob, type CronSchedules, checkCron } from './cron-checker.ts';
 
 const T = Date.parse('2026-01-01T00:00:00Z');
 const W = { from: T, to: T + 9_000, thresholdMs: 2_000, marginMs: 300 };

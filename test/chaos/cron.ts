@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createBaton, type MisfirePolicy } from '../../src/index.ts';
-import { checkCron, type CronCheck, type CronJob, type CronSchedules } from './cron-checker.ts';
+import { type CronCheck, type CronJob, type CronSchedules, checkCron } from './cron-checker.ts';
 import { Harness } from './harness.ts';
 
 /** The workers' misfire threshold: pauses of 4-5 s make occurrences missed, pauses of 1 s do not. */

@@ -3,20 +3,20 @@
 // direct admin pool, and the fault actions that record themselves in the
 // history with the jobs in flight (read from the database) at fault time.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { serve, type ServerType } from '@hono/node-server';
+import { type ServerType, serve } from '@hono/node-server';
 import pg from 'pg';
-import type { Baton } from '../../src/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { createApp } from '../../src/http/app.ts';
-import { startPgCluster, type PgCluster } from '../helpers/pg-cluster.ts';
+import type { Baton } from '../../src/index.ts';
+import { type PgCluster, startPgCluster } from '../helpers/pg-cluster.ts';
 import { FaultProxy } from './fault-proxy.ts';
 import { HistoryLog } from './history.ts';
-import { createNetNs, netnsAvailability, skipLoudly, type NetNs, type RuleHandle } from './netns.ts';
+import { createNetNs, type NetNs, netnsAvailability, type RuleHandle, skipLoudly } from './netns.ts';
 
 const WORKER_TS = fileURLToPath(new URL('./worker.ts', import.meta.url));
 

@@ -2,7 +2,7 @@
 // object per line) and a line-at-a-time appender. Records are written BEFORE
 // the effect they describe where possible, so a killed process still counts.
 
-import { appendFileSync, readFileSync, existsSync, openSync, closeSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 
 /** A handler run began ('start', written before the handler) or finished ('end'). */
 export interface ExecRecord {

@@ -13,7 +13,7 @@
 //   - retention deleted cron jobs meanwhile (or the run proved nothing about it).
 
 import type { MisfirePolicy } from '../../src/types/schedule.ts';
-import type { ExecRecord, HistoryRecord, LeaderWriteRecord, LeadershipRecord } from './history.ts';
+import type { ExecRecord, HistoryRecord, LeadershipRecord, LeaderWriteRecord } from './history.ts';
 
 export interface LeaderPause {
   /** The paused worker, as the history names it (slot name). */

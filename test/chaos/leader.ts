@@ -7,17 +7,17 @@
 // occurrence fired twice or was lost, and that the paused process did nothing as leader on
 // waking. Writes results/chaos-leader-<time>.{json,md}.
 
+import type { ChildProcess } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { ChildProcess } from 'node:child_process';
-import { createBaton, type MisfirePolicy } from '../../src/index.ts';
-import { LEADER_RENEWALS_PER_LEASE } from '../../src/core/leader-lease.ts';
 import { CRON_MISFIRE_THRESHOLD_MS_DEFAULT } from '../../src/core/config.ts';
-import { checkLeader, type LeaderCheck, type LeaderPause } from './leader-checker.ts';
+import { LEADER_RENEWALS_PER_LEASE } from '../../src/core/leader-lease.ts';
+import { createBaton, type MisfirePolicy } from '../../src/index.ts';
 import { Harness, type Slot } from './harness.ts';
 import { readHistory } from './history.ts';
+import { checkLeader, type LeaderCheck, type LeaderPause } from './leader-checker.ts';
 
 const LEADER_LEASE_MS = 3_000;
 const RENEW_MS = LEADER_LEASE_MS / LEADER_RENEWALS_PER_LEASE;

@@ -4,8 +4,8 @@
 import net from 'node:net';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startPgCluster, type PgCluster } from '../helpers/pg-cluster.ts';
-import { createNetNs, netnsAvailability, skipLoudly, type NetNs } from './netns.ts';
+import { type PgCluster, startPgCluster } from '../helpers/pg-cluster.ts';
+import { createNetNs, type NetNs, netnsAvailability, skipLoudly } from './netns.ts';
 
 const avail = netnsAvailability();
 if (!avail.ok) skipLoudly('test/chaos/netns.test.ts (namespace, iptables loss/blackhole)', avail.reason!);

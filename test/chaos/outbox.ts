@@ -4,16 +4,16 @@
 // the webhook receiver answers 503, hangs before accepting, or accepts and never answers.
 // Then the relays drain, and outbox-checker.ts judges from what the consumers recorded.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connect, nanos } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, nanos } from '@nats-io/transport-node';
 import pg from 'pg';
-import { createBaton } from '../../src/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
+import { createBaton } from '../../src/index.ts';
 import { NATS_URL } from '../helpers/brokers.ts';
 import { startPgCluster } from '../helpers/pg-cluster.ts';
 import { FaultProxy, prng } from './fault-proxy.ts';

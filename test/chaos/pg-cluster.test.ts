@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startPgCluster, type PgCluster } from '../helpers/pg-cluster.ts';
+import { type PgCluster, startPgCluster } from '../helpers/pg-cluster.ts';
 
 describe('pg-cluster', () => {
   let cluster: PgCluster | undefined;

@@ -30,18 +30,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { BatonError, createBaton } from '../../src/index.ts';
 import { migrate } from '../../src/db/migrate.ts';
-import { checkHistory, formatResult, readFinalJobs, type CheckResult } from './checker.ts';
+import { BatonError, createBaton } from '../../src/index.ts';
+import { type CheckResult, checkHistory, formatResult, readFinalJobs } from './checker.ts';
+import { type CronRunResult, runCronScenario } from './cron.ts';
 import { checkFlow, type FlowLimits } from './flow-checker.ts';
-import { runCronScenario, type CronRunResult } from './cron.ts';
-import { runOutboxScenario, type OutboxRunResult } from './outbox.ts';
-import { runWorkflowScenario, type WorkflowRunResult } from './workflow.ts';
-import { runLeaderScenario, type LeaderRunResult } from './leader.ts';
 import { Harness } from './harness.ts';
 import { errorRecord, readHistory } from './history.ts';
-import { writeReports, type RunReport } from './report.ts';
-import { FAULT_KINDS, SMOKE_DEFAULTS, SOAK_DEFAULTS, makePlan, type JobPlan, type Plan, type Scenario } from './schedule.ts';
+import { type LeaderRunResult, runLeaderScenario } from './leader.ts';
+import { type OutboxRunResult, runOutboxScenario } from './outbox.ts';
+import { type RunReport, writeReports } from './report.ts';
+import { FAULT_KINDS, type JobPlan, makePlan, type Plan, type Scenario, SMOKE_DEFAULTS, SOAK_DEFAULTS } from './schedule.ts';
+import { runWorkflowScenario, type WorkflowRunResult } from './workflow.ts';
 
 const { values: args } = parseArgs({
   options: {

@@ -5,13 +5,13 @@
 // engine itself is untouched). Configured by environment (see WorkerEnv).
 
 import pg from 'pg';
-import { createBaton, JobCancelledError } from '../../src/index.ts';
-import type { JobContext } from '../../src/index.ts';
-import { HistoryLog, errorRecord, type WriteRecord } from './history.ts';
 import { CANCEL_REQUESTED, TOKEN_FENCE } from '../../src/db/pg/queries/job.ts';
-import { writeKind, writeRecords } from './write-recorder.ts';
-import { leaderKind, leaderRecord } from './leader-recorder.ts';
+import type { JobContext } from '../../src/index.ts';
+import { createBaton, JobCancelledError } from '../../src/index.ts';
 import { CHAOS_FLOW, chaosFlow } from './chaos-flow.ts';
+import { errorRecord, HistoryLog, type WriteRecord } from './history.ts';
+import { leaderKind, leaderRecord } from './leader-recorder.ts';
+import { writeKind, writeRecords } from './write-recorder.ts';
 
 /** Environment the runner passes. */
 export interface WorkerEnv {

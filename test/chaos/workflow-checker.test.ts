@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { EffectRecord, FaultRecord, HistoryRecord } from './history.ts';
-import { checkWorkflows, type CheckedRun } from './workflow-checker.ts';
+import { type CheckedRun, checkWorkflows } from './workflow-checker.ts';
 
 const T = 1_000_000;
 const KEYS = ['a', 'b'];

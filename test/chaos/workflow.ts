@@ -9,9 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { createBaton } from '../../src/index.ts';
 import { CHAOS_FLOW, CHAOS_FLOW_STEPS, chaosFlow } from './chaos-flow.ts';
-import { readHistory } from './history.ts';
 import { Harness } from './harness.ts';
-import { checkWorkflows, type CheckedRun, type WorkflowCheck } from './workflow-checker.ts';
+import { readHistory } from './history.ts';
+import { type CheckedRun, checkWorkflows, type WorkflowCheck } from './workflow-checker.ts';
 
 const RUNS = 48;
 const STEP_MS = 800;

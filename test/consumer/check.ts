@@ -13,7 +13,7 @@
 //
 // BATON_CONSUMER_TYPES=5.8/20,latest/latest runs those entries (typescript/@types/node) only.
 
-import { spawn, spawnSync, type SpawnSyncOptions } from 'node:child_process';
+import { type SpawnSyncOptions, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';

@@ -3,10 +3,10 @@
 // before or after the lease was lost.
 
 import { describe, expect, it } from 'vitest';
-import { LeaseLostError } from '../../src/types/errors.ts';
-import type { LeasedJob } from '../../src/types/job.ts';
 import { systemClock } from '../../src/core/clock.ts';
 import { LeaseTable } from '../../src/core/lease-table.ts';
+import { LeaseLostError } from '../../src/types/errors.ts';
+import type { LeasedJob } from '../../src/types/job.ts';
 
 const job = (id: string, token: string) => ({ id, token }) as unknown as LeasedJob;
 

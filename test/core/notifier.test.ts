@@ -4,7 +4,7 @@
 // window sends nothing more; takeLeading hands the leading edge to the caller.
 
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Notifier, channelFor } from '../../src/core/notifier.ts';
+import { channelFor, Notifier } from '../../src/core/notifier.ts';
 
 function setup(debounceMs = 100, send = vi.fn(async (_channels: string[]) => undefined)) {
   const onError = vi.fn();

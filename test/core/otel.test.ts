@@ -3,8 +3,8 @@
 // with a producer context still gets a span that carries it to the handler's downstream calls.
 
 import { describe, expect, it } from 'vitest';
-import type { LeasedJob } from '../../src/types/job.ts';
 import { otelTracing } from '../../src/otel.ts';
+import type { LeasedJob } from '../../src/types/job.ts';
 
 const job = (trace: LeasedJob['trace']): LeasedJob =>
   ({ id: '1', tenantId: 'default', queue: 'q', jobType: 't', attempt: 1, trace }) as LeasedJob;

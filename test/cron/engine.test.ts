@@ -4,7 +4,7 @@
 // process waking the ticker by NOTIFY, and the leader's death handing ticking over.
 
 import { beforeEach, describe, expect, it } from 'vitest';
-import { isBatonError, type Baton, type Schedule } from '../../src/index.ts';
+import { type Baton, isBatonError, type Schedule } from '../../src/index.ts';
 import { useEngines } from '../engine/harness.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { terminateLeaderPresence } from '../helpers/leader.ts';

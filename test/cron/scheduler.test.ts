@@ -5,11 +5,11 @@
 
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Scheduler, type SchedulerDeps } from '../../src/core/cron/scheduler.ts';
-import type { MisfirePolicy } from '../../src/types/schedule.ts';
 import { cronChannelFor } from '../../src/core/notifier.ts';
 import { PgLeaderStore } from '../../src/db/pg/pg-leader.ts';
 import { PgScheduleStore } from '../../src/db/pg/pg-schedules.ts';
 import type { ScheduleStore } from '../../src/driver/schedule-store.ts';
+import type { MisfirePolicy } from '../../src/types/schedule.ts';
 import { useEngines } from '../engine/harness.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { takeLeaderLease } from '../helpers/leader.ts';

@@ -3,8 +3,8 @@
 // unknown one is refused (exit 1) and a malformed id is a usage error (exit 2).
 
 import { describe, expect, it } from 'vitest';
-import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 import { EXIT_CONFIG, EXIT_FAILED } from '../../src/daemon/shutdown.ts';
+import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob, jobRow } from '../helpers/factory.ts';
 

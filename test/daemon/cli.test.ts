@@ -5,13 +5,13 @@
 
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 import { SETTINGS } from '../../src/daemon/env.ts';
 import { EXIT_CONFIG, EXIT_FAILED } from '../../src/daemon/shutdown.ts';
+import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 

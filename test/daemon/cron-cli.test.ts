@@ -3,9 +3,9 @@
 // database; a missing subcommand, a bad expression or a fixed-offset zone is a usage error (2).
 
 import { describe, expect, it } from 'vitest';
+import { EXIT_CONFIG } from '../../src/daemon/shutdown.ts';
 import { createBaton } from '../../src/index.ts';
 import { runBaton, waitExit } from '../e2e/daemon-process.ts';
-import { EXIT_CONFIG } from '../../src/daemon/shutdown.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 
 const db = useTestDatabase();

@@ -2,10 +2,10 @@
 // sleep stops as soon as its lease signal aborts.
 
 import { describe, expect, it } from 'vitest';
-import { TerminalError } from '../../src/types/errors.ts';
 import type { JobContext } from '../../src/core/handler.ts';
-import type { LeasedJob } from '../../src/types/job.ts';
 import { boom, noop, poison, sleep } from '../../src/daemon/demo-handlers.ts';
+import { TerminalError } from '../../src/types/errors.ts';
+import type { LeasedJob } from '../../src/types/job.ts';
 
 function ctx<P>(payload: P, attempt = 1, signal = new AbortController().signal): JobContext<P> {
   const now = new Date();

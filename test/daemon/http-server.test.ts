@@ -3,14 +3,14 @@
 // interval), and one address holds at most N connections: one more is answered 429 and closed
 // before its request is read, so nothing it sent is done. Real sockets, the real app and database.
 
-import net from 'node:net';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBaton, type Baton } from '../../src/index.ts';
+import { createHttpServer, type HttpLimits } from '../../src/daemon/http-server.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createMetrics, type Metrics } from '../../src/http/metrics.ts';
-import { createHttpServer, type HttpLimits } from '../../src/daemon/http-server.ts';
+import { type Baton, createBaton } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor, withTimeout } from '../helpers/wait.ts';
 

@@ -2,8 +2,8 @@
 // database: create prints the token once, list shows no secret, revoke marks the key.
 
 import { describe, expect, it } from 'vitest';
-import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 import { EXIT_CONFIG, EXIT_FAILED } from '../../src/daemon/shutdown.ts';
+import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 
 const db = useTestDatabase();

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { noopLogger } from '../../src/core/logger.ts';
-import { EXIT_FORCED, EXIT_OK, REPEAT_SIGNAL_WINDOW_MS, installShutdown } from '../../src/daemon/shutdown.ts';
+import { EXIT_FORCED, EXIT_OK, installShutdown, REPEAT_SIGNAL_WINDOW_MS } from '../../src/daemon/shutdown.ts';
 import { deferred } from '../helpers/wait.ts';
 
 /** A shutdown whose single step runs until `release` is resolved. */

@@ -3,15 +3,15 @@
 // the shutdown that follows names only the steps of what came up (nothing "drains"); and a
 // daemon open on loopback notices the first API key created, and the last one revoked.
 
-import { createServer, type AddressInfo, type Server } from 'node:net';
+import { type AddressInfo, createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ClosableApiKeys, openApiKeys } from '../../src/create-api-keys.ts';
 import { watchAuthMode } from '../../src/daemon/auth-mode.ts';
 import { EXIT_FAILED } from '../../src/daemon/shutdown.ts';
-import { openApiKeys, type ClosableApiKeys } from '../../src/open-api-keys.ts';
+import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 
 const db = useTestDatabase();
 

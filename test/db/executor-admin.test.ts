@@ -2,11 +2,11 @@
 // replay, counts by queue, workers), through baton.admin and called on the executor directly.
 
 import { randomBytes } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { LIST_INLINE_MAX_BYTES, type Job, type JobState } from '../../src/types/job.ts';
+import { describe, expect, it } from 'vitest';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
+import { type Job, type JobState, LIST_INLINE_MAX_BYTES } from '../../src/types/job.ts';
 import { insertJob, insertJobs, insertWorker, workerRow } from '../helpers/factory.ts';
 import { takeLeaderLease } from '../helpers/leader.ts';
 import { attemptError, baton, claim, ex, expectBatonError, fresh, row, useExecutorHarness } from './executor-harness.ts';

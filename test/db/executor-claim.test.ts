@@ -3,9 +3,9 @@
 
 import type pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import type { LeasedJob } from '../../src/types/job.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
+import type { LeasedJob } from '../../src/types/job.ts';
 import { insertJob, insertJobs } from '../helpers/factory.ts';
 import { claim, ex, fresh, ms, row, useExecutorHarness } from './executor-harness.ts';
 

@@ -4,9 +4,9 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { RUN_AT_MAX, RUN_AT_MIN } from '../../src/core/job-spec.ts';
-import type { JobSpec } from '../../src/types/job.ts';
 import { channelFor } from '../../src/core/notifier.ts';
 import { createBaton } from '../../src/create-baton.ts';
+import type { JobSpec } from '../../src/types/job.ts';
 import { jobRow } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { baton, claim, ex, expectBatonError, fresh, jobCount, ms, newJob, row, useExecutorHarness } from './executor-harness.ts';

@@ -5,8 +5,8 @@
 
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import type { FairCursor, FlowClaimResult } from '../../src/driver/executor.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
+import type { FairCursor, FlowClaimResult } from '../../src/driver/executor.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { claim, ex, fresh, LEASE, newJob, useExecutorHarness } from './executor-harness.ts';
 

@@ -8,12 +8,12 @@
 
 import { afterAll, beforeAll, expect } from 'vitest';
 import type { Baton } from '../../src/core/baton.ts';
-import { BatonError } from '../../src/types/errors.ts';
 import { createBaton } from '../../src/create-baton.ts';
-import type { AttemptErrorInput, NewJob } from '../../src/driver/executor.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
+import type { AttemptErrorInput, NewJob } from '../../src/driver/executor.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
-import { useTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { BatonError } from '../../src/types/errors.ts';
+import { type TestDatabase, useTestDatabase } from '../helpers/db.ts';
 import { jobRow } from '../helpers/factory.ts';
 
 /** The executor under test, on the file's pool. */

@@ -5,8 +5,8 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { lockNamespaceFor } from '../../src/create-baton.ts';
 import { insertJob, insertJobs, insertWorker, workerRow } from '../helpers/factory.ts';
-import { deferred, waitFor } from '../helpers/wait.ts';
 import { takeLeaderLease } from '../helpers/leader.ts';
+import { deferred, waitFor } from '../helpers/wait.ts';
 import { claim, ex, expireLeases, fresh, reapExpired, row, useExecutorHarness } from './executor-harness.ts';
 
 const db = useExecutorHarness();

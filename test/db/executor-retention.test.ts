@@ -5,9 +5,8 @@
 // it completes, fenced by token like every outcome write.
 
 import { describe, expect, it } from 'vitest';
-import { jobRow } from '../helpers/factory.ts';
+import { insertJob, insertJobs, jobRow } from '../helpers/factory.ts';
 import { takeLeaderLease } from '../helpers/leader.ts';
-import { insertJob, insertJobs } from '../helpers/factory.ts';
 import { claim, ex, expireLeases, fresh, reapExpired, useExecutorHarness } from './executor-harness.ts';
 
 const db = useExecutorHarness();

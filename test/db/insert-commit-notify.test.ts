@@ -4,8 +4,8 @@
 // under whatever ran on it by then, and kept the process alive that long after stop().
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { createBaton, type Baton } from '../../src/index.ts';
 import { channelFor } from '../../src/core/notifier.ts';
+import { type Baton, createBaton } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 

@@ -4,8 +4,8 @@
 // instead of hanging; stop() returns even when the socket no longer answers.
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FaultProxy } from '../chaos/fault-proxy.ts';
 import { PgListener } from '../../src/db/pg/listener.ts';
+import { FaultProxy } from '../chaos/fault-proxy.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { Signal, waitFor, withTimeout } from '../helpers/wait.ts';
 

@@ -6,11 +6,11 @@ import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { listMigrations, migrate, MIGRATIONS_DIR } from '../../src/db/migrate.ts';
+import { afterAll, describe, expect, it } from 'vitest';
+import { listMigrations, MIGRATIONS_DIR, migrate } from '../../src/db/migrate.ts';
 import type { PgPoolLike } from '../../src/db/pg/pool.ts';
-import { createTestDatabase, useTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { createTestDatabase, type TestDatabase, useTestDatabase } from '../helpers/db.ts';
 import { describeSchema } from '../helpers/schema-snapshot.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/schema.sql', import.meta.url));

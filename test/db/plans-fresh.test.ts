@@ -5,10 +5,10 @@
 // key in such a plan too, not scan the whole table. Read from EXPLAIN ANALYZE of the cached
 // plan once the table has grown.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { jobQueries } from '../../src/db/pg/queries/job.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
+import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { jobScans, type PlanNode } from '../helpers/plan-node.ts';

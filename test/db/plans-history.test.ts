@@ -8,16 +8,16 @@
 // Read from EXPLAIN ANALYZE: the scans of jobs and the rows they visited.
 
 import { beforeAll, describe, expect, it } from 'vitest';
-import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { flowQueries } from '../../src/db/pg/queries/flow.ts';
 import { healthQueries } from '../../src/db/pg/queries/health.ts';
-import { jobReadQueries, LIST_WINDOW_ROWS, type ListShape } from '../../src/db/pg/queries/job-read.ts';
+import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { ID_RANGE_OPEN, jobListQueries } from '../../src/db/pg/queries/job-list.ts';
-import { JOB_SORT_WINDOW, type JobSortKey, type SortOrder } from '../../src/types/job-sort.ts';
+import { jobReadQueries, LIST_WINDOW_ROWS, type ListShape } from '../../src/db/pg/queries/job-read.ts';
 import { STATS_SCAN_ROWS, statsQueries } from '../../src/db/pg/queries/stats.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
+import { JOB_SORT_WINDOW, type JobSortKey, type SortOrder } from '../../src/types/job-sort.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { explainPrepared, indexesUsed, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
+import { explainPrepared, indexesUsed, type PlanNode, rowsVisited } from '../helpers/plan-node.ts';
 
 const db = useTestDatabase();
 const schema = quoteSchema('baton');

@@ -7,13 +7,13 @@
 // index and updates the rows it picked by primary key.
 // Read from EXPLAIN ANALYZE: the indexes used and the rows visited per statement.
 
-import { describe, expect, it, beforeAll } from 'vitest';
-import { jobQueries } from '../../src/db/pg/queries/job.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
+import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { takeLeaderLease } from '../helpers/leader.ts';
-import { explainPrepared, jobScans, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
+import { explainPrepared, jobScans, type PlanNode, rowsVisited } from '../helpers/plan-node.ts';
 
 const db = useTestDatabase();
 const q = jobQueries(quoteSchema('baton'));

@@ -6,8 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseEngineConfig } from '../../src/core/config.ts';
 import { Retention } from '../../src/core/retention.ts';
-import { jobRow } from '../helpers/factory.ts';
-import { insertJob } from '../helpers/factory.ts';
+import { insertJob, jobRow } from '../helpers/factory.ts';
 import { takeLeaderLease } from '../helpers/leader.ts';
 import { ex, fresh, useExecutorHarness } from './executor-harness.ts';
 

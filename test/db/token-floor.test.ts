@@ -8,11 +8,11 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { createBaton } from '../../src/create-baton.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import type { ClaimRow } from '../../src/db/pg/claim.ts';
 import { jobQueries, TOKEN_FLOOR_STEP } from '../../src/db/pg/queries/job.ts';
 import { installTokenFloor } from '../../src/db/pg/token-floor.ts';
-import type { ClaimRow } from '../../src/db/pg/claim.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
-import { migrate } from '../../src/db/migrate.ts';
 import { createTestDatabase, useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { deferred } from '../helpers/wait.ts';

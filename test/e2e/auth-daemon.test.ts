@@ -4,10 +4,10 @@
 // without a key is 401, and counts refusals in baton_auth_failures_total.
 
 import { afterAll, describe, expect, it } from 'vitest';
+import { openApiKeys } from '../../src/create-api-keys.ts';
 import { EXIT_CONFIG } from '../../src/daemon/shutdown.ts';
-import { openApiKeys } from '../../src/open-api-keys.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { freePort, runBaton, waitExit, waitReady, type DaemonProcess } from './daemon-process.ts';
+import { type DaemonProcess, freePort, runBaton, waitExit, waitReady } from './daemon-process.ts';
 
 const db = useTestDatabase();
 const started: DaemonProcess[] = [];

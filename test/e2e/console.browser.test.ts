@@ -10,13 +10,13 @@ import { mkdir } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openApiKeys } from '../../src/create-api-keys.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { openApiKeys } from '../../src/open-api-keys.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { REPO_ROOT, freePort, runBaton, waitExit, waitReady, type DaemonProcess } from './daemon-process.ts';
+import { type DaemonProcess, freePort, REPO_ROOT, runBaton, waitExit, waitReady } from './daemon-process.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);

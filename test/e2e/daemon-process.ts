@@ -1,7 +1,7 @@
 // Runs the real daemon (bin/baton.js, or `npm start`) as a child process for
 // e2e tests: free ports, captured output, exit as a promise.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { constants as osConstants } from 'node:os';
 import { fileURLToPath } from 'node:url';

@@ -3,14 +3,14 @@
 // in the middle of a job and see it finish before a clean exit; restart on the
 // same data dir and read the rows. Plus: a bad setting exits 2 naming it.
 
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.ts';
-import { freePort, runBaton, waitExit, waitReady, type DaemonProcess } from './daemon-process.ts';
+import { type DaemonProcess, freePort, runBaton, waitExit, waitReady } from './daemon-process.ts';
 
 const started: DaemonProcess[] = [];
 const dirs: string[] = [];

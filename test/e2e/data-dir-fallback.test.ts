@@ -3,16 +3,16 @@
 // fallback it can reach, says where once, and finds the same cluster on the next start.
 // Only as root (CI is): otherwise PostgreSQL runs as ourselves and there is no trap.
 
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { mkdtemp, readdir, rm, rmdir } from 'node:fs/promises';
-import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fallbackDirs } from '../../src/daemon/embedded-data-dir.ts';
 import { isRunning } from '../helpers/processes.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { freePort, runBaton, waitExit, waitReady, type DaemonProcess } from './daemon-process.ts';
+import { type DaemonProcess, freePort, runBaton, waitExit, waitReady } from './daemon-process.ts';
 
 const asRoot = process.getuid?.() === 0;
 const started: DaemonProcess[] = [];

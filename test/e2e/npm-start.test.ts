@@ -4,18 +4,18 @@
 // outlive it. One data dir serves every case (initdb once); each case leaves no
 // process running, even when it fails.
 
-import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { noopLogger } from '../../src/core/logger.ts';
-import { EXIT_OK } from '../../src/daemon/shutdown.ts';
 import { startEmbeddedPostgres } from '../../src/daemon/embedded-pg.ts';
+import { EXIT_OK } from '../../src/daemon/shutdown.ts';
 import { argvOf, childrenOf, descendantsOf, isRunning, parentOf } from '../helpers/processes.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { freePort, runBaton, runNpmStart, waitExit, waitReady, type DaemonProcess } from './daemon-process.ts';
+import { type DaemonProcess, freePort, runBaton, runNpmStart, waitExit, waitReady } from './daemon-process.ts';
 
 /** Shorter than DRAIN_MS: the drain lets it finish. */
 const JOB_MS = 1_500;

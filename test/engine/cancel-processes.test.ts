@@ -6,10 +6,10 @@
 // queue never starts it again). Timings come from the handlers' own reports, on a clock every
 // process shares; set BATON_MEASURE=1 to print the request-to-abort figures.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBaton, type Baton } from '../../src/index.ts';
+import { type Baton, createBaton } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 

@@ -6,11 +6,11 @@
 // workflow's driving job asked to stop ends cancelled, also when the workflow suspends.
 
 import { describe, expect, it } from 'vitest';
-import { BatonError, JobCancelledError, type EngineEvents } from '../../src/index.ts';
+import { BatonError, type EngineEvents, JobCancelledError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { row, rowInState, useEngines } from './harness.ts';
 import { expectCountersMatchRows, jobOf, runInState } from '../workflow/harness.ts';
+import { row, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
 

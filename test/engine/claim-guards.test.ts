@@ -6,11 +6,11 @@
 // gone) and one with a configured id waits. And a claim answered past the heartbeat deadline
 // gives its jobs back unstarted.
 
-import { describe, expect, it } from 'vitest';
 import pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { Invocations, rowInState, useEngines, type EngineOptions } from './harness.ts';
+import { type EngineOptions, Invocations, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
 

@@ -4,7 +4,7 @@
 // in the parent's finishing statement, so counts, counters and concurrency stay exact.
 
 import { beforeEach, describe, expect, it } from 'vitest';
-import { BatonError, TerminalError, type Baton } from '../../src/index.ts';
+import { type Baton, BatonError, TerminalError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { expectCountersMatchRows } from '../workflow/harness.ts';

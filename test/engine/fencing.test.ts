@@ -4,10 +4,10 @@
 // lease gone its handler's signal is aborted and checkLease() throws.
 
 import { describe, expect, it } from 'vitest';
-import { LeaseLostError, type JobContext } from '../../src/index.ts';
+import { type JobContext, LeaseLostError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { Signal, nextEvent, waitFor, withTimeout } from '../helpers/wait.ts';
-import { row, rowInState, useEngines, type JobRowView } from './harness.ts';
+import { nextEvent, Signal, waitFor, withTimeout } from '../helpers/wait.ts';
+import { type JobRowView, row, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
 

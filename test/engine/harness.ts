@@ -2,11 +2,11 @@
 // remembers every one, and after each test opens every gate and stops every engine
 // (ending its pool), so nothing outlives its test. Rows are truncated before each test.
 
-import { afterEach, beforeEach } from 'vitest';
 import pg from 'pg';
-import { createBaton, type Baton, type BatonOptions, type JobContext } from '../../src/index.ts';
+import { afterEach, beforeEach } from 'vitest';
+import { type Baton, type BatonOptions, createBaton, type JobContext } from '../../src/index.ts';
 import type { TestDatabase } from '../helpers/db.ts';
-import { deferred, waitFor, type Deferred } from '../helpers/wait.ts';
+import { type Deferred, deferred, waitFor } from '../helpers/wait.ts';
 
 export type EngineOptions = BatonOptions;
 

@@ -5,10 +5,10 @@
 // writes nothing for the job. (No reaper runs here: only the worker touches the row.)
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type JobContext, LeaseLostError } from '../../src/index.ts';
 import { FaultProxy } from '../chaos/fault-proxy.ts';
-import { LeaseLostError, type JobContext } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { Signal, nextEvent, waitFor } from '../helpers/wait.ts';
+import { nextEvent, Signal, waitFor } from '../helpers/wait.ts';
 import { row, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();

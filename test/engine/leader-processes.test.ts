@@ -4,7 +4,7 @@
 // follower: its retention, which deletes finished jobs at once while it leads, leaves alone the
 // job that finished during its pause.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Baton } from '../../src/index.ts';

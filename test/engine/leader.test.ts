@@ -5,8 +5,8 @@
 // once; a process with no queues leads and fires cron; leader: false and reaper: false never
 // lead. Real kill -9 and SIGSTOP of a leader process: leader-processes.test.ts.
 
-import { describe, expect, it } from 'vitest';
 import type pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import type { Baton } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob, jobRow } from '../helpers/factory.ts';

@@ -5,9 +5,9 @@
 // start() and stop() are idempotent.
 
 import { describe, expect, it } from 'vitest';
-import { BatonError, type Baton, type JobContext } from '../../src/index.ts';
+import { type Baton, BatonError, type JobContext } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { Signal, deferred, waitFor, withTimeout } from '../helpers/wait.ts';
+import { deferred, Signal, waitFor, withTimeout } from '../helpers/wait.ts';
 import { Invocations, row, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();

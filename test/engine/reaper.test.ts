@@ -5,8 +5,8 @@
 // Also: plain expired leases go back to pending (or dead-letter when spent).
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FaultProxy } from '../chaos/fault-proxy.ts';
 import type { JobContext } from '../../src/index.ts';
+import { FaultProxy } from '../chaos/fault-proxy.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { Signal, waitFor } from '../helpers/wait.ts';

@@ -8,9 +8,9 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { TerminalError } from '../../src/index.ts';
-import { startApi } from '../http/harness.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { startApi } from '../http/harness.ts';
 import { rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();

@@ -3,7 +3,7 @@
 // process killed -9 while it runs capped jobs: its slots come back with its leases), a queue
 // capped at 3, and a rate limit.
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

@@ -2,11 +2,11 @@
 // run's migrated template (schema `baton`), so files run in parallel without
 // seeing each other's rows. Each database is dropped WITH (FORCE) when done.
 
-import { afterAll, beforeAll, inject } from 'vitest';
 import pg from 'pg';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { migrate } from '../../src/db/migrate.ts';
-import { createDatabase, databaseUrl, dropDatabase } from './pg-admin.ts';
 import type { TestPgInfo } from './global-setup.ts';
+import { createDatabase, databaseUrl, dropDatabase } from './pg-admin.ts';
 
 export interface TestDatabase {
   /** Database name (unique per run and file). */

@@ -3,8 +3,8 @@
 // migrations/0001_create_jobs.sql); explicit values are written as given, so a
 // test can also provoke a constraint violation on purpose.
 
-import { JOB_STATES, type JobState } from '../../src/types/job.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
+import { JOB_STATES, type JobState } from '../../src/types/job.ts';
 
 /** Anything with pg's `query(text, values)`: a pg.Pool, pg.PoolClient or pg.Client. */
 export interface SqlRunner {

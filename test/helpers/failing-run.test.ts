@@ -5,7 +5,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { expect, it } from 'vitest';
-import { REPO_ROOT, baseEnv } from '../e2e/daemon-process.ts';
+import { baseEnv, REPO_ROOT } from '../e2e/daemon-process.ts';
 import { withTimeout } from './wait.ts';
 
 it('a run with a failing test exits non-zero on the embedded server', async () => {

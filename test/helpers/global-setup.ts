@@ -2,11 +2,11 @@
 // template database, and hands both to the test files. Teardown drops the
 // template, any database of this run a file left behind, and stops what it started.
 
-import type { TestProject } from 'vitest/node';
 import pg from 'pg';
+import type { TestProject } from 'vitest/node';
 import { migrate } from '../../src/db/migrate.ts';
-import { startPgServer, redact, type PgServerKind } from './pg-server.ts';
 import { createDatabase, databaseUrl, dropDatabase, listDatabases, quoteIdent, uniqueSuffix, withAdmin } from './pg-admin.ts';
+import { type PgServerKind, redact, startPgServer } from './pg-server.ts';
 
 /** Schema the template is migrated into (the engine's default). */
 export const TEMPLATE_SCHEMA = 'baton';

@@ -1,9 +1,9 @@
 // waitFor polls to a deadline and names what it waited for; Signal buffers
 // values fired before anyone waits.
 
-import { describe, expect, it } from 'vitest';
 import { EventEmitter } from 'node:events';
-import { Signal, WaitTimeoutError, deferred, nextEvent, waitFor } from './wait.ts';
+import { describe, expect, it } from 'vitest';
+import { deferred, nextEvent, Signal, WaitTimeoutError, waitFor } from './wait.ts';
 
 describe('waitFor', () => {
   it('returns the first truthy value, treating throws as "not yet"', async () => {

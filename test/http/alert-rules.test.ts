@@ -6,8 +6,8 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createBaton } from '../../src/index.ts';
 import { createMetrics } from '../../src/http/metrics.ts';
+import { createBaton } from '../../src/index.ts';
 
 const RULES = fileURLToPath(new URL('../../deploy/prometheus/baton-alerts.yml', import.meta.url));
 const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' });

@@ -10,7 +10,7 @@ import { JOB_SORT_WINDOW } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { JSON_HEADERS, errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
+import { type ApiHarness, errorCode, JSON_HEADERS, okJson, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;

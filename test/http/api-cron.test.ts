@@ -4,7 +4,7 @@
 
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
-import { errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
+import { type ApiHarness, errorCode, okJson, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;

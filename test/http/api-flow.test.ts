@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { JSON_HEADERS, errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
+import { type ApiHarness, errorCode, JSON_HEADERS, okJson, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;

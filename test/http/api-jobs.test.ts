@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob, jobRow } from '../helpers/factory.ts';
-import { countJobs, errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
+import { type ApiHarness, countJobs, errorCode, okJson, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;

@@ -3,14 +3,14 @@
 // job run end to end (dead-lettered, replayed over HTTP, succeeded).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBaton, TerminalError, type Baton, type Logger } from '../../src/index.ts';
-import { createApp } from '../../src/http/app.ts';
-import { useTestDatabase } from '../helpers/db.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
+import { createApp } from '../../src/http/app.ts';
+import { type Baton, createBaton, type Logger, TerminalError } from '../../src/index.ts';
+import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { countJobs, errorCode, startApi, type ApiHarness, okJson } from './harness.ts';
+import { type ApiHarness, countJobs, errorCode, okJson, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;

@@ -3,10 +3,10 @@
 // cache time); never open with requireAuth; a wrong credential refused even while open.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openApiKeys, type ClosableApiKeys } from '../../src/open-api-keys.ts';
+import { type ClosableApiKeys, openApiKeys } from '../../src/create-api-keys.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { errorCode, startApi, type ApiHarness, type HarnessOptions } from './harness.ts';
+import { type ApiHarness, errorCode, type HarnessOptions, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 const TOKEN = 'auth-modes-admin-token';

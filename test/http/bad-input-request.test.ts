@@ -6,7 +6,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { countJobs, badInputHelpers, field, JSON_HEADERS, startApi, type ApiHarness, okJson } from './harness.ts';
+import { type ApiHarness, badInputHelpers, countJobs, field, JSON_HEADERS, okJson, startApi } from './harness.ts';
 
 /** Small enough to test cheaply, large enough for a 100k-deep array (200 kB). */
 const LIMIT = 256 * 1024;

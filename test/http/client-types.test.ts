@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import type { ApiErrorCode, BatonClient } from '../../src/client/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { okJson, startApi, type ApiHarness } from './harness.ts';
+import { type ApiHarness, okJson, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 const TOKEN = 'client-types-token';

@@ -4,12 +4,12 @@
 // the typed client and the console's way of calling still work.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { isAllowedHost, type ListenAddress, parseAllowedHosts, parseHost } from '../../src/http/allowed-hosts.ts';
 import { createApp } from '../../src/http/app.ts';
-import { isAllowedHost, parseAllowedHosts, parseHost, type ListenAddress } from '../../src/http/allowed-hosts.ts';
 import { isSameOrigin } from '../../src/http/same-origin.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { badInputHelpers, countJobs, JSON_HEADERS, requestWithHost, startApi, type ApiHarness } from './harness.ts';
+import { type ApiHarness, badInputHelpers, countJobs, JSON_HEADERS, requestWithHost, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;

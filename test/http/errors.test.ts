@@ -4,9 +4,9 @@
 
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import { BatonError } from '../../src/index.ts';
 import type { AppEnv } from '../../src/http/context.ts';
 import { handleError } from '../../src/http/errors.ts';
+import { BatonError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 
 const db = useTestDatabase();

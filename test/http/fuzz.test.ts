@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { startApi, type ApiHarness } from './harness.ts';
+import { type ApiHarness, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;

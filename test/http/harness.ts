@@ -3,15 +3,15 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type ServerType, serve } from '@hono/node-server';
+import type { ClientResponse, parseResponse } from 'hono/client';
 import { expect } from 'vitest';
-import { serve, type ServerType } from '@hono/node-server';
-import { createBaton, type Baton, type BatonOptions } from '../../src/index.ts';
-import { createApp, type AppOptions } from '../../src/http/app.ts';
+import { type BatonClient, createClient } from '../../src/client/index.ts';
 import type { ListenAddress } from '../../src/http/allowed-hosts.ts';
+import { type AppOptions, createApp } from '../../src/http/app.ts';
 import { createMetrics, type Metrics } from '../../src/http/metrics.ts';
 import { createStatsHistory } from '../../src/http/stats-history.ts';
-import type { ClientResponse, parseResponse } from 'hono/client';
-import { createClient, type BatonClient } from '../../src/client/index.ts';
+import { type Baton, type BatonOptions, createBaton } from '../../src/index.ts';
 import type { TestDatabase } from '../helpers/db.ts';
 
 export interface ApiHarness {

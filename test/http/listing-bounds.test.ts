@@ -7,14 +7,14 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LIST_INLINE_MAX_BYTES } from '../../src/index.ts';
 import { LIST_TOTAL_CAP } from '../../src/core/admin.ts';
 import { LIST_WINDOW_ROWS } from '../../src/db/pg/queries/job-read.ts';
 import { LIST_RESPONSE_MAX_BYTES } from '../../src/http/wire.ts';
+import { LIST_INLINE_MAX_BYTES } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { deferred } from '../helpers/wait.ts';
-import { startApi, type ApiHarness } from './harness.ts';
+import { type ApiHarness, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 const big = (bytes: number) => ({ blob: 'x'.repeat(bytes) });

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { startApi, type ApiHarness } from './harness.ts';
+import { type ApiHarness, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;

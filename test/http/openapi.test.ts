@@ -3,19 +3,19 @@
 // this file's database, a success and an error of every route, matching the
 // schemas the document gives for their status.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
-import { createBaton, TerminalError, type Baton } from '../../src/index.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ClosableApiKeys, openApiKeys } from '../../src/create-api-keys.ts';
 import { createApp } from '../../src/http/app.ts';
-import { openApiPath, type JsonObject } from '../../src/http/openapi.ts';
+import { type JsonObject, openApiPath } from '../../src/http/openapi.ts';
 import { apiDocument } from '../../src/http/openapi-routes.ts';
+import { type Baton, createBaton, TerminalError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob, insertWorker } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { JSON_HEADERS, requestWithHost, startApi, type ApiHarness } from './harness.ts';
-import { openApiKeys, type ClosableApiKeys } from '../../src/open-api-keys.ts';
+import { type ApiHarness, JSON_HEADERS, requestWithHost, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 const TOKEN = 'openapi-test-token';

@@ -6,13 +6,13 @@
 // case here fails the test. Then: what a tenant key can do, and what an admin key sees.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBaton } from '../../src/index.ts';
-import { createApp } from '../../src/http/app.ts';
 import { createClient } from '../../src/client/index.ts';
-import { openApiKeys, type ClosableApiKeys } from '../../src/open-api-keys.ts';
+import { type ClosableApiKeys, openApiKeys } from '../../src/create-api-keys.ts';
+import { createApp } from '../../src/http/app.ts';
+import { createBaton } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { JSON_HEADERS, startApi, type ApiHarness, okJson } from './harness.ts';
+import { type ApiHarness, JSON_HEADERS, okJson, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 /** In every payload, input and name of globex's: no answer to acme may contain it. */

@@ -3,11 +3,11 @@
 // limit that another tenant's jobs use; an admin's keys stay as given (fleet-wide).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createBaton, tenantConcurrencyKey, type Baton } from '../../src/index.ts';
-import { openApiKeys, type ClosableApiKeys } from '../../src/open-api-keys.ts';
+import { type ClosableApiKeys, openApiKeys } from '../../src/create-api-keys.ts';
+import { type Baton, createBaton, tenantConcurrencyKey } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { deferred, waitFor } from '../helpers/wait.ts';
-import { JSON_HEADERS, startApi, type ApiHarness } from './harness.ts';
+import { type ApiHarness, JSON_HEADERS, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;

@@ -4,12 +4,12 @@
 // the engine sends (through a pool that records them), not on timings: for every such request
 // a statement names the key's tenant beside the id, and no row of the other tenant's comes back.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type pg from 'pg';
-import { createBaton, type Baton } from '../../src/index.ts';
-import { createApp } from '../../src/http/app.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ClosableApiKeys, openApiKeys } from '../../src/create-api-keys.ts';
 import type { PgClientLike, PgPoolLike, QueryConfigLike } from '../../src/db/pg/pool.ts';
-import { openApiKeys, type ClosableApiKeys } from '../../src/open-api-keys.ts';
+import { createApp } from '../../src/http/app.ts';
+import { type Baton, createBaton } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { JSON_HEADERS } from './harness.ts';

@@ -5,31 +5,30 @@
 
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
-import type { AttemptError, Job, JobSpec, ListJobsFilter } from '../../src/index.ts';
+import type { createClient, InferResponseType } from '../../src/client/index.ts';
 import type { jobSpecSchema, listJobsQuerySchema } from '../../src/http/schemas.ts';
-import type { InferResponseType } from '../../src/client/index.ts';
-import type { createClient } from '../../src/client/index.ts';
 import {
   toWireAttemptError,
+  type toWireBulkItem,
   type toWireCounts,
   toWireJob,
-  type toWireWorker,
   type toWireQueue,
   type toWireStats,
-  type toWireBulkItem,
+  type toWireWorker,
   type WireJob,
   type WireJobSummary,
 } from '../../src/http/wire.ts';
 import type {
   wireAttemptErrorSchema,
+  wireBulkItemSchema,
   wireJobSchema,
   wireJobSummarySchema,
-  wireStateCountsSchema,
-  wireWorkerSchema,
   wireQueueSchema,
+  wireStateCountsSchema,
   wireStatsSchema,
-  wireBulkItemSchema,
+  wireWorkerSchema,
 } from '../../src/http/wire-schemas.ts';
+import type { AttemptError, Job, JobSpec, ListJobsFilter } from '../../src/index.ts';
 
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 type JobOf<S> = Extract<Job, { state: S }>;

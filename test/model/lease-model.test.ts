@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import type { Executor, Lease } from '../../src/driver/executor.ts';
 import type { JobState } from '../../src/types/job.ts';
-import { useTestDatabase, type TestDatabase } from '../helpers/db.ts';
+import { type TestDatabase, useTestDatabase } from '../helpers/db.ts';
 
 const db = useTestDatabase({ poolSize: 2 });
 

@@ -1,7 +1,7 @@
 // Exhaustive check of the lease protocol model (lease.pml) with Spin: the
 // fenced protocol has no assertion violation, and the unfenced variant IS
 // caught, so this check can fail. Skips loudly when spin or cc is missing.
-import { execFileSync, execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -3,7 +3,7 @@
 // the outbox table emptied before each.
 
 import { afterEach, beforeEach } from 'vitest';
-import { createBaton, PublishError, type Baton, type BatonOptions, type Publisher, type PublishMessage } from '../../src/index.ts';
+import { type Baton, type BatonOptions, createBaton, PublishError, type Publisher, type PublishMessage } from '../../src/index.ts';
 import type { TestDatabase } from '../helpers/db.ts';
 
 export type Behaviour = 'ok' | 'retry' | 'reject' | 'hang';

@@ -3,12 +3,12 @@
 // JetStream; one ordering key's backlog lands in record order at full speed; a subject no
 // stream captures is retried until one does; a reset connection is re-established by the client.
 
-import { connect, nanos, type NatsConnection } from '@nats-io/transport-node';
-import { jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
+import { type JetStreamManager, jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { natsPublisher } from '../../src/index.ts';
 import { FaultProxy } from '../chaos/fault-proxy.ts';
-import { NATS_URL, brokerAvailable, uniqueName } from '../helpers/brokers.ts';
+import { brokerAvailable, NATS_URL, uniqueName } from '../helpers/brokers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { outboxRow, outboxStates, useOutboxEngines } from './harness.ts';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { PublishMessage } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { RecordingPublisher, outboxStates, useOutboxEngines } from './harness.ts';
+import { outboxStates, RecordingPublisher, useOutboxEngines } from './harness.ts';
 
 const db = useTestDatabase();
 const msg = (key: string, orderingKey: string | null, extra: Record<string, unknown> = {}) => ({

@@ -9,7 +9,7 @@ import { PgOutboxStore } from '../../src/db/pg/pg-outbox.ts';
 import { outboxQueries } from '../../src/db/pg/queries/outbox.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { explainPrepared, rowsVisited, type PlanNode } from '../helpers/plan-node.ts';
+import { explainPrepared, type PlanNode, rowsVisited } from '../helpers/plan-node.ts';
 
 const db = useTestDatabase();
 const q = outboxQueries(quoteSchema('baton'));

@@ -3,12 +3,12 @@
 // connection loses both halves together, a repeated messageKey returns the first message, and
 // the commit wakes a relay by NOTIFY (its poll is far too slow to be what publishes).
 
-import { describe, expect, it } from 'vitest';
 import pg from 'pg';
+import { describe, expect, it } from 'vitest';
 import { isBatonError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { RecordingPublisher, outboxStates, useOutboxEngines } from './harness.ts';
+import { outboxStates, RecordingPublisher, useOutboxEngines } from './harness.ts';
 
 const db = useTestDatabase();
 const msg = (key: string, extra: Record<string, unknown> = {}) => ({

@@ -5,11 +5,11 @@
 // messages of one ordering key go one at a time in record order; replay and stats.
 
 import { describe, expect, it } from 'vitest';
-import { isBatonError } from '../../src/index.ts';
 import { PgOutboxStore } from '../../src/db/pg/pg-outbox.ts';
+import { isBatonError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { RecordingPublisher, outboxRow, outboxStates, useOutboxEngines } from './harness.ts';
+import { outboxRow, outboxStates, RecordingPublisher, useOutboxEngines } from './harness.ts';
 
 const db = useTestDatabase();
 const msg = (key: string, extra: Record<string, unknown> = {}) => ({

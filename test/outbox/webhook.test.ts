@@ -6,8 +6,8 @@
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
 import {
   generateWebhookSecret,
   parseRetryAfter,

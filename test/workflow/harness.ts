@@ -3,9 +3,9 @@
 
 import { beforeEach, expect } from 'vitest';
 import type { Baton, RunDetail, RunState } from '../../src/index.ts';
+import { type EngineOptions, type Engines, useEngines } from '../engine/harness.ts';
 import type { TestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { useEngines, type EngineOptions, type Engines } from '../engine/harness.ts';
 
 export function useWorkflowEngines(db: TestDatabase, defaults: () => EngineOptions = () => ({})): Engines {
   const engines = useEngines(db, () => ({ pollIntervalMs: 50, backoffBaseMs: 1, backoffCapMs: 5, ...defaults() }));

@@ -6,7 +6,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
 import type { RunLease } from '../../src/driver/workflow-store.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { claimJob, claimedRun as claimedRunOf } from './store-harness.ts';
+import { claimedRun as claimedRunOf, claimJob } from './store-harness.ts';
 
 const db = useTestDatabase();
 

@@ -4,10 +4,7 @@
 
 import { z } from 'zod';
 import type { ScheduleStore, ScheduleWrite } from '../../driver/schedule-store.ts';
-import { nameSchema } from '../config.ts';
 import { BatonError } from '../../types/errors.ts';
-import { normalizeSpec, PRIORITY_MAX, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
-import { parseCron, previewCron, CRON_MAX_CHARS, type FireInstant } from './expression.ts';
 import {
   CATCH_UP_LIMIT_DEFAULT,
   CATCH_UP_LIMIT_MAX,
@@ -17,6 +14,9 @@ import {
   type ScheduleInput,
   type SchedulePatch,
 } from '../../types/schedule.ts';
+import { nameSchema } from '../config.ts';
+import { MAX_ATTEMPTS_MAX, normalizeSpec, PRIORITY_MAX } from '../job-spec.ts';
+import { CRON_MAX_CHARS, type FireInstant, parseCron, previewCron } from './expression.ts';
 
 export const PREVIEW_COUNT_MAX = 100;
 export const SCHEDULE_LIST_MAX = 1_000;

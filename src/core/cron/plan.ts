@@ -3,8 +3,8 @@
 // threshold: they elapsed while nothing was ticking), which the misfire policy picks from.
 // Pure: no clock, no database.
 
-import type { CronSchedule } from './expression.ts';
 import type { MisfirePolicy } from '../../types/schedule.ts';
+import type { CronSchedule } from './expression.ts';
 
 export interface FirePlan {
   /** The occurrences to enqueue, oldest first, each to run at its own instant. */

@@ -12,11 +12,11 @@ import type { Queryable } from '../../driver/queryable.ts';
 import type { ScheduleAdvance, ScheduleStore } from '../../driver/schedule-store.ts';
 import { isBatonError } from '../../types/errors.ts';
 import type { EnqueueResult, JobSpec } from '../../types/job.ts';
+import { type MisfirePolicy, occurrenceKey, type Schedule } from '../../types/schedule.ts';
 import { normalizeSpec } from '../job-spec.ts';
 import { ENQUEUE_BATCH_MAX } from '../producer.ts';
-import { parseCron, type CronSchedule } from './expression.ts';
+import { type CronSchedule, parseCron } from './expression.ts';
 import { planFiring } from './plan.ts';
-import { occurrenceKey, type MisfirePolicy, type Schedule } from '../../types/schedule.ts';
 
 /** Due schedules read and handled per statement pair; a larger backlog is worked off batch by batch. */
 export const TICK_BATCH_DEFAULT = 1_000;

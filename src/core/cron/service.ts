@@ -7,9 +7,9 @@ import type { Queryable } from '../../driver/queryable.ts';
 import type { ScheduleStore } from '../../driver/schedule-store.ts';
 import { BatonError, isBatonError } from '../../types/errors.ts';
 import type { EnqueueResult, JobSpec } from '../../types/job.ts';
-import type { Logger } from '../logger.ts';
-import { createCronApi, scheduleInputSchema, validateDefinition, type CronApi } from './api.ts';
 import type { MisfirePolicy, ScheduleInput } from '../../types/schedule.ts';
+import type { Logger } from '../logger.ts';
+import { type CronApi, createCronApi, scheduleInputSchema, validateDefinition } from './api.ts';
 import { Scheduler } from './scheduler.ts';
 
 export interface CronCounters {

@@ -3,10 +3,10 @@
 // retries), published (the destination acknowledged it), dead_lettered (rejected or exhausted).
 
 import { z } from 'zod';
-import { nameSchema as name } from '../config.ts';
 import { BatonError } from '../../types/errors.ts';
-import { jsonTextHasNul } from '../job-spec.ts';
 import type { NewOutboxMessage } from '../../types/outbox.ts';
+import { nameSchema as name } from '../config.ts';
+import { jsonTextHasNul } from '../job-spec.ts';
 
 export {
   DEAD_LETTER_REASONS,

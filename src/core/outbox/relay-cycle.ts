@@ -8,8 +8,8 @@
 
 import type { EventEmitter } from 'node:events';
 import type { OutboxClaimResult, OutboxFailItem, OutboxStore } from '../../driver/outbox-store.ts';
+import { describeError } from '../failure.ts';
 import type { Logger } from '../logger.ts';
-import { describeError } from '../retry-policy.ts';
 import type { RelayConfig } from './config.ts';
 import type { OutboxMessage } from './message.ts';
 import { PublishError, type PublisherMap } from './publisher.ts';

@@ -6,15 +6,15 @@ import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { OutboxStore } from '../../driver/outbox-store.ts';
 import type { Queryable } from '../../driver/queryable.ts';
-import { nameSchema } from '../config.ts';
 import { BatonError } from '../../types/errors.ts';
+import { nameSchema } from '../config.ts';
 import {
-  OUTBOX_STATES,
-  RECORD_BATCH_MAX,
   normalizeMessage,
+  OUTBOX_STATES,
   type OutboxMessage,
   type OutboxMessageInput,
   type OutboxState,
+  RECORD_BATCH_MAX,
   type RecordResult,
 } from './message.ts';
 import type { Relay, RelayCounters, RelayEvents } from './relay.ts';

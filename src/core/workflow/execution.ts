@@ -4,12 +4,12 @@
 // the job is given back (attempt refunded) due at the wake-up, and the runner writes nothing.
 
 import type { HistoryStep, Refusal, RunLease, WorkflowStore } from '../../driver/workflow-store.ts';
-import { isJobId } from '../admin.ts';
 import { LeaseLostError, NonDeterminismError, OutcomeWritten, TerminalError } from '../../types/errors.ts';
+import type { ChildResult, ChildSpec, StepContext, StepKind, WorkflowContext, WorkflowEvent, WorkflowFn } from '../../types/workflow.ts';
+import { isJobId } from '../admin.ts';
 import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, jsonTextHasNul, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
 import type { WorkflowBatcher } from './batcher.ts';
-import type { ChildResult, ChildSpec, StepContext, StepKind, WorkflowContext, WorkflowEvent, WorkflowFn } from '../../types/workflow.ts';
 
 export interface WorkflowCounters {
   stepsExecuted: number;

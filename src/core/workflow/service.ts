@@ -3,19 +3,13 @@
 // reads, cancel and replay. Execution itself is execution.ts.
 
 import { z } from 'zod';
-import type { WorkflowStore, RunForAction } from '../../driver/workflow-store.ts';
-import { assertJobId, isJobId, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
-import { nameSchema } from '../config.ts';
+import type { RunForAction, WorkflowStore } from '../../driver/workflow-store.ts';
 import { BatonError, TerminalError } from '../../types/errors.ts';
-import type { Handler } from '../handler.ts';
 import type { EnqueueResult, JobSpec } from '../../types/job.ts';
-import { IDEMPOTENCY_KEY_MAX_CHARS, jsonTextHasNul, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
-import { WorkflowBatcher } from './batcher.ts';
-import { executeRun, wakeParent, type WorkflowCounters } from './execution.ts';
 import {
-  RUN_STATES,
   type ChildSpec,
   type ListRunsFilter,
+  RUN_STATES,
   type RunDetail,
   type RunState,
   type RunSummary,
@@ -25,6 +19,12 @@ import {
   type WorkflowFn,
   type WorkflowOptions,
 } from '../../types/workflow.ts';
+import { assertJobId, isJobId, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
+import { nameSchema } from '../config.ts';
+import type { Handler } from '../handler.ts';
+import { IDEMPOTENCY_KEY_MAX_CHARS, jsonTextHasNul, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
+import { WorkflowBatcher } from './batcher.ts';
+import { executeRun, type WorkflowCounters, wakeParent } from './execution.ts';
 
 export const WORKFLOW_JOB_TYPE_PREFIX = 'workflow:';
 const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting']);

@@ -1,9 +1,9 @@
 // The claim's rows, from the statement's answer to leased jobs (the SQL is queries/job.ts
 // `claim`). The hot path: rows come as arrays, times as epoch milliseconds, one object per job.
 
+import type { JobClaimParams } from '../../driver/executor.ts';
 import type { AttemptError, LeasedJob } from '../../types/job.ts';
 import type { TraceCarrier } from '../../types/trace.ts';
-import type { JobClaimParams } from '../../driver/executor.ts';
 import { compareIds } from './rows.ts';
 
 /**

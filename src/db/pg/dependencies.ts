@@ -3,14 +3,14 @@
 // parents that have not succeeded, and release at once the edges of parents that had already
 // failed. Jobs without dependsOn never come here (the plain insert is one statement).
 
+import type { JobInsertManyParams, NewJob } from '../../driver/executor.ts';
 import { BatonError } from '../../types/errors.ts';
 import type { InsertedJob } from '../../types/job.ts';
-import type { JobInsertManyParams, NewJob } from '../../driver/executor.ts';
 import { translatePgError } from './errors.ts';
 import { checkOut, type PgPoolLike, type Queryable } from './pool.ts';
 import type { DependencyQueries } from './queries/dependency.ts';
 import type { JobQueries } from './queries/job.ts';
-import { rowToJob, type JobRow } from './rows.ts';
+import { type JobRow, rowToJob } from './rows.ts';
 
 const FAILED = new Set(['dead_lettered', 'cancelled']);
 

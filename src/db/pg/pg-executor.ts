@@ -1,10 +1,7 @@
 // Executor on node-postgres: runs the named queries, maps rows to domain types
 // and translates driver errors. Thin by design: the SQL carries the invariants.
 
-import type { DatabaseHealth } from '../../types/admin.ts';
-import type { FlowLimits, FlowSnapshot } from '../../types/flow.ts';
-import type { PausedQueue, StatsRow } from '../../types/queue.ts';
-import type { InsertedJob, JobState, LeasedJob } from '../../types/job.ts';
+import { cancelChannelFor, channelFor } from '../../driver/channels.ts';
 import type {
   Executor,
   FlowClaimParams,
@@ -21,26 +18,29 @@ import type {
   ReapedJob,
   WorkerRow,
 } from '../../driver/executor.ts';
-import { translatePgError } from './errors.ts';
-import { queryRows } from './query-rows.ts';
-import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './insert-commit-notify.ts';
-import { checkOut, type CheckedOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
-import { jobQueries, type JobQueries } from './queries/job.ts';
-import { jobReadQueries, shapeValues, type JobReadQueries } from './queries/job-read.ts';
-import { workerQueries, type WorkerQueries } from './queries/worker.ts';
-import { healthQueries, type HealthQueries } from './queries/health.ts';
-import { ID_RANGE_OPEN, jobListQueries, type JobListQueries } from './queries/job-list.ts';
-import { isWindowedListing, JOB_SORT_WINDOW } from '../../types/job-sort.ts';
-import { queueQueries, type QueueQueries } from './queries/queue.ts';
-import { statsQueries, type StatsQueries } from './queries/stats.ts';
-import { claimJobs, type ClaimRow } from './claim.ts';
-import { flowQueries, type FlowQueries } from './queries/flow.ts';
-import { PgFlow } from './pg-flow.ts';
-import { cancelChannelFor, channelFor } from '../../driver/channels.ts';
-import { insertWithDependencies } from './dependencies.ts';
-import { dependencyQueries } from './queries/dependency.ts';
 import { quoteSchema } from '../../driver/schema-name.ts';
-import { compareIds, rowToJob, rowToSummary, type JobRow, type JobSummaryRow } from './rows.ts';
+import type { DatabaseHealth } from '../../types/admin.ts';
+import type { FlowLimits, FlowSnapshot } from '../../types/flow.ts';
+import type { InsertedJob, JobState, LeasedJob } from '../../types/job.ts';
+import { isWindowedListing, JOB_SORT_WINDOW } from '../../types/job-sort.ts';
+import type { PausedQueue, StatsRow } from '../../types/queue.ts';
+import { type ClaimRow, claimJobs } from './claim.ts';
+import { insertWithDependencies } from './dependencies.ts';
+import { translatePgError } from './errors.ts';
+import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './insert-commit-notify.ts';
+import { PgFlow } from './pg-flow.ts';
+import { type CheckedOut, checkOut, type PgPoolLike, type Queryable, type QueryConfigLike } from './pool.ts';
+import { dependencyQueries } from './queries/dependency.ts';
+import { type FlowQueries, flowQueries } from './queries/flow.ts';
+import { type HealthQueries, healthQueries } from './queries/health.ts';
+import { type JobQueries, jobQueries } from './queries/job.ts';
+import { ID_RANGE_OPEN, type JobListQueries, jobListQueries } from './queries/job-list.ts';
+import { type JobReadQueries, jobReadQueries, shapeValues } from './queries/job-read.ts';
+import { type QueueQueries, queueQueries } from './queries/queue.ts';
+import { type StatsQueries, statsQueries } from './queries/stats.ts';
+import { type WorkerQueries, workerQueries } from './queries/worker.ts';
+import { queryRows } from './query-rows.ts';
+import { compareIds, type JobRow, type JobSummaryRow, rowToJob, rowToSummary } from './rows.ts';
 
 export class PgExecutor implements Executor {
   readonly #pool: PgPoolLike;

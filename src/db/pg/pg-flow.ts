@@ -3,9 +3,9 @@
 // gives up on a busy lock rather than wait), and the admin reads and writes of limits and
 // weights. Every lease it hands out is written by the claim statement itself (see queries/flow.ts).
 
-import type { FlowLimits, FlowSnapshot } from '../../types/flow.ts';
 import type { FlowClaimParams, FlowClaimResult } from '../../driver/executor.ts';
-import { claimJobs, type ClaimRow } from './claim.ts';
+import type { FlowLimits, FlowSnapshot } from '../../types/flow.ts';
+import { type ClaimRow, claimJobs } from './claim.ts';
 import { translatePgError } from './errors.ts';
 import { checkOut, type PgPoolLike, type QueryConfigLike } from './pool.ts';
 import { FLOW_KEYS_PER_CLAIM, FLOW_LOCK_WAIT_MS, type FlowQueries } from './queries/flow.ts';

@@ -4,9 +4,9 @@
 import type { Fenced, LeaderAcquireParams, LeaderStore } from '../../driver/leader-store.ts';
 import { isBatonError } from '../../types/errors.ts';
 import { translatePgError } from './errors.ts';
-import { queryRows } from './query-rows.ts';
 import { checkOut, type PgPoolLike, type Queryable } from './pool.ts';
-import { leaderQueries, type LeaderQueries } from './queries/leader.ts';
+import { type LeaderQueries, leaderQueries } from './queries/leader.ts';
+import { queryRows } from './query-rows.ts';
 
 export class PgLeaderStore implements LeaderStore {
   readonly #pool: PgPoolLike;

@@ -1,7 +1,6 @@
 // OutboxStore on node-postgres: runs the named outbox queries and maps rows.
 
 import { createHash } from 'node:crypto';
-import type { NewOutboxMessage, OutboxMessage, OutboxState, RecordResult } from '../../types/outbox.ts';
 import type {
   OutboxClaimFence,
   OutboxClaimResult,
@@ -10,10 +9,11 @@ import type {
   OutboxStatsRow,
   OutboxStore,
 } from '../../driver/outbox-store.ts';
+import type { NewOutboxMessage, OutboxMessage, OutboxState, RecordResult } from '../../types/outbox.ts';
 import { translatePgError } from './errors.ts';
-import { queryRows } from './query-rows.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
-import { outboxQueries, type OutboxQueries } from './queries/outbox.ts';
+import { type OutboxQueries, outboxQueries } from './queries/outbox.ts';
+import { queryRows } from './query-rows.ts';
 import { compareIds } from './rows.ts';
 
 interface OutboxRow {

@@ -1,11 +1,11 @@
 // ScheduleStore on node-postgres: runs the named schedule queries and maps rows.
 
-import type { MisfirePolicy, Schedule } from '../../types/schedule.ts';
 import type { ScheduleAdvance, ScheduleStore, ScheduleWrite } from '../../driver/schedule-store.ts';
+import type { MisfirePolicy, Schedule } from '../../types/schedule.ts';
 import { translatePgError } from './errors.ts';
+import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
+import { type ScheduleQueries, scheduleQueries } from './queries/schedule.ts';
 import { queryRows } from './query-rows.ts';
-import type { PgPoolLike, QueryConfigLike, Queryable } from './pool.ts';
-import { scheduleQueries, type ScheduleQueries } from './queries/schedule.ts';
 
 interface ScheduleRow {
   id: string;

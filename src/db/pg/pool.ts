@@ -3,7 +3,7 @@
 
 import type { Queryable } from '../../driver/queryable.ts';
 
-export type { QueryConfigLike, QueryResultLike, Queryable } from '../../driver/queryable.ts';
+export type { Queryable, QueryConfigLike, QueryResultLike } from '../../driver/queryable.ts';
 
 export interface PgClientLike extends Queryable {
   release(err?: Error | boolean): void;

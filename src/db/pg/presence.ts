@@ -10,7 +10,7 @@ import pg from 'pg';
 import type { Presence } from '../../driver/executor.ts';
 import { endClient } from './end-client.ts';
 import { translatePgError } from './errors.ts';
-import { workerQueries, type WorkerQueries } from './queries/worker.ts';
+import { type WorkerQueries, workerQueries } from './queries/worker.ts';
 
 export interface PgPresenceOptions {
   connection: pg.ClientConfig;

@@ -2,7 +2,7 @@
 // each store's statements pass through).
 
 import { translatePgError } from './errors.ts';
-import type { QueryConfigLike, Queryable } from './pool.ts';
+import type { Queryable, QueryConfigLike } from './pool.ts';
 
 export async function queryRows<R>(on: Queryable, query: QueryConfigLike, values: unknown[]): Promise<R[]> {
   try {

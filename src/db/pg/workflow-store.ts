@@ -3,7 +3,6 @@
 // transactions on a checked-out client that lock the run row first, always in the
 // order run row, then job row.
 
-import type { RunDetail, RunState, RunSummary, StepInfo } from '../../types/workflow.ts';
 import type {
   Fenced,
   HistoryStep,
@@ -17,9 +16,10 @@ import type {
   WaitRow,
   WorkflowStore,
 } from '../../driver/workflow-store.ts';
+import type { RunDetail, RunState, RunSummary, StepInfo } from '../../types/workflow.ts';
 import { translatePgError } from './errors.ts';
-import { checkOut, type PgPoolLike, type QueryConfigLike, type Queryable } from './pool.ts';
-import { workflowQueries, type WorkflowQueries } from './queries/workflow.ts';
+import { checkOut, type PgPoolLike, type Queryable, type QueryConfigLike } from './pool.ts';
+import { type WorkflowQueries, workflowQueries } from './queries/workflow.ts';
 
 interface SummaryRow {
   id: string;

@@ -3,18 +3,18 @@
 // implicit: an unknown queue has all-zero counts, and cannot be paused (404). Queues, workers
 // and stats mix every tenant: admin only (ADMIN_ONLY_PATHS); the DLQ replay is tenant-scoped.
 
-import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
+import { Hono } from 'hono';
 import type { Baton } from '../../index.ts';
+import { DLQ_REPLAY_LIMIT_DEFAULT } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
-import { scopeOf } from '../tenant-scope.ts';
 import { noBody } from '../json-body.ts';
-import { DLQ_REPLAY_LIMIT_DEFAULT } from '../../index.ts';
+import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 import { dlqReplayQuerySchema, queueParamSchema, statsHistoryQuerySchema, statsQuerySchema } from '../schemas.ts';
 import type { StatsHistory } from '../stats-history.ts';
+import { scopeOf } from '../tenant-scope.ts';
 import { toWireCounts, toWireQueue, toWireQueueState, toWireStats, toWireStatsHistory, toWireWorker, wireSummaries } from '../wire.ts';
-import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 
 /** Queues, workers and stats mix every tenant: a tenant key gets 403 ADMIN_REQUIRED. */
 const ADMIN_READ = [...ENGINE, ...GUARDED, 'ADMIN_REQUIRED'] as const;

@@ -3,13 +3,13 @@
 // checked by the engine (400 INVALID_CRON_EXPRESSION / INVALID_TIMEZONE). Tenant-scoped
 // (tenant-scope.ts): another tenant's schedule is not found.
 
-import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
+import { Hono } from 'hono';
 import type { Baton } from '../../index.ts';
-import { scopeOf } from '../tenant-scope.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
+import { BODY, CRON, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 import {
   cronPreviewQuerySchema,
   listSchedulesQuerySchema,
@@ -17,8 +17,8 @@ import {
   scheduleIdParamSchema,
   schedulePatchSchema,
 } from '../schemas.ts';
+import { scopeOf } from '../tenant-scope.ts';
 import { toWireSchedule } from '../wire.ts';
-import { BODY, CRON, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 
 export function cronRoutes(baton: Baton, maxJsonDepth: number) {
   /** For a tenant key: 404 SCHEDULE_NOT_FOUND unless the schedule is its tenant's (an admin's request reads nothing). */

@@ -1,12 +1,11 @@
 // /api/flow: flow control's limits and weights, read and set. Limits live in the database, so
 // every worker process obeys a change from its next claim.
 
-import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
+import { Hono } from 'hono';
 import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
-import { jsonBody, noBody } from '../json-body.ts';
 import {
   flowLimitsBodySchema,
   flowQueueParamSchema,
@@ -15,6 +14,7 @@ import {
   tenantParamSchema,
   tenantWeightBodySchema,
 } from '../flow-schemas.ts';
+import { jsonBody, noBody } from '../json-body.ts';
 import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 
 /** Flow control is fleet-wide: admin only. */

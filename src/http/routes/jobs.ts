@@ -2,16 +2,16 @@
 // through jsonBody (strict JSON) then zod; engine errors map to statuses in errors.ts. Every
 // route is tenant-scoped (tenant-scope.ts): another tenant's job is not found.
 
-import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
+import { Hono } from 'hono';
 import type { Baton } from '../../index.ts';
+import { BatonError, type BulkItemResult, type EnqueueOptions, isJobId, traceCarrier } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
-import { BatonError, isJobId, traceCarrier, type BulkItemResult, type EnqueueOptions } from '../../index.ts';
-import { scopeOf, type Scope } from '../tenant-scope.ts';
 import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 import { batchSchema, bulkSchema, jobIdParamSchema, jobSpecSchema, listJobsQuerySchema } from '../schemas.ts';
+import { type Scope, scopeOf } from '../tenant-scope.ts';
 import { toWireBulkItem, toWireJob, toWireResult, wireSummaries } from '../wire.ts';
 
 /**

@@ -1,8 +1,8 @@
 // /api/keys: create, list and revoke API keys (admin only: ADMIN_ONLY_PATHS in tenant-scope.ts).
 // Without API keys configured on the app the routes answer 404 ROUTE_NOT_FOUND.
 
-import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
+import { Hono } from 'hono';
 import type { ApiKeys } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';

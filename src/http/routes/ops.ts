@@ -7,8 +7,8 @@ import type { Baton } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
-import { apiDocument } from '../openapi-routes.ts';
 import type { JsonObject } from '../openapi.ts';
+import { apiDocument } from '../openapi-routes.ts';
 import { ANY, fails, GUARDED } from '../route-errors.ts';
 
 /** A readiness probe must answer even when the pool is stuck waiting for a connection. */

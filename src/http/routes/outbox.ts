@@ -1,13 +1,12 @@
 // /api/outbox: stats, listing and reading messages, replaying one or a page of dead letters.
 // Recording is not here: a message belongs in the caller's own database transaction.
 
-import { type Context, Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
+import { type Context, Hono } from 'hono';
 import type { Baton, OutboxMessage } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
 import { noBody } from '../json-body.ts';
-import { scopeOf } from '../tenant-scope.ts';
 import {
   listOutboxQuerySchema,
   outboxDlqReplayQuerySchema,
@@ -17,6 +16,7 @@ import {
   toWireOutboxStats,
 } from '../outbox-schemas.ts';
 import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
+import { scopeOf } from '../tenant-scope.ts';
 
 /**
  * Reads a message limited to the caller's tenant (a tenant key's, or the one an admin's query

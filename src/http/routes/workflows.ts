@@ -3,13 +3,14 @@
 // (404 WORKFLOW_NOT_FOUND / RUN_NOT_FOUND, 409 RUN_STATE_CONFLICT). Tenant-scoped
 // (tenant-scope.ts): another tenant's run is not found.
 
-import { Hono } from 'hono';
 import { zValidator } from '@hono/zod-validator';
-import { BatonError, isJobId, type Baton } from '../../index.ts';
-import { scopeOf } from '../tenant-scope.ts';
+import { Hono } from 'hono';
+import { type Baton, BatonError, isJobId } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
+import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
+import { scopeOf } from '../tenant-scope.ts';
 import {
   listRunsQuerySchema,
   runEventParamSchema,
@@ -20,7 +21,6 @@ import {
   toWireRunSummary,
   workflowNameParamSchema,
 } from '../workflow-schemas.ts';
-import { BODY, ENGINE, fails, GUARDED, WRITE } from '../route-errors.ts';
 
 /** The engine's own answer for a run nobody has (workflow/service.ts), so another tenant's looks the same. */
 const notFound = (id: string) => () => new BatonError('RUN_NOT_FOUND', `workflow run ${id} not found`, { details: { id } });

@@ -1,10 +1,10 @@
-// Unit tests (no database) of the retry policy: the terminal-error classifier (cause
+// Unit tests (no database) of failure classification: the terminal-error classifier (cause
 // chains, cycles, AggregateError) and the bounded, NUL-free error description stored in
 // the error history. The backoff is SQL's: see the executor's failMany tests.
 
 import { describe, expect, it } from 'vitest';
+import { describeError, isTerminal } from '../../src/core/failure.ts';
 import { TerminalError } from '../../src/types/errors.ts';
-import { describeError, isTerminal } from '../../src/core/retry-policy.ts';
 
 describe('isTerminal', () => {
   it('is true for a TerminalError and false for ordinary errors and non-errors', () => {

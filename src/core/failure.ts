@@ -1,4 +1,5 @@
-// Retry classification and the description of a failure stored in the error history.
+// What a thrown failure is: terminal or retryable (isTerminal), and its description in the
+// error history (describeError).
 // The backoff itself (full jitter, base and cap) is computed in SQL (queries/job.ts failMany).
 
 import { TerminalError } from '../types/errors.ts';

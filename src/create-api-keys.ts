@@ -2,12 +2,12 @@
 // (or the caller's), on the schema the engine uses. The HTTP layer and the CLI take one each.
 
 import pg from 'pg';
-import { createApiKeys, type ApiKeys } from './core/api-keys.ts';
+import { type ApiKeys, createApiKeys } from './core/api-keys.ts';
 import { SCHEMA_DEFAULT } from './core/config.ts';
-import { BatonError } from './types/errors.ts';
 import { PgApiKeyStore } from './db/pg/api-key-store.ts';
 import type { Queryable } from './db/pg/pool.ts';
 import { isValidSchemaName, quoteSchema } from './driver/schema-name.ts';
+import { BatonError } from './types/errors.ts';
 
 export interface ApiKeysOptions {
   /** A pool to use (not ended by close()). Either pool or connectionString is required. */
