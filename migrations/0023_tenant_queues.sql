@@ -9,6 +9,10 @@
 -- the mark whenever it sees the job. No unique key: two first inserts at once may both add a
 -- row (harmless to the EXISTS probes), where a key would make the second wait for the first
 -- and two such transactions on two new queues could deadlock. A queue stays marked.
+-- Writers of jobs wait from here to the commit, so the read at the end sees every job the
+-- trigger does not (LOCK takes no snapshot, whatever the session's isolation level).
+LOCK TABLE jobs IN SHARE ROW EXCLUSIVE MODE;
+
 CREATE TABLE tenant_queues (
   queue     text        NOT NULL,
   marked_at timestamptz NOT NULL DEFAULT now()
@@ -25,8 +29,12 @@ BEGIN
 END $$;
 
 -- The WHEN is evaluated per inserted row; a default-tenant job queues no trigger event.
--- Jobs never change queue or tenant after their insert, so inserts are all it watches.
+-- Baton never changes a job's queue or tenant; the update trigger is for SQL that does (it
+-- fires only for statements that set either column, so Baton's updates never reach it).
 CREATE TRIGGER jobs_mark_tenant_queue AFTER INSERT ON jobs FOR EACH ROW
+  WHEN (NEW.tenant_id <> 'default')
+  EXECUTE FUNCTION jobs_mark_tenant_queue();
+CREATE TRIGGER jobs_mark_tenant_queue_on_update AFTER UPDATE OF queue, tenant_id ON jobs FOR EACH ROW
   WHEN (NEW.tenant_id <> 'default')
   EXECUTE FUNCTION jobs_mark_tenant_queue();
 

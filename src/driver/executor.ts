@@ -155,7 +155,7 @@ export interface JobListParams {
   limit: number;
   offset: number;
 }
-/** A worker as the admin API shows it (one definition, owned by core). */
+/** A worker as the admin API shows it (one definition, in src/types/admin.ts). */
 export type WorkerRow = WorkerInfo;
 
 export interface Executor {

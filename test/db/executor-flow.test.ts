@@ -147,6 +147,18 @@ describe('fair claim', () => {
     expect(tenants(mixed)).toEqual(['acme', 'default']);
     // A queue stays marked: the next claims skip the plain statement.
     expect(await next(2)).toMatchObject({ plain: false });
+    // SQL that moves a job to another queue, or gives it another tenant, marks its queue too.
+    const [moved, retenanted] = [fresh(), fresh()];
+    const [a] = await enqueue(fresh(), 1, { tenantId: 'acme' });
+    await db.query(`UPDATE baton.jobs SET queue = $1 WHERE id = $2`, [moved, a]);
+    const [c] = await enqueue(retenanted, 1);
+    expect(await marked(retenanted)).toBe(false);
+    await db.query(`UPDATE baton.jobs SET tenant_id = 'acme' WHERE id = $1`, [c]);
+    expect([await marked(moved), await marked(retenanted)]).toEqual([true, true]);
+    // A default-tenant job moved elsewhere marks nothing.
+    const [plainQueue, d] = [fresh(), (await enqueue(fresh(), 1))[0]];
+    await db.query(`UPDATE baton.jobs SET queue = $1 WHERE id = $2`, [plainQueue, d]);
+    expect(await marked(plainQueue)).toBe(false);
   });
 
   it('claims nothing from a flow-controlled queue (its claims go through the controlled claim)', async () => {
