@@ -4,11 +4,13 @@
 -- other than 'default' has one tenant by construction, so round-robin over its tenants is claim
 -- order: its claims take the FIFO pick behind one probe of this table.
 --
--- A queue enters here in the transaction that inserts its first job of another tenant, by the
--- trigger below, so every writer (Baton, a producer's own SQL, COPY) marks it, and a claim sees
--- the mark whenever it sees the job. No unique key: two first inserts at once may both add a
--- row (harmless to the EXISTS probes), where a key would make the second wait for the first
--- and two such transactions on two new queues could deadlock. A queue stays marked.
+-- A queue enters here in the transaction that inserts its first job of another tenant (or
+-- moves one there), by the triggers below, so every writer (Baton, a producer's own SQL,
+-- COPY) marks it, and a claim sees the mark whenever it sees the job. No unique key: two
+-- first inserts at once may both add a row (harmless to the EXISTS probes), where a key would
+-- make the second wait for the first and two such transactions on two new queues could
+-- deadlock. A queue stays marked.
+
 -- Writers of jobs wait from here to the commit, so the read at the end sees every job the
 -- trigger does not (LOCK takes no snapshot, whatever the session's isolation level).
 LOCK TABLE jobs IN SHARE ROW EXCLUSIVE MODE;

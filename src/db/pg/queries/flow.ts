@@ -154,9 +154,9 @@ export function flowQueries(schema: string) {
     // The claim of a queue that has never held a job of a tenant other than 'default' (no row in
     // tenant_queues, migration 0023): one tenant by construction, so the FIFO claim's statement
     // behind one more probe. $1-$5 as the claim; answers ClaimRow columns. It says nothing of
-    // the mark: a claim that took nothing asks `tenanted` (the answer's extra row and the CTE
-    // around the update cost a claim about a tenth). A mark committed after this statement's
-    // snapshot came with jobs the snapshot does not see either.
+    // the mark: a claim that took nothing asks `tenanted` (an extra answer row would need a
+    // CTE around the update, which every claim would pay for). A mark committed after this
+    // statement's snapshot came with jobs the snapshot does not see either.
     claimPlain: {
       name: `${schema}.flow_claim_plain`,
       rowMode: 'array' as const,
