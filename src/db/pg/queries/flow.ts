@@ -15,7 +15,7 @@
 // released or reaped leaves the count by leaving its live state: nothing to decrement, nothing
 // that drifts, and a dead worker's slots come back with its leases.
 
-import { claimUpdateSql } from './job.ts';
+import { claimUpdateSql, fifoClaimSql } from './job.ts';
 
 /** How long a controlled claim waits for a queue's or key's lock before trying again later. */
 export const FLOW_LOCK_WAIT_MS = 100;
@@ -160,16 +160,11 @@ export function flowQueries(schema: string) {
     claimPlain: {
       name: `${schema}.flow_claim_plain`,
       rowMode: 'array' as const,
-      text: `WITH picked AS (
-          SELECT id FROM ${jobs}
-          WHERE state = 'pending' AND queue = $1 AND run_at <= now() AND concurrency_key IS NULL
-            AND ${notControlled}
-            AND NOT EXISTS (SELECT 1 FROM ${schema}.tenant_queues WHERE queue = $1)
-          ORDER BY priority DESC, run_at, id
-          LIMIT $2
-          FOR UPDATE SKIP LOCKED
-        )
-        ${claimUpdateSql(schema, 'picked')}`,
+      text: fifoClaimSql(
+        schema,
+        ` AND concurrency_key IS NULL
+            AND NOT EXISTS (SELECT 1 FROM ${schema}.tenant_queues WHERE queue = $1)`,
+      ),
     },
     // Whether queue $1 has held a job of a tenant other than 'default' (migration 0023).
     tenanted: {

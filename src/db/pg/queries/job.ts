@@ -92,6 +92,22 @@ export const countFinishedSql = (
           ON CONFLICT (queue, state, shard) DO UPDATE SET n = s.n + excluded.n`;
 
 /**
+ * The FIFO claim: queue $1's due pending jobs in claim order, up to $2, unless the queue is
+ * paused or flow-controlled, as leases ($3-$5 as claimUpdateSql). `extra`: more conditions on
+ * the picked rows (the plain claim of queries/flow.ts adds its own).
+ */
+export const fifoClaimSql = (schema: string, extra = '') => `WITH picked AS (
+          SELECT id FROM ${schema}.jobs
+          WHERE state = 'pending' AND queue = $1 AND run_at <= now()
+            AND NOT EXISTS (SELECT 1 FROM ${schema}.paused_queues WHERE queue = $1)
+            AND NOT EXISTS (SELECT 1 FROM ${schema}.flow_queues WHERE queue = $1)${extra}
+          ORDER BY priority DESC, run_at, id
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED
+        )
+        ${claimUpdateSql(schema, 'picked')}`;
+
+/**
  * The claim's write: the rows of CTE `picked` (column id) become leases with fresh tokens, and
  * come back as ClaimRow columns. Shared by every claim statement (FIFO, fair, flow-controlled):
  * $3 owner, $4 into running, $5 lease ms. See `claim` below for the why of each clause.
@@ -200,16 +216,7 @@ export function jobQueries(schema: string) {
     claim: {
       name: `${schema}.job_claim`,
       rowMode: 'array' as const,
-      text: `WITH picked AS (
-          SELECT id FROM ${jobs}
-          WHERE state = 'pending' AND queue = $1 AND run_at <= now()
-            AND NOT EXISTS (SELECT 1 FROM ${schema}.paused_queues WHERE queue = $1)
-            AND NOT EXISTS (SELECT 1 FROM ${schema}.flow_queues WHERE queue = $1)
-          ORDER BY priority DESC, run_at, id
-          LIMIT $2
-          FOR UPDATE SKIP LOCKED
-        )
-        ${claimUpdateSql(schema, 'picked')}`,
+      text: fifoClaimSql(schema),
     },
     // Run once per new session of Baton's own pool: advances the token sequence by
     // TOKEN_FLOOR_STEP and marks the session, in one synchronously committed transaction
