@@ -25,8 +25,8 @@ interface Variant {
   /** Run after the migrations, before the jobs are written. */
   sql: string[];
   claim: 'plain' | 'solo' | 'fifo';
-  /** The completion without its finished-job counter upsert. */
-  uncounted?: boolean;
+  /** The completion without its finished-job counter upsert, or without its block record (0024). */
+  completion?: 'uncounted' | 'unblocked';
 }
 
 const VARIANTS: Variant[] = [
@@ -40,12 +40,19 @@ const VARIANTS: Variant[] = [
     claim: 'plain',
   },
   {
-    id: 'no-queue-index',
-    label: 'without jobs_finished_queue_id_idx',
-    sql: ['DROP INDEX baton.jobs_finished_queue_id_idx'],
+    id: 'queue-index',
+    label: 'with the index of finished jobs by queue that 0024 replaced (jobs_finished_queue_id_idx)',
+    sql: ['CREATE INDEX jobs_finished_queue_id_idx ON baton.jobs (queue, id) WHERE finished_at IS NOT NULL'],
     claim: 'plain',
   },
-  { id: 'no-counters', label: 'completion without the finished-job counters', sql: [], claim: 'plain', uncounted: true },
+  {
+    id: 'no-blocks',
+    label: "completion without recording its jobs' blocks (finished_blocks)",
+    sql: [],
+    claim: 'plain',
+    completion: 'unblocked',
+  },
+  { id: 'no-counters', label: 'completion without the finished-job counters', sql: [], claim: 'plain', completion: 'uncounted' },
   {
     id: 'no-trigger',
     label: 'without the dependency trigger',
@@ -79,9 +86,14 @@ const chosen = flags.variants.split(',').map((id) => {
 const schema = quoteSchema('baton');
 const job = jobQueries(schema);
 const flow = flowQueries(schema);
-/** The completion statement with its counter CTE made a no-op (same shape otherwise). */
-const uncounted = job.completeMany.text.replace(/counted AS \([\s\S]*?DO UPDATE SET n = s\.n \+ excluded\.n\)/, 'counted AS (SELECT 1)');
-if (uncounted === job.completeMany.text) throw new Error('bench:sql: the completion has no counter CTE to take out');
+/** The completion statement with its counter or block CTE made a no-op (same shape otherwise). */
+const completions = {
+  uncounted: job.completeMany.text.replace(/counted AS \([\s\S]*?DO UPDATE SET n = s\.n \+ excluded\.n\)/, 'counted AS (SELECT 1)'),
+  unblocked: job.completeMany.text.replace(/blocked AS \(INSERT[\s\S]*?b\.block = d\.block\)\)/, 'blocked AS (SELECT 1)'),
+};
+for (const [kind, text] of Object.entries(completions)) {
+  if (text === job.completeMany.text) throw new Error(`bench:sql: the completion has no CTE to take out for ${kind}`);
+}
 
 interface Sample {
   variant: string;
@@ -120,7 +132,7 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
     const lsn = (await server.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))[0]!.lsn;
     await server.query('SELECT pg_stat_statements_reset()');
     const claim = { plain: flow.claimPlain, solo: flow.claimSolo, fifo: job.claim }[v.claim];
-    const complete = v.uncounted ? uncounted : job.completeMany.text;
+    const complete = v.completion ? completions[v.completion] : job.completeMany.text;
     let done = 0;
     const t0 = performance.now();
     await Promise.all(

@@ -1,28 +1,28 @@
 // Retention: the elected leader deletes finished jobs (succeeded, cancelled, dead-lettered)
-// once older than their state's retention, walking each queue's finished jobs in id order in
-// bounded batches, so no sweep holds many row locks or runs long; and vacuums the jobs table
-// once it holds many dead row versions. Every delete is fenced by the leader lease's epoch, so
-// one sent by a leader that was deposed meanwhile (paused, partitioned) deletes nothing.
+// once older than their state's retention, walking the jobs in id order in bounded batches, so
+// no sweep holds many row locks or runs long; and vacuums the jobs table once it holds many dead
+// row versions. Every delete is fenced by the leader lease's epoch, so one sent by a leader that
+// was deposed meanwhile (paused, partitioned) deletes nothing.
 //
-// The walk needs no index of finish times (which every completion would write): it reads the
-// queue's finished jobs oldest id first and stops at the first one created after the youngest
-// retention, since nothing created later can be due. Each queue's walk goes on from where the
-// last one stopped, so a sweep reads what became due since; a job it passed that is not due
-// yet (a dead letter kept for longer, a job created long ago that finished late, a replayed
-// one) is reached when the walk starts over from the oldest: every RETENTION_REVISIT_MS, or
-// every half of the youngest retention when that is shorter, so such a job is deleted at most
-// that much later than its age (with an age of 0, at the next sweep).
+// The walk needs no index of finished jobs (which every completion would write): it reads the
+// primary key oldest id first and stops at the first job created after the youngest retention,
+// since nothing created later can be due. The walk goes on from where the last one stopped, so
+// a sweep reads what became due since; a job it passed that was not due yet (still live, a dead
+// letter kept for longer, a job created long ago that finished late, a replayed one) is reached
+// when the walk starts over from the oldest: every RETENTION_REVISIT_MS, or every half of the
+// youngest retention when that is shorter, so such a job is deleted at most that much later
+// than its age (with an age of 0, at the next sweep).
 
 import type { Executor } from '../driver/executor.ts';
 import type { TerminalState } from '../types/job.ts';
 import type { EngineConfig } from './config.ts';
 
-/** Batches per queue per sweep: a large backlog is worked off over several sweeps, not in one long one. */
+/** Batches per sweep: a large backlog is worked off over several sweeps, not in one long one. */
 const MAX_BATCHES_PER_SWEEP = 20;
 
 /**
- * How often each queue's walk starts over from its oldest finished job at most, to delete those
- * it passed before they were due: such a job is deleted at most this much later than its age
+ * How often the walk starts over from the oldest job at most, to delete those it passed before
+ * they were due: such a job is deleted at most this much later than its age
  * (or half the youngest age, when that is shorter).
  */
 export const RETENTION_REVISIT_MS = 5 * 60_000;
@@ -36,7 +36,7 @@ export interface RetentionDeps {
   onError: (err: unknown) => void;
   /** A vacuum of jobs ran, with this many dead versions before it. */
   onVacuumed?: (dead: number) => void;
-  /** How often each queue's walk starts over from the oldest (ms). Default: RETENTION_REVISIT_MS or half the youngest age. */
+  /** How often the walk starts over from the oldest (ms). Default: RETENTION_REVISIT_MS or half the youngest age. */
   revisitMs?: number;
 }
 
@@ -51,10 +51,10 @@ export class Retention {
   readonly #d: RetentionDeps;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
-  /** Each queue's walk, under the epoch it was made in (a new leadership starts every walk over). */
-  #walks = new Map<string, Walk>();
-  #walksEpoch: string | null = null;
-  /** The last sweep stopped with work left (a queue's walk at its batch limit). */
+  /** The walk, under the epoch it was made in (a new leadership starts it over). */
+  #walk: Walk | null = null;
+  #walkEpoch: string | null = null;
+  /** The last sweep stopped with work left (the walk at its batch limit). */
   #backlog = false;
 
   constructor(deps: RetentionDeps) {
@@ -144,34 +144,38 @@ export class Retention {
     const { executor, config } = this.#d;
     this.#backlog = false;
     if (this.#keepsAll) return 0;
-    if (this.#walksEpoch !== epoch) {
-      this.#walks = new Map();
-      this.#walksEpoch = epoch;
+    if (this.#walkEpoch !== epoch) {
+      this.#walk = null;
+      this.#walkEpoch = epoch;
     }
     const ages = this.#ages;
     const youngest = Math.min(...Object.values(ages).filter((a): a is number => a !== null));
     const revisitMs = this.#d.revisitMs ?? Math.min(RETENTION_REVISIT_MS, youngest / 2);
     const now = performance.now();
+    let walk = this.#walk;
+    if (!walk || now - walk.startedAt >= revisitMs) walk = { after: '0', startedAt: now };
+    this.#walk = walk;
+    const deleted: Record<TerminalState, Map<string, number>> = { succeeded: new Map(), cancelled: new Map(), dead_lettered: new Map() };
     let total = 0;
-    for (const queue of await executor.jobFinishedQueues()) {
-      let walk = this.#walks.get(queue);
-      if (!walk || now - walk.startedAt >= revisitMs) walk = { after: '0', startedAt: now };
-      this.#walks.set(queue, walk);
-      const deleted: Record<TerminalState, number> = { succeeded: 0, cancelled: 0, dead_lettered: 0 };
-      let done = false;
-      for (let i = 0; i < MAX_BATCHES_PER_SWEEP && !done; i++) {
-        // Between batches too: a leader that lost its lease stops at once (the fence would anyway).
-        if (this.#d.leaderEpoch() !== epoch) return total;
-        const r = await executor.jobPurgeScan({ queue, after: walk.after, read: config.retentionBatchSize, ages, epoch });
-        if (r.last !== null) walk.after = r.last;
-        for (const state of Object.keys(deleted) as TerminalState[]) deleted[state] += r.deleted[state];
-        done = r.done;
+    let done = false;
+    for (let i = 0; i < MAX_BATCHES_PER_SWEEP && !done; i++) {
+      // Between batches too: a leader that lost its lease stops at once (the fence would anyway).
+      if (this.#d.leaderEpoch() !== epoch) break;
+      const r = await executor.jobPurgeScan({ after: walk.after, read: config.retentionBatchSize, ages, epoch });
+      if (r.last !== null) walk.after = r.last;
+      for (const { queue, state, n } of r.deleted) {
+        deleted[state].set(queue, (deleted[state].get(queue) ?? 0) + n);
+        total += n;
       }
-      if (!done) this.#backlog = true;
-      for (const state of Object.keys(deleted) as TerminalState[]) {
-        if (deleted[state] > 0) this.#d.onPurged(state, [{ queue, n: deleted[state] }]);
-        total += deleted[state];
-      }
+      done = r.done;
+    }
+    if (!done && this.#d.leaderEpoch() === epoch) this.#backlog = true;
+    for (const state of Object.keys(deleted) as TerminalState[]) {
+      if (deleted[state].size > 0)
+        this.#d.onPurged(
+          state,
+          [...deleted[state]].map(([queue, n]) => ({ queue, n })),
+        );
     }
     return total;
   }

@@ -108,7 +108,6 @@ export interface FlowClaimResult {
   plain: boolean;
 }
 export interface JobPurgeScanParams {
-  queue: string;
   after: string;
   read: number;
   ages: Readonly<Record<TerminalState, number | null>>;
@@ -117,7 +116,8 @@ export interface JobPurgeScanParams {
 export interface JobPurgeScanResult {
   last: string | null;
   done: boolean;
-  deleted: Record<TerminalState, number>;
+  /** How many jobs of each queue and state it deleted (only those with some). */
+  deleted: Array<{ queue: string; state: TerminalState; n: number }>;
 }
 export interface JobCompleteItem extends Lease {
   result: unknown;
@@ -184,15 +184,13 @@ export interface Executor {
   jobReleaseMany(p: { leases: Lease[]; refundAttempt: boolean }): Promise<Set<string>>;
   jobReap(p: { limit: number; graceMs: number; fastReclaim: boolean }): Promise<ReapedJob[]>;
   /**
-   * One step of retention's walk over `queue`'s finished jobs in id order, from after `after`
-   * ('0': the start), reading `read` rows at most: deletes those older than their state's age
-   * (null keeps). A leader-only write, fenced by `epoch` (deletes nothing unless it holds the
-   * lease). `last`: the last id examined (null: none); `done`: the walk reached the jobs created
-   * after the youngest age, or the end.
+   * One step of retention's walk over the jobs in id order, from after `after` ('0': the start),
+   * reading `read` rows at most (any state): deletes the finished ones older than their state's
+   * age (null keeps). A leader-only write, fenced by `epoch` (deletes nothing unless it holds
+   * the lease). `last`: the last id examined (null: none); `done`: the walk reached the jobs
+   * created after the youngest age, or the end.
    */
   jobPurgeScan(p: JobPurgeScanParams): Promise<JobPurgeScanResult>;
-  /** The queues that hold finished jobs. */
-  jobFinishedQueues(): Promise<string[]>;
   /** The live leases `owner` holds, with their queue. */
   jobLeasesOwned(p: { owner: string }): Promise<Array<Lease & { queue: string }>>;
   /** No token issued before this call is greater than the answer. */

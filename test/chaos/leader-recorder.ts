@@ -12,7 +12,7 @@ const KINDS: Array<[suffix: string, kind: Kind, epochParam: number | null]> = [
   ['.leader_acquire', 'acquire', null],
   ['.leader_renew', 'renew', 2],
   ['.leader_fence_tx', 'fence', 0],
-  ['.job_purge_scan', 'job-purge', 6],
+  ['.job_purge_scan', 'job-purge', 5],
   ['.outbox_purge', 'outbox-purge', 3],
   ['.worker_prune', 'worker-prune', 0],
 ];
@@ -36,7 +36,7 @@ export function leaderRecord(
   let changed: boolean | null = null;
   if (res) {
     if (kind === 'fence') changed = rows[0]?.held === true;
-    else if (kind === 'job-purge') changed = rows.some((r) => Number(r.succeeded) + Number(r.cancelled) + Number(r.dead_lettered) > 0);
+    else if (kind === 'job-purge') changed = rows.some((r) => Array.isArray(r.deleted) && r.deleted.length > 0);
     else if (kind === 'acquire' || kind === 'renew') changed = rows.length === 1;
     else changed = (res.rowCount ?? 0) > 0;
   }

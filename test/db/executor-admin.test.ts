@@ -184,20 +184,13 @@ describe('admin', () => {
     await baton.admin.replayDeadLetters({ queue });
     expect(await baton.admin.queueDepth(queue)).toMatchObject({ pending: 2, dead_lettered: 0, succeeded: 2 });
 
-    await db.query(
-      `UPDATE baton.jobs SET created_at = now() - interval '3 hours', finished_at = now() - interval '2 hours' WHERE queue = ANY ($1) AND state = 'succeeded'`,
-      [[queue, other]],
-    );
+    // Retention walks every job in id order up to the first one created within the age.
+    await db.query(`UPDATE baton.jobs SET created_at = now() - interval '3 hours'`);
+    await db.query(`UPDATE baton.jobs SET finished_at = now() - interval '2 hours' WHERE queue = ANY ($1) AND state = 'succeeded'`, [
+      [queue, other],
+    ]);
     const epoch = await takeLeaderLease(db.pool);
-    for (const q of [queue, other]) {
-      await ex.jobPurgeScan({
-        queue: q,
-        after: '0',
-        read: 100,
-        ages: { succeeded: 3_600_000, cancelled: null, dead_lettered: null },
-        epoch,
-      });
-    }
+    await ex.jobPurgeScan({ after: '0', read: 1_000, ages: { succeeded: 3_600_000, cancelled: null, dead_lettered: null }, epoch });
     expect((await baton.admin.queueDepth(queue)).succeeded).toBe(0);
     // A queue whose every job is gone is no longer listed.
     expect((await baton.admin.queues()).map((q) => q.queue)).not.toContain(other);

@@ -1,10 +1,12 @@
-// Conformance of the retention writes: jobPurgeScan walks a queue's finished jobs oldest id
-// first, deletes those past their state's age, reads at most a batch and stops at jobs created
-// after the youngest age, and deletes nothing at all under an epoch that does not hold the
-// leader lease; jobCompleteMany with deleteRows deletes the jobs
-// it completes, fenced by token like every outcome write.
+// Conformance of the retention writes: jobPurgeScan walks the jobs oldest id first (any
+// queue, any state), deletes the finished ones past their state's age, reads at most a batch,
+// stops at jobs created after the youngest age, deletes nothing at all under an epoch that
+// does not hold the leader lease, and drops the finished_blocks rows of the blocks it emptied;
+// jobCompleteMany with deleteRows deletes the jobs it completes, fenced by token like every
+// outcome write.
 
 import { describe, expect, it } from 'vitest';
+import { FINISHED_BLOCK_SHIFT } from '../../src/db/pg/queries/job.ts';
 import { insertJob, insertJobs, jobRow } from '../helpers/factory.ts';
 import { takeLeaderLease } from '../helpers/leader.ts';
 import { claim, ex, expireLeases, fresh, reapExpired, useExecutorHarness } from './executor-harness.ts';
@@ -12,12 +14,22 @@ import { claim, ex, expireLeases, fresh, reapExpired, useExecutorHarness } from 
 const db = useExecutorHarness();
 const HOUR = 3_600_000;
 const exists = async (id: string) => (await jobRow(db.pool, id)) !== undefined;
+/** The walk reads every queue: each test starts from an empty table. */
+const clearJobs = () => db.query('DELETE FROM baton.jobs');
+const blocksOf = async (queue: string) =>
+  (await db.query<{ block: string }>('SELECT block::text FROM baton.finished_blocks WHERE queue = $1 ORDER BY block', [queue])).rows.map(
+    (r) => r.block,
+  );
+const blockOf = (id: string) => String(BigInt(id) >> BigInt(FINISHED_BLOCK_SHIFT));
+
+/** In one order, whatever the database's collation. */
+const byQueue = <T extends { queue: string }>(rows: T[]) => [...rows].sort((x, y) => (x.queue < y.queue ? -1 : 1));
 
 const KEEP = { succeeded: null, cancelled: null, dead_lettered: null } as const;
-const none = { succeeded: 0, cancelled: 0, dead_lettered: 0 };
 
 describe('jobPurgeScan', () => {
-  it("deletes a queue's finished jobs past their state's age, oldest id first, and reads at most the batch", async () => {
+  it("deletes finished jobs past their state's age, oldest id first, whatever their queue, and reads at most the batch", async () => {
+    await clearJobs();
     const [qa, qb] = [fresh('purge'), fresh('purge')];
     const ago = (h: number) => ({ createdAt: { inMs: -h * HOUR }, finishedAt: { inMs: -h * HOUR } });
     const old1 = await insertJob(db.pool, { queue: qa, state: 'succeeded', ...ago(3) });
@@ -30,59 +42,123 @@ describe('jobPurgeScan', () => {
     const epoch = await takeLeaderLease(db.pool);
     const ages = { ...KEEP, succeeded: HOUR };
 
-    // Two finished rows read (old1, the dead letter kept): one deleted, the walk not done.
-    const first = await ex.jobPurgeScan({ queue: qa, after: '0', read: 2, ages, epoch });
-    expect(first).toEqual({ last: deadOld, done: false, deleted: { ...none, succeeded: 1 } });
-    const second = await ex.jobPurgeScan({ queue: qa, after: first.last!, read: 2, ages, epoch });
-    expect(second).toEqual({ last: old3, done: false, deleted: { ...none, succeeded: 2 } });
+    // Two rows read (old1, the dead letter kept): one deleted, the walk not done.
+    const first = await ex.jobPurgeScan({ after: '0', read: 2, ages, epoch });
+    expect(first).toEqual({ last: deadOld, done: false, deleted: [{ queue: qa, state: 'succeeded', n: 1 }] });
+    const second = await ex.jobPurgeScan({ after: first.last!, read: 2, ages, epoch });
+    expect({ ...second, deleted: byQueue(second.deleted) }).toEqual({
+      last: otherQueue,
+      done: false,
+      deleted: byQueue([
+        { queue: qa, state: 'succeeded', n: 1 },
+        { queue: qb, state: 'succeeded', n: 1 },
+      ]),
+    });
+    // A pending job is read and passed, not deleted.
+    const third = await ex.jobPurgeScan({ after: second.last!, read: 2, ages, epoch });
+    expect(third).toEqual({ last: pending, done: false, deleted: [{ queue: qa, state: 'succeeded', n: 1 }] });
     // The young job was created after the youngest age: the walk stops before it, done.
-    const third = await ex.jobPurgeScan({ queue: qa, after: second.last!, read: 2, ages, epoch });
-    expect(third).toEqual({ last: null, done: true, deleted: none });
-    for (const id of [old1, old2, old3]) expect(await exists(id)).toBe(false);
-    // Another queue, another state, not finished, or younger than the age: kept.
-    for (const id of [otherQueue, deadOld, pending, young]) expect(await exists(id)).toBe(true);
+    const fourth = await ex.jobPurgeScan({ after: third.last!, read: 2, ages, epoch });
+    expect(fourth).toEqual({ last: null, done: true, deleted: [] });
+    for (const id of [old1, old2, old3, otherQueue]) expect(await exists(id)).toBe(false);
+    // Another state, not finished, or younger than the age: kept.
+    for (const id of [deadOld, pending, young]) expect(await exists(id)).toBe(true);
     // Dead letters have an age of their own.
-    const dead = await ex.jobPurgeScan({ queue: qa, after: '0', read: 10, ages: { ...ages, dead_lettered: HOUR }, epoch });
-    expect(dead).toEqual({ last: deadOld, done: true, deleted: { ...none, dead_lettered: 1 } });
+    const dead = await ex.jobPurgeScan({ after: '0', read: 10, ages: { ...ages, dead_lettered: HOUR }, epoch });
+    expect(dead).toEqual({ last: pending, done: true, deleted: [{ queue: qa, state: 'dead_lettered', n: 1 }] });
     expect(await exists(deadOld)).toBe(false);
   });
 
   it('with age 0 deletes every job finished in that state so far, and counts them out of finished_counts', async () => {
+    await clearJobs();
     const queue = fresh('purge0');
     const ids = await insertJobs(db.pool, 3, { queue, state: 'cancelled' });
     await db.query(`INSERT INTO baton.finished_counts (queue, state, shard, n) VALUES ($1, 'cancelled', 0, 3)`, [queue]);
     const epoch = await takeLeaderLease(db.pool);
-    const r = await ex.jobPurgeScan({ queue, after: '0', read: 100, ages: { ...KEEP, cancelled: 0 }, epoch });
-    expect(r).toMatchObject({ done: true, deleted: { ...none, cancelled: 3 } });
+    const r = await ex.jobPurgeScan({ after: '0', read: 100, ages: { ...KEEP, cancelled: 0 }, epoch });
+    expect(r).toMatchObject({ done: true, deleted: [{ queue, state: 'cancelled', n: 3 }] });
     for (const id of ids) expect(await exists(id)).toBe(false);
     const [count] = (await db.query(`SELECT sum(n)::int AS n FROM baton.finished_counts WHERE queue = $1`, [queue])).rows;
     expect(count.n).toBe(0);
   });
 
   it('deletes nothing under an epoch that was taken over, or whose lease expired', async () => {
+    await clearJobs();
     const queue = fresh('purge-fenced');
     const ids = await insertJobs(db.pool, 2, { queue, state: 'succeeded' });
+    const blocks = await blocksOf(queue);
     const ages = { ...KEEP, succeeded: 0 };
     const deposed = await takeLeaderLease(db.pool, { holder: 'a' });
     const current = await takeLeaderLease(db.pool, { holder: 'b' });
-    expect((await ex.jobPurgeScan({ queue, after: '0', read: 100, ages, epoch: deposed })).deleted).toEqual(none);
+    // Past the blocks' end, so that the blocks would be emptied were the rows deleted.
+    await insertAt(BigInt(ids[1]!) + 1_000n, { queue: fresh('purge-fenced') });
+    expect((await ex.jobPurgeScan({ after: '0', read: 100, ages, epoch: deposed })).deleted).toEqual([]);
     for (const id of ids) expect(await exists(id)).toBe(true);
     await db.query('UPDATE baton.leader_lease SET expires_at = now()');
-    expect((await ex.jobPurgeScan({ queue, after: '0', read: 100, ages, epoch: current })).deleted).toEqual(none);
+    expect((await ex.jobPurgeScan({ after: '0', read: 100, ages, epoch: current })).deleted).toEqual([]);
     for (const id of ids) expect(await exists(id)).toBe(true);
+    expect(await blocksOf(queue)).toEqual(blocks);
   });
 
-  it('lists the queues that hold finished jobs', async () => {
-    const [qa, qb, qc] = [fresh('fq'), fresh('fq'), fresh('fq')];
-    await insertJob(db.pool, { queue: qa, state: 'succeeded' });
-    await insertJob(db.pool, { queue: qb, state: 'dead_lettered' });
-    await insertJob(db.pool, { queue: qc });
-    const queues = await ex.jobFinishedQueues();
-    expect(queues).toEqual(expect.arrayContaining([qa, qb]));
-    expect(queues).not.toContain(qc);
-    expect([...queues].sort()).toEqual(queues);
+  it('drops the blocks it passed whole that hold no job of their queue any more, and keeps the others', async () => {
+    await clearJobs();
+    const [qa, qb] = [fresh('blocks'), fresh('blocks')];
+    const size = 1n << BigInt(FINISHED_BLOCK_SHIFT);
+    // Block b0 holds a finished job of each queue; b1 a finished job of qa and a pending one of qb.
+    const base = (BigInt(await nextId()) / size + 2n) * size;
+    const at = (n: bigint) => String(n);
+    const done = { state: 'succeeded' as const, createdAt: { inMs: -3 * HOUR }, finishedAt: { inMs: -3 * HOUR } };
+    await insertAt(at(base), { queue: qa, ...done });
+    await insertAt(at(base + 1n), { queue: qb, ...done });
+    await insertAt(at(base + size), { queue: qa, ...done });
+    await insertAt(at(base + size + 1n), { queue: qb, createdAt: { inMs: -3 * HOUR } });
+    await db.query(`UPDATE baton.jobs SET state = 'succeeded', finished_at = now() - interval '3 hours' WHERE id = $1`, [
+      at(base + size + 1n),
+    ]);
+    // A job past both blocks, so the walk passes them whole.
+    await insertAt(at(base + 3n * size), { queue: qa, createdAt: { inMs: -3 * HOUR } });
+    const b0 = blockOf(at(base));
+    const b1 = blockOf(at(base + size));
+    expect(await blocksOf(qa)).toEqual([b0, b1]);
+    // Written by hand: the update finished the job without recording its block.
+    expect(await blocksOf(qb)).toEqual([b0]);
+    const epoch = await takeLeaderLease(db.pool);
+    // Succeeded jobs of qa only are due: b0 keeps qb's job, b1 qb's.
+    const r = await ex.jobPurgeScan({ after: '0', read: 100, ages: { ...KEEP, succeeded: HOUR }, epoch });
+    expect(byQueue(r.deleted)).toEqual(
+      byQueue([
+        { queue: qa, state: 'succeeded', n: 2 },
+        { queue: qb, state: 'succeeded', n: 2 },
+      ]),
+    );
+    // Every job of both queues in both blocks is gone: their rows go too; a block the walk has
+    // not passed whole (the last job's) is never dropped.
+    expect(await blocksOf(qa)).toEqual([]);
+    expect(await blocksOf(qb)).toEqual([]);
+    await insertAt(at(base + 4n * size), { queue: qb, ...done });
+    await insertAt(at(base + 4n * size + 1n), { queue: qa, state: 'succeeded', finishedAt: { inMs: -3 * HOUR } });
+    const b4 = blockOf(at(base + 4n * size));
+    const again = await ex.jobPurgeScan({ after: at(base + 3n * size), read: 100, ages: { ...KEEP, succeeded: HOUR }, epoch });
+    // qb's old job is deleted; qa's (created now) stops the walk before the block's end: kept.
+    expect(again.deleted).toEqual([{ queue: qb, state: 'succeeded', n: 1 }]);
+    expect(await blocksOf(qb)).toEqual([b4]);
+    expect(await blocksOf(qa)).toEqual([b4]);
   });
 });
+
+/** The identity's last value: every job so far has an id at most this. */
+async function nextId(): Promise<string> {
+  const [r] = (await db.query<{ id: string }>(`SELECT last_value::text AS id FROM baton.jobs_id_seq`)).rows;
+  return r!.id;
+}
+
+/** Inserts a job with id `id` (above every id so far): the identity is moved to it first. */
+async function insertAt(id: string | bigint, options: Parameters<typeof insertJob>[1]): Promise<string> {
+  await db.query(`SELECT setval('baton.jobs_id_seq', $1::bigint - 1)`, [String(id)]);
+  const got = await insertJob(db.pool, options);
+  expect(got).toBe(String(id));
+  return got;
+}
 
 describe('jobCompleteMany with deleteRows', () => {
   it('deletes the rows whose token is current and leaves a row taken over by another worker alone', async () => {

@@ -55,7 +55,7 @@ describe('the chaos leader recorder on the real statements', () => {
     await store.acquire({ holder: 'x', leaseMs: 60_000, lockKey: null, lockNamespace: 1, lastEpoch: null });
     await store.renew({ holder: 'w', epoch, leaseMs: 60_000, lockKey: null });
     await insertJob(db.pool, { queue: 'rec', state: 'succeeded', finishedAt: { inMs: -1_000 } });
-    await ex.jobPurgeScan({ queue: 'rec', after: '0', read: 10, ages: { succeeded: 0, cancelled: null, dead_lettered: null }, epoch });
+    await ex.jobPurgeScan({ after: '0', read: 10, ages: { succeeded: 0, cancelled: null, dead_lettered: null }, epoch });
     await ex.workerPrune({ epoch });
     await outbox.purge({ state: 'published', olderThanMs: 0, limit: 10, epoch });
     await store.fenced({ epoch, idleMs: 10_000, stillLeader: () => true }, async () => undefined);

@@ -37,6 +37,19 @@ async function tablesIn(db: TestDatabase, schema: string): Promise<string[]> {
   return res.rows.map((r) => r.table_name);
 }
 
+/** A fresh database migrated in schema baton with the migrations before `name` only. */
+async function migratedBefore(name: string): Promise<TestDatabase> {
+  const db = await emptyDatabase();
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-migrations-'));
+  try {
+    for (const f of (await listMigrations()).filter((n) => n < name)) await copyFile(path.join(MIGRATIONS_DIR, f), path.join(dir, f));
+    await migrate(db.pool, { schema: 'baton', migrationsDir: dir });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+  return db;
+}
+
 describe('migrate()', () => {
   it('migrates an empty database into a non-public schema, and a rerun applies nothing', async () => {
     const db = await emptyDatabase();
@@ -57,20 +70,31 @@ describe('migrate()', () => {
   });
 
   it('0023 marks the queues that already hold jobs of a tenant other than default', async () => {
-    const db = await emptyDatabase();
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'baton-migrations-'));
-    try {
-      for (const f of (await listMigrations()).filter((n) => n < '0023')) await copyFile(path.join(MIGRATIONS_DIR, f), path.join(dir, f));
-      await migrate(db.pool, { schema: 'baton', migrationsDir: dir });
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    const db = await migratedBefore('0023');
     await db.query(`INSERT INTO baton.jobs (queue, tenant_id, job_type, state, finished_at)
       VALUES ('shared', 'acme', 't', 'succeeded', now()), ('shared', 'default', 't', 'pending', NULL),
         ('own', 'default', 't', 'pending', NULL), ('acme-only', 'acme', 't', 'pending', NULL)`);
     await migrate(db.pool, { schema: 'baton' });
     const marked = await db.query<{ queue: string }>(`SELECT DISTINCT queue FROM baton.tenant_queues ORDER BY queue`);
     expect(marked.rows.map((r) => r.queue)).toEqual(['acme-only', 'shared']);
+  });
+
+  it('0024 records the blocks of the finished jobs already there, and drops the index of finished jobs by queue', async () => {
+    const db = await migratedBefore('0024');
+    // Two finished jobs of 'a' in block 0, one of 'b' in block 2; a pending job of 'c' records nothing.
+    await db.query(`INSERT INTO baton.jobs (id, queue, job_type, state, finished_at) OVERRIDING SYSTEM VALUE
+      VALUES (1, 'a', 't', 'succeeded', now()), (2, 'a', 't', 'cancelled', now()), (600, 'b', 't', 'cancelled', now()),
+        (700, 'c', 't', 'pending', NULL)`);
+    await migrate(db.pool, { schema: 'baton' });
+    const blocks = await db.query<{ queue: string; block: string }>(
+      `SELECT queue, block::text FROM baton.finished_blocks ORDER BY queue, block`,
+    );
+    expect(blocks.rows).toEqual([
+      { queue: 'a', block: '0' },
+      { queue: 'b', block: '2' },
+    ]);
+    const index = await db.query(`SELECT 1 FROM pg_indexes WHERE schemaname = 'baton' AND indexname = 'jobs_finished_queue_id_idx'`);
+    expect(index.rowCount).toBe(0);
   });
 
   it('lets 6 concurrent runners on separate pools succeed, applying each file exactly once', async () => {

@@ -227,7 +227,9 @@ const READS: Record<string, Read> = {
   // primary key, newest first, stops once it has the page.
   'list by the default tenant': list({ tenantId: true }, ['default'], 50, ['jobs_pkey']),
   'list succeeded of the default tenant': list({ state: 'succeeded', tenantId: true }, ['default'], 50, ['jobs_pkey']),
-  'list by queue (rare)': list({ queue: true }, ['rare'], 10, ['jobs_finished_queue_id_idx']),
+  // A queue's finished jobs: its blocks (finished_blocks, migration 0024), then their ids.
+  'list by queue (rare)': list({ queue: true }, ['rare'], 10, ['finished_blocks_queue_idx', 'jobs_pkey']),
+  'list by queue (hot)': list({ queue: true }, ['hot'], 50, ['finished_blocks_queue_idx', 'jobs_pkey']),
   'list pending of a tenant': list({ state: 'pending', tenantId: true }, ['big'], 25, ['jobs_claim_idx']),
   // Filters the index range does not cover, matching nothing in the history: the window bounds the search.
   'list by job type (none)': list({ jobType: true }, ['nope'], 0, ['jobs_claim_idx']),
@@ -256,7 +258,9 @@ const READS: Record<string, Read> = {
   'count pending': count({ state: 'pending' }, [], ['jobs_claim_idx']),
   'count dead-lettered': count({ state: 'dead_lettered' }, [], []),
   'count by tenant (rare)': count({ tenantId: true, otherTenant: true }, ['small'], ['jobs_finished_other_tenant_idx']),
-  'count by queue (rare)': count({ queue: true }, ['rare'], ['jobs_finished_queue_id_idx']),
+  'count by queue (rare)': count({ queue: true }, ['rare'], ['finished_blocks_queue_idx', 'jobs_pkey']),
+  // The cap's rows from a few blocks, each row seen by the block's scan, its sort and the walk's array.
+  'count by queue (hot)': { ...count({ queue: true }, ['hot'], ['finished_blocks_queue_idx', 'jobs_pkey']), budget: BUDGET + 8 * CAP },
   // /metrics and /api/flow: the live work per queue and tenant, and per concurrency key.
   'flow snapshot of tenants': { text: fq.snapshotTenants.text, args: [100], rows: 1, uses: ['jobs_claim_idx', 'jobs_lease_expiry_idx'] },
   'flow snapshot of active keys': { text: fq.snapshotActiveKeys.text, args: [100], rows: 0, uses: [] },

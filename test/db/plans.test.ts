@@ -70,8 +70,8 @@ describe.each(['force_generic_plan', 'force_custom_plan'])('lease writes with st
     expect(modifyTable(plan)?.['Actual Rows']).toBe(BATCH);
     for (const scan of jobScans(plan)) expect(scan['Index Name']).toBe('jobs_pkey');
     // A few visits per batch row (the complete reads its written rows once more to count them
-    // per queue); scanning the 1,000 live leases once per batch row would be 200,000.
-    expect(rowsVisited(plan)).toBeLessThanOrEqual(6 * BATCH);
+    // per queue and once more for their blocks); scanning the 1,000 live leases once per batch row would be 200,000.
+    expect(rowsVisited(plan)).toBeLessThanOrEqual(7 * BATCH);
   });
 });
 
@@ -122,15 +122,16 @@ describe('the owned-lease read of the stranded-lease sweep with stale statistics
 
 describe('the retention walk with stale statistics', () => {
   it.each(['force_generic_plan', 'force_custom_plan'])(
-    "reads a queue's finished jobs through jobs_finished_queue_id_idx, not the live or pending ones (%s)",
+    'reads one batch of the primary key in id order, not the table (%s)',
     async (mode) => {
-      // No job has finished: the walk must find that out without reading the 3,000 others.
       const epoch = await takeLeaderLease(db.pool);
-      const plan = await explain(q.purgeScan.text, ["'q'", "'0'", '1000', '0', 'NULL', 'NULL', epoch, '0'], mode);
+      const plan = await explain(q.purgeScan.text, ["'0'", '100', '0', 'NULL', 'NULL', epoch, '0'], mode);
       const scans = jobScans(plan);
       expect(scans.map((s) => s['Node Type'])).not.toContain('Seq Scan');
-      expect(scans.map((s) => s['Index Name'])).toContain('jobs_finished_queue_id_idx');
-      expect(rowsVisited(plan)).toBeLessThan(50);
+      expect(scans.map((s) => s['Index Name'])).toContain('jobs_pkey');
+      // A batch of 100 of the 3,000 rows, read once from the table and a few times over from
+      // the statement's CTEs (about 900 visits in all here).
+      expect(rowsVisited(plan)).toBeLessThan(1_200);
     },
   );
 });

@@ -1,4 +1,4 @@
-// Retention's walk over a queue's finished jobs, on a real database: each sweep goes on from
+// Retention's walk over the jobs in id order, on a real database: each sweep goes on from
 // where the last one stopped, so a job it passed before it was due (created long ago, finished
 // late) is deleted only when the walk starts over from the oldest (revisitMs); and a walk in
 // progress is started over under a new epoch (a new leadership).

@@ -55,8 +55,8 @@ describe('the leader lease', () => {
         pausedAt = performance.now();
         purgeHeld.resolve();
         return new Promise<void>((r) => held.push(r)).then(run).then((res) => {
-          const [row] = res.rows as Array<{ succeeded: number; cancelled: number; dead_lettered: number }>;
-          latePurge.resolve(row ? row.succeeded + row.cancelled + row.dead_lettered : null);
+          const [row] = res.rows as Array<{ deleted: Array<{ n: number }> }>;
+          latePurge.resolve(row ? row.deleted.reduce((sum, d) => sum + d.n, 0) : null);
           return res;
         });
       }

@@ -301,19 +301,14 @@ export class PgExecutor implements Executor {
   async jobPurgeScan(p: JobPurgeScanParams): Promise<JobPurgeScanResult> {
     const ages = [p.ages.succeeded, p.ages.cancelled, p.ages.dead_lettered];
     const youngest = Math.min(...ages.filter((a): a is number => a !== null));
-    const [r] = await this.#q<{ last: string | null; done: boolean; succeeded: number; cancelled: number; dead_lettered: number }>(
-      this.#job.purgeScan,
-      [p.queue, p.after, p.read, ...ages, p.epoch, Number.isFinite(youngest) ? youngest : 0],
-    );
-    return {
-      last: r?.last ?? null,
-      done: r?.done ?? true,
-      deleted: { succeeded: r?.succeeded ?? 0, cancelled: r?.cancelled ?? 0, dead_lettered: r?.dead_lettered ?? 0 },
-    };
-  }
-
-  async jobFinishedQueues(): Promise<string[]> {
-    return (await this.#q<{ queue: string }>(this.#job.finishedQueues, [])).map((r) => r.queue);
+    const [r] = await this.#q<{ last: string | null; done: boolean; deleted: JobPurgeScanResult['deleted'] }>(this.#job.purgeScan, [
+      p.after,
+      p.read,
+      ...ages,
+      p.epoch,
+      Number.isFinite(youngest) ? youngest : 0,
+    ]);
+    return { last: r?.last ?? null, done: r?.done ?? true, deleted: r?.deleted ?? [] };
   }
 
   async jobGet(p: { id: string; tenantId?: string | undefined }) {

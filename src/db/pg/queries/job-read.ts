@@ -1,8 +1,9 @@
 // Admin reads of the jobs table (listings, capped totals, counts by queue) whose cost follows
 // the live work and the page asked for, not the history of finished jobs. A row is in exactly
 // one part, each with a partial index (migration 0009): pending (the claim index), a live
-// lease (the expiry index) or finished (by queue, by tenant other than 'default' (0021), by state
-// for the rare states; the default tenant's by chunks of the primary key).
+// lease (the expiry index) or finished (by tenant other than 'default' (0021), by state for the
+// rare states; a queue's through its blocks in finished_blocks (0024), the default tenant's by
+// chunks of the primary key).
 //
 // Each combination of filters is its own statement: the state is part of the text, picked from
 // the fixed list of states, and a filter is in the text only when given. So any plan sees which
@@ -13,7 +14,7 @@
 // admin read costs far less than that walk; the counts by queue stay prepared (no such choice).
 
 import { JOB_STATES, type JobState } from '../../../types/job.ts';
-import { summaryColumns } from './job.ts';
+import { FINISHED_BLOCK_SHIFT, summaryColumns } from './job.ts';
 
 /** The tenant of jobs enqueued without one (the column's default, migration 0001). */
 const DEFAULT_TENANT = 'default';
@@ -74,7 +75,7 @@ function partsOf(state: JobState | undefined, viaIndex: boolean, walk = false): 
 }
 
 /** The filter conditions of a shape and their parameters' order (tenant, queue, job type). */
-function filters(shape: ListShape): { conds: string; next: number; window: string | null } {
+function filters(shape: ListShape): { conds: string; next: number; window: string | null; queue: string } {
   const conds: string[] = [];
   let n = 1;
   const tenant = shape.tenantId ? `$${n++}` : '';
@@ -83,7 +84,7 @@ function filters(shape: ListShape): { conds: string; next: number; window: strin
   const queue = shape.queue ? `$${n++}` : '';
   if (shape.queue) conds.push(`queue = ${queue}`);
   if (shape.jobType) conds.push(`job_type = $${n++}`);
-  return { conds: conds.map((c) => ` AND ${c}`).join(''), next: n, window: finishedWindow(shape, tenant, queue) };
+  return { conds: conds.map((c) => ` AND ${c}`).join(''), next: n, window: finishedWindow(shape, tenant, queue), queue };
 }
 
 /**
@@ -111,7 +112,7 @@ function finishedWindow(shape: ListShape, tenant: string, queue: string): string
   return state !== undefined || shape.jobType ? FINISHED : null;
 }
 
-/** Whether a finished part is read through its tenant or queue index (see partIds). */
+/** Whether a finished part is read through its tenant index or its queue's blocks (see partIds). */
 const byIndex = (shape: ListShape) => (shape.tenantId && shape.otherTenant === true) || shape.queue;
 /** Whether a finished part is the default tenant's, with no index of its own (see partIds). */
 const byWalk = (shape: ListShape) => shape.tenantId && shape.otherTenant !== true && !shape.queue;
@@ -122,6 +123,8 @@ function shapeKey(shape: ListShape): string {
 
 export function jobReadQueries(schema: string) {
   const jobs = `${schema}.jobs`;
+  const blocks = `${schema}.finished_blocks`;
+  const shift = FINISHED_BLOCK_SHIFT;
   const cache = new Map<string, { name?: string; text: string }>();
   const memo = (key: string, build: () => string, prepared: boolean) => {
     let q = cache.get(key);
@@ -135,19 +138,43 @@ export function jobReadQueries(schema: string) {
   /**
    * The ids of one part matching the filters, newest first, at most `limit`. A live part is read
    * whole through its partial index (MATERIALIZED: no walk of the primary key looking for it)
-   * and sorted. A finished part is read newest first: through its index by tenant or by queue
-   * backwards when the filter names one, else the primary key backwards or the rare states' index.
+   * and sorted. A finished part is read newest first: through the queue's blocks when the filter
+   * names a queue, through the tenant index backwards when it names a tenant other than
+   * 'default', else the primary key backwards or the rare states' index. `queue`: the queue
+   * filter's parameter, or '' without one.
    */
-  const partIds = (p: Part, conds: string, limit: string, window: string | null) =>
+  const partIds = (p: Part, conds: string, limit: string, window: string | null, queue: string) =>
     p.live
       ? `(WITH p AS MATERIALIZED (SELECT id FROM ${jobs} WHERE ${p.where}${conds}) SELECT id FROM p ORDER BY id DESC LIMIT ${limit})`
       : p.walk
         ? walkIds(`${p.where}${conds}`, limit)
         : window === null
-          ? `(SELECT id FROM ${jobs} WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`
-          : // The subquery's LIMIT bounds what is read, whatever the filters outside it match.
-            `(SELECT id FROM (SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE ${window}
-            ORDER BY id DESC LIMIT greatest(${LIST_WINDOW_ROWS}, ${limit})) w WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`;
+          ? queue
+            ? `(SELECT id FROM ${blockIds(`${p.where}${conds}`, limit, queue)} b)`
+            : `(SELECT id FROM ${jobs} WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`
+          : // The window's LIMIT bounds what is read, whatever the filters outside it match.
+            `(SELECT id FROM ${windowRows(window, `greatest(${LIST_WINDOW_ROWS}, ${limit})`, queue)} w
+            WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`;
+  /** The newest `n` rows of a finished part's window (see finishedWindow), the columns a filter reads. */
+  const windowRows = (window: string, n: string, queue: string) =>
+    queue
+      ? `(SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE id = ANY (ARRAY(SELECT id FROM ${blockIds(window, n, queue)} b)))`
+      : `(SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE ${window} ORDER BY id DESC LIMIT ${n})`;
+  /**
+   * The newest ids matching `where` (finished jobs of the queue `queue` names), at most `limit`:
+   * the queue's blocks in finished_blocks newest first, each block's ids through the primary
+   * key, until enough are found. So a read costs the blocks it needs, not the queue's history.
+   * A block recorded twice is read once (each step takes the next block below the last).
+   */
+  const blockIds = (where: string, limit: string, queue: string) => `(WITH RECURSIVE walk(b, ids) AS (
+          SELECT (SELECT block FROM ${blocks} WHERE queue = ${queue} ORDER BY block DESC LIMIT 1) + 1, '{}'::bigint[]
+          UNION ALL
+          SELECT n.block, w.ids || ARRAY(SELECT id FROM ${jobs}
+            WHERE id >= (n.block << ${shift}) AND id < ((n.block + 1) << ${shift}) AND ${where} ORDER BY id DESC LIMIT ${limit})
+          FROM walk w CROSS JOIN LATERAL (
+            SELECT block FROM ${blocks} WHERE queue = ${queue} AND block < w.b ORDER BY block DESC LIMIT 1) n
+          WHERE cardinality(w.ids) < ${limit})
+        SELECT unnest(ids) AS id FROM (SELECT ids FROM walk ORDER BY b LIMIT 1) last LIMIT ${limit})`;
   /**
    * The newest ids matching `where`, at most `limit`, read WALK_CHUNK ids of the primary key at a
    * time from the newest until enough are found: each chunk is a narrow range of the primary key,
@@ -169,10 +196,10 @@ export function jobReadQueries(schema: string) {
       return memo(
         `job_list_${shapeKey(shape)}`,
         () => {
-          const { conds, next, window } = filters(shape);
+          const { conds, next, window, queue } = filters(shape);
           const [limit, offset] = [`$${next}::int`, `$${next + 1}::int`];
           const ids = partsOf(shape.state, byIndex(shape), byWalk(shape))
-            .map((p) => partIds(p, conds, `${limit} + ${offset}`, window))
+            .map((p) => partIds(p, conds, `${limit} + ${offset}`, window, queue))
             .join('\n          UNION ALL ');
           // The ids reach the rows as an array, through the primary key: a join could let a plan
           // that guessed many ids merge them with a walk of the whole primary key.
@@ -189,7 +216,7 @@ export function jobReadQueries(schema: string) {
       return memo(
         `job_count_${shapeKey(shape)}`,
         () => {
-          const { conds, next, window: listWindow } = filters(shape);
+          const { conds, next, window: listWindow, queue } = filters(shape);
           const cap = `$${next}::int`;
           // The default tenant's count has no walk: it counts within the window too.
           const rare = shape.state === 'dead_lettered' || shape.state === 'cancelled';
@@ -199,12 +226,13 @@ export function jobReadQueries(schema: string) {
               p.live
                 ? `(SELECT 1 FROM ${jobs} WHERE ${p.where}${conds} LIMIT ${cap})`
                 : window === null
-                  ? // Through the queue or tenant index: IS NOT NULL, its predicate itself, so the
-                    // scan needs no other column of the row and reads the index alone (an
-                    // index-only scan), where the range would fetch every counted row.
-                    `(SELECT 1 FROM ${jobs} WHERE ${byIndex(shape) ? p.where.replace(FINISHED, 'finished_at IS NOT NULL') : p.where}${conds} LIMIT ${cap})`
-                  : `(SELECT 1 FROM (SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE ${window} ORDER BY id DESC LIMIT ${LIST_WINDOW_ROWS}) w
-            WHERE ${p.where}${conds})`,
+                  ? queue
+                    ? `(SELECT 1 FROM ${blockIds(`${p.where}${conds}`, cap, queue)} b)`
+                    : // Through the tenant index: IS NOT NULL, its predicate itself, so the scan
+                      // needs no other column of the row and reads the index alone (an
+                      // index-only scan), where the range would fetch every counted row.
+                      `(SELECT 1 FROM ${jobs} WHERE ${byIndex(shape) ? p.where.replace(FINISHED, 'finished_at IS NOT NULL') : p.where}${conds} LIMIT ${cap})`
+                  : `(SELECT 1 FROM ${windowRows(window, `${LIST_WINDOW_ROWS}`, queue)} w WHERE ${p.where}${conds})`,
             )
             .join('\n          UNION ALL ');
           return `SELECT least(count(*), ${cap})::int AS n FROM (${parts}) c`;

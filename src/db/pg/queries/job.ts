@@ -53,8 +53,8 @@ const leasePos = `array_position($2::bigint[], j.lease_token)`;
  */
 const acceptedIds = (
   update: string,
-  counted = '',
-) => `WITH w AS (${update} RETURNING j.id${counted ? ', j.queue, j.state' : ''})${counted ? `, counted AS (${counted})` : ''}
+  recorded = '',
+) => `WITH w AS (${update} RETURNING j.id${recorded ? ', j.queue, j.state' : ''})${recorded ? `, ${recorded}` : ''}
         SELECT CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL ELSE COALESCE(array_agg(w.id), '{}') END AS ids FROM w`;
 
 /**
@@ -90,6 +90,23 @@ export const countFinishedSql = (
           SELECT queue, state, pg_backend_pid() % 32, ${sign}count(*) FROM ${from}
           WHERE state IN ('succeeded', 'dead_lettered', 'cancelled') GROUP BY queue, state ORDER BY queue, state
           ON CONFLICT (queue, state, shard) DO UPDATE SET n = s.n + excluded.n`;
+
+/** Ids per block of finished_blocks (migration 0024, which writes the same shift): block = id >> 8. */
+export const FINISHED_BLOCK_SHIFT = 8;
+
+/**
+ * CTEs `counted` and `blocked`, for a statement that moves the rows of `from` (columns id, queue
+ * and state) into a finished state: counts them (countFinishedSql) and records their blocks in
+ * finished_blocks, which listings by queue read (migration 0024). The blocks are made distinct
+ * before the probe (OFFSET 0 keeps the probe out of the subquery): a batch of completions
+ * probes once per block it finished jobs in, and writes only for a block new to its queue.
+ */
+export const recordFinishedSql = (schema: string, from: string) => `counted AS (${countFinishedSql(schema, from, '')}),
+        blocked AS (INSERT INTO ${schema}.finished_blocks (queue, block)
+          SELECT d.queue, d.block FROM (
+            SELECT DISTINCT f.queue, f.id >> ${FINISHED_BLOCK_SHIFT} AS block FROM ${from} f
+            WHERE f.state IN ('succeeded', 'dead_lettered', 'cancelled') OFFSET 0) d
+          WHERE NOT EXISTS (SELECT 1 FROM ${schema}.finished_blocks b WHERE b.queue = d.queue AND b.block = d.block))`;
 
 /**
  * The FIFO claim: queue $1's due pending jobs in claim order, up to $2, unless the queue is
@@ -146,6 +163,7 @@ export function jobQueries(schema: string) {
     WHERE o > jsonb_array_length(j.errors) + 1 - ${ERROR_HISTORY_LIMIT})`;
 
   const countFinished = (from: string, sign: '' | '-') => countFinishedSql(schema, from, sign);
+  const recordFinished = (from: string) => recordFinishedSql(schema, from);
 
   // Inserts a batch in one statement. Rows are read from a jsonb array in input order;
   // a duplicate (tenant_id, idempotency_key) is skipped here and read back by selectByKeys.
@@ -259,7 +277,7 @@ export function jobQueries(schema: string) {
           lease_owner = NULL, lease_expires_at = NULL
         WHERE ${FENCED} AND j.state IN ${LIVE}
         RETURNING j.id, j.queue, j.state),
-        counted AS (${countFinished('w', '')})
+        ${recordFinished('w')}
         SELECT CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL ELSE COALESCE(array_agg(w.id), '{}') END AS ids FROM w`,
     },
     // Retry with full-jitter exponential backoff resolved in SQL:
@@ -283,7 +301,7 @@ export function jobQueries(schema: string) {
           lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
         WHERE ${FENCED} AND j.state IN ${LIVE}
         RETURNING j.id, j.state, j.queue),
-        counted AS (${countFinished('w', '')})
+        ${recordFinished('w')}
         SELECT id, state FROM w`,
     },
     // Gives back leases this worker holds but never started (graceful stop): attempt refunded
@@ -302,7 +320,7 @@ export function jobQueries(schema: string) {
           attempt = CASE WHEN $3::boolean AND NOT ${CANCEL_REQUESTED} THEN greatest(j.attempt - 1, 0) ELSE j.attempt END,
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
         WHERE ${FENCED} AND j.state IN ${LIVE}`,
-        countFinished('w', ''),
+        recordFinished('w'),
       ),
     },
     // The live leases one worker holds, to find those it does not know it holds (a claim that
@@ -373,56 +391,56 @@ export function jobQueries(schema: string) {
           errors = ${appendError('entry.err')}
         FROM entry WHERE j.id = entry.id
         RETURNING j.id, j.state, j.queue, entry.expired),
-        counted AS (${countFinished('reaped', '')})
+        ${recordFinished('reaped')}
         SELECT id, state, queue, expired FROM reaped`,
     },
 
-    // Retention, one step of its walk over a queue's finished jobs in id order: $1 queue, from
-    // after id $2, $3 rows read at most; deletes those past their state's age ($4 succeeded,
-    // $5 cancelled, $6 dead-lettered, ms; NULL keeps) under the leader's epoch $7. The walk reads
-    // the queue's finished-jobs index (jobs_finished_queue_id_idx), which plain jobs pay for
-    // anyway (listings by queue), so retention costs a completion no index entry of its own.
-    // It stops at the first row created after the youngest age ($8 ms ago): every job created
-    // later finished later, so nothing from there on is due; `last` is the last id examined
-    // before it and `done` says the walk reached it (or the end). SKIP LOCKED: a job an operator
-    // is replaying right now waits for the next walk.
+    // Retention, one step of its walk over the jobs in id order: from after id $1, $2 rows read
+    // at most (whatever their state), through the primary key; deletes the finished ones past
+    // their state's age ($3 succeeded, $4 cancelled, $5 dead-lettered, ms; NULL keeps) under the
+    // leader's epoch $6. So retention costs a completion no index entry: the walk reads the
+    // live jobs it passes too, a bounded step at a time. It stops at the first row created after
+    // the youngest age ($7 ms ago): every job created later finished later, so nothing from
+    // there on is due; `last` is the last id examined before it and `done` says the walk reached
+    // it (or the end). SKIP LOCKED: a job an operator is replaying right now waits for the next
+    // walk. It also deletes the finished_blocks rows (migration 0024) of the blocks it has
+    // passed whole that hold no job of their queue any more (the rows it deletes are still
+    // visible to this statement, so they are left out by id); a job that becomes visible only
+    // later (an insert committed after this statement began) gets its block back from the
+    // statement that finishes it. OFFSET 0 keeps the NOT EXISTS a probe of each block's ids:
+    // as a join, the planner may hash a scan of the whole table instead.
     purgeScan: {
       name: `${schema}.job_purge_scan`,
-      text: `WITH fence AS (${leaderFenceSql(schema, '$7')}),
+      text: `WITH fence AS (${leaderFenceSql(schema, '$6')}),
         scan AS MATERIALIZED (
           SELECT id, created_at FROM ${jobs}
-          WHERE finished_at IS NOT NULL AND queue = $1 AND id > $2::bigint
+          WHERE id > $1::bigint
           ORDER BY id
-          LIMIT $3
+          LIMIT $2
         ),
-        young AS (SELECT min(id) AS id FROM scan WHERE created_at >= now() - make_interval(secs => $8::double precision / 1000.0)),
+        young AS (SELECT min(id) AS id FROM scan WHERE created_at >= now() - make_interval(secs => $7::double precision / 1000.0)),
         seen AS (SELECT id FROM scan WHERE (SELECT id FROM young) IS NULL OR id < (SELECT id FROM young)),
         victims AS (
           SELECT j.id FROM ${jobs} j
           WHERE j.id = ANY (ARRAY(SELECT id FROM seen)) AND j.finished_at IS NOT NULL AND EXISTS (SELECT 1 FROM fence)
-            AND j.finished_at < now() - make_interval(secs => (CASE j.state WHEN 'succeeded' THEN $4::double precision
-              WHEN 'cancelled' THEN $5::double precision WHEN 'dead_lettered' THEN $6::double precision END) / 1000.0)
+            AND j.finished_at < now() - make_interval(secs => (CASE j.state WHEN 'succeeded' THEN $3::double precision
+              WHEN 'cancelled' THEN $4::double precision WHEN 'dead_lettered' THEN $5::double precision END) / 1000.0)
           FOR UPDATE SKIP LOCKED
         )
-        , gone AS (DELETE FROM ${jobs} j USING victims v WHERE j.id = v.id AND j.finished_at IS NOT NULL RETURNING j.queue, j.state)
+        , gone AS (DELETE FROM ${jobs} j USING victims v WHERE j.id = v.id AND j.finished_at IS NOT NULL
+            RETURNING j.id, j.queue, j.state)
         , counted AS (${countFinished('gone', '-')})
+        , emptied AS (DELETE FROM ${schema}.finished_blocks b
+            WHERE b.block >= ($1::bigint >> ${FINISHED_BLOCK_SHIFT})
+              AND b.block < (((SELECT max(id) FROM seen) + 1) >> ${FINISHED_BLOCK_SHIFT})
+              AND EXISTS (SELECT 1 FROM fence)
+              AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.queue = b.queue
+                AND j.id >= (b.block << ${FINISHED_BLOCK_SHIFT}) AND j.id < ((b.block + 1) << ${FINISHED_BLOCK_SHIFT})
+                AND j.id <> ALL (ARRAY(SELECT id FROM gone)) OFFSET 0))
         SELECT (SELECT max(id)::text FROM seen) AS last,
-          ((SELECT id FROM young) IS NOT NULL OR (SELECT count(*) FROM scan) < $3) AS done,
-          (SELECT count(*) FROM gone WHERE state = 'succeeded')::int AS succeeded,
-          (SELECT count(*) FROM gone WHERE state = 'cancelled')::int AS cancelled,
-          (SELECT count(*) FROM gone WHERE state = 'dead_lettered')::int AS dead_lettered`,
-    },
-    // The queues that have finished jobs: a loose scan of the finished-jobs index, one probe per
-    // queue (the counters in finished_counts can drift under hand-written SQL; the index cannot).
-    finishedQueues: {
-      name: `${schema}.job_finished_queues`,
-      text: `WITH RECURSIVE q(queue) AS (
-          (SELECT queue FROM ${jobs} WHERE finished_at IS NOT NULL ORDER BY queue LIMIT 1)
-          UNION ALL
-          SELECT (SELECT queue FROM ${jobs} WHERE finished_at IS NOT NULL AND queue > q.queue ORDER BY queue LIMIT 1)
-          FROM q WHERE q.queue IS NOT NULL
-        )
-        SELECT queue FROM q WHERE queue IS NOT NULL`,
+          ((SELECT id FROM young) IS NOT NULL OR (SELECT count(*) FROM scan) < $2) AS done,
+          (SELECT COALESCE(json_agg(g), '[]') FROM (
+            SELECT queue, state, count(*)::int AS n FROM gone GROUP BY queue, state ORDER BY queue, state) g) AS deleted`,
     },
 
     // Admin.
@@ -462,7 +480,7 @@ export function jobQueries(schema: string) {
           updated_at = CASE WHEN j.state IN ${LIVE} THEN j.updated_at ELSE now() END
         WHERE j.id = $1 AND j.state IN ('pending', 'waiting', 'leased', 'running')
         RETURNING j.*),
-        counted AS (${countFinished('r', '')}),
+        ${recordFinished('r')},
         notified AS (SELECT pg_notify($2, r.id || ':' || r.lease_token) FROM r WHERE r.state IN ${LIVE})
         SELECT * FROM r WHERE (SELECT count(*) FROM notified) >= 0`,
     },

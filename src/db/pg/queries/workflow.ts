@@ -7,7 +7,7 @@
 // fence and a cancel could each hold one row and wait for the other (a deadlock).
 // A step's output is committed first; the run's progress only goes up.
 
-import { countFinishedSql } from './job.ts';
+import { countFinishedSql, recordFinishedSql } from './job.ts';
 
 const LIVE = `('leased', 'running')`;
 /** A far run_at for a wait with no timeout: only an event moves it. */
@@ -238,8 +238,9 @@ export function workflowQueries(schema: string) {
         , j AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now(), lease_owner = NULL, lease_expires_at = NULL
           WHERE (id IN (SELECT job_id FROM c) AND state IN ('pending', 'leased', 'running'))
              OR (id IN (SELECT job_id FROM pj) AND state IN ('pending', 'waiting'))
-          RETURNING queue, state)
-        ${countFinishedSql(schema, 'j', '')}`,
+          RETURNING id, queue, state)
+        , ${recordFinishedSql(schema, 'j')}
+        SELECT count(*)::int AS n FROM j`,
     },
     // Plain jobs a run awaits (ctx.all): linked to the run, and marked so that their finishing
     // statement makes the waiting run due (migration 0016's trigger). $3: the run's queue's channel.
@@ -281,8 +282,8 @@ export function workflowQueries(schema: string) {
           attempt = greatest(j.attempt - 1, 0),
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
         WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
-        RETURNING j.queue, j.state, j.state = 'pending' AND j.run_at <= now() AS due),
-        counted AS (${countFinishedSql(schema, 'w', '')})
+        RETURNING j.id, j.queue, j.state, j.state = 'pending' AND j.run_at <= now() AS due),
+        ${recordFinishedSql(schema, 'w')}
         SELECT queue, due FROM w`,
     },
     // The run's output; $4 output. Answers nothing when fenced, cancelled or already over.
@@ -366,8 +367,9 @@ export function workflowQueries(schema: string) {
       // A live lease is revoked too: the worker learns it at its next heartbeat and aborts the signal.
       text: `WITH j AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now(),
           lease_owner = NULL, lease_expires_at = NULL
-        WHERE id = $1::bigint AND state IN ('pending', 'leased', 'running') RETURNING queue, state)
-        ${countFinishedSql(schema, 'j', '')}`,
+        WHERE id = $1::bigint AND state IN ('pending', 'leased', 'running') RETURNING id, queue, state)
+        , ${recordFinishedSql(schema, 'j')}
+        SELECT count(*)::int AS n FROM j`,
     },
     replayJob: {
       name: `${schema}.wf_replay_job`,
