@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { PACKAGE_VERSION } from '../version.ts';
 import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
 import { isTokenGuarded } from './auth.ts';
+import { CONSOLE_ASSETS } from './console-files.ts';
 import type { ApiErrorCode } from './errors.ts';
 import { type JsonObject, type OperationDoc, openApiDocument, type ResponseDoc } from './openapi.ts';
 import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
@@ -373,7 +374,20 @@ const OPERATIONS: readonly OperationDoc[] = [
     tag: 'operations',
     summary: 'The admin console page',
     description: 'Open: the page holds no data and sends the token on its API calls. 404 when the page is not installed.',
-    responses: { 200: { description: 'one self-contained HTML page', schema: r.text, contentType: 'text/html' } },
+    responses: {
+      200: { description: 'the HTML page; it loads its stylesheet and scripts from /console/', schema: r.text, contentType: 'text/html' },
+    },
+    errors: ['ROUTE_NOT_FOUND'],
+  }),
+  route({
+    method: 'get',
+    path: '/console/:file',
+    operationId: 'consoleFile',
+    tag: 'operations',
+    summary: 'A stylesheet or ES module of the admin console',
+    description: 'Open like the console page. Only the files the page loads are served; any other name is 404.',
+    params: z.object({ file: z.enum([...CONSOLE_ASSETS.keys()]) }),
+    responses: { 200: { description: 'the file', schema: r.text, contentType: ['text/javascript', 'text/css'] } },
     errors: ['ROUTE_NOT_FOUND'],
   }),
 ];
