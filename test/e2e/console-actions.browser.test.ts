@@ -9,7 +9,7 @@ import type { Browser, Page } from 'playwright-core';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { consoleReady, hasChromium, JSON_HEADERS, useConsole, warnIfNoChromium, withDaemon } from './console-browser.ts';
+import { consoleReady, hasChromium, JSON_HEADERS, useConsole, waitVisible, warnIfNoChromium, withDaemon } from './console-browser.ts';
 
 warnIfNoChromium('console-actions.browser.test.ts');
 
@@ -44,7 +44,7 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
     );
     return id;
   };
-  const visible = (selector: string) => page.waitForSelector(selector, { state: 'visible', timeout: 15_000 });
+  const visible = (selector: string) => waitVisible(page, selector, con.daemon);
   /** Opens a view by its URL, as a link or a bookmark would. */
   const open = (hash: string) => page.goto(`${base}/${hash}`);
 

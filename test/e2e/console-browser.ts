@@ -92,6 +92,21 @@ export async function withDaemon(
   }
 }
 
+/**
+ * Waits for `selector` to be visible. On a timeout the error also carries the page's status
+ * line (a refresh that failed shows its error there) and the end of the daemon's output, so a
+ * failure in a loaded run says whether the page or the server was stuck.
+ */
+export async function waitVisible(p: Page, selector: string, daemon?: DaemonProcess, timeout = 15_000) {
+  try {
+    return await p.waitForSelector(selector, { state: 'visible', timeout });
+  } catch (err) {
+    const status = await p.textContent('#status', { timeout: 1_000 }).catch(() => null);
+    const output = daemon ? `\n--- daemon output ---\n${daemon.output().slice(-2000)}` : '';
+    throw new Error(`${(err as Error).message}\nconsole status: ${status}; url: ${p.url()}${output}`);
+  }
+}
+
 /** Waits for the console's first good refresh (its status line says so). */
 export const consoleReady = (p: Page) => p.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
 
