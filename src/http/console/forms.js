@@ -116,6 +116,7 @@ export function wireForms() {
     go(`#/jobs/${id}`);
   });
 
+  // A browser may refill the field on reload; the key is only ever in memory, so start empty.
   $('token-input').value = '';
   $('token-save').addEventListener('click', () => {
     useKey($('token-input').value.trim());
