@@ -1,12 +1,13 @@
-// Copies what the build needs beside the compiled JavaScript: the console's page and scripts,
-// which the HTTP app reads from next to its own module (src/http -> dist/http), and the
-// CommonJS entry beside each package export. An unchanged file is left alone, so a build
-// during a test run never rewrites a file being read.
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+// Copies what the build needs beside the compiled JavaScript: the console's page, stylesheet
+// and scripts, which the HTTP app reads from next to its own module (src/http/console ->
+// dist/http/console), and the CommonJS entry beside each package export. An unchanged file is
+// left alone, so a build during a test run never rewrites a file being read.
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 
+const CONSOLE = 'src/http/console';
 const copies = [
-  ['src/http/console.html', 'dist/http/console.html'],
+  ...readdirSync(CONSOLE).map((name) => [path.join(CONSOLE, name), path.join('dist/http/console', name)]),
   ['src/cjs-entry.cjs', 'dist/index.cjs'],
   ['src/cjs-entry.cjs', 'dist/client/index.cjs'],
 ];
@@ -14,3 +15,5 @@ for (const [from, to] of copies) {
   mkdirSync(path.dirname(to), { recursive: true });
   if (!existsSync(to) || !readFileSync(from).equals(readFileSync(to))) copyFileSync(from, to);
 }
+// The one-file console of earlier builds: gone, so a package packed from this tree does not ship it.
+rmSync('dist/http/console.html', { force: true });

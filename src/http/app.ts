@@ -29,13 +29,13 @@ import { createStatsHistory, type StatsHistory } from './stats-history.ts';
 import { ADMIN_ONLY_PATHS, adminOnly } from './tenant-scope.ts';
 
 export const BODY_LIMIT_BYTES_DEFAULT = 1024 * 1024;
-export const CONSOLE_HTML_PATH_DEFAULT = fileURLToPath(new URL('./console.html', import.meta.url));
+export const CONSOLE_HTML_PATH_DEFAULT = fileURLToPath(new URL('./console/index.html', import.meta.url));
 
 export interface AppOptions {
   /**
    * When set, every /api/* route and /metrics require `Authorization: Bearer <apiToken>`
-   * (401 UNAUTHORIZED otherwise). /healthz, /readyz, /openapi.json and the console page stay
-   * open: they hold no data, and a browser cannot attach a header to a navigation.
+   * (401 UNAUTHORIZED otherwise). /healthz, /readyz, /openapi.json and the console's page and
+   * files stay open: they hold no data, and a browser cannot attach a header to a navigation.
    */
   apiToken?: string;
   /**
@@ -61,7 +61,10 @@ export interface AppOptions {
   statsHistory?: StatsHistory;
   /** Readiness beyond database reachability, e.g. `() => engineStarted`. Default: always true. */
   isStarted?: () => boolean;
-  /** The admin console page. Default: src/http/console.html next to this file. */
+  /**
+   * The admin console's page; the stylesheet and scripts it loads (GET /console/<name>) are read
+   * from the same folder. Default: console/index.html next to this file (src/http, dist/http).
+   */
   consoleHtmlPath?: string;
   /**
    * Whether the console offers its "Enqueue demo jobs" button: true when this process runs the

@@ -12,6 +12,7 @@ import type { ApiErrorCode } from './errors.ts';
 import { type JsonObject, type OperationDoc, openApiDocument, type ResponseDoc } from './openapi.ts';
 import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
 import { KEY_COMPONENTS, KEY_TAG, keyOperations } from './openapi-keys.ts';
+import { OPS_TAG, opsOperations } from './openapi-ops.ts';
 import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
 import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
 import { BODY, CRON, ENGINE } from './route-errors.ts';
@@ -326,56 +327,7 @@ const OPERATIONS: readonly OperationDoc[] = [
     responses: { 200: json('removed', r.scheduleRemoved) },
     errors: ['SCHEDULE_NOT_FOUND', ...BODY, ...ENGINE],
   }),
-  route({
-    method: 'get',
-    path: '/healthz',
-    operationId: 'health',
-    tag: 'operations',
-    summary: 'Liveness: the process is up',
-    description: 'Open, and answers whatever the Host.',
-    responses: { 200: json('up', r.health) },
-    errors: [],
-  }),
-  route({
-    method: 'get',
-    path: '/readyz',
-    operationId: 'ready',
-    tag: 'operations',
-    summary: 'Readiness: the database answers within 2 s and the engine has started',
-    description: 'Open, and answers whatever the Host. 503 NOT_READY carries `details: { db, started }`.',
-    responses: { 200: json('ready', r.ready) },
-    errors: ['NOT_READY'],
-  }),
-  route({
-    method: 'get',
-    path: '/metrics',
-    operationId: 'metrics',
-    tag: 'operations',
-    summary: 'Prometheus metrics',
-    description: '404 when the server runs without metrics.',
-    responses: { 200: { description: 'Prometheus text format', schema: r.text, contentType: 'text/plain' } },
-    errors: ['ROUTE_NOT_FOUND'],
-  }),
-  route({
-    method: 'get',
-    path: '/openapi.json',
-    operationId: 'openapi',
-    tag: 'operations',
-    summary: 'This document',
-    description: 'Open like the console page: it describes the API and holds no data.',
-    responses: { 200: json('the OpenAPI 3.1 document', r.openapi) },
-    errors: [],
-  }),
-  route({
-    method: 'get',
-    path: '/',
-    operationId: 'console',
-    tag: 'operations',
-    summary: 'The admin console page',
-    description: 'Open: the page holds no data and sends the token on its API calls. 404 when the page is not installed.',
-    responses: { 200: { description: 'one self-contained HTML page', schema: r.text, contentType: 'text/html' } },
-    errors: ['ROUTE_NOT_FOUND'],
-  }),
+  ...opsOperations({ route, json, noBody, BODY, ENGINE }),
 ];
 
 /**
@@ -398,7 +350,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       KEY_TAG,
       FLOW_TAG,
       OUTBOX_TAG,
-      { name: 'operations', description: 'health, readiness, metrics, this document, the console' },
+      OPS_TAG,
     ],
     components: {
       Job: wireJobSchema,

@@ -13,8 +13,8 @@ export type JsonObject = { [key: string]: unknown };
 export interface ResponseDoc {
   description: string;
   schema: z.ZodType;
-  /** Default application/json. */
-  contentType?: string;
+  /** Default application/json; several when the answer's type depends on what was asked for (the console's files). */
+  contentType?: string | readonly string[];
 }
 
 /** One route of the app: what it takes and what it answers. */
@@ -188,7 +188,10 @@ export function openApiDocument(api: ApiDoc): JsonObject {
         ...Object.fromEntries(
           ok.map(([status, r, schema]) => [
             status,
-            { description: r.description, content: { [r.contentType ?? 'application/json']: { schema: schema() } } },
+            {
+              description: r.description,
+              content: Object.fromEntries([r.contentType ?? 'application/json'].flat().map((type) => [type, { schema: schema() }])),
+            },
           ]),
         ),
         ...Object.fromEntries(Object.entries(errors).map(([status, response]) => [status, response()])),

@@ -5,28 +5,23 @@
 // and the schedules view. Assertions read the
 // database, the API and the DOM; every wait is a Playwright wait or a polled condition.
 
-import { existsSync } from 'node:fs';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { useTestDatabase } from '../helpers/db.ts';
+import type { Browser, Page } from 'playwright-core';
+import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { type DaemonProcess, freePort, runBaton, waitExit, waitReady } from './daemon-process.ts';
+import { consoleReady, hasChromium, JSON_HEADERS, useConsole, waitVisible, warnIfNoChromium, withDaemon } from './console-browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(`\n*** SKIPPED console-actions.browser.test.ts: ${CHROMIUM} is missing (apt-get install -y chromium) ***\n`);
-}
-
-const JSON_HEADERS = { 'content-type': 'application/json' };
+warnIfNoChromium('console-actions.browser.test.ts');
 
 describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
-  const db = useTestDatabase();
-  let daemon: DaemonProcess;
-  let browser: Browser;
+  const con = useConsole({ viewport: { width: 1400, height: 1000 } });
+  const { db } = con;
   let page: Page;
   let base: string;
+  let browser: Browser;
+  beforeAll(() => {
+    ({ page, base, browser } = con);
+  });
 
   const stateOf = async (id: string) => (await db.query('SELECT state FROM baton.jobs WHERE id = $1', [id])).rows[0]?.state;
   const enqueue = async (spec: Record<string, unknown>): Promise<string> => {
@@ -49,33 +44,13 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
     );
     return id;
   };
-  const visible = (selector: string) => page.waitForSelector(selector, { state: 'visible', timeout: 15_000 });
+  const visible = (selector: string) => waitVisible(page, selector, con.daemon);
   /** Opens a view by its URL, as a link or a bookmark would. */
   const open = (hash: string) => page.goto(`${base}/${hash}`);
 
-  beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    daemon = runBaton(['serve', '--port', String(port)], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
-    await waitReady(daemon, base);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-    });
-    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    if (daemon) {
-      daemon.child.kill('SIGTERM');
-      await waitExit(daemon, 30_000).catch(() => daemon.kill());
-    }
-  });
-
   beforeEach(async () => {
     await page.goto(base);
-    await page.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
+    await consoleReady(page);
   });
 
   it('pauses a queue from its row: shown in the console, the API and the gauge; its job waits, and runs once resumed', async () => {
@@ -305,7 +280,7 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
         ['#/queues', ['#queues-section h2', '#queues tr[data-queue] button[data-queue-action]']],
       ] as const) {
         await narrow.goto(`${base}/${hash}`);
-        await narrow.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
+        await consoleReady(narrow);
         await narrow.waitForSelector(controls.at(-1)!);
         expect(await narrow.evaluate('document.documentElement.scrollWidth'), hash).toBeLessThanOrEqual(375);
         for (const sel of controls) {
@@ -323,27 +298,19 @@ describe.skipIf(!hasChromium)('console actions (headless Chromium)', () => {
   it('shows the demo button only where the demo handlers run, and has a favicon', async () => {
     await visible('#enqueue-demo');
     expect(await page.getAttribute('link[rel="icon"]', 'href')).toMatch(/^data:image\/svg\+xml,/);
-    const port = await freePort();
-    const plain = `http://127.0.0.1:${port}`;
-    const d = runBaton(['serve', '--port', String(port), '--queues', ''], {
-      DATABASE_URL: db.url,
-      BATON_DEMO_HANDLERS: 'false',
-      LOG_LEVEL: 'warn',
+    await withDaemon(db, ['--queues', ''], { BATON_DEMO_HANDLERS: 'false' }, async (plain) => {
+      const p = await browser.newPage();
+      try {
+        await p.goto(plain);
+        await consoleReady(p);
+        expect(await p.getAttribute('body', 'data-demo')).toBe('off');
+        expect(await p.isHidden('#enqueue-demo')).toBe(true);
+        await p.goto(`${plain}/#/dlq`);
+        expect(await p.isVisible('#replay-all-dlq')).toBe(true);
+      } finally {
+        await p.close();
+      }
     });
-    const p = await browser.newPage();
-    try {
-      await waitReady(d, plain);
-      await p.goto(plain);
-      await p.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
-      expect(await p.getAttribute('body', 'data-demo')).toBe('off');
-      expect(await p.isHidden('#enqueue-demo')).toBe(true);
-      await p.goto(`${plain}/#/dlq`);
-      expect(await p.isVisible('#replay-all-dlq')).toBe(true);
-    } finally {
-      await p.close();
-      d.child.kill('SIGTERM');
-      expect(await waitExit(d, 30_000)).toBe(0);
-    }
   }, 60_000);
   it('lists schedules with their next and last fire times and disabled reasons; pauses and resumes one', async () => {
     const res = await fetch(`${base}/api/cron`, {

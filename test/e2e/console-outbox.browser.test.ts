@@ -3,28 +3,18 @@
 // refuses (410) is shown dead-lettered with its error; replayed from its row once the receiver
 // accepts, it is delivered and counted as published. Assertions read the database and the DOM.
 
-import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyWebhookSignature } from '../../src/index.ts';
-import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { type DaemonProcess, freePort, runBaton, waitExit, waitReady } from './daemon-process.ts';
+import { hasChromium, useConsole, warnIfNoChromium } from './console-browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(`\n*** SKIPPED console-outbox.browser.test.ts: ${CHROMIUM} is missing (apt-get install -y chromium) ***\n`);
-}
+warnIfNoChromium('console-outbox.browser.test.ts');
 const SECRET = 'whsec_Y29uc29sZS10ZXN0LXNlY3JldC1vZi0yNC1ieXRlcw==';
 
 describe.skipIf(!hasChromium)('console outbox view (headless Chromium)', () => {
-  const db = useTestDatabase();
-  let daemon: DaemonProcess;
-  let browser: Browser;
-  let page: Page;
   let receiver: http.Server;
   let accept = false;
   const delivered: Array<{ key: string; verified: boolean }> = [];
@@ -51,32 +41,25 @@ describe.skipIf(!hasChromium)('console outbox view (headless Chromium)', () => {
       });
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
-    const port = await freePort();
-    daemon = runBaton(['serve', '--port', String(port)], {
-      DATABASE_URL: db.url,
-      LOG_LEVEL: 'warn',
-      BATON_OUTBOX_PUBLISHERS: JSON.stringify({ hooks: { type: 'webhook', url: hook, secret: SECRET } }),
-    });
-    const base = `http://127.0.0.1:${port}`;
-    await waitReady(daemon, base);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-    });
-    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${base}/#/outbox`);
-    await page.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
   });
-
+  // Registered first, so the receiver is up before the daemon starts and closed after it stops.
   afterAll(async () => {
-    await browser?.close();
-    if (daemon) {
-      daemon.child.kill('SIGTERM');
-      await waitExit(daemon, 30_000).catch(() => daemon.kill());
-    }
     receiver?.closeAllConnections();
     await new Promise((resolve) => receiver?.close(resolve));
+  });
+
+  const con = useConsole({
+    env: () => {
+      const hook = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      return { BATON_OUTBOX_PUBLISHERS: JSON.stringify({ hooks: { type: 'webhook', url: hook, secret: SECRET } }) };
+    },
+    viewport: { width: 1400, height: 1000 },
+    openAt: '#/outbox',
+  });
+  const { db } = con;
+  let page: Page;
+  beforeAll(() => {
+    ({ page } = con);
   });
 
   it('shows a refused message dead-lettered with its error, replays it from its row, and counts it published', async () => {

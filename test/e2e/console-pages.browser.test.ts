@@ -5,58 +5,33 @@
 // every view 375 px wide with nothing past the right edge. Every wait is a Playwright wait or a
 // polled condition.
 
-import { existsSync } from 'node:fs';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestDatabase } from '../helpers/db.ts';
+import type { Browser, Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { type DaemonProcess, freePort, runBaton, waitExit, waitReady } from './daemon-process.ts';
+import { consoleReady, hasChromium, JSON_HEADERS, useConsole, warnIfNoChromium } from './console-browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(`\n*** SKIPPED console-pages.browser.test.ts: ${CHROMIUM} is missing (apt-get install -y chromium) ***\n`);
-}
+warnIfNoChromium('console-pages.browser.test.ts');
 
-const JSON_HEADERS = { 'content-type': 'application/json' };
 /** The views the navigation names, in its order. */
 const NAV = ['overview', 'jobs', 'queues', 'runs', 'schedules', 'outbox', 'flow', 'dlq', 'workers'];
 
 describe.skipIf(!hasChromium)('console pages (headless Chromium)', () => {
-  const db = useTestDatabase();
-  let daemon: DaemonProcess;
-  let browser: Browser;
+  const con = useConsole({ args: ['--queues', 'default:2'], viewport: { width: 1280, height: 900 } });
+  const { db } = con;
   let page: Page;
   let base: string;
+  let browser: Browser;
+  beforeAll(() => {
+    ({ page, base, browser } = con);
+  });
 
-  const ready = (p: Page) => p.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
   /** Ids of the jobs the listing shows. */
   const listed = (p: Page) => p.$$eval('#jobs tbody tr[data-job-id]', (trs) => trs.map((tr) => tr.getAttribute('data-job-id')));
 
-  beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    daemon = runBaton(['serve', '--port', String(port), '--queues', 'default:2'], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
-    await waitReady(daemon, base);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-    });
-    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    if (daemon) {
-      daemon.child.kill('SIGTERM');
-      await waitExit(daemon, 30_000).catch(() => daemon.kill());
-    }
-  });
-
   it('moves between the views from the navigation, each at its own URL; unused features wait under "More" until used', async () => {
     await page.goto(base);
-    await ready(page);
+    await consoleReady(page);
     expect(await page.getAttribute('#nav a[data-nav="overview"]', 'aria-current')).toBe('page');
     // Nothing scheduled, no outbox, no limits, no runs yet: folded, and their tiles hidden.
     for (const feature of ['runs', 'schedules', 'outbox', 'flow']) {
@@ -89,6 +64,28 @@ describe.skipIf(!hasChromium)('console pages (headless Chromium)', () => {
     const next = await page.waitForSelector('#schedules tr[data-schedule-id] [data-field="next-fire"]');
     expect(await next.textContent()).toMatch(/in (\d+ h( \d+ min)?|\d+ min( \d+ s)?|\d+ s)$/);
   }, 90_000);
+
+  it('opens every view with no script error and nothing refused by its CSP (no inline script or style)', async () => {
+    const p = await browser.newPage();
+    const problems: string[] = [];
+    p.on('pageerror', (err) => problems.push(`uncaught: ${err.message}`));
+    p.on('console', (m) => {
+      if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+    });
+    try {
+      for (const view of NAV) {
+        // A fresh load each time: the view's first refresh is the one waited for.
+        await p.goto('about:blank');
+        await p.goto(`${base}/#/${view === 'overview' ? '' : view}`);
+        await consoleReady(p);
+        await p.waitForSelector(`.view[data-view="${view}"]:not([hidden]) section`);
+      }
+      expect(await p.$eval('#workers tr[data-worker-id] .bar > span', (el) => el.getAttribute('style') ?? '')).toMatch(/^width: \d+%;$/);
+    } finally {
+      await p.close();
+    }
+    expect(problems).toEqual([]);
+  }, 60_000);
 
   it('keeps each filter in the URL: a scheduled job apart from a due one, linkable, and back goes back', async () => {
     // A queue no worker serves, so both stay pending: one due now, one seven hours ahead.
@@ -124,7 +121,7 @@ describe.skipIf(!hasChromium)('console pages (headless Chromium)', () => {
 
   it('draws the charts from the daemon: a reload shows the minutes before it, not an empty chart', async () => {
     await page.goto(`${base}/#/`);
-    await ready(page);
+    await consoleReady(page);
     const points = () => page.getAttribute('#chart-depth', 'data-points').then(Number);
     await waitFor(async () => (await points()) >= 4, { timeoutMs: 20_000, message: 'four samples in the chart' });
     const first = await page.getAttribute('#charts-section', 'data-first');
@@ -149,7 +146,7 @@ describe.skipIf(!hasChromium)('console pages (headless Chromium)', () => {
     try {
       for (const hash of ['#/', ...NAV.slice(1).map((v) => `#/${v}`), `#/jobs/${dead}`, '#/runs/1']) {
         await narrow.goto(`${base}/${hash}`);
-        await ready(narrow);
+        await consoleReady(narrow);
         await narrow.waitForSelector('.view:not([hidden]) section');
         const overflow = (await narrow.evaluate(`(() => {
           const wide = [...document.querySelectorAll('body *')].filter((el) => {

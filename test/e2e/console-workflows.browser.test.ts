@@ -5,49 +5,25 @@
 // finishes the run, and a wait that timed out is shown as timed out. Assertions read the
 // database and the DOM; every wait is a Playwright wait or a polled condition.
 
-import { existsSync } from 'node:fs';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestDatabase } from '../helpers/db.ts';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { waitFor } from '../helpers/wait.ts';
-import { type DaemonProcess, freePort, runBaton, waitExit, waitReady } from './daemon-process.ts';
+import { consoleReady, hasChromium, useConsole, warnIfNoChromium } from './console-browser.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(`\n*** SKIPPED console-workflows.browser.test.ts: ${CHROMIUM} is missing (apt-get install -y chromium) ***\n`);
-}
+warnIfNoChromium('console-workflows.browser.test.ts');
 
 describe.skipIf(!hasChromium)('console workflow views (headless Chromium)', () => {
-  const db = useTestDatabase();
-  let daemon: DaemonProcess;
-  let browser: Browser;
+  const con = useConsole({ viewport: { width: 1400, height: 1000 } });
+  const { db } = con;
   let page: Page;
   let base: string;
-
-  beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    daemon = runBaton(['serve', '--port', String(port)], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
-    await waitReady(daemon, base);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'],
-    });
-    page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    if (daemon) {
-      daemon.child.kill('SIGTERM');
-      await waitExit(daemon, 30_000).catch(() => daemon.kill());
-    }
+  beforeAll(() => {
+    ({ page, base } = con);
   });
 
   it('starts demo orders, shows them waiting for shipped with a timeout, a run timeline, and finishes one from its button', async () => {
     await page.goto(base);
-    await page.waitForSelector('#status[data-status="ok"]', { timeout: 15_000 });
+    await consoleReady(page);
     await page.click('#start-demo-orders');
     await page.waitForSelector('#flash[data-kind="ok"]');
     // The runs view is linkable with its filter: only the waiting ones.

@@ -5,65 +5,31 @@
 // The console's pages (navigation, linkable filters, the chart history) are
 // console-pages.browser.test.ts's.
 
-import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { openApiKeys } from '../../src/create-api-keys.ts';
-import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { type DaemonProcess, freePort, REPO_ROOT, runBaton, waitExit, waitReady } from './daemon-process.ts';
+import { hasChromium, JSON_HEADERS, useConsole, warnIfNoChromium, withDaemon } from './console-browser.ts';
+import { REPO_ROOT } from './daemon-process.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium) {
-  console.warn(`\n*** SKIPPED console.browser.test.ts: ${CHROMIUM} is missing (apt-get install -y chromium) ***\n`);
-}
+warnIfNoChromium('console.browser.test.ts');
 
 describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
-  const db = useTestDatabase();
-  let daemon: DaemonProcess;
-  let browser: Browser;
+  const con = useConsole({
+    // Quick retries so boom spends its budget of 3 within a couple of seconds.
+    env: { BATON_BACKOFF_BASE_MS: '50', BATON_BACKOFF_CAP_MS: '200' },
+    viewport: { width: 1400, height: 1100 },
+  });
+  const { db } = con;
   let page: Page;
   let base: string;
-
-  beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    daemon = runBaton(['serve', '--port', String(port)], {
-      DATABASE_URL: db.url,
-      // Quick retries so boom spends its budget of 3 within a couple of seconds.
-      BATON_BACKOFF_BASE_MS: '50',
-      BATON_BACKOFF_CAP_MS: '200',
-      LOG_LEVEL: 'warn',
-    });
-    await waitReady(daemon, base);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
-    page = await browser.newPage({ viewport: { width: 1400, height: 1100 } });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    if (daemon) {
-      daemon.child.kill('SIGTERM');
-      await waitExit(daemon, 30_000).catch(() => daemon.kill());
-    }
+  beforeAll(() => {
+    ({ page, base } = con);
   });
 
   it('shows the demo moving through every state, replays a dead letter and shows a 409 plainly', async () => {
@@ -138,7 +104,7 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
   it('cancels a pending job from its button; a page on another origin cannot cancel or replay', async () => {
     const created = await fetch(`${base}/api/jobs`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: JSON_HEADERS,
       body: JSON.stringify({ jobType: 'noop', delayMs: 3_600_000 }),
     });
     const { id } = (await created.json()) as { id: string };
@@ -149,7 +115,7 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     // requests any page may send without asking, at the job and at the dead-letter queue.
     const evil = http.createServer((_req, res) => res.end('<!doctype html><title>elsewhere</title>'));
     await new Promise<void>((resolve) => evil.listen(0, '127.0.0.1', resolve));
-    const evilPage = await browser.newPage();
+    const evilPage = await con.browser.newPage();
     try {
       await evilPage.goto(`http://127.0.0.1:${(evil.address() as { port: number }).port}/`);
       const answers = ['/cancel', '/dlq/replay'].map((suffix) => evilPage.waitForResponse((r) => r.url().endsWith(suffix)));
@@ -195,33 +161,22 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
     expect(await status(base, `evil.example:${port}`)).toBe(421);
     expect(await status(base, 'baton.test')).toBe(421);
 
-    const p2 = await freePort();
-    const named = `http://127.0.0.1:${p2}`;
-    const d = runBaton(['serve', '--port', String(p2), '--queues', ''], {
-      DATABASE_URL: db.url,
-      BATON_ALLOWED_HOSTS: 'baton.test',
-      LOG_LEVEL: 'warn',
-    });
-    try {
-      await waitReady(d, named);
+    await withDaemon(db, ['--queues', ''], { BATON_ALLOWED_HOSTS: 'baton.test' }, async (named) => {
       expect(await status(named, 'baton.test')).toBe(200);
-      expect(await status(named, `evil.example:${p2}`)).toBe(421);
-    } finally {
-      d.child.kill('SIGTERM');
-      expect(await waitExit(d, 30_000)).toBe(0);
-    }
+      expect(await status(named, `evil.example:${new URL(named).port}`)).toBe(421);
+    });
   }, 60_000);
 
   it('shows flow control: a queue cap with what runs under it, and depth per tenant', async () => {
     const put = await fetch(`${base}/api/flow/queues/flow-demo`, {
       method: 'PUT',
-      headers: { 'content-type': 'application/json' },
+      headers: JSON_HEADERS,
       body: JSON.stringify({ concurrencyLimit: 2, rateLimit: { limit: 10, periodMs: 1000 } }),
     });
     expect(put.status).toBe(200);
     const enq = await fetch(`${base}/api/jobs`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: JSON_HEADERS,
       body: JSON.stringify({ jobType: 'nobody-handles', queue: 'flow-demo', tenantId: 'acme' }),
     });
     expect(enq.status).toBe(201);
@@ -234,18 +189,10 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
   });
 
   it('asks for the bearer token when the server requires one, and keeps it in the page only', async () => {
-    const port = await freePort();
-    const guarded = `http://127.0.0.1:${port}`;
     const token = 'console-test-token-123';
     // A second, producer-only daemon on the same database, with a token.
-    const d = runBaton(['serve', '--port', String(port), '--queues', ''], {
-      DATABASE_URL: db.url,
-      BATON_API_TOKEN: token,
-      LOG_LEVEL: 'warn',
-    });
-    try {
-      await waitReady(d, guarded);
-      const ctx = await browser.newContext();
+    await withDaemon(db, ['--queues', ''], { BATON_API_TOKEN: token }, async (guarded) => {
+      const ctx = await con.browser.newContext();
       const p = await ctx.newPage();
       await p.goto(guarded);
       await p.waitForSelector('#status[data-status="error"]');
@@ -263,41 +210,34 @@ describe.skipIf(!hasChromium)('admin console (headless Chromium)', () => {
       await p.waitForSelector('#status[data-status="error"]');
       await p.waitForSelector('#token-box.show');
       await ctx.close();
-    } finally {
-      d.child.kill('SIGTERM');
-      expect(await waitExit(d, 30_000)).toBe(0);
-    }
+    });
   }, 60_000);
   it('with a tenant key shows that tenant only, and hides the fleet-wide panels', async () => {
     const acmeJob = await insertJob(db, { tenantId: 'acme', jobType: 'acme.report' });
     const otherJob = await insertJob(db, { tenantId: 'globex', jobType: 'globex.report' });
     const keys = openApiKeys({ pool: db.pool, schema: db.schema });
     const { key, token } = await keys.create({ tenantId: 'acme' });
-    const port = await freePort();
-    const keyed = `http://127.0.0.1:${port}`;
-    const d = runBaton(['serve', '--port', String(port), '--queues', ''], { DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
     try {
-      await waitReady(d, keyed);
-      const ctx = await browser.newContext();
-      const p = await ctx.newPage();
-      await p.goto(keyed);
-      await p.waitForSelector('#token-box.show');
-      await p.fill('#token-input', token);
-      await p.click('#token-save');
-      await p.waitForSelector('#status[data-status="ok"]');
-      // A tenant key has no overview of the fleet: its jobs are where it lands.
-      await p.waitForSelector(`#jobs tr[data-job-id="${acmeJob}"]`);
-      expect(new URL(p.url()).hash).toBe('#/jobs');
-      expect(await p.$(`#jobs tr[data-job-id="${otherJob}"]`)).toBeNull();
-      expect(await p.evaluate('document.body.dataset.scope')).toBe('tenant');
-      expect(await p.isVisible('#nav a[data-nav="queues"]')).toBe(false);
-      await p.goto(`${keyed}/#/queues`);
-      expect(await p.isVisible('#queues-section')).toBe(false);
-      expect(await p.isVisible('#scope-note')).toBe(true);
-      await ctx.close();
+      await withDaemon(db, ['--queues', ''], {}, async (keyed) => {
+        const ctx = await con.browser.newContext();
+        const p = await ctx.newPage();
+        await p.goto(keyed);
+        await p.waitForSelector('#token-box.show');
+        await p.fill('#token-input', token);
+        await p.click('#token-save');
+        await p.waitForSelector('#status[data-status="ok"]');
+        // A tenant key has no overview of the fleet: its jobs are where it lands.
+        await p.waitForSelector(`#jobs tr[data-job-id="${acmeJob}"]`);
+        expect(new URL(p.url()).hash).toBe('#/jobs');
+        expect(await p.$(`#jobs tr[data-job-id="${otherJob}"]`)).toBeNull();
+        expect(await p.evaluate('document.body.dataset.scope')).toBe('tenant');
+        expect(await p.isVisible('#nav a[data-nav="queues"]')).toBe(false);
+        await p.goto(`${keyed}/#/queues`);
+        expect(await p.isVisible('#queues-section')).toBe(false);
+        expect(await p.isVisible('#scope-note')).toBe(true);
+        await ctx.close();
+      });
     } finally {
-      d.child.kill('SIGTERM');
-      expect(await waitExit(d, 30_000)).toBe(0);
       // The file's first daemon shares this database: leave it open, as it started.
       await keys.revoke(key.id);
       await keys.close();

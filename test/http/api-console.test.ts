@@ -4,6 +4,7 @@
 // the stats snapshot with its scheduled counts, and the chart history the server keeps.
 
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_HTML_PATH_DEFAULT } from '../../src/http/app.ts';
 import { JOB_SORT_WINDOW } from '../../src/index.ts';
@@ -201,7 +202,9 @@ describe('sorted listings read a bounded window', () => {
       expect(deep.windowed, sort).toBe(false);
     }
     // The console pages a windowed listing up to the same bound.
-    expect(readFileSync(CONSOLE_HTML_PATH_DEFAULT, 'utf8')).toContain(`const SORT_WINDOW = ${JOB_SORT_WINDOW};`);
+    expect(readFileSync(path.join(path.dirname(CONSOLE_HTML_PATH_DEFAULT), 'jobs.js'), 'utf8')).toContain(
+      `const SORT_WINDOW = ${JOB_SORT_WINDOW};`,
+    );
   });
 });
 

@@ -2,10 +2,13 @@
 // a real server and database, plus request logging, a down database, and one
 // job run end to end (dead-lettered, replayed over HTTP, succeeded).
 
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
-import { createApp } from '../../src/http/app.ts';
+import { CONSOLE_HTML_PATH_DEFAULT, createApp } from '../../src/http/app.ts';
+import { CONSOLE_ASSETS } from '../../src/http/console-files.ts';
 import { type Baton, createBaton, type Logger, TerminalError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
@@ -22,6 +25,7 @@ afterAll(async () => {
   await api?.close();
 });
 
+const CONSOLE_DIR = path.dirname(CONSOLE_HTML_PATH_DEFAULT);
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 describe('queues and workers', () => {
   it('GET /api/queues/:queue/depth counts by state; an unknown queue is all zeros and not created', async () => {
@@ -113,6 +117,66 @@ describe('health, metrics, console', () => {
     const missing = await app.request('/');
     expect(missing.status).toBe(404);
     expect(await errorCode(missing)).toBe('ROUTE_NOT_FOUND');
+  });
+
+  it('serves the console page and each file it loads with its type, no-store and a CSP without inline code; nothing else', async () => {
+    const page = await api.raw('/');
+    for (const header of ['cache-control', 'content-security-policy', 'x-content-type-options']) {
+      expect(page.headers.get(header), header).toBeTruthy();
+    }
+    const csp = page.headers.get('content-security-policy')!;
+    expect(csp).toContain("script-src 'self';");
+    expect(csp).not.toContain('unsafe-inline');
+    for (const [name, type] of CONSOLE_ASSETS) {
+      const res = await api.client.console[':file'].$get({ param: { file: name } });
+      expect(res.status, name).toBe(200);
+      expect(res.headers.get('content-type'), name).toBe(type);
+      for (const header of ['cache-control', 'content-security-policy', 'x-content-type-options']) {
+        expect(res.headers.get(header), `${name} ${header}`).toBe(page.headers.get(header));
+      }
+      expect(await res.text(), name).toBe(readFileSync(path.join(CONSOLE_DIR, name), 'utf8'));
+    }
+    const app = createApp(api.baton, { metrics: false });
+    for (const bad of [
+      'index.html',
+      'nope.js',
+      'constructor',
+      '__proto__',
+      '..%2Fapp.ts',
+      '%2E%2E%2F..%2Fpackage.json',
+      'main.js%00',
+      'MAIN.JS',
+    ]) {
+      const res = await app.request(`/console/${bad}`);
+      expect(res.status, bad).toBe(404);
+      expect(await errorCode(res), bad).toBe('ROUTE_NOT_FOUND');
+    }
+    expect((await app.request('/console/')).status).toBe(404);
+    expect((await app.request('/console/util.js/x')).status).toBe(404);
+    const missing = createApp(api.baton, { metrics: false, consoleHtmlPath: '/nonexistent/console/index.html' });
+    expect((await missing.request('/console/main.js')).status).toBe(404);
+  });
+
+  it('lists every file of the console folder, and every file the page and its modules load is listed', () => {
+    expect(readdirSync(CONSOLE_DIR).sort()).toEqual(['index.html', ...CONSOLE_ASSETS.keys()].sort());
+    const loads = (file: string) => {
+      const text = readFileSync(path.join(CONSOLE_DIR, file), 'utf8');
+      const refs = file.endsWith('.html')
+        ? [...text.matchAll(/(?:src|href)="console\/([^"]+)"/g)]
+        : [...text.matchAll(/^import [^;]*? from '\.\/([^']+)';$/gm)];
+      return refs.map((m) => m[1]!);
+    };
+    const reached = new Set<string>();
+    const queue = loads('index.html');
+    while (queue.length > 0) {
+      const file = queue.shift()!;
+      expect(CONSOLE_ASSETS.has(file), `${file} is loaded but not served`).toBe(true);
+      if (reached.has(file)) continue;
+      reached.add(file);
+      if (file.endsWith('.js')) queue.push(...loads(file));
+    }
+    // Nothing listed goes unused: every file is reached from the page.
+    expect([...reached].sort()).toEqual([...CONSOLE_ASSETS.keys()].sort());
   });
 
   it('/metrics exposes job counts by queue and state, enqueue counters and HTTP metrics', async () => {

@@ -166,7 +166,7 @@ describe('Host check (DNS rebinding)', () => {
     const id = await insertJob(db.pool, { jobType: 'rebind' });
     const host = `evil.example:${port}`;
     await expectError(await withHost(host, `/api/jobs/${id}/cancel`, 'POST', JSON_HEADERS), 421, 'HOST_NOT_ALLOWED');
-    for (const path of ['/api/queues', `/api/jobs/${id}`, '/metrics', '/', '/api/nope']) {
+    for (const path of ['/api/queues', `/api/jobs/${id}`, '/metrics', '/', '/console/main.js', '/api/nope']) {
       await expectError(await withHost(host, path), 421, 'HOST_NOT_ALLOWED');
     }
     expect(await stateOf(id)).toBe('pending');

@@ -181,6 +181,7 @@ function cases(): Record<string, Case[]> {
     'GET /readyz': [{ path: '/readyz', status: 200 }],
     'GET /openapi.json': [{ path: '/openapi.json', status: 200 }],
     'GET /': [{ path: '/', status: 200 }],
+    'GET /console/:file': [{ path: '/console/main.js', status: 200 }],
   };
 }
 

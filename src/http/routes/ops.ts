@@ -1,9 +1,9 @@
 // Operational routes: liveness, readiness, Prometheus metrics, the OpenAPI document
-// and the admin console page (one static HTML file, read from disk once and kept in memory).
+// and the admin console (its page and the static files it loads, console-files.ts).
 
-import { readFile } from 'node:fs/promises';
 import { Hono } from 'hono';
 import type { Baton } from '../../index.ts';
+import { CONSOLE_HEADERS, consoleFiles } from '../console-files.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
@@ -18,6 +18,7 @@ export interface OpsOptions {
   metrics?: Metrics;
   /** Extra readiness condition, e.g. "the engine has started". Default: always true. */
   isStarted?: () => boolean;
+  /** The console's page; the files it loads are read from its folder. */
   consoleHtmlPath: string;
   /** Marks the console page so it shows its demo button (see AppOptions.demoHandlers). */
   demoHandlers: boolean;
@@ -42,7 +43,7 @@ async function probeDb(baton: Baton): Promise<'ok' | 'unreachable'> {
 }
 
 export function opsRoutes(baton: Baton, opts: OpsOptions) {
-  let consoleHtml: string | undefined;
+  const consoleApp = consoleFiles(opts.consoleHtmlPath, opts.demoHandlers);
   let document: JsonObject | undefined;
   return (
     new Hono<AppEnv>()
@@ -68,22 +69,14 @@ export function opsRoutes(baton: Baton, opts: OpsOptions) {
         return c.body(await opts.metrics.render(), 200, { 'Content-Type': opts.metrics.contentType });
       })
       .get('/', fails('ROUTE_NOT_FOUND', 'HOST_NOT_ALLOWED', ...ANY), async (c) => {
-        if (consoleHtml === undefined) {
-          try {
-            const html = await readFile(opts.consoleHtmlPath, 'utf8');
-            // The page hides its demo button unless its body says the demo handlers run here.
-            consoleHtml = opts.demoHandlers ? html.replace('<body data-demo="off">', '<body data-demo="on">') : html;
-          } catch {
-            // Not cached, so a console file deployed later is picked up.
-            throw new ApiError('ROUTE_NOT_FOUND', 'the admin console is not installed');
-          }
-        }
-        return c.html(consoleHtml, 200, {
-          'Cache-Control': 'no-store',
-          // The console is one self-contained file: nothing may load from elsewhere.
-          'Content-Security-Policy':
-            "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-        });
+        const page = await consoleApp.page();
+        if (page === undefined) throw new ApiError('ROUTE_NOT_FOUND', 'the admin console is not installed');
+        return c.html(page, 200, CONSOLE_HEADERS);
+      })
+      .get('/console/:file', fails('ROUTE_NOT_FOUND', 'HOST_NOT_ALLOWED', ...ANY), async (c) => {
+        const file = await consoleApp.asset(c.req.param('file'));
+        if (file === undefined) throw new ApiError('ROUTE_NOT_FOUND', 'no such console file');
+        return c.body(file.body, 200, { ...CONSOLE_HEADERS, 'Content-Type': file.contentType });
       })
   );
 }

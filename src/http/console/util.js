@@ -1,0 +1,81 @@
+// Helpers every view uses: escaping, times as people say them, state badges and links,
+// query strings, and filling a table's body (labelled cells for narrow screens).
+
+export const STATES = ['pending', 'waiting', 'leased', 'running', 'succeeded', 'dead_lettered', 'cancelled'];
+
+export const $ = (id) => document.getElementById(id);
+
+export const esc = (v) =>
+  String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+
+/** A span in the largest two units that matter: "42 s", "5 min 3 s", "7 h 17 min", "3 d 4 h". */
+export function human(ms) {
+  const s = Math.round(Math.abs(ms) / 1000);
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return m < 10 && s % 60 ? `${m} min ${s % 60} s` : `${m} min`;
+  const h = Math.floor(m / 60);
+  if (h < 24) return m % 60 ? `${h} h ${m % 60} min` : `${h} h`;
+  const d = Math.floor(h / 24);
+  return h % 24 ? `${d} d ${h % 24} h` : `${d} d`;
+}
+/** "in 7 h 17 min" or "3 min ago" from now; "now" within a second. */
+export const ago = (iso) => {
+  if (!iso) return '';
+  const ms = Date.parse(iso) - Date.now();
+  if (Math.abs(ms) < 1000) return 'now';
+  return ms > 0 ? `in ${human(ms)}` : `${human(ms)} ago`;
+};
+/** The time between two instants, precise below a minute (a job's run, a step's). */
+export const duration = (fromIso, toIso) => {
+  if (!fromIso || !toIso) return null;
+  const ms = Math.max(0, Date.parse(toIso) - Date.parse(fromIso));
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
+  return human(ms);
+};
+// A time with its distance from now ("in 42 s", "3 min ago"), the local time in the tooltip.
+export const when = (iso) =>
+  iso ? `<span title="${esc(new Date(iso).toLocaleString())} (${esc(iso)})">${esc(ago(iso))}</span>` : '<span class="mute">—</span>';
+export const whenLong = (iso) =>
+  iso
+    ? `<span title="${esc(iso)}">${esc(new Date(iso).toLocaleString())}</span> <span class="mute">${esc(ago(iso))}</span>`
+    : '<span class="mute">—</span>';
+
+export const isScheduled = (job) => job.state === 'pending' && Date.parse(job.runAt) > Date.now();
+/** A job's state as people read it: a pending job whose run-at lies ahead is scheduled. */
+export const stateBadge = (s, scheduled = false) =>
+  scheduled
+    ? `<span class="state scheduled" data-state="${esc(s)}" title="pending, not due yet">scheduled</span>`
+    : `<span class="state ${esc(s)}" data-state="${esc(s)}">${esc(s)}</span>`;
+export const jobLink = (id) => `<a class="mono" href="#/jobs/${esc(id)}" data-job-link="${esc(id)}">${esc(id)}</a>`;
+
+export const qs = (o) => new URLSearchParams(Object.entries(o).filter(([, v]) => v !== undefined && v !== null && v !== '')).toString();
+
+/** Labels each cell with its column's heading, for the one-card-per-row layout of narrow screens. */
+function labelCells(table) {
+  const heads = [...table.tHead.rows[0].cells].map((th) => th.textContent.trim());
+  for (const tr of table.tBodies[0].rows) {
+    if (tr.cells.length !== heads.length) continue;
+    [...tr.cells].forEach((td, i) => {
+      td.dataset.label = heads[i];
+    });
+  }
+}
+export function setRows(tableId, rows, emptyHtml) {
+  const table = $(tableId);
+  const cols = table.tHead.rows[0].cells.length;
+  table.tBodies[0].innerHTML = rows.length ? rows.join('') : `<tr><td colspan="${cols}" class="empty">${emptyHtml}</td></tr>`;
+  labelCells(table);
+}
+/** A paging link: its URL, or disabled. */
+export function pageLink(id, target) {
+  const a = $(id);
+  if (target === null) {
+    a.setAttribute('aria-disabled', 'true');
+    a.removeAttribute('href');
+  } else {
+    a.removeAttribute('aria-disabled');
+    a.setAttribute('href', target);
+  }
+}
