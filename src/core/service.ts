@@ -97,8 +97,17 @@ async function stopInTurn(members: readonly Service[]): Promise<void> {
 }
 
 async function stopTogether(members: readonly Service[]): Promise<void> {
-  // Each stop() is called in turn, so their synchronous parts run last-started first.
-  const results = await Promise.allSettled(members.map((m) => m.stop()));
+  // Each stop() is called in turn, so their synchronous parts run last-started first; one
+  // that throws instead of rejecting does not keep the next from being called.
+  const results = await Promise.allSettled(
+    members.map((m) => {
+      try {
+        return m.stop();
+      } catch (err) {
+        return Promise.reject(err);
+      }
+    }),
+  );
   const failed: ServiceStopFailure[] = [];
   results.forEach((r, i) => {
     if (r.status === 'rejected') failed.push({ service: (members[i] as Service).name, error: r.reason });

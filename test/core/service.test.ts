@@ -72,6 +72,22 @@ describe('ServiceGroup', () => {
     expect((err as ServiceStopError).errors.map((e: Error) => e.message)).toEqual(['e failed', 'd failed']);
   });
 
+  it("'together': a stop that throws instead of rejecting still lets the others stop", async () => {
+    const log: string[] = [];
+    const s = recorder(log);
+    const throwing: Service = {
+      name: 'sync',
+      start: () => undefined,
+      stop: () => {
+        throw new Error('sync failed');
+      },
+    };
+    const group = new ServiceGroup('g', [s('a'), throwing, s('b')], { stop: 'together' });
+    await group.start();
+    await expect(group.stop()).rejects.toThrow('sync failed');
+    expect(log.filter((l) => l.startsWith('stopped')).sort()).toEqual(['stopped a', 'stopped b']);
+  });
+
   it('a stop before start does nothing, and a second stop returns the first', async () => {
     const log: string[] = [];
     const s = recorder(log);
