@@ -198,6 +198,8 @@ export class Engine implements Baton {
     //  3. The presence lock, after the lease was given up (Worker.presence says why).
     //  4. The features' services: the relay publishes what draining handlers recorded.
     //  5. The pool, in #stop.
+    // The 'work' group stays last in the list: the claims' stop then runs synchronously inside
+    // stop() (Worker says why).
     // start() runs it the other way: the features' services first (declared schedules are
     // written before any work, the relay is up before the first job), the lease last, once the
     // worker holds its presence lock: the lease records the lock's key, so this process's

@@ -149,11 +149,14 @@ export class Worker {
       this.#dispatchers.set(queue, dispatcher);
       this.#byChannel.set(channelFor(config.schema, queue), dispatcher);
     }
-    // Stopped in reverse, each awaited before the next. The claim loops stop first: nothing
-    // new is claimed while the rest drains. The handlers running then finish (or are aborted),
-    // and only then is the completer drained (their outcomes are its last writes) and are
-    // heartbeats stopped (those leases stay proven until written). The lost-reply sweeps go
-    // last: heartbeat ticks start them.
+    // Started in order, stopped in reverse, each stop awaited before the next. The claim loops
+    // stop first: nothing new is claimed while the rest drains (claims in flight give their
+    // jobs back unstarted). They stay last in this list, so that their stop runs synchronously
+    // inside the engine's stop(): one called from a 'claimed' listener must have those very
+    // jobs given back (a member stopped before them would defer it by a tick). The handlers
+    // running then finish (or are aborted), and only then is the completer drained (their
+    // outcomes are its last writes) and are heartbeats stopped (those leases stay proven until
+    // written). The lost-reply sweeps go last: heartbeat ticks start them.
     this.service = new ServiceGroup('worker', [
       service('stranded-leases', { stop: () => this.#claimer.idle() }),
       this.#heartbeater,
