@@ -10,6 +10,7 @@ import type { Executor } from '../driver/executor.ts';
 import type { Clock } from './clock.ts';
 import type { EngineConfig } from './config.ts';
 import type { InFlight, LeaseTable } from './lease-table.ts';
+import type { Service } from './service.ts';
 
 export interface HeartbeaterDeps {
   executor: Executor;
@@ -24,7 +25,8 @@ export interface HeartbeaterDeps {
   afterTick?: () => Promise<void>;
 }
 
-export class Heartbeater {
+export class Heartbeater implements Service {
+  readonly name = 'heartbeater';
   readonly #d: HeartbeaterDeps;
   #timer: NodeJS.Timeout | null = null;
   #deadlineTimer: NodeJS.Timeout | null = null;

@@ -7,6 +7,7 @@
 
 import type { LeaderStore } from '../driver/leader-store.ts';
 import type { Clock } from './clock.ts';
+import type { Service } from './service.ts';
 
 /** How many renewals fit in one lease: a missed one or two do not cost the lease. */
 export const LEADER_RENEWALS_PER_LEASE = 10;
@@ -27,7 +28,8 @@ export interface LeaderLeaseDeps {
   onError: (err: unknown) => void;
 }
 
-export class LeaderLease {
+export class LeaderLease implements Service {
+  readonly name = 'leader lease';
   readonly #d: LeaderLeaseDeps;
   readonly renewMs: number;
   readonly fenceMs: number;

@@ -8,6 +8,7 @@
 
 import type { Executor, ReapedJob } from '../driver/executor.ts';
 import type { EngineConfig } from './config.ts';
+import type { Service } from './service.ts';
 
 export interface ReaperDeps {
   executor: Executor;
@@ -23,7 +24,8 @@ const PRUNE_EVERY_TICKS = 240;
 /** A process that does not lead sweeps on one tick in this many (5 s at the default interval). */
 export const FOLLOWER_SWEEP_EVERY = 20;
 
-export class Reaper {
+export class Reaper implements Service {
+  readonly name = 'reaper';
   readonly #d: ReaperDeps;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;

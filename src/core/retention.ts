@@ -48,6 +48,8 @@ interface Walk {
 }
 
 export class Retention {
+  /** Its Service name (service.ts): the leader group starts and stops it. */
+  readonly name = 'retention';
   readonly #d: RetentionDeps;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;

@@ -2,7 +2,7 @@
 // a leader that cannot renew (its statements held, as in a pause or a starved pool) stops
 // leading before its lease ends and another takes over within about one lease, and the write it
 // sent before it stalled changes nothing when it finally arrives; one that stops hands over at
-// once; a process with no queues leads and fires cron; leader: false and reaper: false never
+// once, while its handlers still drain (its presence lock held until they are done); a process with no queues leads and fires cron; leader: false and reaper: false never
 // lead. Real kill -9 and SIGSTOP of a leader process: leader-processes.test.ts.
 
 import type pg from 'pg';
@@ -109,6 +109,39 @@ describe('the leader lease', () => {
     const t0 = performance.now();
     await leader.stop();
     expect((await took) - t0).toBeLessThan(2_000 + 3_000);
+  });
+
+  it('a leader that stops gives the lease up at once, while its handlers still drain, and keeps its presence lock until they are done', async () => {
+    const entered = deferred();
+    const gate = engines.gate();
+    const a = await engines.start({
+      ...opts,
+      leaderLeaseMs: 20_000,
+      handlers: {
+        work: async () => {
+          entered.resolve();
+          await gate.promise;
+        },
+      },
+    });
+    await waitFor(() => a.stats().leader, { message: 'A to lead' });
+    const { job } = await a.enqueue({ jobType: 'work', queue: 'q' });
+    await entered.promise;
+    const stopping = a.stop({ drainMs: 10_000 });
+    // The leader's part of the stop runs alongside the drain, not after it.
+    await waitFor(async () => !(await leaderLeaseRow(db.pool)).live, { message: 'the lease to be given up during the drain' });
+    const presence = async () =>
+      (
+        await db.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'baton-presence'`,
+        )
+      ).rows[0].n;
+    expect(await presence()).toBe(1);
+    expect(await jobRow(db, job.id)).toMatchObject({ state: 'running' });
+    gate.resolve();
+    await stopping;
+    expect(await jobRow(db, job.id)).toMatchObject({ state: 'succeeded' });
+    expect(await presence()).toBe(0);
   });
 
   it('a process with no queues leads and fires cron', async () => {

@@ -9,6 +9,7 @@ import { BatonError, isBatonError } from '../../types/errors.ts';
 import type { EnqueueResult, JobSpec } from '../../types/job.ts';
 import type { MisfirePolicy, ScheduleInput } from '../../types/schedule.ts';
 import type { Logger } from '../logger.ts';
+import type { Service } from '../service.ts';
 import { type CronApi, createCronApi, scheduleInputSchema, validateDefinition } from './api.ts';
 import { Scheduler } from './scheduler.ts';
 
@@ -44,7 +45,8 @@ export interface CronServiceDeps {
   now?: () => number;
 }
 
-export class CronService {
+export class CronService implements Service {
+  readonly name = 'cron ticker';
   readonly api: CronApi;
   readonly counters: CronCounters = { fired: 0, misfires: { skip: 0, fire_once: 0, fire_all: 0 }, disabled: 0 };
   readonly #d: CronServiceDeps;
@@ -99,7 +101,7 @@ export class CronService {
     }
   }
 
-  /** Starts the ticker loop; it ticks only while this process leads. */
+  /** Starts the ticker loop (on taking the leader lease); it ticks only while this process leads. */
   start(): void {
     this.#scheduler.start();
   }

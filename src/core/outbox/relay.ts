@@ -8,6 +8,7 @@
 import { EventEmitter } from 'node:events';
 import type { OutboxStore } from '../../driver/outbox-store.ts';
 import type { Logger } from '../logger.ts';
+import type { Service } from '../service.ts';
 import type { RelayConfig } from './config.ts';
 import type { PublisherMap } from './publisher.ts';
 import { type Claimed, type CycleResult, claimedCount, RelayCycle } from './relay-cycle.ts';
@@ -41,7 +42,8 @@ export interface RelayDeps {
   listen: ((onNotify: () => void) => { start(): Promise<void>; stop(): Promise<void> }) | null;
 }
 
-export class Relay {
+export class Relay implements Service {
+  readonly name = 'outbox relay';
   readonly events = new EventEmitter<RelayEvents>();
   readonly counters: RelayCounters = { claimed: 0, published: 0, retried: 0, deadLettered: 0, fenced: 0 };
   readonly #d: RelayDeps;

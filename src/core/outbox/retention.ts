@@ -3,6 +3,7 @@
 // delete is a leader-only write fenced by the lease's epoch, in batches with SKIP LOCKED.
 
 import type { OutboxStore } from '../../driver/outbox-store.ts';
+import type { Service } from '../service.ts';
 import { OUTBOX_PURGE_BATCH_DEFAULT, type RelayConfig } from './config.ts';
 
 export interface OutboxRetentionDeps {
@@ -14,7 +15,8 @@ export interface OutboxRetentionDeps {
   onError: (err: unknown) => void;
 }
 
-export class OutboxRetention {
+export class OutboxRetention implements Service {
+  readonly name = 'outbox retention';
   readonly #d: OutboxRetentionDeps;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
@@ -24,9 +26,11 @@ export class OutboxRetention {
     this.#d = deps;
   }
 
+  /** Sweeps at once, then every retentionIntervalMs; started again on each new leadership after a stop. */
   start(): void {
     const { retention } = this.#d.config;
-    if (this.#timer || this.#stopped || (retention.publishedMs === null && retention.deadLetteredMs === null)) return;
+    if (this.#timer || (retention.publishedMs === null && retention.deadLetteredMs === null)) return;
+    this.#stopped = false;
     this.#schedule(0);
   }
 

@@ -1,0 +1,46 @@
+// Cron as a feature of the engine: baton.cron, the declared schedules reconciled at start() in
+// every process, the ticker run by the leader alone (each occurrence written in a transaction
+// fenced by the lease's epoch), and the NOTIFY route that wakes it when a schedule changes.
+
+import type { EngineContext, FeatureParts } from '../engine-context.ts';
+import { cronChannelFor } from '../notifier.ts';
+import { service } from '../service.ts';
+import { CronService } from './service.ts';
+
+export function cronFeature(ctx: EngineContext): { cron: CronService; parts: FeatureParts } {
+  const { config, deps } = ctx;
+  const cron = new CronService({
+    store: deps.scheduleStore,
+    adminStore: deps.adminScheduleStore,
+    misfireThresholdMs: config.cronMisfireThresholdMs,
+    maxAttemptsDefault: config.maxAttemptsDefault,
+    // Without LISTEN (poll mode, or no queues: no listener) a change elsewhere is seen at the
+    // next poll; with it, a lost NOTIFY within a minute.
+    maxSleepMs: config.dispatch === 'notify' && Object.keys(config.queues).length > 0 ? 60_000 : config.pollIntervalMs,
+    // In the ticker's fenced transaction; it wakes the queues itself once that has committed.
+    enqueue: (specs, client) => ctx.enqueueMany(specs, { client, notify: false }),
+    wake: (queues) => ctx.wakeQueues(queues),
+    leaderEpoch: () => ctx.leaderEpoch(),
+    fenced: (epoch, fn) => {
+      const lease = ctx.lease;
+      if (!lease) return Promise.resolve({ held: false as const });
+      // Idle past the local deadline means paused: the server ends it before the lease can expire.
+      return deps.leaderStore.fenced({ epoch, idleMs: lease.fenceMs, stillLeader: () => lease.epoch() === epoch }, fn);
+    },
+    log: ctx.log,
+    onError: ctx.onError('cron'),
+    declared: deps.schedules?.declared ?? [],
+    pruneUndeclared: deps.schedules?.pruneUndeclared ?? false,
+  });
+  const wake = () => cron.wake();
+  return {
+    cron,
+    parts: {
+      // First of all: a start() that cannot write its declared schedules fails before any work starts.
+      services: [service('cron schedules', { start: () => cron.reconcile() })],
+      leaderServices: [cron],
+      routes: new Map([[cronChannelFor(config.schema), wake]]),
+      onListenerConnected: wake,
+    },
+  };
+}
