@@ -6,7 +6,8 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { core, z } from 'zod';
-import { type ErrorCode, isBatonError, isInvalidInputSqlstate } from '../index.ts';
+import { isInvalidInputSqlstate } from '../driver/sqlstate.ts';
+import { type ErrorCode, isBatonError } from '../index.ts';
 import type { AppEnv } from './context.ts';
 import type { errorBodySchema } from './wire-schemas.ts';
 
