@@ -2,6 +2,13 @@
 // recorded in api/baton-queue.api.md; limits, defaults and helpers the HTTP edge or the
 // daemon need are imported from their own modules instead (docs/testing.md, The public API).
 
+/**
+ * Baton, a durable job queue for Node.js on PostgreSQL: the engine (createBaton), its types,
+ * errors and publishers. The typed HTTP client is the `baton-queue/client` entry.
+ *
+ * @packageDocumentation
+ */
+
 export {
   type AdminApi,
   type DatabaseHealth,

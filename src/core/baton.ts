@@ -17,6 +17,7 @@ import type { WorkflowBuilder } from './workflow/builder.ts';
 import type { WorkflowCounters } from './workflow/execution.ts';
 import type { Workflows } from './workflow/service.ts';
 
+/** Options of enqueue and enqueueMany: the caller's transaction, the NOTIFY, the trace context, the key space. */
 export interface EnqueueOptions {
   /**
    * Run the insert on this client (the caller's open transaction). Baton never begins,
@@ -70,6 +71,7 @@ export interface EngineStats {
   leader: boolean | null;
 }
 
+/** The engine createBaton returns: migrate, start, stop, enqueue, the admin, cron, outbox and workflow APIs (docs/library.md). */
 export interface Baton {
   readonly config: EngineConfig;
   /** Creates/updates the schema. Safe from many processes at once. */

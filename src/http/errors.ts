@@ -28,6 +28,7 @@ export const HTTP_ERROR_CODES = [
   'TOO_MANY_CONNECTIONS',
 ] as const;
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number];
+/** The `error.code` of an HTTP API error body: an engine ErrorCode or one only the HTTP layer answers (e.g. UNAUTHORIZED). */
 export type ApiErrorCode = ErrorCode | HttpErrorCode;
 
 /** THE table. Every error response's status is looked up here and nowhere else. */
