@@ -149,4 +149,5 @@ export {
   type WorkflowEvent,
   type WorkflowFn,
   type WorkflowOptions,
+  type WorkflowRunsApi,
 } from './types/workflow.ts';

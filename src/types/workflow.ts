@@ -171,3 +171,22 @@ export interface ListRunsFilter {
   limit?: number | undefined;
   offset?: number | undefined;
 }
+
+/** Workflow runs, `baton.workflows`: read, list, count, cancel and replay them (docs/workflows.md). */
+export interface WorkflowRunsApi {
+  /**
+   * The run, or null. With `tenantId`, null for another tenant's run too, at the cost of an id
+   * nobody has: the reads themselves are limited to the tenant.
+   */
+  getRun(runId: string, opts?: { tenantId?: string | undefined }): Promise<RunDetail | null>;
+  /** Runs newest first, filtered by name, state and tenant. */
+  listRuns(filter?: ListRunsFilter): Promise<RunSummary[]>;
+  /** Cancels a running, sleeping or waiting run and its pending driving job; an execution in progress stops at its next step. */
+  cancelRun(runId: string): Promise<RunSummary>;
+  /** Resumes a dead-lettered or cancelled run at the step it stopped at; completed steps keep their outputs. */
+  replayRun(runId: string): Promise<RunSummary>;
+  /** Runs per workflow and state. */
+  countRunsByState(): Promise<Array<{ name: string; state: RunState; n: number }>>;
+  /** The workflows defined in this process. */
+  names(): string[];
+}
