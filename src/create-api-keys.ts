@@ -9,6 +9,7 @@ import type { Queryable } from './db/pg/pool.ts';
 import { isValidSchemaName, quoteSchema } from './driver/schema-name.ts';
 import { BatonError } from './types/errors.ts';
 
+/** Options of openApiKeys: a pool or connection string, the schema, how long a verified key is cached. */
 export interface ApiKeysOptions {
   /** A pool to use (not ended by close()). Either pool or connectionString is required. */
   pool?: Queryable;
@@ -19,8 +20,10 @@ export interface ApiKeysOptions {
   cacheMs?: number;
 }
 
+/** The API key store openApiKeys returns, with close() to end the pool it built. */
 export type ClosableApiKeys = ApiKeys & { close(): Promise<void> };
 
+/** Opens the API key store outside an engine, e.g. to create the first key before the daemon runs (docs/security.md). */
 export function openApiKeys(opts: ApiKeysOptions): ClosableApiKeys {
   const schema = opts.schema ?? SCHEMA_DEFAULT;
   if (!isValidSchemaName(schema)) throw new BatonError('INVALID_CONFIG', `invalid schema name ${JSON.stringify(schema)}`);

@@ -31,6 +31,7 @@ import { BatonError } from './types/errors.ts';
 import type { ScheduleInput } from './types/schedule.ts';
 import { PACKAGE_VERSION } from './version.ts';
 
+/** Options of createBaton: the connection, queues, handlers, schedules, logger and every engine setting (docs/configuration.md). */
 export interface BatonOptions extends EngineConfigInput {
   /** A pg.Pool to use (Baton does not end it on stop). Either pool or connectionString is required. */
   pool?: PgPoolLike;
@@ -73,6 +74,7 @@ export interface BatonOptions extends EngineConfigInput {
   outbox?: OutboxOptions;
 }
 
+/** The `outbox` option: publishers by destination name, whether this process relays, and the relay's settings. */
 export interface OutboxOptions extends RelayConfigInput {
   /** Destination name -> publisher (webhookPublisher, rabbitmqPublisher, natsPublisher or your own). */
   publishers?: PublisherMap;

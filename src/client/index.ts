@@ -1,6 +1,12 @@
 // The typed RPC client: hc<AppType> over the HTTP API. Every route, body and
 // response type comes from the server's route definitions (a type-only import).
 
+/**
+ * The typed client of Baton's HTTP API (`baton-queue/client`): createClient and the types of
+ * every route, status and error body, from the server's own route definitions.
+ *
+ * @packageDocumentation
+ */
 import { hc } from 'hono/client';
 import type { AppType } from '../http/app.ts';
 
@@ -8,6 +14,7 @@ export type { InferRequestType, InferResponseType } from 'hono/client';
 export type { AppType } from '../http/app.ts';
 export type { ApiErrorBody, ApiErrorCode } from '../http/errors.ts';
 
+/** Options of createClient: the bearer token, a fetch implementation, extra headers. */
 export interface ClientOptions {
   /**
    * Sent as `Authorization: Bearer <token>` on every request: `BATON_API_TOKEN` or an API key.
@@ -57,17 +64,20 @@ function encodingParams<T extends object>(target: T): T {
   });
 }
 
+// Named rather than inferred: the declarations in dist/ then refer to AppType instead of
+// spelling out every route (10,000 lines, whose unions tsc orders differently from build to build).
+/** The typed client createClient returns: one method per route of the HTTP API, typed per status. */
+export type BatonClient = ReturnType<typeof hc<AppType>>;
+
 /**
  * Creates a client for a Baton daemon at `baseUrl` (e.g. `http://127.0.0.1:8080`).
  * Example: `const res = await client.api.jobs.$post({ json: { jobType: 'noop' } })`. Each
  * answer is typed per status, errors included (`if (!res.ok)` or `res.status === 401`
  * narrows `res.json()` to ApiErrorBody), so check the status before reading the body.
  */
-export function createClient(baseUrl: string, opts: ClientOptions = {}) {
+export function createClient(baseUrl: string, opts: ClientOptions = {}): BatonClient {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
   // Global fetch looked up per call, so a fetch replaced after the client was made is used.
   return encodingParams(hc<AppType>(baseUrl, { headers, fetch: withJsonContentType(opts.fetch ?? ((input, init) => fetch(input, init))) }));
 }
-
-export type BatonClient = ReturnType<typeof createClient>;

@@ -26,6 +26,7 @@ import {
 
 export type { DatabaseHealth, WorkerInfo } from '../types/admin.ts';
 
+/** The filter, sort and page of admin.listJobs (docs/library.md, Admin API). */
 export interface ListJobsFilter {
   state?: JobState;
   tenantId?: string;
@@ -55,6 +56,7 @@ export interface ListJobsFilter {
   offset?: number;
 }
 
+/** One page of admin.listJobs: job summaries, the capped total, and whether the sort read a bounded window. */
 export interface JobPage {
   /** Summaries: bulky fields bounded (see JobSummary). */
   jobs: JobSummary[];
@@ -73,11 +75,13 @@ export interface JobPage {
   windowed: boolean;
 }
 
+/** Jobs per state, every state present (zero included). */
 export type StateCounts = Record<JobState, number>;
 
 /** How long admin.health() answers from its last read. */
 export const HEALTH_CACHE_MS = 5_000;
 
+/** Operator reads and actions, `baton.admin`: jobs, queues, workers, health, flow control (docs/library.md, Admin API). */
 export interface AdminApi extends FlowAdminApi {
   /**
    * Throws BatonError JOB_NOT_FOUND. With `tenantId`, a job of another tenant is JOB_NOT_FOUND
@@ -124,11 +128,14 @@ export interface AdminApi extends FlowAdminApi {
 }
 
 export const LIST_LIMIT_DEFAULT = 50;
+/** The largest `limit` of a job listing (admin.listJobs and the HTTP listings). */
 export const LIST_LIMIT_MAX = 500;
 /** Deep OFFSET pages cost a scan each; page with filters instead. */
+/** The largest `offset` of a job listing: deeper pages cost a scan each, so narrow the filter instead. */
 export const LIST_OFFSET_MAX = 100_000;
 export const LIST_TOTAL_CAP = 1_000;
 export const DLQ_REPLAY_LIMIT_DEFAULT = 100;
+/** The most dead-lettered jobs one admin.replayDeadLetters call replays. */
 export const DLQ_REPLAY_LIMIT_MAX = 1_000;
 const INT8_MAX = 9223372036854775807n;
 

@@ -23,10 +23,13 @@ const NAME_MAX = 200;
 const TOKEN = /^bk_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
 
 /** Why a presented key was refused; the caller only ever sees 401, metrics see the reason. */
+/** Why ApiKeys.verify refused a token. */
 export type KeyRefusal = 'malformed' | 'unknown_key' | 'revoked' | 'bad_secret';
 
+/** What ApiKeys.verify answers: the key, or why the token was refused. */
 export type VerifyResult = { ok: true; key: ApiKeyRecord } | { ok: false; reason: KeyRefusal };
 
+/** What ApiKeys.create takes: the role, the tenant of a tenant key, and an optional name. */
 export interface CreateKeyInput {
   role?: ApiKeyRole;
   /** Required for role 'tenant' (the default); not allowed for 'admin'. */
@@ -34,6 +37,7 @@ export interface CreateKeyInput {
   name?: string;
 }
 
+/** The API key store openApiKeys opens: create, list, revoke and verify keys (docs/security.md). */
 export interface ApiKeys {
   /** The new key and its token (`bk_<id>_<secret>`), which is never readable again. */
   create(input: CreateKeyInput): Promise<{ key: ApiKeyRecord; token: string }>;

@@ -5,7 +5,7 @@ import type { EventEmitter } from 'node:events';
 import type { MigrateResult } from '../driver/migrations.ts';
 import type { Queryable } from '../driver/queryable.ts';
 import type { EnqueueResult, JobSpec } from '../types/job.ts';
-import type { SendEventResult, StartRunOptions, StartRunResult, WorkflowFn, WorkflowOptions } from '../types/workflow.ts';
+import type { SendEventResult, StartRunOptions, StartRunResult, WorkflowFn, WorkflowOptions, WorkflowRunsApi } from '../types/workflow.ts';
 import type { AdminApi } from './admin.ts';
 import type { EngineConfig } from './config.ts';
 import type { CronApi } from './cron/api.ts';
@@ -15,8 +15,8 @@ import type { OutboxApi } from './outbox/service.ts';
 import type { TraceCarrier } from './tracing.ts';
 import type { WorkflowBuilder } from './workflow/builder.ts';
 import type { WorkflowCounters } from './workflow/execution.ts';
-import type { Workflows } from './workflow/service.ts';
 
+/** Options of enqueue and enqueueMany: the caller's transaction, the NOTIFY, the trace context, the key space. */
 export interface EnqueueOptions {
   /**
    * Run the insert on this client (the caller's open transaction). Baton never begins,
@@ -70,6 +70,7 @@ export interface EngineStats {
   leader: boolean | null;
 }
 
+/** The engine createBaton returns: migrate, start, stop, enqueue, the admin, cron, outbox and workflow APIs (docs/library.md). */
 export interface Baton {
   readonly config: EngineConfig;
   /** Creates/updates the schema. Safe from many processes at once. */
@@ -99,7 +100,7 @@ export interface Baton {
   /** Sends an event to a run: kept until a wait for `name` takes it; a repeated idempotency key is absorbed. */
   sendEvent(runId: string, name: string, payload?: unknown, opts?: { idempotencyKey?: string }): Promise<SendEventResult>;
   /** Runs: reads, cancel and replay. */
-  readonly workflows: Pick<Workflows, 'getRun' | 'listRuns' | 'cancelRun' | 'replayRun' | 'countRunsByState' | 'names'>;
+  readonly workflows: WorkflowRunsApi;
   readonly events: EventEmitter<EngineEvents>;
   stats(): EngineStats;
   /** The transactional outbox: record messages in your transaction; relays publish them (docs/outbox.md). */

@@ -142,7 +142,9 @@ export const engineConfigSchema = z
     }
   });
 
+/** The engine's own options (queues, leases, polling, retention, ...), as BatonOptions takes them (docs/configuration.md). */
 export type EngineConfigInput = z.input<typeof engineConfigSchema>;
+/** The validated, frozen engine options, defaults filled in: `baton.config`. */
 export type EngineConfig = Readonly<
   Omit<z.output<typeof engineConfigSchema>, 'heartbeatMs' | 'heartbeatDeadlineMs' | 'workerId'> & {
     heartbeatMs: number;

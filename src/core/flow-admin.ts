@@ -37,6 +37,7 @@ export const keyPatternSchema = z
   .refine((s) => !s.includes('\u0000') && !s.slice(0, -1).includes('*'), "must be a key, or a prefix ending in a single '*'");
 export const tenantWeightSchema = z.number().int().min(1).max(TENANT_WEIGHT_MAX);
 
+/** Flow control's admin: queue and key-pattern caps and rate limits, tenant weights, the snapshot (docs/flow-control.md). */
 export interface FlowAdminApi {
   flow(): Promise<FlowSnapshot>;
   /** Sets (replaces) a queue's limits; both null clears them. */

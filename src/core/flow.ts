@@ -6,6 +6,7 @@
 
 import type { Executor, FairCursor } from '../driver/executor.ts';
 
+/** How a queue's claims share out among tenants: 'tenant' takes turns by tenant, 'none' is first in, first out. */
 export type Fairness = 'tenant' | 'none';
 
 export interface QueueFlow {

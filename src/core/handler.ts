@@ -3,6 +3,7 @@
 
 import type { LeasedJob } from '../types/job.ts';
 
+/** What a handler is given: the payload, the job, its fencing token, an abort signal, lease checks (docs/library.md, Handlers). */
 export interface JobContext<P = unknown> {
   /** The job's payload, as enqueued. */
   readonly payload: P;
@@ -19,5 +20,6 @@ export interface JobContext<P = unknown> {
 /** A job handler. The resolved value (JSON-serialisable) is stored as the job's result. */
 export type Handler<P = unknown> = (ctx: JobContext<P>) => Promise<unknown> | unknown;
 
+/** Job type to handler: the `handlers` option. */
 // biome-ignore lint/suspicious/noExplicitAny: a map holds handlers typed for their own payloads; Handler<unknown> would refuse them (parameters are contravariant).
 export type HandlerMap = Readonly<Record<string, Handler<any>>>;

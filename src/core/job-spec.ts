@@ -12,8 +12,11 @@ import type { TraceCarrier } from './tracing.ts';
 export const DELAY_MS_MAX = 10 * 365 * 24 * 3600 * 1000;
 /** Priority runs from -PRIORITY_MAX to PRIORITY_MAX; higher runs first. */
 export const PRIORITY_MAX = 1_000_000;
+/** The largest `maxAttempts` of a job spec. */
 export const MAX_ATTEMPTS_MAX = 1_000;
+/** The longest `idempotencyKey` of a job spec, in characters. */
 export const IDEMPOTENCY_KEY_MAX_CHARS = 512;
+/** The longest `concurrencyKey` of a job spec, in characters. */
 export const CONCURRENCY_KEY_MAX_CHARS = 256;
 /**
  * Separates a tenant from its own concurrency key in a stored key (see tenantConcurrencyKey).
@@ -30,6 +33,7 @@ export const TENANT_KEY_SEPARATOR = '#';
 export function tenantConcurrencyKey(tenantId: string, key: string): string {
   return `${tenantId}${TENANT_KEY_SEPARATOR}${key}`;
 }
+/** The largest `concurrencyLimit` of a job spec. */
 export const CONCURRENCY_LIMIT_MAX = 1_000_000;
 /** Most parents one job may depend on. */
 export const DEPENDS_ON_MAX = 100;
@@ -52,6 +56,7 @@ export function jsonTextHasNul(text: string): boolean {
  * and an offset can carry a valid-looking "9999-12-31T23:00:00-01:00" into year 10000.
  */
 export const RUN_AT_MIN = '0001-01-01T00:00:00.000Z';
+/** The latest `runAt` of a job spec (see RUN_AT_MIN). */
 export const RUN_AT_MAX = '9999-12-31T23:59:59.999Z';
 const RUN_AT_MIN_MS = Date.parse(RUN_AT_MIN);
 const RUN_AT_MAX_MS = Date.parse(RUN_AT_MAX);

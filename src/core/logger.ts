@@ -1,6 +1,7 @@
 // The logger seam: the pino subset the engine calls. pino satisfies it
 // structurally; the default is silent.
 
+/** The logger Baton writes to: any pino-compatible one (the `logger` option); silent by default. */
 export interface Logger {
   debug(obj: object, msg?: string): void;
   info(obj: object, msg?: string): void;

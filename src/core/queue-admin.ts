@@ -10,6 +10,7 @@ import type { StatsRow } from '../types/queue.ts';
 
 export type { PausedQueue, StatsRow } from '../types/queue.ts';
 
+/** Whether a queue is paused, and since when: what pauseQueue and resumeQueue answer. */
 export type QueuePauseState = { queue: string; paused: true; pausedAt: Date } | { queue: string; paused: false; pausedAt: null };
 
 /** One statement's view of the jobs table (see AdminApi.stats). */
@@ -35,7 +36,9 @@ export interface StatsSnapshot {
   };
 }
 
+/** The actions admin.bulk applies to a list of job ids. */
 export const BULK_ACTIONS = ['replay', 'cancel', 'runNow'] as const;
+/** One of BULK_ACTIONS. */
 export type BulkAction = (typeof BULK_ACTIONS)[number];
 /** Most ids one bulk call takes. */
 export const BULK_IDS_MAX = 100;

@@ -16,6 +16,7 @@ export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.
 
 const MIGRATION_FILE = /^(\d{4})_[a-z0-9_]+\.sql$/;
 
+/** Options of migrate: the schema, and the migrations directory. */
 export interface MigrateOptions {
   /** Schema to migrate; created when missing. */
   schema: string;

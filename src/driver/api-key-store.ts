@@ -2,6 +2,7 @@
 // operation. Secrets never pass through here, only their SHA-256 digests.
 // @internal — not a public API.
 
+/** An API key's role: 'tenant' sees one tenant's jobs, 'admin' everything (docs/security.md). */
 export type ApiKeyRole = 'tenant' | 'admin';
 
 /** A key as stored, without its digest. */

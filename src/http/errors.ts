@@ -6,7 +6,8 @@ import type { Context } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import type { core, z } from 'zod';
-import { type ErrorCode, isBatonError, isInvalidInputSqlstate } from '../index.ts';
+import { isInvalidInputSqlstate } from '../driver/sqlstate.ts';
+import { type ErrorCode, isBatonError } from '../index.ts';
 import type { AppEnv } from './context.ts';
 import type { errorBodySchema } from './wire-schemas.ts';
 
@@ -27,6 +28,7 @@ export const HTTP_ERROR_CODES = [
   'TOO_MANY_CONNECTIONS',
 ] as const;
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number];
+/** The `error.code` of an HTTP API error body: an engine ErrorCode or one only the HTTP layer answers (e.g. UNAUTHORIZED). */
 export type ApiErrorCode = ErrorCode | HttpErrorCode;
 
 /** THE table. Every error response's status is looked up here and nowhere else. */

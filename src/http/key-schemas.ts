@@ -2,7 +2,8 @@
 // mapping of a key onto the wire. A key's secret is on the wire once, in the create answer.
 
 import { z } from 'zod';
-import { API_KEY_ROLES, type ApiKeyRecord } from '../index.ts';
+import { API_KEY_ROLES } from '../core/api-keys.ts';
+import type { ApiKeyRecord } from '../index.ts';
 import { nameSchema } from './schemas.ts';
 
 export const createKeyBodySchema = z.strictObject({

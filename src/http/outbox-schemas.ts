@@ -4,17 +4,13 @@
 import type { JSONValue } from 'hono/utils/types';
 import { z } from 'zod';
 import {
-  DEAD_LETTER_REASONS,
   OUTBOX_LIST_LIMIT_DEFAULT,
   OUTBOX_LIST_LIMIT_MAX,
   OUTBOX_LIST_OFFSET_MAX,
   OUTBOX_REPLAY_LIMIT_DEFAULT,
   OUTBOX_REPLAY_LIMIT_MAX,
-  OUTBOX_STATES,
-  type OutboxMessage,
-  type OutboxStats,
-  type RelayCounters,
-} from '../index.ts';
+} from '../core/outbox/service.ts';
+import { DEAD_LETTER_REASONS, OUTBOX_STATES, type OutboxMessage, type OutboxStats, type RelayCounters } from '../index.ts';
 import { intParam, nameSchema } from './schemas.ts';
 
 const tenantId = nameSchema.optional().meta({ description: 'only this tenant' });

@@ -3,41 +3,35 @@
 // that takes query parameters, is a 400 naming it; a typo never becomes a default.
 
 import { z } from 'zod';
+import { DLQ_REPLAY_LIMIT_DEFAULT, LIST_LIMIT_DEFAULT } from '../core/admin.ts';
+import { nameSchema as engineNameSchema } from '../core/config.ts';
+import { PREVIEW_COUNT_MAX, SCHEDULE_LIST_MAX } from '../core/cron/api.ts';
+import { jobIdSchema, runAtSchema } from '../core/job-spec.ts';
+import { BULK_IDS_MAX, STATS_WINDOW_SECONDS_DEFAULT, STATS_WINDOW_SECONDS_MAX } from '../core/queue-admin.ts';
 import {
   BULK_ACTIONS,
-  BULK_IDS_MAX,
-  CATCH_UP_LIMIT_DEFAULT,
-  CATCH_UP_LIMIT_MAX,
   CONCURRENCY_KEY_MAX_CHARS,
   CONCURRENCY_LIMIT_MAX,
   DELAY_MS_MAX,
   DEPENDS_ON_MAX,
-  DLQ_REPLAY_LIMIT_DEFAULT,
   DLQ_REPLAY_LIMIT_MAX,
-  nameSchema as engineNameSchema,
   IDEMPOTENCY_KEY_MAX_CHARS,
   JOB_SORT_KEYS,
   JOB_SORT_WINDOW,
   JOB_STATES,
   type JobSpec,
-  jobIdSchema,
-  LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,
   LIST_OFFSET_MAX,
   type ListJobsFilter,
   MAX_ATTEMPTS_MAX,
   MISFIRE_POLICIES,
   ON_PARENT_FAILURE,
-  PREVIEW_COUNT_MAX,
   PRIORITY_MAX,
   RUN_AT_MAX,
   RUN_AT_MIN,
-  runAtSchema,
-  SCHEDULE_LIST_MAX,
   SORT_ORDERS,
-  STATS_WINDOW_SECONDS_DEFAULT,
-  STATS_WINDOW_SECONDS_MAX,
 } from '../index.ts';
+import { CATCH_UP_LIMIT_DEFAULT, CATCH_UP_LIMIT_MAX } from '../types/schedule.ts';
 
 /**
  * Most jobs accepted by one POST /api/jobs/batch: below the engine's ENQUEUE_BATCH_MAX, as one

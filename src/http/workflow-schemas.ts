@@ -3,9 +3,9 @@
 
 import type { JSONValue } from 'hono/utils/types';
 import { z } from 'zod';
+import { LIST_LIMIT_DEFAULT } from '../core/admin.ts';
 import {
   IDEMPOTENCY_KEY_MAX_CHARS,
-  LIST_LIMIT_DEFAULT,
   LIST_LIMIT_MAX,
   LIST_OFFSET_MAX,
   RUN_STATES,

@@ -21,6 +21,7 @@ export const natsOptionsSchema = z
     token: z.string().optional(),
   })
   .strict();
+/** Options of natsPublisher: the servers, credentials, and how long to wait for JetStream's acknowledgement (docs/outbox.md, NATS JetStream). */
 export type NatsOptions = z.input<typeof natsOptionsSchema>;
 
 interface Open {
@@ -50,6 +51,7 @@ async function explain(c: Open, subject: string, err: unknown): Promise<string> 
   }
 }
 
+/** A publisher to NATS JetStream, acknowledged by the stream (the driver is an optional peer dependency). */
 export function natsPublisher(options: NatsOptions): Publisher {
   const parsed = natsOptionsSchema.safeParse(options);
   if (!parsed.success) throw issuesLine('NATS publisher', parsed.error.issues);

@@ -20,6 +20,7 @@ export const rabbitmqOptionsSchema = z
     heartbeatSeconds: z.number().int().min(0).max(600).default(10),
   })
   .strict();
+/** Options of rabbitmqPublisher: the URL, the exchange (the message's topic is the routing key), the heartbeat (docs/outbox.md, RabbitMQ). */
 export type RabbitmqOptions = z.input<typeof rabbitmqOptionsSchema>;
 
 interface Open {
@@ -29,6 +30,7 @@ interface Open {
   returned: Set<string>;
 }
 
+/** A publisher to RabbitMQ with publisher confirms (amqplib is an optional peer dependency). */
 export function rabbitmqPublisher(options: RabbitmqOptions): Publisher {
   const parsed = rabbitmqOptionsSchema.safeParse(options);
   if (!parsed.success) throw issuesLine('RabbitMQ publisher', parsed.error.issues);

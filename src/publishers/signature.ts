@@ -60,6 +60,7 @@ function hmac(key: Buffer, id: string, timestamp: string, body: string | Uint8Ar
   return createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest();
 }
 
+/** What verifyWebhookSignature checks: the secrets, the raw body and the three webhook- headers. */
 export interface VerifyWebhookInput {
   /** One `whsec_` secret, or several while rotating: any may match. */
   secret: string | readonly string[];

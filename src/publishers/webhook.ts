@@ -41,6 +41,7 @@ export const webhookOptionsSchema = z
     headers: z.record(z.string(), z.string()).default({}),
   })
   .strict();
+/** Options of webhookPublisher: the URL, the signing secret(s), headers, timeout, connections (docs/outbox.md, Webhook). */
 export type WebhookOptions = z.input<typeof webhookOptionsSchema>;
 
 /** Statuses worth retrying besides 5xx: the receiver timed out or asked us to slow down. */
@@ -55,6 +56,7 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
   return Number.isFinite(ms) ? Math.min(Math.max(ms, 0), RETRY_AFTER_MAX_MS) : undefined;
 }
 
+/** A publisher that POSTs each message as JSON, signed as Standard Webhooks says; 2xx is delivered. */
 export function webhookPublisher(options: WebhookOptions): Publisher {
   const parsed = webhookOptionsSchema.safeParse(options);
   if (!parsed.success) {

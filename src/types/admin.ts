@@ -1,5 +1,6 @@
 // Read models of the fleet and the database, as the store answers them and operators read them.
 
+/** One worker process as admin.workers lists it: host, pid, queues, jobs in flight, liveness, leadership. */
 export interface WorkerInfo {
   id: string;
   hostname: string;

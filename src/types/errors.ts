@@ -1,6 +1,7 @@
 // Error classes with stable codes. The HTTP edge maps codes to statuses in one
 // table; nothing in core knows about HTTP.
 
+/** Every stable code a BatonError carries (docs/library.md, Errors). */
 export const ERROR_CODES = [
   'INVALID_ARGUMENT',
   'INVALID_CONFIG',
@@ -23,6 +24,7 @@ export const ERROR_CODES = [
   'OUTBOX_STATE_CONFLICT',
   'API_KEY_NOT_FOUND',
 ] as const;
+/** One of ERROR_CODES: what `BatonError.code` holds. */
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
 /** Every error Baton throws on purpose. `code` is stable; `details` is JSON-safe. */
@@ -37,6 +39,7 @@ export class BatonError extends Error {
   }
 }
 
+/** True for a BatonError, whose `code` then says which error it is (docs/library.md, Errors). */
 export function isBatonError(err: unknown): err is BatonError {
   return err instanceof BatonError;
 }

@@ -1,5 +1,6 @@
 // Flow control's limits and its snapshot (migration 0015), as the store reads and writes them.
 
+/** A rate limit: `limit` starts per `periodMs`, a token bucket of that size. */
 export interface RateLimit {
   /** Starts allowed per period (also the bucket's size: a burst of up to `limit`). */
   limit: number;
@@ -13,6 +14,7 @@ export interface FlowLimits {
   rateLimit: RateLimit | null;
 }
 
+/** A queue in the flow snapshot: its limits, what runs and waits, its bucket's tokens. */
 export interface FlowQueueState extends FlowLimits {
   queue: string;
   /** A job with a concurrency key was enqueued in this queue. */
@@ -24,6 +26,7 @@ export interface FlowQueueState extends FlowLimits {
   tokens: number | null;
 }
 
+/** A concurrency key in the flow snapshot: its jobs by state, its pattern's cap and rate, its bucket's tokens. */
 export interface FlowKeyState {
   key: string;
   pending: number;
@@ -35,6 +38,7 @@ export interface FlowKeyState {
   tokens: number | null;
 }
 
+/** Flow control as it stands: queues, key patterns, tenant weights and what waits on a cap (admin.flow()). */
 export interface FlowSnapshot {
   queues: FlowQueueState[];
   keyPatterns: Array<FlowLimits & { pattern: string }>;

@@ -10,6 +10,7 @@
 
 import { BatonError } from './errors.ts';
 
+/** The keys a job listing may sort by (ListJobsFilter.sort). */
 export const JOB_SORT_KEYS = [
   'id',
   'createdAt',
@@ -22,8 +23,11 @@ export const JOB_SORT_KEYS = [
   'attempt',
   'priority',
 ] as const;
+/** One of JOB_SORT_KEYS. */
 export type JobSortKey = (typeof JOB_SORT_KEYS)[number];
+/** The orders a listing may sort in. */
 export const SORT_ORDERS = ['asc', 'desc'] as const;
+/** One of SORT_ORDERS. */
 export type SortOrder = (typeof SORT_ORDERS)[number];
 
 /** The sort keys the primary key serves: createdAt is defined as the id order (ids grow with creation). */

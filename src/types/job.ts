@@ -3,10 +3,14 @@
 
 import type { TraceCarrier } from './trace.ts';
 
+/** Every state a job can be in (docs/library.md, Job states). */
 export const JOB_STATES = ['pending', 'waiting', 'leased', 'running', 'succeeded', 'dead_lettered', 'cancelled'] as const;
+/** One of JOB_STATES: lowercase everywhere (SQL, API, console). */
 export type JobState = (typeof JOB_STATES)[number];
 
+/** The states a job finishes in; admin.replay takes a job out of them again. */
 export const TERMINAL_STATES = ['succeeded', 'dead_lettered', 'cancelled'] as const satisfies readonly JobState[];
+/** One of TERMINAL_STATES. */
 export type TerminalState = (typeof TERMINAL_STATES)[number];
 
 export function isTerminalState(state: JobState): state is TerminalState {
@@ -30,6 +34,7 @@ export const ATTEMPT_ERROR_KINDS = [
   'parent_failed',
   'cancelled',
 ] as const;
+/** One of ATTEMPT_ERROR_KINDS: how a failed attempt ended. */
 export type AttemptErrorKind = (typeof ATTEMPT_ERROR_KINDS)[number];
 
 /** One failed attempt, kept in the job's error history so an operator can read the chain. */
@@ -76,6 +81,7 @@ interface JobBase {
   cancelRequestedAt: Date | null;
 }
 
+/** A job waiting for its run-at and a worker. */
 export interface PendingJob extends JobBase {
   state: 'pending';
   /** Token of the last lease, or null if never claimed. */
@@ -87,30 +93,35 @@ export interface WaitingJob extends JobBase {
   /** How many of its parents have not finished yet. */
   waitingFor: number;
 }
+/** A job a worker holds under a lease (state leased or running), with its fencing token: what a handler is given. */
 export interface LeasedJob extends JobBase {
   state: 'leased' | 'running';
   token: string;
   leaseOwner: string;
   leaseExpiresAt: Date;
 }
+/** A job whose handler returned, with its result. */
 export interface SucceededJob extends JobBase {
   state: 'succeeded';
   token: string;
   result: unknown;
   finishedAt: Date;
 }
+/** A job that failed for good: its attempts spent, or a TerminalError thrown. */
 export interface DeadLetteredJob extends JobBase {
   state: 'dead_lettered';
   lastToken: string | null;
   reason: string;
   finishedAt: Date;
 }
+/** A job cancelled before or while it ran, or because a parent it depends on failed. */
 export interface CancelledJob extends JobBase {
   state: 'cancelled';
   lastToken: string | null;
   finishedAt: Date;
 }
 
+/** A job as stored, one variant per state (narrow on `state`). */
 export type Job = PendingJob | WaitingJob | LeasedJob | SucceededJob | DeadLetteredJob | CancelledJob;
 
 /** Largest payload or result (stored bytes) a listing carries inline; a larger one is left out. */
@@ -169,7 +180,9 @@ export interface JobSpec {
   onParentFailure?: OnParentFailure;
 }
 
+/** What a dependent job does when a parent dead-letters or is cancelled (JobSpec.onParentFailure). */
 export const ON_PARENT_FAILURE = ['cancel', 'run'] as const;
+/** One of ON_PARENT_FAILURE: 'cancel' (the default) or 'run'. */
 export type OnParentFailure = (typeof ON_PARENT_FAILURE)[number];
 
 /** A stored job, and whether this call created it (false for a duplicate key). */
@@ -180,8 +193,10 @@ export interface InsertedJob {
 
 /** Why nothing may run an enqueued job yet. It is stored all the same: a worker or handler may be deployed later. */
 export const ENQUEUE_WARNING_CODES = ['NO_WORKER_FOR_QUEUE', 'NO_HANDLER_FOR_JOB_TYPE'] as const;
+/** One of ENQUEUE_WARNING_CODES. */
 export type EnqueueWarningCode = (typeof ENQUEUE_WARNING_CODES)[number];
 
+/** Why nothing may run a job just enqueued (no worker for its queue, no handler for its type): in EnqueueResult.warnings. */
 export interface EnqueueWarning {
   code: EnqueueWarningCode;
   message: string;

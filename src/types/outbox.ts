@@ -1,9 +1,13 @@
 // The outbox's messages as stored (migration 0013): what the store reads and writes.
 
+/** Every state an outbox message can be in. */
 export const OUTBOX_STATES = ['pending', 'published', 'dead_lettered'] as const;
+/** One of OUTBOX_STATES. */
 export type OutboxState = (typeof OUTBOX_STATES)[number];
 
+/** Why an outbox message was dead-lettered: its publisher rejected it, or its attempts ran out. */
 export const DEAD_LETTER_REASONS = ['rejected', 'attempts_exhausted'] as const;
+/** One of DEAD_LETTER_REASONS. */
 export type DeadLetterReason = (typeof DEAD_LETTER_REASONS)[number];
 
 /** A validated, defaulted message ready to insert. */

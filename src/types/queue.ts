@@ -2,6 +2,7 @@
 
 import type { JobState } from './job.ts';
 
+/** A paused queue and since when, as admin.pausedQueues lists it. */
 export interface PausedQueue {
   queue: string;
   pausedAt: Date;

@@ -2,6 +2,7 @@
 // create or update one. A schedule's status is a union: enabled, paused by an operator,
 // or disabled by the scheduler with a reason.
 
+/** What a schedule does with occurrences missed while nothing ticked (docs/cron.md, Misfires). */
 export const MISFIRE_POLICIES = ['skip', 'fire_once', 'fire_all'] as const;
 /** What happens to occurrences that elapsed while nothing was ticking (see docs/cron.md). */
 export type MisfirePolicy = (typeof MISFIRE_POLICIES)[number];
@@ -9,8 +10,10 @@ export const MISFIRE_POLICY_DEFAULT: MisfirePolicy = 'fire_once';
 export const CATCH_UP_LIMIT_DEFAULT = 100;
 export const CATCH_UP_LIMIT_MAX = 10_000;
 
+/** A schedule's status: enabled, paused by an operator, or disabled by the scheduler with a reason. */
 export type ScheduleStatus = 'enabled' | 'paused' | 'disabled';
 
+/** A recurring job as stored: its expression, zone, job template, misfire policy, status and next fire time. */
 export interface Schedule {
   id: string;
   tenantId: string;

@@ -5,11 +5,16 @@ import type { AttemptError, JobSpec } from './job.ts';
 
 /** A run's state. dead_lettered is the driving job's (its attempt budget spent, or a terminal error). */
 export const RUN_STATES = ['running', 'sleeping', 'waiting', 'succeeded', 'dead_lettered', 'cancelled'] as const;
+/** One of RUN_STATES. */
 export type RunState = (typeof RUN_STATES)[number];
 
+/** What a recorded workflow step is: a step function, a sleep, an event wait, or children. */
 export const STEP_KINDS = ['step', 'sleep', 'event', 'children'] as const;
+/** One of STEP_KINDS. */
 export type StepKind = (typeof STEP_KINDS)[number];
+/** How a recorded workflow step stands. */
 export const STEP_STATUSES = ['succeeded', 'failed', 'waiting'] as const;
+/** One of STEP_STATUSES. */
 export type StepStatus = (typeof STEP_STATUSES)[number];
 
 /** What a step's function is given. */
@@ -28,6 +33,7 @@ export interface WorkflowEvent<T = unknown> {
   payload: T;
 }
 
+/** What a workflow function is given: its input, the run's id, and step, sleep, sleepUntil, waitForEvent and all (docs/workflows.md). */
 export interface WorkflowContext<I = unknown> {
   readonly runId: string;
   readonly name: string;
@@ -79,8 +85,10 @@ export interface ChildResult<T = unknown> {
   error: { name: string; message: string } | null;
 }
 
+/** A workflow: a function of its context, replayed from its recorded steps on every execution. */
 export type WorkflowFn<I = unknown, O = unknown> = (ctx: WorkflowContext<I>) => Promise<O> | O;
 
+/** Options of baton.workflow: the driving job's queue and attempt budget. */
 export interface WorkflowOptions {
   /** Queue of the driving job. Default 'default'. */
   queue?: string;
@@ -88,12 +96,14 @@ export interface WorkflowOptions {
   maxAttempts?: number;
 }
 
+/** Options of baton.startWorkflow: the run's tenant and idempotency key. */
 export interface StartRunOptions {
   tenantId?: string;
   /** A second start with the same (tenant, key) returns the first run (duplicate: true). */
   idempotencyKey?: string;
 }
 
+/** One recorded step of a run, as RunDetail lists them. */
 export interface StepInfo {
   /** The key as the code names it (`name`, or `name#n` for the n-th occurrence). */
   key: string;
@@ -111,6 +121,7 @@ export interface StepInfo {
   finishedAt: Date | null;
 }
 
+/** A workflow run as listings show it: name, tenant, state, progress, what it waits for. */
 export interface RunSummary {
   id: string;
   name: string;
@@ -126,6 +137,7 @@ export interface RunSummary {
   finishedAt: Date | null;
 }
 
+/** A workflow run in full: input, output, attempts and errors, and every recorded step. */
 export interface RunDetail extends RunSummary {
   input: unknown;
   output: unknown;
@@ -137,11 +149,13 @@ export interface RunDetail extends RunSummary {
   steps: StepInfo[];
 }
 
+/** What baton.startWorkflow answers: the run, and whether it already existed (same idempotency key). */
 export interface StartRunResult {
   run: RunSummary;
   duplicate: boolean;
 }
 
+/** What baton.sendEvent answers: its id, whether it was a duplicate, whether it woke a run. */
 export interface SendEventResult {
   eventId: string;
   duplicate: boolean;
@@ -149,10 +163,30 @@ export interface SendEventResult {
   resumed: boolean;
 }
 
+/** The filter and page of a workflow run listing. */
 export interface ListRunsFilter {
   name?: string | undefined;
   state?: RunState | undefined;
   tenantId?: string | undefined;
   limit?: number | undefined;
   offset?: number | undefined;
+}
+
+/** Workflow runs, `baton.workflows`: read, list, count, cancel and replay them (docs/workflows.md). */
+export interface WorkflowRunsApi {
+  /**
+   * The run, or null. With `tenantId`, null for another tenant's run too, at the cost of an id
+   * nobody has: the reads themselves are limited to the tenant.
+   */
+  getRun(runId: string, opts?: { tenantId?: string | undefined }): Promise<RunDetail | null>;
+  /** Runs newest first, filtered by name, state and tenant. */
+  listRuns(filter?: ListRunsFilter): Promise<RunSummary[]>;
+  /** Cancels a running, sleeping or waiting run and its pending driving job; an execution in progress stops at its next step. */
+  cancelRun(runId: string): Promise<RunSummary>;
+  /** Resumes a dead-lettered or cancelled run at the step it stopped at; completed steps keep their outputs. */
+  replayRun(runId: string): Promise<RunSummary>;
+  /** Runs per workflow and state. */
+  countRunsByState(): Promise<Array<{ name: string; state: RunState; n: number }>>;
+  /** The workflows defined in this process. */
+  names(): string[];
 }

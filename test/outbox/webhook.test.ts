@@ -8,15 +8,9 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  generateWebhookSecret,
-  parseRetryAfter,
-  signWebhook,
-  verifyWebhookSignature,
-  webhookMessageId,
-  webhookPublisher,
-  webhookSecretKey,
-} from '../../src/index.ts';
+import { generateWebhookSecret, signWebhook, verifyWebhookSignature, webhookPublisher } from '../../src/index.ts';
+import { webhookMessageId, webhookSecretKey } from '../../src/publishers/signature.ts';
+import { parseRetryAfter } from '../../src/publishers/webhook.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { outboxRow, outboxStates, useOutboxEngines } from './harness.ts';

@@ -21,6 +21,7 @@ import { CRON_MAX_CHARS, type FireInstant, parseCron, previewCron } from './expr
 export const PREVIEW_COUNT_MAX = 100;
 export const SCHEDULE_LIST_MAX = 1_000;
 
+/** Recurring jobs, `baton.cron`: create, read, edit, pause, resume, remove and preview schedules (docs/cron.md). */
 export interface CronApi {
   /** Creates or updates a schedule by (tenantId, name). An unchanged definition is left as it is. */
   upsert(input: ScheduleInput): Promise<{ schedule: Schedule; created: boolean }>;

@@ -21,6 +21,7 @@ export interface CronSchedule {
   next(after: Date): Date | null;
 }
 
+/** One occurrence a schedule would fire, as cron.preview lists them. */
 export interface FireInstant {
   /** ISO 8601 in UTC. */
   utc: string;

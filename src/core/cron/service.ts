@@ -13,6 +13,7 @@ import type { Service } from '../service.ts';
 import { type CronApi, createCronApi, scheduleInputSchema, validateDefinition } from './api.ts';
 import { Scheduler } from './scheduler.ts';
 
+/** What this process's scheduler did: occurrences fired, catch-ups by misfire policy, schedules disabled (`stats().cron`). */
 export interface CronCounters {
   /** Occurrences turned into jobs by this process. */
   fired: number;

@@ -48,6 +48,7 @@ export const relayConfigSchema = z
   })
   .refine((c) => c.backoffCapMs >= c.backoffBaseMs, { message: 'backoffCapMs must be >= backoffBaseMs', path: ['backoffCapMs'] });
 
+/** The outbox relay's settings (batch size, attempts, backoff, polling), as OutboxOptions takes them (docs/outbox.md). */
 export type RelayConfigInput = z.input<typeof relayConfigSchema>;
 export type RelayConfig = z.output<typeof relayConfigSchema>;
 

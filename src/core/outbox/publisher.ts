@@ -17,6 +17,7 @@ export interface PublishMessage {
   attempt: number;
 }
 
+/** Delivers outbox messages to one destination; webhookPublisher, rabbitmqPublisher and natsPublisher are three, or write your own. */
 export interface Publisher {
   /** Resolves when the destination acknowledged the message. */
   publish(message: PublishMessage, signal: AbortSignal): Promise<void>;

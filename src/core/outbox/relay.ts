@@ -13,6 +13,7 @@ import type { RelayConfig } from './config.ts';
 import type { PublisherMap } from './publisher.ts';
 import { type Claimed, type CycleResult, claimedCount, RelayCycle } from './relay-cycle.ts';
 
+/** The events of the outbox relay's emitter (`baton.outbox.events`): published, retried, dead-lettered, fenced, purged, error. */
 export interface RelayEvents {
   /** Acknowledged by the destination; latency from claim to acknowledgement. */
   published: [{ destination: string; latencyMs: number }];
@@ -25,6 +26,7 @@ export interface RelayEvents {
   error: [{ where: string; error: unknown }];
 }
 
+/** Messages this process's relay claimed, published, retried, dead-lettered, and outcomes fenced off. */
 export interface RelayCounters {
   claimed: number;
   published: number;

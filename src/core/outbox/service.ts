@@ -30,11 +30,13 @@ export function outboxChannelFor(schema: string): string {
   return `baton_outbox_${createHash('sha1').update(schema).digest('hex').slice(0, 24)}`;
 }
 
+/** Options of outbox.record and recordMany: the caller's transaction. */
 export interface RecordOptions {
   /** The caller's client, inside their transaction: the message commits or rolls back with it. */
   client?: Queryable;
 }
 
+/** The filter and page of outbox.list. */
 export interface ListOutboxFilter {
   state?: OutboxState | undefined;
   destination?: string | undefined;
@@ -43,6 +45,7 @@ export interface ListOutboxFilter {
   offset?: number | undefined;
 }
 
+/** Outbox messages per destination and state, and the age of the oldest pending one. */
 export interface OutboxStats {
   /** Counts per destination and state (states with none are 0). */
   destinations: Array<{ destination: string; counts: Record<OutboxState, number> }>;
@@ -51,6 +54,7 @@ export interface OutboxStats {
   oldestPendingAgeSeconds: number | null;
 }
 
+/** The transactional outbox, `baton.outbox`: record messages, list, replay and count them (docs/outbox.md). */
 export interface OutboxApi {
   /** Records one message on `opts.client` (the caller's transaction) or, without it, on its own. */
   record(message: OutboxMessageInput, opts?: RecordOptions): Promise<RecordResult>;

@@ -5,6 +5,7 @@
 import { TerminalError } from '../../types/errors.ts';
 import type { StepContext, WorkflowContext, WorkflowFn } from '../../types/workflow.ts';
 
+/** What a step of a built workflow is given: the step context, the run's input and the outputs of the steps before it. */
 export interface BuilderStepContext<I = unknown> extends StepContext {
   readonly input: I;
   readonly runId: string;
@@ -12,6 +13,7 @@ export interface BuilderStepContext<I = unknown> extends StepContext {
   requireOutputOf<T = unknown>(key: string): T;
 }
 
+/** Defines a workflow step by step, `baton.workflow(name)` with no function (docs/workflows.md). */
 export interface WorkflowBuilder<I = unknown> {
   step(key: string, fn: (ctx: BuilderStepContext<I>) => unknown): WorkflowBuilder<I>;
 }

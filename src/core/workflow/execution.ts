@@ -11,6 +11,7 @@ import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, jsonTextHasNul, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
 import type { WorkflowBatcher } from './batcher.ts';
 
+/** What this process did for workflows: steps executed, step replays avoided, resumes by cause (`stats().workflows`). */
 export interface WorkflowCounters {
   stepsExecuted: number;
   stepReplaysAvoided: number;

@@ -18,6 +18,7 @@ import {
   type StartRunResult,
   type WorkflowFn,
   type WorkflowOptions,
+  type WorkflowRunsApi,
 } from '../../types/workflow.ts';
 import { assertJobId, isJobId, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
 import { nameSchema } from '../config.ts';
@@ -72,7 +73,7 @@ function jsonText(value: unknown, what: string): string {
   return text;
 }
 
-export class Workflows {
+export class Workflows implements WorkflowRunsApi {
   readonly counters: WorkflowCounters = {
     stepsExecuted: 0,
     stepReplaysAvoided: 0,

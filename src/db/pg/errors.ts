@@ -1,19 +1,10 @@
 // Translates PostgreSQL SQLSTATEs into BatonError codes, in one place.
 
+import { isInvalidInputSqlstate } from '../../driver/sqlstate.ts';
 import { BatonError, isBatonError } from '../../types/errors.ts';
 
 /** SQLSTATEs worth retrying: serialization failure, deadlock, cannot connect now, admin shutdown, crash shutdown. */
 export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01', '57P01', '57P02', '57P03']);
-
-/**
- * True for SQLSTATEs that mean the database refused a value it was given: all of class 22
- * (data exception: NUL in text, a number or date out of range, a time zone displacement out
- * of range, ...) and 54001 (statement too complex, e.g. absurdly deep jsonb). A whole class
- * rather than a list, because a list misses the code nobody thought of and turns it into a 500.
- */
-export function isInvalidInputSqlstate(code: string): boolean {
-  return /^22[0-9A-Z]{3}$/.test(code) || code === '54001';
-}
 
 /** Network-level failures of node-postgres: the database is unreachable, not the input bad. */
 function isConnectionError(err: { code?: unknown; message?: unknown }): boolean {

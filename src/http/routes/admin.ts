@@ -5,8 +5,8 @@
 
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
+import { DLQ_REPLAY_LIMIT_DEFAULT } from '../../core/admin.ts';
 import type { Baton } from '../../index.ts';
-import { DLQ_REPLAY_LIMIT_DEFAULT } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { validationHook } from '../errors.ts';
 import { noBody } from '../json-body.ts';

@@ -4,8 +4,9 @@
 
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
+import { isJobId } from '../../core/admin.ts';
 import type { Baton } from '../../index.ts';
-import { BatonError, type BulkItemResult, type EnqueueOptions, isJobId, traceCarrier } from '../../index.ts';
+import { BatonError, type BulkItemResult, type EnqueueOptions, traceCarrier } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';

@@ -5,7 +5,8 @@
 
 import { zValidator } from '@hono/zod-validator';
 import { Hono } from 'hono';
-import { type Baton, BatonError, isJobId } from '../../index.ts';
+import { isJobId } from '../../core/admin.ts';
+import { type Baton, BatonError } from '../../index.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError, validationHook } from '../errors.ts';
 import { jsonBody, noBody } from '../json-body.ts';
