@@ -17,7 +17,10 @@
 -- hold no job of their queue any more (queries/job.ts, purgeScan).
 
 -- Completions wait from here to the commit, so the read below sees every finished job that a
--- completion of this version (which writes the map) does not.
+-- completion of this version (which writes the map) does not. The index this map replaces is
+-- dropped by 0025, in a transaction of its own: dropping it here would raise this lock to an
+-- exclusive one while other sessions wait, which can deadlock with one that holds a lesser lock
+-- on jobs and waits for a stronger one.
 LOCK TABLE jobs IN SHARE ROW EXCLUSIVE MODE;
 
 CREATE TABLE finished_blocks (
@@ -49,9 +52,6 @@ CREATE TRIGGER jobs_record_finished_block_on_update AFTER UPDATE OF queue ON job
 INSERT INTO finished_blocks (queue, block)
   SELECT DISTINCT queue, id >> 8 FROM jobs WHERE finished_at IS NOT NULL;
 
--- Plain DROP INDEX: it waits for the lock above anyway.
-DROP INDEX IF EXISTS jobs_finished_queue_id_idx;
-
 -- release_dependents (0016) with the cancelled dependents' blocks recorded beside their count.
 CREATE OR REPLACE FUNCTION release_dependents(parent bigint, outcome text) RETURNS integer
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
@@ -82,7 +82,7 @@ BEGIN
     INSERT INTO finished_blocks (queue, block)
       SELECT DISTINCT c.queue, c.id >> 8 FROM c
       WHERE c.state = 'cancelled'
-        AND NOT EXISTS (SELECT 1 FROM finished_blocks b WHERE b.queue = c.queue AND b.block = c.id >> 8)
+        AND NOT EXISTS (SELECT 1 FROM finished_blocks b WHERE b.queue = c.queue AND b.block = c.id >> 8 OFFSET 0)
   ), runs AS (
     -- A workflow run awaiting this job: due now if it waits (its driving job is pending).
     UPDATE jobs pj SET run_at = now(), updated_at = now()

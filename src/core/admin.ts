@@ -165,7 +165,11 @@ export function emptyCounts(): StateCounts {
 }
 
 async function readHealth(executor: Executor): Promise<DatabaseHealth> {
-  const [queues, tables, horizon] = await Promise.all([executor.jobOldestDue(), executor.schemaTableStats(), executor.serverHorizon()]);
+  const [queues, tables, horizon] = await Promise.all([
+    executor.healthOldestDue(),
+    executor.healthTableStats(),
+    executor.healthServerHorizon(),
+  ]);
   return { readAt: new Date(), queues, tables, horizon };
 }
 

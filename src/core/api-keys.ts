@@ -87,7 +87,7 @@ export function createApiKeys(store: ApiKeyStore, opts: { cacheMs?: number; now?
     if (hit && now() - hit.at < cacheMs) return hit;
     cache.delete(id);
     if (cache.size >= CACHE_MAX) cache.delete(cache.keys().next().value as string);
-    const entry: Entry = { at: now(), read: store.lookup(id), touched: false };
+    const entry: Entry = { at: now(), read: store.apiKeyLookup(id), touched: false };
     cache.set(id, entry);
     // A failed read is not cached: the next request tries again.
     entry.read.catch(() => {
@@ -103,16 +103,16 @@ export function createApiKeys(store: ApiKeyStore, opts: { cacheMs?: number; now?
       const k = checkInput(input);
       const id = crypto.randomBytes(8).toString('hex');
       const secret = crypto.randomBytes(32).toString('base64url');
-      const key = await store.insert({ id, secretSha256: sha256(secret), ...k });
+      const key = await store.apiKeyInsert({ id, secretSha256: sha256(secret), ...k });
       cache.delete(id);
       active = { at: now(), read: Promise.resolve(true) };
       return { key, token: `bk_${id}_${secret}` };
     },
 
-    list: (o = {}) => store.list({ tenantId: o.tenantId, includeRevoked: o.includeRevoked ?? false }),
+    list: (o = {}) => store.apiKeyList({ tenantId: o.tenantId, includeRevoked: o.includeRevoked ?? false }),
 
     async revoke(id) {
-      const key = /^[0-9a-f]{16}$/.test(id) ? await store.revoke(id) : null;
+      const key = /^[0-9a-f]{16}$/.test(id) ? await store.apiKeyRevoke(id) : null;
       if (!key) throw new BatonError('API_KEY_NOT_FOUND', `API key ${JSON.stringify(id.slice(0, 40))} not found`, { details: { id } });
       cache.delete(id);
       active = null;
@@ -134,14 +134,14 @@ export function createApiKeys(store: ApiKeyStore, opts: { cacheMs?: number; now?
       // Once per cache entry, best effort: a failed bump must not fail the request.
       if (!entry.touched) {
         entry.touched = true;
-        store.touch(id).catch(() => undefined);
+        store.apiKeyTouch(id).catch(() => undefined);
       }
       return { ok: true, key };
     },
 
     anyActive() {
       if (!active || now() - active.at >= cacheMs) {
-        const entry = { at: now(), read: store.anyActive() };
+        const entry = { at: now(), read: store.apiKeyAnyActive() };
         active = entry;
         entry.read.catch(() => {
           if (active === entry) active = null;

@@ -54,7 +54,7 @@ export class FlowState {
   async refresh(): Promise<void> {
     if (this.#queues.size === 0) return;
     try {
-      const next = await this.#executor.flowControlled({ queues: [...this.#queues.keys()] });
+      const next = await this.#executor.flowListControlled({ queues: [...this.#queues.keys()] });
       const added = [...next].filter((q) => !this.#controlled.has(q));
       this.#controlled = next;
       if (added.length > 0) this.#onControlled(added);

@@ -74,7 +74,7 @@ export class LeaderLease implements Service {
     await this.#running;
     const epoch = this.#epoch;
     this.#lose();
-    if (epoch !== null) await this.#d.store.release({ holder: this.#d.holder, epoch }).catch(this.#d.onError);
+    if (epoch !== null) await this.#d.store.leaderRelease({ holder: this.#d.holder, epoch }).catch(this.#d.onError);
   }
 
   #tryNow(): void {
@@ -91,15 +91,21 @@ export class LeaderLease implements Service {
     try {
       const held = this.#epoch;
       if (held !== null) {
-        const ok = await store.renew({ holder, epoch: held, leaseMs, lockKey });
+        const ok = await store.leaderRenew({ holder, epoch: held, leaseMs, lockKey });
         if (this.#epoch !== held) return;
         if (ok) this.#validUntil = Math.max(this.#validUntil, sentAt + this.fenceMs);
         else this.#lose();
       } else {
-        const epoch = await store.acquire({ holder, leaseMs, lockKey, lockNamespace: this.#d.lockNamespace, lastEpoch: this.#lastEpoch });
+        const epoch = await store.leaderAcquire({
+          holder,
+          leaseMs,
+          lockKey,
+          lockNamespace: this.#d.lockNamespace,
+          lastEpoch: this.#lastEpoch,
+        });
         if (epoch === null) return;
         if (this.#stopped) {
-          await store.release({ holder, epoch });
+          await store.leaderRelease({ holder, epoch });
           return;
         }
         this.#epoch = epoch;

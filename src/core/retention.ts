@@ -10,8 +10,9 @@
 // a sweep reads what became due since; a job it passed that was not due yet (still live, a dead
 // letter kept for longer, a job created long ago that finished late, a replayed one) is reached
 // when the walk starts over from the oldest: every RETENTION_REVISIT_MS, or every half of the
-// youngest retention when that is shorter, so such a job is deleted at most that much later
-// than its age (with an age of 0, at the next sweep).
+// youngest retention when that is shorter, once the pass has got through (a pass that has not
+// goes on first), so such a job is deleted at most that much later than its age, plus the time
+// a pass takes (with an age of 0, at the next sweep).
 
 import type { Executor } from '../driver/executor.ts';
 import type { TerminalState } from '../types/job.ts';
@@ -45,6 +46,8 @@ interface Walk {
   after: string;
   /** When (local monotonic ms) this walk last started from the oldest. */
   startedAt: number;
+  /** This pass reached the jobs created after the youngest age (or the end) at least once. */
+  reached: boolean;
 }
 
 export class Retention {
@@ -135,9 +138,9 @@ export class Retention {
   async #vacuumIfDue(epoch: string): Promise<void> {
     const threshold = this.#d.config.vacuumDeadTuples;
     if (threshold === null) return;
-    const { dead, vacuuming } = await this.#d.executor.jobsDeadTuples();
+    const { dead, vacuuming } = await this.#d.executor.jobDeadTuples();
     if (dead >= threshold && !vacuuming && this.#d.leaderEpoch() === epoch) {
-      await this.#d.executor.jobsVacuum();
+      await this.#d.executor.jobVacuum();
       this.#d.onVacuumed?.(dead);
     }
   }
@@ -155,7 +158,9 @@ export class Retention {
     const revisitMs = this.#d.revisitMs ?? Math.min(RETENTION_REVISIT_MS, youngest / 2);
     const now = performance.now();
     let walk = this.#walk;
-    if (!walk || now - walk.startedAt >= revisitMs) walk = { after: '0', startedAt: now };
+    // Only a pass that got through starts over: one that had not yet crossed a long stretch of
+    // live jobs and kept dead letters would otherwise start over before it reached the due ones.
+    if (!walk || (walk.reached && now - walk.startedAt >= revisitMs)) walk = { after: '0', startedAt: now, reached: false };
     this.#walk = walk;
     const deleted: Record<TerminalState, Map<string, number>> = { succeeded: new Map(), cancelled: new Map(), dead_lettered: new Map() };
     let total = 0;
@@ -171,6 +176,7 @@ export class Retention {
       }
       done = r.done;
     }
+    if (done) walk.reached = true;
     if (!done && this.#d.leaderEpoch() === epoch) this.#backlog = true;
     for (const state of Object.keys(deleted) as TerminalState[]) {
       if (deleted[state].size > 0)

@@ -18,14 +18,20 @@ export interface ApiKeyRecord {
 }
 
 export interface ApiKeyStore {
-  insert(k: { id: string; secretSha256: Buffer; role: ApiKeyRole; tenantId: string | null; name: string | null }): Promise<ApiKeyRecord>;
+  apiKeyInsert(k: {
+    id: string;
+    secretSha256: Buffer;
+    role: ApiKeyRole;
+    tenantId: string | null;
+    name: string | null;
+  }): Promise<ApiKeyRecord>;
   /** The key and its digest, revoked or not; null for an unknown id. */
-  lookup(id: string): Promise<(ApiKeyRecord & { secretSha256: Buffer }) | null>;
-  list(p: { tenantId?: string | undefined; includeRevoked: boolean }): Promise<ApiKeyRecord[]>;
+  apiKeyLookup(id: string): Promise<(ApiKeyRecord & { secretSha256: Buffer }) | null>;
+  apiKeyList(p: { tenantId?: string | undefined; includeRevoked: boolean }): Promise<ApiKeyRecord[]>;
   /** Sets revoked_at once (a second revoke keeps the first time); null for an unknown id. */
-  revoke(id: string): Promise<ApiKeyRecord | null>;
+  apiKeyRevoke(id: string): Promise<ApiKeyRecord | null>;
   /** Whether any key is not revoked. */
-  anyActive(): Promise<boolean>;
+  apiKeyAnyActive(): Promise<boolean>;
   /** Bumps last_used_at, at most once a minute per key (so a busy key is not a write per request). */
-  touch(id: string): Promise<void>;
+  apiKeyTouch(id: string): Promise<void>;
 }

@@ -165,7 +165,7 @@ export interface Executor {
   /** The fair claim, or (controlled) the claim under caps and rate limits. */
   jobClaimFlow(p: FlowClaimParams): Promise<FlowClaimResult>;
   /** Which of these queues are flow-controlled (claimed through jobClaimFlow with controlled). */
-  flowControlled(p: { queues: string[] }): Promise<Set<string>>;
+  flowListControlled(p: { queues: string[] }): Promise<Set<string>>;
   flowSetQueue(p: { queue: string } & FlowLimits): Promise<void>;
   flowSetKey(p: { pattern: string } & FlowLimits): Promise<void>;
   /** false when the pattern had no limits. */
@@ -224,15 +224,15 @@ export interface Executor {
   workerTouch(p: { id: string; inFlight: number }): Promise<void>;
   workerList(): Promise<WorkerRow[]>;
   /** Per queue with due pending jobs: seconds since the oldest became due, and how many are due. */
-  jobOldestDue(): Promise<DatabaseHealth['queues']>;
+  healthOldestDue(): Promise<DatabaseHealth['queues']>;
   /** Dead row versions of the jobs table (statistics) and whether a vacuum of it runs now. */
-  jobsDeadTuples(): Promise<{ dead: number; vacuuming: boolean }>;
+  jobDeadTuples(): Promise<{ dead: number; vacuuming: boolean }>;
   /** VACUUM of the jobs table, indexes included, without a statement timeout; skipped if its lock is taken. */
-  jobsVacuum(): Promise<void>;
+  jobVacuum(): Promise<void>;
   /** Sizes and vacuum state of the schema's tables. */
-  schemaTableStats(): Promise<DatabaseHealth['tables']>;
+  healthTableStats(): Promise<DatabaseHealth['tables']>;
   /** The server's oldest transaction horizon (see DatabaseHealth). */
-  serverHorizon(): Promise<DatabaseHealth['horizon']>;
+  healthServerHorizon(): Promise<DatabaseHealth['horizon']>;
   /** What live workers can run: per worker, the queues it works and the job types it has handlers for. */
   workerListLive(): Promise<Array<{ queues: string[]; jobTypes: string[] }>>;
 }

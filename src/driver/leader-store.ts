@@ -21,18 +21,21 @@ export type Fenced<T> = { held: true; value: T } | { held: false };
 
 export interface LeaderStore {
   /** Takes the lease under a new epoch if it is free (expired, or its holder's session gone); the epoch, or null. */
-  acquire(p: LeaderAcquireParams): Promise<string | null>;
+  leaderAcquire(p: LeaderAcquireParams): Promise<string | null>;
   /** Extends the lease held under `epoch`; false when it is no longer held (taken over, or expired). */
-  renew(p: { holder: string; epoch: string; leaseMs: number; lockKey: number | null }): Promise<boolean>;
+  leaderRenew(p: { holder: string; epoch: string; leaseMs: number; lockKey: number | null }): Promise<boolean>;
   /** Ends the lease held under `epoch` now (no-op if it is no longer held). */
-  release(p: { holder: string; epoch: string }): Promise<void>;
+  leaderRelease(p: { holder: string; epoch: string }): Promise<void>;
   /** The live lease's holder and epoch, or null when none is live. */
-  current(): Promise<{ holder: string; epoch: string; acquiredAt: Date; expiresAt: Date } | null>;
+  leaderCurrent(): Promise<{ holder: string; epoch: string; acquiredAt: Date; expiresAt: Date } | null>;
   /**
    * Runs `fn` in a transaction that holds the lease's fence for `epoch` from its first statement
    * to its commit: when the epoch no longer holds an unexpired lease, nothing runs and nothing is
    * written. The server ends the transaction if it sits idle for `idleMs` (a holder paused inside
    * it). `stillLeader` is asked before COMMIT: false rolls back.
    */
-  fenced<T>(p: { epoch: string; idleMs: number; stillLeader: () => boolean }, fn: (client: Queryable) => Promise<T>): Promise<Fenced<T>>;
+  leaderFenced<T>(
+    p: { epoch: string; idleMs: number; stillLeader: () => boolean },
+    fn: (client: Queryable) => Promise<T>,
+  ): Promise<Fenced<T>>;
 }

@@ -67,34 +67,34 @@ export interface OutboxStore {
    * skipped and read back. Messages with an ordering key first take a transaction-scoped
    * advisory lock per key, so record order (ids) follows commit order within a key.
    */
-  insertMany(p: { messages: NewOutboxMessage[]; client?: Queryable | undefined; channel: string }): Promise<RecordResult[]>;
-  claim(p: { destinations: string[]; limit: number; visibilityMs: number }): Promise<OutboxClaimResult>;
+  outboxInsertMany(p: { messages: NewOutboxMessage[]; client?: Queryable | undefined; channel: string }): Promise<RecordResult[]>;
+  outboxClaim(p: { destinations: string[]; limit: number; visibilityMs: number }): Promise<OutboxClaimResult>;
   /** Returns the ids written (those whose claim was still current). */
-  publishedMany(items: OutboxClaimFence[]): Promise<Set<string>>;
+  outboxMarkPublishedMany(items: OutboxClaimFence[]): Promise<Set<string>>;
   /**
-   * publishedMany, and in the same statement the claim of the next message of each ordering key
+   * outboxMarkPublishedMany, and in the same statement the claim of the next message of each ordering key
    * it wrote a message of (up to `limit` heads, with their runs, as claim() takes them): when
    * that message is the key's oldest pending one, due and not locked. The key goes on without
    * waiting for a claim.
    */
-  publishedManyClaimNext(p: {
+  outboxMarkPublishedClaimNext(p: {
     items: OutboxClaimFence[];
     limit: number;
     visibilityMs: number;
   }): Promise<{ written: Set<string>; next: OutboxClaimResult }>;
   /** Returns id -> new state for the rows written. */
-  failMany(p: { items: OutboxFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, OutboxState>>;
+  outboxFailMany(p: { items: OutboxFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, OutboxState>>;
   /** With tenantId, null for another tenant's message: the statement itself is scoped. */
-  get(id: string, tenantId?: string): Promise<OutboxMessage | null>;
-  list(p: OutboxListParams): Promise<OutboxMessage[]>;
+  outboxGet(id: string, tenantId?: string): Promise<OutboxMessage | null>;
+  outboxList(p: OutboxListParams): Promise<OutboxMessage[]>;
   /** Dead-lettered only: back to pending with a fresh budget, replayCount + 1; null otherwise. */
-  replay(id: string): Promise<OutboxMessage | null>;
+  outboxReplay(id: string): Promise<OutboxMessage | null>;
   /** Up to `limit` dead letters, oldest first, back to pending. */
-  replayDeadLetters(p: { limit: number; destination?: string | undefined; tenantId?: string | undefined }): Promise<OutboxMessage[]>;
-  stats(p: { tenantId?: string | undefined }): Promise<OutboxStatsRow>;
+  outboxReplayDeadLetters(p: { limit: number; destination?: string | undefined; tenantId?: string | undefined }): Promise<OutboxMessage[]>;
+  outboxStats(p: { tenantId?: string | undefined }): Promise<OutboxStatsRow>;
   /**
    * Deletes up to `limit` messages finished in `state` more than `olderThanMs` ago; returns how
    * many. A leader-only write, fenced by `epoch`: deletes nothing unless it holds the leader lease.
    */
-  purge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number; epoch: string }): Promise<number>;
+  outboxPurge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number; epoch: string }): Promise<number>;
 }

@@ -37,26 +37,31 @@ export interface ScheduleAdvance {
 
 export interface ScheduleStore {
   /** Creates, or updates by (tenant, name); an unchanged definition writes nothing. */
-  upsert(w: ScheduleWrite): Promise<{ schedule: Schedule; created: boolean; changed: boolean }>;
+  scheduleUpsert(w: ScheduleWrite): Promise<{ schedule: Schedule; created: boolean; changed: boolean }>;
   /** With tenantId, null for another tenant's schedule: the statement itself is scoped. */
-  get(id: string, tenantId?: string): Promise<Schedule | null>;
-  list(p: { tenantId?: string | undefined; limit: number; offset: number }): Promise<Schedule[]>;
+  scheduleGet(id: string, tenantId?: string): Promise<Schedule | null>;
+  scheduleList(p: { tenantId?: string | undefined; limit: number; offset: number }): Promise<Schedule[]>;
   /** Replaces the definition if `version` is still current; clears any disabled reason. */
-  update(p: { id: string; version: string; write: Omit<ScheduleWrite, 'tenantId' | 'name'>; enabled: boolean }): Promise<Schedule | null>;
-  remove(id: string): Promise<boolean>;
+  scheduleUpdate(p: {
+    id: string;
+    version: string;
+    write: Omit<ScheduleWrite, 'tenantId' | 'name'>;
+    enabled: boolean;
+  }): Promise<Schedule | null>;
+  scheduleRemove(id: string): Promise<boolean>;
   /** Deletes every schedule not named in `keep`; returns how many. */
-  removeExcept(keep: Array<{ tenantId: string; name: string }>): Promise<number>;
+  scheduleRemoveExcept(keep: Array<{ tenantId: string; name: string }>): Promise<number>;
   /** Enabled schedules whose next fire time is at or before `now`, earliest first. */
-  due(p: { now: Date; limit: number }): Promise<Schedule[]>;
+  scheduleListDue(p: { now: Date; limit: number }): Promise<Schedule[]>;
   /** The earliest next fire time of any enabled schedule. */
-  earliest(): Promise<Date | null>;
+  scheduleEarliestFire(): Promise<Date | null>;
   /**
    * Moves each schedule forward, only where version and next_fire_at are as read (never
    * backwards). Returns the ids written. On `on` (the ticker's fenced transaction) when given.
    */
-  advanceMany(items: ScheduleAdvance[], on?: Queryable): Promise<Set<string>>;
+  scheduleAdvanceMany(items: ScheduleAdvance[], on?: Queryable): Promise<Set<string>>;
   /** Disables a schedule with a reason, if `version` is still current. On `on` when given. */
-  disable(p: { id: string; version: string; reason: string }, on?: Queryable): Promise<boolean>;
+  scheduleDisable(p: { id: string; version: string; reason: string }, on?: Queryable): Promise<boolean>;
   /** Tells every ticker that a schedule changed (NOTIFY, after the change committed). */
-  notifyChanged(): Promise<void>;
+  scheduleNotifyChanged(): Promise<void>;
 }

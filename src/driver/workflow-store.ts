@@ -74,7 +74,7 @@ export interface RunForAction {
 }
 
 export interface WorkflowStore {
-  startRun(p: {
+  workflowStartRun(p: {
     name: string;
     tenantId: string;
     input: string;
@@ -85,57 +85,59 @@ export interface WorkflowStore {
     parentRunId?: string | null;
   }): Promise<{ run: RunSummary; duplicate: boolean }>;
   /** The run as it was, its steps, and `marked`: the lease is current and the run (now) running. */
-  load(p: RunLease): Promise<LoadResult>;
+  workflowLoad(p: RunLease): Promise<LoadResult>;
   /** `load` for several executions in one statement; answers in the order asked. */
-  loadMany(p: RunLease[]): Promise<LoadResult[]>;
+  workflowLoadMany(p: RunLease[]): Promise<LoadResult[]>;
   /** `won`: this write committed `output`; else another execution did and `output` is its. */
-  commitStep(p: StepCommit): Promise<Fenced<{ won: boolean; output: unknown }>>;
+  workflowCommitStep(p: StepCommit): Promise<Fenced<{ won: boolean; output: unknown }>>;
   /**
    * `commitStep` for several executions in one statement (one transaction), each row fenced by
    * its own lease; answers in the order asked. Commits of one step in the same batch converge
    * like concurrent ones: one wins, the others answer its output.
    */
-  commitSteps(p: StepCommit[]): Promise<Array<Fenced<{ won: boolean; output: unknown }>>>;
-  readStep(p: { runId: string } & StepKey): Promise<{ kind: StepKind; status: StepStatus; output: unknown } | null>;
-  failStep(p: RunLease & StepKey & { seq: number; error: unknown; startedAt: Date }): Promise<void>;
-  armWait(
+  workflowCommitSteps(p: StepCommit[]): Promise<Array<Fenced<{ won: boolean; output: unknown }>>>;
+  workflowReadStep(p: { runId: string } & StepKey): Promise<{ kind: StepKind; status: StepStatus; output: unknown } | null>;
+  workflowFailStep(p: RunLease & StepKey & { seq: number; error: unknown; startedAt: Date }): Promise<void>;
+  workflowArmWait(
     p: RunLease &
       StepKey & { seq: number; kind: 'sleep' | 'event' | 'children'; waitEvent: string | null; delayMs: number | null; until: Date | null },
   ): Promise<Fenced<WaitRow>>;
   /** `done` false: the wait is not over (no event, time not come). */
-  finishWait(p: RunLease & StepKey & { waitEvent: string | null; stepKey: string }): Promise<Fenced<{ done: boolean; output: unknown }>>;
+  workflowFinishWait(
+    p: RunLease & StepKey & { waitEvent: string | null; stepKey: string },
+  ): Promise<Fenced<{ done: boolean; output: unknown }>>;
   /** Gives the driving job back (attempt refunded), due at the wait's wake-up time or now if its event is here. */
-  suspend(
+  workflowSuspend(
     p: RunLease & StepKey & { state: 'sleeping' | 'waiting'; waitEvent: string | null },
   ): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }>;
-  completeRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>>;
+  workflowCompleteRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>>;
   /** `completeRun` for several executions in one statement, each fenced by its own lease. */
-  completeRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>>;
-  childOutcomes(p: {
+  workflowCompleteRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>>;
+  workflowChildOutcomes(p: {
     runIds: string[];
   }): Promise<Array<{ id: string; state: RunState; output: unknown; lastError: { name: string; message: string } | null }>>;
-  completeWait(p: RunLease & StepKey & { output: string }): Promise<Fenced<{ done: boolean; output: unknown }>>;
+  workflowCompleteWait(p: RunLease & StepKey & { output: string }): Promise<Fenced<{ done: boolean; output: unknown }>>;
   /** Links plain jobs to the run that awaits them: each one's finish makes the waiting run due. */
-  linkChildJobs(p: { runId: string; jobIds: string[]; channel: string }): Promise<void>;
-  jobOutcomes(p: {
+  workflowLinkChildJobs(p: { runId: string; jobIds: string[]; channel: string }): Promise<void>;
+  workflowJobOutcomes(p: {
     jobIds: string[];
   }): Promise<Array<{ id: string; state: string; result: unknown; lastError: { name: string; message: string } | null }>>;
   /** Makes the parent of child run `runId` due now if it waits; answers its queue then. */
-  wakeParent(p: { runId: string }): Promise<string | null>;
+  workflowWakeParent(p: { runId: string }): Promise<string | null>;
   /** Makes the run's own pending job due now (a wake-up it may have missed); answers its queue then. */
-  wakeRun(p: { jobId: string }): Promise<string | null>;
+  workflowWakeRun(p: { jobId: string }): Promise<string | null>;
   /** Why a fenced write of this lease was refused. */
-  refusal(p: RunLease): Promise<Refusal>;
+  workflowRefusal(p: RunLease): Promise<Refusal>;
   /** null: no such run; `conflict`: its state forbids the event. */
-  sendEvent(p: {
+  workflowSendEvent(p: {
     runId: string;
     name: string;
     payload: string;
     idempotencyKey: string | null;
   }): Promise<{ eventId: string; duplicate: boolean; wokeQueue: string | null } | { conflict: RunState } | null>;
   /** `allowed` decides from the locked run; false answers { conflict }. */
-  cancelRun(p: { runId: string; allowed: (r: RunForAction) => boolean }): Promise<RunSummary | { conflict: RunState } | null>;
-  replayRun(p: {
+  workflowCancelRun(p: { runId: string; allowed: (r: RunForAction) => boolean }): Promise<RunSummary | { conflict: RunState } | null>;
+  workflowReplayRun(p: {
     runId: string;
     allowed: (r: RunForAction) => boolean;
     jobType: (name: string) => string;
@@ -143,7 +145,7 @@ export interface WorkflowStore {
     maxAttempts: (name: string) => number;
   }): Promise<{ run: RunSummary; queue: string } | { conflict: RunState } | null>;
   /** With tenantId, null for another tenant's run: the statements themselves are scoped. */
-  getRun(p: { runId: string; tenantId?: string | undefined }): Promise<RunDetail | null>;
-  listRuns(p: ListRunsFilter & { limit: number; offset: number }): Promise<RunSummary[]>;
-  countRunsByState(): Promise<Array<{ name: string; state: RunState; n: number }>>;
+  workflowGetRun(p: { runId: string; tenantId?: string | undefined }): Promise<RunDetail | null>;
+  workflowListRuns(p: ListRunsFilter & { limit: number; offset: number }): Promise<RunSummary[]>;
+  workflowCountRunsByState(): Promise<Array<{ name: string; state: RunState; n: number }>>;
 }

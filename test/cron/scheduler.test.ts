@@ -51,7 +51,7 @@ describe('scheduler', () => {
       enqueue: (specs, client) => producer.enqueueMany(specs, { client, notify: false }),
       wake: () => undefined,
       leaderEpoch: () => epoch,
-      fenced: (e, fn) => leader().fenced({ epoch: e, idleMs: 10_000, stillLeader: () => true }, fn),
+      fenced: (e, fn) => leader().leaderFenced({ epoch: e, idleMs: 10_000, stillLeader: () => true }, fn),
       now: () => now,
       misfireThresholdMs: 10_000,
       maxAttemptsDefault: 5,
@@ -223,8 +223,8 @@ describe('scheduler', () => {
     const base = store();
     const dying = scheduler({
       store: Object.assign(Object.create(base), {
-        advanceMany: () => Promise.reject(new Error('killed between the two writes')),
-        due: base.due.bind(base),
+        scheduleAdvanceMany: () => Promise.reject(new Error('killed between the two writes')),
+        scheduleListDue: base.scheduleListDue.bind(base),
       }),
     });
     await expect(dying.tick()).rejects.toThrow('killed');
@@ -251,8 +251,8 @@ describe('scheduler', () => {
     const deposed = scheduler({
       leaderEpoch: () => stale,
       store: Object.assign(Object.create(base), {
-        due: async (p: Parameters<ScheduleStore['due']>[0]) => {
-          const due = await base.due(p);
+        scheduleListDue: async (p: Parameters<ScheduleStore['scheduleListDue']>[0]) => {
+          const due = await base.scheduleListDue(p);
           read();
           await stalled;
           return due;
@@ -273,23 +273,26 @@ describe('scheduler', () => {
   it('next_fire_at never moves backwards, and a stale ticker’s advance writes nothing', async () => {
     const id = await insert({ cron: '* * * * *', next: T0 });
     const st = store();
-    const [s] = await st.due({ now: new Date(T0), limit: 10 });
+    const [s] = await st.scheduleListDue({ now: new Date(T0), limit: 10 });
     const at = (ms: number) => new Date(ms);
     // Forward from what was read: written.
-    expect(await st.advanceMany([{ id, version: s!.version, expected: at(T0), next: at(T0 + 5 * MIN), lastFired: at(T0) }])).toEqual(
-      new Set([id]),
-    );
+    expect(
+      await st.scheduleAdvanceMany([{ id, version: s!.version, expected: at(T0), next: at(T0 + 5 * MIN), lastFired: at(T0) }]),
+    ).toEqual(new Set([id]));
     // The same read again (a ticker that lagged), even to a later time: nothing.
-    expect((await st.advanceMany([{ id, version: s!.version, expected: at(T0), next: at(T0 + 9 * MIN), lastFired: null }])).size).toBe(0);
+    expect(
+      (await st.scheduleAdvanceMany([{ id, version: s!.version, expected: at(T0), next: at(T0 + 9 * MIN), lastFired: null }])).size,
+    ).toBe(0);
     // Backwards from the current value: nothing.
     expect(
-      (await st.advanceMany([{ id, version: s!.version, expected: at(T0 + 5 * MIN), next: at(T0 + MIN), lastFired: null }])).size,
+      (await st.scheduleAdvanceMany([{ id, version: s!.version, expected: at(T0 + 5 * MIN), next: at(T0 + MIN), lastFired: null }])).size,
     ).toBe(0);
     expect((await row(id)).next_fire_at.getTime()).toBe(T0 + 5 * MIN);
     // A ticker that read before an edit cannot write after it.
     await db.query('UPDATE baton.schedules SET version = version + 1 WHERE id = $1', [id]);
     expect(
-      (await st.advanceMany([{ id, version: s!.version, expected: at(T0 + 5 * MIN), next: at(T0 + 6 * MIN), lastFired: null }])).size,
+      (await st.scheduleAdvanceMany([{ id, version: s!.version, expected: at(T0 + 5 * MIN), next: at(T0 + 6 * MIN), lastFired: null }]))
+        .size,
     ).toBe(0);
     expect((await row(id)).next_fire_at.getTime()).toBe(T0 + 5 * MIN);
   });

@@ -173,7 +173,7 @@ describe('fair claim', () => {
   it('enqueueing a keyed job marks its queue controlled first', async () => {
     const queue = fresh();
     await enqueue(queue, 1, { concurrencyKey: 'k:1' });
-    expect(await ex.flowControlled({ queues: [queue, fresh()] })).toEqual(new Set([queue]));
+    expect(await ex.flowListControlled({ queues: [queue, fresh()] })).toEqual(new Set([queue]));
     expect(await claim(queue, 10)).toEqual([]);
   });
 });
@@ -349,8 +349,8 @@ describe('flow admin writes and the snapshot', () => {
     // Not keyed: lifting its limits drops the row, and the plain claims take the queue again.
     const plain = fresh();
     await ex.flowSetQueue({ queue: plain, concurrencyLimit: 1, rateLimit: null });
-    expect(await ex.flowControlled({ queues: [plain] })).toEqual(new Set([plain]));
+    expect(await ex.flowListControlled({ queues: [plain] })).toEqual(new Set([plain]));
     await ex.flowSetQueue({ queue: plain, concurrencyLimit: null, rateLimit: null });
-    expect(await ex.flowControlled({ queues: [plain] })).toEqual(new Set());
+    expect(await ex.flowListControlled({ queues: [plain] })).toEqual(new Set());
   });
 });

@@ -9,14 +9,14 @@ import { ex, fresh, useExecutorHarness } from './executor-harness.ts';
 
 const db = useExecutorHarness();
 
-describe('jobOldestDue', () => {
+describe('healthOldestDue', () => {
   it('per queue: seconds since the oldest due pending job became due, and how many are due', async () => {
     const [a, b] = [fresh('due'), fresh('due')];
     await insertJob(db.pool, { queue: a, runAt: { inMs: -600_000 } });
     await insertJob(db.pool, { queue: a, runAt: { inMs: -60_000 } });
     await insertJob(db.pool, { queue: a, state: 'succeeded', runAt: { inMs: -3_600_000 } });
     await insertJob(db.pool, { queue: b, runAt: { inMs: 600_000 } });
-    const due = await ex.jobOldestDue();
+    const due = await ex.healthOldestDue();
     const qa = due.find((q) => q.queue === a);
     expect(qa?.due).toBe(2);
     expect(qa!.oldestDueSeconds).toBeGreaterThanOrEqual(599);
@@ -25,10 +25,10 @@ describe('jobOldestDue', () => {
   });
 });
 
-describe('schemaTableStats', () => {
+describe('healthTableStats', () => {
   it("lists Baton's tables with their sizes, and a vacuum once it ran", async () => {
     await db.query('VACUUM baton.workers');
-    const tables = await ex.schemaTableStats();
+    const tables = await ex.healthTableStats();
     const names = tables.map((t) => t.name);
     expect(names).toEqual(expect.arrayContaining(['jobs', 'workers', 'schema_migrations']));
     const jobs = tables.find((t) => t.name === 'jobs')!;
@@ -45,23 +45,23 @@ describe('jobsDeadTuples and jobsVacuum', () => {
     await insertJob(db.pool, { queue });
     await db.query('DELETE FROM baton.jobs WHERE queue = $1', [queue]);
     // The statistics reach the shared counts when the deleting session reports them (within a second).
-    await expect.poll(async () => (await ex.jobsDeadTuples()).dead, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
-    expect((await ex.jobsDeadTuples()).vacuuming).toBe(false);
+    await expect.poll(async () => (await ex.jobDeadTuples()).dead, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
+    expect((await ex.jobDeadTuples()).vacuuming).toBe(false);
     const count = async () =>
       (await db.query<{ n: number }>(`SELECT vacuum_count::int AS n FROM pg_stat_user_tables WHERE relid = 'baton.jobs'::regclass`))
         .rows[0]!.n;
     const before = await count();
     const timeout = (await db.query<{ t: string }>('SHOW statement_timeout')).rows[0]!.t;
-    await ex.jobsVacuum();
+    await ex.jobVacuum();
     await expect.poll(count, { timeout: 10_000 }).toBe(before + 1);
-    await expect.poll(async () => (await ex.jobsDeadTuples()).dead, { timeout: 10_000 }).toBe(0);
+    await expect.poll(async () => (await ex.jobDeadTuples()).dead, { timeout: 10_000 }).toBe(0);
     // The vacuum lifted the statement timeout on its own session only, and put it back.
     const timeouts = await Promise.all(Array.from({ length: 10 }, () => db.query<{ t: string }>('SHOW statement_timeout')));
     expect(new Set(timeouts.map((r) => r.rows[0]!.t))).toEqual(new Set([timeout]));
   });
 });
 
-describe('serverHorizon', () => {
+describe('healthServerHorizon', () => {
   it('an open snapshot holds the horizon back by every transaction that commits after it', async () => {
     const holder = new pg.Client({ connectionString: db.url });
     await holder.connect();
@@ -69,7 +69,7 @@ describe('serverHorizon', () => {
       await holder.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
       await holder.query('SELECT txid_current()');
       for (let i = 0; i < 12; i++) await db.query('SELECT txid_current()');
-      const h = await ex.serverHorizon();
+      const h = await ex.healthServerHorizon();
       expect(h.sessionXminAge).toBeGreaterThanOrEqual(12);
       expect(h.oldestTransactionSeconds).toBeGreaterThanOrEqual(0);
     } finally {

@@ -115,25 +115,30 @@ describe('jobPurgeScan', () => {
     await db.query(`UPDATE baton.jobs SET state = 'succeeded', finished_at = now() - interval '3 hours' WHERE id = $1`, [
       at(base + size + 1n),
     ]);
-    // A job past both blocks, so the walk passes them whole.
+    // Block b2: a finished job of qa beside a pending one of qa, which keeps the block's row.
+    await insertAt(at(base + 2n * size), { queue: qa, ...done });
+    await insertAt(at(base + 2n * size + 1n), { queue: qa, createdAt: { inMs: -3 * HOUR } });
+    // A job past the three blocks, so the walk passes them whole.
     await insertAt(at(base + 3n * size), { queue: qa, createdAt: { inMs: -3 * HOUR } });
     const b0 = blockOf(at(base));
     const b1 = blockOf(at(base + size));
-    expect(await blocksOf(qa)).toEqual([b0, b1]);
+    const b2 = blockOf(at(base + 2n * size));
+    expect(await blocksOf(qa)).toEqual([b0, b1, b2]);
     // Written by hand: the update finished the job without recording its block.
     expect(await blocksOf(qb)).toEqual([b0]);
     const epoch = await takeLeaderLease(db.pool);
-    // Succeeded jobs of qa only are due: b0 keeps qb's job, b1 qb's.
+    // Every succeeded job is due, of both queues.
     const r = await ex.jobPurgeScan({ after: '0', read: 100, ages: { ...KEEP, succeeded: HOUR }, epoch });
     expect(byQueue(r.deleted)).toEqual(
       byQueue([
-        { queue: qa, state: 'succeeded', n: 2 },
+        { queue: qa, state: 'succeeded', n: 3 },
         { queue: qb, state: 'succeeded', n: 2 },
       ]),
     );
-    // Every job of both queues in both blocks is gone: their rows go too; a block the walk has
-    // not passed whole (the last job's) is never dropped.
-    expect(await blocksOf(qa)).toEqual([]);
+    // b0 and b1 hold no job of either queue any more: their rows go. b2 still holds qa's
+    // pending job: qa's row stays (that job may finish there). A block the walk has not passed
+    // whole (the last job's) is never dropped.
+    expect(await blocksOf(qa)).toEqual([b2]);
     expect(await blocksOf(qb)).toEqual([]);
     await insertAt(at(base + 4n * size), { queue: qb, ...done });
     await insertAt(at(base + 4n * size + 1n), { queue: qa, state: 'succeeded', finishedAt: { inMs: -3 * HOUR } });
@@ -142,7 +147,7 @@ describe('jobPurgeScan', () => {
     // qb's old job is deleted; qa's (created now) stops the walk before the block's end: kept.
     expect(again.deleted).toEqual([{ queue: qb, state: 'succeeded', n: 1 }]);
     expect(await blocksOf(qb)).toEqual([b4]);
-    expect(await blocksOf(qa)).toEqual([b4]);
+    expect(await blocksOf(qa)).toEqual([b2, b4]);
   });
 });
 

@@ -51,18 +51,18 @@ describe('the chaos leader recorder on the real statements', () => {
     const ex = new PgExecutor(pool, schema);
     const outbox = new PgOutboxStore(pool, schema);
 
-    const epoch = (await store.acquire({ holder: 'w', leaseMs: 60_000, lockKey: null, lockNamespace: 1, lastEpoch: null }))!;
-    await store.acquire({ holder: 'x', leaseMs: 60_000, lockKey: null, lockNamespace: 1, lastEpoch: null });
-    await store.renew({ holder: 'w', epoch, leaseMs: 60_000, lockKey: null });
+    const epoch = (await store.leaderAcquire({ holder: 'w', leaseMs: 60_000, lockKey: null, lockNamespace: 1, lastEpoch: null }))!;
+    await store.leaderAcquire({ holder: 'x', leaseMs: 60_000, lockKey: null, lockNamespace: 1, lastEpoch: null });
+    await store.leaderRenew({ holder: 'w', epoch, leaseMs: 60_000, lockKey: null });
     await insertJob(db.pool, { queue: 'rec', state: 'succeeded', finishedAt: { inMs: -1_000 } });
     await ex.jobPurgeScan({ after: '0', read: 10, ages: { succeeded: 0, cancelled: null, dead_lettered: null }, epoch });
     await ex.workerPrune({ epoch });
-    await outbox.purge({ state: 'published', olderThanMs: 0, limit: 10, epoch });
-    await store.fenced({ epoch, idleMs: 10_000, stillLeader: () => true }, async () => undefined);
+    await outbox.outboxPurge({ state: 'published', olderThanMs: 0, limit: 10, epoch });
+    await store.leaderFenced({ epoch, idleMs: 10_000, stillLeader: () => true }, async () => undefined);
     const deposed = epoch;
     const current = await takeLeaderLease(db.pool);
-    await store.renew({ holder: 'w', epoch: deposed, leaseMs: 60_000, lockKey: null });
-    await store.fenced({ epoch: deposed, idleMs: 10_000, stillLeader: () => true }, async () => undefined);
+    await store.leaderRenew({ holder: 'w', epoch: deposed, leaseMs: 60_000, lockKey: null });
+    await store.leaderFenced({ epoch: deposed, idleMs: 10_000, stillLeader: () => true }, async () => undefined);
 
     expect(seen(records)).toEqual([
       ['acquire', epoch, true],

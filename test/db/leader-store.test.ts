@@ -17,7 +17,13 @@ const db = useTestDatabase();
 const NS = 4242;
 const store = () => new PgLeaderStore(db.pool, quoteSchema('baton'));
 const acquire = (holder: string, o: { lockKey?: number | null; lastEpoch?: string | null; leaseMs?: number } = {}) =>
-  store().acquire({ holder, leaseMs: o.leaseMs ?? 60_000, lockKey: o.lockKey ?? null, lockNamespace: NS, lastEpoch: o.lastEpoch ?? null });
+  store().leaderAcquire({
+    holder,
+    leaseMs: o.leaseMs ?? 60_000,
+    lockKey: o.lockKey ?? null,
+    lockNamespace: NS,
+    lastEpoch: o.lastEpoch ?? null,
+  });
 const expire = () => db.query('UPDATE baton.leader_lease SET expires_at = now()');
 const marks = async () => (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM baton.paused_queues')).rows[0]!.n;
 const mark = (c: { query: (q: { text: string; values?: unknown[] }) => Promise<unknown> }, q: string) =>
@@ -34,26 +40,26 @@ describe('acquire, renew, release, current', () => {
     const a = await acquire('a');
     expect(a).toBe(String(BigInt(before) + 1n));
     expect(await acquire('b')).toBeNull();
-    expect(await store().current()).toMatchObject({ holder: 'a', epoch: a });
+    expect(await store().leaderCurrent()).toMatchObject({ holder: 'a', epoch: a });
     // Expired by the database clock: b takes it, and a can no longer renew.
     await expire();
-    expect(await store().current()).toBeNull();
+    expect(await store().leaderCurrent()).toBeNull();
     const b = await acquire('b');
     expect(BigInt(b!)).toBe(BigInt(a!) + 1n);
-    expect(await store().renew({ holder: 'a', epoch: a!, leaseMs: 60_000, lockKey: null })).toBe(false);
-    expect(await store().renew({ holder: 'b', epoch: b!, leaseMs: 60_000, lockKey: null })).toBe(true);
+    expect(await store().leaderRenew({ holder: 'a', epoch: a!, leaseMs: 60_000, lockKey: null })).toBe(false);
+    expect(await store().leaderRenew({ holder: 'b', epoch: b!, leaseMs: 60_000, lockKey: null })).toBe(true);
   });
 
   it('renew extends only a live lease, only for its holder under its epoch, by the database clock', async () => {
     const a = (await acquire('a', { leaseMs: 1_000 }))!;
-    await store().renew({ holder: 'a', epoch: a, leaseMs: 600_000, lockKey: 7 });
+    await store().leaderRenew({ holder: 'a', epoch: a, leaseMs: 600_000, lockKey: 7 });
     const r = await db.query(`SELECT expires_at - now() > interval '5 minutes' AS long, holder_lock_key FROM baton.leader_lease`);
     expect(r.rows[0]).toEqual({ long: true, holder_lock_key: 7 });
-    expect(await store().renew({ holder: 'other', epoch: a, leaseMs: 60_000, lockKey: null })).toBe(false);
-    expect(await store().renew({ holder: 'a', epoch: String(BigInt(a) - 1n), leaseMs: 60_000, lockKey: null })).toBe(false);
+    expect(await store().leaderRenew({ holder: 'other', epoch: a, leaseMs: 60_000, lockKey: null })).toBe(false);
+    expect(await store().leaderRenew({ holder: 'a', epoch: String(BigInt(a) - 1n), leaseMs: 60_000, lockKey: null })).toBe(false);
     // Run out: renewing is refused, taking it again gives a new epoch.
     await expire();
-    expect(await store().renew({ holder: 'a', epoch: a, leaseMs: 60_000, lockKey: null })).toBe(false);
+    expect(await store().leaderRenew({ holder: 'a', epoch: a, leaseMs: 60_000, lockKey: null })).toBe(false);
     expect(await acquire('a')).toBe(String(BigInt(a) + 1n));
   });
 
@@ -82,10 +88,10 @@ describe('acquire, renew, release, current', () => {
 
   it('release frees the lease at once, and only the holder’s own under its epoch', async () => {
     const a = (await acquire('a'))!;
-    await store().release({ holder: 'b', epoch: a });
-    await store().release({ holder: 'a', epoch: String(BigInt(a) - 1n) });
+    await store().leaderRelease({ holder: 'b', epoch: a });
+    await store().leaderRelease({ holder: 'a', epoch: String(BigInt(a) - 1n) });
     expect(await acquire('b')).toBeNull();
-    await store().release({ holder: 'a', epoch: a });
+    await store().leaderRelease({ holder: 'a', epoch: a });
     expect(await acquire('b')).toBe(String(BigInt(a) + 1n));
   });
 });
@@ -95,13 +101,13 @@ describe('fenced', () => {
     const deposed = await takeLeaderLease(db.pool, { holder: 'a' });
     const current = await takeLeaderLease(db.pool, { holder: 'b' });
     let ran = 0;
-    const out = await store().fenced({ epoch: deposed, idleMs: 10_000, stillLeader: () => true }, async (c) => {
+    const out = await store().leaderFenced({ epoch: deposed, idleMs: 10_000, stillLeader: () => true }, async (c) => {
       ran++;
       await mark(c, 'x');
     });
     expect(out).toEqual({ held: false });
     expect(ran).toBe(0);
-    const ok = await store().fenced({ epoch: current, idleMs: 10_000, stillLeader: () => true }, async (c) => {
+    const ok = await store().leaderFenced({ epoch: current, idleMs: 10_000, stillLeader: () => true }, async (c) => {
       await mark(c, 'y');
       return 'done';
     });
@@ -109,7 +115,7 @@ describe('fenced', () => {
     expect(await marks()).toBe(1);
     // Expired by the database clock: nothing either.
     await expire();
-    expect(await store().fenced({ epoch: current, idleMs: 10_000, stillLeader: () => true }, async (c) => mark(c, 'z'))).toEqual({
+    expect(await store().leaderFenced({ epoch: current, idleMs: 10_000, stillLeader: () => true }, async (c) => mark(c, 'z'))).toEqual({
       held: false,
     });
     expect(await marks()).toBe(1);
@@ -117,11 +123,11 @@ describe('fenced', () => {
 
   it('rolls back when the holder no longer trusts its lease at COMMIT, or when the work throws', async () => {
     const epoch = await takeLeaderLease(db.pool);
-    expect(await store().fenced({ epoch, idleMs: 10_000, stillLeader: () => false }, async (c) => mark(c, 'x'))).toEqual({
+    expect(await store().leaderFenced({ epoch, idleMs: 10_000, stillLeader: () => false }, async (c) => mark(c, 'x'))).toEqual({
       held: false,
     });
     await expect(
-      store().fenced({ epoch, idleMs: 10_000, stillLeader: () => true }, async (c) => {
+      store().leaderFenced({ epoch, idleMs: 10_000, stillLeader: () => true }, async (c) => {
         await mark(c, 'y');
         throw new Error('boom');
       }),
@@ -133,7 +139,7 @@ describe('fenced', () => {
     const epoch = await takeLeaderLease(db.pool, { holder: 'a' });
     const wrote = deferred();
     const gate = deferred();
-    const tx = store().fenced({ epoch, idleMs: 10_000, stillLeader: () => true }, async (c) => {
+    const tx = store().leaderFenced({ epoch, idleMs: 10_000, stillLeader: () => true }, async (c) => {
       await mark(c, 'x');
       wrote.resolve();
       await gate.promise;
@@ -161,7 +167,7 @@ describe('fenced', () => {
     const epoch = await takeLeaderLease(db.pool, { holder: 'a' });
     const wrote = deferred();
     const gate = deferred();
-    const tx = store().fenced({ epoch, idleMs: 200, stillLeader: () => true }, async (c) => {
+    const tx = store().leaderFenced({ epoch, idleMs: 200, stillLeader: () => true }, async (c) => {
       await mark(c, 'x');
       wrote.resolve();
       await gate.promise;

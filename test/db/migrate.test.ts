@@ -79,7 +79,7 @@ describe('migrate()', () => {
     expect(marked.rows.map((r) => r.queue)).toEqual(['acme-only', 'shared']);
   });
 
-  it('0024 records the blocks of the finished jobs already there, and drops the index of finished jobs by queue', async () => {
+  it('0024 records the blocks of the finished jobs already there, and 0025 drops the index of finished jobs by queue', async () => {
     const db = await migratedBefore('0024');
     // Two finished jobs of 'a' in block 0, one of 'b' in block 2; a pending job of 'c' records nothing.
     await db.query(`INSERT INTO baton.jobs (id, queue, job_type, state, finished_at) OVERRIDING SYSTEM VALUE

@@ -120,6 +120,32 @@ describe('the owned-lease read of the stranded-lease sweep with stale statistics
   );
 });
 
+describe("the completion's probe of finished_blocks next to a large map", () => {
+  it.each(['force_generic_plan', 'force_custom_plan'])(
+    'probes the map by its index, once per block, never a scan of it (%s)',
+    async (mode) => {
+      // 50,000 blocks of other queues (12.8 million ids of history), with statistics.
+      await db.query(`INSERT INTO baton.finished_blocks (queue, block) SELECT 'old-' || (g % 50), g FROM generate_series(1, 50000) g`);
+      await db.query('ANALYZE baton.finished_blocks');
+      try {
+        const plan = await explain(q.completeMany.text, [bigints(running.ids), bigints(running.tokens), 'NULL'], mode);
+        const mapScans: PlanNode[] = [];
+        const visit = (n: PlanNode) => {
+          if (n['Relation Name'] === 'finished_blocks' && /Scan/.test(n['Node Type'])) mapScans.push(n);
+          for (const c of n.Plans ?? []) visit(c);
+        };
+        visit(plan);
+        expect(mapScans.length).toBeGreaterThan(0);
+        for (const scan of mapScans) expect(scan['Node Type']).not.toBe('Seq Scan');
+        // One probe per distinct block of the batch (its 200 jobs lie in a block or two).
+        expect(Math.max(...mapScans.map((n) => n['Actual Loops'] ?? 0))).toBeLessThanOrEqual(3);
+      } finally {
+        await db.query(`DELETE FROM baton.finished_blocks WHERE queue LIKE 'old-%'`);
+      }
+    },
+  );
+});
+
 describe('the retention walk with stale statistics', () => {
   it.each(['force_generic_plan', 'force_custom_plan'])(
     'reads one batch of the primary key in id order, not the table (%s)',

@@ -1,7 +1,8 @@
 // Retention's walk over the jobs in id order, on a real database: each sweep goes on from
 // where the last one stopped, so a job it passed before it was due (created long ago, finished
-// late) is deleted only when the walk starts over from the oldest (revisitMs); and a walk in
-// progress is started over under a new epoch (a new leadership).
+// late) is deleted only when the walk starts over from the oldest (revisitMs), which it does
+// only once a pass has got through; and a walk in progress is started over under a new epoch
+// (a new leadership).
 
 import { describe, expect, it } from 'vitest';
 import { parseEngineConfig } from '../../src/core/config.ts';
@@ -51,6 +52,25 @@ describe('the retention walk', () => {
     const always = retention(() => epoch, 0);
     await always.sweep();
     expect(await exists(late)).toBe(false);
+  });
+
+  it('goes on with a pass that has not got through, rather than start over before it reaches the due jobs', async () => {
+    await db.query('DELETE FROM baton.jobs');
+    const queue = fresh('walk-long');
+    // 250 old pending jobs: more than one sweep reads (20 batches of 10), then a due one.
+    await db.query(
+      `INSERT INTO baton.jobs (queue, job_type, created_at) SELECT $1, 't', now() - interval '5 hours' FROM generate_series(1, 250)`,
+      [queue],
+    );
+    const due = await insertJob(db.pool, { queue, state: 'succeeded', createdAt: { inMs: -4 * HOUR }, finishedAt: { inMs: -4 * HOUR } });
+    const epoch = await takeLeaderLease(db.pool);
+    // Starts over whenever it may: after every pass that got through.
+    const r = retention(() => epoch, 0);
+    await r.sweep();
+    expect(await exists(due)).toBe(true);
+    await r.sweep();
+    expect(await exists(due)).toBe(false);
+    await db.query('DELETE FROM baton.jobs WHERE queue = $1', [queue]);
   });
 
   it('starts every walk over under a new epoch', async () => {

@@ -43,7 +43,7 @@ beforeAll(async () => {
 const maxLoops = (n: PlanNode): number => Math.max(n['Actual Loops'], ...(n.Plans ?? []).map(maxLoops));
 
 async function explainNextWrite(mode: string): Promise<PlanNode> {
-  const { claimed, runs } = await new PgOutboxStore(db.pool, '"baton"').claim({
+  const { claimed, runs } = await new PgOutboxStore(db.pool, '"baton"').outboxClaim({
     destinations: ['hooks'],
     limit: BATCH,
     visibilityMs: 60_000,

@@ -176,51 +176,56 @@ describe('outbox claims (store)', () => {
   it('a claimed message is invisible to a second claim; a lapsed claim reappears with the next attempt and fences the first', async () => {
     await db.query(`INSERT INTO baton.outbox (destination, topic, message_key, max_attempts) VALUES ('hooks', 't', 'k', 5)`);
     const s = store();
-    const first = await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 300 });
+    const first = await s.outboxClaim({ destinations: ['hooks'], limit: 10, visibilityMs: 300 });
     expect(first.claimed.map((m) => m.attempt)).toEqual([1]);
-    expect((await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 300 })).claimed).toEqual([]);
+    expect((await s.outboxClaim({ destinations: ['hooks'], limit: 10, visibilityMs: 300 })).claimed).toEqual([]);
     // The first relay never answers: once next_attempt_at passes, the message is claimed again.
-    const second = await waitFor(async () => (await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 60_000 })).claimed[0], {
-      message: 'the abandoned claim to reappear',
-    });
+    const second = await waitFor(
+      async () => (await s.outboxClaim({ destinations: ['hooks'], limit: 10, visibilityMs: 60_000 })).claimed[0],
+      {
+        message: 'the abandoned claim to reappear',
+      },
+    );
     expect(second.attempt).toBe(2);
     const id = second.id;
-    expect(await s.publishedMany([{ id, attempt: 1, replayCount: 0 }])).toEqual(new Set());
+    expect(await s.outboxMarkPublishedMany([{ id, attempt: 1, replayCount: 0 }])).toEqual(new Set());
     expect(
-      await s.failMany({
+      await s.outboxFailMany({
         items: [{ id, attempt: 1, replayCount: 0, error: { name: 'E', message: 'late' }, reject: true, retryAfterMs: null }],
         backoffBaseMs: 1,
         backoffCapMs: 1,
       }),
     ).toEqual(new Map());
-    expect(await s.publishedMany([{ id, attempt: 2, replayCount: 0 }])).toEqual(new Set([id]));
-    expect(await s.publishedMany([{ id, attempt: 2, replayCount: 0 }])).toEqual(new Set());
+    expect(await s.outboxMarkPublishedMany([{ id, attempt: 2, replayCount: 0 }])).toEqual(new Set([id]));
+    expect(await s.outboxMarkPublishedMany([{ id, attempt: 2, replayCount: 0 }])).toEqual(new Set());
   });
 
   it('a claim made before a replay is fenced, even when a claim after it reaches the same attempt', async () => {
     await db.query(`INSERT INTO baton.outbox (destination, topic, message_key, max_attempts) VALUES ('hooks', 't', 'k', 5)`);
     const s = store();
     // A relay claims (attempt 1) and stalls; another publishes; an operator replays the message.
-    const [stale] = (await s.claim({ destinations: ['hooks'], limit: 1, visibilityMs: 1 })).claimed;
+    const [stale] = (await s.outboxClaim({ destinations: ['hooks'], limit: 1, visibilityMs: 1 })).claimed;
     const id = stale!.id;
     // An empty array is truthy: wait for the message itself, once the first claim has lapsed.
-    const b = await waitFor(async () => (await s.claim({ destinations: ['hooks'], limit: 1, visibilityMs: 60_000 })).claimed[0] ?? null);
-    expect(await s.publishedMany([{ id, attempt: b!.attempt, replayCount: b!.replayCount }])).toEqual(new Set([id]));
-    expect((await s.replay(id))?.replayCount).toBe(1);
+    const b = await waitFor(
+      async () => (await s.outboxClaim({ destinations: ['hooks'], limit: 1, visibilityMs: 60_000 })).claimed[0] ?? null,
+    );
+    expect(await s.outboxMarkPublishedMany([{ id, attempt: b!.attempt, replayCount: b!.replayCount }])).toEqual(new Set([id]));
+    expect((await s.outboxReplay(id))?.replayCount).toBe(1);
     // After the replay a new claim is attempt 1 again, as the stalled one was.
-    const [c] = (await s.claim({ destinations: ['hooks'], limit: 1, visibilityMs: 60_000 })).claimed;
+    const [c] = (await s.outboxClaim({ destinations: ['hooks'], limit: 1, visibilityMs: 60_000 })).claimed;
     expect([c!.attempt, stale!.attempt]).toEqual([1, 1]);
     // The stalled relay's late outcome touches nothing; the current claim's does.
     const late = { id, attempt: stale!.attempt, replayCount: stale!.replayCount };
     expect(
-      await s.failMany({
+      await s.outboxFailMany({
         items: [{ ...late, error: { name: 'E', message: 'late' }, reject: true, retryAfterMs: null }],
         backoffBaseMs: 1,
         backoffCapMs: 1,
       }),
     ).toEqual(new Map());
-    expect(await s.publishedMany([late])).toEqual(new Set());
-    expect(await s.publishedMany([{ id, attempt: c!.attempt, replayCount: c!.replayCount }])).toEqual(new Set([id]));
+    expect(await s.outboxMarkPublishedMany([late])).toEqual(new Set());
+    expect(await s.outboxMarkPublishedMany([{ id, attempt: c!.attempt, replayCount: c!.replayCount }])).toEqual(new Set([id]));
   });
 
   it('concurrent claims never hand one message to two claimers', async () => {
@@ -229,7 +234,7 @@ describe('outbox claims (store)', () => {
     );
     const s = store();
     const claims = await Promise.all(
-      Array.from({ length: 8 }, () => s.claim({ destinations: ['hooks'], limit: 40, visibilityMs: 60_000 })),
+      Array.from({ length: 8 }, () => s.outboxClaim({ destinations: ['hooks'], limit: 40, visibilityMs: 60_000 })),
     );
     const ids = claims.flatMap((c) => c.claimed.map((m) => m.id));
     expect(new Set(ids).size).toBe(ids.length);
@@ -239,9 +244,9 @@ describe('outbox claims (store)', () => {
   it('a message whose last claim lapsed with no attempt left is dead-lettered by the next claim', async () => {
     await db.query(`INSERT INTO baton.outbox (destination, topic, message_key, max_attempts) VALUES ('hooks', 't', 'k', 1)`);
     const s = store();
-    expect((await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 1 })).claimed).toHaveLength(1);
+    expect((await s.outboxClaim({ destinations: ['hooks'], limit: 10, visibilityMs: 1 })).claimed).toHaveLength(1);
     const next = await waitFor(async () => {
-      const r = await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 1 });
+      const r = await s.outboxClaim({ destinations: ['hooks'], limit: 10, visibilityMs: 1 });
       return r.exhausted.length > 0 ? r : null;
     });
     expect(next.claimed).toEqual([]);
@@ -253,8 +258,8 @@ describe('outbox claims (store)', () => {
   it('a Retry-After longer than the backoff is honoured', async () => {
     await db.query(`INSERT INTO baton.outbox (destination, topic, message_key, max_attempts) VALUES ('hooks', 't', 'k', 5)`);
     const s = store();
-    const [m] = (await s.claim({ destinations: ['hooks'], limit: 1, visibilityMs: 60_000 })).claimed;
-    await s.failMany({
+    const [m] = (await s.outboxClaim({ destinations: ['hooks'], limit: 1, visibilityMs: 60_000 })).claimed;
+    await s.outboxFailMany({
       items: [{ id: m!.id, attempt: 1, replayCount: 0, error: { name: 'E', message: 'busy' }, reject: false, retryAfterMs: 120_000 }],
       backoffBaseMs: 1,
       backoffCapMs: 600_000,

@@ -48,12 +48,12 @@ describe('outbox retention', () => {
     const store = new PgOutboxStore(db.pool, quoteSchema('baton'));
     const deposed = await takeLeaderLease(db.pool, { holder: 'a' });
     const current = await takeLeaderLease(db.pool, { holder: 'b' });
-    expect(await store.purge({ state: 'published', olderThanMs: 0, limit: 10, epoch: deposed })).toBe(0);
+    expect(await store.outboxPurge({ state: 'published', olderThanMs: 0, limit: 10, epoch: deposed })).toBe(0);
     await db.query('UPDATE baton.leader_lease SET expires_at = now()');
-    expect(await store.purge({ state: 'published', olderThanMs: 0, limit: 10, epoch: current })).toBe(0);
+    expect(await store.outboxPurge({ state: 'published', olderThanMs: 0, limit: 10, epoch: current })).toBe(0);
     expect(await left()).toEqual(['p']);
     const again = await takeLeaderLease(db.pool, { holder: 'b' });
-    expect(await store.purge({ state: 'published', olderThanMs: 0, limit: 10, epoch: again })).toBe(1);
+    expect(await store.outboxPurge({ state: 'published', olderThanMs: 0, limit: 10, epoch: again })).toBe(1);
     expect(await left()).toEqual([]);
   });
 });

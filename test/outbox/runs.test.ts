@@ -21,7 +21,7 @@ describe('outbox runs (store)', () => {
        SELECT 'hooks', 't', k, o, 3 FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(k, o, n) ORDER BY n`,
       [rows.map((r) => r[0]), rows.map((r) => r[1])],
     );
-  const claim = (limit: number) => store().claim({ destinations: ['hooks'], limit, visibilityMs: 60_000 });
+  const claim = (limit: number) => store().outboxClaim({ destinations: ['hooks'], limit, visibilityMs: 60_000 });
   const runKeys = (runs: Map<string, Array<{ messageKey: string }>>) =>
     Object.fromEntries([...runs.values()].map((r) => [r[0]!.messageKey, r.map((m) => m.messageKey)]));
 
@@ -62,21 +62,21 @@ describe('outbox runs (store)', () => {
   it("a run message's outcome spends its attempt and is fenced like a claim's: once, and not after another claim took it", async () => {
     await insert(keysOf('a', 4).map((k) => [k, 'A']));
     const s = store();
-    const lapsing = await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 1 });
+    const lapsing = await s.outboxClaim({ destinations: ['hooks'], limit: 10, visibilityMs: 1 });
     const [r1, r2, r3] = lapsing.runs.get(lapsing.claimed[0]!.id)!;
     // The head's claim lapses and another claim takes the key again: head attempt 2, run unchanged.
     const again = await waitFor(async () => {
-      const c = await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 60_000 });
+      const c = await s.outboxClaim({ destinations: ['hooks'], limit: 10, visibilityMs: 60_000 });
       return c.claimed.length > 0 ? c : null;
     });
     expect(again.claimed[0]!.attempt).toBe(2);
     // The second relay publishes r1 and fails r2 first; the first relay's late writes then match nothing.
     const fence = (m: typeof r1) => ({ id: m!.id, attempt: m!.attempt, replayCount: m!.replayCount, run: true });
-    expect(await s.publishedMany([fence(r1)])).toEqual(new Set([r1!.id]));
+    expect(await s.outboxMarkPublishedMany([fence(r1)])).toEqual(new Set([r1!.id]));
     const failItem = (m: typeof r1) => ({ ...fence(m), error: { name: 'E', message: 'no' }, reject: false, retryAfterMs: null });
-    expect(await s.failMany({ items: [failItem(r2)], backoffBaseMs: 1, backoffCapMs: 1 })).toEqual(new Map([[r2!.id, 'pending']]));
-    expect(await s.publishedMany([fence(r1), fence(r2)])).toEqual(new Set());
-    expect(await s.failMany({ items: [failItem(r2)], backoffBaseMs: 1, backoffCapMs: 1 })).toEqual(new Map());
+    expect(await s.outboxFailMany({ items: [failItem(r2)], backoffBaseMs: 1, backoffCapMs: 1 })).toEqual(new Map([[r2!.id, 'pending']]));
+    expect(await s.outboxMarkPublishedMany([fence(r1), fence(r2)])).toEqual(new Set());
+    expect(await s.outboxFailMany({ items: [failItem(r2)], backoffBaseMs: 1, backoffCapMs: 1 })).toEqual(new Map());
     const rows = await db.query<{ message_key: string; state: string; attempt: number }>(
       'SELECT message_key, state, attempt FROM baton.outbox ORDER BY id',
     );
@@ -88,7 +88,7 @@ describe('outbox runs (store)', () => {
     ]);
     // A run message failing on its last attempt (attempt + 1 = max_attempts) is dead-lettered.
     await db.query(`UPDATE baton.outbox SET attempt = 2 WHERE message_key = 'a-0003'`);
-    expect(await s.failMany({ items: [failItem({ ...r3!, attempt: 2 })], backoffBaseMs: 1, backoffCapMs: 1 })).toEqual(
+    expect(await s.outboxFailMany({ items: [failItem({ ...r3!, attempt: 2 })], backoffBaseMs: 1, backoffCapMs: 1 })).toEqual(
       new Map([[r3!.id, 'dead_lettered']]),
     );
     expect(await outboxRow(db, r3!.id)).toMatchObject({ attempt: 3, dead_letter_reason: 'attempts_exhausted' });
@@ -106,17 +106,17 @@ describe('outbox runs (store)', () => {
       replayCount: m.replayCount,
       run,
     });
-    const first = await s.claim({ destinations: ['hooks'], limit: 7, visibilityMs: 60_000 });
+    const first = await s.outboxClaim({ destinations: ['hooks'], limit: 7, visibilityMs: 60_000 });
     const [a0, b0, n] = first.claimed;
     const [a1, a2] = first.runs.get(a0!.id)!;
     const [b1, b2] = first.runs.get(b0!.id)!;
     // b1 failed: B stops there. A goes on with a-0003, claimed, and its run; n has no key.
-    await s.failMany({
+    await s.outboxFailMany({
       items: [{ ...fence(b1!, true), error: { name: 'E', message: 'no' }, reject: false, retryAfterMs: 60_000 }],
       backoffBaseMs: 1,
       backoffCapMs: 1,
     });
-    const r = await s.publishedManyClaimNext({
+    const r = await s.outboxMarkPublishedClaimNext({
       items: [fence(a0!, false), fence(a1!, true), fence(a2!, true), fence(b0!, false), fence(n!, false)],
       limit: 3,
       visibilityMs: 60_000,
@@ -126,10 +126,10 @@ describe('outbox runs (store)', () => {
     expect(runKeys(r.next.runs)).toEqual({ 'a-0004': ['a-0004', 'a-0005'] });
     expect(b2!.messageKey).toBe('b-0002');
     // Nothing else is claimable: a-0003 is claimed, b-0001 waits for its retry.
-    expect((await s.claim({ destinations: ['hooks'], limit: 10, visibilityMs: 60_000 })).claimed).toEqual([]);
+    expect((await s.outboxClaim({ destinations: ['hooks'], limit: 10, visibilityMs: 60_000 })).claimed).toEqual([]);
     // A write that is fenced continues nothing: the key's oldest pending message is the claimed one.
     const [a3] = r.next.claimed;
-    const stale = await s.publishedManyClaimNext({ items: [{ ...fence(a3!, false), attempt: 0 }], limit: 3, visibilityMs: 60_000 });
+    const stale = await s.outboxMarkPublishedClaimNext({ items: [{ ...fence(a3!, false), attempt: 0 }], limit: 3, visibilityMs: 60_000 });
     expect(stale.written).toEqual(new Set());
     expect(stale.next.claimed).toEqual([]);
   });

@@ -50,7 +50,7 @@ describe('batched workflow writes', () => {
   it('a stale lease in a shared batch is refused while the other rows land, each advancing its own run', async () => {
     const [a, b, c] = (await claimedRuns(3)) as [RunLease, RunLease, RunLease];
     await claim(b.jobId); // b's lease was taken over: its token is stale
-    const res = await store.commitSteps([commit(a, 's', 0, '"a"'), commit(b, 's', 0, '"b"'), commit(c, 's', 0, '"c"')]);
+    const res = await store.workflowCommitSteps([commit(a, 's', 0, '"a"'), commit(b, 's', 0, '"b"'), commit(c, 's', 0, '"c"')]);
     expect(res).toEqual([{ ok: true, won: true, output: 'a' }, { ok: false }, { ok: true, won: true, output: 'c' }]);
     expect(await storedSteps()).toEqual([
       { run_id: a.runId, name: 's', output: 'a' },
@@ -61,21 +61,21 @@ describe('batched workflow writes', () => {
 
   it('commits of one step in one batch converge: one wins, every one answers the stored output', async () => {
     const [a, b] = (await claimedRuns(2)) as [RunLease, RunLease];
-    const res = await store.commitSteps([commit(a, 's', 0, '{"n": 1}'), commit(b, 's', 0, '2'), commit(a, 's', 0, '{"n": 9}')]);
+    const res = await store.workflowCommitSteps([commit(a, 's', 0, '{"n": 1}'), commit(b, 's', 0, '2'), commit(a, 's', 0, '{"n": 9}')]);
     expect(res).toEqual([
       { ok: true, won: true, output: { n: 1 } },
       { ok: true, won: true, output: 2 },
       { ok: true, won: false, output: { n: 1 } },
     ]);
     // A later commit of the step, batched or not, finds it committed.
-    expect(await store.commitSteps([commit(a, 's', 0, '3')])).toEqual([{ ok: true, won: false, output: { n: 1 } }]);
+    expect(await store.workflowCommitSteps([commit(a, 's', 0, '3')])).toEqual([{ ok: true, won: false, output: { n: 1 } }]);
   });
 
   it('completions in one batch: a stale lease is refused, the other runs succeed', async () => {
     const [a, b] = (await claimedRuns(2)) as [RunLease, RunLease];
     await claim(a.jobId);
     expect(
-      await store.completeRuns([
+      await store.workflowCompleteRuns([
         { ...a, output: '1' },
         { ...b, output: '2' },
       ]),
@@ -89,10 +89,10 @@ describe('batched workflow writes', () => {
 
   it('loads of several executions answer in the order asked, marked only under a current lease', async () => {
     const [a, b] = (await claimedRuns(2)) as [RunLease, RunLease];
-    await store.commitSteps([commit(b, 's', 0, '"b"')]);
+    await store.workflowCommitSteps([commit(b, 's', 0, '"b"')]);
     await claim(a.jobId);
     const missing = { ...a, runId: '999999999' };
-    const [lb, la, lm] = await store.loadMany([b, a, missing]);
+    const [lb, la, lm] = await store.workflowLoadMany([b, a, missing]);
     expect(lb).toMatchObject({ id: b.runId, marked: true, steps: [{ name: 's', output: 'b', status: 'succeeded' }] });
     expect(la).toMatchObject({ id: a.runId, marked: false, steps: [] });
     expect(lm).toBeNull();
@@ -128,7 +128,7 @@ describe('batched workflow writes', () => {
       await cancel.query('BEGIN');
       await cancel.query(`SELECT id FROM baton.workflow_runs WHERE id = $1 FOR UPDATE`, [b.runId]);
       const rows = [commit(b, 's', 0, '"b"'), commit(a, 's', 0, '"a"')].slice(0, n);
-      const batch = store.commitSteps(rows);
+      const batch = store.workflowCommitSteps(rows);
       // The batch waits for the run row the cancel holds (as a step commit waited before batching).
       await waitFor(
         async () =>

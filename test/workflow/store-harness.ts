@@ -17,7 +17,7 @@ export async function claimJob(db: TestDatabase, jobId: string): Promise<string>
 
 /** A run of workflow 'w' whose driving job is claimed now: its lease. */
 export async function claimedRun(db: TestDatabase, store: PgWorkflowStore): Promise<RunLease> {
-  const { run } = await store.startRun({
+  const { run } = await store.workflowStartRun({
     name: 'w',
     tenantId: 'default',
     input: '{}',

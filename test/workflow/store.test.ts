@@ -22,7 +22,7 @@ describe('workflow store', () => {
   const claim = (jobId: string) => claimJob(db, jobId);
 
   const step = (lease: RunLease, name: string, seq: number, output: string) =>
-    store.commitStep({ ...lease, name, occurrence: 1, seq, output, startedAt: new Date() });
+    store.workflowCommitStep({ ...lease, name, occurrence: 1, seq, output, startedAt: new Date() });
 
   it('two commits of the same step converge: one wins, the other reads the stored (normalised) output', async () => {
     const lease = await claimedRun();
@@ -30,7 +30,7 @@ describe('workflow store', () => {
     expect([a.ok, b.ok]).toEqual([true, true]);
     const results = [a, b] as Array<{ won: boolean; output: unknown }>;
     expect(results.filter((r) => r.won)).toHaveLength(1);
-    const stored = (await store.readStep({ runId: lease.runId, name: 's', occurrence: 1 }))?.output;
+    const stored = (await store.workflowReadStep({ runId: lease.runId, name: 's', occurrence: 1 }))?.output;
     expect(results.map((r) => r.output)).toEqual([stored, stored]);
     expect(JSON.stringify(stored)).toMatch(/^\{"a":2\.50?,"b":1\}$|^\{"other":true\}$/);
   });
@@ -40,11 +40,20 @@ describe('workflow store', () => {
     const fresh = { ...stale, token: await claim(stale.jobId) };
     expect(await step(stale, 's', 0, '1')).toEqual({ ok: false });
     expect(
-      await store.armWait({ ...stale, name: 'z', occurrence: 1, seq: 0, kind: 'sleep', waitEvent: null, delayMs: 1000, until: null }),
+      await store.workflowArmWait({
+        ...stale,
+        name: 'z',
+        occurrence: 1,
+        seq: 0,
+        kind: 'sleep',
+        waitEvent: null,
+        delayMs: 1000,
+        until: null,
+      }),
     ).toEqual({ ok: false });
-    expect(await store.suspend({ ...stale, name: 'z', occurrence: 1, state: 'sleeping', waitEvent: null })).toEqual({ ok: false });
-    expect(await store.completeRun({ ...stale, output: '1' })).toEqual({ ok: false });
-    expect(await store.refusal(stale)).toEqual({ kind: 'lease_lost' });
+    expect(await store.workflowSuspend({ ...stale, name: 'z', occurrence: 1, state: 'sleeping', waitEvent: null })).toEqual({ ok: false });
+    expect(await store.workflowCompleteRun({ ...stale, output: '1' })).toEqual({ ok: false });
+    expect(await store.workflowRefusal(stale)).toEqual({ kind: 'lease_lost' });
     const steps = await db.query('SELECT count(*)::int AS n FROM baton.workflow_steps');
     expect(steps.rows[0].n).toBe(0);
     expect(await step(fresh, 's', 0, '2')).toMatchObject({ ok: true, won: true, output: 2 });
@@ -54,15 +63,15 @@ describe('workflow store', () => {
     const lease = await claimedRun();
     await step(lease, 'c', 2, '"c"');
     await step(lease, 'a', 0, '"a"');
-    const r = await store.getRun({ runId: lease.runId });
+    const r = await store.workflowGetRun({ runId: lease.runId });
     expect(r?.progress).toBe(3);
   });
 
   it('a cancelled run takes no more step writes, even under a current lease', async () => {
     const lease = await claimedRun();
-    const cancelled = await store.cancelRun({ runId: lease.runId, allowed: () => true });
+    const cancelled = await store.workflowCancelRun({ runId: lease.runId, allowed: () => true });
     expect(cancelled).toMatchObject({ state: 'cancelled' });
     expect(await step(lease, 's', 0, '1')).toEqual({ ok: false });
-    expect(await store.refusal(lease)).toEqual({ kind: 'cancelled' });
+    expect(await store.workflowRefusal(lease)).toEqual({ kind: 'cancelled' });
   });
 });

@@ -120,10 +120,10 @@ export function createCronApi(deps: CronApiDeps): CronApi {
   const { store } = deps;
   const announce = () => {
     deps.changed();
-    store.notifyChanged().catch(deps.onNotifyError);
+    store.scheduleNotifyChanged().catch(deps.onNotifyError);
   };
   const mustGet = async (id: string, opts: { tenantId?: string | undefined } = {}): Promise<Schedule> => {
-    const s = await store.get(String(id), opts.tenantId);
+    const s = await store.scheduleGet(String(id), opts.tenantId);
     if (!s) throw new BatonError('SCHEDULE_NOT_FOUND', `schedule ${id} not found`, { details: { id } });
     return s;
   };
@@ -150,7 +150,7 @@ export function createCronApi(deps: CronApiDeps): CronApi {
     const sameTiming = def.cron === cur.cron && def.timezone === cur.timezone;
     const keep = enabled && cur.status === 'enabled' && sameTiming && cur.nextFireAt !== null;
     const write = { ...def, nextFireAt: enabled ? (keep ? cur.nextFireAt : def.nextFireAt) : null };
-    const out = await store.update({ id: cur.id, version: cur.version, write, enabled });
+    const out = await store.scheduleUpdate({ id: cur.id, version: cur.version, write, enabled });
     if (!out) {
       throw new BatonError('SCHEDULE_CONFLICT', `schedule ${id} was changed or removed meanwhile; read it again and retry`, {
         details: { id },
@@ -164,7 +164,7 @@ export function createCronApi(deps: CronApiDeps): CronApi {
       const i = parseOrThrow(scheduleInputSchema, input, 'schedule');
       const tenantId = i.tenantId ?? 'default';
       const def = validateDefinition(i, tenantId, deps.now(), deps.maxAttemptsDefault);
-      const r = await store.upsert({ tenantId, name: i.name, ...def });
+      const r = await store.scheduleUpsert({ tenantId, name: i.name, ...def });
       if (r.changed) announce();
       return { schedule: r.schedule, created: r.created };
     },
@@ -181,13 +181,14 @@ export function createCronApi(deps: CronApiDeps): CronApi {
         opts,
         'list options',
       );
-      return store.list({ tenantId: o.tenantId, limit: o.limit ?? 100, offset: o.offset ?? 0 });
+      return store.scheduleList({ tenantId: o.tenantId, limit: o.limit ?? 100, offset: o.offset ?? 0 });
     },
     update,
     pause: (id) => update(id, { paused: true }),
     resume: (id) => update(id, { paused: false }),
     async remove(id) {
-      if (!(await store.remove(String(id)))) throw new BatonError('SCHEDULE_NOT_FOUND', `schedule ${id} not found`, { details: { id } });
+      if (!(await store.scheduleRemove(String(id))))
+        throw new BatonError('SCHEDULE_NOT_FOUND', `schedule ${id} not found`, { details: { id } });
       announce();
     },
     preview(p) {

@@ -25,7 +25,7 @@ export function cronFeature(ctx: EngineContext): { cron: CronService; parts: Fea
       const lease = ctx.lease;
       if (!lease) return Promise.resolve({ held: false as const });
       // Idle past the local deadline means paused: the server ends it before the lease can expire.
-      return deps.leaderStore.fenced({ epoch, idleMs: lease.fenceMs, stillLeader: () => lease.epoch() === epoch }, fn);
+      return deps.leaderStore.leaderFenced({ epoch, idleMs: lease.fenceMs, stillLeader: () => lease.epoch() === epoch }, fn);
     },
     log: ctx.log,
     onError: ctx.onError('cron'),

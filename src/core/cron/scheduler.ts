@@ -102,7 +102,7 @@ export class Scheduler {
           for (let i = 0; i < MAX_BATCHES_PER_WAKE && !this.#stopped; i++) {
             if (!(await this.tick()).more) break;
           }
-          const at = await this.#d.store.earliest();
+          const at = await this.#d.store.scheduleEarliestFire();
           if (at) sleepMs = Math.min(sleepMs, Math.max(0, at.getTime() - this.#now()));
         } catch (err) {
           this.#d.onError(err);
@@ -144,7 +144,7 @@ export class Scheduler {
     if (epoch === null) return { created: 0, disabled: 0, more: false };
     const now = this.#now();
     const batch = this.#d.batchSize ?? TICK_BATCH_DEFAULT;
-    const due = await store.due({ now: new Date(now), limit: batch });
+    const due = await store.scheduleListDue({ now: new Date(now), limit: batch });
     const specs: JobSpec[] = [];
     const advances: Array<ScheduleAdvance & { schedule: Schedule; fired: number; missed: number }> = [];
     const finished: Array<{ schedule: Schedule; reason: string }> = [];
@@ -193,13 +193,13 @@ export class Scheduler {
       const results: EnqueueResult[] = [];
       for (let i = 0; i < specs.length; i += ENQUEUE_BATCH_MAX)
         results.push(...(await this.#d.enqueue(specs.slice(i, i + ENQUEUE_BATCH_MAX), client)));
-      const written = await store.advanceMany(
+      const written = await store.scheduleAdvanceMany(
         advances.map(({ id, version, expected, next, lastFired }) => ({ id, version, expected, next, lastFired })),
         client,
       );
       const disabled: Array<{ schedule: Schedule; reason: string }> = [];
       for (const d of toDisable) {
-        if (await store.disable({ id: d.schedule.id, version: d.schedule.version, reason: d.reason }, client)) disabled.push(d);
+        if (await store.scheduleDisable({ id: d.schedule.id, version: d.schedule.version, reason: d.reason }, client)) disabled.push(d);
       }
       return { results, written, disabled };
     });

@@ -94,10 +94,12 @@ export class CronService implements Service {
   async reconcile(): Promise<void> {
     for (const s of this.#declared) await this.api.upsert(s);
     if (this.#d.pruneUndeclared) {
-      const n = await this.#d.adminStore.removeExcept(this.#declared.map((s) => ({ tenantId: s.tenantId ?? 'default', name: s.name })));
+      const n = await this.#d.adminStore.scheduleRemoveExcept(
+        this.#declared.map((s) => ({ tenantId: s.tenantId ?? 'default', name: s.name })),
+      );
       if (n > 0) {
         this.#d.log.info({ removed: n }, 'baton: removed schedules not declared in the options');
-        await this.#d.adminStore.notifyChanged().catch(this.#d.onError);
+        await this.#d.adminStore.scheduleNotifyChanged().catch(this.#d.onError);
       }
     }
   }

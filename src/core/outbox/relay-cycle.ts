@@ -82,7 +82,11 @@ export class RelayCycle {
     const fresh = async (): Promise<Published> => {
       if (!opts.claim) return none;
       const runDeadline = this.#runDeadline();
-      const result = await store.claim({ destinations: this.#d.destinations, limit: config.batchSize, visibilityMs: config.visibilityMs });
+      const result = await store.outboxClaim({
+        destinations: this.#d.destinations,
+        limit: config.batchSize,
+        visibilityMs: config.visibilityMs,
+      });
       return this.#publishClaimed({ result, runDeadline });
     };
     // A failed claim must not lose the carried publishes' outcomes: write them, then throw.
@@ -151,10 +155,12 @@ export class RelayCycle {
         cause: o.error,
       });
     }
-    const failWrite = await store.failMany({ items: failed, backoffBaseMs: config.backoffBaseMs, backoffCapMs: config.backoffCapMs }).then(
-      (states) => ({ states, error: null }),
-      (error: unknown) => ({ states: null, error }),
-    );
+    const failWrite = await store
+      .outboxFailMany({ items: failed, backoffBaseMs: config.backoffBaseMs, backoffCapMs: config.backoffCapMs })
+      .then(
+        (states) => ({ states, error: null }),
+        (error: unknown) => ({ states: null, error }),
+      );
     const items = published.map(({ message: m, run }) => ({ id: m.id, attempt: m.attempt, replayCount: m.replayCount, run }));
     let written: Set<string>;
     let next: Claimed | null = null;
@@ -163,11 +169,11 @@ export class RelayCycle {
     const continues = claimNext && !this.#d.stopping.aborted && failWrite.states !== null;
     if (continues && published.some((a) => a.message.orderingKey !== null)) {
       const runDeadline = this.#runDeadline();
-      const r = await store.publishedManyClaimNext({ items, limit: config.batchSize, visibilityMs: config.visibilityMs });
+      const r = await store.outboxMarkPublishedClaimNext({ items, limit: config.batchSize, visibilityMs: config.visibilityMs });
       written = r.written;
       if (r.next.claimed.length > 0 || r.next.exhausted.length > 0) next = { result: r.next, runDeadline };
     } else {
-      written = await store.publishedMany(items);
+      written = await store.outboxMarkPublishedMany(items);
     }
     for (const { message: m, outcome: o } of published) {
       if (!written.has(m.id)) continue;

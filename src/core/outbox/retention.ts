@@ -62,7 +62,7 @@ export class OutboxRetention implements Service {
     for (const [state, olderThanMs] of ages) {
       const epoch = this.#d.leaderEpoch();
       if (olderThanMs === null || epoch === null || this.#stopped) continue;
-      const count = await this.#d.store.purge({ state, olderThanMs, limit: OUTBOX_PURGE_BATCH_DEFAULT, epoch });
+      const count = await this.#d.store.outboxPurge({ state, olderThanMs, limit: OUTBOX_PURGE_BATCH_DEFAULT, epoch });
       if (count > 0) this.#d.onPurged(state, count);
     }
   }

@@ -122,14 +122,14 @@ export class OutboxService implements OutboxApi {
     }
     if (messages.length === 0) return [];
     const normalized = messages.map((m, i) => normalizeMessage(m, this.#d.maxAttemptsDefault, messages.length > 1 ? i : undefined));
-    const results = await this.#d.store.insertMany({ messages: normalized, client: opts.client, channel: this.#channel });
+    const results = await this.#d.store.outboxInsertMany({ messages: normalized, client: opts.client, channel: this.#channel });
     // Committed already (no caller's transaction): the local relay need not wait for the NOTIFY.
     if (!opts.client && results.some((r) => r.created)) this.#d.relay?.wake();
     return results;
   }
 
   async get(id: string, opts: { tenantId?: string | undefined } = {}): Promise<OutboxMessage> {
-    const m = isOutboxId(id) ? await this.#d.adminStore.get(id, opts.tenantId) : null;
+    const m = isOutboxId(id) ? await this.#d.adminStore.outboxGet(id, opts.tenantId) : null;
     if (!m) throw new BatonError('OUTBOX_MESSAGE_NOT_FOUND', `outbox message ${id} not found`, { details: { id } });
     return m;
   }
@@ -140,7 +140,7 @@ export class OutboxService implements OutboxApi {
     }
     const limit = boundedInt('limit', filter.limit, OUTBOX_LIST_LIMIT_DEFAULT, 1, OUTBOX_LIST_LIMIT_MAX);
     const offset = boundedInt('offset', filter.offset, 0, 0, OUTBOX_LIST_OFFSET_MAX);
-    const messages = await this.#d.adminStore.list({
+    const messages = await this.#d.adminStore.outboxList({
       state: filter.state,
       destination: optionalName('destination', filter.destination),
       tenantId: optionalName('tenantId', filter.tenantId),
@@ -151,7 +151,7 @@ export class OutboxService implements OutboxApi {
   }
 
   async replay(id: string): Promise<OutboxMessage> {
-    const replayed = isOutboxId(id) ? await this.#d.adminStore.replay(id) : null;
+    const replayed = isOutboxId(id) ? await this.#d.adminStore.outboxReplay(id) : null;
     if (replayed) {
       this.#d.relay?.wake();
       return replayed;
@@ -168,7 +168,7 @@ export class OutboxService implements OutboxApi {
 
   async replayDeadLetters(p: { limit?: number; destination?: string; tenantId?: string } = {}): Promise<OutboxMessage[]> {
     const limit = boundedInt('limit', p.limit, OUTBOX_REPLAY_LIMIT_DEFAULT, 1, OUTBOX_REPLAY_LIMIT_MAX);
-    const replayed = await this.#d.adminStore.replayDeadLetters({
+    const replayed = await this.#d.adminStore.outboxReplayDeadLetters({
       limit,
       destination: optionalName('destination', p.destination),
       tenantId: optionalName('tenantId', p.tenantId),
@@ -178,7 +178,7 @@ export class OutboxService implements OutboxApi {
   }
 
   async stats(p: { tenantId?: string } = {}): Promise<OutboxStats> {
-    const row = await this.#d.adminStore.stats({ tenantId: optionalName('tenantId', p.tenantId) });
+    const row = await this.#d.adminStore.outboxStats({ tenantId: optionalName('tenantId', p.tenantId) });
     const zero = (): Record<OutboxState, number> => ({ pending: 0, published: 0, dead_lettered: 0 });
     const totals = zero();
     const byDest = new Map<string, Record<OutboxState, number>>();

@@ -80,9 +80,9 @@ export class WorkflowBatcher {
   readonly #completions: Batch<RunCompletion, Fenced<{ output: unknown }>>;
 
   constructor(store: WorkflowStore, max = BATCH_MAX) {
-    this.#loads = new Batch((p) => store.loadMany(p), max);
-    this.#steps = new Batch((p) => store.commitSteps(p), max);
-    this.#completions = new Batch((p) => store.completeRuns(p), max);
+    this.#loads = new Batch((p) => store.workflowLoadMany(p), max);
+    this.#steps = new Batch((p) => store.workflowCommitSteps(p), max);
+    this.#completions = new Batch((p) => store.workflowCompleteRuns(p), max);
   }
 
   load(p: RunLease): Promise<LoadResult> {

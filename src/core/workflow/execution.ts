@@ -73,7 +73,7 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   if (!run) throw new TerminalError(`workflow run ${runId} does not exist`);
   if (run.state === 'succeeded') return run.output;
   if (run.state === 'cancelled') return { cancelled: true };
-  if (!run.marked) return stopOrThrow(await d.store.refusal(lease), lease);
+  if (!run.marked) return stopOrThrow(await d.store.workflowRefusal(lease), lease);
   if (run.state === 'sleeping') d.counters.resumes.sleep++;
   else if (run.state === 'waiting') d.counters.resumes[run.eventReady ? 'event' : 'timeout']++;
   else if (ctx.job.attempt > 1) d.counters.resumes.retry++;
@@ -91,7 +91,7 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
       if (run.parentRunId) await wakeParent(d, runId);
       return done.output;
     }
-    return stopOrThrow(await d.store.refusal(lease), lease);
+    return stopOrThrow(await d.store.workflowRefusal(lease), lease);
   } catch (err) {
     // Whatever the function threw after the execution ended (a wait, a cancel) is its echo.
     if (exec.ended instanceof Stop) return exec.ended.result;
@@ -99,7 +99,7 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
     if (err instanceof Stop) return err.result;
     // Cancelled while a step ran: the step gave up on its signal; the run says why.
     if (exec.signal.aborted) {
-      const r = await d.store.refusal(lease).catch(() => null);
+      const r = await d.store.workflowRefusal(lease).catch(() => null);
       if (r?.kind === 'cancelled') return stopResult(r);
     }
     throw err;
@@ -110,7 +110,7 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
 
 /** A child run finished: its waiting parent is due now (best effort: the parent also polls). */
 export async function wakeParent(d: Pick<ExecutionDeps, 'store' | 'wake'>, runId: string): Promise<void> {
-  const queue = await d.store.wakeParent({ runId }).catch(() => null);
+  const queue = await d.store.workflowWakeParent({ runId }).catch(() => null);
   if (queue) d.wake(queue);
 }
 
@@ -219,7 +219,7 @@ class Execution implements WorkflowContext {
   }
 
   async #refused(): Promise<never> {
-    const r = await this.#d.store.refusal(this.#lease);
+    const r = await this.#d.store.workflowRefusal(this.#lease);
     if (r.kind === 'lease_lost') throw new LeaseLostError(this.#lease.jobId, this.#lease.token);
     this.ended = new Stop(stopResult(r));
     throw this.ended;
@@ -245,7 +245,7 @@ class Execution implements WorkflowContext {
       this.#busy = false;
       const error = { name: err instanceof Error ? err.name : 'Error', message: err instanceof Error ? err.message : String(err) };
       // Recorded for the run's history only; the job's failure write is what counts.
-      await this.#d.store.failStep({ ...this.#lease, name: key, occurrence, seq, error, startedAt }).catch(() => undefined);
+      await this.#d.store.workflowFailStep({ ...this.#lease, name: key, occurrence, seq, error, startedAt }).catch(() => undefined);
       throw new StepFailedError(shown, err);
     }
     this.#busy = false;
@@ -304,23 +304,30 @@ class Execution implements WorkflowContext {
       return past.output as Array<ChildResult<T>>;
     }
     const step = { ...this.#lease, name: `${key}:join`, occurrence };
-    const armed = await this.#d.store.armWait({ ...step, seq, kind: 'children', waitEvent: null, delayMs: CHILDREN_POLL_MS, until: null });
+    const armed = await this.#d.store.workflowArmWait({
+      ...step,
+      seq,
+      kind: 'children',
+      waitEvent: null,
+      delayMs: CHILDREN_POLL_MS,
+      until: null,
+    });
     if (!armed.ok) return this.#refused();
     if (armed.kind !== 'children')
       throw new NonDeterminismError(`workflow "${this.name}" run ${this.runId}: "${key}:join" is not a children wait`);
     if (armed.status === 'succeeded') return armed.output as Array<ChildResult<T>>;
     const joined = await this.#joined(ids);
     if (joined) {
-      const fin = await this.#d.store.completeWait({ ...step, output: JSON.stringify(joined) });
+      const fin = await this.#d.store.workflowCompleteWait({ ...step, output: JSON.stringify(joined) });
       if (!fin.ok) return this.#refused();
       if (fin.done) return fin.output as Array<ChildResult<T>>;
     }
-    const s = await this.#d.store.suspend({ ...step, state: 'waiting', waitEvent: null });
+    const s = await this.#d.store.workflowSuspend({ ...step, state: 'waiting', waitEvent: null });
     if (!s.ok) return this.#refused();
     // A child that finished between the look and the suspend saw this run still running and
     // woke nobody: look again now that the run is waiting.
     if (s.due || (await this.#joined(ids).catch(() => null))) {
-      const queue = s.due ? s.queue : await this.#d.store.wakeRun({ jobId: this.#lease.jobId });
+      const queue = s.due ? s.queue : await this.#d.store.workflowWakeRun({ jobId: this.#lease.jobId });
       if (queue) this.#d.wake(queue);
     }
     this.ended = new Suspended(`workflow run ${this.runId} suspended until its children "${key}" finish`);
@@ -332,8 +339,8 @@ class Execution implements WorkflowContext {
     const runIds = ids.filter((id) => !id.startsWith(JOB_CHILD));
     const jobIds = ids.filter((id) => id.startsWith(JOB_CHILD)).map((id) => id.slice(JOB_CHILD.length));
     const [runs, jobs] = await Promise.all([
-      runIds.length > 0 ? this.#d.store.childOutcomes({ runIds }) : [],
-      jobIds.length > 0 ? this.#d.store.jobOutcomes({ jobIds }) : [],
+      runIds.length > 0 ? this.#d.store.workflowChildOutcomes({ runIds }) : [],
+      jobIds.length > 0 ? this.#d.store.workflowJobOutcomes({ jobIds }) : [],
     ]);
     const byRun = new Map(runs.map((r) => [r.id, { ...r, result: r.output }]));
     const byJob = new Map(jobs.map((j) => [j.id, j]));
@@ -370,12 +377,12 @@ class Execution implements WorkflowContext {
     const step = { ...this.#lease, name: key, occurrence };
     if (past?.status === 'waiting') {
       // Armed by an earlier execution: its wake-up time stands; see whether the wait is over.
-      const fin = await this.#d.store.finishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
+      const fin = await this.#d.store.workflowFinishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
       if (!fin.ok) return this.#refused();
       if (fin.done) return fin.output;
       return this.#suspend(step, kind, waitEvent);
     }
-    const armed = await this.#d.store.armWait({ ...step, seq, kind, waitEvent, delayMs, until });
+    const armed = await this.#d.store.workflowArmWait({ ...step, seq, kind, waitEvent, delayMs, until });
     if (!armed.ok) return this.#refused();
     if (armed.kind !== kind) {
       throw new NonDeterminismError(
@@ -384,7 +391,7 @@ class Execution implements WorkflowContext {
     }
     if (armed.status === 'succeeded') return armed.output;
     if (kind === 'event' || armed.due) {
-      const fin = await this.#d.store.finishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
+      const fin = await this.#d.store.workflowFinishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
       if (!fin.ok) return this.#refused();
       if (fin.done) return fin.output;
     }
@@ -393,7 +400,7 @@ class Execution implements WorkflowContext {
 
   /** Ends the execution at a sleep or event wait: the job is given back, due at the wake-up. */
   async #suspend(step: RunLease & { name: string; occurrence: number }, kind: 'sleep' | 'event', waitEvent: string | null): Promise<never> {
-    const s = await this.#d.store.suspend({ ...step, state: kind === 'sleep' ? 'sleeping' : 'waiting', waitEvent });
+    const s = await this.#d.store.workflowSuspend({ ...step, state: kind === 'sleep' ? 'sleeping' : 'waiting', waitEvent });
     if (!s.ok) return this.#refused();
     // The event arrived between the look and the suspend: the job is due now, wake a worker.
     if (s.due) this.#d.wake(s.queue);

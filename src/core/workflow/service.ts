@@ -140,7 +140,7 @@ export class Workflows implements WorkflowRunsApi {
       }
       const def = this.#defs.get(child?.workflow);
       if (!def) throw new TerminalError(`all "${key}": child ${i} names no workflow defined here (${JSON.stringify(child?.workflow)})`);
-      const res = await this.#d.store.startRun({
+      const res = await this.#d.store.workflowStartRun({
         name: child.workflow,
         tenantId: parent.tenantId,
         input: jsonText(child.input, `the input of child ${i} of "${key}"`),
@@ -153,7 +153,8 @@ export class Workflows implements WorkflowRunsApi {
       if (!res.duplicate) this.#d.wake(def.queue);
       ids.push(res.run.id);
     }
-    if (jobIds.length > 0) await this.#d.store.linkChildJobs({ runId: parent.runId, jobIds, channel: this.#d.channelOf(parentQueue) });
+    if (jobIds.length > 0)
+      await this.#d.store.workflowLinkChildJobs({ runId: parent.runId, jobIds, channel: this.#d.channelOf(parentQueue) });
     return ids;
   }
 
@@ -182,7 +183,7 @@ export class Workflows implements WorkflowRunsApi {
     const def = this.#def(name);
     const o = startSchema.safeParse(opts);
     if (!o.success) throw invalid('run options', o.error);
-    const res = await this.#d.store.startRun({
+    const res = await this.#d.store.workflowStartRun({
       name,
       tenantId: o.data.tenantId ?? 'default',
       input: jsonText(input, 'the workflow input'),
@@ -201,7 +202,7 @@ export class Workflows implements WorkflowRunsApi {
     if (!n.success) throw invalid('event name', n.error);
     const k = z.object({ idempotencyKey: keySchema.optional() }).strict().safeParse(opts);
     if (!k.success) throw invalid('event options', k.error);
-    const res = await this.#d.store.sendEvent({
+    const res = await this.#d.store.workflowSendEvent({
       runId,
       name,
       payload: jsonText(payload, 'the event payload'),
@@ -223,7 +224,7 @@ export class Workflows implements WorkflowRunsApi {
    */
   async getRun(runId: string, opts: { tenantId?: string | undefined } = {}): Promise<RunDetail | null> {
     assertJobId(runId);
-    return this.#d.store.getRun({ runId, tenantId: opts.tenantId });
+    return this.#d.store.workflowGetRun({ runId, tenantId: opts.tenantId });
   }
 
   async listRuns(filter: ListRunsFilter = {}): Promise<RunSummary[]> {
@@ -238,13 +239,13 @@ export class Workflows implements WorkflowRunsApi {
       .strict()
       .safeParse(filter);
     if (!f.success) throw invalid('run filter', f.error);
-    return this.#d.store.listRuns({ ...f.data, limit: f.data.limit ?? LIST_LIMIT_DEFAULT, offset: f.data.offset ?? 0 });
+    return this.#d.store.workflowListRuns({ ...f.data, limit: f.data.limit ?? LIST_LIMIT_DEFAULT, offset: f.data.offset ?? 0 });
   }
 
   /** Cancels a running, sleeping or waiting run and its pending driving job; an execution in progress stops at its next step. */
   async cancelRun(runId: string): Promise<RunSummary> {
     assertJobId(runId);
-    const res = await this.#d.store.cancelRun({ runId, allowed: (r: RunForAction) => LIVE_RUN_STATES.has(r.state) });
+    const res = await this.#d.store.workflowCancelRun({ runId, allowed: (r: RunForAction) => LIVE_RUN_STATES.has(r.state) });
     if (!res) throw notFound(runId);
     if ('conflict' in res) throw conflict(runId, res.conflict, 'cancelled', 'running, sleeping or waiting');
     // Another process's execution learns of it at its next heartbeat (its lease was revoked).
@@ -257,7 +258,7 @@ export class Workflows implements WorkflowRunsApi {
   async replayRun(runId: string): Promise<RunSummary> {
     assertJobId(runId);
     const fallback = (name: string) => this.#defs.get(name);
-    const res = await this.#d.store.replayRun({
+    const res = await this.#d.store.workflowReplayRun({
       runId,
       allowed: (r) => REPLAYABLE_RUN_STATES.has(r.state),
       jobType: jobTypeOf,
@@ -271,7 +272,7 @@ export class Workflows implements WorkflowRunsApi {
   }
 
   countRunsByState(): Promise<Array<{ name: string; state: RunState; n: number }>> {
-    return this.#d.store.countRunsByState();
+    return this.#d.store.workflowCountRunsByState();
   }
 }
 

@@ -26,47 +26,46 @@ const toRecord = (r: ApiKeyRow): ApiKeyRecord => ({
 });
 
 export class PgApiKeyStore implements ApiKeyStore {
-  private readonly q: ReturnType<typeof apiKeyQueries>;
-  constructor(
-    private readonly pool: Queryable,
-    quotedSchema: string,
-  ) {
-    this.q = apiKeyQueries(quotedSchema);
+  readonly #q: ReturnType<typeof apiKeyQueries>;
+  readonly #pool: Queryable;
+  constructor(pool: Queryable, quotedSchema: string) {
+    this.#pool = pool;
+    this.#q = apiKeyQueries(quotedSchema);
   }
 
-  private async rows<R>(query: QueryConfigLike, values: unknown[]): Promise<R[]> {
+  async #rows<R>(query: QueryConfigLike, values: unknown[]): Promise<R[]> {
     try {
-      return (await this.pool.query<R>({ ...query, values })).rows;
+      return (await this.#pool.query<R>({ ...query, values })).rows;
     } catch (err) {
       throw translatePgError(err);
     }
   }
 
-  async insert(k: Parameters<ApiKeyStore['insert']>[0]): Promise<ApiKeyRecord> {
-    const [row] = await this.rows<ApiKeyRow>(this.q.insert, [k.id, k.secretSha256, k.role, k.tenantId, k.name]);
+  async apiKeyInsert(k: Parameters<ApiKeyStore['apiKeyInsert']>[0]): Promise<ApiKeyRecord> {
+    const [row] = await this.#rows<ApiKeyRow>(this.#q.insert, [k.id, k.secretSha256, k.role, k.tenantId, k.name]);
     return toRecord(row!);
   }
 
-  async lookup(id: string) {
-    const [row] = await this.rows<ApiKeyRow & { secret_sha256: Buffer }>(this.q.lookup, [id]);
+  async apiKeyLookup(id: string) {
+    const [row] = await this.#rows<ApiKeyRow & { secret_sha256: Buffer }>(this.#q.lookup, [id]);
     return row ? { ...toRecord(row), secretSha256: row.secret_sha256 } : null;
   }
 
-  async list(p: { tenantId?: string | undefined; includeRevoked: boolean }): Promise<ApiKeyRecord[]> {
-    return (await this.rows<ApiKeyRow>(this.q.list, [p.tenantId ?? null, p.includeRevoked])).map(toRecord);
+  async apiKeyList(p: { tenantId?: string | undefined; includeRevoked: boolean }): Promise<ApiKeyRecord[]> {
+    return (await this.#rows<ApiKeyRow>(this.#q.list, [p.tenantId ?? null, p.includeRevoked])).map(toRecord);
   }
 
-  async revoke(id: string): Promise<ApiKeyRecord | null> {
-    const [row] = await this.rows<ApiKeyRow>(this.q.revoke, [id]);
+  async apiKeyRevoke(id: string): Promise<ApiKeyRecord | null> {
+    const [row] = await this.#rows<ApiKeyRow>(this.#q.revoke, [id]);
     return row ? toRecord(row) : null;
   }
 
-  async anyActive(): Promise<boolean> {
-    const [row] = await this.rows<{ any: boolean }>(this.q.anyActive, []);
+  async apiKeyAnyActive(): Promise<boolean> {
+    const [row] = await this.#rows<{ any: boolean }>(this.#q.anyActive, []);
     return row?.any === true;
   }
 
-  async touch(id: string): Promise<void> {
-    await this.rows(this.q.touch, [id]);
+  async apiKeyTouch(id: string): Promise<void> {
+    await this.#rows(this.#q.touch, [id]);
   }
 }

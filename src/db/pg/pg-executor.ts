@@ -210,7 +210,7 @@ export class PgExecutor implements Executor {
     return this.#flowStore.claim(p);
   }
 
-  flowControlled(p: { queues: string[] }): Promise<Set<string>> {
+  flowListControlled(p: { queues: string[] }): Promise<Set<string>> {
     return this.#flowStore.controlled(p);
   }
 
@@ -441,12 +441,12 @@ export class PgExecutor implements Executor {
     return rows.map(rowToSummary).sort((a, b) => compareIds(a.id, b.id));
   }
 
-  async jobsDeadTuples() {
+  async jobDeadTuples() {
     const [r] = await this.#q<{ dead: number; vacuuming: boolean }>(this.#health.jobsDead, []);
     return r ?? { dead: 0, vacuuming: false };
   }
 
-  async jobsVacuum() {
+  async jobVacuum() {
     // VACUUM runs outside a transaction block, so the session's timeout is lifted around it.
     const out = await checkOut(this.#pool);
     let ok = false;
@@ -478,12 +478,12 @@ export class PgExecutor implements Executor {
     await this.#q(this.#worker.touch, [p.id, p.inFlight]);
   }
 
-  async jobOldestDue(): Promise<DatabaseHealth['queues']> {
+  async healthOldestDue(): Promise<DatabaseHealth['queues']> {
     const rows = await this.#q<{ queue: string; seconds: number; due: number }>(this.#health.oldestDue, []);
     return rows.map((r) => ({ queue: r.queue, oldestDueSeconds: Math.max(0, r.seconds), due: r.due }));
   }
 
-  async schemaTableStats(): Promise<DatabaseHealth['tables']> {
+  async healthTableStats(): Promise<DatabaseHealth['tables']> {
     const rows = await this.#q<{
       name: string;
       total_bytes: number;
@@ -507,7 +507,7 @@ export class PgExecutor implements Executor {
     }));
   }
 
-  async serverHorizon(): Promise<DatabaseHealth['horizon']> {
+  async healthServerHorizon(): Promise<DatabaseHealth['horizon']> {
     const [r] = await this.#q<{
       session_xmin_age: number | null;
       oldest_xact_seconds: number | null;

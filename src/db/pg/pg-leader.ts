@@ -18,7 +18,7 @@ export class PgLeaderStore implements LeaderStore {
     this.#q = leaderQueries(quotedSchema);
   }
 
-  async acquire(p: LeaderAcquireParams): Promise<string | null> {
+  async leaderAcquire(p: LeaderAcquireParams): Promise<string | null> {
     const rows = await queryRows<{ epoch: string }>(this.#pool, this.#q.acquire, [
       p.holder,
       p.leaseMs,
@@ -29,22 +29,22 @@ export class PgLeaderStore implements LeaderStore {
     return rows[0]?.epoch ?? null;
   }
 
-  async renew(p: { holder: string; epoch: string; leaseMs: number; lockKey: number | null }): Promise<boolean> {
+  async leaderRenew(p: { holder: string; epoch: string; leaseMs: number; lockKey: number | null }): Promise<boolean> {
     const rows = await queryRows(this.#pool, this.#q.renew, [p.holder, p.leaseMs, p.epoch, p.lockKey]);
     return rows.length === 1;
   }
 
-  async release(p: { holder: string; epoch: string }): Promise<void> {
+  async leaderRelease(p: { holder: string; epoch: string }): Promise<void> {
     await queryRows(this.#pool, this.#q.release, [p.holder, p.epoch]);
   }
 
-  async current() {
+  async leaderCurrent() {
     const rows = await queryRows<{ holder: string; epoch: string; acquired_at: Date; expires_at: Date }>(this.#pool, this.#q.current, []);
     const r = rows[0];
     return r ? { holder: r.holder, epoch: r.epoch, acquiredAt: r.acquired_at, expiresAt: r.expires_at } : null;
   }
 
-  async fenced<T>(
+  async leaderFenced<T>(
     p: { epoch: string; idleMs: number; stillLeader: () => boolean },
     fn: (client: Queryable) => Promise<T>,
   ): Promise<Fenced<T>> {

@@ -106,7 +106,7 @@ export class PgOutboxStore implements OutboxStore {
     return queryRows<R>(on, query, values);
   }
 
-  async insertMany(p: { messages: NewOutboxMessage[]; client?: Queryable | undefined; channel: string }): Promise<RecordResult[]> {
+  async outboxInsertMany(p: { messages: NewOutboxMessage[]; client?: Queryable | undefined; channel: string }): Promise<RecordResult[]> {
     const on = p.client ?? this.#pool;
     const payload = JSON.stringify(
       p.messages.map((m) => ({
@@ -147,18 +147,18 @@ export class PgOutboxStore implements OutboxStore {
     });
   }
 
-  async claim(p: { destinations: string[]; limit: number; visibilityMs: number }): Promise<OutboxClaimResult> {
+  async outboxClaim(p: { destinations: string[]; limit: number; visibilityMs: number }): Promise<OutboxClaimResult> {
     if (p.destinations.length === 0 || p.limit <= 0) return { claimed: [], exhausted: [], runs: new Map() };
     return claimResult(await this.#rows<ClaimRow>(this.#q.claim, [p.destinations, p.limit, p.visibilityMs]));
   }
 
-  async publishedMany(items: OutboxClaimFence[]): Promise<Set<string>> {
+  async outboxMarkPublishedMany(items: OutboxClaimFence[]): Promise<Set<string>> {
     if (items.length === 0) return new Set();
     const rows = await this.#rows<{ id: string }>(this.#q.publishedMany, fenceValues(items));
     return new Set(rows.map((r) => r.id));
   }
 
-  async publishedManyClaimNext(p: {
+  async outboxMarkPublishedClaimNext(p: {
     items: OutboxClaimFence[];
     limit: number;
     visibilityMs: number;
@@ -171,7 +171,7 @@ export class PgOutboxStore implements OutboxStore {
     };
   }
 
-  async failMany(p: { items: OutboxFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, OutboxState>> {
+  async outboxFailMany(p: { items: OutboxFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, OutboxState>> {
     if (p.items.length === 0) return new Map();
     const rows = await this.#rows<{ id: string; state: OutboxState }>(this.#q.failMany, [
       p.items.map((i) => i.id),
@@ -187,7 +187,7 @@ export class PgOutboxStore implements OutboxStore {
     return new Map(rows.map((r) => [r.id, r.state]));
   }
 
-  async get(id: string, tenantId?: string): Promise<OutboxMessage | null> {
+  async outboxGet(id: string, tenantId?: string): Promise<OutboxMessage | null> {
     const [row] =
       tenantId === undefined
         ? await this.#rows<OutboxRow>(this.#q.get, [id])
@@ -195,27 +195,31 @@ export class PgOutboxStore implements OutboxStore {
     return row ? rowToMessage(row) : null;
   }
 
-  async list(p: OutboxListParams): Promise<OutboxMessage[]> {
+  async outboxList(p: OutboxListParams): Promise<OutboxMessage[]> {
     const rows = await this.#rows<OutboxRow>(this.#q.list, [p.state ?? null, p.destination ?? null, p.tenantId ?? null, p.limit, p.offset]);
     return rows.map(rowToMessage);
   }
 
-  async replay(id: string): Promise<OutboxMessage | null> {
+  async outboxReplay(id: string): Promise<OutboxMessage | null> {
     const [row] = await this.#rows<OutboxRow>(this.#q.replay, [id]);
     return row ? rowToMessage(row) : null;
   }
 
-  async replayDeadLetters(p: { limit: number; destination?: string | undefined; tenantId?: string | undefined }): Promise<OutboxMessage[]> {
+  async outboxReplayDeadLetters(p: {
+    limit: number;
+    destination?: string | undefined;
+    tenantId?: string | undefined;
+  }): Promise<OutboxMessage[]> {
     const rows = await this.#rows<OutboxRow>(this.#q.replayDeadLetters, [p.limit, p.destination ?? null, p.tenantId ?? null]);
     return rows.map(rowToMessage).sort((a, b) => compareIds(a.id, b.id));
   }
 
-  async stats(p: { tenantId?: string | undefined }): Promise<OutboxStatsRow> {
+  async outboxStats(p: { tenantId?: string | undefined }): Promise<OutboxStatsRow> {
     const [row] = await this.#rows<{ counts: OutboxStatsRow['byDestination']; oldest: number | null }>(this.#q.stats, [p.tenantId ?? null]);
     return { byDestination: row?.counts ?? [], oldestPendingAgeSeconds: row?.oldest ?? null };
   }
 
-  async purge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number; epoch: string }): Promise<number> {
+  async outboxPurge(p: { state: 'published' | 'dead_lettered'; olderThanMs: number; limit: number; epoch: string }): Promise<number> {
     try {
       const r = await this.#pool.query({ ...this.#q.purge, values: [p.state, p.olderThanMs, p.limit, p.epoch] });
       return r.rowCount ?? 0;

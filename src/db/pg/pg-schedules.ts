@@ -86,7 +86,7 @@ export class PgScheduleStore implements ScheduleStore {
     ];
   }
 
-  async upsert(w: ScheduleWrite): Promise<{ schedule: Schedule; created: boolean; changed: boolean }> {
+  async scheduleUpsert(w: ScheduleWrite): Promise<{ schedule: Schedule; created: boolean; changed: boolean }> {
     const [row] = await this.#rows<ScheduleRow & { created: boolean }>(this.#q.upsert, [w.tenantId, w.name, ...this.#definition(w)]);
     if (row) return { schedule: rowToSchedule(row), created: row.created, changed: true };
     const [same] = await this.#rows<ScheduleRow>(this.#q.selectByName, [w.tenantId, w.name]);
@@ -94,7 +94,7 @@ export class PgScheduleStore implements ScheduleStore {
     return { schedule: rowToSchedule(same), created: false, changed: false };
   }
 
-  async get(id: string, tenantId?: string): Promise<Schedule | null> {
+  async scheduleGet(id: string, tenantId?: string): Promise<Schedule | null> {
     if (!isId(id)) return null;
     const [row] =
       tenantId === undefined
@@ -103,11 +103,11 @@ export class PgScheduleStore implements ScheduleStore {
     return row ? rowToSchedule(row) : null;
   }
 
-  async list(p: { tenantId?: string | undefined; limit: number; offset: number }): Promise<Schedule[]> {
+  async scheduleList(p: { tenantId?: string | undefined; limit: number; offset: number }): Promise<Schedule[]> {
     return (await this.#rows<ScheduleRow>(this.#q.list, [p.tenantId ?? null, p.limit, p.offset])).map(rowToSchedule);
   }
 
-  async update(p: {
+  async scheduleUpdate(p: {
     id: string;
     version: string;
     write: Omit<ScheduleWrite, 'tenantId' | 'name'>;
@@ -118,7 +118,7 @@ export class PgScheduleStore implements ScheduleStore {
     return row ? rowToSchedule(row) : null;
   }
 
-  async remove(id: string): Promise<boolean> {
+  async scheduleRemove(id: string): Promise<boolean> {
     if (!isId(id)) return false;
     try {
       return ((await this.#pool.query({ ...this.#q.remove, values: [id] })).rowCount ?? 0) > 0;
@@ -127,7 +127,7 @@ export class PgScheduleStore implements ScheduleStore {
     }
   }
 
-  async removeExcept(keep: Array<{ tenantId: string; name: string }>): Promise<number> {
+  async scheduleRemoveExcept(keep: Array<{ tenantId: string; name: string }>): Promise<number> {
     try {
       const r = await this.#pool.query({ ...this.#q.removeExcept, values: [keep.map((k) => k.tenantId), keep.map((k) => k.name)] });
       return r.rowCount ?? 0;
@@ -136,16 +136,16 @@ export class PgScheduleStore implements ScheduleStore {
     }
   }
 
-  async due(p: { now: Date; limit: number }): Promise<Schedule[]> {
+  async scheduleListDue(p: { now: Date; limit: number }): Promise<Schedule[]> {
     return (await this.#rows<ScheduleRow>(this.#q.due, [p.now, p.limit])).map(rowToSchedule);
   }
 
-  async earliest(): Promise<Date | null> {
+  async scheduleEarliestFire(): Promise<Date | null> {
     const [row] = await this.#rows<{ at: Date | null }>(this.#q.earliest, []);
     return row?.at ?? null;
   }
 
-  async advanceMany(items: ScheduleAdvance[], on: Queryable = this.#pool): Promise<Set<string>> {
+  async scheduleAdvanceMany(items: ScheduleAdvance[], on: Queryable = this.#pool): Promise<Set<string>> {
     if (items.length === 0) return new Set();
     const rows = await this.#rows<{ id: string }>(
       this.#q.advance,
@@ -161,7 +161,7 @@ export class PgScheduleStore implements ScheduleStore {
     return new Set(rows.map((r) => r.id));
   }
 
-  async disable(p: { id: string; version: string; reason: string }, on: Queryable = this.#pool): Promise<boolean> {
+  async scheduleDisable(p: { id: string; version: string; reason: string }, on: Queryable = this.#pool): Promise<boolean> {
     try {
       return ((await on.query({ ...this.#q.disable, values: [p.id, p.version, p.reason] })).rowCount ?? 0) > 0;
     } catch (err) {
@@ -169,7 +169,7 @@ export class PgScheduleStore implements ScheduleStore {
     }
   }
 
-  async notifyChanged(): Promise<void> {
+  async scheduleNotifyChanged(): Promise<void> {
     await this.#rows(this.#q.notify, [this.#channel, '']);
   }
 }

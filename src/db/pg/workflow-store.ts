@@ -136,7 +136,7 @@ export class PgWorkflowStore implements WorkflowStore {
     return toSummary(row as SummaryRow);
   }
 
-  startRun(p: Parameters<WorkflowStore['startRun']>[0]) {
+  workflowStartRun(p: Parameters<WorkflowStore['workflowStartRun']>[0]) {
     return this.#tx(async (c) => {
       const [ins] = await this.#run<{ id: string }>(
         this.#q.insertRun,
@@ -153,11 +153,11 @@ export class PgWorkflowStore implements WorkflowStore {
     });
   }
 
-  load(p: RunLease): Promise<LoadResult> {
+  workflowLoad(p: RunLease): Promise<LoadResult> {
     return this.#load([p]).then((r) => r[0] ?? null);
   }
 
-  loadMany(p: RunLease[]): Promise<LoadResult[]> {
+  workflowLoadMany(p: RunLease[]): Promise<LoadResult[]> {
     return this.#load(p);
   }
 
@@ -173,11 +173,11 @@ export class PgWorkflowStore implements WorkflowStore {
     return out;
   }
 
-  commitStep(p: StepCommit): Promise<Fenced<{ won: boolean; output: unknown }>> {
+  workflowCommitStep(p: StepCommit): Promise<Fenced<{ won: boolean; output: unknown }>> {
     return this.#commitSteps([p]).then((r) => r[0] as Fenced<{ won: boolean; output: unknown }>);
   }
 
-  commitSteps(p: StepCommit[]): Promise<Array<Fenced<{ won: boolean; output: unknown }>>> {
+  workflowCommitSteps(p: StepCommit[]): Promise<Array<Fenced<{ won: boolean; output: unknown }>>> {
     return this.#commitSteps(p);
   }
 
@@ -206,13 +206,13 @@ export class PgWorkflowStore implements WorkflowStore {
         if (r.won) return { ok: true, won: true, output: r.output };
         // Lost the race: the winner committed before the insert returned (or in this very
         // statement), so a new statement sees it.
-        const winner = await this.readStep({ runId: x.runId, name: x.name, occurrence: x.occurrence });
+        const winner = await this.workflowReadStep({ runId: x.runId, name: x.name, occurrence: x.occurrence });
         return { ok: true, won: false, output: winner?.status === 'succeeded' ? winner.output : undefined };
       }),
     );
   }
 
-  async readStep(p: { runId: string; name: string; occurrence: number }) {
+  async workflowReadStep(p: { runId: string; name: string; occurrence: number }) {
     const [r] = await this.#run<{ kind: HistoryStep['kind']; status: HistoryStep['status']; output: unknown }>(this.#q.readStep, [
       p.runId,
       p.name,
@@ -221,11 +221,11 @@ export class PgWorkflowStore implements WorkflowStore {
     return r ?? null;
   }
 
-  async failStep(p: Parameters<WorkflowStore['failStep']>[0]): Promise<void> {
+  async workflowFailStep(p: Parameters<WorkflowStore['workflowFailStep']>[0]): Promise<void> {
     await this.#run(this.#q.failStep, [p.jobId, p.token, p.runId, p.name, p.occurrence, p.seq, JSON.stringify(p.error), p.startedAt]);
   }
 
-  async armWait(p: Parameters<WorkflowStore['armWait']>[0]): Promise<Fenced<WaitRow>> {
+  async workflowArmWait(p: Parameters<WorkflowStore['workflowArmWait']>[0]): Promise<Fenced<WaitRow>> {
     const [r] = await this.#run<{ kind: WaitRow['kind']; status: WaitRow['status']; output: unknown; wake_at: Date | null; due: boolean }>(
       this.#q.armWait,
       [p.jobId, p.token, p.runId, p.name, p.occurrence, p.seq, p.delayMs, p.until, p.kind, p.waitEvent],
@@ -234,7 +234,7 @@ export class PgWorkflowStore implements WorkflowStore {
     return { ok: true, kind: r.kind, status: r.status, output: r.output, wakeAt: r.wake_at, due: r.due };
   }
 
-  async finishWait(p: Parameters<WorkflowStore['finishWait']>[0]): Promise<Fenced<{ done: boolean; output: unknown }>> {
+  async workflowFinishWait(p: Parameters<WorkflowStore['workflowFinishWait']>[0]): Promise<Fenced<{ done: boolean; output: unknown }>> {
     const [r] = await this.#run<{ fenced_in: boolean; done: boolean; output: unknown }>(this.#q.finishWait, [
       p.jobId,
       p.token,
@@ -248,7 +248,7 @@ export class PgWorkflowStore implements WorkflowStore {
     return { ok: true, done: r.done, output: r.output };
   }
 
-  suspend(p: Parameters<WorkflowStore['suspend']>[0]) {
+  workflowSuspend(p: Parameters<WorkflowStore['workflowSuspend']>[0]) {
     return this.#tx(async (c, rollback): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }> => {
       const runs = await this.#run(this.#q.suspendRun, [p.jobId, p.token, p.runId, p.state, p.waitEvent, p.name, p.occurrence], c);
       if (runs.length === 0) {
@@ -264,11 +264,11 @@ export class PgWorkflowStore implements WorkflowStore {
     });
   }
 
-  completeRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>> {
+  workflowCompleteRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>> {
     return this.#completeRuns([p]).then((r) => r[0] as Fenced<{ output: unknown }>);
   }
 
-  completeRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>> {
+  workflowCompleteRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>> {
     return this.#completeRuns(p);
   }
 
@@ -285,7 +285,7 @@ export class PgWorkflowStore implements WorkflowStore {
     return out;
   }
 
-  async childOutcomes(p: { runIds: string[] }) {
+  async workflowChildOutcomes(p: { runIds: string[] }) {
     const rows = await this.#run<{ id: string; state: RunState; output: unknown; last_error: { name: string; message: string } | null }>(
       this.#q.childOutcomes,
       [p.runIds],
@@ -293,7 +293,7 @@ export class PgWorkflowStore implements WorkflowStore {
     return rows.map((r) => ({ id: r.id, state: r.state, output: r.output, lastError: r.last_error }));
   }
 
-  async completeWait(p: Parameters<WorkflowStore['completeWait']>[0]): Promise<Fenced<{ done: boolean; output: unknown }>> {
+  async workflowCompleteWait(p: Parameters<WorkflowStore['workflowCompleteWait']>[0]): Promise<Fenced<{ done: boolean; output: unknown }>> {
     const [r] = await this.#run<{ fenced_in: boolean; done: boolean; output: unknown }>(this.#q.completeWait, [
       p.jobId,
       p.token,
@@ -306,11 +306,11 @@ export class PgWorkflowStore implements WorkflowStore {
     return { ok: true, done: r.done, output: r.output };
   }
 
-  async linkChildJobs(p: { runId: string; jobIds: string[]; channel: string }): Promise<void> {
+  async workflowLinkChildJobs(p: { runId: string; jobIds: string[]; channel: string }): Promise<void> {
     await this.#run(this.#q.linkChildJobs, [p.runId, p.jobIds, p.channel]);
   }
 
-  async jobOutcomes(p: { jobIds: string[] }) {
+  async workflowJobOutcomes(p: { jobIds: string[] }) {
     const rows = await this.#run<{ id: string; state: string; result: unknown; last_error: { name: string; message: string } | null }>(
       this.#q.jobOutcomes,
       [p.jobIds],
@@ -318,17 +318,17 @@ export class PgWorkflowStore implements WorkflowStore {
     return rows.map((r) => ({ id: r.id, state: r.state, result: r.result, lastError: r.last_error }));
   }
 
-  async wakeParent(p: { runId: string }): Promise<string | null> {
+  async workflowWakeParent(p: { runId: string }): Promise<string | null> {
     const [r] = await this.#run<{ queue: string }>(this.#q.wakeParent, [p.runId]);
     return r?.queue ?? null;
   }
 
-  async wakeRun(p: { jobId: string }): Promise<string | null> {
+  async workflowWakeRun(p: { jobId: string }): Promise<string | null> {
     const [r] = await this.#run<{ queue: string }>(this.#q.wakeJob, [p.jobId]);
     return r?.queue ?? null;
   }
 
-  async refusal(p: RunLease): Promise<Refusal> {
+  async workflowRefusal(p: RunLease): Promise<Refusal> {
     const [r] = await this.#run<{ state: string; output: unknown; ours: boolean | null; lease_current: boolean }>(this.#q.why, [
       p.jobId,
       p.token,
@@ -358,7 +358,7 @@ export class PgWorkflowStore implements WorkflowStore {
     return { state: r.state, storedState: r.stored_state, waitEvent: r.wait_event, jobId: r.job_id, jobState: r.job_state, name: r.name };
   }
 
-  async sendEvent(p: Parameters<WorkflowStore['sendEvent']>[0]) {
+  async workflowSendEvent(p: Parameters<WorkflowStore['workflowSendEvent']>[0]) {
     const [r] = await this.#run<{ state: RunState | null; event_id: string | null; old_id: string | null; woke_queue: string | null }>(
       this.#q.sendEvent,
       [p.runId, p.name, p.payload, p.idempotencyKey],
@@ -377,7 +377,7 @@ export class PgWorkflowStore implements WorkflowStore {
     throw new Error(`workflow run ${p.runId}: event neither inserted nor found`);
   }
 
-  cancelRun(p: Parameters<WorkflowStore['cancelRun']>[0]) {
+  workflowCancelRun(p: Parameters<WorkflowStore['workflowCancelRun']>[0]) {
     return this.#tx(async (c, rollback) => {
       const run = await this.#lock(p.runId, c);
       if (!run) return null;
@@ -392,7 +392,7 @@ export class PgWorkflowStore implements WorkflowStore {
     });
   }
 
-  replayRun(p: Parameters<WorkflowStore['replayRun']>[0]) {
+  workflowReplayRun(p: Parameters<WorkflowStore['workflowReplayRun']>[0]) {
     return this.#tx(async (c, rollback) => {
       const run = await this.#lock(p.runId, c);
       if (!run) return null;
@@ -419,7 +419,7 @@ export class PgWorkflowStore implements WorkflowStore {
   }
 
   /** The run and its steps from one snapshot: two reads apart could show a run waiting without the steps that led there. */
-  getRun(p: { runId: string; tenantId?: string | undefined }): Promise<RunDetail | null> {
+  workflowGetRun(p: { runId: string; tenantId?: string | undefined }): Promise<RunDetail | null> {
     return this.#tx((c) => this.#getRun(p, c), 'BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY');
   }
 
@@ -479,12 +479,12 @@ export class PgWorkflowStore implements WorkflowStore {
     };
   }
 
-  async listRuns(p: Parameters<WorkflowStore['listRuns']>[0]): Promise<RunSummary[]> {
+  async workflowListRuns(p: Parameters<WorkflowStore['workflowListRuns']>[0]): Promise<RunSummary[]> {
     const rows = await this.#run<SummaryRow>(this.#q.list, [p.name ?? null, p.state ?? null, p.tenantId ?? null, p.limit, p.offset]);
     return rows.map(toSummary);
   }
 
-  countRunsByState() {
+  workflowCountRunsByState() {
     return this.#run<{ name: string; state: RunState; n: number }>(this.#q.countByState, []);
   }
 }

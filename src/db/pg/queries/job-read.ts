@@ -162,19 +162,25 @@ export function jobReadQueries(schema: string) {
       : `(SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE ${window} ORDER BY id DESC LIMIT ${n})`;
   /**
    * The newest ids matching `where` (finished jobs of the queue `queue` names), at most `limit`:
-   * the queue's blocks in finished_blocks newest first, each block's ids through the primary
-   * key, until enough are found. So a read costs the blocks it needs, not the queue's history.
-   * A block recorded twice is read once (each step takes the next block below the last).
+   * the queue's blocks in finished_blocks newest first, counting each block's matches through
+   * the primary key until `limit` are found, then those blocks' matching ids, each block read
+   * by its own subquery (as a join, a plan may read the whole table instead). So a read costs
+   * the blocks it needs, not the queue's history; it carries a count, not the ids, from step to
+   * step (an array of them would be copied at every step). A block recorded twice is read once
+   * (each step takes the next block below the last).
    */
-  const blockIds = (where: string, limit: string, queue: string) => `(WITH RECURSIVE walk(b, ids) AS (
-          SELECT (SELECT block FROM ${blocks} WHERE queue = ${queue} ORDER BY block DESC LIMIT 1) + 1, '{}'::bigint[]
+  const blockIds = (where: string, limit: string, queue: string) => {
+    const inBlock = (b: string) => `id >= (${b} << ${shift}) AND id < ((${b} + 1) << ${shift}) AND ${where}`;
+    return `(WITH RECURSIVE walk(b, n, seed) AS (
+          SELECT (SELECT block FROM ${blocks} WHERE queue = ${queue} ORDER BY block DESC LIMIT 1) + 1, 0::bigint, true
           UNION ALL
-          SELECT n.block, w.ids || ARRAY(SELECT id FROM ${jobs}
-            WHERE id >= (n.block << ${shift}) AND id < ((n.block + 1) << ${shift}) AND ${where} ORDER BY id DESC LIMIT ${limit})
+          SELECT nb.block, w.n + (SELECT count(*) FROM ${jobs} WHERE ${inBlock('nb.block')}), false
           FROM walk w CROSS JOIN LATERAL (
-            SELECT block FROM ${blocks} WHERE queue = ${queue} AND block < w.b ORDER BY block DESC LIMIT 1) n
-          WHERE cardinality(w.ids) < ${limit})
-        SELECT unnest(ids) AS id FROM (SELECT ids FROM walk ORDER BY b LIMIT 1) last LIMIT ${limit})`;
+            SELECT block FROM ${blocks} WHERE queue = ${queue} AND block < w.b ORDER BY block DESC LIMIT 1) nb
+          WHERE w.n < ${limit})
+        SELECT id FROM (SELECT unnest(ARRAY(SELECT id FROM ${jobs} WHERE ${inBlock('w.b')})) AS id FROM walk w WHERE NOT w.seed) j
+        ORDER BY id DESC LIMIT ${limit})`;
+  };
   /**
    * The newest ids matching `where`, at most `limit`, read WALK_CHUNK ids of the primary key at a
    * time from the newest until enough are found: each chunk is a narrow range of the primary key,

@@ -98,15 +98,17 @@ export const FINISHED_BLOCK_SHIFT = 8;
  * CTEs `counted` and `blocked`, for a statement that moves the rows of `from` (columns id, queue
  * and state) into a finished state: counts them (countFinishedSql) and records their blocks in
  * finished_blocks, which listings by queue read (migration 0024). The blocks are made distinct
- * before the probe (OFFSET 0 keeps the probe out of the subquery): a batch of completions
- * probes once per block it finished jobs in, and writes only for a block new to its queue.
+ * before the probe, and the probe stays a probe of the map's index per block (each OFFSET 0
+ * keeps the planner from turning it into a join, which may hash a scan of the whole map): a
+ * batch of completions probes once per block it finished jobs in, and writes only for a block
+ * new to its queue.
  */
 export const recordFinishedSql = (schema: string, from: string) => `counted AS (${countFinishedSql(schema, from, '')}),
         blocked AS (INSERT INTO ${schema}.finished_blocks (queue, block)
           SELECT d.queue, d.block FROM (
             SELECT DISTINCT f.queue, f.id >> ${FINISHED_BLOCK_SHIFT} AS block FROM ${from} f
             WHERE f.state IN ('succeeded', 'dead_lettered', 'cancelled') OFFSET 0) d
-          WHERE NOT EXISTS (SELECT 1 FROM ${schema}.finished_blocks b WHERE b.queue = d.queue AND b.block = d.block))`;
+          WHERE NOT EXISTS (SELECT 1 FROM ${schema}.finished_blocks b WHERE b.queue = d.queue AND b.block = d.block OFFSET 0))`;
 
 /**
  * The FIFO claim: queue $1's due pending jobs in claim order, up to $2, unless the queue is
@@ -404,11 +406,11 @@ export function jobQueries(schema: string) {
     // there on is due; `last` is the last id examined before it and `done` says the walk reached
     // it (or the end). SKIP LOCKED: a job an operator is replaying right now waits for the next
     // walk. It also deletes the finished_blocks rows (migration 0024) of the blocks it has
-    // passed whole that hold no job of their queue any more (the rows it deletes are still
-    // visible to this statement, so they are left out by id); a job that becomes visible only
-    // later (an insert committed after this statement began) gets its block back from the
-    // statement that finishes it. OFFSET 0 keeps the NOT EXISTS a probe of each block's ids:
-    // as a join, the planner may hash a scan of the whole table instead.
+    // passed whole that hold no job of their queue any more: the block's jobs of that queue
+    // (a count over its 256 ids) are all among those it deletes, which this statement still
+    // sees. Not closed: a job of such a block that this statement cannot see yet (inserted by a
+    // transaction that commits after it began) and that finishes, or was inserted finished,
+    // before this statement commits keeps no row; a listing by queue may then miss it.
     purgeScan: {
       name: `${schema}.job_purge_scan`,
       text: `WITH fence AS (${leaderFenceSql(schema, '$6')}),
@@ -430,13 +432,14 @@ export function jobQueries(schema: string) {
         , gone AS (DELETE FROM ${jobs} j USING victims v WHERE j.id = v.id AND j.finished_at IS NOT NULL
             RETURNING j.id, j.queue, j.state)
         , counted AS (${countFinished('gone', '-')})
+        , gone_blocks AS (SELECT queue, id >> ${FINISHED_BLOCK_SHIFT} AS block, count(*) AS n FROM gone GROUP BY 1, 2)
         , emptied AS (DELETE FROM ${schema}.finished_blocks b
             WHERE b.block >= ($1::bigint >> ${FINISHED_BLOCK_SHIFT})
               AND b.block < (((SELECT max(id) FROM seen) + 1) >> ${FINISHED_BLOCK_SHIFT})
               AND EXISTS (SELECT 1 FROM fence)
-              AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.queue = b.queue
-                AND j.id >= (b.block << ${FINISHED_BLOCK_SHIFT}) AND j.id < ((b.block + 1) << ${FINISHED_BLOCK_SHIFT})
-                AND j.id <> ALL (ARRAY(SELECT id FROM gone)) OFFSET 0))
+              AND (SELECT count(*) FROM ${jobs} j WHERE j.queue = b.queue
+                AND j.id >= (b.block << ${FINISHED_BLOCK_SHIFT}) AND j.id < ((b.block + 1) << ${FINISHED_BLOCK_SHIFT}))
+                = COALESCE((SELECT g.n FROM gone_blocks g WHERE g.queue = b.queue AND g.block = b.block), 0))
         SELECT (SELECT max(id)::text FROM seen) AS last,
           ((SELECT id FROM young) IS NOT NULL OR (SELECT count(*) FROM scan) < $2) AS done,
           (SELECT COALESCE(json_agg(g), '[]') FROM (
