@@ -1,7 +1,7 @@
 // Workflow store tests below the engine: a run started through the store whose driving job is
 // claimed by hand (a fresh lease token), so a test holds the lease an execution would.
 
-import type { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
+import { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
 import type { RunLease } from '../../src/driver/workflow-store.ts';
 import type { TestDatabase } from '../helpers/db.ts';
 
@@ -27,4 +27,10 @@ export async function claimedRun(db: TestDatabase, store: PgWorkflowStore): Prom
     maxAttempts: 5,
   });
   return { runId: run.id, jobId: run.jobId as string, token: await claimJob(db, run.jobId as string) };
+}
+
+/** A store over emptied jobs and workflow tables: each store test starts from none. */
+export async function freshStore(db: TestDatabase): Promise<PgWorkflowStore> {
+  await db.query('TRUNCATE baton.jobs, baton.workflow_runs CASCADE');
+  return new PgWorkflowStore(db.pool, 'baton');
 }

@@ -2,10 +2,10 @@
 // answers and the rows it writes, and that a lease that was taken over writes nothing.
 
 import { beforeEach, describe, expect, it } from 'vitest';
-import { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
+import type { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
 import type { RunForAction, RunLease } from '../../src/driver/workflow-store.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { claimedRun as claimedRunOf, claimJob } from './store-harness.ts';
+import { claimedRun as claimedRunOf, claimJob, freshStore } from './store-harness.ts';
 
 const db = useTestDatabase();
 
@@ -15,8 +15,7 @@ describe('workflow store methods', () => {
   let store: PgWorkflowStore;
 
   beforeEach(async () => {
-    store = new PgWorkflowStore(db.pool, 'baton');
-    await db.query('TRUNCATE baton.jobs, baton.workflow_runs CASCADE');
+    store = await freshStore(db);
   });
 
   const claimedRun = () => claimedRunOf(db, store);
@@ -67,18 +66,22 @@ describe('workflow store methods', () => {
       [jobId, JSON.stringify(error)],
     );
 
-  /** Arms a wait of `kind` named `name` at seq `seq` and suspends the run there: its job is given back. */
-  const suspendAt = async (lease: RunLease, name: string, seq: number, kind: 'event' | 'children', waitEvent: string | null) => {
-    const armed = await store.workflowArmWait({
+  /** Arms a wait of `kind` named `name` at seq `seq` (an event wait without a timeout, the others a minute long). */
+  const arm = (lease: RunLease, name: string, kind: 'event' | 'children' | 'sleep', waitEvent: string | null = null, seq = 0) =>
+    store.workflowArmWait({
       ...lease,
       name,
       occurrence: 1,
       seq,
       kind,
       waitEvent,
-      delayMs: kind === 'children' ? 60_000 : null,
+      delayMs: kind === 'event' ? null : 60_000,
       until: null,
     });
+
+  /** Arms a wait of `kind` named `name` at seq `seq` and suspends the run there: its job is given back. */
+  const suspendAt = async (lease: RunLease, name: string, seq: number, kind: 'event' | 'children', waitEvent: string | null) => {
+    const armed = await arm(lease, name, kind, waitEvent, seq);
     expect(armed).toMatchObject({ ok: true, status: 'waiting', due: false });
     expect(await store.workflowSuspend({ ...lease, name, occurrence: 1, state: 'waiting', waitEvent })).toMatchObject({
       ok: true,
@@ -170,16 +173,7 @@ describe('workflow store methods', () => {
     it('an event wait is not done until an event comes; then it consumes the oldest one and advances progress', async () => {
       const lease = await claimedRun();
       const wait = { ...lease, name: 'e', occurrence: 1, waitEvent: 'go', stepKey: 'e' };
-      await store.workflowArmWait({
-        ...lease,
-        name: 'e',
-        occurrence: 1,
-        seq: 0,
-        kind: 'event',
-        waitEvent: 'go',
-        delayMs: null,
-        until: null,
-      });
+      await arm(lease, 'e', 'event', 'go');
       expect(await store.workflowFinishWait(wait)).toEqual({ ok: true, done: false, output: null });
       expect(await stepRow(lease.runId, 'e')).toMatchObject({ status: 'waiting', attempts: 0 });
 
@@ -215,16 +209,7 @@ describe('workflow store methods', () => {
 
     it('under a lease that was taken over answers fenced and consumes nothing', async () => {
       const stale = await claimedRun();
-      await store.workflowArmWait({
-        ...stale,
-        name: 'e',
-        occurrence: 1,
-        seq: 0,
-        kind: 'event',
-        waitEvent: 'go',
-        delayMs: null,
-        until: null,
-      });
+      await arm(stale, 'e', 'event', 'go');
       await store.workflowSendEvent({ runId: stale.runId, name: 'go', payload: '1', idempotencyKey: null });
       await claim(stale.jobId);
       expect(await store.workflowFinishWait({ ...stale, name: 'e', occurrence: 1, waitEvent: 'go', stepKey: 'e' })).toEqual({ ok: false });
@@ -237,16 +222,7 @@ describe('workflow store methods', () => {
   describe('workflowCompleteWait', () => {
     it('ends a waiting step with the given output once; a second completion changes nothing', async () => {
       const lease = await claimedRun();
-      await store.workflowArmWait({
-        ...lease,
-        name: 'j',
-        occurrence: 1,
-        seq: 0,
-        kind: 'children',
-        waitEvent: null,
-        delayMs: 60_000,
-        until: null,
-      });
+      await arm(lease, 'j', 'children');
       const complete = (output: string) => store.workflowCompleteWait({ ...lease, name: 'j', occurrence: 1, output });
       expect(await complete('[{"x":1}]')).toEqual({ ok: true, done: true, output: [{ x: 1 }] });
       expect(await stepRow(lease.runId, 'j')).toMatchObject({ kind: 'children', status: 'succeeded', output: [{ x: 1 }], attempts: 1 });
@@ -257,16 +233,7 @@ describe('workflow store methods', () => {
 
     it('under a lease that was taken over answers fenced and leaves the step waiting', async () => {
       const stale = await claimedRun();
-      await store.workflowArmWait({
-        ...stale,
-        name: 'j',
-        occurrence: 1,
-        seq: 0,
-        kind: 'children',
-        waitEvent: null,
-        delayMs: 60_000,
-        until: null,
-      });
+      await arm(stale, 'j', 'children');
       await claim(stale.jobId);
       expect(await store.workflowCompleteWait({ ...stale, name: 'j', occurrence: 1, output: '[]' })).toEqual({ ok: false });
       expect(await stepRow(stale.runId, 'j')).toMatchObject({ status: 'waiting', output: null, attempts: 0 });
@@ -347,16 +314,7 @@ describe('workflow store methods', () => {
       const running = await claimedRun();
       const runningChild = await start({ parentRunId: running.runId });
       const sleeping = await claimedRun();
-      await store.workflowArmWait({
-        ...sleeping,
-        name: 'z',
-        occurrence: 1,
-        seq: 0,
-        kind: 'sleep',
-        waitEvent: null,
-        delayMs: 60_000,
-        until: null,
-      });
+      await arm(sleeping, 'z', 'sleep');
       await store.workflowSuspend({ ...sleeping, name: 'z', occurrence: 1, state: 'sleeping', waitEvent: null });
       const sleepingChild = await start({ parentRunId: sleeping.runId });
       const before = [await jobRow(running.jobId), await jobRow(sleeping.jobId)];

@@ -3,10 +3,10 @@
 // a lease that was taken over writes nothing, and a run's progress never rewinds.
 
 import { beforeEach, describe, expect, it } from 'vitest';
-import { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
+import type { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
 import type { RunLease } from '../../src/driver/workflow-store.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { claimedRun as claimedRunOf, claimJob } from './store-harness.ts';
+import { claimedRun as claimedRunOf, claimJob, freshStore } from './store-harness.ts';
 
 const db = useTestDatabase();
 
@@ -14,8 +14,7 @@ describe('workflow store', () => {
   let store: PgWorkflowStore;
 
   beforeEach(async () => {
-    store = new PgWorkflowStore(db.pool, 'baton');
-    await db.query('TRUNCATE baton.jobs, baton.workflow_runs CASCADE');
+    store = await freshStore(db);
   });
 
   const claimedRun = () => claimedRunOf(db, store);
