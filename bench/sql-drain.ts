@@ -47,7 +47,8 @@ const VARIANTS: Variant[] = [
   },
   {
     id: 'no-blocks',
-    label: "completion without recording its jobs' blocks (finished_blocks)",
+    label:
+      "completion without recording its jobs' blocks (finished_blocks): the engine's completion of a batch whose blocks it recorded moments ago",
     sql: [],
     claim: 'plain',
     completion: 'unblocked',
@@ -86,10 +87,11 @@ const chosen = flags.variants.split(',').map((id) => {
 const schema = quoteSchema('baton');
 const job = jobQueries(schema);
 const flow = flowQueries(schema);
-/** The completion statement with its counter or block CTE made a no-op (same shape otherwise). */
+/** The completion statement without its counter CTE (made a no-op), or without its block CTE. */
 const completions = {
   uncounted: job.completeMany.text.replace(/counted AS \([\s\S]*?DO UPDATE SET n = s\.n \+ excluded\.n\)/, 'counted AS (SELECT 1)'),
-  unblocked: job.completeMany.text.replace(/blocked AS \(INSERT[\s\S]*?b\.block = d\.block OFFSET 0\)\)/, 'blocked AS (SELECT 1)'),
+  // What the engine sends for a batch whose blocks it recorded moments ago (recorded-blocks.ts).
+  unblocked: job.completeManyBlocksKnown.text,
 };
 for (const [kind, text] of Object.entries(completions)) {
   if (text === job.completeMany.text) throw new Error(`bench:sql: the completion has no CTE to take out for ${kind}`);
@@ -102,7 +104,11 @@ interface Sample {
   /** The inserts' server time (1,000 jobs a statement, one client, before the drain). */
   enqueueUsPerJob: number;
   claimUsPerJob: number;
+  /** The claim's planning time: a named statement still planned at every execution while PostgreSQL prefers custom plans. */
+  claimPlanUsPerJob: number;
   completeUsPerJob: number;
+  /** The completion's planning time (track_planning): unnamed statements are planned at every execution. */
+  completePlanUsPerJob: number;
   walBytesPerJob: number;
 }
 
@@ -155,9 +161,12 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
     if (done !== JOBS) throw new Error(`${v.id}: drained ${done} of ${JOBS} jobs`);
     const wal = (await server.query<{ wal: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS wal', [lsn]))[0]!
       .wal;
-    const [claimMs, completeMs] = [
+    const completion = /state = \$\d+, finished_at = now\(\)|state = 'succeeded', finished_at/;
+    const [claimMs, claimPlanMs, completeMs, completePlanMs] = [
       await statementMs(server, name, /lease_token = nextval/),
-      await statementMs(server, name, /state = \$\d+, finished_at = now\(\)|state = 'succeeded', finished_at/),
+      await statementMs(server, name, /lease_token = nextval/, 'total_plan_time'),
+      await statementMs(server, name, completion),
+      await statementMs(server, name, completion, 'total_plan_time'),
     ];
     return {
       variant: v.id,
@@ -165,7 +174,9 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
       jobsPerSec: Math.round((JOBS / ms) * 1_000),
       enqueueUsPerJob: hundredths((enqueueMs * 1_000) / JOBS),
       claimUsPerJob: hundredths((claimMs * 1_000) / JOBS),
+      claimPlanUsPerJob: hundredths((claimPlanMs * 1_000) / JOBS),
       completeUsPerJob: hundredths((completeMs * 1_000) / JOBS),
+      completePlanUsPerJob: hundredths((completePlanMs * 1_000) / JOBS),
       walBytesPerJob: Math.round(Number(wal) / JOBS),
     };
   } finally {
@@ -174,10 +185,15 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
   }
 }
 
-/** Server time of database `db`'s statements whose text matches `re`, since the last reset. */
-async function statementMs(server: Awaited<ReturnType<typeof openServer>>, db: string, re: RegExp): Promise<number> {
+/** Server time (execution, or planning) of database `db`'s statements whose text matches `re`, since the last reset. */
+async function statementMs(
+  server: Awaited<ReturnType<typeof openServer>>,
+  db: string,
+  re: RegExp,
+  column: 'total_exec_time' | 'total_plan_time' = 'total_exec_time',
+): Promise<number> {
   const stmts = await server.query<{ query: string; ms: number }>(
-    `SELECT query, total_exec_time AS ms FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)`,
+    `SELECT query, ${column} AS ms FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)`,
     [db],
   );
   return stmts.filter((s) => re.test(s.query)).reduce((a, s) => a + s.ms, 0);
@@ -188,7 +204,11 @@ const hundredths = (x: number) => Math.round(x * 100) / 100;
 
 async function main(): Promise<void> {
   const startedAt = new Date();
-  const server = await openServer('cluster', { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'top' });
+  const server = await openServer('cluster', {
+    shared_preload_libraries: 'pg_stat_statements',
+    'pg_stat_statements.track': 'top',
+    'pg_stat_statements.track_planning': 'on',
+  });
   const samples: Sample[] = [];
   try {
     await server.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
@@ -211,12 +231,22 @@ async function main(): Promise<void> {
         .map((s) => s[k])
         .join(', ');
     const base = chosen[0]!.id;
-    const figures = ['jobsPerSec', 'enqueueUsPerJob', 'claimUsPerJob', 'completeUsPerJob', 'walBytesPerJob'] as const;
+    const figures = [
+      'jobsPerSec',
+      'enqueueUsPerJob',
+      'claimUsPerJob',
+      'claimPlanUsPerJob',
+      'completeUsPerJob',
+      'completePlanUsPerJob',
+      'walBytesPerJob',
+    ] as const;
     const titles = {
       jobsPerSec: 'jobs/s',
       enqueueUsPerJob: 'enqueue µs/job',
       claimUsPerJob: 'claim µs/job',
+      claimPlanUsPerJob: 'claim planning µs/job',
       completeUsPerJob: 'completion µs/job',
+      completePlanUsPerJob: 'completion planning µs/job',
       walBytesPerJob: 'WAL bytes/job',
     };
     const md = [
@@ -225,7 +255,7 @@ async function main(): Promise<void> {
       `Command: \`${command}\` (${startedAt.toISOString()}). ${ROUNDS} counted round(s) after a warm-up; each round drains a fresh database per variant, the order reversed every other round.`,
       `Machine: ${JSON.stringify(machine)}`,
       '',
-      'Server time per statement from pg_stat_statements; ratios are against the first variant (above 1 costs more, except jobs/s).',
+      'Server time per statement from pg_stat_statements (execution, and planning where the figure says so); ratios are against the first variant (above 1 costs more, except jobs/s).',
       '',
       '| variant | figure | run by run | median | ratio |',
       '| --- | --- | --- | ---: | ---: |',

@@ -24,6 +24,8 @@ export interface OutcomeLease {
 export interface OutcomeWrite {
   readonly id: string;
   readonly token: string;
+  /** The job's queue (lets the store skip per-queue bookkeeping it did moments ago). */
+  readonly queue: string;
   /** The handler's result, written when `failure` is null. */
   readonly result: unknown;
   /** A failed attempt (retried or dead-lettered by failMany); null completes the job. */

@@ -78,6 +78,7 @@ export function runJob(entry: InFlight, slot: Slot, d: RunnerDeps): void {
 class JobRun implements OutcomeWrite {
   readonly id: string;
   readonly token: string;
+  readonly queue: string;
   readonly lease: InFlight;
   result: unknown = null;
   failure: OutcomeWrite['failure'] = null;
@@ -97,6 +98,7 @@ class JobRun implements OutcomeWrite {
     this.lease = entry;
     this.id = entry.job.id;
     this.token = entry.token;
+    this.queue = entry.job.queue;
     this.#slot = slot;
     this.#d = d;
   }

@@ -121,6 +121,11 @@ export interface JobPurgeScanResult {
 }
 export interface JobCompleteItem extends Lease {
   result: unknown;
+  /**
+   * The job's queue, when the caller knows it: lets the store skip bookkeeping it did for the
+   * same queue moments ago (the finished-jobs map of migration 0024). Never changes the outcome.
+   */
+  queue?: string;
 }
 export interface JobFailItem extends Lease {
   error: AttemptErrorInput;

@@ -11,6 +11,7 @@ import type { WriteRecord } from './history.ts';
 const jobQ = jobQueries(quoteSchema('baton'));
 const WRITES = new Map<string, WriteRecord['kind']>([
   [jobQ.completeMany.text, 'complete'],
+  [jobQ.completeManyBlocksKnown.text, 'complete'],
   [jobQ.failMany.text, 'fail'],
   [jobQ.heartbeatMany.text, 'heartbeat'],
   [jobQ.markRunningMany.text, 'start'],

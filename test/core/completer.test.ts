@@ -9,7 +9,7 @@ import { deferred } from '../helpers/wait.ts';
 
 /** Submits a completion of job `id` and resolves with what the completer answered. */
 function complete(completer: Completer, id: string, token: string, lease: OutcomeLease): Promise<WriteResult> {
-  return new Promise((written) => completer.submit({ id, token, result: null, failure: null, refund: false, lease, written }));
+  return new Promise((written) => completer.submit({ id, token, queue: 'q', result: null, failure: null, refund: false, lease, written }));
 }
 
 describe('Completer', () => {

@@ -43,6 +43,10 @@ const STATEMENTS: Record<string, () => [text: string, args: string[]]> = {
   'start (markRunningMany)': () => [q.markRunningMany.text, [bigints(leased.ids), bigints(leased.tokens)]],
   heartbeat: () => [q.heartbeatMany.text, [bigints(running.ids), bigints(running.tokens), '60000']],
   complete: () => [q.completeMany.text, [bigints(running.ids), bigints(running.tokens), fill(`'{"ok":true}'`, 'jsonb')]],
+  'complete, blocks known': () => [
+    q.completeManyBlocksKnown.text,
+    [bigints(running.ids), bigints(running.tokens), fill(`'{"ok":true}'`, 'jsonb')],
+  ],
   fail: () => [
     q.failMany.text,
     [bigints(running.ids), bigints(running.tokens), fill(`'{"message":"boom"}'`, 'jsonb'), '100', '1000', fill('false', 'boolean')],

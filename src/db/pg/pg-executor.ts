@@ -40,6 +40,7 @@ import { type QueueQueries, queueQueries } from './queries/queue.ts';
 import { type StatsQueries, statsQueries } from './queries/stats.ts';
 import { type WorkerQueries, workerQueries } from './queries/worker.ts';
 import { queryRows } from './query-rows.ts';
+import { RecordedBlocks } from './recorded-blocks.ts';
 import { compareIds, type JobRow, type JobSummaryRow, rowToJob, rowToSummary } from './rows.ts';
 
 export class PgExecutor implements Executor {
@@ -56,12 +57,18 @@ export class PgExecutor implements Executor {
   readonly #flowStore: PgFlow;
   /** Queues this executor has marked keyed (flow_queues.keyed is never reset by Baton). */
   readonly #keyedQueues = new Set<string>();
+  /** Blocks of finished_blocks this executor's completions recorded lately (see recorded-blocks.ts). */
+  readonly #recordedBlocks: RecordedBlocks;
   /** The schema as the catalogs spell it (unquoted). */
   readonly #schemaName: string;
 
-  /** `schema` must already be quoted (see quoteSchema). */
-  constructor(pool: PgPoolLike, quotedSchema: string) {
+  /**
+   * `schema` must already be quoted (see quoteSchema). `now`: the monotonic clock (ms) that
+   * bounds how long recorded blocks are trusted (tests stop it).
+   */
+  constructor(pool: PgPoolLike, quotedSchema: string, opts: { now?: () => number } = {}) {
     this.#pool = pool;
+    this.#recordedBlocks = new RecordedBlocks(opts.now);
     this.#job = jobQueries(quotedSchema);
     this.#read = jobReadQueries(quotedSchema);
     this.#worker = workerQueries(quotedSchema);
@@ -254,14 +261,18 @@ export class PgExecutor implements Executor {
     };
   }
 
-  jobCompleteMany(p: { items: JobCompleteItem[]; deleteRows?: boolean }): Promise<Set<string>> {
+  async jobCompleteMany(p: { items: JobCompleteItem[]; deleteRows?: boolean }): Promise<Set<string>> {
     const { ids, values } = leaseArrays(p.items);
     if (p.deleteRows) return this.#accepted(this.#job.completeDeleteMany, ids, values);
     // A null result is stored as SQL NULL (read back as null all the same), so a batch of
     // handlers that return nothing sends no array: the statement then neither parses one
     // jsonb value per row nor looks each row's position up in $2 (linear in the batch).
     const results = p.items.map((i) => (i.result === undefined || i.result === null ? null : JSON.stringify(i.result)));
-    return this.#accepted(this.#job.completeMany, ids, [...values, results.some((r) => r !== null) ? results : null]);
+    const args = [...values, results.some((r) => r !== null) ? results : null];
+    if (this.#recordedBlocks.allKnown(p.items)) return this.#accepted(this.#job.completeManyBlocksKnown, ids, args);
+    const accepted = await this.#accepted(this.#job.completeMany, ids, args);
+    this.#recordedBlocks.recorded(p.items, accepted);
+    return accepted;
   }
 
   async jobFailMany(p: { items: JobFailItem[]; backoffBaseMs: number; backoffCapMs: number }): Promise<Map<string, JobState>> {
