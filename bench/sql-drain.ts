@@ -27,6 +27,8 @@ interface Variant {
   claim: 'plain' | 'solo' | 'fifo';
   /** The completion without its finished-job counter upsert, or without its block record (0024). */
   completion?: 'uncounted' | 'unblocked';
+  /** Run on each draining client's session before its first claim. */
+  session?: string[];
 }
 
 const VARIANTS: Variant[] = [
@@ -52,6 +54,13 @@ const VARIANTS: Variant[] = [
     sql: [],
     claim: 'plain',
     completion: 'unblocked',
+  },
+  {
+    id: 'generic-plans',
+    label: 'claim and completion on generic plans (plan_cache_mode = force_generic_plan on the clients: no planning per execution)',
+    sql: [],
+    claim: 'plain',
+    session: ['SET plan_cache_mode = force_generic_plan'],
   },
   { id: 'no-counters', label: 'completion without the finished-job counters', sql: [], claim: 'plain', completion: 'uncounted' },
   {
@@ -145,6 +154,7 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
       Array.from({ length: CLIENTS }, async () => {
         const c = await pool.connect();
         try {
+          for (const sql of v.session ?? []) await c.query(sql);
           for (;;) {
             const r = await c.query<unknown[]>({ ...claim, rowMode: 'array', values: ['q', BATCH, 'bench', true, 30_000] });
             const got = r.rows.filter((x) => x[0] !== null);
