@@ -1,5 +1,5 @@
-// The engine: a Baton composed of its features (cron, retention, outbox, workflows: each adds
-// its API and its services) around the worker's claim loops, the reaper and the leader lease.
+// The engine: a Baton composed of its features (features.ts: cron, retention, outbox, workflows,
+// each adding its API and its services) around the worker's claim loops, the reaper and the leader lease.
 // Owns the lifecycle: start() starts one list of services in order, stop() stops it in
 // reverse (the order, and why, is at #services); the claim protocol lives in claimer.ts.
 //
@@ -18,24 +18,21 @@ import type { Baton, EngineStats, EnqueueOptions } from './baton.ts';
 import { systemClock } from './clock.ts';
 import type { EngineConfig } from './config.ts';
 import type { CronApi } from './cron/api.ts';
-import { cronFeature } from './cron/feature.ts';
 import type { CronService } from './cron/service.ts';
-import type { EngineContext, EngineDeps, FeatureParts } from './engine-context.ts';
+import type { EngineContext, EngineDeps } from './engine-context.ts';
 import { EngineEventEmitter } from './events.ts';
+import { composeFeatures } from './features.ts';
 import type { Handler } from './handler.ts';
 import { LeaderLease } from './leader-lease.ts';
 import { Leadership } from './leadership.ts';
 import type { Logger } from './logger.ts';
-import { outboxFeature } from './outbox/feature.ts';
 import type { OutboxService } from './outbox/service.ts';
 import { Producer } from './producer.ts';
 import { Reaper } from './reaper.ts';
-import { retentionFeature } from './retention-feature.ts';
 import { type Service, ServiceGroup, service } from './service.ts';
 import { noTracing } from './tracing.ts';
 import { type EngineCounters, Worker } from './worker.ts';
 import { type WorkflowBuilder, workflowBuilder } from './workflow/builder.ts';
-import { workflowsFeature } from './workflow/feature.ts';
 import type { Workflows } from './workflow/service.ts';
 
 export type { EngineDeps } from './engine-context.ts';
@@ -128,17 +125,14 @@ export class Engine implements Baton {
       onError,
     };
 
-    // The features. A new capability adds its module and one line here: its services, leader
-    // services and NOTIFY routes join the lifecycle below through its FeatureParts.
-    const cron = cronFeature(ctx);
-    const retention = retentionFeature(ctx);
-    const outbox = outboxFeature(ctx);
-    const workflows = workflowsFeature(ctx);
-    const features: FeatureParts[] = [cron.parts, retention.parts, outbox.parts, workflows.parts];
-    this.#cron = cron.cron;
-    this.cron = cron.cron.api;
-    this.outbox = outbox.outbox;
-    this.workflows = workflows.workflows;
+    // The features (features.ts): their services, leader services and NOTIFY routes join the
+    // lifecycle below through their FeatureParts.
+    const composed = composeFeatures(ctx);
+    const features = composed.parts;
+    this.#cron = composed.cron;
+    this.cron = composed.cron.api;
+    this.outbox = composed.outbox;
+    this.workflows = composed.workflows;
 
     this.#worker =
       Object.keys(config.queues).length > 0
