@@ -1,6 +1,6 @@
 // What a thrown failure is: terminal or retryable (isTerminal), and its description in the
 // error history (describeError).
-// The backoff itself (full jitter, base and cap) is computed in SQL (queries/job.ts failMany).
+// The backoff itself (full jitter, base and cap) is computed in SQL (queries/job-lease.ts failMany).
 
 import { TerminalError } from '../types/errors.ts';
 

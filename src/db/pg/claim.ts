@@ -1,4 +1,4 @@
-// The claim's rows, from the statement's answer to leased jobs (the SQL is queries/job.ts
+// The claim's rows, from the statement's answer to leased jobs (the SQL is queries/job-lease.ts
 // `claim`). The hot path: rows come as arrays, times as epoch milliseconds, one object per job.
 
 import type { JobClaimParams } from '../../driver/executor.ts';

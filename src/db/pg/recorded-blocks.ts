@@ -5,14 +5,14 @@
 // it is trusted TRUST_MS after the last real record at most.
 //
 // Why a skipped record is safe: retention deletes a block's row only in a statement that sees no
-// job of its queue in the block (queries/job.ts, purgeScan), and the job being completed is one,
+// job of its queue in the block (queries/job-admin.ts, purgeScan), and the job being completed is one,
 // visible since its insert committed. The one gap: within TRUST_MS of the record, retention
 // (at a retention age under TRUST_MS) deletes the block's other jobs while this job's insert has
 // not committed yet, though a later id has (inserts committing out of id order). Such a job is
 // missing from listings by queue until retention deletes it; reads by id, counts and retention
 // still find it.
 
-import { FINISHED_BLOCK_SHIFT } from './queries/job.ts';
+import { FINISHED_BLOCK_SHIFT } from './queries/job-fragments.ts';
 
 /** How long a recorded block is trusted; short, so that the gap above needs a retention age under it. */
 export const RECORDED_BLOCK_TRUST_MS = 5_000;

@@ -82,7 +82,7 @@ export function rowToJob(r: JobRow): Job {
   }
 }
 
-/** A listing row (summaryColumns in queries/job.ts). */
+/** A listing row (summaryColumns in queries/job-fragments.ts). */
 export interface JobSummaryRow extends Omit<JobRow, 'errors' | 'last_error'> {
   payload_bytes: number;
   payload_inline: boolean;

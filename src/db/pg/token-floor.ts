@@ -1,5 +1,5 @@
 // Marks each session of Baton's own pool with a durable token floor before its first claim
-// (queries/job.ts, tokenFloor), which lets that session's claims commit without waiting for
+// (queries/job-lease.ts, tokenFloor), which lets that session's claims commit without waiting for
 // the WAL flush. An unmarked session claims with a synchronous commit: nothing depends on it.
 
 import type pg from 'pg';

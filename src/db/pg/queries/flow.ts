@@ -15,7 +15,7 @@
 // released or reaped leaves the count by leaving its live state: nothing to decrement, nothing
 // that drifts, and a dead worker's slots come back with its leases.
 
-import { claimUpdateSql, fifoClaimSql } from './job.ts';
+import { claimUpdateSql, fifoClaimSql } from './job-fragments.ts';
 
 /** How long a controlled claim waits for a queue's or key's lock before trying again later. */
 export const FLOW_LOCK_WAIT_MS = 100;

@@ -14,7 +14,7 @@
 // the default read and sorted every matching row (270-430 ms at 1M finished rows).
 
 import { JOB_SORT_KEYS, JOB_SORT_WINDOW, type JobSortKey, type SortOrder } from '../../../types/job-sort.ts';
-import { summaryColumns } from './job.ts';
+import { summaryColumns } from './job-fragments.ts';
 
 /** Output columns of summaryColumns (the window's alias `w`), by sort key. */
 const COLUMN: Record<JobSortKey, string> = {

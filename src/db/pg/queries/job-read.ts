@@ -14,7 +14,7 @@
 // admin read costs far less than that walk; the counts by queue stay prepared (no such choice).
 
 import { JOB_STATES, type JobState } from '../../../types/job.ts';
-import { FINISHED_BLOCK_SHIFT, summaryColumns } from './job.ts';
+import { FINISHED_BLOCK_SHIFT, summaryColumns } from './job-fragments.ts';
 
 /** The tenant of jobs enqueued without one (the column's default, migration 0001). */
 const DEFAULT_TENANT = 'default';

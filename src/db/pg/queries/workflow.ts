@@ -7,7 +7,7 @@
 // fence and a cancel could each hold one row and wait for the other (a deadlock).
 // A step's output is committed first; the run's progress only goes up.
 
-import { countFinishedSql, recordFinishedSql } from './job.ts';
+import { countFinishedSql, recordFinishedSql } from './job-fragments.ts';
 
 const LIVE = `('leased', 'running')`;
 /** A far run_at for a wait with no timeout: only an event moves it. */

@@ -1,0 +1,110 @@
+// SQL fragments that several statement files share (job-lease.ts, job-admin.ts, flow.ts,
+// job-read.ts, job-list.ts, workflow.ts): one text each, so every claim writes its leases the
+// same way and every move into or out of a finished state keeps finished_counts and
+// finished_blocks in step.
+
+import { LIST_INLINE_MAX_BYTES, LIST_MESSAGE_MAX_CHARS } from '../../../types/job.ts';
+
+/** The states in which a job's lease is held. */
+export const LIVE = `('leased', 'running')`;
+
+/** A timestamptz as float8 epoch milliseconds (microseconds kept as the fraction). */
+const epochMs = (col: string) => `date_part('epoch', ${col}) * 1000`;
+
+/**
+ * A listing row (JobSummary) of alias `j`: every scalar column, and the bulky ones bounded.
+ * pg_column_size reads a large value's TOAST pointer, not the value, so a page of jobs with
+ * megabyte payloads costs what its row count says, in the database and in the daemon.
+ */
+export const summaryColumns = (j: string) => `${j}.id, ${j}.tenant_id, ${j}.queue, ${j}.job_type, ${j}.priority, ${j}.state,
+    ${j}.run_at, ${j}.attempt, ${j}.max_attempts, ${j}.lease_token, ${j}.lease_owner, ${j}.lease_expires_at,
+    ${j}.idempotency_key, ${j}.dead_letter_reason, ${j}.replay_count, ${j}.created_at, ${j}.started_at,
+    ${j}.finished_at, ${j}.updated_at, ${j}.trace_context, ${j}.cancel_requested_at,
+    CASE WHEN pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} THEN ${j}.payload END AS payload,
+    pg_column_size(${j}.payload) AS payload_bytes,
+    pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} AS payload_inline,
+    CASE WHEN pg_column_size(${j}.result) <= ${LIST_INLINE_MAX_BYTES} THEN ${j}.result END AS result,
+    COALESCE(pg_column_size(${j}.result), 0) AS result_bytes,
+    COALESCE(pg_column_size(${j}.result) <= ${LIST_INLINE_MAX_BYTES}, true) AS result_inline,
+    jsonb_array_length(${j}.errors) AS error_count,
+    CASE WHEN ${j}.last_error IS NOT NULL THEN (${j}.last_error - 'stack')
+      || jsonb_build_object('message', left(${j}.last_error->>'message', ${LIST_MESSAGE_MAX_CHARS})) END AS last_error`;
+
+/**
+ * Adds `sign` x the rows of `from` (columns queue and state) in a finished state to the
+ * finished count of their queue and state, in this session's shard (see migration 0009): every
+ * statement that moves a job into or out of a finished state runs it as a CTE. Rows in key
+ * order: two statements of one shard lock counter rows in the same order, so they cannot deadlock.
+ */
+export const countFinishedSql = (
+  schema: string,
+  from: string,
+  sign: '' | '-',
+) => `INSERT INTO ${schema}.finished_counts AS s (queue, state, shard, n)
+          SELECT queue, state, pg_backend_pid() % 32, ${sign}count(*) FROM ${from}
+          WHERE state IN ('succeeded', 'dead_lettered', 'cancelled') GROUP BY queue, state ORDER BY queue, state
+          ON CONFLICT (queue, state, shard) DO UPDATE SET n = s.n + excluded.n`;
+
+/** Ids per block of finished_blocks (migration 0024, which writes the same shift): block = id >> 8. */
+export const FINISHED_BLOCK_SHIFT = 8;
+
+/**
+ * CTEs `counted` and `blocked`, for a statement that moves the rows of `from` (columns id, queue
+ * and state) into a finished state: counts them (countFinishedSql) and records their blocks in
+ * finished_blocks, which listings by queue read (migration 0024). The blocks are made distinct
+ * before the probe, and the probe stays a probe of the map's index per block (each OFFSET 0
+ * keeps the planner from turning it into a join, which may hash a scan of the whole map): a
+ * batch of completions probes once per block it finished jobs in, and writes only for a block
+ * new to its queue.
+ */
+export const recordFinishedSql = (schema: string, from: string) => `counted AS (${countFinishedSql(schema, from, '')}),
+        blocked AS (INSERT INTO ${schema}.finished_blocks (queue, block)
+          SELECT d.queue, d.block FROM (
+            SELECT DISTINCT f.queue, f.id >> ${FINISHED_BLOCK_SHIFT} AS block FROM ${from} f
+            WHERE f.state IN ('succeeded', 'dead_lettered', 'cancelled') OFFSET 0) d
+          WHERE NOT EXISTS (SELECT 1 FROM ${schema}.finished_blocks b WHERE b.queue = d.queue AND b.block = d.block OFFSET 0))`;
+
+/**
+ * The FIFO claim: queue $1's due pending jobs in claim order, up to $2, unless the queue is
+ * paused or flow-controlled, as leases ($3-$5 as claimUpdateSql). `extra`: more conditions on
+ * the picked rows (the plain claim of queries/flow.ts adds its own).
+ */
+export const fifoClaimSql = (schema: string, extra = '') => `WITH picked AS (
+          SELECT id FROM ${schema}.jobs
+          WHERE state = 'pending' AND queue = $1 AND run_at <= now()
+            AND NOT EXISTS (SELECT 1 FROM ${schema}.paused_queues WHERE queue = $1)
+            AND NOT EXISTS (SELECT 1 FROM ${schema}.flow_queues WHERE queue = $1)${extra}
+          ORDER BY priority DESC, run_at, id
+          LIMIT $2
+          FOR UPDATE SKIP LOCKED
+        )
+        ${claimUpdateSql(schema, 'picked')}`;
+
+/**
+ * The claim's write: the rows of CTE `picked` (column id) become leases with fresh tokens, and
+ * come back as ClaimRow columns. Shared by every claim statement (FIFO, fair, flow-controlled):
+ * $3 owner, $4 into running, $5 lease ms. See `claim` in job-lease.ts for the why of each clause.
+ */
+export function claimUpdateSql(schema: string, picked: string, leaseFrom = 'now()'): string {
+  const jobs = `${schema}.jobs`;
+  const tokenSeq = `'${schema}.lease_token_seq'`;
+  // Set on a session by tokenFloor, naming the sequence it advanced (its oid).
+  const floorMark = `${tokenSeq}::regclass::oid::text`;
+  return `UPDATE ${jobs} j SET
+          state = CASE WHEN $4::boolean THEN 'running' ELSE 'leased' END,
+          lease_token = nextval(${tokenSeq}),
+          lease_owner = $3,
+          lease_expires_at = ${leaseFrom} + make_interval(secs => $5::double precision / 1000.0),
+          attempt = j.attempt + 1,
+          started_at = CASE WHEN $4::boolean THEN now() ELSE NULL END,
+          updated_at = now()
+        WHERE j.id = ANY (ARRAY(SELECT id FROM ${picked}))
+          AND j.id BETWEEN (SELECT min(id) FROM ${picked}) AND (SELECT max(id) FROM ${picked})
+          AND (SELECT set_config('synchronous_commit',
+            CASE WHEN current_setting('baton.token_floor', true) = ${floorMark} THEN 'off'
+              ELSE current_setting('synchronous_commit') END, true)) IS NOT NULL
+        RETURNING j.id::text, j.tenant_id, j.job_type, j.payload, j.priority, j.attempt, j.max_attempts,
+          j.lease_token::text, j.idempotency_key, j.last_error, NULLIF(j.errors, '[]') AS errors, j.replay_count,
+          ${epochMs('j.run_at')} AS run_at_ms, ${epochMs('j.created_at')} AS created_at_ms, ${epochMs('now()')} AS now_ms,
+          j.trace_context`;
+}
