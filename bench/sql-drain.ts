@@ -57,7 +57,8 @@ const VARIANTS: Variant[] = [
   },
   {
     id: 'generic-plans',
-    label: 'claim and completion on generic plans (plan_cache_mode = force_generic_plan on the clients: no planning per execution)',
+    label:
+      'the clients on plan_cache_mode = force_generic_plan: the named claim on a cached generic plan (the unnamed completion is still planned each time)',
     sql: [],
     claim: 'plain',
     session: ['SET plan_cache_mode = force_generic_plan'],

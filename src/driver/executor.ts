@@ -122,8 +122,9 @@ export interface JobPurgeScanResult {
 export interface JobCompleteItem extends Lease {
   result: unknown;
   /**
-   * The job's queue, when the caller knows it: lets the store skip bookkeeping it did for the
-   * same queue moments ago (the finished-jobs map of migration 0024). Never changes the outcome.
+   * The queue the job was claimed from, when the caller knows it: lets the store skip
+   * bookkeeping it did for that queue moments ago (the finished-jobs map of migration 0024).
+   * The job's state and result are written the same either way.
    */
   queue?: string;
 }

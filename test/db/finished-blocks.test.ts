@@ -2,14 +2,11 @@
 // every statement that finishes a job records its queue's block (completion, failure,
 // release, reap, cancel, a dependent cancelled by its parent, a row inserted finished), one row
 // per block however many jobs finish there; and listings and counts by queue find a queue's
-// finished jobs through it, newest first, across blocks, skipping blocks with none left. A
-// completion that names its queue skips the record of a block it recorded moments ago.
+// finished jobs through it, newest first, across blocks, skipping blocks with none left. The
+// completion's skip of blocks it recorded moments ago: recorded-blocks.test.ts.
 
 import { describe, expect, it } from 'vitest';
-import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { FINISHED_BLOCK_SHIFT } from '../../src/db/pg/queries/job.ts';
-import { RECORDED_BLOCK_TRUST_MS } from '../../src/db/pg/recorded-blocks.ts';
-import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { insertJob, insertJobs } from '../helpers/factory.ts';
 import { attemptError, baton, claim, ex, expireLeases, fresh, useExecutorHarness } from './executor-harness.ts';
 
@@ -38,58 +35,6 @@ describe('finished_blocks', () => {
     await ex.jobCompleteMany({ items: done(leases.slice(0, 2)) });
     await ex.jobCompleteMany({ items: done(leases.slice(2)) });
     expect(await blocksOf(queue)).toEqual([blockOf(ids[0]!)]);
-  });
-
-  it('a completion that names its queue skips the record of a block it recorded moments ago, for that queue only, until the trust window ends', async () => {
-    let clock = 0;
-    const timed = new PgExecutor(db.pool, quoteSchema(db.schema), { now: () => clock });
-    const [a, b] = [fresh('known'), fresh('known')];
-    await nextBlock();
-    const [first] = await insertJobs(db.pool, 3, { queue: a });
-    await insertJobs(db.pool, 1, { queue: b });
-    const leases = await claim(a, 3);
-    const [other] = await claim(b, 1);
-    const done = (queue: string, ls: typeof leases) => ({ items: ls.map((l) => ({ id: l.id, token: l.token, result: null, queue })) });
-    await timed.jobCompleteMany(done(a, leases.slice(0, 1)));
-    expect(await blocksOf(a)).toEqual([blockOf(first!)]);
-    // Taken away behind its back: a completion in the same block within the window does not
-    // look again, which is the skip itself (retention never takes a row away while a job of
-    // its queue is still in the block).
-    await db.query('DELETE FROM baton.finished_blocks WHERE queue = $1', [a]);
-    await timed.jobCompleteMany(done(a, leases.slice(1, 2)));
-    expect(await blocksOf(a)).toEqual([]);
-    // Another queue's jobs in the same block are not known.
-    await timed.jobCompleteMany(done(b, [other!]));
-    expect(await blocksOf(b)).toEqual([blockOf(first!)]);
-    // Past the window the block is recorded again.
-    clock += RECORDED_BLOCK_TRUST_MS + 1;
-    await timed.jobCompleteMany(done(a, leases.slice(2)));
-    expect(await blocksOf(a)).toEqual([blockOf(first!)]);
-  });
-
-  it('completions that name their queues, interleaved over queues and blocks, leave every finished job listed by its queue', async () => {
-    const timed = new PgExecutor(db.pool, quoteSchema(db.schema), { now: () => 0 });
-    const queues = [fresh('mix'), fresh('mix'), fresh('mix')];
-    const ids = new Map<string, string[]>(queues.map((q) => [q, []]));
-    for (let block = 0; block < 3; block++) {
-      await nextBlock();
-      for (let i = 0; i < 12; i++) {
-        const queue = queues[(i + block) % queues.length]!;
-        ids.get(queue)!.push(...(await insertJobs(db.pool, 1, { queue })));
-      }
-    }
-    const leases = (await Promise.all(queues.map(async (q) => (await claim(q, 100)).map((l) => ({ ...l, queue: q }))))).flat();
-    // Batches of 5 across queues and blocks, in an order that mixes them.
-    leases.sort((x, y) => Number(BigInt(x.id) % 7n) - Number(BigInt(y.id) % 7n) || x.id.localeCompare(y.id));
-    for (let i = 0; i < leases.length; i += 5) {
-      const batch = leases.slice(i, i + 5).map((l) => ({ id: l.id, token: l.token, result: null, queue: l.queue }));
-      expect((await timed.jobCompleteMany({ items: batch })).size).toBe(batch.length);
-    }
-    for (const queue of queues) {
-      const expected = [...ids.get(queue)!].sort((x, y) => Number(BigInt(y) - BigInt(x)));
-      expect((await ex.jobList({ queue, limit: 100, offset: 0 })).map((j) => j.id)).toEqual(expected);
-      expect(await blocksOf(queue)).toEqual([...new Set(expected.map(blockOf))].sort());
-    }
   });
 
   it('a terminal failure, a release with the budget spent, a reaped lease with it spent and a cancel record theirs', async () => {

@@ -48,10 +48,16 @@ export async function completeMany(
   // jsonb value per row nor looks each row's position up in $2 (linear in the batch).
   const results = p.items.map((i) => (i.result === undefined || i.result === null ? null : JSON.stringify(i.result)));
   const args = [...values, results.some((r) => r !== null) ? results : null];
-  if (recordedBlocks.allKnown(p.items)) return leaseWrite(db, db.job.completeManyBlocksKnown, ids, args);
-  const accepted = await leaseWrite(db, db.job.completeMany, ids, args);
-  recordedBlocks.recorded(p.items, accepted);
-  return accepted;
+  try {
+    if (recordedBlocks.allKnown(p.items)) return await leaseWrite(db, db.job.completeManyBlocksKnown, ids, args);
+    const sentAt = recordedBlocks.now();
+    const [row] = await queryRows<{ ids: string[] | null; recorded: Array<[string, string]> | null }>(db.pool, db.job.completeMany, args);
+    if (row?.recorded) recordedBlocks.inserted(row.recorded, sentAt);
+    return new Set(row?.ids === null ? ids : (row?.ids ?? []));
+  } catch (err) {
+    recordedBlocks.clear();
+    throw err;
+  }
 }
 
 export async function failMany(

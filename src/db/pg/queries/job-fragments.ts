@@ -55,14 +55,14 @@ export const FINISHED_BLOCK_SHIFT = 8;
  * before the probe, and the probe stays a probe of the map's index per block (each OFFSET 0
  * keeps the planner from turning it into a join, which may hash a scan of the whole map): a
  * batch of completions probes once per block it finished jobs in, and writes only for a block
- * new to its queue.
+ * new to its queue. `returning`: a RETURNING clause for the rows it inserted (the completion's).
  */
-export const recordFinishedSql = (schema: string, from: string) => `counted AS (${countFinishedSql(schema, from, '')}),
+export const recordFinishedSql = (schema: string, from: string, returning = '') => `counted AS (${countFinishedSql(schema, from, '')}),
         blocked AS (INSERT INTO ${schema}.finished_blocks (queue, block)
           SELECT d.queue, d.block FROM (
             SELECT DISTINCT f.queue, f.id >> ${FINISHED_BLOCK_SHIFT} AS block FROM ${from} f
             WHERE f.state IN ('succeeded', 'dead_lettered', 'cancelled') OFFSET 0) d
-          WHERE NOT EXISTS (SELECT 1 FROM ${schema}.finished_blocks b WHERE b.queue = d.queue AND b.block = d.block OFFSET 0))`;
+          WHERE NOT EXISTS (SELECT 1 FROM ${schema}.finished_blocks b WHERE b.queue = d.queue AND b.block = d.block OFFSET 0)${returning})`;
 
 /**
  * The FIFO claim: queue $1's due pending jobs in claim order, up to $2, unless the queue is

@@ -70,14 +70,14 @@ export function jobLeaseQueries(schema: string) {
   const failEntry = `${err} || jsonb_build_object('at', now())
             || CASE WHEN ${CANCEL_REQUESTED} THEN '{"kind": "cancelled"}'::jsonb ELSE '{}'::jsonb END`;
 
-  const completeSql = (recorded: string) => `WITH w AS (UPDATE ${jobs} j SET
+  const completeSql = (recorded: string, answer = '') => `WITH w AS (UPDATE ${jobs} j SET
           state = 'succeeded', finished_at = now(), updated_at = now(),
           result = CASE WHEN $3::jsonb[] IS NOT NULL THEN ($3::jsonb[])[${leasePos}] END,
           lease_owner = NULL, lease_expires_at = NULL
         WHERE ${FENCED} AND j.state IN ${LIVE}
         RETURNING j.id, j.queue, j.state),
         ${recorded}
-        SELECT CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL ELSE COALESCE(array_agg(w.id), '{}') END AS ids FROM w`;
+        SELECT CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL ELSE COALESCE(array_agg(w.id), '{}') END AS ids${answer} FROM w`;
 
   return {
     // The claim: one statement, never more rows than $2 (the free slots). Issues a fresh token
@@ -140,7 +140,15 @@ export function jobLeaseQueries(schema: string) {
       text: acceptedIds(`DELETE FROM ${jobs} j WHERE ${FENCED} AND j.state IN ${LIVE}`),
     },
     // $3: one result per lease, or NULL when every result is null (the common case).
-    completeMany: { text: completeSql(recordFinished('w')) },
+    // Also answers the (queue, block) rows of finished_blocks it inserted (NULL when none, the
+    // common case), which the executor may trust for a while (recorded-blocks.ts).
+    completeMany: {
+      text: completeSql(
+        recordFinishedSql(schema, 'w', ' RETURNING queue, block'),
+        `,
+          (SELECT json_agg(json_build_array(b.queue, b.block::text)) FROM blocked b) AS recorded`,
+      ),
+    },
     // The same, for a batch whose every (queue, block) the caller knows to be in finished_blocks
     // (see recorded-blocks.ts): counted only. The block CTE is planned at every execution, which
     // cost a batch of one about as much as running it (bench:sql, completion planning µs/job).
