@@ -113,7 +113,7 @@ export const recordFinishedSql = (schema: string, from: string) => `counted AS (
 /**
  * The FIFO claim: queue $1's due pending jobs in claim order, up to $2, unless the queue is
  * paused or flow-controlled, as leases ($3-$5 as claimUpdateSql). `extra`: more conditions on
- * the picked rows (the plain claim of queries/flow.ts adds its own).
+ * the picked rows (the plain claim of queries/flow-claim.ts adds its own).
  */
 export const fifoClaimSql = (schema: string, extra = '') => `WITH picked AS (
           SELECT id FROM ${schema}.jobs
@@ -241,7 +241,7 @@ export function jobQueries(schema: string) {
     // and advanced the sequence past it in a durable commit.
     // A paused queue (paused_queues, see migration 0010) yields nothing: the NOT EXISTS is one
     // primary-key probe, evaluated once per statement (it depends on $1 alone). So does a
-    // flow-controlled queue (flow_queues, migration 0015): its claims go through queries/flow.ts.
+    // flow-controlled queue (flow_queues, migration 0015): its claims go through queries/flow-claim.ts.
     claim: {
       name: `${schema}.job_claim`,
       rowMode: 'array' as const,
