@@ -4,8 +4,10 @@
 
 import { readFile } from 'node:fs/promises';
 import { type Logger as PinoLogger, pino } from 'pino';
-import { type Command, ConfigError, type DaemonConfig, loadConfig, parseFlags, settingsHelp } from './env.ts';
+import { ConfigError, type DaemonConfig, loadConfig } from './env.ts';
+import { parseFlags, settingsHelp } from './flags.ts';
 import { PlainError } from './plain-error.ts';
+import type { Command } from './settings.ts';
 import { EXIT_CONFIG, EXIT_FAILED } from './shutdown.ts';
 
 const USAGE = `Usage: baton <command> [flags]

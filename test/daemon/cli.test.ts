@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { SETTINGS } from '../../src/daemon/env.ts';
+import { SETTINGS } from '../../src/daemon/settings.ts';
 import { EXIT_CONFIG, EXIT_FAILED } from '../../src/daemon/shutdown.ts';
 import { runBaton, waitExit } from '../e2e/daemon-process.ts';
 

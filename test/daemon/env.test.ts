@@ -2,7 +2,8 @@
 // over env, and errors that name the setting instead of falling back.
 
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseFlags } from '../../src/daemon/env.ts';
+import { ConfigError, loadConfig } from '../../src/daemon/env.ts';
+import { parseFlags } from '../../src/daemon/flags.ts';
 
 function configError(fn: () => unknown): ConfigError {
   try {

@@ -1,14 +1,16 @@
 // Flow control's side of the executor: the fair claim (with its walk past tenants that hold only
 // future jobs), the flow-controlled claim (caps and rate limits, in one short transaction that
 // gives up on a busy lock rather than wait), and the admin reads and writes of limits and
-// weights. Every lease it hands out is written by the claim statement itself (see queries/flow.ts).
+// weights. Every lease it hands out is written by the claim statement itself (see
+// queries/flow-claim.ts).
 
 import type { FlowClaimParams, FlowClaimResult } from '../../driver/executor.ts';
 import type { FlowLimits, FlowSnapshot } from '../../types/flow.ts';
 import { type ClaimRow, claimJobs } from './claim.ts';
 import { translatePgError } from './errors.ts';
 import { checkOut, type PgPoolLike, type QueryConfigLike } from './pool.ts';
-import { FLOW_KEYS_PER_CLAIM, FLOW_LOCK_WAIT_MS, type FlowQueries } from './queries/flow.ts';
+import type { FlowQueries } from './queries/flow.ts';
+import { FLOW_KEYS_PER_CLAIM, FLOW_LOCK_WAIT_MS } from './queries/flow-claim.ts';
 import { queryRows } from './query-rows.ts';
 
 /** The answer of a claim that took jobs in claim order (one tenant): no slice bound it. */

@@ -1,4 +1,4 @@
-// SQL fragments that several statement files share (job-lease.ts, job-admin.ts, flow.ts,
+// SQL fragments that several statement files share (job-lease.ts, job-admin.ts, flow-claim.ts,
 // job-read.ts, job-list.ts, workflow.ts): one text each, so every claim writes its leases the
 // same way and every move into or out of a finished state keeps finished_counts and
 // finished_blocks in step.
@@ -67,7 +67,7 @@ export const recordFinishedSql = (schema: string, from: string, returning = '') 
 /**
  * The FIFO claim: queue $1's due pending jobs in claim order, up to $2, unless the queue is
  * paused or flow-controlled, as leases ($3-$5 as claimUpdateSql). `extra`: more conditions on
- * the picked rows (the plain claim of queries/flow.ts adds its own).
+ * the picked rows (the plain claim of queries/flow-claim.ts adds its own).
  */
 export const fifoClaimSql = (schema: string, extra = '') => `WITH picked AS (
           SELECT id FROM ${schema}.jobs

@@ -100,7 +100,7 @@ export function jobLeaseQueries(schema: string) {
     // and advanced the sequence past it in a durable commit.
     // A paused queue (paused_queues, see migration 0010) yields nothing: the NOT EXISTS is one
     // primary-key probe, evaluated once per statement (it depends on $1 alone). So does a
-    // flow-controlled queue (flow_queues, migration 0015): its claims go through queries/flow.ts.
+    // flow-controlled queue (flow_queues, migration 0015): its claims go through queries/flow-claim.ts.
     claim: {
       name: `${schema}.job_claim`,
       rowMode: 'array' as const,
