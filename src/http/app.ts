@@ -16,8 +16,9 @@ import { ApiError, errorResponse, handleError, handleNotFound } from './errors.t
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
 import { keyRoutes } from './keys/routes.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { queueRoutes } from './queues/routes.ts';
 import { requestContext } from './request-context.ts';
-import { dlqRoutes, queueRoutes, statsRoutes, workerRoutes } from './routes/admin.ts';
+import { dlqRoutes } from './routes/admin.ts';
 import { cronRoutes } from './routes/cron.ts';
 import { flowRoutes } from './routes/flow.ts';
 import { jobRoutes } from './routes/jobs.ts';
@@ -130,9 +131,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
   return base
     .route('/api/jobs', jobRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/dlq', dlqRoutes(baton))
-    .route('/api/queues', queueRoutes(baton))
-    .route('/api/workers', workerRoutes(baton))
-    .route('/api/stats', statsRoutes(baton, statsHistory))
+    .route('/', queueRoutes(baton, statsHistory))
     .route('/api/cron', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/workflows', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', keyRoutes(opts.apiKeys, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))

@@ -15,6 +15,7 @@ import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
 import { OPS_TAG, opsOperations } from './openapi-ops.ts';
 import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
 import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
+import { QUEUE_API } from './queues/routes.ts';
 import { BODY, CRON, ENGINE } from './route-errors.ts';
 import { json, NO_BODY_DOC, type RouteSpec } from './route-spec.ts';
 import {
@@ -26,12 +27,9 @@ import {
   jobSpecSchema,
   listJobsQuerySchema,
   listSchedulesQuerySchema,
-  queueParamSchema,
   scheduleBodySchema,
   scheduleIdParamSchema,
   schedulePatchSchema,
-  statsHistoryQuerySchema,
-  statsQuerySchema,
   traceHeadersSchema,
 } from './schemas.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
@@ -207,74 +205,7 @@ const OPERATIONS: readonly OperationDoc[] = [
     responses: { 200: json('the replayed jobs, as summaries', r.dlqReplay) },
     errors: [...BODY, ...ENGINE],
   }),
-  route({
-    method: 'get',
-    path: '/api/queues',
-    operationId: 'listQueues',
-    tag: 'queues',
-    summary: 'Every queue with at least one job or paused, with counts by state and pause state',
-    responses: { 200: json('the queues', r.queues) },
-    errors: ENGINE,
-  }),
-  ...(['pause', 'resume'] as const).map((action) =>
-    route({
-      method: 'post',
-      path: `/api/queues/:queue/${action}`,
-      operationId: `${action}Queue`,
-      tag: 'queues',
-      summary: action === 'pause' ? 'Pause a queue: no worker process claims from it' : 'Resume a paused queue',
-      description:
-        action === 'pause'
-          ? "Fleet-wide, from each worker's next claim; jobs already claimed run on, enqueues are accepted. Idempotent. 404 QUEUE_NOT_FOUND for a queue with no job, no live worker, and not paused."
-          : 'Workers are woken. Idempotent. 404 QUEUE_NOT_FOUND as for pause.',
-      params: queueParamSchema,
-      body: noBody,
-      responses: { 200: json("the queue's pause state", r.queueState) },
-      errors: ['QUEUE_NOT_FOUND', ...BODY, ...ENGINE],
-    }),
-  ),
-  route({
-    method: 'get',
-    path: '/api/stats',
-    operationId: 'stats',
-    tag: 'queues',
-    summary: 'Counts by queue and state, pause state and the last window of finished jobs, read in one statement',
-    description: 'What the console polls for its panels and charts. Unknown parameters are refused (400).',
-    query: statsQuerySchema,
-    responses: { 200: json('the snapshot', r.stats) },
-    errors: ENGINE,
-  }),
-  route({
-    method: 'get',
-    path: '/api/stats/history',
-    operationId: 'statsHistory',
-    tag: 'queues',
-    summary: "The console's chart history: samples of the stats this process took in the last minutes",
-    description:
-      'Kept in memory by each process, oldest first, up to 15 minutes at one sample every 2 s. Sampling starts with the first read of /api/stats or this route and stops after 30 minutes without one. `since` returns only newer samples.',
-    query: statsHistoryQuerySchema,
-    responses: { 200: json('the samples', r.statsHistory) },
-    errors: ENGINE,
-  }),
-  route({
-    method: 'get',
-    path: '/api/queues/:queue/depth',
-    operationId: 'queueDepth',
-    tag: 'queues',
-    summary: "A queue's job counts by state",
-    params: queueParamSchema,
-    responses: { 200: json('the counts', r.depth) },
-    errors: ENGINE,
-  }),
-  route({
-    method: 'get',
-    path: '/api/workers',
-    operationId: 'listWorkers',
-    tag: 'queues',
-    summary: 'Workers seen recently, live or not',
-    responses: { 200: json('the workers', r.workers) },
-    errors: ENGINE,
-  }),
+  ...QUEUE_API.routes.map(declared),
   ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
   ...KEY_API.routes.map(declared),
   ...flowOperations({ route, json, noBody, BODY, ENGINE }),
@@ -362,7 +293,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
     },
     tags: [
       { name: 'jobs', description: 'enqueue, read, list, replay, cancel, run now, bulk actions' },
-      { name: 'queues', description: 'queues, pause and resume, workers, stats and their history' },
+      QUEUE_API.tag,
       { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
       WORKFLOW_TAG,
       KEY_API.tag,
