@@ -11,28 +11,19 @@ import type { AppEnv } from './context.ts';
 import type { ApiErrorCode } from './errors.ts';
 import { validationHook } from './errors.ts';
 import { jsonBody, MAX_JSON_DEPTH_DEFAULT, noBody } from './json-body.ts';
-import type { ResponseDoc } from './openapi.ts';
+import type { OperationDoc, ResponseDoc } from './openapi.ts';
 import { type ErrorResponse, fails } from './route-errors.ts';
 
-/** A route of the HTTP API, declared once; `defineRoute` keeps its literal types. */
-export interface RouteSpec {
-  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
-  /** The full path as Hono writes it (/api/keys/:id/revoke); the resource's app is mounted at '/'. */
-  path: string;
-  operationId: string;
-  tag: string;
-  summary: string;
-  description?: string;
-  params?: z.ZodObject;
-  query?: z.ZodObject;
-  headers?: z.ZodObject;
+/**
+ * A route of the HTTP API, declared once; `defineRoute` keeps its literal types. Its path is the
+ * full one as Hono writes it (/api/keys/:id/revoke): the resource's app is mounted at '/'.
+ */
+export interface RouteSpec extends Omit<OperationDoc, 'body' | 'errors' | 'bearer'> {
   /**
    * 'none': a JSON-typed POST whose body must be empty or {} (json-body.ts noBody); a schema: a
    * checked JSON body (jsonBody) validated by it.
    */
   body?: 'none' | { schema: z.ZodType; required: true; description?: string };
-  /** Successful answers by status, for the document (wire.test.ts ties the schemas to wire.ts). */
-  responses: Record<number, ResponseDoc>;
   /**
    * Every error code the route answers, the edge's included (Host check, token, same-origin,
    * body limit, admin-only, tenant naming): they type the client's answers, and the document
