@@ -1,21 +1,23 @@
-// The HTTP API as the OpenAPI document describes it: one entry per route of app.ts,
-// with the zod schemas the route validates (schemas.ts) and answers (wire-schemas.ts),
-// and the error codes it may answer. test/http/openapi.test.ts checks that every
+// The HTTP API as the OpenAPI document describes it: one entry per route of app.ts, from
+// the resource folders' declarations (route-spec.ts; keys/) or, for the resources not moved
+// yet, a table entry with the zod schemas the route validates (schemas.ts) and answers
+// (wire-schemas.ts), and the error codes it may answer. test/http/openapi.test.ts checks that every
 // route of the app is here, that its codes are those the route declares with fails()
 // (route-errors.ts), and that real answers match.
 
-import { z } from 'zod';
 import { PACKAGE_VERSION } from '../version.ts';
 import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
 import { isTokenGuarded } from './auth.ts';
 import type { ApiErrorCode } from './errors.ts';
-import { type JsonObject, type OperationDoc, openApiDocument, type ResponseDoc } from './openapi.ts';
+import { KEY_API } from './keys/routes.ts';
+import { type JsonObject, type OperationDoc, openApiDocument } from './openapi.ts';
 import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
-import { KEY_COMPONENTS, KEY_TAG, keyOperations } from './openapi-keys.ts';
 import { OPS_TAG, opsOperations } from './openapi-ops.ts';
 import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
 import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
+import { QUEUE_API } from './queues/routes.ts';
 import { BODY, CRON, ENGINE } from './route-errors.ts';
+import { json, NO_BODY_DOC, type RouteSpec } from './route-spec.ts';
 import {
   batchSchema,
   bulkSchema,
@@ -25,12 +27,9 @@ import {
   jobSpecSchema,
   listJobsQuerySchema,
   listSchedulesQuerySchema,
-  queueParamSchema,
   scheduleBodySchema,
   scheduleIdParamSchema,
   schedulePatchSchema,
-  statsHistoryQuerySchema,
-  statsQuerySchema,
   traceHeadersSchema,
 } from './schemas.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
@@ -49,13 +48,7 @@ import {
   wireWorkerSchema,
 } from './wire-schemas.ts';
 
-const noBody = {
-  schema: z.strictObject({}),
-  required: false,
-  description: 'none, or {}; the Content-Type must still be application/json',
-};
-
-const json = (description: string, schema: z.ZodType): ResponseDoc => ({ description, schema });
+const noBody = NO_BODY_DOC;
 
 /** A route, with what the middleware of app.ts adds: the Host check, the token, the guards on API writes. */
 function route(o: Omit<OperationDoc, 'bearer'>): OperationDoc {
@@ -67,6 +60,29 @@ function route(o: Omit<OperationDoc, 'bearer'>): OperationDoc {
   if (isAdminOnly(o.path)) edge.push('ADMIN_REQUIRED');
   if (TENANT_NAMING_ROUTES.has(`${o.method.toUpperCase()} ${o.path}`)) edge.push('FORBIDDEN_TENANT');
   return { ...o, errors: [...o.errors, ...edge], bearer: isTokenGuarded(o.path) };
+}
+
+/**
+ * A declared route (route-spec.ts) as the document lists it. Its codes come in the table's order
+ * (its own, then the edge's, added by `route`), and must be exactly what app.ts puts in front of
+ * its path besides its own: a declaration that forgets or invents an edge code throws here.
+ */
+function declared(spec: RouteSpec): OperationDoc {
+  const { body, errors, ...rest } = spec;
+  const probe = route({ ...rest, errors: [] });
+  const edge = new Set<ApiErrorCode>([...probe.errors, 'INTERNAL', ...(probe.bearer ? (['UNAUTHORIZED'] as const) : [])]);
+  const op = route({
+    ...rest,
+    ...(body === 'none' ? { body: noBody } : body ? { body } : {}),
+    errors: errors.filter((code) => !edge.has(code)),
+  });
+  const expected = new Set<ApiErrorCode>([...op.errors, ...edge]);
+  if (expected.size !== new Set(errors).size || errors.some((code) => !expected.has(code))) {
+    throw new Error(
+      `openapi: ${spec.method.toUpperCase()} ${spec.path} declares ${[...new Set(errors)].sort().join(',')}; its path answers ${[...expected].sort().join(',')}`,
+    );
+  }
+  return op;
 }
 
 /** POST /api/jobs/:id/<action>: no body; the job as the action left it, or 409 from a state it does not apply to. */
@@ -189,76 +205,9 @@ const OPERATIONS: readonly OperationDoc[] = [
     responses: { 200: json('the replayed jobs, as summaries', r.dlqReplay) },
     errors: [...BODY, ...ENGINE],
   }),
-  route({
-    method: 'get',
-    path: '/api/queues',
-    operationId: 'listQueues',
-    tag: 'queues',
-    summary: 'Every queue with at least one job or paused, with counts by state and pause state',
-    responses: { 200: json('the queues', r.queues) },
-    errors: ENGINE,
-  }),
-  ...(['pause', 'resume'] as const).map((action) =>
-    route({
-      method: 'post',
-      path: `/api/queues/:queue/${action}`,
-      operationId: `${action}Queue`,
-      tag: 'queues',
-      summary: action === 'pause' ? 'Pause a queue: no worker process claims from it' : 'Resume a paused queue',
-      description:
-        action === 'pause'
-          ? "Fleet-wide, from each worker's next claim; jobs already claimed run on, enqueues are accepted. Idempotent. 404 QUEUE_NOT_FOUND for a queue with no job, no live worker, and not paused."
-          : 'Workers are woken. Idempotent. 404 QUEUE_NOT_FOUND as for pause.',
-      params: queueParamSchema,
-      body: noBody,
-      responses: { 200: json("the queue's pause state", r.queueState) },
-      errors: ['QUEUE_NOT_FOUND', ...BODY, ...ENGINE],
-    }),
-  ),
-  route({
-    method: 'get',
-    path: '/api/stats',
-    operationId: 'stats',
-    tag: 'queues',
-    summary: 'Counts by queue and state, pause state and the last window of finished jobs, read in one statement',
-    description: 'What the console polls for its panels and charts. Unknown parameters are refused (400).',
-    query: statsQuerySchema,
-    responses: { 200: json('the snapshot', r.stats) },
-    errors: ENGINE,
-  }),
-  route({
-    method: 'get',
-    path: '/api/stats/history',
-    operationId: 'statsHistory',
-    tag: 'queues',
-    summary: "The console's chart history: samples of the stats this process took in the last minutes",
-    description:
-      'Kept in memory by each process, oldest first, up to 15 minutes at one sample every 2 s. Sampling starts with the first read of /api/stats or this route and stops after 30 minutes without one. `since` returns only newer samples.',
-    query: statsHistoryQuerySchema,
-    responses: { 200: json('the samples', r.statsHistory) },
-    errors: ENGINE,
-  }),
-  route({
-    method: 'get',
-    path: '/api/queues/:queue/depth',
-    operationId: 'queueDepth',
-    tag: 'queues',
-    summary: "A queue's job counts by state",
-    params: queueParamSchema,
-    responses: { 200: json('the counts', r.depth) },
-    errors: ENGINE,
-  }),
-  route({
-    method: 'get',
-    path: '/api/workers',
-    operationId: 'listWorkers',
-    tag: 'queues',
-    summary: 'Workers seen recently, live or not',
-    responses: { 200: json('the workers', r.workers) },
-    errors: ENGINE,
-  }),
+  ...QUEUE_API.routes.map(declared),
   ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
-  ...keyOperations({ route, json, noBody, BODY, ENGINE }),
+  ...KEY_API.routes.map(declared),
   ...flowOperations({ route, json, noBody, BODY, ENGINE }),
   ...outboxOperations({ route, json, noBody, BODY, ENGINE }),
   route({
@@ -344,10 +293,10 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
     },
     tags: [
       { name: 'jobs', description: 'enqueue, read, list, replay, cancel, run now, bulk actions' },
-      { name: 'queues', description: 'queues, pause and resume, workers, stats and their history' },
+      QUEUE_API.tag,
       { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
       WORKFLOW_TAG,
-      KEY_TAG,
+      KEY_API.tag,
       FLOW_TAG,
       OUTBOX_TAG,
       OPS_TAG,
@@ -365,7 +314,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       Schedule: wireScheduleSchema,
       FireInstant: wireFireInstantSchema,
       ...WORKFLOW_COMPONENTS,
-      ...KEY_COMPONENTS,
+      ...KEY_API.components,
       ...OUTBOX_COMPONENTS,
     },
     requestComponents: { JobSpec: jobSpecSchema, ScheduleSpec: scheduleBodySchema },

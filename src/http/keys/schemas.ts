@@ -2,9 +2,9 @@
 // mapping of a key onto the wire. A key's secret is on the wire once, in the create answer.
 
 import { z } from 'zod';
-import { API_KEY_ROLES } from '../core/api-keys.ts';
-import type { ApiKeyRecord } from '../index.ts';
-import { nameSchema } from './schemas.ts';
+import { API_KEY_ROLES } from '../../core/api-keys.ts';
+import type { ApiKeyRecord } from '../../index.ts';
+import { nameSchema } from '../schemas.ts';
 
 export const createKeyBodySchema = z.strictObject({
   role: z.enum(API_KEY_ROLES).optional().meta({ description: 'default tenant' }),
