@@ -76,7 +76,8 @@ export {
 } from './core/queue-admin.ts';
 export { type TraceCarrier, traceCarrier } from './core/tracing.ts';
 export type { BuilderStepContext, WorkflowBuilder } from './core/workflow/builder.ts';
-export { StepFailedError, type WorkflowCounters } from './core/workflow/execution.ts';
+export type { WorkflowCounters } from './core/workflow/execution.ts';
+export { StepFailedError } from './core/workflow/outcome.ts';
 export { type ApiKeysOptions, type ClosableApiKeys, openApiKeys } from './create-api-keys.ts';
 export { type BatonOptions, createBaton, type OutboxOptions } from './create-baton.ts';
 export { type MigrateOptions, type MigrateResult, migrate } from './db/migrate.ts';

@@ -1,0 +1,166 @@
+// Named queries of the producer's and operator's side of workflow runs: start, events, cancel,
+// replay and the reads. Each action locks the run row before the job row, as the fence does
+// (see workflow-fragments.ts), so the two never wait for each other in a circle.
+
+import { countFinishedSql, recordFinishedSql } from './job-fragments.ts';
+import { workflowFragments } from './workflow-fragments.ts';
+
+export function workflowRunQueries(schema: string) {
+  const { runs, steps, events, jobs, runState } = workflowFragments(schema);
+  const summary = `r.id::text, r.name, r.tenant_id, ${runState} AS state, r.job_id::text, r.progress, r.wait_event,
+      r.wake_at, r.replay_count, r.created_at, r.updated_at, r.finished_at`;
+
+  return {
+    insertRun: {
+      name: `${schema}.wf_insert_run`,
+      text: `INSERT INTO ${runs} (name, tenant_id, input, idempotency_key, parent_run_id) VALUES ($1, $2, $3::jsonb, $4, $5::bigint)
+        ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+        RETURNING id::text`,
+    },
+    runByKey: {
+      name: `${schema}.wf_run_by_key`,
+      text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
+        WHERE r.tenant_id = $1 AND r.idempotency_key = $2`,
+    },
+    // The driving job of a new run (or of a replayed run whose job is gone).
+    insertJob: {
+      name: `${schema}.wf_insert_job`,
+      text: `INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, max_attempts)
+        VALUES ($1, $2, $3, jsonb_build_object('runId', $4::text), $5) RETURNING id::text`,
+    },
+    linkJob: {
+      name: `${schema}.wf_link_job`,
+      text: `UPDATE ${runs} SET job_id = $2::bigint, updated_at = now() WHERE id = $1::bigint`,
+    },
+    summary: {
+      name: `${schema}.wf_summary`,
+      text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint`,
+    },
+    // Operator and producer actions lock the run row first (see suspendRun, workflow-wait.ts).
+    lockRun: {
+      name: `${schema}.wf_lock_run`,
+      text: `SELECT r.state AS stored_state, ${runState} AS state, r.wait_event, r.job_id::text, j.state AS job_state,
+          j.queue, r.name, r.tenant_id
+        FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint FOR UPDATE OF r`,
+    },
+    // An event in one statement (one round trip, no transaction held across calls): the run row
+    // is locked first (as suspendRun does, so an event sent meanwhile is seen by one side or the
+    // other) and read as locked, the event inserted unless the run is over or the key repeats, and
+    // the run's job made due when the run waits for this event. The job's row is not filtered on
+    // its state: a row read before the lock wait would be skipped on its old version; the CASE
+    // decides on the version it locks. $1 run, $2 name, $3 payload, $4 idempotency key.
+    sendEvent: {
+      name: `${schema}.wf_send_event`,
+      text: `WITH r AS (
+          SELECT r.id, r.state AS stored_state, ${runState} AS state, r.wait_event, r.job_id
+          FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint FOR UPDATE OF r),
+        ins AS (
+          INSERT INTO ${events} (run_id, name, payload, idempotency_key)
+          SELECT $1::bigint, $2, $3::jsonb, $4 FROM r WHERE r.state NOT IN ('succeeded', 'cancelled')
+          ON CONFLICT (run_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+          RETURNING id),
+        woke AS (
+          UPDATE ${jobs} j SET
+            run_at = CASE WHEN j.state = 'pending' AND j.run_at > now() THEN now() ELSE j.run_at END, updated_at = now()
+          FROM r WHERE j.id = r.job_id AND r.stored_state = 'waiting' AND r.wait_event = $2 AND EXISTS (SELECT 1 FROM ins)
+          RETURNING j.queue, j.state = 'pending' AS due)
+        SELECT (SELECT state FROM r) AS state, (SELECT id::text FROM ins) AS event_id,
+          (SELECT e.id::text FROM ${events} e WHERE e.run_id = $1::bigint AND e.idempotency_key = $4) AS old_id,
+          (SELECT queue FROM woke WHERE due) AS woke_queue`,
+    },
+    eventByKey: {
+      name: `${schema}.wf_event_by_key`,
+      text: `SELECT id::text FROM ${events} WHERE run_id = $1::bigint AND idempotency_key = $2`,
+    },
+    cancelRun: {
+      name: `${schema}.wf_cancel_run`,
+      text: `UPDATE ${runs} SET state = 'cancelled', finished_at = now(), updated_at = now() WHERE id = $1::bigint`,
+    },
+    cancelJob: {
+      name: `${schema}.wf_cancel_job`,
+      // A live lease is revoked too: the worker learns it at its next heartbeat and aborts the signal.
+      text: `WITH j AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now(),
+          lease_owner = NULL, lease_expires_at = NULL
+        WHERE id = $1::bigint AND state IN ('pending', 'leased', 'running') RETURNING id, queue, state)
+        , ${recordFinishedSql(schema, 'j')}
+        SELECT count(*)::int AS n FROM j`,
+    },
+    replayJob: {
+      name: `${schema}.wf_replay_job`,
+      // The old state is read under the row's lock, so the job leaves its state's count once.
+      text: `WITH old AS (SELECT id, state FROM ${jobs} WHERE id = $1::bigint FOR UPDATE),
+        r AS (UPDATE ${jobs} j SET state = 'pending', attempt = 0, run_at = now(),
+          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL, cancel_requested_at = NULL,
+          started_at = NULL, finished_at = NULL, updated_at = now()
+        FROM old WHERE j.id = old.id AND old.state IN ('dead_lettered', 'cancelled', 'succeeded')
+        RETURNING j.id, j.queue),
+        counted AS (${countFinishedSql(schema, '(SELECT r.queue, old.state FROM r JOIN old ON old.id = r.id) x', '-')})
+        SELECT queue FROM r`,
+    },
+    replayRun: {
+      name: `${schema}.wf_replay_run`,
+      text: `UPDATE ${runs} SET state = 'running', wait_event = NULL, wake_at = NULL, finished_at = NULL,
+          replay_count = replay_count + 1, updated_at = now()
+        WHERE id = $1::bigint`,
+    },
+    // A cancelled run's live descendants (every level) are cancelled with it, with their driving
+    // jobs (a live lease is revoked: its worker's next heartbeat misses and aborts the signal), and
+    // the plain jobs any of them awaits that have not started (pending or waiting).
+    cancelChildren: {
+      name: `${schema}.wf_cancel_children`,
+      text: `WITH RECURSIVE d(id) AS (
+          SELECT id FROM ${runs} WHERE parent_run_id = $1::bigint AND state IN ('running', 'sleeping', 'waiting')
+          UNION
+          SELECT r.id FROM ${runs} r JOIN d ON r.parent_run_id = d.id WHERE r.state IN ('running', 'sleeping', 'waiting'))
+        , c AS (
+          UPDATE ${runs} SET state = 'cancelled', finished_at = now(), updated_at = now()
+          WHERE id IN (SELECT id FROM d) RETURNING job_id)
+        , pj AS (SELECT job_id FROM ${schema}.workflow_child_jobs WHERE run_id = $1::bigint OR run_id IN (SELECT id FROM d))
+        , j AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now(), lease_owner = NULL, lease_expires_at = NULL
+          WHERE (id IN (SELECT job_id FROM c) AND state IN ('pending', 'leased', 'running'))
+             OR (id IN (SELECT job_id FROM pj) AND state IN ('pending', 'waiting'))
+          RETURNING id, queue, state)
+        , ${recordFinishedSql(schema, 'j')}
+        SELECT count(*)::int AS n FROM j`,
+    },
+    get: {
+      name: `${schema}.wf_get`,
+      text: `SELECT ${summary}, r.input, r.output, j.attempt, j.max_attempts, j.errors, j.dead_letter_reason
+        FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint`,
+    },
+    steps: {
+      name: `${schema}.wf_steps`,
+      text: `SELECT name, occurrence, seq, kind, status, attempts, output, error, wait_event, wake_at, started_at, finished_at
+        FROM ${steps} WHERE run_id = $1::bigint ORDER BY seq, started_at`,
+    },
+    // The same two reads for one tenant ($2): another tenant's run is not read at all, so it
+    // costs what an id nobody has costs (docs/security.md).
+    getInTenant: {
+      name: `${schema}.wf_get_in_tenant`,
+      text: `SELECT ${summary}, r.input, r.output, j.attempt, j.max_attempts, j.errors, j.dead_letter_reason
+        FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint AND r.tenant_id = $2`,
+    },
+    stepsInTenant: {
+      name: `${schema}.wf_steps_in_tenant`,
+      text: `SELECT s.name, s.occurrence, s.seq, s.kind, s.status, s.attempts, s.output, s.error, s.wait_event, s.wake_at,
+          s.started_at, s.finished_at
+        FROM ${steps} s JOIN ${runs} r ON r.id = s.run_id AND r.tenant_id = $2
+        WHERE s.run_id = $1::bigint ORDER BY s.seq, s.started_at`,
+    },
+    list: {
+      name: `${schema}.wf_list`,
+      text: `SELECT * FROM (
+          SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
+          WHERE ($1::text IS NULL OR r.name = $1) AND ($3::text IS NULL OR r.tenant_id = $3)
+        ) x WHERE ($2::text IS NULL OR x.state = $2)
+        ORDER BY x.id::bigint DESC LIMIT $4 OFFSET $5`,
+    },
+    countByState: {
+      name: `${schema}.wf_count_by_state`,
+      text: `SELECT r.name, ${runState} AS state, count(*)::int AS n
+        FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id GROUP BY 1, 2`,
+    },
+  } as const;
+}
+
+export type WorkflowRunQueries = ReturnType<typeof workflowRunQueries>;

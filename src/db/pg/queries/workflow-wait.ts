@@ -1,0 +1,126 @@
+// Named queries of a run's waits: sleeps and event waits armed and finished, the children of
+// ctx.all linked and looked at, and the suspend that gives the driving job back. The writes of
+// an execution are fenced by its lease and the run still running (see workflow-fragments.ts).
+
+import { recordFinishedSql } from './job-fragments.ts';
+import { LIVE, workflowFragments } from './workflow-fragments.ts';
+
+/** A far run_at for a wait with no timeout: only an event moves it. */
+export const NO_TIMEOUT_RUN_AT = `'9999-12-31T00:00:00Z'::timestamptz`;
+
+export function workflowWaitQueries(schema: string) {
+  const { runs, steps, events, jobs, fence, fenced, runState, advance } = workflowFragments(schema);
+
+  return {
+    // Starts a sleep or an event wait, or finds it started: the wake-up time is set once, from
+    // the database clock ($7 delay ms or $8 an instant; neither: no timeout). Returns the row.
+    armWait: {
+      name: `${schema}.wf_arm_wait`,
+      text: `WITH ${fence}
+        INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, wait_event, wake_at)
+        SELECT $3::bigint, $4, $5, $6, $9, 'waiting', $10,
+          COALESCE($8::timestamptz, now() + make_interval(secs => $7::double precision / 1000.0)) FROM fence
+        ON CONFLICT (run_id, name, occurrence) DO UPDATE SET updated_at = s.updated_at,
+          -- A children wait re-arms its safety-net poll on each execution.
+          wake_at = CASE WHEN s.kind = 'children' AND s.status = 'waiting' THEN EXCLUDED.wake_at ELSE s.wake_at END
+        RETURNING s.kind, s.status, s.output, s.wake_at, COALESCE(s.wake_at <= now(), false) AS due`,
+    },
+    // Ends a wait that is over: an event of its name consumed (oldest first), or its time
+    // come (output NULL: timed out; a sleep). $4 name, $5 occurrence, $6 event name, $7 step key.
+    finishWait: {
+      name: `${schema}.wf_finish_wait`,
+      text: `WITH ${fence},
+        ev AS (
+          SELECT e.id, e.payload FROM ${events} e
+          WHERE e.run_id = $3::bigint AND e.name = $6 AND e.consumed_by IS NULL AND ${fenced}
+          ORDER BY e.id LIMIT 1 FOR UPDATE),
+        done AS (
+          UPDATE ${steps} s SET status = 'succeeded', attempts = s.attempts + 1, finished_at = now(), updated_at = now(),
+            output = (SELECT jsonb_build_object('name', $6::text, 'payload', ev.payload) FROM ev)
+          WHERE s.run_id = $3::bigint AND s.name = $4 AND s.occurrence = $5 AND s.status = 'waiting' AND ${fenced}
+            AND (EXISTS (SELECT 1 FROM ev) OR s.wake_at <= now())
+          RETURNING s.output, s.seq),
+        used AS (UPDATE ${events} e SET consumed_by = $7 FROM ev WHERE e.id = ev.id AND EXISTS (SELECT 1 FROM done)),
+        adv AS (${advance('(SELECT seq FROM done)')} AND EXISTS (SELECT 1 FROM done))
+        SELECT ${fenced} AS fenced_in, EXISTS (SELECT 1 FROM done) AS done, (SELECT output FROM done) AS output`,
+    },
+    // Ends a wait with the output the execution worked out ($6), fenced like every write.
+    completeWait: {
+      name: `${schema}.wf_complete_wait`,
+      text: `WITH ${fence},
+        done AS (
+          UPDATE ${steps} s SET status = 'succeeded', output = $6::jsonb, attempts = s.attempts + 1,
+            finished_at = now(), updated_at = now()
+          WHERE s.run_id = $3::bigint AND s.name = $4 AND s.occurrence = $5 AND s.status = 'waiting' AND ${fenced}
+          RETURNING s.output, s.seq),
+        adv AS (${advance('(SELECT seq FROM done)')} AND EXISTS (SELECT 1 FROM done))
+        SELECT ${fenced} AS fenced_in, EXISTS (SELECT 1 FROM done) AS done, (SELECT output FROM done) AS output`,
+    },
+    // Suspend, 1 of 2 (in one transaction): the run row first (sendEvent locks it first too,
+    // so an event sent meanwhile is seen by one side or the other). $4 state, $5 event name,
+    // $6 step name, $7 occurrence.
+    suspendRun: {
+      name: `${schema}.wf_suspend_run`,
+      text: `UPDATE ${runs} r SET state = $4, wait_event = $5,
+          wake_at = (SELECT s.wake_at FROM ${steps} s WHERE s.run_id = r.id AND s.name = $6 AND s.occurrence = $7),
+          updated_at = now()
+        WHERE r.id = $3::bigint AND r.job_id = $1::bigint AND r.state = 'running' AND $2::bigint IS NOT NULL
+        RETURNING r.state`,
+    },
+    // Suspend, 2 of 2: the driving job back to pending, its attempt refunded (waiting is not a
+    // failure), due at the wake-up time, or now when an event it waits for is already here.
+    // A job with a cancel request (migration 0020) is never pending again: nothing holds it once
+    // the execution gives it back, so it is cancelled (and the run reads as cancelled).
+    suspendJob: {
+      name: `${schema}.wf_suspend_job`,
+      text: `WITH w AS (UPDATE ${jobs} j SET
+          state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'pending' END,
+          finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN now() END,
+          run_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN j.run_at
+            WHEN $4::text IS NOT NULL AND EXISTS (
+              SELECT 1 FROM ${events} e WHERE e.run_id = $3::bigint AND e.name = $4 AND e.consumed_by IS NULL)
+            THEN now() ELSE COALESCE((SELECT r.wake_at FROM ${runs} r WHERE r.id = $3::bigint), ${NO_TIMEOUT_RUN_AT}) END,
+          attempt = greatest(j.attempt - 1, 0),
+          lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
+        WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
+        RETURNING j.id, j.queue, j.state, j.state = 'pending' AND j.run_at <= now() AS due),
+        ${recordFinishedSql(schema, 'w')}
+        SELECT queue, due FROM w`,
+    },
+    // The event's wake-up: the waiting run's job is due now.
+    wakeJob: {
+      name: `${schema}.wf_wake_job`,
+      text: `UPDATE ${jobs} SET run_at = now(), updated_at = now()
+        WHERE id = $1::bigint AND state = 'pending' AND run_at > now() RETURNING queue`,
+    },
+    // Plain jobs a run awaits (ctx.all): linked to the run, and marked so that their finishing
+    // statement makes the waiting run due (migration 0016's trigger). $3: the run's queue's channel.
+    linkChildJobs: {
+      name: `${schema}.wf_link_child_jobs`,
+      text: `WITH l AS (
+          INSERT INTO ${schema}.workflow_child_jobs (run_id, job_id, channel)
+          SELECT $1::bigint, j, $3 FROM unnest($2::bigint[]) AS j ON CONFLICT DO NOTHING)
+        UPDATE ${jobs} SET has_dependents = true WHERE id = ANY ($2::bigint[]) AND NOT has_dependents`,
+    },
+    jobOutcomes: {
+      name: `${schema}.wf_job_outcomes`,
+      text: `SELECT id::text, state, result, last_error FROM ${jobs} WHERE id = ANY ($1::bigint[])`,
+    },
+    // How child runs stand ($1 their ids), with the last error of a dead-lettered one's job.
+    childOutcomes: {
+      name: `${schema}.wf_child_outcomes`,
+      text: `SELECT r.id::text, ${runState} AS state, r.output, j.last_error
+        FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = ANY ($1::bigint[])`,
+    },
+    // A child run finished: its parent, if waiting, is due now. $1 the child run.
+    wakeParent: {
+      name: `${schema}.wf_wake_parent`,
+      text: `UPDATE ${jobs} j SET run_at = now(), updated_at = now()
+        FROM ${runs} c JOIN ${runs} p ON p.id = c.parent_run_id
+        WHERE c.id = $1::bigint AND p.state = 'waiting' AND j.id = p.job_id AND j.state = 'pending' AND j.run_at > now()
+        RETURNING j.queue`,
+    },
+  } as const;
+}
+
+export type WorkflowWaitQueries = ReturnType<typeof workflowWaitQueries>;
