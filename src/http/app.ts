@@ -13,15 +13,14 @@ import { hostCheck, type ListenAddress } from './allowed-hosts.ts';
 import { authenticate, TOKEN_GUARDED_PATHS } from './auth.ts';
 import { type AppEnv, silentLogger } from './context.ts';
 import { ApiError, errorResponse, handleError, handleNotFound } from './errors.ts';
+import { jobRoutes } from './jobs/routes.ts';
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
 import { keyRoutes } from './keys/routes.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { queueRoutes } from './queues/routes.ts';
 import { requestContext } from './request-context.ts';
-import { dlqRoutes } from './routes/admin.ts';
 import { cronRoutes } from './routes/cron.ts';
 import { flowRoutes } from './routes/flow.ts';
-import { jobRoutes } from './routes/jobs.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { outboxRoutes } from './routes/outbox.ts';
 import { workflowRoutes } from './routes/workflows.ts';
@@ -129,8 +128,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
   );
 
   return base
-    .route('/api/jobs', jobRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
-    .route('/api/dlq', dlqRoutes(baton))
+    .route('/', jobRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', queueRoutes(baton, statsHistory))
     .route('/api/cron', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/workflows', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))

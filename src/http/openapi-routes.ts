@@ -9,6 +9,7 @@ import { PACKAGE_VERSION } from '../version.ts';
 import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
 import { isTokenGuarded } from './auth.ts';
 import type { ApiErrorCode } from './errors.ts';
+import { JOB_API } from './jobs/routes.ts';
 import { KEY_API } from './keys/routes.ts';
 import { type JsonObject, type OperationDoc, openApiDocument } from './openapi.ts';
 import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
@@ -19,31 +20,18 @@ import { QUEUE_API } from './queues/routes.ts';
 import { BODY, CRON, ENGINE } from './route-errors.ts';
 import { json, NO_BODY_DOC, type RouteSpec } from './route-spec.ts';
 import {
-  batchSchema,
-  bulkSchema,
   cronPreviewQuerySchema,
-  dlqReplayQuerySchema,
-  jobIdParamSchema,
-  jobSpecSchema,
-  listJobsQuerySchema,
   listSchedulesQuerySchema,
   scheduleBodySchema,
   scheduleIdParamSchema,
   schedulePatchSchema,
-  traceHeadersSchema,
 } from './schemas.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
 import {
   responseSchemas as r,
-  wireAttemptErrorSchema,
-  wireEnqueuedJobSchema,
-  wireEnqueueWarningSchema,
   wireFireInstantSchema,
-  wireJobSchema,
-  wireJobSummarySchema,
   wireQueueSchema,
   wireScheduleSchema,
-  wireStateCountsSchema,
   wireStatsSchema,
   wireWorkerSchema,
 } from './wire-schemas.ts';
@@ -68,11 +56,12 @@ function route(o: Omit<OperationDoc, 'bearer'>): OperationDoc {
  * its path besides its own: a declaration that forgets or invents an edge code throws here.
  */
 function declared(spec: RouteSpec): OperationDoc {
-  const { body, errors, ...rest } = spec;
+  const { body, errors, lenient, ...rest } = spec;
   const probe = route({ ...rest, errors: [] });
   const edge = new Set<ApiErrorCode>([...probe.errors, 'INTERNAL', ...(probe.bearer ? (['UNAUTHORIZED'] as const) : [])]);
   const op = route({
     ...rest,
+    ...lenient,
     ...(body === 'none' ? { body: noBody } : body ? { body } : {}),
     errors: errors.filter((code) => !edge.has(code)),
   });
@@ -85,126 +74,8 @@ function declared(spec: RouteSpec): OperationDoc {
   return op;
 }
 
-/** POST /api/jobs/:id/<action>: no body; the job as the action left it, or 409 from a state it does not apply to. */
-function jobAction(
-  action: string,
-  operationId: string,
-  summary: string,
-  description: string,
-  answer: string,
-  accepted?: string,
-): OperationDoc {
-  return route({
-    method: 'post',
-    path: `/api/jobs/:id/${action}`,
-    operationId,
-    tag: 'jobs',
-    summary,
-    description,
-    params: jobIdParamSchema,
-    body: noBody,
-    responses: accepted ? { 200: json(answer, wireJobSchema), 202: json(accepted, wireJobSchema) } : { 200: json(answer, wireJobSchema) },
-    errors: ['JOB_NOT_FOUND', 'JOB_STATE_CONFLICT', ...BODY, ...ENGINE],
-  });
-}
-
 const OPERATIONS: readonly OperationDoc[] = [
-  route({
-    method: 'post',
-    path: '/api/jobs',
-    operationId: 'enqueueJob',
-    tag: 'jobs',
-    summary: 'Enqueue a job',
-    description:
-      '201 with the new job; 200 with the existing one when (tenantId, idempotencyKey) already exists. `warnings` says when no live worker can run it yet (it is stored all the same).',
-    headers: traceHeadersSchema,
-    body: { schema: jobSpecSchema, required: true },
-    responses: {
-      201: json('created', wireEnqueuedJobSchema),
-      200: json('a job with this idempotency key already exists', wireEnqueuedJobSchema),
-    },
-    // ADMIN_REQUIRED: a tenant key setting concurrencyLimit (a key's cap is fleet-wide).
-    errors: [...BODY, ...ENGINE, 'ADMIN_REQUIRED'],
-  }),
-  route({
-    method: 'post',
-    path: '/api/jobs/batch',
-    operationId: 'enqueueJobs',
-    tag: 'jobs',
-    summary: 'Enqueue jobs in one INSERT',
-    description: 'All or nothing; results in input order.',
-    headers: traceHeadersSchema,
-    body: { schema: batchSchema, required: true },
-    responses: { 201: json('at least one job was created', r.batch), 200: json('every job already existed', r.batch) },
-    errors: [...BODY, ...ENGINE, 'ADMIN_REQUIRED'],
-  }),
-  route({
-    method: 'get',
-    path: '/api/jobs',
-    operationId: 'listJobs',
-    tag: 'jobs',
-    summary: 'List job summaries, newest first',
-    description: 'Unknown parameters are refused (400). The next page starts at offset + jobs.length; `total` is capped.',
-    query: listJobsQuerySchema,
-    responses: { 200: json('a page of summaries', r.jobPage) },
-    errors: ENGINE,
-  }),
-  route({
-    method: 'get',
-    path: '/api/jobs/:id',
-    operationId: 'getJob',
-    tag: 'jobs',
-    summary: 'Read a job, with its payload, result and attempts',
-    params: jobIdParamSchema,
-    responses: { 200: json('the job', wireJobSchema) },
-    errors: ['JOB_NOT_FOUND', ...ENGINE],
-  }),
-  jobAction(
-    'replay',
-    'replayJob',
-    'Replay a terminal job',
-    'Back to pending with a fresh attempt budget, replayCount + 1; 409 unless the job is terminal.',
-    'the job, pending again',
-  ),
-  jobAction(
-    'cancel',
-    'cancelJob',
-    'Cancel a job, or ask a running one to stop',
-    "A pending or waiting job is cancelled at once (200), with its dependents. A leased or running job gets a cancel request (202): its handler's signal is aborted at once (NOTIFY) or at its worker's next heartbeat; it ends cancelled if the handler stops (its attempt fails) or nothing holds it any more, succeeded if the handler finishes anyway, and is never retried. Repeating the request changes nothing. 409 when the job is finished.",
-    'the cancelled job',
-    'the job as it stands, running (or leased), with cancelRequestedAt set',
-  ),
-  jobAction(
-    'run-now',
-    'runJobNow',
-    'Run a pending (e.g. delayed) job now',
-    'Its run_at becomes now (a job already due keeps its place) and workers are woken; 409 unless the job is pending.',
-    'the job, due now',
-  ),
-  route({
-    method: 'post',
-    path: '/api/jobs/bulk',
-    operationId: 'bulkJobs',
-    tag: 'jobs',
-    summary: 'Replay, cancel or run now a selection of jobs',
-    description:
-      'Each id is done or refused on its own, with the refusal the single-job route would answer (JOB_NOT_FOUND, JOB_STATE_CONFLICT); every id gets its outcome, in input order. 200 whatever the outcomes.',
-    body: { schema: bulkSchema, required: true },
-    responses: { 200: json('per-id outcomes', r.bulk) },
-    errors: [...BODY, ...ENGINE],
-  }),
-  route({
-    method: 'post',
-    path: '/api/dlq/replay',
-    operationId: 'replayDeadLetters',
-    tag: 'jobs',
-    summary: 'Replay dead-lettered jobs, oldest first',
-    description: 'Unknown parameters are refused (400).',
-    query: dlqReplayQuerySchema,
-    body: noBody,
-    responses: { 200: json('the replayed jobs, as summaries', r.dlqReplay) },
-    errors: [...BODY, ...ENGINE],
-  }),
+  ...JOB_API.routes.map(declared),
   ...QUEUE_API.routes.map(declared),
   ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
   ...KEY_API.routes.map(declared),
@@ -292,7 +163,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
         'Errors are `{ error: { code, message, details? } }`; the status comes from the code. Every POST is JSON-typed, also without a body. A method a path does not serve answers 405 METHOD_NOT_ALLOWED with `Allow`.',
     },
     tags: [
-      { name: 'jobs', description: 'enqueue, read, list, replay, cancel, run now, bulk actions' },
+      JOB_API.tag,
       QUEUE_API.tag,
       { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
       WORKFLOW_TAG,
@@ -302,12 +173,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       OPS_TAG,
     ],
     components: {
-      Job: wireJobSchema,
-      EnqueuedJob: wireEnqueuedJobSchema,
-      JobSummary: wireJobSummarySchema,
-      AttemptError: wireAttemptErrorSchema,
-      EnqueueWarning: wireEnqueueWarningSchema,
-      StateCounts: wireStateCountsSchema,
+      ...JOB_API.components,
       Queue: wireQueueSchema,
       Stats: wireStatsSchema,
       Worker: wireWorkerSchema,
@@ -317,7 +183,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       ...KEY_API.components,
       ...OUTBOX_COMPONENTS,
     },
-    requestComponents: { JobSpec: jobSpecSchema, ScheduleSpec: scheduleBodySchema },
+    requestComponents: { ...JOB_API.requestComponents, ScheduleSpec: scheduleBodySchema },
     operations: OPERATIONS,
     bearer: opts.bearer,
   });
