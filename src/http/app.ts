@@ -12,6 +12,7 @@ import type { ApiKeys, Baton, Logger } from '../index.ts';
 import { hostCheck, type ListenAddress } from './allowed-hosts.ts';
 import { authenticate, TOKEN_GUARDED_PATHS } from './auth.ts';
 import { type AppEnv, silentLogger } from './context.ts';
+import { cronRoutes } from './cron/routes.ts';
 import { ApiError, errorResponse, handleError, handleNotFound } from './errors.ts';
 import { jobRoutes } from './jobs/routes.ts';
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
@@ -19,7 +20,6 @@ import { keyRoutes } from './keys/routes.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { queueRoutes } from './queues/routes.ts';
 import { requestContext } from './request-context.ts';
-import { cronRoutes } from './routes/cron.ts';
 import { flowRoutes } from './routes/flow.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { outboxRoutes } from './routes/outbox.ts';
@@ -130,7 +130,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
   return base
     .route('/', jobRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', queueRoutes(baton, statsHistory))
-    .route('/api/cron', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
+    .route('/', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/workflows', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', keyRoutes(opts.apiKeys, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/flow', flowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))

@@ -8,6 +8,7 @@
 import { PACKAGE_VERSION } from '../version.ts';
 import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
 import { isTokenGuarded } from './auth.ts';
+import { CRON_API } from './cron/routes.ts';
 import type { ApiErrorCode } from './errors.ts';
 import { JOB_API } from './jobs/routes.ts';
 import { KEY_API } from './keys/routes.ts';
@@ -17,24 +18,10 @@ import { OPS_TAG, opsOperations } from './openapi-ops.ts';
 import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
 import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
 import { QUEUE_API } from './queues/routes.ts';
-import { BODY, CRON, ENGINE } from './route-errors.ts';
+import { BODY, ENGINE } from './route-errors.ts';
 import { json, NO_BODY_DOC, type RouteSpec } from './route-spec.ts';
-import {
-  cronPreviewQuerySchema,
-  listSchedulesQuerySchema,
-  scheduleBodySchema,
-  scheduleIdParamSchema,
-  schedulePatchSchema,
-} from './schemas.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
-import {
-  responseSchemas as r,
-  wireFireInstantSchema,
-  wireQueueSchema,
-  wireScheduleSchema,
-  wireStatsSchema,
-  wireWorkerSchema,
-} from './wire-schemas.ts';
+import { wireQueueSchema, wireStatsSchema, wireWorkerSchema } from './wire-schemas.ts';
 
 const noBody = NO_BODY_DOC;
 
@@ -81,72 +68,7 @@ const OPERATIONS: readonly OperationDoc[] = [
   ...KEY_API.routes.map(declared),
   ...flowOperations({ route, json, noBody, BODY, ENGINE }),
   ...outboxOperations({ route, json, noBody, BODY, ENGINE }),
-  route({
-    method: 'post',
-    path: '/api/cron',
-    operationId: 'upsertSchedule',
-    tag: 'cron',
-    summary: 'Create a schedule, or update it by (tenantId, name)',
-    description:
-      'Answers `{ schedule, created }`, as baton.cron.upsert returns. Each occurrence becomes an ordinary job (idempotency key cron:<id>:<instant>, run_at the occurrence). An update that keeps the expression and zone keeps the next fire time.',
-    body: { schema: scheduleBodySchema, required: true },
-    responses: { 201: json('created', r.scheduleUpserted), 200: json('updated, or unchanged', r.scheduleUpserted) },
-    errors: [...CRON, ...BODY, ...ENGINE],
-  }),
-  route({
-    method: 'get',
-    path: '/api/cron',
-    operationId: 'listSchedules',
-    tag: 'cron',
-    summary: 'List schedules by tenant and name',
-    query: listSchedulesQuerySchema,
-    responses: { 200: json('a page of schedules', r.schedules) },
-    errors: ENGINE,
-  }),
-  route({
-    method: 'get',
-    path: '/api/cron/preview',
-    operationId: 'previewCron',
-    tag: 'cron',
-    summary: "An expression's next fire instants in a zone, in UTC and local time",
-    query: cronPreviewQuerySchema,
-    responses: { 200: json('the next fire instants', r.cronPreview) },
-    errors: [...CRON, ...ENGINE],
-  }),
-  route({
-    method: 'get',
-    path: '/api/cron/:id',
-    operationId: 'getSchedule',
-    tag: 'cron',
-    summary: 'Read a schedule: next fire time, last fired occurrence, status and disabled reason',
-    params: scheduleIdParamSchema,
-    responses: { 200: json('the schedule', wireScheduleSchema) },
-    errors: ['SCHEDULE_NOT_FOUND', ...ENGINE],
-  }),
-  route({
-    method: 'patch',
-    path: '/api/cron/:id',
-    operationId: 'updateSchedule',
-    tag: 'cron',
-    summary: 'Edit, pause or resume a schedule',
-    description:
-      '`paused: true` pauses (occurrences meanwhile are not made up for); `paused: false` resumes from the next occurrence after now, and re-enables a disabled schedule. 409 SCHEDULE_CONFLICT when it changed meanwhile.',
-    params: scheduleIdParamSchema,
-    body: { schema: schedulePatchSchema, required: true },
-    responses: { 200: json('the schedule as edited', wireScheduleSchema) },
-    errors: ['SCHEDULE_NOT_FOUND', 'SCHEDULE_CONFLICT', ...CRON, ...BODY, ...ENGINE],
-  }),
-  route({
-    method: 'delete',
-    path: '/api/cron/:id',
-    operationId: 'removeSchedule',
-    tag: 'cron',
-    summary: 'Remove a schedule (jobs already enqueued stay)',
-    params: scheduleIdParamSchema,
-    body: noBody,
-    responses: { 200: json('removed', r.scheduleRemoved) },
-    errors: ['SCHEDULE_NOT_FOUND', ...BODY, ...ENGINE],
-  }),
+  ...CRON_API.routes.map(declared),
   ...opsOperations({ route, json, noBody, BODY, ENGINE }),
 ];
 
@@ -162,28 +84,18 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       description:
         'Errors are `{ error: { code, message, details? } }`; the status comes from the code. Every POST is JSON-typed, also without a body. A method a path does not serve answers 405 METHOD_NOT_ALLOWED with `Allow`.',
     },
-    tags: [
-      JOB_API.tag,
-      QUEUE_API.tag,
-      { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
-      WORKFLOW_TAG,
-      KEY_API.tag,
-      FLOW_TAG,
-      OUTBOX_TAG,
-      OPS_TAG,
-    ],
+    tags: [JOB_API.tag, QUEUE_API.tag, CRON_API.tag, WORKFLOW_TAG, KEY_API.tag, FLOW_TAG, OUTBOX_TAG, OPS_TAG],
     components: {
       ...JOB_API.components,
       Queue: wireQueueSchema,
       Stats: wireStatsSchema,
       Worker: wireWorkerSchema,
-      Schedule: wireScheduleSchema,
-      FireInstant: wireFireInstantSchema,
+      ...CRON_API.components,
       ...WORKFLOW_COMPONENTS,
       ...KEY_API.components,
       ...OUTBOX_COMPONENTS,
     },
-    requestComponents: { ...JOB_API.requestComponents, ScheduleSpec: scheduleBodySchema },
+    requestComponents: { ...JOB_API.requestComponents, ...CRON_API.requestComponents },
     operations: OPERATIONS,
     bearer: opts.bearer,
   });
