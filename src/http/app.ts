@@ -23,10 +23,10 @@ import { requestContext } from './request-context.ts';
 import { flowRoutes } from './routes/flow.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { outboxRoutes } from './routes/outbox.ts';
-import { workflowRoutes } from './routes/workflows.ts';
 import { sameOriginWrites } from './same-origin.ts';
 import { createStatsHistory, type StatsHistory } from './stats-history.ts';
 import { ADMIN_ONLY_PATHS, adminOnly } from './tenant-scope.ts';
+import { workflowRoutes } from './workflows/routes.ts';
 
 export const BODY_LIMIT_BYTES_DEFAULT = 1024 * 1024;
 export const CONSOLE_HTML_PATH_DEFAULT = fileURLToPath(new URL('./console/index.html', import.meta.url));
@@ -131,7 +131,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/', jobRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', queueRoutes(baton, statsHistory))
     .route('/', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
-    .route('/api/workflows', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
+    .route('/', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', keyRoutes(opts.apiKeys, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/flow', flowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/outbox', outboxRoutes(baton))

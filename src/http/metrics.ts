@@ -9,7 +9,7 @@ import { registerAuthMetrics } from './metrics-auth.ts';
 import { registerDatabaseMetrics } from './metrics-db.ts';
 import { registerFlowMetrics } from './metrics-flow.ts';
 import { registerOutboxMetrics } from './metrics-outbox.ts';
-import { registerWorkflowMetrics } from './metrics-workflows.ts';
+import { registerWorkflowMetrics } from './workflows/metrics.ts';
 
 export interface MetricsOptions {
   /** Also export Node process metrics (heap, event loop lag, ...). Default true. */

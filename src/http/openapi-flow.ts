@@ -11,7 +11,7 @@ import {
   tenantWeightBodySchema,
 } from './flow-schemas.ts';
 import type { OperationDoc } from './openapi.ts';
-import type { OperationHelpers } from './openapi-workflows.ts';
+import type { OperationHelpers } from './openapi-ops.ts';
 
 export const FLOW_TAG = { name: 'flow', description: 'flow control: fair dispatch weights, concurrency caps and rate limits' };
 

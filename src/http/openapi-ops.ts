@@ -4,9 +4,18 @@
 
 import { z } from 'zod';
 import { CONSOLE_ASSETS } from './console-files.ts';
-import type { OperationDoc } from './openapi.ts';
-import type { OperationHelpers } from './openapi-workflows.ts';
+import type { ApiErrorCode } from './errors.ts';
+import type { OperationDoc, ResponseDoc } from './openapi.ts';
 import { responseSchemas as r } from './wire-schemas.ts';
+
+/** What openapi-routes.ts lends the tables not yet declared with their routes. */
+export interface OperationHelpers {
+  route: (o: Omit<OperationDoc, 'bearer'>) => OperationDoc;
+  json: (description: string, schema: z.ZodType) => ResponseDoc;
+  noBody: NonNullable<OperationDoc['body']>;
+  BODY: readonly ApiErrorCode[];
+  ENGINE: readonly ApiErrorCode[];
+}
 
 export const OPS_TAG = { name: 'operations', description: 'health, readiness, metrics, this document, the console' };
 

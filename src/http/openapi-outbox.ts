@@ -2,7 +2,7 @@
 // routes/outbox.ts). Built by openapi-routes.ts, which lends its helpers.
 
 import type { OperationDoc } from './openapi.ts';
-import type { OperationHelpers } from './openapi-workflows.ts';
+import type { OperationHelpers } from './openapi-ops.ts';
 import {
   listOutboxQuerySchema,
   outboxDlqReplayQuerySchema,

@@ -16,12 +16,12 @@ import { type JsonObject, type OperationDoc, openApiDocument } from './openapi.t
 import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
 import { OPS_TAG, opsOperations } from './openapi-ops.ts';
 import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
-import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
 import { QUEUE_API } from './queues/routes.ts';
 import { BODY, ENGINE } from './route-errors.ts';
 import { json, NO_BODY_DOC, type RouteSpec } from './route-spec.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
 import { wireQueueSchema, wireStatsSchema, wireWorkerSchema } from './wire-schemas.ts';
+import { WORKFLOW_API } from './workflows/routes.ts';
 
 const noBody = NO_BODY_DOC;
 
@@ -64,7 +64,7 @@ function declared(spec: RouteSpec): OperationDoc {
 const OPERATIONS: readonly OperationDoc[] = [
   ...JOB_API.routes.map(declared),
   ...QUEUE_API.routes.map(declared),
-  ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
+  ...WORKFLOW_API.routes.map(declared),
   ...KEY_API.routes.map(declared),
   ...flowOperations({ route, json, noBody, BODY, ENGINE }),
   ...outboxOperations({ route, json, noBody, BODY, ENGINE }),
@@ -84,14 +84,14 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       description:
         'Errors are `{ error: { code, message, details? } }`; the status comes from the code. Every POST is JSON-typed, also without a body. A method a path does not serve answers 405 METHOD_NOT_ALLOWED with `Allow`.',
     },
-    tags: [JOB_API.tag, QUEUE_API.tag, CRON_API.tag, WORKFLOW_TAG, KEY_API.tag, FLOW_TAG, OUTBOX_TAG, OPS_TAG],
+    tags: [JOB_API.tag, QUEUE_API.tag, CRON_API.tag, WORKFLOW_API.tag, KEY_API.tag, FLOW_TAG, OUTBOX_TAG, OPS_TAG],
     components: {
       ...JOB_API.components,
       Queue: wireQueueSchema,
       Stats: wireStatsSchema,
       Worker: wireWorkerSchema,
       ...CRON_API.components,
-      ...WORKFLOW_COMPONENTS,
+      ...WORKFLOW_API.components,
       ...KEY_API.components,
       ...OUTBOX_COMPONENTS,
     },
