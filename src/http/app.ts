@@ -14,13 +14,13 @@ import { authenticate, TOKEN_GUARDED_PATHS } from './auth.ts';
 import { type AppEnv, silentLogger } from './context.ts';
 import { cronRoutes } from './cron/routes.ts';
 import { ApiError, errorResponse, handleError, handleNotFound } from './errors.ts';
+import { flowRoutes } from './flow/routes.ts';
 import { jobRoutes } from './jobs/routes.ts';
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
 import { keyRoutes } from './keys/routes.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { queueRoutes } from './queues/routes.ts';
 import { requestContext } from './request-context.ts';
-import { flowRoutes } from './routes/flow.ts';
 import { opsRoutes } from './routes/ops.ts';
 import { outboxRoutes } from './routes/outbox.ts';
 import { sameOriginWrites } from './same-origin.ts';
@@ -133,7 +133,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', keyRoutes(opts.apiKeys, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
-    .route('/api/flow', flowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
+    .route('/', flowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/api/outbox', outboxRoutes(baton))
     .route(
       '/',

@@ -5,9 +5,9 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Baton, EngineEvents } from '../index.ts';
 import type { AuthFailureReason } from './auth.ts';
+import { registerFlowMetrics } from './flow/metrics.ts';
 import { registerAuthMetrics } from './metrics-auth.ts';
 import { registerDatabaseMetrics } from './metrics-db.ts';
-import { registerFlowMetrics } from './metrics-flow.ts';
 import { registerOutboxMetrics } from './metrics-outbox.ts';
 import { registerWorkflowMetrics } from './workflows/metrics.ts';
 

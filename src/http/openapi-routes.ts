@@ -10,10 +10,10 @@ import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
 import { isTokenGuarded } from './auth.ts';
 import { CRON_API } from './cron/routes.ts';
 import type { ApiErrorCode } from './errors.ts';
+import { FLOW_API } from './flow/routes.ts';
 import { JOB_API } from './jobs/routes.ts';
 import { KEY_API } from './keys/routes.ts';
 import { type JsonObject, type OperationDoc, openApiDocument } from './openapi.ts';
-import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
 import { OPS_TAG, opsOperations } from './openapi-ops.ts';
 import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
 import { QUEUE_API } from './queues/routes.ts';
@@ -66,7 +66,7 @@ const OPERATIONS: readonly OperationDoc[] = [
   ...QUEUE_API.routes.map(declared),
   ...WORKFLOW_API.routes.map(declared),
   ...KEY_API.routes.map(declared),
-  ...flowOperations({ route, json, noBody, BODY, ENGINE }),
+  ...FLOW_API.routes.map(declared),
   ...outboxOperations({ route, json, noBody, BODY, ENGINE }),
   ...CRON_API.routes.map(declared),
   ...opsOperations({ route, json, noBody, BODY, ENGINE }),
@@ -84,7 +84,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       description:
         'Errors are `{ error: { code, message, details? } }`; the status comes from the code. Every POST is JSON-typed, also without a body. A method a path does not serve answers 405 METHOD_NOT_ALLOWED with `Allow`.',
     },
-    tags: [JOB_API.tag, QUEUE_API.tag, CRON_API.tag, WORKFLOW_API.tag, KEY_API.tag, FLOW_TAG, OUTBOX_TAG, OPS_TAG],
+    tags: [JOB_API.tag, QUEUE_API.tag, CRON_API.tag, WORKFLOW_API.tag, KEY_API.tag, FLOW_API.tag, OUTBOX_TAG, OPS_TAG],
     components: {
       ...JOB_API.components,
       Queue: wireQueueSchema,
