@@ -19,10 +19,10 @@ import { jobRoutes } from './jobs/routes.ts';
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
 import { keyRoutes } from './keys/routes.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { outboxRoutes } from './outbox/routes.ts';
 import { queueRoutes } from './queues/routes.ts';
 import { requestContext } from './request-context.ts';
 import { opsRoutes } from './routes/ops.ts';
-import { outboxRoutes } from './routes/outbox.ts';
 import { sameOriginWrites } from './same-origin.ts';
 import { createStatsHistory, type StatsHistory } from './stats-history.ts';
 import { ADMIN_ONLY_PATHS, adminOnly } from './tenant-scope.ts';
@@ -134,7 +134,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
     .route('/', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', keyRoutes(opts.apiKeys, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', flowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
-    .route('/api/outbox', outboxRoutes(baton))
+    .route('/', outboxRoutes(baton))
     .route(
       '/',
       opsRoutes(baton, {

@@ -8,7 +8,7 @@ import type { AuthFailureReason } from './auth.ts';
 import { registerFlowMetrics } from './flow/metrics.ts';
 import { registerAuthMetrics } from './metrics-auth.ts';
 import { registerDatabaseMetrics } from './metrics-db.ts';
-import { registerOutboxMetrics } from './metrics-outbox.ts';
+import { registerOutboxMetrics } from './outbox/metrics.ts';
 import { registerWorkflowMetrics } from './workflows/metrics.ts';
 
 export interface MetricsOptions {

@@ -15,7 +15,7 @@ import { JOB_API } from './jobs/routes.ts';
 import { KEY_API } from './keys/routes.ts';
 import { type JsonObject, type OperationDoc, openApiDocument } from './openapi.ts';
 import { OPS_TAG, opsOperations } from './openapi-ops.ts';
-import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
+import { OUTBOX_API } from './outbox/routes.ts';
 import { QUEUE_API } from './queues/routes.ts';
 import { BODY, ENGINE } from './route-errors.ts';
 import { json, NO_BODY_DOC, type RouteSpec } from './route-spec.ts';
@@ -67,7 +67,7 @@ const OPERATIONS: readonly OperationDoc[] = [
   ...WORKFLOW_API.routes.map(declared),
   ...KEY_API.routes.map(declared),
   ...FLOW_API.routes.map(declared),
-  ...outboxOperations({ route, json, noBody, BODY, ENGINE }),
+  ...OUTBOX_API.routes.map(declared),
   ...CRON_API.routes.map(declared),
   ...opsOperations({ route, json, noBody, BODY, ENGINE }),
 ];
@@ -84,7 +84,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       description:
         'Errors are `{ error: { code, message, details? } }`; the status comes from the code. Every POST is JSON-typed, also without a body. A method a path does not serve answers 405 METHOD_NOT_ALLOWED with `Allow`.',
     },
-    tags: [JOB_API.tag, QUEUE_API.tag, CRON_API.tag, WORKFLOW_API.tag, KEY_API.tag, FLOW_API.tag, OUTBOX_TAG, OPS_TAG],
+    tags: [JOB_API.tag, QUEUE_API.tag, CRON_API.tag, WORKFLOW_API.tag, KEY_API.tag, FLOW_API.tag, OUTBOX_API.tag, OPS_TAG],
     components: {
       ...JOB_API.components,
       Queue: wireQueueSchema,
@@ -93,7 +93,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       ...CRON_API.components,
       ...WORKFLOW_API.components,
       ...KEY_API.components,
-      ...OUTBOX_COMPONENTS,
+      ...OUTBOX_API.components,
     },
     requestComponents: { ...JOB_API.requestComponents, ...CRON_API.requestComponents },
     operations: OPERATIONS,
