@@ -19,10 +19,11 @@ import { jobRoutes } from './jobs/routes.ts';
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
 import { keyRoutes } from './keys/routes.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { apiDocument } from './openapi-routes.ts';
+import { opsRoutes } from './ops/routes.ts';
 import { outboxRoutes } from './outbox/routes.ts';
 import { queueRoutes } from './queues/routes.ts';
 import { requestContext } from './request-context.ts';
-import { opsRoutes } from './routes/ops.ts';
 import { sameOriginWrites } from './same-origin.ts';
 import { createStatsHistory, type StatsHistory } from './stats-history.ts';
 import { ADMIN_ONLY_PATHS, adminOnly } from './tenant-scope.ts';
@@ -142,7 +143,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
         ...(opts.isStarted ? { isStarted: opts.isStarted } : {}),
         consoleHtmlPath: opts.consoleHtmlPath ?? CONSOLE_HTML_PATH_DEFAULT,
         demoHandlers: opts.demoHandlers ?? false,
-        bearer: opts.apiToken !== undefined || opts.apiKeys !== undefined || opts.requireAuth === true,
+        document: () => apiDocument({ bearer: opts.apiToken !== undefined || opts.apiKeys !== undefined || opts.requireAuth === true }),
       }),
     );
 }

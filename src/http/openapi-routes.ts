@@ -14,11 +14,10 @@ import { FLOW_API } from './flow/routes.ts';
 import { JOB_API } from './jobs/routes.ts';
 import { KEY_API } from './keys/routes.ts';
 import { type JsonObject, type OperationDoc, openApiDocument } from './openapi.ts';
-import { OPS_TAG, opsOperations } from './openapi-ops.ts';
+import { OPS_API } from './ops/routes.ts';
 import { OUTBOX_API } from './outbox/routes.ts';
 import { QUEUE_API } from './queues/routes.ts';
-import { BODY, ENGINE } from './route-errors.ts';
-import { json, NO_BODY_DOC, type RouteSpec } from './route-spec.ts';
+import { NO_BODY_DOC, type RouteSpec } from './route-spec.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
 import { wireQueueSchema, wireStatsSchema, wireWorkerSchema } from './wire-schemas.ts';
 import { WORKFLOW_API } from './workflows/routes.ts';
@@ -69,7 +68,7 @@ const OPERATIONS: readonly OperationDoc[] = [
   ...FLOW_API.routes.map(declared),
   ...OUTBOX_API.routes.map(declared),
   ...CRON_API.routes.map(declared),
-  ...opsOperations({ route, json, noBody, BODY, ENGINE }),
+  ...OPS_API.routes.map(declared),
 ];
 
 /**
@@ -84,7 +83,7 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       description:
         'Errors are `{ error: { code, message, details? } }`; the status comes from the code. Every POST is JSON-typed, also without a body. A method a path does not serve answers 405 METHOD_NOT_ALLOWED with `Allow`.',
     },
-    tags: [JOB_API.tag, QUEUE_API.tag, CRON_API.tag, WORKFLOW_API.tag, KEY_API.tag, FLOW_API.tag, OUTBOX_API.tag, OPS_TAG],
+    tags: [JOB_API.tag, QUEUE_API.tag, CRON_API.tag, WORKFLOW_API.tag, KEY_API.tag, FLOW_API.tag, OUTBOX_API.tag, OPS_API.tag],
     components: {
       ...JOB_API.components,
       Queue: wireQueueSchema,
