@@ -1,9 +1,6 @@
-// The HTTP API as the OpenAPI document describes it: one entry per route of app.ts, from
-// the resource folders' declarations (route-spec.ts; keys/) or, for the resources not moved
-// yet, a table entry with the zod schemas the route validates (schemas.ts) and answers
-// (wire-schemas.ts), and the error codes it may answer. test/http/openapi.test.ts checks that every
-// route of the app is here, that its codes are those the route declares with fails()
-// (route-errors.ts), and that real answers match.
+// The HTTP API as the OpenAPI document describes it: every resource folder's declarations
+// (route-spec.ts), each with what the middleware of app.ts adds in front of its path. A route is
+// declared once, so its entry, its router chain and its client types cannot drift apart.
 
 import { PACKAGE_VERSION } from '../version.ts';
 import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
@@ -17,59 +14,56 @@ import { type JsonObject, type OperationDoc, openApiDocument } from './openapi.t
 import { OPS_API } from './ops/routes.ts';
 import { OUTBOX_API } from './outbox/routes.ts';
 import { QUEUE_API } from './queues/routes.ts';
-import { NO_BODY_DOC, type RouteSpec } from './route-spec.ts';
+import { NO_BODY_DOC, type ResourceApi, type RouteSpec } from './route-spec.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
-import { wireQueueSchema, wireStatsSchema, wireWorkerSchema } from './wire-schemas.ts';
 import { WORKFLOW_API } from './workflows/routes.ts';
 
-const noBody = NO_BODY_DOC;
+/** Every resource of the app, in the document's order of tags and named schemas. */
+export const RESOURCES: readonly ResourceApi[] = [JOB_API, QUEUE_API, CRON_API, WORKFLOW_API, KEY_API, FLOW_API, OUTBOX_API, OPS_API];
 
-/** A route, with what the middleware of app.ts adds: the Host check, the token, the guards on API writes. */
-function route(o: Omit<OperationDoc, 'bearer'>): OperationDoc {
+/** The codes app.ts answers in front of a route: the Host check, admin-only paths, tenant naming, the guards on API writes. */
+function edgeCodes(method: RouteSpec['method'], path: string): ApiErrorCode[] {
   const edge: ApiErrorCode[] = [];
-  if (!HOST_CHECK_EXEMPT_PATHS.has(o.path)) edge.push('HOST_NOT_ALLOWED');
+  if (!HOST_CHECK_EXEMPT_PATHS.has(path)) edge.push('HOST_NOT_ALLOWED');
   // same-origin.ts and bodyLimit run on every /api/* route; only writes meet them.
-  if (o.method !== 'get' && o.path.startsWith('/api/')) edge.push('FORBIDDEN_ORIGIN', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
+  if (method !== 'get' && path.startsWith('/api/')) edge.push('FORBIDDEN_ORIGIN', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
   // tenant-scope.ts: a tenant key on an admin path, or naming another tenant.
-  if (isAdminOnly(o.path)) edge.push('ADMIN_REQUIRED');
-  if (TENANT_NAMING_ROUTES.has(`${o.method.toUpperCase()} ${o.path}`)) edge.push('FORBIDDEN_TENANT');
-  return { ...o, errors: [...o.errors, ...edge], bearer: isTokenGuarded(o.path) };
+  if (isAdminOnly(path)) edge.push('ADMIN_REQUIRED');
+  if (TENANT_NAMING_ROUTES.has(`${method.toUpperCase()} ${path}`)) edge.push('FORBIDDEN_TENANT');
+  return edge;
 }
 
 /**
- * A declared route (route-spec.ts) as the document lists it. Its codes come in the table's order
- * (its own, then the edge's, added by `route`), and must be exactly what app.ts puts in front of
- * its path besides its own: a declaration that forgets or invents an edge code throws here.
+ * A declared route as the document lists it: its own codes in declaration order, then the edge's.
+ * The declared codes must be exactly its own plus what app.ts puts in front of its path (and
+ * INTERNAL, and UNAUTHORIZED behind the token): a declaration that forgets or invents one throws here.
  */
-function declared(spec: RouteSpec): OperationDoc {
+function operation(spec: RouteSpec): OperationDoc {
   const { body, errors, lenient, ...rest } = spec;
-  const probe = route({ ...rest, errors: [] });
-  const edge = new Set<ApiErrorCode>([...probe.errors, 'INTERNAL', ...(probe.bearer ? (['UNAUTHORIZED'] as const) : [])]);
-  const op = route({
-    ...rest,
-    ...lenient,
-    ...(body === 'none' ? { body: noBody } : body ? { body } : {}),
-    errors: errors.filter((code) => !edge.has(code)),
-  });
-  const expected = new Set<ApiErrorCode>([...op.errors, ...edge]);
+  const bearer = isTokenGuarded(spec.path);
+  const edge = edgeCodes(spec.method, spec.path);
+  const implied = new Set<ApiErrorCode>([...edge, 'INTERNAL', ...(bearer ? (['UNAUTHORIZED'] as const) : [])]);
+  const own = errors.filter((code) => !implied.has(code));
+  const expected = new Set<ApiErrorCode>([...own, ...implied]);
   if (expected.size !== new Set(errors).size || errors.some((code) => !expected.has(code))) {
     throw new Error(
       `openapi: ${spec.method.toUpperCase()} ${spec.path} declares ${[...new Set(errors)].sort().join(',')}; its path answers ${[...expected].sort().join(',')}`,
     );
   }
-  return op;
+  return {
+    ...rest,
+    ...lenient,
+    ...(body === 'none' ? { body: NO_BODY_DOC } : body ? { body } : {}),
+    errors: [...own, ...edge],
+    bearer,
+  };
 }
 
-const OPERATIONS: readonly OperationDoc[] = [
-  ...JOB_API.routes.map(declared),
-  ...QUEUE_API.routes.map(declared),
-  ...WORKFLOW_API.routes.map(declared),
-  ...KEY_API.routes.map(declared),
-  ...FLOW_API.routes.map(declared),
-  ...OUTBOX_API.routes.map(declared),
-  ...CRON_API.routes.map(declared),
-  ...OPS_API.routes.map(declared),
-];
+/**
+ * The order of the document's paths: cron's after outbox's, as when the routes were listed by
+ * hand, so the served document stayed byte for byte the same when they moved to declarations.
+ */
+const PATH_ORDER = [...RESOURCES.filter((r) => r !== CRON_API && r !== OPS_API), CRON_API, OPS_API];
 
 /**
  * The OpenAPI 3.1 document of the app. `bearer`: whether the server requires a token (then the
@@ -83,19 +77,10 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       description:
         'Errors are `{ error: { code, message, details? } }`; the status comes from the code. Every POST is JSON-typed, also without a body. A method a path does not serve answers 405 METHOD_NOT_ALLOWED with `Allow`.',
     },
-    tags: [JOB_API.tag, QUEUE_API.tag, CRON_API.tag, WORKFLOW_API.tag, KEY_API.tag, FLOW_API.tag, OUTBOX_API.tag, OPS_API.tag],
-    components: {
-      ...JOB_API.components,
-      Queue: wireQueueSchema,
-      Stats: wireStatsSchema,
-      Worker: wireWorkerSchema,
-      ...CRON_API.components,
-      ...WORKFLOW_API.components,
-      ...KEY_API.components,
-      ...OUTBOX_API.components,
-    },
-    requestComponents: { ...JOB_API.requestComponents, ...CRON_API.requestComponents },
-    operations: OPERATIONS,
+    tags: RESOURCES.map((r) => r.tag),
+    components: Object.assign({}, ...RESOURCES.map((r) => r.components ?? {})),
+    requestComponents: Object.assign({}, ...RESOURCES.map((r) => r.requestComponents ?? {})),
+    operations: PATH_ORDER.flatMap((r) => r.routes.map(operation)),
     bearer: opts.bearer,
   });
 }

@@ -1,10 +1,8 @@
-// Zod contracts of the HTTP API (types flow from here to the client via AppType).
-// Objects are strict: an unknown body field, or an unknown parameter on a route
-// that takes query parameters, is a 400 naming it; a typo never becomes a default.
+// The zod pieces every resource's contracts share (names, integers and instants in a query
+// string); each resource's own contracts are in its folder (jobs/schemas.ts, ...).
 
 import { z } from 'zod';
 import { nameSchema as engineNameSchema } from '../core/config.ts';
-import { STATS_WINDOW_SECONDS_DEFAULT, STATS_WINDOW_SECONDS_MAX } from '../core/queue-admin.ts';
 
 /**
  * Queue, job type and tenant names: the engine's rule (NAME_PATTERN: 1-128 of [A-Za-z0-9_.:-/],
@@ -33,21 +31,3 @@ export function instantParam(description: string) {
     .pipe(z.date().refine((d) => Number.isFinite(d.getTime()), 'must be a valid instant'))
     .meta({ description: `${description}: ISO 8601 with Z or an offset` });
 }
-
-export const statsQuerySchema = z
-  .object({
-    windowSeconds: intParam(1, STATS_WINDOW_SECONDS_MAX, STATS_WINDOW_SECONDS_DEFAULT).optional(),
-  })
-  .strict();
-
-/** GET /api/stats/history. */
-export const statsHistoryQuerySchema = z
-  .object({
-    since: instantParam('only samples read after this instant (the `at` of the last one the caller has)').optional(),
-  })
-  .strict();
-
-/** Path parameter of /api/queues/:queue/depth; a name with "/" goes percent-encoded. */
-export const queueParamSchema = z.object({
-  queue: nameSchema.meta({ description: 'a queue name (percent-encode "/"); an unknown queue has all-zero counts' }),
-});
