@@ -12,22 +12,22 @@ import type { ApiKeys, Baton, Logger } from '../index.ts';
 import { hostCheck, type ListenAddress } from './allowed-hosts.ts';
 import { authenticate, TOKEN_GUARDED_PATHS } from './auth.ts';
 import { type AppEnv, silentLogger } from './context.ts';
+import { cronRoutes } from './cron/routes.ts';
 import { ApiError, errorResponse, handleError, handleNotFound } from './errors.ts';
+import { flowRoutes } from './flow/routes.ts';
+import { jobRoutes } from './jobs/routes.ts';
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
 import { keyRoutes } from './keys/routes.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
+import { apiDocument } from './openapi-routes.ts';
+import { opsRoutes } from './ops/routes.ts';
+import { outboxRoutes } from './outbox/routes.ts';
 import { queueRoutes } from './queues/routes.ts';
 import { requestContext } from './request-context.ts';
-import { dlqRoutes } from './routes/admin.ts';
-import { cronRoutes } from './routes/cron.ts';
-import { flowRoutes } from './routes/flow.ts';
-import { jobRoutes } from './routes/jobs.ts';
-import { opsRoutes } from './routes/ops.ts';
-import { outboxRoutes } from './routes/outbox.ts';
-import { workflowRoutes } from './routes/workflows.ts';
 import { sameOriginWrites } from './same-origin.ts';
 import { createStatsHistory, type StatsHistory } from './stats-history.ts';
 import { ADMIN_ONLY_PATHS, adminOnly } from './tenant-scope.ts';
+import { workflowRoutes } from './workflows/routes.ts';
 
 export const BODY_LIMIT_BYTES_DEFAULT = 1024 * 1024;
 export const CONSOLE_HTML_PATH_DEFAULT = fileURLToPath(new URL('./console/index.html', import.meta.url));
@@ -129,14 +129,13 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
   );
 
   return base
-    .route('/api/jobs', jobRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
-    .route('/api/dlq', dlqRoutes(baton))
+    .route('/', jobRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', queueRoutes(baton, statsHistory))
-    .route('/api/cron', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
-    .route('/api/workflows', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
+    .route('/', cronRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
+    .route('/', workflowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
     .route('/', keyRoutes(opts.apiKeys, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
-    .route('/api/flow', flowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
-    .route('/api/outbox', outboxRoutes(baton))
+    .route('/', flowRoutes(baton, opts.maxJsonDepth ?? MAX_JSON_DEPTH_DEFAULT))
+    .route('/', outboxRoutes(baton))
     .route(
       '/',
       opsRoutes(baton, {
@@ -144,7 +143,7 @@ export function createApp(baton: Baton, opts: AppOptions = {}) {
         ...(opts.isStarted ? { isStarted: opts.isStarted } : {}),
         consoleHtmlPath: opts.consoleHtmlPath ?? CONSOLE_HTML_PATH_DEFAULT,
         demoHandlers: opts.demoHandlers ?? false,
-        bearer: opts.apiToken !== undefined || opts.apiKeys !== undefined || opts.requireAuth === true,
+        document: () => apiDocument({ bearer: opts.apiToken !== undefined || opts.apiKeys !== undefined || opts.requireAuth === true }),
       }),
     );
 }

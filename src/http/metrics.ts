@@ -5,11 +5,11 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Baton, EngineEvents } from '../index.ts';
 import type { AuthFailureReason } from './auth.ts';
+import { registerFlowMetrics } from './flow/metrics.ts';
 import { registerAuthMetrics } from './metrics-auth.ts';
 import { registerDatabaseMetrics } from './metrics-db.ts';
-import { registerFlowMetrics } from './metrics-flow.ts';
-import { registerOutboxMetrics } from './metrics-outbox.ts';
-import { registerWorkflowMetrics } from './metrics-workflows.ts';
+import { registerOutboxMetrics } from './outbox/metrics.ts';
+import { registerWorkflowMetrics } from './workflows/metrics.ts';
 
 export interface MetricsOptions {
   /** Also export Node process metrics (heap, event loop lag, ...). Default true. */

@@ -1,283 +1,69 @@
-// The HTTP API as the OpenAPI document describes it: one entry per route of app.ts, from
-// the resource folders' declarations (route-spec.ts; keys/) or, for the resources not moved
-// yet, a table entry with the zod schemas the route validates (schemas.ts) and answers
-// (wire-schemas.ts), and the error codes it may answer. test/http/openapi.test.ts checks that every
-// route of the app is here, that its codes are those the route declares with fails()
-// (route-errors.ts), and that real answers match.
+// The HTTP API as the OpenAPI document describes it: every resource folder's declarations
+// (route-spec.ts), each with what the middleware of app.ts adds in front of its path. A route is
+// declared once, so its entry, its router chain and its client types cannot drift apart.
 
 import { PACKAGE_VERSION } from '../version.ts';
 import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
 import { isTokenGuarded } from './auth.ts';
+import { CRON_API } from './cron/routes.ts';
 import type { ApiErrorCode } from './errors.ts';
+import { FLOW_API } from './flow/routes.ts';
+import { JOB_API } from './jobs/routes.ts';
 import { KEY_API } from './keys/routes.ts';
 import { type JsonObject, type OperationDoc, openApiDocument } from './openapi.ts';
-import { FLOW_TAG, flowOperations } from './openapi-flow.ts';
-import { OPS_TAG, opsOperations } from './openapi-ops.ts';
-import { OUTBOX_COMPONENTS, OUTBOX_TAG, outboxOperations } from './openapi-outbox.ts';
-import { WORKFLOW_COMPONENTS, WORKFLOW_TAG, workflowOperations } from './openapi-workflows.ts';
+import { OPS_API } from './ops/routes.ts';
+import { OUTBOX_API } from './outbox/routes.ts';
 import { QUEUE_API } from './queues/routes.ts';
-import { BODY, CRON, ENGINE } from './route-errors.ts';
-import { json, NO_BODY_DOC, type RouteSpec } from './route-spec.ts';
-import {
-  batchSchema,
-  bulkSchema,
-  cronPreviewQuerySchema,
-  dlqReplayQuerySchema,
-  jobIdParamSchema,
-  jobSpecSchema,
-  listJobsQuerySchema,
-  listSchedulesQuerySchema,
-  scheduleBodySchema,
-  scheduleIdParamSchema,
-  schedulePatchSchema,
-  traceHeadersSchema,
-} from './schemas.ts';
+import { NO_BODY_DOC, type ResourceApi, type RouteSpec } from './route-spec.ts';
 import { isAdminOnly, TENANT_NAMING_ROUTES } from './tenant-scope.ts';
-import {
-  responseSchemas as r,
-  wireAttemptErrorSchema,
-  wireEnqueuedJobSchema,
-  wireEnqueueWarningSchema,
-  wireFireInstantSchema,
-  wireJobSchema,
-  wireJobSummarySchema,
-  wireQueueSchema,
-  wireScheduleSchema,
-  wireStateCountsSchema,
-  wireStatsSchema,
-  wireWorkerSchema,
-} from './wire-schemas.ts';
+import { WORKFLOW_API } from './workflows/routes.ts';
 
-const noBody = NO_BODY_DOC;
+/** Every resource of the app, in the document's order of tags and named schemas. */
+export const RESOURCES: readonly ResourceApi[] = [JOB_API, QUEUE_API, CRON_API, WORKFLOW_API, KEY_API, FLOW_API, OUTBOX_API, OPS_API];
 
-/** A route, with what the middleware of app.ts adds: the Host check, the token, the guards on API writes. */
-function route(o: Omit<OperationDoc, 'bearer'>): OperationDoc {
+/** The codes app.ts answers in front of a route: the Host check, admin-only paths, tenant naming, the guards on API writes. */
+function edgeCodes(method: RouteSpec['method'], path: string): ApiErrorCode[] {
   const edge: ApiErrorCode[] = [];
-  if (!HOST_CHECK_EXEMPT_PATHS.has(o.path)) edge.push('HOST_NOT_ALLOWED');
+  if (!HOST_CHECK_EXEMPT_PATHS.has(path)) edge.push('HOST_NOT_ALLOWED');
   // same-origin.ts and bodyLimit run on every /api/* route; only writes meet them.
-  if (o.method !== 'get' && o.path.startsWith('/api/')) edge.push('FORBIDDEN_ORIGIN', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
+  if (method !== 'get' && path.startsWith('/api/')) edge.push('FORBIDDEN_ORIGIN', 'UNSUPPORTED_MEDIA_TYPE', 'PAYLOAD_TOO_LARGE');
   // tenant-scope.ts: a tenant key on an admin path, or naming another tenant.
-  if (isAdminOnly(o.path)) edge.push('ADMIN_REQUIRED');
-  if (TENANT_NAMING_ROUTES.has(`${o.method.toUpperCase()} ${o.path}`)) edge.push('FORBIDDEN_TENANT');
-  return { ...o, errors: [...o.errors, ...edge], bearer: isTokenGuarded(o.path) };
+  if (isAdminOnly(path)) edge.push('ADMIN_REQUIRED');
+  if (TENANT_NAMING_ROUTES.has(`${method.toUpperCase()} ${path}`)) edge.push('FORBIDDEN_TENANT');
+  return edge;
 }
 
 /**
- * A declared route (route-spec.ts) as the document lists it. Its codes come in the table's order
- * (its own, then the edge's, added by `route`), and must be exactly what app.ts puts in front of
- * its path besides its own: a declaration that forgets or invents an edge code throws here.
+ * A declared route as the document lists it: its own codes in declaration order, then the edge's.
+ * The declared codes must be exactly its own plus what app.ts puts in front of its path (and
+ * INTERNAL, and UNAUTHORIZED behind the token): a declaration that forgets or invents one throws here.
  */
-function declared(spec: RouteSpec): OperationDoc {
-  const { body, errors, ...rest } = spec;
-  const probe = route({ ...rest, errors: [] });
-  const edge = new Set<ApiErrorCode>([...probe.errors, 'INTERNAL', ...(probe.bearer ? (['UNAUTHORIZED'] as const) : [])]);
-  const op = route({
-    ...rest,
-    ...(body === 'none' ? { body: noBody } : body ? { body } : {}),
-    errors: errors.filter((code) => !edge.has(code)),
-  });
-  const expected = new Set<ApiErrorCode>([...op.errors, ...edge]);
+function operation(spec: RouteSpec): OperationDoc {
+  const { body, errors, lenient, ...rest } = spec;
+  const bearer = isTokenGuarded(spec.path);
+  const edge = edgeCodes(spec.method, spec.path);
+  const implied = new Set<ApiErrorCode>([...edge, 'INTERNAL', ...(bearer ? (['UNAUTHORIZED'] as const) : [])]);
+  const own = errors.filter((code) => !implied.has(code));
+  const expected = new Set<ApiErrorCode>([...own, ...implied]);
   if (expected.size !== new Set(errors).size || errors.some((code) => !expected.has(code))) {
     throw new Error(
       `openapi: ${spec.method.toUpperCase()} ${spec.path} declares ${[...new Set(errors)].sort().join(',')}; its path answers ${[...expected].sort().join(',')}`,
     );
   }
-  return op;
+  return {
+    ...rest,
+    ...lenient,
+    ...(body === 'none' ? { body: NO_BODY_DOC } : body ? { body } : {}),
+    errors: [...own, ...edge],
+    bearer,
+  };
 }
 
-/** POST /api/jobs/:id/<action>: no body; the job as the action left it, or 409 from a state it does not apply to. */
-function jobAction(
-  action: string,
-  operationId: string,
-  summary: string,
-  description: string,
-  answer: string,
-  accepted?: string,
-): OperationDoc {
-  return route({
-    method: 'post',
-    path: `/api/jobs/:id/${action}`,
-    operationId,
-    tag: 'jobs',
-    summary,
-    description,
-    params: jobIdParamSchema,
-    body: noBody,
-    responses: accepted ? { 200: json(answer, wireJobSchema), 202: json(accepted, wireJobSchema) } : { 200: json(answer, wireJobSchema) },
-    errors: ['JOB_NOT_FOUND', 'JOB_STATE_CONFLICT', ...BODY, ...ENGINE],
-  });
-}
-
-const OPERATIONS: readonly OperationDoc[] = [
-  route({
-    method: 'post',
-    path: '/api/jobs',
-    operationId: 'enqueueJob',
-    tag: 'jobs',
-    summary: 'Enqueue a job',
-    description:
-      '201 with the new job; 200 with the existing one when (tenantId, idempotencyKey) already exists. `warnings` says when no live worker can run it yet (it is stored all the same).',
-    headers: traceHeadersSchema,
-    body: { schema: jobSpecSchema, required: true },
-    responses: {
-      201: json('created', wireEnqueuedJobSchema),
-      200: json('a job with this idempotency key already exists', wireEnqueuedJobSchema),
-    },
-    // ADMIN_REQUIRED: a tenant key setting concurrencyLimit (a key's cap is fleet-wide).
-    errors: [...BODY, ...ENGINE, 'ADMIN_REQUIRED'],
-  }),
-  route({
-    method: 'post',
-    path: '/api/jobs/batch',
-    operationId: 'enqueueJobs',
-    tag: 'jobs',
-    summary: 'Enqueue jobs in one INSERT',
-    description: 'All or nothing; results in input order.',
-    headers: traceHeadersSchema,
-    body: { schema: batchSchema, required: true },
-    responses: { 201: json('at least one job was created', r.batch), 200: json('every job already existed', r.batch) },
-    errors: [...BODY, ...ENGINE, 'ADMIN_REQUIRED'],
-  }),
-  route({
-    method: 'get',
-    path: '/api/jobs',
-    operationId: 'listJobs',
-    tag: 'jobs',
-    summary: 'List job summaries, newest first',
-    description: 'Unknown parameters are refused (400). The next page starts at offset + jobs.length; `total` is capped.',
-    query: listJobsQuerySchema,
-    responses: { 200: json('a page of summaries', r.jobPage) },
-    errors: ENGINE,
-  }),
-  route({
-    method: 'get',
-    path: '/api/jobs/:id',
-    operationId: 'getJob',
-    tag: 'jobs',
-    summary: 'Read a job, with its payload, result and attempts',
-    params: jobIdParamSchema,
-    responses: { 200: json('the job', wireJobSchema) },
-    errors: ['JOB_NOT_FOUND', ...ENGINE],
-  }),
-  jobAction(
-    'replay',
-    'replayJob',
-    'Replay a terminal job',
-    'Back to pending with a fresh attempt budget, replayCount + 1; 409 unless the job is terminal.',
-    'the job, pending again',
-  ),
-  jobAction(
-    'cancel',
-    'cancelJob',
-    'Cancel a job, or ask a running one to stop',
-    "A pending or waiting job is cancelled at once (200), with its dependents. A leased or running job gets a cancel request (202): its handler's signal is aborted at once (NOTIFY) or at its worker's next heartbeat; it ends cancelled if the handler stops (its attempt fails) or nothing holds it any more, succeeded if the handler finishes anyway, and is never retried. Repeating the request changes nothing. 409 when the job is finished.",
-    'the cancelled job',
-    'the job as it stands, running (or leased), with cancelRequestedAt set',
-  ),
-  jobAction(
-    'run-now',
-    'runJobNow',
-    'Run a pending (e.g. delayed) job now',
-    'Its run_at becomes now (a job already due keeps its place) and workers are woken; 409 unless the job is pending.',
-    'the job, due now',
-  ),
-  route({
-    method: 'post',
-    path: '/api/jobs/bulk',
-    operationId: 'bulkJobs',
-    tag: 'jobs',
-    summary: 'Replay, cancel or run now a selection of jobs',
-    description:
-      'Each id is done or refused on its own, with the refusal the single-job route would answer (JOB_NOT_FOUND, JOB_STATE_CONFLICT); every id gets its outcome, in input order. 200 whatever the outcomes.',
-    body: { schema: bulkSchema, required: true },
-    responses: { 200: json('per-id outcomes', r.bulk) },
-    errors: [...BODY, ...ENGINE],
-  }),
-  route({
-    method: 'post',
-    path: '/api/dlq/replay',
-    operationId: 'replayDeadLetters',
-    tag: 'jobs',
-    summary: 'Replay dead-lettered jobs, oldest first',
-    description: 'Unknown parameters are refused (400).',
-    query: dlqReplayQuerySchema,
-    body: noBody,
-    responses: { 200: json('the replayed jobs, as summaries', r.dlqReplay) },
-    errors: [...BODY, ...ENGINE],
-  }),
-  ...QUEUE_API.routes.map(declared),
-  ...workflowOperations({ route, json, noBody, BODY, ENGINE }),
-  ...KEY_API.routes.map(declared),
-  ...flowOperations({ route, json, noBody, BODY, ENGINE }),
-  ...outboxOperations({ route, json, noBody, BODY, ENGINE }),
-  route({
-    method: 'post',
-    path: '/api/cron',
-    operationId: 'upsertSchedule',
-    tag: 'cron',
-    summary: 'Create a schedule, or update it by (tenantId, name)',
-    description:
-      'Answers `{ schedule, created }`, as baton.cron.upsert returns. Each occurrence becomes an ordinary job (idempotency key cron:<id>:<instant>, run_at the occurrence). An update that keeps the expression and zone keeps the next fire time.',
-    body: { schema: scheduleBodySchema, required: true },
-    responses: { 201: json('created', r.scheduleUpserted), 200: json('updated, or unchanged', r.scheduleUpserted) },
-    errors: [...CRON, ...BODY, ...ENGINE],
-  }),
-  route({
-    method: 'get',
-    path: '/api/cron',
-    operationId: 'listSchedules',
-    tag: 'cron',
-    summary: 'List schedules by tenant and name',
-    query: listSchedulesQuerySchema,
-    responses: { 200: json('a page of schedules', r.schedules) },
-    errors: ENGINE,
-  }),
-  route({
-    method: 'get',
-    path: '/api/cron/preview',
-    operationId: 'previewCron',
-    tag: 'cron',
-    summary: "An expression's next fire instants in a zone, in UTC and local time",
-    query: cronPreviewQuerySchema,
-    responses: { 200: json('the next fire instants', r.cronPreview) },
-    errors: [...CRON, ...ENGINE],
-  }),
-  route({
-    method: 'get',
-    path: '/api/cron/:id',
-    operationId: 'getSchedule',
-    tag: 'cron',
-    summary: 'Read a schedule: next fire time, last fired occurrence, status and disabled reason',
-    params: scheduleIdParamSchema,
-    responses: { 200: json('the schedule', wireScheduleSchema) },
-    errors: ['SCHEDULE_NOT_FOUND', ...ENGINE],
-  }),
-  route({
-    method: 'patch',
-    path: '/api/cron/:id',
-    operationId: 'updateSchedule',
-    tag: 'cron',
-    summary: 'Edit, pause or resume a schedule',
-    description:
-      '`paused: true` pauses (occurrences meanwhile are not made up for); `paused: false` resumes from the next occurrence after now, and re-enables a disabled schedule. 409 SCHEDULE_CONFLICT when it changed meanwhile.',
-    params: scheduleIdParamSchema,
-    body: { schema: schedulePatchSchema, required: true },
-    responses: { 200: json('the schedule as edited', wireScheduleSchema) },
-    errors: ['SCHEDULE_NOT_FOUND', 'SCHEDULE_CONFLICT', ...CRON, ...BODY, ...ENGINE],
-  }),
-  route({
-    method: 'delete',
-    path: '/api/cron/:id',
-    operationId: 'removeSchedule',
-    tag: 'cron',
-    summary: 'Remove a schedule (jobs already enqueued stay)',
-    params: scheduleIdParamSchema,
-    body: noBody,
-    responses: { 200: json('removed', r.scheduleRemoved) },
-    errors: ['SCHEDULE_NOT_FOUND', ...BODY, ...ENGINE],
-  }),
-  ...opsOperations({ route, json, noBody, BODY, ENGINE }),
-];
+/**
+ * The order of the document's paths: cron's after outbox's, as when the routes were listed by
+ * hand, so the served document stayed byte for byte the same when they moved to declarations.
+ */
+const PATH_ORDER = [...RESOURCES.filter((r) => r !== CRON_API && r !== OPS_API), CRON_API, OPS_API];
 
 /**
  * The OpenAPI 3.1 document of the app. `bearer`: whether the server requires a token (then the
@@ -291,34 +77,10 @@ export function apiDocument(opts: { bearer: boolean }): JsonObject {
       description:
         'Errors are `{ error: { code, message, details? } }`; the status comes from the code. Every POST is JSON-typed, also without a body. A method a path does not serve answers 405 METHOD_NOT_ALLOWED with `Allow`.',
     },
-    tags: [
-      { name: 'jobs', description: 'enqueue, read, list, replay, cancel, run now, bulk actions' },
-      QUEUE_API.tag,
-      { name: 'cron', description: 'schedules: recurring jobs from cron expressions in IANA zones' },
-      WORKFLOW_TAG,
-      KEY_API.tag,
-      FLOW_TAG,
-      OUTBOX_TAG,
-      OPS_TAG,
-    ],
-    components: {
-      Job: wireJobSchema,
-      EnqueuedJob: wireEnqueuedJobSchema,
-      JobSummary: wireJobSummarySchema,
-      AttemptError: wireAttemptErrorSchema,
-      EnqueueWarning: wireEnqueueWarningSchema,
-      StateCounts: wireStateCountsSchema,
-      Queue: wireQueueSchema,
-      Stats: wireStatsSchema,
-      Worker: wireWorkerSchema,
-      Schedule: wireScheduleSchema,
-      FireInstant: wireFireInstantSchema,
-      ...WORKFLOW_COMPONENTS,
-      ...KEY_API.components,
-      ...OUTBOX_COMPONENTS,
-    },
-    requestComponents: { JobSpec: jobSpecSchema, ScheduleSpec: scheduleBodySchema },
-    operations: OPERATIONS,
+    tags: RESOURCES.map((r) => r.tag),
+    components: Object.assign({}, ...RESOURCES.map((r) => r.components ?? {})),
+    requestComponents: Object.assign({}, ...RESOURCES.map((r) => r.requestComponents ?? {})),
+    operations: PATH_ORDER.flatMap((r) => r.routes.map(operation)),
     bearer: opts.bearer,
   });
 }

@@ -1,4 +1,4 @@
-// A thin OpenAPI 3.1 generator over a route table (openapi-routes.ts): every schema
+// A thin OpenAPI 3.1 generator over the routes' declarations (openapi-routes.ts): every schema
 // in the document comes from zod through z.toJSONSchema, which writes JSON Schema
 // 2020-12, the dialect of OpenAPI 3.1. Requests are described by their input side
 // (what a client sends, before transforms), responses by their output side.
@@ -144,7 +144,7 @@ function errorResponses(codes: readonly ApiErrorCode[], errorBody: () => JsonObj
 /** Hono's /api/jobs/:id as OpenAPI's /api/jobs/{id}. */
 export const openApiPath = (honoPath: string): string => honoPath.replace(/:(\w+)/g, '{$1}');
 
-/** Builds the OpenAPI 3.1 document of `api`; throws a plain Error on a malformed table (a programmer error). */
+/** Builds the OpenAPI 3.1 document of `api`; throws a plain Error on a malformed route list (a programmer error). */
 export function openApiDocument(api: ApiDoc): JsonObject {
   const input = new SchemaSet('input');
   const output = new SchemaSet('output');
@@ -204,7 +204,7 @@ export function openApiDocument(api: ApiDoc): JsonObject {
     const key = openApiPath(op.path);
     paths[key] ??= {};
     const path = paths[key];
-    if (path[op.method]) throw new Error(`openapi: ${op.method.toUpperCase()} ${op.path} is in the table twice`);
+    if (path[op.method]) throw new Error(`openapi: ${op.method.toUpperCase()} ${op.path} is declared twice`);
     path[op.method] = ops[i]!();
   });
 

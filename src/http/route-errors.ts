@@ -1,8 +1,8 @@
 // Which errors a route may answer, declared on the route: `fails(...codes)` is a middleware
 // that does nothing at run time, but its type carries each code's status (STATUS_BY_CODE)
 // into the route's response type, so the typed client knows them (`res.status === 401`
-// compiles and narrows the body to ApiErrorBody). test/http/openapi.test.ts checks that each
-// route's codes are the ones the OpenAPI document lists for it.
+// compiles and narrows the body to ApiErrorBody). routes().add (route-spec.ts) puts it first on each
+// route, with the codes of the route's declaration, which the OpenAPI document lists too.
 
 import type { MiddlewareHandler, TypedResponse } from 'hono';
 import type { BlankInput } from 'hono/types';

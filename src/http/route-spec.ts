@@ -30,12 +30,19 @@ export interface RouteSpec extends Omit<OperationDoc, 'body' | 'errors' | 'beare
    * checks them against what app.ts puts in front of the path.
    */
   errors: readonly ApiErrorCode[];
+  /**
+   * Request parts the document shows but the route does not validate, as its handler reads them
+   * leniently (an invalid traceparent is ignored, not refused): they stay out of the client's input.
+   */
+  lenient?: Pick<OperationDoc, 'params' | 'headers'>;
 }
 
 /** A resource folder's declarations, as the OpenAPI document lists them: its tag, its named schemas, its routes. */
 export interface ResourceApi {
   tag: { name: string; description: string };
   components?: Record<string, z.ZodType>;
+  /** Named request schemas (their input side), e.g. a job spec. */
+  requestComponents?: Record<string, z.ZodType>;
   routes: readonly RouteSpec[];
 }
 

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { CONSOLE_HTML_PATH_DEFAULT, createApp } from '../../src/http/app.ts';
-import { CONSOLE_ASSETS } from '../../src/http/console-files.ts';
+import { CONSOLE_ASSETS } from '../../src/http/ops/console-files.ts';
 import { type Baton, createBaton, type Logger, TerminalError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import type { createClient, InferResponseType } from '../../src/client/index.ts';
-import type { jobSpecSchema, listJobsQuerySchema } from '../../src/http/schemas.ts';
+import type { jobSpecSchema, listJobsQuerySchema } from '../../src/http/jobs/schemas.ts';
 import {
   toWireAttemptError,
   type toWireBulkItem,

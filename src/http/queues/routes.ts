@@ -5,10 +5,10 @@
 import type { Baton } from '../../index.ts';
 import { BODY, ENGINE, GUARDED, WRITE } from '../route-errors.ts';
 import { defineRoute, json, type ResourceApi, routes } from '../route-spec.ts';
-import { queueParamSchema, statsHistoryQuerySchema, statsQuerySchema } from '../schemas.ts';
 import type { StatsHistory } from '../stats-history.ts';
 import { toWireCounts, toWireQueue, toWireQueueState, toWireStats, toWireStatsHistory, toWireWorker } from '../wire.ts';
-import { responseSchemas as r } from '../wire-schemas.ts';
+import { responseSchemas as r, wireQueueSchema, wireStatsSchema, wireWorkerSchema } from '../wire-schemas.ts';
+import { queueParamSchema, statsHistoryQuerySchema, statsQuerySchema } from './schemas.ts';
 
 /** A tenant key gets 403 ADMIN_REQUIRED. */
 const ADMIN_READ = [...ENGINE, ...GUARDED, 'ADMIN_REQUIRED'] as const;
@@ -89,9 +89,10 @@ const listWorkers = defineRoute({
   errors: ADMIN_READ,
 });
 
-/** The resource as the OpenAPI document lists it (its schemas are shared with jobs: wire-schemas.ts). */
+/** The resource as the OpenAPI document lists it (its answers' schemas are in wire-schemas.ts, with the jobs' they use). */
 export const QUEUE_API = {
   tag: { name: 'queues', description: 'queues, pause and resume, workers, stats and their history' },
+  components: { Queue: wireQueueSchema, Stats: wireStatsSchema, Worker: wireWorkerSchema },
   routes: [listQueues, pauseQueue, resumeQueue, stats, statsHistory, queueDepth, listWorkers],
 } satisfies ResourceApi;
 

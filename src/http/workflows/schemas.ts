@@ -3,7 +3,7 @@
 
 import type { JSONValue } from 'hono/utils/types';
 import { z } from 'zod';
-import { LIST_LIMIT_DEFAULT } from '../core/admin.ts';
+import { LIST_LIMIT_DEFAULT } from '../../core/admin.ts';
 import {
   IDEMPOTENCY_KEY_MAX_CHARS,
   LIST_LIMIT_MAX,
@@ -13,10 +13,10 @@ import {
   type RunSummary,
   STEP_KINDS,
   STEP_STATUSES,
-} from '../index.ts';
-import { intParam, nameSchema } from './schemas.ts';
-import { toWireAttemptError } from './wire.ts';
-import { wireAttemptErrorSchema } from './wire-schemas.ts';
+} from '../../index.ts';
+import { intParam, nameSchema } from '../schemas.ts';
+import { toWireAttemptError } from '../wire.ts';
+import { wireAttemptErrorSchema } from '../wire-schemas.ts';
 
 const key = z
   .string()

@@ -3,7 +3,7 @@
 // executions resumed by cause) from baton.stats().
 
 import { Counter, Gauge, type Registry } from 'prom-client';
-import type { Baton } from '../index.ts';
+import type { Baton } from '../../index.ts';
 
 /** A failed read leaves the runs gauge empty and is reported to `onError` (the scrape still answers). */
 export function registerWorkflowMetrics(registry: Registry, baton: Baton, onError: () => void): { settled: () => Promise<void> } {

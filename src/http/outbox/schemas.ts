@@ -9,9 +9,9 @@ import {
   OUTBOX_LIST_OFFSET_MAX,
   OUTBOX_REPLAY_LIMIT_DEFAULT,
   OUTBOX_REPLAY_LIMIT_MAX,
-} from '../core/outbox/service.ts';
-import { DEAD_LETTER_REASONS, OUTBOX_STATES, type OutboxMessage, type OutboxStats, type RelayCounters } from '../index.ts';
-import { intParam, nameSchema } from './schemas.ts';
+} from '../../core/outbox/service.ts';
+import { DEAD_LETTER_REASONS, OUTBOX_STATES, type OutboxMessage, type OutboxStats, type RelayCounters } from '../../index.ts';
+import { intParam, nameSchema } from '../schemas.ts';
 
 const tenantId = nameSchema.optional().meta({ description: 'only this tenant' });
 

@@ -3,7 +3,7 @@
 // fed from this process's relay as they happen.
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { Baton, RelayEvents } from '../index.ts';
+import type { Baton, RelayEvents } from '../../index.ts';
 
 const PUBLISH_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 

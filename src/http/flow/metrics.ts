@@ -3,7 +3,7 @@
 // back by a reached cap or an empty rate-limit bucket, per queue (keyed jobs per key).
 
 import { Gauge, type Registry } from 'prom-client';
-import type { Baton, FlowSnapshot } from '../index.ts';
+import type { Baton, FlowSnapshot } from '../../index.ts';
 
 /** A failed read leaves the gauges empty and is reported to `onError` (the scrape still answers). */
 export function registerFlowMetrics(registry: Registry, baton: Baton, onError: () => void): { settled: () => Promise<void> } {
