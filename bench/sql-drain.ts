@@ -142,7 +142,7 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
     await server.query('SELECT pg_stat_statements_reset()');
     for (let i = 0; i < JOBS; i += 1_000)
       await pool.query({ ...job.insertMany, values: [JSON.stringify(rows.slice(0, Math.min(1_000, JOBS - i)))] });
-    const enqueueMs = await statementMs(server, name, /INSERT INTO .*jobs/);
+    const enqueueMs = sumOf(await statementTimes(server, name), /INSERT INTO .*jobs/, 'exec');
     await pool.query('VACUUM ANALYZE baton.jobs');
     await pool.query('CHECKPOINT');
     const lsn = (await server.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))[0]!.lsn;
@@ -173,11 +173,13 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
     const wal = (await server.query<{ wal: string }>('SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::text AS wal', [lsn]))[0]!
       .wal;
     const completion = /state = \$\d+, finished_at = now\(\)|state = 'succeeded', finished_at/;
+    const stmts = await statementTimes(server, name);
+    const claimed = /lease_token = nextval/;
     const [claimMs, claimPlanMs, completeMs, completePlanMs] = [
-      await statementMs(server, name, /lease_token = nextval/),
-      await statementMs(server, name, /lease_token = nextval/, 'total_plan_time'),
-      await statementMs(server, name, completion),
-      await statementMs(server, name, completion, 'total_plan_time'),
+      sumOf(stmts, claimed, 'exec'),
+      sumOf(stmts, claimed, 'plan'),
+      sumOf(stmts, completion, 'exec'),
+      sumOf(stmts, completion, 'plan'),
     ];
     return {
       variant: v.id,
@@ -196,19 +198,21 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
   }
 }
 
-/** Server time (execution, or planning) of database `db`'s statements whose text matches `re`, since the last reset. */
-async function statementMs(
+/** Server time in ms (execution and planning) per statement of database `db`, since the last reset. */
+async function statementTimes(
   server: Awaited<ReturnType<typeof openServer>>,
   db: string,
-  re: RegExp,
-  column: 'total_exec_time' | 'total_plan_time' = 'total_exec_time',
-): Promise<number> {
-  const stmts = await server.query<{ query: string; ms: number }>(
-    `SELECT query, ${column} AS ms FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)`,
+): Promise<Array<{ query: string; exec: number; plan: number }>> {
+  return server.query<{ query: string; exec: number; plan: number }>(
+    `SELECT query, total_exec_time AS exec, total_plan_time AS plan FROM pg_stat_statements
+      WHERE dbid = (SELECT oid FROM pg_database WHERE datname = $1)`,
     [db],
   );
-  return stmts.filter((s) => re.test(s.query)).reduce((a, s) => a + s.ms, 0);
 }
+
+/** The sum of `column` over the statements whose text matches `re`. */
+const sumOf = (stmts: Array<{ query: string; exec: number; plan: number }>, re: RegExp, column: 'exec' | 'plan') =>
+  stmts.filter((s) => re.test(s.query)).reduce((a, s) => a + s[column], 0);
 
 /** Two decimals. */
 const hundredths = (x: number) => Math.round(x * 100) / 100;

@@ -15,10 +15,13 @@ export async function claim(db: LeaseDb, p: JobClaimParams): Promise<LeasedJob[]
   return claimJobs(await queryRows<ClaimRow>(db.pool, db.job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]), p);
 }
 
-/** Runs a lease write (see acceptedIds in queries/job-lease.ts): the ids it wrote, all of `ids` when the answer is NULL. */
+/** A lease write's answer (see acceptedIds in queries/job-lease.ts): the ids it wrote, all of `ids` when the answer is NULL. */
+const written = (row: { ids: string[] | null } | undefined, ids: string[]) => new Set(row?.ids === null ? ids : (row?.ids ?? []));
+
+/** Runs a lease write that answers its written ids only. */
 async function leaseWrite(db: LeaseDb, query: QueryConfigLike, ids: string[], values: unknown[]): Promise<Set<string>> {
   const [row] = await queryRows<{ ids: string[] | null }>(db.pool, query, values);
-  return new Set(row?.ids === null ? ids : (row?.ids ?? []));
+  return written(row, ids);
 }
 
 export function markRunningMany(db: LeaseDb, p: { leases: Lease[] }): Promise<Set<string>> {
@@ -30,7 +33,7 @@ export async function heartbeatMany(db: LeaseDb, p: { leases: Lease[]; leaseMs: 
   const { ids, values } = leaseArrays(p.leases);
   const [row] = await queryRows<{ ids: string[] | null; cancel: string[] | null }>(db.pool, db.job.heartbeatMany, [...values, p.leaseMs]);
   return {
-    alive: new Set(row?.ids === null ? ids : (row?.ids ?? [])),
+    alive: written(row, ids),
     cancelRequested: new Set((row?.cancel ?? []).map(String)),
   };
 }
@@ -53,7 +56,7 @@ export async function completeMany(
     const sentAt = recordedBlocks.now();
     const [row] = await queryRows<{ ids: string[] | null; recorded: Array<[string, string]> | null }>(db.pool, db.job.completeMany, args);
     if (row?.recorded) recordedBlocks.inserted(row.recorded, sentAt);
-    return new Set(row?.ids === null ? ids : (row?.ids ?? []));
+    return written(row, ids);
   } catch (err) {
     recordedBlocks.clear();
     throw err;
