@@ -78,7 +78,6 @@ export function runJob(entry: InFlight, slot: Slot, d: RunnerDeps): void {
 class JobRun implements OutcomeWrite {
   readonly id: string;
   readonly token: string;
-  readonly queue: string;
   readonly lease: InFlight;
   result: unknown = null;
   failure: OutcomeWrite['failure'] = null;
@@ -98,9 +97,12 @@ class JobRun implements OutcomeWrite {
     this.lease = entry;
     this.id = entry.job.id;
     this.token = entry.token;
-    this.queue = entry.job.queue;
     this.#slot = slot;
     this.#d = d;
+  }
+
+  get queue(): string {
+    return this.lease.job.queue;
   }
 
   start(): void {
