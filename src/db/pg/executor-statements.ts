@@ -2,6 +2,7 @@
 // executor. Each module takes only the pieces it runs (a Pick of this), never the executor.
 
 import type { PgPoolLike } from './pool.ts';
+import { type DependencyQueries, dependencyQueries } from './queries/dependency.ts';
 import { type FlowQueries, flowQueries } from './queries/flow.ts';
 import { type HealthQueries, healthQueries } from './queries/health.ts';
 import { type JobQueries, jobQueries } from './queries/job.ts';
@@ -23,6 +24,7 @@ export interface ExecutorStatements {
   readonly queue: QueueQueries;
   readonly stats: StatsQueries;
   readonly flow: FlowQueries;
+  readonly dependency: DependencyQueries;
 }
 
 /** `quotedSchema` must already be quoted (see quoteSchema). */
@@ -38,5 +40,6 @@ export function executorStatements(pool: PgPoolLike, quotedSchema: string): Exec
     queue: queueQueries(quotedSchema),
     stats: statsQueries(quotedSchema),
     flow: flowQueries(quotedSchema),
+    dependency: dependencyQueries(quotedSchema),
   };
 }

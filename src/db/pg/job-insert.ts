@@ -4,18 +4,16 @@
 
 import { channelFor } from '../../driver/channels.ts';
 import type { JobInsertManyParams } from '../../driver/executor.ts';
-import { quoteSchema } from '../../driver/schema-name.ts';
 import type { InsertedJob } from '../../types/job.ts';
 import { insertWithDependencies } from './dependencies.ts';
 import { translatePgError } from './errors.ts';
 import type { ExecutorStatements } from './executor-statements.ts';
 import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './insert-commit-notify.ts';
 import { type CheckedOut, checkOut } from './pool.ts';
-import { dependencyQueries } from './queries/dependency.ts';
 import { queryRows } from './query-rows.ts';
 import { compareIds, type JobRow, rowToJob } from './rows.ts';
 
-type InsertDb = Pick<ExecutorStatements, 'pool' | 'schemaName' | 'job' | 'flow'>;
+type InsertDb = Pick<ExecutorStatements, 'pool' | 'schemaName' | 'job' | 'flow' | 'dependency'>;
 
 /** `keyedQueues`: the queues this executor has marked keyed, kept across calls (flow_queues.keyed is never reset by Baton). */
 export async function insertMany(db: InsertDb, keyedQueues: Set<string>, p: JobInsertManyParams): Promise<InsertedJob[]> {
@@ -27,8 +25,7 @@ export async function insertMany(db: InsertDb, keyedQueues: Set<string>, p: JobI
     for (const q of keyed) keyedQueues.add(q);
   }
   if (p.jobs.some((j) => j.dependsOn)) {
-    const dep = dependencyQueries(quoteSchema(db.schemaName));
-    return insertWithDependencies({ pool: db.pool, dep, job: db.job, channelOf: (q) => channelFor(db.schemaName, q) }, p);
+    return insertWithDependencies({ pool: db.pool, dep: db.dependency, job: db.job, channelOf: (q) => channelFor(db.schemaName, q) }, p);
   }
   const on = p.client ?? db.pool;
   const payload = JSON.stringify(
