@@ -6,6 +6,8 @@ import type { WorkflowStore } from '../../driver/workflow-store.ts';
 import type { ChildResult } from '../../types/workflow.ts';
 
 const JOB_CHILD = 'job:';
+/** A plain job's id as a child of ctx.all. */
+export const jobChildId = (jobId: string) => `${JOB_CHILD}${jobId}`;
 
 /** A children wait re-checks this often even without a wake-up (a child dead-lettered by the reaper sends none). */
 export const CHILDREN_POLL_MS = 30_000;

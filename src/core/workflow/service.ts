@@ -25,6 +25,7 @@ import { nameSchema } from '../config.ts';
 import type { Handler } from '../handler.ts';
 import { IDEMPOTENCY_KEY_MAX_CHARS, jsonTextHasNul, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
 import { WorkflowBatcher } from './batcher.ts';
+import { jobChildId } from './children.ts';
 import { executeRun, type WorkflowCounters, wakeParent } from './execution.ts';
 
 export const WORKFLOW_JOB_TYPE_PREFIX = 'workflow:';
@@ -135,7 +136,7 @@ export class Workflows implements WorkflowRunsApi {
             throw new TerminalError(`all "${key}": child ${i} is not a job Baton accepts`, { cause: err });
           });
         jobIds.push(res.job.id);
-        ids.push(`job:${res.job.id}`);
+        ids.push(jobChildId(res.job.id));
         continue;
       }
       const def = this.#defs.get(child?.workflow);

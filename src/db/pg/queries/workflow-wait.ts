@@ -87,7 +87,8 @@ export function workflowWaitQueries(schema: string) {
         ${recordFinishedSql(schema, 'w')}
         SELECT queue, due FROM w`,
     },
-    // The event's wake-up: the waiting run's job is due now.
+    // A waiting run's job is due now (workflowWakeRun: the children wait's re-check; an event
+    // wakes its run inside sendEvent's own statement).
     wakeJob: {
       name: `${schema}.wf_wake_job`,
       text: `UPDATE ${jobs} SET run_at = now(), updated_at = now()
