@@ -27,6 +27,8 @@ const { values: flags } = parseArgs({
 });
 const ROWS = Number(flags.rows);
 const REQUESTS = Number(flags.requests);
+/** An id in the middle of the history, for keyset pages deep in it. */
+const MIDDLE = Math.floor(ROWS / 2);
 
 /** The paths measured: the scrapes, the console's polls and the listings. */
 const PATHS = [
@@ -48,6 +50,12 @@ const PATHS = [
   '/api/jobs?createdAfter=2000-01-01T00:00:00Z',
   '/api/jobs?queue=q&jobType=nope',
   '/api/jobs?offset=1000',
+  // Keyset pages from the middle of the history (on the empty database, the cursor lies past
+  // every id: its first page).
+  `/api/jobs?cursor=${MIDDLE}`,
+  `/api/jobs?queue=q&cursor=${MIDDLE}`,
+  `/api/jobs?tenantId=default&cursor=${MIDDLE}`,
+  `/api/jobs?state=succeeded&cursor=${MIDDLE}`,
   '/api/jobs?sort=createdAt&order=desc&limit=20',
   '/api/jobs?sort=createdAt&order=asc&limit=20',
   '/api/jobs?createdBefore=2000-01-01T00:00:00Z',

@@ -52,8 +52,14 @@ export interface ListJobsFilter {
   order?: SortOrder;
   /** 1..500, default 50. */
   limit?: number;
-  /** >= 0, default 0. */
+  /** >= 0, default 0. Not with `cursor`. */
   offset?: number;
+  /**
+   * Keyset paging: a page's `nextCursor`, to read the page after it. Each page then costs what
+   * the first one does, however deep, and jobs enqueued meanwhile neither shift nor repeat rows.
+   * Only for listings in id order (sort id or createdAt, not windowed); not with `offset`.
+   */
+  cursor?: string;
 }
 
 /** One page of admin.listJobs: job summaries, the capped total, and whether the sort read a bounded window. */
@@ -67,6 +73,12 @@ export interface JobPage {
   total: number;
   limit: number;
   offset: number;
+  /**
+   * The cursor of the next page (ListJobsFilter.cursor): the id of the page's last job, when the
+   * page is full and in id order; null when the page is the last, or the listing is windowed
+   * (page those by offset, within the window).
+   */
+  nextCursor: string | null;
   /**
    * True when the listing sorted only the newest JOB_SORT_WINDOW matching jobs (by id): a sort
    * other than id or createdAt, or a `due` filter beside any state but pending. Pages past the
@@ -130,8 +142,7 @@ export interface AdminApi extends FlowAdminApi {
 export const LIST_LIMIT_DEFAULT = 50;
 /** The largest `limit` of a job listing (admin.listJobs and the HTTP listings). */
 export const LIST_LIMIT_MAX = 500;
-/** Deep OFFSET pages cost a scan each; page with filters instead. */
-/** The largest `offset` of a job listing: deeper pages cost a scan each, so narrow the filter instead. */
+/** The largest `offset` of a job listing: an offset page reads every row before it, so page deeper by cursor. */
 export const LIST_OFFSET_MAX = 100_000;
 export const LIST_TOTAL_CAP = 1_000;
 export const DLQ_REPLAY_LIMIT_DEFAULT = 100;
@@ -150,6 +161,17 @@ export function assertJobId(id: string): void {
       details: { field: 'id' },
     });
   }
+}
+
+/** A cursor is a job id, pages an id-ordered listing, and replaces the offset. */
+function checkCursor(filter: ListJobsFilter, offset: number, windowed: boolean): void {
+  if (filter.cursor === undefined) return;
+  const fail = (message: string) => {
+    throw new BatonError('INVALID_ARGUMENT', message, { details: { field: 'cursor' } });
+  };
+  if (typeof filter.cursor !== 'string' || !isJobId(filter.cursor)) fail('cursor must be a nextCursor of an earlier page');
+  if (offset !== 0) fail('cursor and offset exclude each other: a cursor page starts right after its cursor');
+  if (windowed) fail('cursor pages listings in id order (sort id or createdAt) only: page a windowed listing by offset');
 }
 
 function intIn(name: string, v: number | undefined, min: number, max: number, dflt: number): number {
@@ -197,6 +219,8 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void, h
       const limit = intIn('limit', filter.limit, 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT);
       const offset = intIn('offset', filter.offset, 0, LIST_OFFSET_MAX, 0);
       checkSortAndTimes(filter);
+      const windowed = isWindowedListing(filter);
+      checkCursor(filter, offset, windowed);
       const where = {
         state: filter.state,
         tenantId: filter.tenantId,
@@ -207,10 +231,11 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void, h
         due: filter.due,
       };
       const [jobs, total] = await Promise.all([
-        executor.jobList({ ...where, sort: filter.sort, order: filter.order, limit, offset }),
+        executor.jobList({ ...where, sort: filter.sort, order: filter.order, limit, offset, after: filter.cursor }),
         executor.jobCountCapped({ ...where, cap: LIST_TOTAL_CAP }),
       ]);
-      return { jobs, total, limit, offset, windowed: isWindowedListing(filter) };
+      const nextCursor = !windowed && jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null;
+      return { jobs, total, limit, offset, nextCursor, windowed };
     },
 
     async replay(id: string): Promise<Job> {

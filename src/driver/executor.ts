@@ -160,6 +160,11 @@ export interface JobListParams {
   order?: SortOrder | undefined;
   limit: number;
   offset: number;
+  /**
+   * A cursor: the id of the last job of the previous page. The page holds the jobs past it in the
+   * listing's order (id order only, not a windowed listing).
+   */
+  after?: string | undefined;
 }
 /** A worker as the admin API shows it (one definition, in src/types/admin.ts). */
 export type WorkerRow = WorkerInfo;

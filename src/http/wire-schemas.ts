@@ -264,6 +264,10 @@ export const responseSchemas = {
     total: count,
     limit: count,
     offset: count,
+    nextCursor: z.string().nullable().meta({
+      description:
+        'pass as cursor to read the next page (id order only): the id of the last job of this page; null on the last page and for a windowed listing',
+    }),
     truncated,
     windowed: z.boolean().meta({
       description: `the listing sorted only the newest ${JOB_SORT_WINDOW} matching jobs (by id): a sort other than id or createdAt, or a due filter without state=pending; pages past them are empty`,

@@ -17,7 +17,7 @@ import { STATS_SCAN_ROWS, statsQueries } from '../../src/db/pg/queries/stats.ts'
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { JOB_SORT_WINDOW, type JobSortKey, type SortOrder } from '../../src/types/job-sort.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { explainPrepared, indexesUsed, type PlanNode, rowsVisited } from '../helpers/plan-node.ts';
+import { explainPrepared, indexesUsed, jobScans, type PlanNode, rowsVisited } from '../helpers/plan-node.ts';
 
 const db = useTestDatabase();
 const schema = quoteSchema('baton');
@@ -80,6 +80,11 @@ interface Read {
    * plan of it ever runs, and the generic mode does not apply.
    */
   unnamed?: boolean;
+  /**
+   * Scans of jobs it may start (loops of every scan node, summed): for a walk that must start
+   * where it is told, where skipped chunks or blocks would cost probes but no rows.
+   */
+  probes?: number;
 }
 
 const shape = (s: Partial<ListShape>): ListShape => ({ tenantId: false, queue: false, jobType: false, ...s });
@@ -230,6 +235,23 @@ const READS: Record<string, Read> = {
   // A queue's finished jobs: its blocks (finished_blocks, migration 0024), then their ids.
   'list by queue (rare)': list({ queue: true }, ['rare'], 10, ['finished_blocks_queue_idx', 'jobs_pkey']),
   'list by queue (hot)': list({ queue: true }, ['hot'], 50, ['finished_blocks_queue_idx', 'jobs_pkey']),
+  // Keyset pages deep in the history (a cursor in the middle of it): each part starts at the
+  // cursor. Walking down to it from the newest id would be 50 chunks of the primary key, or 195
+  // blocks of the queue, each a probe.
+  'list, no filter, a deep cursor page': { ...list({ after: true }, ['50000'], 50, ['jobs_pkey']), probes: 20 },
+  'list succeeded, a deep cursor page': { ...list({ state: 'succeeded', after: true }, ['50000'], 50, []), probes: 20 },
+  'list by the default tenant, a deep cursor page': {
+    ...list({ tenantId: true, after: true }, ['default', '50000'], 50, ['jobs_pkey']),
+    probes: 20,
+  },
+  'list by queue (hot), a deep cursor page': {
+    ...list({ queue: true, after: true }, ['hot', '50000'], 50, ['finished_blocks_queue_idx', 'jobs_pkey']),
+    probes: 20,
+  },
+  'list by job type (none), a deep cursor page': {
+    ...list({ jobType: true, after: true }, ['nope', '50000'], 0, ['jobs_claim_idx']),
+    probes: 20,
+  },
   'list pending of a tenant': list({ state: 'pending', tenantId: true }, ['big'], 25, ['jobs_claim_idx']),
   // Filters the index range does not cover, matching nothing in the history: the window bounds the search.
   'list by job type (none)': list({ jobType: true }, ['nope'], 0, ['jobs_claim_idx']),
@@ -290,6 +312,11 @@ async function check(name: string, mode: string): Promise<void> {
   for (const index of r.uses) expect(used, name).toContain(index);
   expect(plan['Actual Rows'], name).toBe(r.rows);
   expect(rowsVisited(plan), name).toBeLessThan(r.budget ?? BUDGET);
+  if (r.probes !== undefined)
+    expect(
+      jobScans(plan).reduce((n, s) => n + s['Actual Loops'], 0),
+      name,
+    ).toBeLessThan(r.probes);
 }
 
 const MODES = ['force_custom_plan', 'force_generic_plan'];

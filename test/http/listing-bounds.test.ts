@@ -105,6 +105,23 @@ describe('listing summaries', () => {
     const next = (await (await api.raw(`/api/jobs?queue=cap&limit=500&offset=${page.jobs.length}`)).json()) as { jobs: WireSummary[] };
     expect(next.jobs[0]!.id).not.toBe(page.jobs.at(-1)!.id);
     expect(BigInt(next.jobs[0]!.id)).toBeLessThan(BigInt(page.jobs.at(-1)!.id));
+    // By cursor: a cut page's nextCursor is its last job, so the next page starts right after it.
+    const cut = page as typeof page & { nextCursor: string | null };
+    expect(cut.nextCursor).toBe(page.jobs.at(-1)!.id);
+    const after = (await (await api.raw(`/api/jobs?queue=cap&limit=500&cursor=${cut.nextCursor}`)).json()) as { jobs: WireSummary[] };
+    expect(after.jobs.map((j) => j.id)).toEqual(next.jobs.map((j) => j.id));
+  });
+
+  it('refuse a cursor that is no id, beside an offset or on a windowed listing: 400 INVALID_ARGUMENT', async () => {
+    for (const [query, code] of [
+      ['cursor=abc', 'INVALID_ARGUMENT'],
+      ['cursor=0', 'INVALID_ARGUMENT'],
+      ['cursor=12&offset=3', 'INVALID_ARGUMENT'],
+      ['cursor=12&sort=priority', 'INVALID_ARGUMENT'],
+    ] as const) {
+      const res = await api.raw(`/api/jobs?${query}`);
+      expect([query, res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([query, 400, code]);
+    }
   });
 
   it('count matching jobs up to the cap, a windowed filter within its window, and exactly below the cap', async () => {

@@ -19,15 +19,25 @@ export async function list(db: ListDb, p: JobListParams) {
   // (queries/job-list.ts).
   const key = p.sort ?? 'id';
   const order = p.order ?? 'desc';
+  // A cursor (`after`, id order only) narrows each read to the ids past it, through the same index.
   const shape = { ...shapeValues(p).shape, state: p.state };
   const values = shapeValues(p).values;
   let rows: JobSummaryRow[];
+  if (p.after !== undefined && isWindowedListing(p)) throw new Error('a cursor pages an id-ordered listing only');
   if (!isWindowedListing(p) && p.due !== undefined) {
-    rows = await queryRows<JobSummaryRow>(db.pool, db.jobList.pendingDue[order], [...(await rangeValues(db, p)), p.due, p.limit, p.offset]);
+    const range = pastCursor(await rangeValues(db, p), p.after, order);
+    rows = await queryRows<JobSummaryRow>(db.pool, db.jobList.pendingDue[order], [...range, p.due, p.limit, p.offset]);
   } else if (!isWindowedListing(p) && order === 'desc' && !hasCreationBounds(p)) {
-    rows = await queryRows<JobSummaryRow>(db.pool, db.read.list(shape), [...values, p.limit, p.offset]);
+    const after = p.after === undefined ? [] : [p.after];
+    rows = await queryRows<JobSummaryRow>(db.pool, db.read.list({ ...shape, after: p.after !== undefined }), [
+      ...values,
+      ...after,
+      p.limit,
+      p.offset,
+    ]);
   } else if (!isWindowedListing(p)) {
-    rows = await queryRows<JobSummaryRow>(db.pool, db.jobList.byId[order], [...(await rangeValues(db, p)), p.limit, p.offset]);
+    const range = pastCursor(await rangeValues(db, p), p.after, order);
+    rows = await queryRows<JobSummaryRow>(db.pool, db.jobList.byId[order], [...range, p.limit, p.offset]);
   } else if (!hasCreationBounds(p)) {
     const over = db.jobList.windowOver(db.read.list(shape), values.length + 2, key, order);
     rows = await queryRows<JobSummaryRow>(db.pool, over, [...values, JOB_SORT_WINDOW, 0, p.due ?? null, p.limit, p.offset]);
@@ -42,7 +52,7 @@ export async function list(db: ListDb, p: JobListParams) {
   return rows.map(rowToSummary);
 }
 
-export async function countCapped(db: ListDb, p: Omit<JobListParams, 'offset' | 'limit'> & { cap: number }) {
+export async function countCapped(db: ListDb, p: Omit<JobListParams, 'offset' | 'limit' | 'after'> & { cap: number }) {
   // `due` counts within the window its listing sorts (the pending jobs whole); creation bounds
   // count their id range.
   const shape = { ...shapeValues(p).shape, state: p.state };
@@ -69,6 +79,21 @@ async function rangeValues(db: ListDb, p: Omit<JobListParams, 'offset' | 'limit'
     at === undefined ? open : ((await queryRows<{ id: string }>(db.pool, db.jobList.idFrom, [at]))[0]?.id ?? open);
   const [from, before] = await Promise.all([idFrom(p.createdAfter, ID_RANGE_OPEN.from), idFrom(p.createdBefore, ID_RANGE_OPEN.before)]);
   return [...filterValues(p), p.createdAfter ?? null, p.createdBefore ?? null, from, before];
+}
+
+/**
+ * rangeValues narrowed to the ids past a cursor in the listing's order: below it newest first,
+ * above it oldest first. Its last two values are the id range [from, before).
+ */
+function pastCursor(range: unknown[], after: string | undefined, order: 'asc' | 'desc'): unknown[] {
+  if (after === undefined) return range;
+  const [from, before] = [BigInt(range.at(-2) as string), BigInt(range.at(-1) as string)];
+  const cursor = BigInt(after);
+  const max = (a: bigint, b: bigint) => (a > b ? a : b);
+  const min = (a: bigint, b: bigint) => (a < b ? a : b);
+  // Past the last id the range is empty ([before, before)), never a value int8 cannot hold.
+  const bounds = order === 'desc' ? [from, min(cursor, before)] : [min(max(cursor + 1n, from), before), before];
+  return [...range.slice(0, -2), ...bounds.map(String)];
 }
 
 function hasCreationBounds(p: Pick<JobListParams, 'createdAfter' | 'createdBefore'>): boolean {

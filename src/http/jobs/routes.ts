@@ -67,7 +67,8 @@ const listJobs = defineRoute({
   operationId: 'listJobs',
   tag: 'jobs',
   summary: 'List job summaries, newest first',
-  description: 'Unknown parameters are refused (400). The next page starts at offset + jobs.length; `total` is capped.',
+  description:
+    "Unknown parameters are refused (400). Page by `cursor` (pass the last page's `nextCursor`; every page costs the same however deep), or by offset (the next page starts at offset + jobs.length). `total` is capped.",
   query: listJobsQuerySchema,
   responses: { 200: json('a page of summaries', r.jobPage) },
   errors: [...ENGINE, ...GUARDED, 'FORBIDDEN_TENANT'],
@@ -200,14 +201,19 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
       })
       /**
        * Summaries, newest first; `truncated` when the response size cap cut the page short (the next
-       * page starts at offset + jobs.length); `windowed` when a sort other than id/createdAt, or
-       * `due` without state=pending, sorted only the newest JOB_SORT_WINDOW matching jobs.
+       * page starts after its last job: nextCursor, or offset + jobs.length); `windowed` when a sort
+       * other than id/createdAt, or `due` without state=pending, sorted only the newest
+       * JOB_SORT_WINDOW matching jobs.
        */
       .add(listJobs, async (c) => {
         const q = c.req.valid('query');
         const page = await baton.admin.listJobs({ ...q, tenantId: scopeOf(c).tenant(q.tenantId) });
         const { jobs, truncated } = wireSummaries(page.jobs);
-        return c.json({ jobs, total: page.total, limit: page.limit, offset: page.offset, truncated, windowed: page.windowed }, 200);
+        const nextCursor = truncated && !page.windowed ? (jobs.at(-1)?.id ?? null) : page.nextCursor;
+        return c.json(
+          { jobs, total: page.total, limit: page.limit, offset: page.offset, nextCursor, truncated, windowed: page.windowed },
+          200,
+        );
       })
       .add(getJob, async (c) => {
         const id = jobId(c.req.valid('param').id);

@@ -33,6 +33,12 @@ export interface ListShape {
   otherTenant?: boolean;
   queue: boolean;
   jobType: boolean;
+  /**
+   * A keyset page: only jobs with an id below a cursor (the last id of the previous page),
+   * its parameter after the filters'. Each part starts its read at the cursor, so a deep page
+   * costs what the first one does.
+   */
+  after?: boolean;
 }
 
 /**
@@ -75,7 +81,7 @@ function partsOf(state: JobState | undefined, viaIndex: boolean, walk = false): 
 }
 
 /** The filter conditions of a shape and their parameters' order (tenant, queue, job type). */
-function filters(shape: ListShape): { conds: string; next: number; window: string | null; queue: string } {
+function filters(shape: ListShape): { conds: string; next: number; window: string | null; queue: string; after: string } {
   const conds: string[] = [];
   let n = 1;
   const tenant = shape.tenantId ? `$${n++}` : '';
@@ -84,7 +90,17 @@ function filters(shape: ListShape): { conds: string; next: number; window: strin
   const queue = shape.queue ? `$${n++}` : '';
   if (shape.queue) conds.push(`queue = ${queue}`);
   if (shape.jobType) conds.push(`job_type = $${n++}`);
-  return { conds: conds.map((c) => ` AND ${c}`).join(''), next: n, window: finishedWindow(shape, tenant, queue), queue };
+  const after = shape.after ? `$${n++}::bigint` : '';
+  if (after) conds.push(`id < ${after}`);
+  const window = finishedWindow(shape, tenant, queue);
+  return {
+    conds: conds.map((c) => ` AND ${c}`).join(''),
+    next: n,
+    // The window is the newest rows below the cursor, not the newest of the history.
+    window: window !== null && after ? `${window} AND id < ${after}` : window,
+    queue,
+    after,
+  };
 }
 
 /**
@@ -118,7 +134,7 @@ const byIndex = (shape: ListShape) => (shape.tenantId && shape.otherTenant === t
 const byWalk = (shape: ListShape) => shape.tenantId && shape.otherTenant !== true && !shape.queue;
 
 function shapeKey(shape: ListShape): string {
-  return `${shape.state ?? 'all'}_${shape.tenantId ? (shape.otherTenant ? 'o' : 't') : ''}${shape.queue ? 'q' : ''}${shape.jobType ? 'y' : ''}`;
+  return `${shape.state ?? 'all'}_${shape.tenantId ? (shape.otherTenant ? 'o' : 't') : ''}${shape.queue ? 'q' : ''}${shape.jobType ? 'y' : ''}${shape.after ? 'c' : ''}`;
 }
 
 export function jobReadQueries(schema: string) {
@@ -143,22 +159,22 @@ export function jobReadQueries(schema: string) {
    * 'default', else the primary key backwards or the rare states' index. `queue`: the queue
    * filter's parameter, or '' without one.
    */
-  const partIds = (p: Part, conds: string, limit: string, window: string | null, queue: string) =>
+  const partIds = (p: Part, conds: string, limit: string, window: string | null, queue: string, after = '') =>
     p.live
       ? `(WITH p AS MATERIALIZED (SELECT id FROM ${jobs} WHERE ${p.where}${conds}) SELECT id FROM p ORDER BY id DESC LIMIT ${limit})`
       : p.walk
-        ? walkIds(`${p.where}${conds}`, limit)
+        ? walkIds(`${p.where}${conds}`, limit, after)
         : window === null
           ? queue
-            ? `(SELECT id FROM ${blockIds(`${p.where}${conds}`, limit, queue)} b)`
+            ? `(SELECT id FROM ${blockIds(`${p.where}${conds}`, limit, queue, after)} b)`
             : `(SELECT id FROM ${jobs} WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`
           : // The window's LIMIT bounds what is read, whatever the filters outside it match.
-            `(SELECT id FROM ${windowRows(window, `greatest(${LIST_WINDOW_ROWS}, ${limit})`, queue)} w
+            `(SELECT id FROM ${windowRows(window, `greatest(${LIST_WINDOW_ROWS}, ${limit})`, queue, after)} w
             WHERE ${p.where}${conds} ORDER BY id DESC LIMIT ${limit})`;
   /** The newest `n` rows of a finished part's window (see finishedWindow), the columns a filter reads. */
-  const windowRows = (window: string, n: string, queue: string) =>
+  const windowRows = (window: string, n: string, queue: string, after = '') =>
     queue
-      ? `(SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE id = ANY (ARRAY(SELECT id FROM ${blockIds(window, n, queue)} b)))`
+      ? `(SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE id = ANY (ARRAY(SELECT id FROM ${blockIds(window, n, queue, after)} b)))`
       : `(SELECT ${WINDOW_COLUMNS} FROM ${jobs} WHERE ${window} ORDER BY id DESC LIMIT ${n})`;
   /**
    * The newest ids matching `where` (finished jobs of the queue `queue` names), at most `limit`:
@@ -167,12 +183,14 @@ export function jobReadQueries(schema: string) {
    * by its own subquery (as a join, a plan may read the whole table instead). So a read costs
    * the blocks it needs, not the queue's history; it carries a count, not the ids, from step to
    * step (an array of them would be copied at every step). A block recorded twice is read once
-   * (each step takes the next block below the last).
+   * (each step takes the next block below the last). `after`: a cursor's parameter, or ''; the
+   * walk starts at its block (`where` holds the cursor's test for the rows).
    */
-  const blockIds = (where: string, limit: string, queue: string) => {
+  const blockIds = (where: string, limit: string, queue: string, after = '') => {
     const inBlock = (b: string) => `id >= (${b} << ${shift}) AND id < ((${b} + 1) << ${shift}) AND ${where}`;
     return `(WITH RECURSIVE walk(b, n, seed) AS (
-          SELECT (SELECT block FROM ${blocks} WHERE queue = ${queue} ORDER BY block DESC LIMIT 1) + 1, 0::bigint, true
+          SELECT (SELECT block FROM ${blocks} WHERE queue = ${queue}${after ? ` AND block <= (${after} >> ${shift})` : ''}
+            ORDER BY block DESC LIMIT 1) + 1, 0::bigint, true
           UNION ALL
           SELECT nb.block, w.n + (SELECT count(*) FROM ${jobs} WHERE ${inBlock('nb.block')}), false
           FROM walk w CROSS JOIN LATERAL (
@@ -186,9 +204,10 @@ export function jobReadQueries(schema: string) {
    * time from the newest until enough are found: each chunk is a narrow range of the primary key,
    * which every plan reads through it, where one statement over the whole table is left to the
    * planner's guess of how common the rows are (without statistics it sorted a scan of all of it).
+   * `after`: a cursor's parameter, or ''; the walk starts below it.
    */
-  const walkIds = (where: string, limit: string) => `(WITH RECURSIVE walk(hi, ids) AS (
-          SELECT COALESCE((SELECT id FROM ${jobs} ORDER BY id DESC LIMIT 1), 0) + 1, '{}'::bigint[]
+  const walkIds = (where: string, limit: string, after = '') => `(WITH RECURSIVE walk(hi, ids) AS (
+          SELECT ${after ? 'least(' : ''}COALESCE((SELECT id FROM ${jobs} ORDER BY id DESC LIMIT 1), 0) + 1${after ? `, ${after})` : ''}, '{}'::bigint[]
           UNION ALL
           SELECT w.hi - ${WALK_CHUNK}, w.ids || ARRAY(SELECT id FROM ${jobs}
             WHERE id >= w.hi - ${WALK_CHUNK} AND id < w.hi AND ${where} ORDER BY id DESC LIMIT ${limit})
@@ -197,15 +216,15 @@ export function jobReadQueries(schema: string) {
         SELECT unnest(ids) AS id FROM (SELECT ids FROM walk ORDER BY hi LIMIT 1) last LIMIT ${limit})`;
 
   return {
-    /** A page of summaries, newest first. Parameters: the shape's filters, then limit, offset. */
+    /** A page of summaries, newest first. Parameters: the shape's filters (and cursor), then limit, offset. */
     list(shape: ListShape) {
       return memo(
         `job_list_${shapeKey(shape)}`,
         () => {
-          const { conds, next, window, queue } = filters(shape);
+          const { conds, next, window, queue, after } = filters(shape);
           const [limit, offset] = [`$${next}::int`, `$${next + 1}::int`];
           const ids = partsOf(shape.state, byIndex(shape), byWalk(shape))
-            .map((p) => partIds(p, conds, `${limit} + ${offset}`, window, queue))
+            .map((p) => partIds(p, conds, `${limit} + ${offset}`, window, queue, after))
             .join('\n          UNION ALL ');
           // The ids reach the rows as an array, through the primary key: a join could let a plan
           // that guessed many ids merge them with a walk of the whole primary key.
@@ -218,7 +237,7 @@ export function jobReadQueries(schema: string) {
     },
 
     /** Rows matching the filters, counted up to a cap. Parameters: the shape's filters, then the cap. */
-    countCapped(shape: Omit<ListShape, never>) {
+    countCapped(shape: Omit<ListShape, 'after'>) {
       return memo(
         `job_count_${shapeKey(shape)}`,
         () => {
