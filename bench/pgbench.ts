@@ -38,7 +38,7 @@ function pgbenchBinary(): string {
 /** Fills the template with the engine's own statements, positional parameters mapped to pgbench variables. */
 export async function buildScript(): Promise<string> {
   const q = jobQueries(quoteSchema('baton'));
-  const claim = q.claim.text
+  const claim = q.claim.open.text
     .replace(/\$1\b/g, `'${QUEUE}'`)
     .replace(/\$2\b/g, ':batch')
     .replace(/\$3\b/g, `'pgbench'`)

@@ -51,7 +51,13 @@ describe('jobs table fillfactor', () => {
     const inserted = await pages(queue);
     const tablePages = new Set(inserted.values()).size;
 
-    const claimed = await db.query<{ id: string; lease_token: string }>(queries().claim.text, [queue, JOBS, 'ff-worker', true, 60_000]);
+    const claimed = await db.query<{ id: string; lease_token: string }>(queries().claim.open.text, [
+      queue,
+      JOBS,
+      'ff-worker',
+      true,
+      60_000,
+    ]);
     expect(claimed.rows).toHaveLength(JOBS);
     const afterClaim = await pages(queue);
 

@@ -291,7 +291,20 @@ const READS: Record<string, Read> = {
   'flow snapshot of tenants': { text: fq.snapshotTenants.text, args: [100], rows: 1, uses: ['jobs_claim_idx', 'jobs_lease_expiry_idx'] },
   'flow snapshot of active keys': { text: fq.snapshotActiveKeys.text, args: [100], rows: 0, uses: [] },
   // Nothing due in the rare queue: the claim finds that out without reading the history.
-  claim: { text: jq.claim.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },
+  claim: { text: jq.claim.open.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },
+  // Small claims carry their limit in the text (claimLimit): the plan a connection keeps for them.
+  'claim of 10 (its limit in the text)': {
+    text: jq.claim(10).text,
+    args: ['hot', 10, 'w-plan', 'true', 60_000],
+    rows: 10,
+    uses: ['jobs_claim_idx'],
+  },
+  'claim of 1 (rare, its limit in the text)': {
+    text: jq.claim(1).text,
+    args: ['rare', 1, 'w-plan', 'true', 60_000],
+    rows: 0,
+    uses: ['jobs_claim_idx'],
+  },
   // The fair claim walks tenants through its own index, and takes the due jobs of the live queue.
   // Its answer ends with one more row (the 'one tenant' flag), counted here.
   'fair claim (rare)': { text: fq.claimFair.text, args: ['rare', 200, 'w-plan', 'true', 60_000, '', 0], rows: 1, uses: ['jobs_fair_idx'] },
@@ -301,8 +314,14 @@ const READS: Record<string, Read> = {
   'one-tenant claim (hot)': { text: fq.claimSolo.text, args: ['hot', 200, 'w-plan', 'true', 60_000], rows: 21, uses: ['jobs_fair_idx'] },
   // The claim of a queue never given another tenant's job: the FIFO pick through the claim index.
   // 'hot' holds tenant 'big''s jobs, so it is marked: the claim takes nothing.
-  'plain claim (rare)': { text: fq.claimPlain.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },
-  'plain claim (hot, marked)': { text: fq.claimPlain.text, args: ['hot', 200, 'w-plan', 'true', 60_000], rows: 0, uses: [] },
+  'plain claim (rare)': { text: fq.claimPlain.open.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },
+  'plain claim (hot, marked)': { text: fq.claimPlain.open.text, args: ['hot', 200, 'w-plan', 'true', 60_000], rows: 0, uses: [] },
+  'plain claim of 10 (rare, its limit in the text)': {
+    text: fq.claimPlain(10).text,
+    args: ['rare', 10, 'w-plan', 'true', 60_000],
+    rows: 0,
+    uses: ['jobs_claim_idx'],
+  },
 };
 
 async function check(name: string, mode: string): Promise<void> {

@@ -97,17 +97,20 @@ describe('the reaper with stale statistics', () => {
 });
 
 describe('the claim with stale statistics', () => {
-  it.each(['force_generic_plan', 'force_custom_plan'])(
-    'picks through the claim index and updates the picked rows by primary key (%s)',
-    async (mode) => {
-      const plan = await explain(q.claim.text, [`'q'`, String(BATCH), `'w-plan'`, 'true', '60000'], mode);
-      expect(modifyTable(plan)?.['Actual Rows']).toBe(BATCH);
-      const scans = jobScans(plan);
-      expect(scans.map((s) => s['Index Name'] ?? s['Node Type']).sort()).toEqual(['jobs_claim_idx', 'jobs_pkey']);
-      // Each scan reads a batch of rows: the pick the first pending ones, the update those it picked.
-      for (const scan of scans) expect(scan['Actual Rows'] * scan['Actual Loops'] + (scan['Rows Removed by Filter'] ?? 0)).toBe(BATCH);
-    },
-  );
+  // A claim of up to CLAIM_LIMIT_IN_TEXT_MAX jobs carries its limit in the text (claimLimit).
+  const SMALL = 20;
+  it.each([
+    ['force_generic_plan', BATCH],
+    ['force_custom_plan', BATCH],
+    ['force_generic_plan', SMALL],
+  ] as const)('picks through the claim index and updates the picked rows by primary key (%s, %i jobs)', async (mode, batch) => {
+    const plan = await explain(q.claim(batch).text, [`'q'`, String(batch), `'w-plan'`, 'true', '60000'], mode);
+    expect(modifyTable(plan)?.['Actual Rows']).toBe(batch);
+    const scans = jobScans(plan);
+    expect(scans.map((s) => s['Index Name'] ?? s['Node Type']).sort()).toEqual(['jobs_claim_idx', 'jobs_pkey']);
+    // Each scan reads a batch of rows: the pick the first pending ones, the update those it picked.
+    for (const scan of scans) expect(scan['Actual Rows'] * scan['Actual Loops'] + (scan['Rows Removed by Filter'] ?? 0)).toBe(batch);
+  });
 });
 
 describe('the owned-lease read of the stranded-lease sweep with stale statistics', () => {

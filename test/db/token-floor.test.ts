@@ -38,7 +38,7 @@ async function sequenceValue(): Promise<bigint> {
 async function claimOn(client: pg.ClientBase, queue: string): Promise<{ tokens: bigint[]; syncCommit: string }> {
   await client.query('BEGIN');
   try {
-    const r = await client.query<ClaimRow>({ ...queries().claim, values: [queue, 10, 'test-worker', true, 5_000] });
+    const r = await client.query<ClaimRow>({ ...queries().claim(10), values: [queue, 10, 'test-worker', true, 5_000] });
     const s = await client.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`);
     await client.query('COMMIT');
     return { tokens: r.rows.map((row) => BigInt(row[7])), syncCommit: s.rows[0]!.s };

@@ -15,7 +15,7 @@ export type EngineOptions = BatonOptions;
  * that of a queue without other tenants (flow_claim_plain), as a pool sees it.
  */
 export const isClaim = (config: { name?: string } | undefined): boolean =>
-  typeof config?.name === 'string' && /\.(job_claim|flow_claim_fair|flow_claim_solo|flow_claim_plain)$/.test(config.name);
+  typeof config?.name === 'string' && /\.(job_claim|flow_claim_fair|flow_claim_solo|flow_claim_plain)(_[0-9]+)?$/.test(config.name);
 
 /** Stands in for pool.query: `run` sends the statement as the pool would. */
 export type QueryHook = (config: { name?: string; values?: unknown[] }, run: () => Promise<pg.QueryResult>) => Promise<pg.QueryResult>;

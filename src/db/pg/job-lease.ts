@@ -12,7 +12,7 @@ import type { RecordedBlocks } from './recorded-blocks.ts';
 type LeaseDb = Pick<ExecutorStatements, 'pool' | 'job'>;
 
 export async function claim(db: LeaseDb, p: JobClaimParams): Promise<LeasedJob[]> {
-  return claimJobs(await queryRows<ClaimRow>(db.pool, db.job.claim, [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]), p);
+  return claimJobs(await queryRows<ClaimRow>(db.pool, db.job.claim(p.limit), [p.queue, p.limit, p.owner, p.intoRunning, p.leaseMs]), p);
 }
 
 /** A lease write's answer (see acceptedIds in queries/job-lease.ts): the ids it wrote, all of `ids` when the answer is NULL. */

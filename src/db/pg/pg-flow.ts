@@ -45,7 +45,7 @@ export class PgFlow {
     if (!p.controlled) {
       if (p.plain !== false) {
         // Never seen to hold another tenant's job: the FIFO pick, unless a mark has appeared.
-        const rows = await this.#rows<unknown[]>(this.#sql.claimPlain, base);
+        const rows = await this.#rows<unknown[]>(this.#sql.claimPlain(p.limit), base);
         if (rows.length > 0) return inClaimOrder(rows, p, true);
         const [mark] = await this.#rows<{ tenanted: boolean }>(this.#sql.tenanted, [p.queue]);
         if (mark?.tenanted !== true) return inClaimOrder(rows, p, true);

@@ -14,7 +14,7 @@
 // hand: it hashes the token list (a generic plan would scan it once per row, quadratic in
 // the batch: 81 ms instead of 32 for a heartbeat of 5,000 leases) and sizes the index scan.
 
-import { countFinishedSql, fifoClaimSql, LIVE, recordFinishedSql } from './job-fragments.ts';
+import { byClaimLimit, countFinishedSql, fifoClaimSql, LIVE, recordFinishedSql } from './job-fragments.ts';
 
 /** Error history kept per job (oldest entries dropped first). */
 export const ERROR_HISTORY_LIMIT = 100;
@@ -104,11 +104,12 @@ export function jobLeaseQueries(schema: string) {
     // A paused queue (paused_queues, see migration 0010) yields nothing: the NOT EXISTS is one
     // primary-key probe, evaluated once per statement (it depends on $1 alone). So does a
     // flow-controlled queue (flow_queues, migration 0015): its claims go through queries/flow-claim.ts.
-    claim: {
-      name: `${schema}.job_claim`,
+    // By the number of jobs asked for (byClaimLimit: one plan per connection for small claims).
+    claim: byClaimLimit((n?: number) => ({
+      name: `${schema}.job_claim${n === undefined ? '' : `_${n}`}`,
       rowMode: 'array' as const,
-      text: fifoClaimSql(schema),
-    },
+      text: fifoClaimSql(schema, '', n),
+    })),
     // Run once per new session of Baton's own pool: advances the token sequence by
     // TOKEN_FLOOR_STEP and marks the session, in one synchronously committed transaction
     // (the xid makes it write a commit record, whose flush carries the setval's WAL).
