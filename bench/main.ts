@@ -52,7 +52,9 @@ async function main(): Promise<number> {
   const has = (s: Scenario) => args.scenarios.includes(s);
   const server = await openServer(
     args.server,
-    args.profileSql ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' } : {},
+    args.profileSql
+      ? { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all', 'pg_stat_statements.track_planning': 'on' }
+      : {},
   );
   let sqlProfile: SqlProfileRow[] = [];
   const missing: string[] = [];

@@ -49,7 +49,7 @@ export async function buildScript(): Promise<string> {
     .replace(/\)\s*UPDATE\b/, '), claimed AS (UPDATE')
     .concat(') SELECT array_agg(id) AS ids, array_agg(lease_token) AS toks FROM claimed');
   if (!claim.includes('claimed AS (UPDATE')) throw new Error('pgbench: the claim statement is no longer WITH picked AS (...) UPDATE ...');
-  const complete = q.completeMany.text
+  const complete = q.completeMany.open.text
     .replace(/\$1::bigint\[\]/g, ':ids::bigint[]')
     .replace(/\$2::bigint\[\]/g, ':toks::bigint[]')
     .replace(/\$3::jsonb\[\]/g, 'NULL::jsonb[]'); // no-op handlers return nothing: the engine sends no results array

@@ -97,14 +97,25 @@ const chosen = flags.variants.split(',').map((id) => {
 const schema = quoteSchema('baton');
 const job = jobQueries(schema);
 const flow = flowQueries(schema);
-/** The completion statement without its counter CTE (made a no-op), or without its block CTE. */
-const completions = {
-  uncounted: job.completeMany.text.replace(/counted AS \([\s\S]*?DO UPDATE SET n = s\.n \+ excluded\.n\)/, 'counted AS (SELECT 1)'),
+/**
+ * The completion statement of a batch of n without its counter CTE (made a no-op), or without its
+ * block CTE; named like the engine's (one text per batch size up to SIZE_IN_TEXT_MAX), under a
+ * name of its own.
+ */
+type Statement = { name?: string; text: string };
+const variantOf = (kind: string, q: Statement, text: string): Statement => ({ ...(q.name ? { name: `${q.name}_${kind}` } : {}), text });
+const completions: Record<'uncounted' | 'unblocked', (n: number) => Statement> = {
+  uncounted: (n) =>
+    variantOf(
+      'uncounted',
+      job.completeMany(n),
+      job.completeMany(n).text.replace(/counted AS \([\s\S]*?DO UPDATE SET n = s\.n \+ excluded\.n\)/, 'counted AS (SELECT 1)'),
+    ),
   // What the engine sends for a batch whose blocks it recorded moments ago (recorded-blocks.ts).
-  unblocked: job.completeManyBlocksKnown.text,
+  unblocked: (n) => job.completeManyBlocksKnown(n),
 };
-for (const [kind, text] of Object.entries(completions)) {
-  if (text === job.completeMany.text) throw new Error(`bench:sql: the completion has no CTE to take out for ${kind}`);
+for (const [kind, of] of Object.entries(completions)) {
+  if (of(BATCH).text === job.completeMany(BATCH).text) throw new Error(`bench:sql: the completion has no CTE to take out for ${kind}`);
 }
 
 interface Sample {
@@ -148,7 +159,7 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
     const lsn = (await server.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))[0]!.lsn;
     await server.query('SELECT pg_stat_statements_reset()');
     const claim = { plain: flow.claimPlain(BATCH), solo: flow.claimSolo, fifo: job.claim(BATCH) }[v.claim];
-    const complete = v.completion ? completions[v.completion] : job.completeMany.text;
+    const complete = (n: number) => (v.completion ? completions[v.completion](n) : job.completeMany(n));
     let done = 0;
     const t0 = performance.now();
     await Promise.all(
@@ -160,7 +171,7 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
             const r = await c.query<unknown[]>({ ...claim, rowMode: 'array', values: ['q', BATCH, 'bench', true, 30_000] });
             const got = r.rows.filter((x) => x[0] !== null);
             if (got.length === 0) return;
-            await c.query({ text: complete, values: [got.map((x) => x[0]), got.map((x) => x[7]), null] });
+            await c.query({ ...complete(got.length), values: [got.map((x) => x[0]), got.map((x) => x[7]), null] });
             done += got.length;
           }
         } finally {

@@ -244,12 +244,14 @@ export function renderMarkdown(r: BenchReport, svgFile: string): string {
     out.push(
       '## Server time by statement (pg_stat_statements, --profile-sql)',
       '',
-      '| calls | total (ms) | mean (ms) | rows | statement |',
-      '|---:|---:|---:|---:|---|',
+      'Execution time; planning (track_planning) beside it: a named statement whose plan is cached is planned far fewer times than called.',
+      '',
+      '| calls | total (ms) | mean (ms) | plans | planning (ms) | rows | statement |',
+      '|---:|---:|---:|---:|---:|---:|---|',
     );
     for (const q of r.sqlProfile)
       out.push(
-        `| ${q.calls} | ${num(q.totalMs, 0)} | ${num(q.meanMs, 3)} | ${q.rows} | \`${q.query.replace(/\|/g, '\\|').replace(/`/g, "'")}\` |`,
+        `| ${q.calls} | ${num(q.totalMs, 0)} | ${num(q.meanMs, 3)} | ${q.plans ?? '—'} | ${q.planMs === undefined ? '—' : num(q.planMs, 0)} | ${q.rows} | \`${q.query.replace(/\|/g, '\\|').replace(/`/g, "'")}\` |`,
       );
     out.push('');
   }

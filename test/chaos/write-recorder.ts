@@ -1,17 +1,22 @@
 // Reads the engine's lease writes off the wire for the chaos history: which statement
-// it is (by its text: the writes are unnamed), which leases it carried, and which of
-// them it wrote. Pure, so test/db/write-recorder.test.ts can hold it to the executor's
+// it is (by its text: the writes are unnamed, or named by batch size), which leases it
+// carried, and which of them it wrote. Pure, so test/db/write-recorder.test.ts can hold it to the executor's
 // real statements; test/chaos/worker.ts does the wrapping and the logging.
 
 import type pg from 'pg';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
+import { SIZE_IN_TEXT_MAX } from '../../src/db/pg/queries/job-fragments.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import type { WriteRecord } from './history.ts';
 
 const jobQ = jobQueries(quoteSchema('baton'));
+/** Every text of a statement sent by batch size (bySize): the open one and one per size. */
+const everySize = (q: ((n: number) => { text: string }) & { open: { text: string } }) => [
+  q.open.text,
+  ...Array.from({ length: SIZE_IN_TEXT_MAX }, (_, i) => q(i + 1).text),
+];
 const WRITES = new Map<string, WriteRecord['kind']>([
-  [jobQ.completeMany.text, 'complete'],
-  [jobQ.completeManyBlocksKnown.text, 'complete'],
+  ...[...everySize(jobQ.completeMany), ...everySize(jobQ.completeManyBlocksKnown)].map((t) => [t, 'complete'] as const),
   [jobQ.failMany.text, 'fail'],
   [jobQ.heartbeatMany.text, 'heartbeat'],
   [jobQ.markRunningMany.text, 'start'],

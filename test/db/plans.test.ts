@@ -22,6 +22,10 @@ const LIVE_RUNNING = 800;
 
 let running: { ids: string[]; tokens: string[] };
 let leased: { ids: string[]; tokens: string[] };
+/** Running leases outside `running`, for the completions of a few leases. */
+let few: { ids: string[]; tokens: string[] };
+/** A completion of up to SIZE_IN_TEXT_MAX leases is named, its ids written out (batchIds). */
+const FEW = 20;
 
 beforeAll(async () => {
   await db.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'q', 'plan.test' FROM generate_series(1, 3000)`);
@@ -33,6 +37,7 @@ beforeAll(async () => {
   const l = await claim(BATCH, false);
   running = { ids: r.slice(0, BATCH).map((j) => j.id), tokens: r.slice(0, BATCH).map((j) => j.token) };
   leased = { ids: l.map((j) => j.id), tokens: l.map((j) => j.token) };
+  few = { ids: r.slice(BATCH, BATCH + FEW).map((j) => j.id), tokens: r.slice(BATCH, BATCH + FEW).map((j) => j.token) };
 });
 
 const bigints = (xs: string[]) => `'{${xs.join(',')}}'::bigint[]`;
@@ -42,9 +47,9 @@ const fill = (value: string, type: string) => `array_fill(${value}::${type}, ARR
 const STATEMENTS: Record<string, () => [text: string, args: string[]]> = {
   'start (markRunningMany)': () => [q.markRunningMany.text, [bigints(leased.ids), bigints(leased.tokens)]],
   heartbeat: () => [q.heartbeatMany.text, [bigints(running.ids), bigints(running.tokens), '60000']],
-  complete: () => [q.completeMany.text, [bigints(running.ids), bigints(running.tokens), fill(`'{"ok":true}'`, 'jsonb')]],
+  complete: () => [q.completeMany.open.text, [bigints(running.ids), bigints(running.tokens), fill(`'{"ok":true}'`, 'jsonb')]],
   'complete, blocks known': () => [
-    q.completeManyBlocksKnown.text,
+    q.completeManyBlocksKnown.open.text,
     [bigints(running.ids), bigints(running.tokens), fill(`'{"ok":true}'`, 'jsonb')],
   ],
   fail: () => [
@@ -76,6 +81,18 @@ describe.each(['force_generic_plan', 'force_custom_plan'])('lease writes with st
     // A few visits per batch row (the complete reads its written rows once more to count them
     // per queue and once more for their blocks); scanning the 1,000 live leases once per batch row would be 200,000.
     expect(rowsVisited(plan)).toBeLessThanOrEqual(7 * BATCH);
+  });
+});
+
+describe.each(['force_generic_plan', 'force_custom_plan'])('completions of a few leases, named, with stale statistics (%s)', (mode) => {
+  it.each([
+    ['complete', () => q.completeMany(FEW).text],
+    ['complete, blocks known', () => q.completeManyBlocksKnown(FEW).text],
+  ])('%s touches its batch by primary key', async (_, text) => {
+    const plan = await explain(text(), [bigints(few.ids), bigints(few.tokens), 'NULL'], mode);
+    expect(modifyTable(plan)?.['Actual Rows']).toBe(FEW);
+    for (const scan of jobScans(plan)) expect(scan['Index Name']).toBe('jobs_pkey');
+    expect(rowsVisited(plan)).toBeLessThanOrEqual(7 * FEW);
   });
 });
 
@@ -128,29 +145,31 @@ describe('the owned-lease read of the stranded-lease sweep with stale statistics
 });
 
 describe("the completion's probe of finished_blocks next to a large map", () => {
-  it.each(['force_generic_plan', 'force_custom_plan'])(
-    'probes the map by its index, once per block, never a scan of it (%s)',
-    async (mode) => {
-      // 50,000 blocks of other queues (12.8 million ids of history), with statistics.
-      await db.query(`INSERT INTO baton.finished_blocks (queue, block) SELECT 'old-' || (g % 50), g FROM generate_series(1, 50000) g`);
-      await db.query('ANALYZE baton.finished_blocks');
-      try {
-        const plan = await explain(q.completeMany.text, [bigints(running.ids), bigints(running.tokens), 'NULL'], mode);
-        const mapScans: PlanNode[] = [];
-        const visit = (n: PlanNode) => {
-          if (n['Relation Name'] === 'finished_blocks' && /Scan/.test(n['Node Type'])) mapScans.push(n);
-          for (const c of n.Plans ?? []) visit(c);
-        };
-        visit(plan);
-        expect(mapScans.length).toBeGreaterThan(0);
-        for (const scan of mapScans) expect(scan['Node Type']).not.toBe('Seq Scan');
-        // One probe per distinct block of the batch (its 200 jobs lie in a block or two).
-        expect(Math.max(...mapScans.map((n) => n['Actual Loops'] ?? 0))).toBeLessThanOrEqual(3);
-      } finally {
-        await db.query(`DELETE FROM baton.finished_blocks WHERE queue LIKE 'old-%'`);
-      }
-    },
-  );
+  it.each([
+    ['force_generic_plan', BATCH],
+    ['force_custom_plan', BATCH],
+    ['force_generic_plan', FEW],
+  ] as const)('probes the map by its index, once per block, never a scan of it (%s, %i leases)', async (mode, size) => {
+    const batch = size === BATCH ? running : few;
+    // 50,000 blocks of other queues (12.8 million ids of history), with statistics.
+    await db.query(`INSERT INTO baton.finished_blocks (queue, block) SELECT 'old-' || (g % 50), g FROM generate_series(1, 50000) g`);
+    await db.query('ANALYZE baton.finished_blocks');
+    try {
+      const plan = await explain(q.completeMany(size).text, [bigints(batch.ids), bigints(batch.tokens), 'NULL'], mode);
+      const mapScans: PlanNode[] = [];
+      const visit = (n: PlanNode) => {
+        if (n['Relation Name'] === 'finished_blocks' && /Scan/.test(n['Node Type'])) mapScans.push(n);
+        for (const c of n.Plans ?? []) visit(c);
+      };
+      visit(plan);
+      expect(mapScans.length).toBeGreaterThan(0);
+      for (const scan of mapScans) expect(scan['Node Type']).not.toBe('Seq Scan');
+      // One probe per distinct block of the batch (its 200 jobs lie in a block or two).
+      expect(Math.max(...mapScans.map((n) => n['Actual Loops'] ?? 0))).toBeLessThanOrEqual(3);
+    } finally {
+      await db.query(`DELETE FROM baton.finished_blocks WHERE queue LIKE 'old-%'`);
+    }
+  });
 });
 
 describe('the retention walk with stale statistics', () => {

@@ -52,9 +52,13 @@ export async function completeMany(
   const results = p.items.map((i) => (i.result === undefined || i.result === null ? null : JSON.stringify(i.result)));
   const args = [...values, results.some((r) => r !== null) ? results : null];
   try {
-    if (recordedBlocks.allKnown(p.items)) return await leaseWrite(db, db.job.completeManyBlocksKnown, ids, args);
+    if (recordedBlocks.allKnown(p.items)) return await leaseWrite(db, db.job.completeManyBlocksKnown(ids.length), ids, args);
     const sentAt = recordedBlocks.now();
-    const [row] = await queryRows<{ ids: string[] | null; recorded: Array<[string, string]> | null }>(db.pool, db.job.completeMany, args);
+    const [row] = await queryRows<{ ids: string[] | null; recorded: Array<[string, string]> | null }>(
+      db.pool,
+      db.job.completeMany(ids.length),
+      args,
+    );
     if (row?.recorded) recordedBlocks.inserted(row.recorded, sentAt);
     return written(row, ids);
   } catch (err) {

@@ -9,7 +9,7 @@
 // that drifts, and a dead worker's slots come back with its leases.
 
 import { cursorColumns, distinctFrom, fairPick, keyLimit, LIVE, refill } from './flow-fragments.ts';
-import { byClaimLimit, claimUpdateSql, fifoClaimSql } from './job-fragments.ts';
+import { bySize, claimUpdateSql, fifoClaimSql } from './job-fragments.ts';
 
 /** How long a controlled claim waits for a queue's or key's lock before trying again later. */
 export const FLOW_LOCK_WAIT_MS = 100;
@@ -73,12 +73,12 @@ export function flowClaimQueries(schema: string) {
 
     // The claim of a queue that has never held a job of a tenant other than 'default' (no row in
     // tenant_queues, migration 0023): one tenant by construction, so the FIFO claim's statement
-    // behind one more probe, by the number of jobs asked for (byClaimLimit: one plan per
+    // behind one more probe, by the number of jobs asked for (bySize: one plan per
     // connection for small claims). $1-$5 as the claim; answers ClaimRow columns. It says nothing of
     // the mark: a claim that took nothing asks `tenanted` (an extra answer row would need a
     // CTE around the update, which every claim would pay for). A mark committed after this
     // statement's snapshot came with jobs the snapshot does not see either.
-    claimPlain: byClaimLimit((n?: number) => ({
+    claimPlain: bySize((n?: number) => ({
       name: `${schema}.flow_claim_plain${n === undefined ? '' : `_${n}`}`,
       rowMode: 'array' as const,
       text: fifoClaimSql(

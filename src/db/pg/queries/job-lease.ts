@@ -13,8 +13,10 @@
 // These statements carry no name, so PostgreSQL plans each execution with its arrays in
 // hand: it hashes the token list (a generic plan would scan it once per row, quadratic in
 // the batch: 81 ms instead of 32 for a heartbeat of 5,000 leases) and sizes the index scan.
+// Completions of a few leases are the exception (batchIds): named, one text per batch size,
+// since planning each one cost more than half of running it.
 
-import { byClaimLimit, countFinishedSql, fifoClaimSql, LIVE, recordFinishedSql } from './job-fragments.ts';
+import { batchIds, bySize, countFinishedSql, fifoClaimSql, LIVE, recordFinishedSql } from './job-fragments.ts';
 
 /** Error history kept per job (oldest entries dropped first). */
 export const ERROR_HISTORY_LIMIT = 100;
@@ -37,8 +39,9 @@ export const CANCEL_REQUESTED = 'j.cancel_requested_at IS NOT NULL';
 
 /** The token condition of every lease write (the chaos suite strips it to prove it can fail). */
 export const TOKEN_FENCE = `AND j.lease_token = ANY ($2::bigint[])`;
-/** The row's lease in the batch: a row is fenced in only when its token is in $2. */
-const FENCED = `j.id = ANY ($1::bigint[]) ${TOKEN_FENCE}`;
+/** The row's lease in the batch: a row is fenced in only when its token is in $2. `n`: see batchIds. */
+const fenced = (n?: number) => `${batchIds(n)} ${TOKEN_FENCE}`;
+const FENCED = fenced();
 /** Position of the row's lease in the batch arrays (1-based). */
 const leasePos = `array_position($2::bigint[], j.lease_token)`;
 /**
@@ -71,16 +74,22 @@ export function jobLeaseQueries(schema: string) {
   const failEntry = `${err} || jsonb_build_object('at', now())
             || CASE WHEN ${CANCEL_REQUESTED} THEN '{"kind": "cancelled"}'::jsonb ELSE '{}'::jsonb END`;
 
-  const completeSql = (recorded: string, answer = '') =>
+  const completeSql = (recorded: string, answer = '', n?: number) =>
     acceptedIds(
       `UPDATE ${jobs} j SET
           state = 'succeeded', finished_at = now(), updated_at = now(),
           result = CASE WHEN $3::jsonb[] IS NOT NULL THEN ($3::jsonb[])[${leasePos}] END,
           lease_owner = NULL, lease_expires_at = NULL
-        WHERE ${FENCED} AND j.state IN ${LIVE}`,
+        WHERE ${fenced(n)} AND j.state IN ${LIVE}`,
       recorded,
       answer,
     );
+  /** A completion by batch size (bySize): named, so planned once, up to SIZE_IN_TEXT_MAX leases; unnamed above. */
+  const completions = (key: string, recorded: string, answer = '') =>
+    bySize((n?: number) => ({
+      ...(n === undefined ? {} : { name: `${schema}.${key}_${n}` }),
+      text: completeSql(recorded, answer, n),
+    }));
 
   return {
     // The claim: one statement, never more rows than $2 (the free slots). Issues a fresh token
@@ -104,8 +113,8 @@ export function jobLeaseQueries(schema: string) {
     // A paused queue (paused_queues, see migration 0010) yields nothing: the NOT EXISTS is one
     // primary-key probe, evaluated once per statement (it depends on $1 alone). So does a
     // flow-controlled queue (flow_queues, migration 0015): its claims go through queries/flow-claim.ts.
-    // By the number of jobs asked for (byClaimLimit: one plan per connection for small claims).
-    claim: byClaimLimit((n?: number) => ({
+    // By the number of jobs asked for (bySize: one plan per connection for small claims).
+    claim: bySize((n?: number) => ({
       name: `${schema}.job_claim${n === undefined ? '' : `_${n}`}`,
       rowMode: 'array' as const,
       text: fifoClaimSql(schema, '', n),
@@ -146,17 +155,16 @@ export function jobLeaseQueries(schema: string) {
     // $3: one result per lease, or NULL when every result is null (the common case).
     // Also answers the (queue, block) rows of finished_blocks it inserted (NULL when none, the
     // common case), which the executor may trust for a while (recorded-blocks.ts).
-    completeMany: {
-      text: completeSql(
-        recordFinishedSql(schema, 'w', ' RETURNING queue, block'),
-        `,
+    completeMany: completions(
+      'job_complete',
+      recordFinishedSql(schema, 'w', ' RETURNING queue, block'),
+      `,
           (SELECT json_agg(json_build_array(b.queue, b.block::text)) FROM blocked b) AS recorded`,
-      ),
-    },
+    ),
     // The same, for a batch whose every (queue, block) the caller knows to be in finished_blocks
-    // (see recorded-blocks.ts): counted only. The block CTE is planned at every execution: 84 µs
-    // of server time for a completion of one job (bench:sql, completion planning µs/job).
-    completeManyBlocksKnown: { text: completeSql(`counted AS (${countFinished('w', '')})`) },
+    // (see recorded-blocks.ts): counted only. Unnamed, the block CTE is planned at every
+    // execution: 84 µs of server time for a completion of one job (bench:sql, completion planning).
+    completeManyBlocksKnown: completions('job_complete_known', `counted AS (${countFinished('w', '')})`),
     // Retry with full-jitter exponential backoff resolved in SQL:
     // run_at = now() + random() * min(cap, base * 2^(attempt-1)); dead-letter when the error is
     // terminal or the budget is spent. $4 base ms, $5 cap ms. With a cancel request the attempt's
