@@ -91,7 +91,8 @@ function parse(argv: string[]): AbArgs {
 
 function measurement(ctx: Ctx, s: AbScenario): Measurement {
   const v = variantById(s.variantId);
-  if (s.kind === 'drain') return throughput({ ...ctx, args: { ...ctx.args, jobs: s.jobs } }, v);
+  if (s.kind === 'drain')
+    return throughput({ ...ctx, args: { ...ctx.args, jobs: s.jobs } }, v, 'throughput', { analyze: s.analyze === true });
   return latency(ctx, v, { rate: s.rate!, jobs: s.jobs, via: 'library', scenario: s.id });
 }
 

@@ -14,6 +14,11 @@ export interface AbScenario {
   jobs: number;
   /** Enqueues per second (latency). */
   rate?: number;
+  /**
+   * Drains: ANALYZE the database between the enqueue and the drain, as autovacuum leaves a
+   * production table. A fresh table has no statistics, and some plan choices differ only with them.
+   */
+  analyze?: boolean;
   label: string;
 }
 
@@ -23,6 +28,14 @@ export const SCENARIOS: readonly AbScenario[] = [
   { id: 'drain-100k-notify', kind: 'drain', variantId: 'ab-notify', jobs: 100_000, label: '100k drain, notify, 200 slots' },
   { id: 'drain-20k-poll', kind: 'drain', variantId: 'ab-poll', jobs: 20_000, label: '20k drain, poll, 200 slots' },
   { id: 'drain-20k-defaults', kind: 'drain', variantId: 'ab-defaults', jobs: 20_000, label: '20k drain, defaults, 10 slots' },
+  {
+    id: 'drain-20k-analyzed',
+    kind: 'drain',
+    variantId: 'ab-defaults',
+    jobs: 20_000,
+    analyze: true,
+    label: '20k drain, defaults, 10 slots, analyzed table',
+  },
   {
     id: 'latency-100',
     kind: 'latency',

@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
 import { PerformanceObserver } from 'node:perf_hooks';
+import pg from 'pg';
 import { postgresCpuMs } from '../host-cpu.ts';
 import { nowMs } from '../stats.ts';
 import { workerFor } from '../systems/index.ts';
@@ -33,6 +34,17 @@ async function stoppedMidStream(w: WorkerSide, executed: number[], n: number, st
 
 const IN_FLIGHT_BOUND = 600;
 
+/** ANALYZE every table of the run's database, on a connection of its own. */
+async function analyzeDatabase(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('ANALYZE');
+  } finally {
+    await client.end();
+  }
+}
+
 serve(async (run) => {
   const v = variantById(run.variantId as string);
   const trace = run.trace === true ? startPgTrace() : null;
@@ -46,6 +58,8 @@ serve(async (run) => {
     const e0 = nowMs();
     await w.enqueueBulk(seqs);
     const enqueueMs = nowMs() - e0;
+    // As autovacuum leaves a production table: some plans differ only once there are statistics.
+    if (run.analyze === true) await analyzeDatabase(run.url as string);
     const executed: number[] = [];
     // Garbage-collection pauses of this process over the drain: how much of its CPU went there.
     let gcMs = 0;

@@ -23,8 +23,16 @@ interface ThroughputResult {
   verify: { ok: boolean; done: number; remaining: number; detail: string };
 }
 
-/** `scenario`: 'throughput' drains --jobs, 'throughput-small' --small-jobs. */
-export function throughput(ctx: Ctx, v: Variant, scenario: 'throughput' | 'throughput-small' = 'throughput'): Measurement {
+/**
+ * `scenario`: 'throughput' drains --jobs, 'throughput-small' --small-jobs. `analyze`: ANALYZE the
+ * database after the enqueue, before the drain (bench:ab's analyzed drain).
+ */
+export function throughput(
+  ctx: Ctx,
+  v: Variant,
+  scenario: 'throughput' | 'throughput-small' = 'throughput',
+  opts: { analyze?: boolean } = {},
+): Measurement {
   const n = scenario === 'throughput' ? ctx.args.jobs : ctx.args.smallJobs;
   const capMs = ctx.args.capMs;
   const run: Measurement['run'] = (i, warm) =>
@@ -33,7 +41,7 @@ export function throughput(ctx: Ctx, v: Variant, scenario: 'throughput' | 'throu
       const child = new Child('./child/worker.ts', ctx.childEnv);
       try {
         await child.waitFor('booted', 30_000);
-        child.send({ type: 'run', role: 'throughput', variantId: v.id, url, jobs: n, capMs });
+        child.send({ type: 'run', role: 'throughput', variantId: v.id, url, jobs: n, capMs, analyze: opts.analyze === true });
         const r = await child.waitFor<ThroughputResult>('result', capMs + 180_000);
         const capped = !r.drained;
         const ok = r.verify.ok;
