@@ -158,7 +158,7 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
     await pool.query('CHECKPOINT');
     const lsn = (await server.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'))[0]!.lsn;
     await server.query('SELECT pg_stat_statements_reset()');
-    const claim = { plain: flow.claimPlain(BATCH), solo: flow.claimSolo, fifo: job.claim(BATCH) }[v.claim];
+    const claim = { plain: flow.claimPlain(BATCH), solo: flow.claimSolo(BATCH), fifo: job.claim(BATCH) }[v.claim];
     const complete = (n: number) => (v.completion ? completions[v.completion](n) : job.completeMany(n));
     let done = 0;
     const t0 = performance.now();

@@ -310,8 +310,24 @@ const READS: Record<string, Read> = {
   'fair claim (rare)': { text: fq.claimFair.text, args: ['rare', 200, 'w-plan', 'true', 60_000, '', 0], rows: 1, uses: ['jobs_fair_idx'] },
   'fair claim (hot)': { text: fq.claimFair.text, args: ['hot', 200, 'w-plan', 'true', 60_000, '', 0], rows: 21, uses: ['jobs_fair_idx'] },
   // The one-tenant claim probes the tenants through the fair index too.
-  'one-tenant claim (rare)': { text: fq.claimSolo.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 1, uses: ['jobs_fair_idx'] },
-  'one-tenant claim (hot)': { text: fq.claimSolo.text, args: ['hot', 200, 'w-plan', 'true', 60_000], rows: 21, uses: ['jobs_fair_idx'] },
+  'one-tenant claim (rare)': {
+    text: fq.claimSolo.open.text,
+    args: ['rare', 200, 'w-plan', 'true', 60_000],
+    rows: 1,
+    uses: ['jobs_fair_idx'],
+  },
+  'one-tenant claim (hot)': {
+    text: fq.claimSolo.open.text,
+    args: ['hot', 200, 'w-plan', 'true', 60_000],
+    rows: 21,
+    uses: ['jobs_fair_idx'],
+  },
+  'one-tenant claim of 10 (hot, its limit in the text)': {
+    text: fq.claimSolo(10).text,
+    args: ['hot', 10, 'w-plan', 'true', 60_000],
+    rows: 11,
+    uses: ['jobs_fair_idx'],
+  },
   // The claim of a queue never given another tenant's job: the FIFO pick through the claim index.
   // 'hot' holds tenant 'big''s jobs, so it is marked: the claim takes nothing.
   'plain claim (rare)': { text: fq.claimPlain.open.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },

@@ -52,7 +52,7 @@ export class PgFlow {
       }
       if (p.solo) {
         // Last seen with one tenant: the small statement, unless a second tenant has arrived.
-        const rows = await this.#rows<unknown[]>(this.#sql.claimSolo, base);
+        const rows = await this.#rows<unknown[]>(this.#sql.claimSolo(p.limit), base);
         const meta = rows.pop() as unknown[] | Record<string, unknown> | undefined;
         if ((Array.isArray(meta) ? meta[16] : meta?.solo) === true) return inClaimOrder(rows, p, false);
       }

@@ -9,7 +9,7 @@
 // that drifts, and a dead worker's slots come back with its leases.
 
 import { cursorColumns, distinctFrom, fairPick, keyLimit, LIVE, refill } from './flow-fragments.ts';
-import { bySize, claimUpdateSql, fifoClaimSql } from './job-fragments.ts';
+import { bySize, claimLimit, claimUpdateSql, fifoClaimSql } from './job-fragments.ts';
 
 /** How long a controlled claim waits for a queue's or key's lock before trying again later. */
 export const FLOW_LOCK_WAIT_MS = 100;
@@ -33,12 +33,16 @@ export function flowClaimQueries(schema: string) {
             ORDER BY tenant_id DESC LIMIT 1) IS NULL AS one
         )`;
   // The one tenant's due jobs in claim order, up to $2, only when `solo` says there is one.
-  const soloPick = `${jobs}
-          WHERE (SELECT one FROM solo) AND state = 'pending' AND concurrency_key IS NULL AND queue = $1
+  // `n`: the limit in the text (claimLimit).
+  const soloPick = (n?: number) => {
+    const { limit, check } = claimLimit(n);
+    return `${jobs}
+          WHERE (SELECT one FROM solo) AND state = 'pending' AND concurrency_key IS NULL AND queue = $1${check}
             AND tenant_id = (SELECT tenant_id FROM top) AND run_at <= now() AND ${notControlled}
           ORDER BY priority DESC, run_at, id
-          LIMIT $2
+          LIMIT ${limit}
           FOR UPDATE SKIP LOCKED`;
+  };
   return {
     // The fair claim of a queue without flow control. $1 queue, $2 limit, $3 owner, $4 into
     // running, $5 lease ms, $6 cursor tenant, $7 its slice used. Answers ClaimRow columns and the
@@ -56,7 +60,7 @@ export function flowClaimQueries(schema: string) {
       name: `${schema}.flow_claim_fair`,
       rowMode: 'array' as const,
       text: `WITH RECURSIVE ${soloProbe}, one_tenant AS (
-          SELECT id, tenant_id, 0 AS rnd, 1 AS pos, 0 AS k, 0 AS used FROM ${soloPick}
+          SELECT id, tenant_id, 0 AS rnd, 1 AS pos, 0 AS k, 0 AS used FROM ${soloPick()}
         ), ${fairPick(schema, '$2', '$6::text', '$7::int')},
         picked AS (
           SELECT * FROM one_tenant
@@ -99,16 +103,17 @@ export function flowClaimQueries(schema: string) {
     // off, costs a claim of a few jobs about as much again to set up and tear down). $1-$5 as the
     // claim. Answers ClaimRow columns, then one last row with a NULL id whose column `solo` says
     // whether the queue still had one tenant: when not, it took nothing and the fair claim follows.
-    claimSolo: {
-      name: `${schema}.flow_claim_solo`,
+    // By the number of jobs asked for, as the plain claim.
+    claimSolo: bySize((n?: number) => ({
+      name: `${schema}.flow_claim_solo${n === undefined ? '' : `_${n}`}`,
       rowMode: 'array' as const,
-      text: `WITH ${soloProbe}, picked AS (SELECT id FROM ${soloPick}), claimed AS (
+      text: `WITH ${soloProbe}, picked AS (SELECT id FROM ${soloPick(n)}), claimed AS (
           ${claimUpdateSql(schema, 'picked')}
         )
         SELECT c.*, NULL::boolean AS solo FROM claimed c
         UNION ALL
         SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, (SELECT one FROM solo)`,
-    },
+    })),
 
     // Where a fair claim's walk of tenants ends: the last of up to $3 tenants with pending
     // unkeyed jobs in queue $1 from cursor $2 (inclusive, wrapping around), and how many it saw.
