@@ -128,6 +128,13 @@ const windowOf = (
   // The window's rows, each seen by a few nodes of the plan.
   budget: BUDGET + 4 * JOB_SORT_WINDOW,
 });
+/** A claim of `limit` jobs of `queue` by owner w-plan into running, answering `rows` rows. */
+const claimRead = (q: { text: string }, queue: string, limit: number, rows: number, uses: string[]): Read => ({
+  text: q.text,
+  args: [queue, limit, 'w-plan', 'true', 60_000],
+  rows,
+  uses,
+});
 const SORTED: Record<string, Read> = {
   'list oldest first (id, createdAt)': { unnamed: true, text: lq.byId.asc.text, args: [...open, 50, 0], rows: 50, uses: ['jobs_pkey'] },
   'list created in a range, newest first': {
@@ -291,53 +298,23 @@ const READS: Record<string, Read> = {
   'flow snapshot of tenants': { text: fq.snapshotTenants.text, args: [100], rows: 1, uses: ['jobs_claim_idx', 'jobs_lease_expiry_idx'] },
   'flow snapshot of active keys': { text: fq.snapshotActiveKeys.text, args: [100], rows: 0, uses: [] },
   // Nothing due in the rare queue: the claim finds that out without reading the history.
-  claim: { text: jq.claim.open.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },
+  claim: claimRead(jq.claim.open, 'rare', 200, 0, ['jobs_claim_idx']),
   // Small claims carry their limit in the text (claimLimit): the plan a connection keeps for them.
-  'claim of 10 (its limit in the text)': {
-    text: jq.claim(10).text,
-    args: ['hot', 10, 'w-plan', 'true', 60_000],
-    rows: 10,
-    uses: ['jobs_claim_idx'],
-  },
-  'claim of 1 (rare, its limit in the text)': {
-    text: jq.claim(1).text,
-    args: ['rare', 1, 'w-plan', 'true', 60_000],
-    rows: 0,
-    uses: ['jobs_claim_idx'],
-  },
+  'claim of 10 (its limit in the text)': claimRead(jq.claim(10), 'hot', 10, 10, ['jobs_claim_idx']),
+  'claim of 1 (rare, its limit in the text)': claimRead(jq.claim(1), 'rare', 1, 0, ['jobs_claim_idx']),
   // The fair claim walks tenants through its own index, and takes the due jobs of the live queue.
   // Its answer ends with one more row (the 'one tenant' flag), counted here.
   'fair claim (rare)': { text: fq.claimFair.text, args: ['rare', 200, 'w-plan', 'true', 60_000, '', 0], rows: 1, uses: ['jobs_fair_idx'] },
   'fair claim (hot)': { text: fq.claimFair.text, args: ['hot', 200, 'w-plan', 'true', 60_000, '', 0], rows: 21, uses: ['jobs_fair_idx'] },
   // The one-tenant claim probes the tenants through the fair index too.
-  'one-tenant claim (rare)': {
-    text: fq.claimSolo.open.text,
-    args: ['rare', 200, 'w-plan', 'true', 60_000],
-    rows: 1,
-    uses: ['jobs_fair_idx'],
-  },
-  'one-tenant claim (hot)': {
-    text: fq.claimSolo.open.text,
-    args: ['hot', 200, 'w-plan', 'true', 60_000],
-    rows: 21,
-    uses: ['jobs_fair_idx'],
-  },
-  'one-tenant claim of 10 (hot, its limit in the text)': {
-    text: fq.claimSolo(10).text,
-    args: ['hot', 10, 'w-plan', 'true', 60_000],
-    rows: 11,
-    uses: ['jobs_fair_idx'],
-  },
+  'one-tenant claim (rare)': claimRead(fq.claimSolo.open, 'rare', 200, 1, ['jobs_fair_idx']),
+  'one-tenant claim (hot)': claimRead(fq.claimSolo.open, 'hot', 200, 21, ['jobs_fair_idx']),
+  'one-tenant claim of 10 (hot, its limit in the text)': claimRead(fq.claimSolo(10), 'hot', 10, 11, ['jobs_fair_idx']),
   // The claim of a queue never given another tenant's job: the FIFO pick through the claim index.
   // 'hot' holds tenant 'big''s jobs, so it is marked: the claim takes nothing.
-  'plain claim (rare)': { text: fq.claimPlain.open.text, args: ['rare', 200, 'w-plan', 'true', 60_000], rows: 0, uses: ['jobs_claim_idx'] },
-  'plain claim (hot, marked)': { text: fq.claimPlain.open.text, args: ['hot', 200, 'w-plan', 'true', 60_000], rows: 0, uses: [] },
-  'plain claim of 10 (rare, its limit in the text)': {
-    text: fq.claimPlain(10).text,
-    args: ['rare', 10, 'w-plan', 'true', 60_000],
-    rows: 0,
-    uses: ['jobs_claim_idx'],
-  },
+  'plain claim (rare)': claimRead(fq.claimPlain.open, 'rare', 200, 0, ['jobs_claim_idx']),
+  'plain claim (hot, marked)': claimRead(fq.claimPlain.open, 'hot', 200, 0, []),
+  'plain claim of 10 (rare, its limit in the text)': claimRead(fq.claimPlain(10), 'rare', 10, 0, ['jobs_claim_idx']),
 };
 
 async function check(name: string, mode: string): Promise<void> {
