@@ -28,7 +28,7 @@ const { values: flags } = parseArgs({
 const ROWS = Number(flags.rows);
 const REQUESTS = Number(flags.requests);
 /** An id in the middle of the history, for keyset pages deep in it. */
-const MIDDLE = Math.floor(ROWS / 2);
+const MIDDLE = Math.max(1, Math.floor(ROWS / 2));
 
 /** The paths measured: the scrapes, the console's polls and the listings. */
 const PATHS = [
@@ -55,7 +55,7 @@ const PATHS = [
   `/api/jobs?cursor=${MIDDLE}`,
   `/api/jobs?queue=q&cursor=${MIDDLE}`,
   `/api/jobs?tenantId=default&cursor=${MIDDLE}`,
-  `/api/jobs?state=succeeded&cursor=${MIDDLE}`,
+  `/api/jobs?state=dead_lettered&cursor=${MIDDLE}`,
   '/api/jobs?sort=createdAt&order=desc&limit=20',
   '/api/jobs?sort=createdAt&order=asc&limit=20',
   '/api/jobs?createdBefore=2000-01-01T00:00:00Z',

@@ -7,7 +7,7 @@ import type { Executor } from '../driver/executor.ts';
 import type { DatabaseHealth, WorkerInfo } from '../types/admin.ts';
 import { BatonError } from '../types/errors.ts';
 import { JOB_STATES, type Job, type JobState, type JobSummary } from '../types/job.ts';
-import { checkSortAndTimes, isWindowedListing, type JobSortKey, type SortOrder } from '../types/job-sort.ts';
+import { checkSortAndTimes, isWindowedListing, type JobSortKey, pagesByCursor, type SortOrder } from '../types/job-sort.ts';
 import { type FlowAdminApi, flowAdmin } from './flow-admin.ts';
 import {
   type BulkAction,
@@ -57,7 +57,9 @@ export interface ListJobsFilter {
   /**
    * Keyset paging: a page's `nextCursor`, to read the page after it. Each page then costs what
    * the first one does, however deep, and jobs enqueued meanwhile neither shift nor repeat rows.
-   * Only for listings in id order (sort id or createdAt, not windowed); not with `offset`.
+   * Only for exact listings in id order (pagesByCursor): not a windowed one, nor one newest first
+   * whose filters search the finished jobs a window at a time (a job type, a state beside a
+   * queue or tenant, succeeded alone); not with `offset`.
    */
   cursor?: string;
 }
@@ -75,8 +77,8 @@ export interface JobPage {
   offset: number;
   /**
    * The cursor of the next page (ListJobsFilter.cursor): the id of the page's last job, when the
-   * page is full and in id order; null when the page is the last, or the listing is windowed
-   * (page those by offset, within the window).
+   * page is full and the listing pages by cursor (pagesByCursor); null when the page is the last,
+   * or the listing pages by offset only.
    */
   nextCursor: string | null;
   /**
@@ -163,15 +165,19 @@ export function assertJobId(id: string): void {
   }
 }
 
-/** A cursor is a job id, pages an id-ordered listing, and replaces the offset. */
-function checkCursor(filter: ListJobsFilter, offset: number, windowed: boolean): void {
+/** A cursor is a job id, pages a listing that pages by cursor (pagesByCursor), and replaces the offset. */
+function checkCursor(filter: ListJobsFilter, offset: number, byCursor: boolean): void {
   if (filter.cursor === undefined) return;
   const fail = (message: string) => {
     throw new BatonError('INVALID_ARGUMENT', message, { details: { field: 'cursor' } });
   };
   if (typeof filter.cursor !== 'string' || !isJobId(filter.cursor)) fail('cursor must be a nextCursor of an earlier page');
   if (offset !== 0) fail('cursor and offset exclude each other: a cursor page starts right after its cursor');
-  if (windowed) fail('cursor pages listings in id order (sort id or createdAt) only: page a windowed listing by offset');
+  if (!byCursor) {
+    fail(
+      'cursor pages exact listings in id order only: page a windowed listing, or one whose filters search the finished jobs a window at a time (a job type, a state beside a queue or tenant), by offset',
+    );
+  }
 }
 
 function intIn(name: string, v: number | undefined, min: number, max: number, dflt: number): number {
@@ -220,7 +226,8 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void, h
       const offset = intIn('offset', filter.offset, 0, LIST_OFFSET_MAX, 0);
       checkSortAndTimes(filter);
       const windowed = isWindowedListing(filter);
-      checkCursor(filter, offset, windowed);
+      const byCursor = pagesByCursor(filter);
+      checkCursor(filter, offset, byCursor);
       const where = {
         state: filter.state,
         tenantId: filter.tenantId,
@@ -234,7 +241,7 @@ export function createAdmin(executor: Executor, wake: (queue: string) => void, h
         executor.jobList({ ...where, sort: filter.sort, order: filter.order, limit, offset, after: filter.cursor }),
         executor.jobCountCapped({ ...where, cap: LIST_TOTAL_CAP }),
       ]);
-      const nextCursor = !windowed && jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null;
+      const nextCursor = byCursor && jobs.length === limit ? (jobs.at(-1)?.id ?? null) : null;
       return { jobs, total, limit, offset, nextCursor, windowed };
     },
 

@@ -48,6 +48,55 @@ export function isWindowedListing(f: { sort?: JobSortKey | undefined; due?: bool
   return !(INDEXED_SORT_KEYS as readonly string[]).includes(f.sort ?? 'id') || (f.due !== undefined && f.state !== 'pending');
 }
 
+/** The tenant a listing has no index of its own for (its finished jobs are walked by id). */
+export const DEFAULT_TENANT = 'default';
+
+/**
+ * The finished jobs a listing newest first (without creation bounds) reads a window at a time,
+ * when its filters leave one its index range does not cover (docs/http-api.md, Listing): none
+ * (null, the read is exact); the queue's, another tenant's, a rare state's or all finished jobs.
+ * The rule of db/pg/queries/job-read.ts, kept here so that the admin API knows which listings a
+ * cursor can page: a window's search below a cursor would skip the matches between the window's
+ * bottom and the live jobs that fill the page.
+ */
+export function finishedWindowOf(f: {
+  state?: string | undefined;
+  /** The tenant filter: none, the default tenant, or another one. */
+  tenant?: 'default' | 'other' | undefined;
+  queue: boolean;
+  jobType: boolean;
+}): 'queue' | 'tenant' | 'dead_lettered' | 'cancelled' | 'finished' | null {
+  const { state } = f;
+  if (state !== undefined && !['succeeded', 'dead_lettered', 'cancelled'].includes(state)) return null;
+  const narrowed = state !== undefined || f.jobType;
+  if (f.queue) return f.tenant !== undefined || narrowed ? 'queue' : null;
+  if (f.tenant !== undefined) return f.tenant === 'other' && narrowed ? 'tenant' : null;
+  if (state === 'dead_lettered' || state === 'cancelled') return f.jobType ? state : null;
+  return narrowed ? 'finished' : null;
+}
+
+/**
+ * Whether a listing pages by cursor (JobPage.nextCursor): in id order, not windowed, and exact,
+ * that is not newest first through a window of finished jobs (finishedWindowOf).
+ */
+export function pagesByCursor(f: {
+  state?: string | undefined;
+  tenantId?: string | undefined;
+  queue?: string | undefined;
+  jobType?: string | undefined;
+  sort?: JobSortKey | undefined;
+  order?: SortOrder | undefined;
+  due?: boolean | undefined;
+  createdAfter?: Date | undefined;
+  createdBefore?: Date | undefined;
+}): boolean {
+  if (isWindowedListing(f)) return false;
+  const byParts = (f.order ?? 'desc') === 'desc' && f.due === undefined && f.createdAfter === undefined && f.createdBefore === undefined;
+  if (!byParts) return true;
+  const tenant = f.tenantId === undefined ? undefined : f.tenantId === DEFAULT_TENANT ? 'default' : 'other';
+  return finishedWindowOf({ state: f.state, tenant, queue: f.queue !== undefined, jobType: f.jobType !== undefined }) === null;
+}
+
 /** INVALID_ARGUMENT naming the field, for a sort key, order or creation-time bound the listing cannot use. */
 export function checkSortAndTimes(f: { sort?: unknown; order?: unknown; createdAfter?: unknown; createdBefore?: unknown }): void {
   if (f.sort !== undefined && !(JOB_SORT_KEYS as readonly unknown[]).includes(f.sort)) {

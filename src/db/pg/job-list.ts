@@ -2,7 +2,7 @@
 // serves it, so a page costs what the page costs wherever the jobs are (queries/job-list.ts).
 
 import type { JobListParams } from '../../driver/executor.ts';
-import { isWindowedListing, JOB_SORT_WINDOW } from '../../types/job-sort.ts';
+import { isWindowedListing, JOB_SORT_WINDOW, pagesByCursor } from '../../types/job-sort.ts';
 import type { ExecutorStatements } from './executor-statements.ts';
 import { ID_RANGE_OPEN } from './queries/job-list.ts';
 import { shapeValues } from './queries/job-read.ts';
@@ -23,7 +23,7 @@ export async function list(db: ListDb, p: JobListParams) {
   const shape = { ...shapeValues(p).shape, state: p.state };
   const values = shapeValues(p).values;
   let rows: JobSummaryRow[];
-  if (p.after !== undefined && isWindowedListing(p)) throw new Error('a cursor pages an id-ordered listing only');
+  if (p.after !== undefined && !pagesByCursor(p)) throw new Error('a cursor pages an exact listing in id order only (pagesByCursor)');
   if (!isWindowedListing(p) && p.due !== undefined) {
     const range = pastCursor(await rangeValues(db, p), p.after, order);
     rows = await queryRows<JobSummaryRow>(db.pool, db.jobList.pendingDue[order], [...range, p.due, p.limit, p.offset]);

@@ -4,6 +4,7 @@
 
 import { DLQ_REPLAY_LIMIT_DEFAULT } from '../../core/admin.ts';
 import type { Baton } from '../../index.ts';
+import { pagesByCursor } from '../../types/job-sort.ts';
 import { BODY, ENGINE, GUARDED, WRITE } from '../route-errors.ts';
 import { defineRoute, json, type ResourceApi, routes } from '../route-spec.ts';
 import { scopeOf } from '../tenant-scope.ts';
@@ -207,9 +208,11 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
        */
       .add(listJobs, async (c) => {
         const q = c.req.valid('query');
-        const page = await baton.admin.listJobs({ ...q, tenantId: scopeOf(c).tenant(q.tenantId) });
+        const filter = { ...q, tenantId: scopeOf(c).tenant(q.tenantId) };
+        const page = await baton.admin.listJobs(filter);
         const { jobs, truncated } = wireSummaries(page.jobs);
-        const nextCursor = truncated && !page.windowed ? (jobs.at(-1)?.id ?? null) : page.nextCursor;
+        // A page cut short goes on right after its last job, when the listing pages by cursor at all.
+        const nextCursor = truncated && pagesByCursor(filter) ? (jobs.at(-1)?.id ?? null) : page.nextCursor;
         return c.json(
           { jobs, total: page.total, limit: page.limit, offset: page.offset, nextCursor, truncated, windowed: page.windowed },
           200,

@@ -14,10 +14,9 @@
 // admin read costs far less than that walk; the counts by queue stay prepared (no such choice).
 
 import { JOB_STATES, type JobState } from '../../../types/job.ts';
+import { DEFAULT_TENANT, finishedWindowOf } from '../../../types/job-sort.ts';
 import { FINISHED_BLOCK_SHIFT, summaryColumns } from './job-fragments.ts';
 
-/** The tenant of jobs enqueued without one (the column's default, migration 0001). */
-const DEFAULT_TENANT = 'default';
 /** Ids of the primary key one step of a walk reads (see walkIds). */
 const WALK_CHUNK = 1_000;
 
@@ -117,15 +116,25 @@ export const LIST_WINDOW_ROWS = 500;
  * tenant's: exact, chunk by chunk).
  */
 function finishedWindow(shape: ListShape, tenant: string, queue: string): string | null {
-  const state = shape.state;
-  if (state !== undefined && !['succeeded', 'dead_lettered', 'cancelled'].includes(state)) return null;
-  if (shape.queue) return shape.tenantId || state !== undefined || shape.jobType ? `${FINISHED} AND queue = ${queue}` : null;
-  if (shape.tenantId && shape.otherTenant) {
-    return state !== undefined || shape.jobType ? `${FINISHED} AND tenant_id = ${tenant} AND tenant_id <> '${DEFAULT_TENANT}'` : null;
+  const kind = finishedWindowOf({
+    state: shape.state,
+    tenant: shape.tenantId ? (shape.otherTenant ? 'other' : 'default') : undefined,
+    queue: shape.queue,
+    jobType: shape.jobType,
+  });
+  switch (kind) {
+    case null:
+      return null;
+    case 'queue':
+      return `${FINISHED} AND queue = ${queue}`;
+    case 'tenant':
+      return `${FINISHED} AND tenant_id = ${tenant} AND tenant_id <> '${DEFAULT_TENANT}'`;
+    case 'dead_lettered':
+    case 'cancelled':
+      return `state = '${kind}'`;
+    case 'finished':
+      return FINISHED;
   }
-  if (shape.tenantId) return null;
-  if (state === 'dead_lettered' || state === 'cancelled') return shape.jobType ? `state = '${state}'` : null;
-  return state !== undefined || shape.jobType ? FINISHED : null;
 }
 
 /** Whether a finished part is read through its tenant index or its queue's blocks (see partIds). */
