@@ -180,7 +180,7 @@ async function latency(url: string, retention: boolean): Promise<number[]> {
 
 async function probe(pool: pg.Pool): Promise<Omit<Phase, 'jobsPerSec' | 'latencyP50Ms' | 'latencyP99Ms'>> {
   const q = flowQueries('baton');
-  const r = await pool.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${q.claimFair.text}`, ['q', 200, 'probe', true, 60_000, '', 0]);
+  const r = await pool.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${q.claimFair.open.text}`, ['q', 200, 'probe', true, 60_000, '', 0]);
   const plan = (
     r.rows[0]['QUERY PLAN'] as Array<{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number; 'Total Cost': number } }>
   )[0]!.Plan;

@@ -304,8 +304,24 @@ const READS: Record<string, Read> = {
   'claim of 1 (rare, its limit in the text)': claimRead(jq.claim(1), 'rare', 1, 0, ['jobs_claim_idx']),
   // The fair claim walks tenants through its own index, and takes the due jobs of the live queue.
   // Its answer ends with one more row (the 'one tenant' flag), counted here.
-  'fair claim (rare)': { text: fq.claimFair.text, args: ['rare', 200, 'w-plan', 'true', 60_000, '', 0], rows: 1, uses: ['jobs_fair_idx'] },
-  'fair claim (hot)': { text: fq.claimFair.text, args: ['hot', 200, 'w-plan', 'true', 60_000, '', 0], rows: 21, uses: ['jobs_fair_idx'] },
+  'fair claim (rare)': {
+    text: fq.claimFair.open.text,
+    args: ['rare', 200, 'w-plan', 'true', 60_000, '', 0],
+    rows: 1,
+    uses: ['jobs_fair_idx'],
+  },
+  'fair claim (hot)': {
+    text: fq.claimFair.open.text,
+    args: ['hot', 200, 'w-plan', 'true', 60_000, '', 0],
+    rows: 21,
+    uses: ['jobs_fair_idx'],
+  },
+  'fair claim of 10 (hot, its limit in the text)': {
+    text: fq.claimFair(10).text,
+    args: ['hot', 10, 'w-plan', 'true', 60_000, '', 0],
+    rows: 11,
+    uses: ['jobs_fair_idx'],
+  },
   // The one-tenant claim probes the tenants through the fair index too.
   'one-tenant claim (rare)': claimRead(fq.claimSolo.open, 'rare', 200, 1, ['jobs_fair_idx']),
   'one-tenant claim (hot)': claimRead(fq.claimSolo.open, 'hot', 200, 21, ['jobs_fair_idx']),

@@ -27,7 +27,7 @@ interface Explained {
 async function explainClaim(client: pg.ClientBase): Promise<Explained> {
   await client.query('BEGIN');
   try {
-    const r = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${fq.claimFair.text}`, ['q', 1, 'w', true, 60_000, '', 0]);
+    const r = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) ${fq.claimFair.open.text}`, ['q', 1, 'w', true, 60_000, '', 0]);
     return (r.rows[0]['QUERY PLAN'] as Explained[])[0]!;
   } finally {
     await client.query('ROLLBACK');

@@ -58,7 +58,7 @@ export class PgFlow {
       }
       let cursor = p.cursor;
       for (let step = 0; ; step++) {
-        const rows = await this.#rows<unknown[]>(this.#sql.claimFair, [...base, cursor.tenant, cursor.used]);
+        const rows = await this.#rows<unknown[]>(this.#sql.claimFair(p.limit), [...base, cursor.tenant, cursor.used]);
         // The last row says whether the queue had one tenant: then the claim took jobs in claim
         // order up to its limit, and there is no walk to go on with.
         const meta = rows.pop() as unknown[] | Record<string, unknown> | undefined;

@@ -56,16 +56,20 @@ export function flowClaimQueries(schema: string) {
     // at the front of the index). Both branches are gated by that answer (one-time filters), so
     // only one of them runs. A tenant whose first job arrives between the probes and the pick
     // waits for the next claim.
-    claimFair: {
-      name: `${schema}.flow_claim_fair`,
-      rowMode: 'array' as const,
-      text: `WITH RECURSIVE ${soloProbe}, one_tenant AS (
-          SELECT id, tenant_id, 0 AS rnd, 1 AS pos, 0 AS k, 0 AS used FROM ${soloPick()}
-        ), ${fairPick(schema, '$2', '$6::text', '$7::int')},
+    // By the number of jobs asked for, as the plain claim (bySize): the budget and the pick's
+    // LIMIT carry it in the text.
+    claimFair: bySize((n?: number) => {
+      const budget = n === undefined ? '$2' : String(n);
+      return {
+        name: `${schema}.flow_claim_fair${n === undefined ? '' : `_${n}`}`,
+        rowMode: 'array' as const,
+        text: `WITH RECURSIVE ${soloProbe}, one_tenant AS (
+          SELECT id, tenant_id, 0 AS rnd, 1 AS pos, 0 AS k, 0 AS used FROM ${soloPick(n)}
+        ), ${fairPick(schema, budget, '$6::text', '$7::int')},
         picked AS (
           SELECT * FROM one_tenant
           UNION ALL
-          (SELECT * FROM fair WHERE NOT (SELECT one FROM solo) AND ${notControlled} ORDER BY rnd, pos, k LIMIT $2)
+          (SELECT * FROM fair WHERE NOT (SELECT one FROM solo) AND ${notControlled} ORDER BY rnd, pos, k LIMIT ${budget})
         ), claimed AS (
           ${claimUpdateSql(schema, 'picked')}
         )
@@ -73,7 +77,8 @@ export function flowClaimQueries(schema: string) {
         UNION ALL
         SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
           (SELECT one FROM solo)`,
-    },
+      };
+    }),
 
     // The claim of a queue that has never held a job of a tenant other than 'default' (no row in
     // tenant_queues, migration 0023): one tenant by construction, so the FIFO claim's statement
