@@ -141,13 +141,10 @@ export const listJobsQuerySchema = z
     order: z.enum(SORT_ORDERS).optional().meta({ description: 'default desc' }),
     limit: intParam(1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT).optional(),
     offset: intParam(0, LIST_OFFSET_MAX).optional(),
-    cursor: z
-      .string()
-      .regex(/^[1-9][0-9]{0,18}$/, 'must be a nextCursor of an earlier page')
-      .optional()
-      .meta({
-        description: `the nextCursor of the previous page: the page continues right after it (listings in id order only; not with offset)`,
-      }),
+    cursor: jobIdSchema.optional().meta({
+      description:
+        'the nextCursor of the previous page: the page continues right after it (exact listings in id order only; not with offset)',
+    }),
   })
   .strict() satisfies z.ZodType<ListJobsFilter>;
 
