@@ -6,7 +6,7 @@
 import type { Executor } from '../driver/executor.ts';
 import type { DatabaseHealth, WorkerInfo } from '../types/admin.ts';
 import { BatonError } from '../types/errors.ts';
-import { JOB_STATES, type Job, type JobState, type JobSummary } from '../types/job.ts';
+import { isJobId, JOB_STATES, type Job, type JobState, type JobSummary } from '../types/job.ts';
 import { checkSortAndTimes, isWindowedListing, type JobSortKey, pagesByCursor, type SortOrder } from '../types/job-sort.ts';
 import { type FlowAdminApi, flowAdmin } from './flow-admin.ts';
 import {
@@ -150,13 +150,6 @@ export const LIST_TOTAL_CAP = 1_000;
 export const DLQ_REPLAY_LIMIT_DEFAULT = 100;
 /** The most dead-lettered jobs one admin.replayDeadLetters call replays. */
 export const DLQ_REPLAY_LIMIT_MAX = 1_000;
-const INT8_MAX = 9223372036854775807n;
-
-/** True when `id` can name a job at all: a positive int8 written in decimal. */
-export function isJobId(id: string): boolean {
-  return /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= INT8_MAX;
-}
-
 export function assertJobId(id: string): void {
   if (!isJobId(id)) {
     throw new BatonError('INVALID_ARGUMENT', `invalid job id ${JSON.stringify(String(id).slice(0, 40))}: expected a positive integer`, {

@@ -17,6 +17,13 @@ export function isTerminalState(state: JobState): state is TerminalState {
   return (TERMINAL_STATES as readonly string[]).includes(state);
 }
 
+const INT8_MAX = 9223372036854775807n;
+
+/** True when `id` can name a job at all: a positive int8 written in decimal. */
+export function isJobId(id: string): boolean {
+  return /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= INT8_MAX;
+}
+
 /**
  * Why an attempt failed: 'terminal' (TerminalError), 'transient' (anything else thrown),
  * 'lease_expired' and 'worker_gone' (the reaper: the lease ran out, or its worker's session

@@ -5,8 +5,8 @@
 
 import type { RunLease, WorkflowStore } from '../../driver/workflow-store.ts';
 import { TerminalError } from '../../types/errors.ts';
+import { isJobId } from '../../types/job.ts';
 import type { ChildSpec, WorkflowFn } from '../../types/workflow.ts';
-import { isJobId } from '../admin.ts';
 import type { JobContext } from '../handler.ts';
 import type { WorkflowBatcher } from './batcher.ts';
 import { Execution } from './context.ts';

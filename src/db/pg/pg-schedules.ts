@@ -1,6 +1,7 @@
 // ScheduleStore on node-postgres: runs the named schedule queries and maps rows.
 
 import type { ScheduleAdvance, ScheduleStore, ScheduleWrite } from '../../driver/schedule-store.ts';
+import { isJobId } from '../../types/job.ts';
 import type { MisfirePolicy, Schedule } from '../../types/schedule.ts';
 import { translatePgError } from './errors.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
@@ -53,8 +54,6 @@ function rowToSchedule(r: ScheduleRow): Schedule {
   };
 }
 
-const isId = (id: string) => /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= 2n ** 63n - 1n;
-
 export class PgScheduleStore implements ScheduleStore {
   readonly #pool: PgPoolLike;
   readonly #q: ScheduleQueries;
@@ -95,7 +94,7 @@ export class PgScheduleStore implements ScheduleStore {
   }
 
   async scheduleGet(id: string, tenantId?: string): Promise<Schedule | null> {
-    if (!isId(id)) return null;
+    if (!isJobId(id)) return null;
     const [row] =
       tenantId === undefined
         ? await this.#rows<ScheduleRow>(this.#q.get, [id])
@@ -113,13 +112,13 @@ export class PgScheduleStore implements ScheduleStore {
     write: Omit<ScheduleWrite, 'tenantId' | 'name'>;
     enabled: boolean;
   }): Promise<Schedule | null> {
-    if (!isId(p.id)) return null;
+    if (!isJobId(p.id)) return null;
     const [row] = await this.#rows<ScheduleRow>(this.#q.update, [p.id, p.version, ...this.#definition(p.write), p.enabled]);
     return row ? rowToSchedule(row) : null;
   }
 
   async scheduleRemove(id: string): Promise<boolean> {
-    if (!isId(id)) return false;
+    if (!isJobId(id)) return false;
     try {
       return ((await this.#pool.query({ ...this.#q.remove, values: [id] })).rowCount ?? 0) > 0;
     } catch (err) {

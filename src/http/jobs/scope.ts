@@ -3,8 +3,8 @@
 // not found. A tenant must not tell another tenant's job from an id nobody has.
 
 import type { Context } from 'hono';
-import { isJobId } from '../../core/admin.ts';
 import { type Baton, BatonError, type BulkItemResult, type EnqueueOptions, traceCarrier } from '../../index.ts';
+import { isJobId } from '../../types/job.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { type Scope, scopeOf } from '../tenant-scope.ts';

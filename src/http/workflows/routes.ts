@@ -2,8 +2,8 @@
 // defines, read and list runs, cancel, replay, and send a run an event. Tenant-scoped
 // (tenant-scope.ts): another tenant's run is not found, exactly as a run nobody has.
 
-import { isJobId } from '../../core/admin.ts';
 import { type Baton, BatonError } from '../../index.ts';
+import { isJobId } from '../../types/job.ts';
 import { ApiError } from '../errors.ts';
 import { BODY, ENGINE, GUARDED, WRITE } from '../route-errors.ts';
 import { defineRoute, json, type ResourceApi, routes } from '../route-spec.ts';
