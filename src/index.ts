@@ -65,7 +65,7 @@ export {
 } from './core/outbox/message.ts';
 export { PublishError, type Publisher, type PublisherMap, type PublishMessage } from './core/outbox/publisher.ts';
 export type { RelayCounters, RelayEvents } from './core/outbox/relay.ts';
-export type { ListOutboxFilter, OutboxApi, OutboxStats, RecordOptions } from './core/outbox/service.ts';
+export type { ListOutboxFilter, OutboxApi, OutboxPage, OutboxStats, RecordOptions } from './core/outbox/service.ts';
 export {
   BULK_ACTIONS,
   type BulkAction,

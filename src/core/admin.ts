@@ -158,16 +158,26 @@ export function assertJobId(id: string): void {
   }
 }
 
-/** A cursor is a job id, pages a listing that pages by cursor (pagesByCursor), and replaces the offset. */
+const badCursor = (message: string): never => {
+  throw new BatonError('INVALID_ARGUMENT', message, { details: { field: 'cursor' } });
+};
+
+/**
+ * The cursor of a keyset-paged listing (jobs, workflow runs, outbox messages): the id of the
+ * last item of an earlier page, which replaces the offset. Throws INVALID_ARGUMENT otherwise.
+ */
+export function assertListCursor(cursor: unknown, offset: number): void {
+  if (cursor === undefined) return;
+  if (typeof cursor !== 'string' || !isJobId(cursor)) badCursor('cursor must be a nextCursor of an earlier page');
+  if (offset !== 0) badCursor('cursor and offset exclude each other: a cursor page starts right after its cursor');
+}
+
+/** A job listing's cursor also needs a listing that pages by cursor (pagesByCursor). */
 function checkCursor(filter: ListJobsFilter, offset: number, byCursor: boolean): void {
   if (filter.cursor === undefined) return;
-  const fail = (message: string) => {
-    throw new BatonError('INVALID_ARGUMENT', message, { details: { field: 'cursor' } });
-  };
-  if (typeof filter.cursor !== 'string' || !isJobId(filter.cursor)) fail('cursor must be a nextCursor of an earlier page');
-  if (offset !== 0) fail('cursor and offset exclude each other: a cursor page starts right after its cursor');
+  assertListCursor(filter.cursor, offset);
   if (!byCursor) {
-    fail(
+    badCursor(
       'cursor pages exact listings in id order only: page a windowed listing, or one whose filters search the finished jobs a window at a time (a job type, a state beside a queue or tenant), by offset',
     );
   }

@@ -52,6 +52,8 @@ export interface OutboxListParams {
   tenantId?: string | undefined;
   limit: number;
   offset: number;
+  /** Only messages with a smaller id (keyset paging). */
+  cursor?: string | undefined;
 }
 
 export interface OutboxStatsRow {

@@ -31,3 +31,22 @@ export function instantParam(description: string) {
     .pipe(z.date().refine((d) => Number.isFinite(d.getTime()), 'must be a valid instant'))
     .meta({ description: `${description}: ISO 8601 with Z or an offset` });
 }
+
+/**
+ * The cursor of a keyset-paged listing (runs, outbox messages): the `nextCursor` of the previous
+ * page, an id. Pages by cursor cost the same however deep; an offset page reads every row before it.
+ */
+export const cursorParam = z
+  .string()
+  .regex(/^[1-9][0-9]{0,18}$/, 'must be the nextCursor of an earlier page')
+  .optional()
+  .meta({ description: 'the nextCursor of the previous page: the page continues right after it (not with offset)' });
+
+/** A page's `nextCursor`: the id of its last `item`, when the page is full. */
+export const nextCursorSchema = (item: string) =>
+  z
+    .string()
+    .nullable()
+    .meta({
+      description: `pass as cursor to read the next page: the id of the last ${item} of this page when the page is full; null otherwise`,
+    });

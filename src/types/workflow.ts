@@ -169,7 +169,13 @@ export interface ListRunsFilter {
   state?: RunState | undefined;
   tenantId?: string | undefined;
   limit?: number | undefined;
+  /** >= 0, default 0. Not with `cursor`. */
   offset?: number | undefined;
+  /**
+   * Keyset paging: the id of the last run of a full page, to read the page after it (the runs
+   * older than it). Each page then costs what the first one does, however deep.
+   */
+  cursor?: string | undefined;
 }
 
 /** Workflow runs, `baton.workflows`: read, list, count, cancel and replay them (docs/workflows.md). */
@@ -179,7 +185,7 @@ export interface WorkflowRunsApi {
    * nobody has: the reads themselves are limited to the tenant.
    */
   getRun(runId: string, opts?: { tenantId?: string | undefined }): Promise<RunDetail | null>;
-  /** Runs newest first, filtered by name, state and tenant. */
+  /** Runs newest first, filtered by name, state and tenant; a full page goes on with `cursor` set to its last run's id. */
   listRuns(filter?: ListRunsFilter): Promise<RunSummary[]>;
   /** Cancels a running, sleeping or waiting run and its pending driving job; an execution in progress stops at its next step. */
   cancelRun(runId: string): Promise<RunSummary>;

@@ -7,6 +7,8 @@ import { EventEmitter } from 'node:events';
 import type { OutboxStore } from '../../driver/outbox-store.ts';
 import type { Queryable } from '../../driver/queryable.ts';
 import { BatonError } from '../../types/errors.ts';
+import { isJobId } from '../../types/job.ts';
+import { assertListCursor } from '../admin.ts';
 import { nameSchema } from '../config.ts';
 import {
   normalizeMessage,
@@ -42,7 +44,22 @@ export interface ListOutboxFilter {
   destination?: string | undefined;
   tenantId?: string | undefined;
   limit?: number | undefined;
+  /** >= 0, default 0. Not with `cursor`. */
   offset?: number | undefined;
+  /**
+   * Keyset paging: a page's `nextCursor`, to read the page after it. Each page then costs what
+   * the first one does, however deep.
+   */
+  cursor?: string | undefined;
+}
+
+/** A page of outbox.list, newest first. */
+export interface OutboxPage {
+  messages: OutboxMessage[];
+  limit: number;
+  offset: number;
+  /** The cursor of the next page: the id of the page's last message when the page is full; null otherwise. */
+  nextCursor: string | null;
 }
 
 /** Outbox messages per destination and state, and the age of the oldest pending one. */
@@ -65,7 +82,8 @@ export interface OutboxApi {
    * exactly as an id nobody has, at the same cost: the read itself is limited to the tenant.
    */
   get(id: string, opts?: { tenantId?: string | undefined }): Promise<OutboxMessage>;
-  list(filter?: ListOutboxFilter): Promise<{ messages: OutboxMessage[]; limit: number; offset: number }>;
+  /** Newest first; INVALID_ARGUMENT for a bad filter, or a cursor beside an offset. */
+  list(filter?: ListOutboxFilter): Promise<OutboxPage>;
   /** A published or dead-lettered message back to pending with a fresh budget; 409 (OUTBOX_STATE_CONFLICT) while pending. */
   replay(id: string): Promise<OutboxMessage>;
   /** Up to `limit` dead letters (default 100, max 1000), oldest first, back to pending. */
@@ -77,7 +95,8 @@ export interface OutboxApi {
   readonly events: EventEmitter<RelayEvents>;
 }
 
-export const isOutboxId = (id: string) => /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= 2n ** 63n - 1n;
+/** A message id has a job id's shape: a positive int8 written in decimal. */
+export const isOutboxId = isJobId;
 
 export interface OutboxServiceDeps {
   store: OutboxStore;
@@ -134,20 +153,22 @@ export class OutboxService implements OutboxApi {
     return m;
   }
 
-  async list(filter: ListOutboxFilter = {}): Promise<{ messages: OutboxMessage[]; limit: number; offset: number }> {
+  async list(filter: ListOutboxFilter = {}): Promise<OutboxPage> {
     if (filter.state !== undefined && !OUTBOX_STATES.includes(filter.state)) {
       throw new BatonError('INVALID_ARGUMENT', `state must be one of ${OUTBOX_STATES.join(', ')}`);
     }
     const limit = boundedInt('limit', filter.limit, OUTBOX_LIST_LIMIT_DEFAULT, 1, OUTBOX_LIST_LIMIT_MAX);
     const offset = boundedInt('offset', filter.offset, 0, 0, OUTBOX_LIST_OFFSET_MAX);
+    assertListCursor(filter.cursor, offset);
     const messages = await this.#d.adminStore.outboxList({
       state: filter.state,
       destination: optionalName('destination', filter.destination),
       tenantId: optionalName('tenantId', filter.tenantId),
       limit,
       offset,
+      cursor: filter.cursor,
     });
-    return { messages, limit, offset };
+    return { messages, limit, offset, nextCursor: messages.length === limit ? (messages.at(-1)?.id ?? null) : null };
   }
 
   async replay(id: string): Promise<OutboxMessage> {

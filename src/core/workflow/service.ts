@@ -20,7 +20,7 @@ import {
   type WorkflowOptions,
   type WorkflowRunsApi,
 } from '../../types/workflow.ts';
-import { assertJobId, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
+import { assertJobId, assertListCursor, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
 import { nameSchema } from '../config.ts';
 import type { Handler } from '../handler.ts';
 import { IDEMPOTENCY_KEY_MAX_CHARS, jsonTextHasNul, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
@@ -236,11 +236,15 @@ export class Workflows implements WorkflowRunsApi {
         state: z.enum(RUN_STATES).optional(),
         limit: z.number().int().min(1).max(LIST_LIMIT_MAX).optional(),
         offset: z.number().int().min(0).max(LIST_OFFSET_MAX).optional(),
+        cursor: z.unknown().optional(),
       })
       .strict()
       .safeParse(filter);
     if (!f.success) throw invalid('run filter', f.error);
-    return this.#d.store.workflowListRuns({ ...f.data, limit: f.data.limit ?? LIST_LIMIT_DEFAULT, offset: f.data.offset ?? 0 });
+    const offset = f.data.offset ?? 0;
+    assertListCursor(f.data.cursor, offset);
+    const cursor = f.data.cursor as string | undefined;
+    return this.#d.store.workflowListRuns({ ...f.data, cursor, limit: f.data.limit ?? LIST_LIMIT_DEFAULT, offset });
   }
 
   /** Cancels a running, sleeping or waiting run and its pending driving job; an execution in progress stops at its next step. */

@@ -196,7 +196,8 @@ export class PgOutboxStore implements OutboxStore {
   }
 
   async outboxList(p: OutboxListParams): Promise<OutboxMessage[]> {
-    const rows = await this.#rows<OutboxRow>(this.#q.list, [p.state ?? null, p.destination ?? null, p.tenantId ?? null, p.limit, p.offset]);
+    const values = [p.state ?? null, p.destination ?? null, p.tenantId ?? null, p.limit, p.offset, p.cursor ?? null];
+    const rows = await this.#rows<OutboxRow>(this.#q.list, values);
     return rows.map(rowToMessage);
   }
 

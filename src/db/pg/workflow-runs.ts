@@ -148,7 +148,8 @@ export class PgWorkflowRuns {
   }
 
   async list(p: Parameters<WorkflowStore['workflowListRuns']>[0]): Promise<RunSummary[]> {
-    const rows = await this.#run<SummaryRow>(this.#q.list, [p.name ?? null, p.state ?? null, p.tenantId ?? null, p.limit, p.offset]);
+    const values = [p.name ?? null, p.state ?? null, p.tenantId ?? null, p.limit, p.offset, p.cursor ?? null];
+    const rows = await this.#run<SummaryRow>(this.#q.list, values);
     return rows.map(toSummary);
   }
 

@@ -49,7 +49,8 @@ const listMessages = defineRoute({
   operationId: 'listOutboxMessages',
   tag: 'outbox',
   summary: 'List outbox messages, newest first',
-  description: 'Filtered by state, destination and tenantId; unknown parameters are refused (400).',
+  description:
+    "Filtered by state, destination and tenantId; unknown parameters are refused (400). Page by `cursor` (pass the last page's `nextCursor`; every page costs the same however deep), or by offset (the next page starts at offset + messages.length).",
   query: listOutboxQuerySchema,
   responses: { 200: json('a page of messages', r.page) },
   errors: READ,
@@ -113,7 +114,8 @@ export function outboxRoutes(baton: Baton) {
       .add(listMessages, async (c) => {
         const q = c.req.valid('query');
         const page = await baton.outbox.list({ ...q, tenantId: scopeOf(c).tenant(q.tenantId) });
-        return c.json({ messages: page.messages.map(toWireOutboxMessage), limit: page.limit, offset: page.offset }, 200);
+        const { messages, limit, offset, nextCursor } = page;
+        return c.json({ messages: messages.map(toWireOutboxMessage), limit, offset, nextCursor }, 200);
       })
       .add(getMessage, async (c) => {
         const m = await readVisible(baton, c, c.req.valid('param').id, c.req.valid('query').tenantId);

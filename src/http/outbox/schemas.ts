@@ -11,7 +11,7 @@ import {
   OUTBOX_REPLAY_LIMIT_MAX,
 } from '../../core/outbox/service.ts';
 import { DEAD_LETTER_REASONS, OUTBOX_STATES, type OutboxMessage, type OutboxStats, type RelayCounters } from '../../index.ts';
-import { intParam, nameSchema } from '../schemas.ts';
+import { cursorParam, intParam, nameSchema, nextCursorSchema } from '../schemas.ts';
 
 const tenantId = nameSchema.optional().meta({ description: 'only this tenant' });
 
@@ -29,6 +29,7 @@ export const listOutboxQuerySchema = z
     tenantId,
     limit: intParam(1, OUTBOX_LIST_LIMIT_MAX, OUTBOX_LIST_LIMIT_DEFAULT).optional(),
     offset: intParam(0, OUTBOX_LIST_OFFSET_MAX).optional(),
+    cursor: cursorParam,
   })
   .strict();
 
@@ -79,7 +80,12 @@ export const wireOutboxStatsSchema = z.strictObject({
 });
 
 export const outboxResponseSchemas = {
-  page: z.strictObject({ messages: z.array(wireOutboxMessageSchema), limit: z.int(), offset: z.int() }),
+  page: z.strictObject({
+    messages: z.array(wireOutboxMessageSchema),
+    limit: z.int(),
+    offset: z.int(),
+    nextCursor: nextCursorSchema('message'),
+  }),
   replayed: z.strictObject({ replayed: count, messages: z.array(wireOutboxMessageSchema) }),
 };
 

@@ -54,7 +54,8 @@ const listRuns = defineRoute({
   operationId: 'listWorkflowRuns',
   tag: 'workflows',
   summary: 'List runs, newest first',
-  description: 'Unknown parameters are refused (400). The next page starts at offset + runs.length.',
+  description:
+    "Unknown parameters are refused (400). Page by `cursor` (pass the last page's `nextCursor`; every page costs the same however deep), or by offset (the next page starts at offset + runs.length).",
   query: listRunsQuerySchema,
   responses: { 200: json('a page of runs', r.runPage) },
   errors: [...ENGINE, ...GUARDED, 'FORBIDDEN_TENANT'],
@@ -125,7 +126,8 @@ export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
       const limit = q.limit ?? 50;
       const offset = q.offset ?? 0;
       const runs = await baton.workflows.listRuns({ ...q, tenantId: scopeOf(c).tenant(q.tenantId), limit, offset });
-      return c.json({ runs: runs.map(toWireRunSummary), limit, offset }, 200);
+      const nextCursor = runs.length === limit ? (runs.at(-1)?.id ?? null) : null;
+      return c.json({ runs: runs.map(toWireRunSummary), limit, offset, nextCursor }, 200);
     })
     .add(getRun, async (c) => {
       const id = runId(c.req.valid('param').id);

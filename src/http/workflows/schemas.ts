@@ -14,7 +14,7 @@ import {
   STEP_KINDS,
   STEP_STATUSES,
 } from '../../index.ts';
-import { intParam, nameSchema } from '../schemas.ts';
+import { cursorParam, intParam, nameSchema, nextCursorSchema } from '../schemas.ts';
 import { toWireAttemptError } from '../wire.ts';
 import { wireAttemptErrorSchema } from '../wire-schemas.ts';
 
@@ -56,6 +56,7 @@ export const listRunsQuerySchema = z
     tenantId: nameSchema.optional(),
     limit: intParam(1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT).optional(),
     offset: intParam(0, LIST_OFFSET_MAX).optional(),
+    cursor: cursorParam,
   })
   .strict();
 
@@ -109,7 +110,7 @@ export const wireRunSchema = wireRunSummarySchema.extend({
 
 export const workflowResponseSchemas = {
   started: z.strictObject({ run: wireRunSummarySchema, duplicate: z.boolean() }),
-  runPage: z.strictObject({ runs: z.array(wireRunSummarySchema), limit: z.int(), offset: z.int() }),
+  runPage: z.strictObject({ runs: z.array(wireRunSummarySchema), limit: z.int(), offset: z.int(), nextCursor: nextCursorSchema('run') }),
   event: z.strictObject({
     eventId: decimal,
     duplicate: z.boolean(),

@@ -167,9 +167,12 @@ export function outboxQueries(schema: string) {
     get: { text: `SELECT * FROM ${t} WHERE id = $1` },
     // For one tenant: another tenant's message is not read at all (docs/security.md).
     getInTenant: { text: `SELECT * FROM ${t} WHERE id = $1 AND tenant_id = $2` },
+    // Newest first, walked in id order (by state, the state index) until the page is full; $6, a
+    // cursor, starts the walk below that id. Unnamed: planned with its filters in hand.
     list: {
       text: `SELECT * FROM ${t}
         WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR destination = $2) AND ($3::text IS NULL OR tenant_id = $3)
+          AND ($6::bigint IS NULL OR id < $6)
         ORDER BY id DESC LIMIT $4 OFFSET $5`,
     },
     // Any finished message may be published again (a consumer lost it); a pending one may not.
