@@ -2,8 +2,9 @@
 // server: every path below against a table with no history (a little live work and 300
 // finished jobs, the same in both) and against the same plus ten million finished rows (a
 // tenant besides 'default' in every tenth, a dead letter in every thousandth) written with
-// generate_series, after ANALYZE. Median of --requests requests per path, alternating the two
-// apps. Writes results/reads/reads-<date>.{json,md}.
+// generate_series, after ANALYZE. The full one also holds a history of --rows / 10 finished
+// workflow runs and as many published outbox messages, for their listings. Median of --requests
+// requests per path, alternating the two apps. Writes results/reads/reads-<date>.{json,md}.
 // Flags: --rows 10000000 --requests 30 --out results/reads
 
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -29,6 +30,10 @@ const ROWS = Number(flags.rows);
 const REQUESTS = Number(flags.requests);
 /** An id in the middle of the history, for keyset pages deep in it. */
 const MIDDLE = Math.max(1, Math.floor(ROWS / 2));
+/** Finished workflow runs and published outbox messages in the full database's history. */
+const SIDE_ROWS = Math.floor(ROWS / 10);
+/** An id in the middle of those. */
+const SIDE_MIDDLE = Math.max(1, Math.floor(SIDE_ROWS / 2));
 
 /** The paths measured: the scrapes, the console's polls and the listings. */
 const PATHS = [
@@ -63,7 +68,16 @@ const PATHS = [
   '/api/jobs?queue=rare&sort=attempt&order=asc',
   '/api/jobs?due=true',
   '/api/workflows/runs',
+  '/api/workflows/runs?name=wf',
+  '/api/workflows/runs?state=succeeded',
+  '/api/workflows/runs?state=running',
+  '/api/workflows/runs?tenantId=acme',
+  `/api/workflows/runs?cursor=${SIDE_MIDDLE}`,
   '/api/outbox/messages',
+  '/api/outbox/messages?state=published',
+  '/api/outbox/messages?state=pending',
+  '/api/outbox/messages?destination=hooks',
+  `/api/outbox/messages?cursor=${SIDE_MIDDLE}`,
 ];
 
 /** A request's time and status, and how many jobs (or items) a listing answered (null: not a listing). */
@@ -96,6 +110,24 @@ async function fill(url: string, rows: number): Promise<void> {
       );
       process.stderr.write(`filled ${Math.min(rows, from + step - 1)}\n`);
     }
+    // Finished runs (a tenant besides 'default' in every tenth, a cancelled one in every
+    // thousandth) and published messages (a dead letter in every thousandth), without jobs.
+    const side = Math.floor(rows / 10);
+    await pool.query(
+      `INSERT INTO baton.workflow_runs (name, tenant_id, state, finished_at)
+       SELECT 'wf', CASE WHEN g % 10 = 0 THEN 'acme' ELSE 'default' END,
+         CASE WHEN g % 1000 = 0 THEN 'cancelled' ELSE 'succeeded' END, now()
+       FROM generate_series(1, $1::int) g`,
+      [side],
+    );
+    await pool.query(
+      `INSERT INTO baton.outbox (destination, topic, message_key, max_attempts, state, finished_at, dead_letter_reason)
+       SELECT 'hooks', 't', 'h' || g, 5, CASE WHEN g % 1000 = 0 THEN 'dead_lettered' ELSE 'published' END, now(),
+         CASE WHEN g % 1000 = 0 THEN 'attempts_exhausted' END
+       FROM generate_series(1, $1::int) g`,
+      [side],
+    );
+    process.stderr.write(`filled ${side} runs and ${side} outbox messages\n`);
   } finally {
     await pool.end();
   }
@@ -117,6 +149,16 @@ async function recent(url: string): Promise<void> {
          CASE WHEN g % 3 = 2 THEN 'attempts_exhausted' END
        FROM generate_series(0, 299) g`,
     );
+    // And of runs and messages: 100 finished runs of a workflow 'wf' (every third of tenant
+    // acme), 100 published messages to 'hooks'.
+    await pool.query(
+      `INSERT INTO baton.workflow_runs (name, tenant_id, state, finished_at)
+       SELECT 'wf', CASE WHEN g % 3 = 0 THEN 'acme' ELSE 'default' END, 'succeeded', now() FROM generate_series(1, 100) g`,
+    );
+    await pool.query(
+      `INSERT INTO baton.outbox (destination, topic, message_key, max_attempts, state, finished_at)
+       SELECT 'hooks', 't', 'r' || g, 5, 'published', now() FROM generate_series(1, 100) g`,
+    );
   } finally {
     await pool.end();
   }
@@ -130,7 +172,14 @@ async function live(url: string): Promise<void> {
     await pool.query(`INSERT INTO baton.jobs (queue, job_type, attempt) SELECT 'rare', 'x', 1 FROM generate_series(1, 10)`);
     await pool.query(`INSERT INTO baton.finished_counts (queue, state, shard, n)
       SELECT queue, state, 0, count(*) FROM baton.jobs WHERE finished_at IS NOT NULL GROUP BY queue, state`);
+    // 100 live runs and 100 pending messages (a destination no relay serves here).
+    await pool.query(`INSERT INTO baton.workflow_runs (name, state) SELECT 'wf', 'running' FROM generate_series(1, 100)`);
+    await pool.query(
+      `INSERT INTO baton.outbox (destination, topic, message_key, max_attempts) SELECT 'hooks', 't', 'p' || g, 5 FROM generate_series(1, 100) g`,
+    );
     await pool.query('VACUUM ANALYZE baton.jobs');
+    await pool.query('VACUUM ANALYZE baton.workflow_runs');
+    await pool.query('VACUUM ANALYZE baton.outbox');
   } finally {
     await pool.end();
   }
