@@ -147,20 +147,24 @@ export function workflowRunQueries(schema: string) {
         FROM ${steps} s JOIN ${runs} r ON r.id = s.run_id AND r.tenant_id = $2
         WHERE s.run_id = $1::bigint ORDER BY s.seq, s.started_at`,
     },
-    // Newest first, walked in id order until the page is full (the primary key, the name's index
-    // or, by state, the state index of migration 0027): never a sort of every run. $6, a cursor,
-    // starts the walk below that id. The state filter $2 is the reader's state (runState) written
-    // on the stored one, so the planner counts it from the column's statistics: a stored state
-    // reads as itself unless the run is live and its job was dead-lettered or cancelled.
-    // Unnamed, so each listing is planned with its filters in hand (the constant conditions fold
-    // away). A tenant filter walks past other tenants' runs; a cancelled filter sorts the
-    // cancelled runs (a live run cancelled through its job may be older than a stored one).
+    // Newest first. $6, a cursor, starts below that id. The state filter $2 is the reader's state
+    // (runState) written on the stored one, so the planner counts it from the column's
+    // statistics: a stored state reads as itself unless the run is live and its job was
+    // dead-lettered or cancelled (no run is stored dead-lettered, so that branch folds away and
+    // the join becomes an inner one). Unnamed, so each listing is planned with its filters in
+    // hand and the constant conditions fold away. Without a state, or with a stored one
+    // (succeeded, running, sleeping, waiting), the runs are walked in id order until the page is
+    // full (the primary key, the name's index, or the state index of migration 0027); a tenant
+    // filter walks past other tenants' runs, and a live state past the live runs whose job ended
+    // them. dead_lettered and cancelled read every run in that state, through the jobs that were
+    // dead-lettered or cancelled, and sort them.
     list: {
       text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
         WHERE ($1::text IS NULL OR r.name = $1) AND ($3::text IS NULL OR r.tenant_id = $3)
           AND ($6::bigint IS NULL OR r.id < $6)
           AND ($2::text IS NULL
-            OR (r.state = $2 AND ($2 IN ('succeeded', 'cancelled') OR j.state IS NULL OR j.state NOT IN ('dead_lettered', 'cancelled')))
+            OR ($2 <> 'dead_lettered' AND r.state = $2
+              AND ($2 IN ('succeeded', 'cancelled') OR j.state IS NULL OR j.state NOT IN ('dead_lettered', 'cancelled')))
             OR ($2 IN ('dead_lettered', 'cancelled') AND r.state IN ('running', 'sleeping', 'waiting') AND j.state = $2))
         ORDER BY r.id DESC LIMIT $4 OFFSET $5`,
     },
