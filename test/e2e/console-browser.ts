@@ -11,7 +11,7 @@ import { type DaemonProcess, freePort, runBaton, waitExit, waitReady } from './d
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const hasChromium = existsSync(CHROMIUM);
-export const JSON_HEADERS = { 'content-type': 'application/json' };
+export { JSON_HEADERS } from '../helpers/http.ts';
 
 /** Says loudly that `file` is skipped when Chromium is missing (describe.skipIf does the skipping). */
 export function warnIfNoChromium(file: string): void {

@@ -5,23 +5,16 @@
 
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CONSOLE_HTML_PATH_DEFAULT } from '../../src/http/app.ts';
 import { JOB_SORT_WINDOW } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { type ApiHarness, errorCode, JSON_HEADERS, okJson, startApi } from './harness.ts';
+import { errorCode, JSON_HEADERS, okJson, useApi } from './harness.ts';
 
 const db = useTestDatabase();
-let api: ApiHarness;
-
-beforeAll(async () => {
-  api = await startApi(db);
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useApi(db);
 
 const state = async (id: string) => (await db.query('SELECT state FROM baton.jobs WHERE id = $1', [id])).rows[0]?.state;
 

@@ -1,20 +1,13 @@
 // Job dependencies over HTTP through the typed client: dependsOn in the body, the waiting state
 // on the wire and in the queue's depth and metrics, unknown parents a 400 that writes nothing.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { jobRow } from '../helpers/factory.ts';
-import { type ApiHarness, countJobs, errorCode, okJson, startApi } from './harness.ts';
+import { countJobs, errorCode, okJson, useApi } from './harness.ts';
 
 const db = useTestDatabase();
-let api: ApiHarness;
-
-beforeAll(async () => {
-  api = await startApi(db);
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useApi(db);
 
 describe('POST /api/jobs with dependsOn', () => {
   it('a dependent is waiting on the wire, in depth and in the metrics; cancelling its parent cancels it', async () => {

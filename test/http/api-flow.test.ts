@@ -2,20 +2,13 @@
 // lifting queue limits, key patterns and tenant weights (written to the tables the claim reads),
 // bad input refused whole, and the snapshot and metrics of per-tenant and per-key state.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { type ApiHarness, errorCode, JSON_HEADERS, okJson, startApi } from './harness.ts';
+import { errorCode, JSON_HEADERS, okJson, useApi } from './harness.ts';
 
 const db = useTestDatabase();
-let api: ApiHarness;
-
-beforeAll(async () => {
-  api = await startApi(db);
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useApi(db);
 
 describe('flow limits over HTTP', () => {
   it('sets and lifts a queue cap and rate limit; the queue is controlled exactly while it has one', async () => {

@@ -1,20 +1,13 @@
 // The job routes of the HTTP API through the typed client, against a real server
 // and the file's own database; assertions read the jobs table, not just responses.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob, jobRow } from '../helpers/factory.ts';
-import { type ApiHarness, countJobs, errorCode, okJson, startApi } from './harness.ts';
+import { countJobs, errorCode, okJson, useApi } from './harness.ts';
 
 const db = useTestDatabase();
-let api: ApiHarness;
-
-beforeAll(async () => {
-  api = await startApi(db);
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useApi(db);
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 describe('POST /api/jobs', () => {

@@ -13,17 +13,10 @@ import { type Baton, createBaton, type Logger, TerminalError } from '../../src/i
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { type ApiHarness, countJobs, errorCode, okJson, startApi } from './harness.ts';
+import { countJobs, errorCode, okJson, useApi } from './harness.ts';
 
 const db = useTestDatabase();
-let api: ApiHarness;
-
-beforeAll(async () => {
-  api = await startApi(db);
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useApi(db);
 
 const CONSOLE_DIR = path.dirname(CONSOLE_HTML_PATH_DEFAULT);
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;

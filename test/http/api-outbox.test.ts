@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PublishError, type PublishMessage } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { type ApiHarness, JSON_HEADERS, okJson, startApi } from './harness.ts';
+import { type ApiHarness, errorCode, JSON_HEADERS, okJson, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;
@@ -36,8 +36,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.close();
 });
-
-const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
 
 describe('/api/outbox', () => {
   it('lists, reads and replays messages; counts them; 404, 409 and 400 where due', async () => {

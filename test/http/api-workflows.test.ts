@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { type ApiHarness, JSON_HEADERS, okJson, startApi } from './harness.ts';
+import { type ApiHarness, errorCode, JSON_HEADERS, okJson, startApi } from './harness.ts';
 
 const db = useTestDatabase();
 let api: ApiHarness;
@@ -21,8 +21,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.close();
 });
-
-const errorCode = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
 
 describe('/api/workflows', () => {
   it('starts a run, shows it waiting, resumes it on an event and shows its steps', async () => {

@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type ServerType, serve } from '@hono/node-server';
 import type { ClientResponse, parseResponse } from 'hono/client';
-import { expect } from 'vitest';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { type BatonClient, createClient } from '../../src/client/index.ts';
 import type { ListenAddress } from '../../src/http/allowed-hosts.ts';
 import { type AppOptions, createApp } from '../../src/http/app.ts';
@@ -13,6 +13,9 @@ import { createMetrics, type Metrics } from '../../src/http/metrics.ts';
 import { createStatsHistory } from '../../src/http/stats-history.ts';
 import { type Baton, type BatonOptions, createBaton } from '../../src/index.ts';
 import type { TestDatabase } from '../helpers/db.ts';
+import { JSON_HEADERS } from '../helpers/http.ts';
+
+export { errorCode, JSON_HEADERS } from '../helpers/http.ts';
 
 export interface ApiHarness {
   baton: Baton;
@@ -74,6 +77,41 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
 }
 
 /** Counts rows of the jobs table, optionally filtered by a SQL condition on literal test data. */
+/**
+ * Registers a file's harness: started on `db` before the file's tests, closed after them. The
+ * object it returns forwards to that harness, so read it inside hooks and tests only.
+ */
+export function useApi(db: TestDatabase, opts: HarnessOptions = {}): ApiHarness {
+  let h: ApiHarness | undefined;
+  beforeAll(async () => {
+    h = await startApi(db, opts);
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+  const started = (): ApiHarness => {
+    if (!h) throw new Error('useApi: the harness exists inside hooks and tests only');
+    return h;
+  };
+  return {
+    get baton() {
+      return started().baton;
+    },
+    get metrics() {
+      return started().metrics;
+    },
+    get url() {
+      return started().url;
+    },
+    get client() {
+      return started().client;
+    },
+    raw: (path, init) => started().raw(path, init),
+    setStarted: (s) => started().setStarted(s),
+    close: () => started().close(),
+  };
+}
+
 export async function countJobs(db: TestDatabase, where = 'true', params: unknown[] = []): Promise<number> {
   const r = await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${db.schema}.jobs WHERE ${where}`, params);
   return Number(r.rows[0]!.n);
@@ -93,12 +131,6 @@ export async function okJson<R extends ClientResponse<any, any, any>>(res: R | P
     expect.fail(`expected ${status ?? 'a 2xx'}, got ${r.status}: ${(await r.text()).slice(0, 500)}`);
   }
   return (await r.json()) as OkBody<R>;
-}
-
-/** Reads a response's error body and returns its code (undefined if the body is not the error shape). */
-export async function errorCode(res: Response): Promise<string | undefined> {
-  const body = (await res.json().catch(() => undefined)) as { error?: { code?: string } } | undefined;
-  return body?.error?.code;
 }
 
 /** A request to the server at `url` with any Host header (fetch always sends the URL's own). */
@@ -121,7 +153,6 @@ export function requestWithHost(
   });
 }
 
-export const JSON_HEADERS = { 'content-type': 'application/json' };
 const STACK = /\bat .+:\d+:\d+|node_modules|\.ts:\d+/;
 
 /** The first field an INVALID_ARGUMENT error names. */

@@ -4,21 +4,20 @@
 // rows in id order instead of sorting every run: a page from the middle of 20,000 runs reads
 // about what it returns.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { workflowRunQueries } from '../../src/db/pg/queries/workflow-run.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { explainPrepared, type PlanNode, rowsVisited } from '../helpers/plan-node.ts';
-import { type ApiHarness, errorCode, startApi } from './harness.ts';
+import { errorCode, useApi } from './harness.ts';
 
 const db = useTestDatabase();
-let api: ApiHarness;
+const api = useApi(db);
 const RUNS = 20_000;
 const MESSAGES = 600;
 const PAGE = 37;
 
 beforeAll(async () => {
-  api = await startApi(db);
   // Rows written directly: the listings read the tables, whoever wrote them. A run without a
   // driving job reads as its own state.
   await db.query(
@@ -51,9 +50,6 @@ beforeAll(async () => {
   );
   await db.query('ANALYZE baton.workflow_runs');
   await db.query('ANALYZE baton.outbox');
-});
-afterAll(async () => {
-  await api?.close();
 });
 
 interface Page {
