@@ -197,8 +197,12 @@ export function outboxQueries(schema: string) {
       text: `SELECT
           (SELECT COALESCE(jsonb_agg(jsonb_build_object('destination', destination, 'state', state, 'n', n)
                     ORDER BY destination, state), '[]'::jsonb)
-             FROM (SELECT destination, state, count(*)::int AS n FROM ${t}
-                   WHERE $1::text IS NULL OR tenant_id = $1 GROUP BY destination, state) c) AS counts,
+             FROM (SELECT destination, state, sum(n)::int AS n FROM (
+                     SELECT destination, state, n FROM ${schema}.outbox_counts WHERE $1::text IS NULL OR tenant_id = $1
+                     UNION ALL
+                     SELECT destination, state, count(*) FROM ${t}
+                     WHERE state = 'pending' AND ($1::text IS NULL OR tenant_id = $1) GROUP BY destination, state
+                   ) u GROUP BY destination, state HAVING sum(n) <> 0) c) AS counts,
           (SELECT extract(epoch FROM now() - created_at)::float8 FROM ${t}
              WHERE state = 'pending' AND ($1::text IS NULL OR tenant_id = $1) ORDER BY id LIMIT 1) AS oldest`,
     },
