@@ -1,7 +1,8 @@
 // Checks (or, with --update, rewrites) the API report of each package entry, api/*.api.md,
 // with API Extractor reading the declarations in dist/ (`npm run api:check` builds them first).
 // Fails when a report differs from the committed one or an exported name has no doc comment.
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Extractor, ExtractorConfig, ExtractorLogLevel } from '@microsoft/api-extractor';
@@ -19,8 +20,10 @@ const ENTRIES = [
   { entry: 'baton-queue', dts: 'dist/index.d.ts', report: 'baton-queue.api.md', forgotten: true },
   { entry: 'baton-queue/client', dts: 'dist/client/index.d.ts', report: 'client.api.md', forgotten: false },
 ];
-// Not under dist/, which npm pack ships.
-const TEMP = path.join(ROOT, 'node_modules', '.cache', 'api-report');
+// A folder of this run's own: not under dist/, which npm pack ships, nor in node_modules, which
+// several checkouts may share (a worktree's symlink).
+const TEMP = mkdtempSync(path.join(os.tmpdir(), 'baton-api-report-'));
+process.on('exit', () => rmSync(TEMP, { recursive: true, force: true }));
 
 /** The exported names a report marks `(undocumented)`: a declaration with no doc comment. */
 function undocumentedExports(reportText) {
