@@ -168,18 +168,12 @@ export function workflowRunQueries(schema: string) {
             OR ($2 IN ('dead_lettered', 'cancelled') AND r.state IN ('running', 'sleeping', 'waiting') AND j.state = $2))
         ORDER BY r.id DESC LIMIT $4 OFFSET $5`,
     },
-    // Runs stored finished come from their counts (migration 0028), the live-stored ones are
-    // counted through the state index, each read as runState: as many rows as there is live work
-    // (and runs their driving job ended without finishing them), whatever the history.
+    // Reads every run: its cost grows with the runs kept (see migration 0028 for why finished
+    // runs are not counted as they finish).
     countByState: {
       name: `${schema}.wf_count_by_state`,
-      text: `SELECT name, state, sum(n)::int AS n FROM (
-          SELECT name, state, n FROM ${schema}.workflow_run_counts
-          UNION ALL
-          SELECT r.name, ${runState} AS state, count(*) AS n
-          FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
-          WHERE r.state IN ('running', 'sleeping', 'waiting') GROUP BY 1, 2
-        ) c GROUP BY 1, 2 HAVING sum(n) <> 0`,
+      text: `SELECT r.name, ${runState} AS state, count(*)::int AS n
+        FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id GROUP BY 1, 2`,
     },
   } as const;
 }
