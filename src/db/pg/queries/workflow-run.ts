@@ -156,8 +156,8 @@ export function workflowRunQueries(schema: string) {
     // (succeeded, running, sleeping, waiting), the runs are walked in id order until the page is
     // full (the primary key, the name's index, or the state index of migration 0027); a tenant
     // filter walks past other tenants' runs, and a live state past the live runs whose job ended
-    // them. dead_lettered and cancelled read every run in that state, through the jobs that were
-    // dead-lettered or cancelled, and sort them.
+    // them. dead_lettered and cancelled read every run in that state (the stored ones through the
+    // state index, the live ones through their dead-lettered or cancelled jobs) and sort them.
     list: {
       text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
         WHERE ($1::text IS NULL OR r.name = $1) AND ($3::text IS NULL OR r.tenant_id = $3)
