@@ -76,7 +76,6 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
   };
 }
 
-/** Counts rows of the jobs table, optionally filtered by a SQL condition on literal test data. */
 /**
  * Registers a file's harness: started on `db` before the file's tests, closed after them. The
  * object it returns forwards to that harness, so read it inside hooks and tests only.
@@ -112,6 +111,7 @@ export function useApi(db: TestDatabase, opts: HarnessOptions = {}): ApiHarness 
   };
 }
 
+/** Counts rows of the jobs table, optionally filtered by a SQL condition on literal test data. */
 export async function countJobs(db: TestDatabase, where = 'true', params: unknown[] = []): Promise<number> {
   const r = await db.query<{ n: string }>(`SELECT count(*)::text AS n FROM ${db.schema}.jobs WHERE ${where}`, params);
   return Number(r.rows[0]!.n);
