@@ -172,7 +172,7 @@ async function live(url: string): Promise<void> {
     await pool.query(`INSERT INTO baton.jobs (queue, job_type, attempt) SELECT 'rare', 'x', 1 FROM generate_series(1, 10)`);
     await pool.query(`INSERT INTO baton.finished_counts (queue, state, shard, n)
       SELECT queue, state, 0, count(*) FROM baton.jobs WHERE finished_at IS NOT NULL GROUP BY queue, state`);
-    // 100 live runs and 100 pending messages (a destination no relay serves here).
+    // 100 live runs and 100 pending messages (no relay runs in this bench).
     await pool.query(`INSERT INTO baton.workflow_runs (name, state) SELECT 'wf', 'running' FROM generate_series(1, 100)`);
     await pool.query(
       `INSERT INTO baton.outbox (destination, topic, message_key, max_attempts) SELECT 'hooks', 't', 'p' || g, 5 FROM generate_series(1, 100) g`,
@@ -264,7 +264,7 @@ async function main(): Promise<void> {
       `# Admin reads: no history vs ${ROWS.toLocaleString('en')} finished rows`,
       '',
       `Command: \`${report.command}\` (${report.startedAt}). Median of ${REQUESTS} in-process requests per path, after ANALYZE.`,
-      'Both databases hold the same live work (1,000 pending jobs, 10 in a queue `rare`) and the same 300 finished jobs (written first); "full" adds the history after them, so "empty" means no history, and a listing answers a page on both.',
+      `Both databases hold the same live work (1,000 pending jobs, 10 in a queue \`rare\`, 100 running workflow runs, 100 pending outbox messages) and the same 300 finished jobs, 100 finished runs and 100 published messages (written first); "full" adds the history after them (${ROWS.toLocaleString('en')} finished jobs, ${SIDE_ROWS.toLocaleString('en')} finished runs and as many published messages), so "empty" means no history, and a listing answers a page on both.`,
       `Machine: ${JSON.stringify(machine)}`,
       '',
       '| path | empty ms | full ms | full / empty | status (empty, full) | items answered (empty, full) |',
