@@ -166,7 +166,7 @@ const badCursor = (message: string): never => {
  * The cursor of a keyset-paged listing (jobs, workflow runs, outbox messages): the id of the
  * last item of an earlier page, which replaces the offset. Throws INVALID_ARGUMENT otherwise.
  */
-export function assertListCursor(cursor: unknown, offset: number): void {
+export function assertListCursor(cursor: unknown, offset: number): asserts cursor is string | undefined {
   if (cursor === undefined) return;
   if (typeof cursor !== 'string' || !isJobId(cursor)) badCursor('cursor must be a nextCursor of an earlier page');
   if (offset !== 0) badCursor('cursor and offset exclude each other: a cursor page starts right after its cursor');

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import type { NewJob } from '../driver/executor.ts';
 import { BatonError } from '../types/errors.ts';
-import { type JobSpec, ON_PARENT_FAILURE } from '../types/job.ts';
+import { ID_PATTERN, type JobSpec, ON_PARENT_FAILURE } from '../types/job.ts';
 import { nameSchema as name } from './config.ts';
 import type { TraceCarrier } from './tracing.ts';
 
@@ -38,7 +38,7 @@ export const CONCURRENCY_LIMIT_MAX = 1_000_000;
 /** Most parents one job may depend on. */
 export const DEPENDS_ON_MAX = 100;
 /** A job id as the API spells it: a positive decimal bigint. */
-export const jobIdSchema = z.string().regex(/^[1-9][0-9]{0,18}$/, 'must be a job id (a positive decimal integer)');
+export const jobIdSchema = z.string().regex(ID_PATTERN, 'must be a job id (a positive decimal integer)');
 const noNul = (s: string) => !s.includes('\u0000');
 
 /**

@@ -3,6 +3,7 @@
 
 import { z } from 'zod';
 import { nameSchema as engineNameSchema } from '../core/config.ts';
+import { ID_PATTERN } from '../types/job.ts';
 
 /**
  * Queue, job type and tenant names: the engine's rule (NAME_PATTERN: 1-128 of [A-Za-z0-9_.:-/],
@@ -38,7 +39,7 @@ export function instantParam(description: string) {
  */
 export const cursorParam = z
   .string()
-  .regex(/^[1-9][0-9]{0,18}$/, 'must be the nextCursor of an earlier page')
+  .regex(ID_PATTERN, 'must be the nextCursor of an earlier page')
   .optional()
   .meta({ description: 'the nextCursor of the previous page: the page continues right after it (not with offset)' });
 

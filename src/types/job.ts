@@ -19,9 +19,12 @@ export function isTerminalState(state: JobState): state is TerminalState {
 
 const INT8_MAX = 9223372036854775807n;
 
+/** The text of an id (a job's, a run's, a message's): a positive decimal integer of at most 19 digits. */
+export const ID_PATTERN = /^[1-9][0-9]{0,18}$/;
+
 /** True when `id` can name a job at all: a positive int8 written in decimal. */
 export function isJobId(id: string): boolean {
-  return /^[1-9][0-9]{0,18}$/.test(id) && BigInt(id) <= INT8_MAX;
+  return ID_PATTERN.test(id) && BigInt(id) <= INT8_MAX;
 }
 
 /**

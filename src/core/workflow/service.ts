@@ -241,10 +241,10 @@ export class Workflows implements WorkflowRunsApi {
       .strict()
       .safeParse(filter);
     if (!f.success) throw invalid('run filter', f.error);
-    const offset = f.data.offset ?? 0;
-    assertListCursor(f.data.cursor, offset);
-    const cursor = f.data.cursor as string | undefined;
-    return this.#d.store.workflowListRuns({ ...f.data, cursor, limit: f.data.limit ?? LIST_LIMIT_DEFAULT, offset });
+    const { cursor, ...rest } = f.data;
+    const offset = rest.offset ?? 0;
+    assertListCursor(cursor, offset);
+    return this.#d.store.workflowListRuns({ ...rest, cursor, limit: rest.limit ?? LIST_LIMIT_DEFAULT, offset });
   }
 
   /** Cancels a running, sleeping or waiting run and its pending driving job; an execution in progress stops at its next step. */
