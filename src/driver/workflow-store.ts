@@ -148,4 +148,6 @@ export interface WorkflowStore {
   workflowGetRun(p: { runId: string; tenantId?: string | undefined }): Promise<RunDetail | null>;
   workflowListRuns(p: ListRunsFilter & { limit: number; offset: number }): Promise<RunSummary[]>;
   workflowCountRunsByState(): Promise<Array<{ name: string; state: RunState; n: number }>>;
+  /** Folds the finished runs' count deltas into their counts (leader-only upkeep); answers how many it folded. */
+  workflowFoldRunCounts(): Promise<number>;
 }

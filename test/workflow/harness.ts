@@ -36,18 +36,28 @@ export async function jobOf(db: TestDatabase, runId: string): Promise<{ id: stri
 }
 
 /**
- * The finished-job counters (what queue counts read) agree with the rows: every statement
- * that cancels, replays or finishes a driving job keeps them.
+ * The finished-job counters (what queue counts read) and the finished-run counts (migration 0029,
+ * what the runs' scrape reads) agree with the rows: every statement that cancels, replays or
+ * finishes a driving job or a run keeps them.
  */
 export async function expectCountersMatchRows(db: TestDatabase): Promise<void> {
   // One statement, one snapshot: a driving job finishing between two reads would otherwise show
   // in one and not the other (its run reads succeeded before the completer writes the job).
-  const r = await db.query<{ counted: unknown; rows: unknown }>(
+  const r = await db.query<{ counted: unknown; rows: unknown; countedRuns: unknown; runs: unknown }>(
     `SELECT
       (SELECT COALESCE(json_agg(c ORDER BY c.queue, c.state), '[]') FROM (
         SELECT queue, state, sum(n)::int AS n FROM baton.finished_counts GROUP BY queue, state HAVING sum(n) <> 0) c) AS counted,
       (SELECT COALESCE(json_agg(j ORDER BY j.queue, j.state), '[]') FROM (
-        SELECT queue, state, count(*)::int AS n FROM baton.jobs WHERE finished_at IS NOT NULL GROUP BY queue, state) j) AS rows`,
+        SELECT queue, state, count(*)::int AS n FROM baton.jobs WHERE finished_at IS NOT NULL GROUP BY queue, state) j) AS rows,
+      (SELECT COALESCE(json_agg(c ORDER BY c.name, c.state), '[]') FROM (
+        SELECT name, state, sum(n)::int AS n FROM (
+          SELECT name, state, n FROM baton.workflow_run_counts
+          UNION ALL SELECT name, state, n FROM baton.workflow_run_count_deltas) x
+        GROUP BY name, state HAVING sum(n) <> 0) c) AS "countedRuns",
+      (SELECT COALESCE(json_agg(r ORDER BY r.name, r.state), '[]') FROM (
+        SELECT name, state, count(*)::int AS n FROM baton.workflow_runs WHERE state IN ('succeeded', 'cancelled')
+        GROUP BY name, state) r) AS runs`,
   );
   expect(r.rows[0]!.counted).toEqual(r.rows[0]!.rows);
+  expect(r.rows[0]!.countedRuns).toEqual(r.rows[0]!.runs);
 }

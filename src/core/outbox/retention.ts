@@ -3,6 +3,7 @@
 // delete is a leader-only write fenced by the lease's epoch, in batches with SKIP LOCKED.
 
 import type { OutboxStore } from '../../driver/outbox-store.ts';
+import { Periodic } from '../periodic.ts';
 import type { Service } from '../service.ts';
 import { OUTBOX_PURGE_BATCH_DEFAULT, type RelayConfig } from './config.ts';
 
@@ -18,38 +19,26 @@ export interface OutboxRetentionDeps {
 export class OutboxRetention implements Service {
   readonly name = 'outbox retention';
   readonly #d: OutboxRetentionDeps;
-  #timer: NodeJS.Timeout | null = null;
-  #running: Promise<void> | null = null;
-  #stopped = false;
+  readonly #periodic: Periodic;
 
   constructor(deps: OutboxRetentionDeps) {
     this.#d = deps;
+    this.#periodic = new Periodic(this.name, {
+      intervalMs: deps.config.retentionIntervalMs,
+      task: () => this.sweep(),
+      onError: deps.onError,
+    });
   }
 
   /** Sweeps at once, then every retentionIntervalMs; started again on each new leadership after a stop. */
   start(): void {
     const { retention } = this.#d.config;
-    if (this.#timer || (retention.publishedMs === null && retention.deadLetteredMs === null)) return;
-    this.#stopped = false;
-    this.#schedule(0);
+    if (retention.publishedMs === null && retention.deadLetteredMs === null) return;
+    this.#periodic.start();
   }
 
-  #schedule(ms: number): void {
-    this.#timer = setTimeout(() => {
-      this.#running = this.sweep()
-        .catch(this.#d.onError)
-        .finally(() => {
-          this.#running = null;
-          if (!this.#stopped) this.#schedule(this.#d.config.retentionIntervalMs);
-        });
-    }, ms);
-  }
-
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    await this.#running;
+  stop(): Promise<void> {
+    return this.#periodic.stop();
   }
 
   /** One batch per state, while this process leads; exposed for tests. */
@@ -61,7 +50,7 @@ export class OutboxRetention implements Service {
     ];
     for (const [state, olderThanMs] of ages) {
       const epoch = this.#d.leaderEpoch();
-      if (olderThanMs === null || epoch === null || this.#stopped) continue;
+      if (olderThanMs === null || epoch === null) continue;
       const count = await this.#d.store.outboxPurge({ state, olderThanMs, limit: OUTBOX_PURGE_BATCH_DEFAULT, epoch });
       if (count > 0) this.#d.onPurged(state, count);
     }

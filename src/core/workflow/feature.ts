@@ -1,10 +1,15 @@
 // Durable workflows as a feature of the engine: each defined workflow is a job type of the
-// engine's runner, and a run's driving job that dead-letters fails its run. No service of its
-// own: its executions run as jobs on the worker's claim loops.
+// engine's runner, and a run's driving job that dead-letters fails its run. Its executions run
+// as jobs on the worker's claim loops; its one service, on the leader, folds the finished runs'
+// count deltas into their counts (migration 0029), so a scrape reads few of them.
 
 import type { EngineContext, FeatureParts } from '../engine-context.ts';
 import { channelFor } from '../notifier.ts';
+import { Periodic } from '../periodic.ts';
 import { Workflows } from './service.ts';
+
+/** How often the leader folds the run count deltas: a scrape reads at most what finished since. */
+export const RUN_COUNT_FOLD_MS = 5_000;
 
 export function workflowsFeature(ctx: EngineContext): { workflows: Workflows; parts: FeatureParts } {
   const workflows = new Workflows({
@@ -18,5 +23,10 @@ export function workflowsFeature(ctx: EngineContext): { workflows: Workflows; pa
     channelOf: (q) => channelFor(ctx.config.schema, q),
   });
   ctx.events.on('deadLettered', (e) => workflows.jobDeadLettered(e.job));
-  return { workflows, parts: {} };
+  const fold = new Periodic('workflow run counts', {
+    intervalMs: RUN_COUNT_FOLD_MS,
+    task: () => ctx.deps.workflowStore.workflowFoldRunCounts(),
+    onError: ctx.onError('workflow run counts'),
+  });
+  return { workflows, parts: { leaderServices: [fold] } };
 }

@@ -156,4 +156,9 @@ export class PgWorkflowRuns {
   countByState() {
     return this.#run<{ name: string; state: RunState; n: number }>(this.#q.countByState, []);
   }
+
+  async foldCounts(): Promise<number> {
+    const [row] = await this.#run<{ n: number }>(this.#q.foldCounts, []);
+    return row?.n ?? 0;
+  }
 }

@@ -246,4 +246,8 @@ export class PgWorkflowStore implements WorkflowStore {
   workflowCountRunsByState() {
     return this.#runs.countByState();
   }
+
+  workflowFoldRunCounts(): Promise<number> {
+    return this.#runs.foldCounts();
+  }
 }

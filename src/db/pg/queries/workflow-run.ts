@@ -168,12 +168,32 @@ export function workflowRunQueries(schema: string) {
             OR ($2 IN ('dead_lettered', 'cancelled') AND r.state IN ('running', 'sleeping', 'waiting') AND j.state = $2))
         ORDER BY r.id DESC LIMIT $4 OFFSET $5`,
     },
-    // Reads every run: its cost grows with the runs kept (see migration 0028 for why finished
-    // runs are not counted as they finish).
+    // Finished runs from their counts (migration 0029: the folded counts plus the deltas not
+    // folded yet), live ones where they are, through the state index: a live run reads as its
+    // job's state once that job was dead-lettered or cancelled, which no write to the run marks.
     countByState: {
       name: `${schema}.wf_count_by_state`,
-      text: `SELECT r.name, ${runState} AS state, count(*)::int AS n
-        FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id GROUP BY 1, 2`,
+      text: `SELECT name, state, sum(n)::int AS n FROM (
+          SELECT name, state, n FROM ${schema}.workflow_run_counts
+          UNION ALL SELECT name, state, n FROM ${schema}.workflow_run_count_deltas
+          UNION ALL SELECT r.name, ${runState}, 1 FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
+            WHERE r.state IN ('running', 'sleeping', 'waiting')) x
+        GROUP BY 1, 2 HAVING sum(n) <> 0`,
+    },
+    // The deltas into the counts, in key order (two folds at once lock the counts in one order).
+    // A count a fold left at 0 is removed by the next one that does not touch it (a statement
+    // does not see its own upserts). Answers how many deltas it folded.
+    foldCounts: {
+      name: `${schema}.wf_fold_counts`,
+      text: `WITH moved AS (DELETE FROM ${schema}.workflow_run_count_deltas RETURNING name, state, n),
+        summed AS (SELECT name, state, sum(n) AS n FROM moved GROUP BY 1, 2 HAVING sum(n) <> 0),
+        folded AS (
+          INSERT INTO ${schema}.workflow_run_counts AS c (name, state, n) SELECT name, state, n FROM summed ORDER BY 1, 2
+          ON CONFLICT (name, state) DO UPDATE SET n = c.n + excluded.n),
+        emptied AS (
+          DELETE FROM ${schema}.workflow_run_counts c
+          WHERE c.n = 0 AND NOT EXISTS (SELECT 1 FROM summed s WHERE s.name = c.name AND s.state = c.state))
+        SELECT count(*)::int AS n FROM moved`,
     },
   } as const;
 }
