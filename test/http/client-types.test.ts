@@ -2,25 +2,16 @@
 // branch on `res.status` (401, 404, 409, ...) or `res.ok` and read the error body typed; the
 // type-level part fails `npm run typecheck`, the rest runs against a token-protected server.
 
-import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { ApiErrorCode, BatonClient } from '../../src/client/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { type ApiHarness, okJson, startApi } from './harness.ts';
+import { okJson, useApi } from './harness.ts';
 
 const db = useTestDatabase();
 const TOKEN = 'client-types-token';
-let api: ApiHarness;
-let authed: ApiHarness;
-
-beforeAll(async () => {
-  api = await startApi(db, { app: { apiToken: TOKEN } });
-  authed = await startApi(db, { app: { apiToken: TOKEN }, clientToken: TOKEN });
-});
-afterAll(async () => {
-  await authed?.close();
-  await api?.close();
-});
+const api = useApi(db, { app: { apiToken: TOKEN } });
+const authed = useApi(db, { app: { apiToken: TOKEN }, clientToken: TOKEN });
 
 type Answer<F extends (...args: never[]) => Promise<{ status: number }>> = Awaited<ReturnType<F>>;
 type Api = BatonClient['api'];

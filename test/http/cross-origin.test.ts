@@ -3,25 +3,17 @@
 // Each attack answers 4xx and the row it aimed at is unchanged; same-origin requests,
 // the typed client and the console's way of calling still work.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isAllowedHost, type ListenAddress, parseAllowedHosts, parseHost } from '../../src/http/allowed-hosts.ts';
 import { createApp } from '../../src/http/app.ts';
 import { isSameOrigin } from '../../src/http/same-origin.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { type ApiHarness, badInputHelpers, countJobs, JSON_HEADERS, requestWithHost, startApi } from './harness.ts';
+import { type ApiHarness, badInputHelpers, countJobs, JSON_HEADERS, requestWithHost, useApi } from './harness.ts';
 
 const db = useTestDatabase();
-let api: ApiHarness;
-let port: number;
-
-beforeAll(async () => {
-  api = await startApi(db);
-  port = Number(new URL(api.url).port);
-});
-afterAll(async () => {
-  await api?.close();
-});
+const api = useApi(db);
+const at = (h: ApiHarness) => Number(new URL(h.url).port);
 
 const { expectError } = badInputHelpers(db, () => api);
 const EVIL = { origin: 'http://evil.example', 'content-type': 'text/plain' };
@@ -29,7 +21,7 @@ const stateOf = async (id: string) =>
   (await db.query<{ state: string }>('SELECT state FROM baton.jobs WHERE id = $1', [id])).rows[0]!.state;
 
 /** A request to the server on port `to` with any Host header. */
-const withHost = (host: string, path: string, method = 'GET', headers: Record<string, string> = {}, to = port): Promise<Response> =>
+const withHost = (host: string, path: string, method = 'GET', headers: Record<string, string> = {}, to = at(api)): Promise<Response> =>
   requestWithHost(`http://127.0.0.1:${to}`, host, path, method, headers);
 
 describe('cross-origin simple requests (CSRF)', () => {
@@ -105,7 +97,7 @@ describe('cross-origin simple requests (CSRF)', () => {
     // The URL parser reads it as host 127.0.0.1 on this port; no browser sends one, so it is refused unread.
     const pending = await insertJob(db.pool, { jobType: 'userinfo' });
     const before = await countJobs(db);
-    for (const origin of [`http://evil.example@127.0.0.1:${port}`, `http://u:p@127.0.0.1:${port}`, `http://@127.0.0.1:${port}`]) {
+    for (const origin of [`http://evil.example@127.0.0.1:${at(api)}`, `http://u:p@127.0.0.1:${at(api)}`, `http://@127.0.0.1:${at(api)}`]) {
       const h = { ...JSON_HEADERS, origin };
       await expectError(
         await api.raw('/api/jobs', { method: 'POST', headers: h, body: '{"jobType":"userinfo"}' }),
@@ -164,7 +156,7 @@ describe('cross-origin simple requests (CSRF)', () => {
 describe('Host check (DNS rebinding)', () => {
   it('a foreign Host -> 421 HOST_NOT_ALLOWED on every route but the health checks, and changes nothing', async () => {
     const id = await insertJob(db.pool, { jobType: 'rebind' });
-    const host = `evil.example:${port}`;
+    const host = `evil.example:${at(api)}`;
     await expectError(await withHost(host, `/api/jobs/${id}/cancel`, 'POST', JSON_HEADERS), 421, 'HOST_NOT_ALLOWED');
     for (const path of ['/api/queues', `/api/jobs/${id}`, '/metrics', '/', '/console/main.js', '/api/nope']) {
       await expectError(await withHost(host, path), 421, 'HOST_NOT_ALLOWED');
@@ -175,23 +167,16 @@ describe('Host check (DNS rebinding)', () => {
   });
 
   it('bound to 127.0.0.1: its address and the loopback names on its port pass; other ports and addresses do not', async () => {
-    for (const ok of [`127.0.0.1:${port}`, `localhost:${port}`, `LocalHost:${port}`, `[::1]:${port}`]) {
+    for (const ok of [`127.0.0.1:${at(api)}`, `localhost:${at(api)}`, `LocalHost:${at(api)}`, `[::1]:${at(api)}`]) {
       expect((await withHost(ok, '/api/queues')).status, ok).toBe(200);
     }
-    for (const bad of [`localhost:${port + 1}`, 'localhost', `10.1.2.3:${port}`, `127.0.0.1.evil.example:${port}`]) {
+    for (const bad of [`localhost:${at(api) + 1}`, 'localhost', `10.1.2.3:${at(api)}`, `127.0.0.1.evil.example:${at(api)}`]) {
       await expectError(await withHost(bad, '/api/queues'), 421, 'HOST_NOT_ALLOWED');
     }
   });
 
   describe('with configured names', () => {
-    let named: ApiHarness;
-    beforeAll(async () => {
-      named = await startApi(db, { app: { allowedHosts: ['baton.internal', 'proxy.example:8443'] } });
-    });
-    afterAll(async () => {
-      await named?.close();
-    });
-    const at = (h: ApiHarness) => Number(new URL(h.url).port);
+    const named = useApi(db, { app: { allowedHosts: ['baton.internal', 'proxy.example:8443'] } });
 
     it('a name without a port passes on any port, one with a port only on it; loopback still passes', async () => {
       const send = async (host: string) => (await withHost(host, '/api/queues', 'GET', {}, at(named))).status;

@@ -4,23 +4,19 @@
 // shape, and no body may carry a stack trace or SQL text.
 
 import fc from 'fast-check';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { type ApiHarness, startApi } from './harness.ts';
+import { useApi } from './harness.ts';
 
 const db = useTestDatabase();
-let api: ApiHarness;
+const api = useApi(db, { app: { bodyLimitBytes: 64 * 1024 } });
 const knownIds: string[] = [];
 
 beforeAll(async () => {
-  api = await startApi(db, { app: { bodyLimitBytes: 64 * 1024 } });
   for (const state of ['pending', 'running', 'succeeded', 'dead_lettered', 'cancelled'] as const) {
     knownIds.push(await insertJob(db.pool, { state, jobType: 'fuzz', queue: 'fuzz' }));
   }
-});
-afterAll(async () => {
-  await api?.close();
 });
 
 /** Per property; total time stays well under a minute on a loaded 2-core machine. */

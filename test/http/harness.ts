@@ -7,6 +7,7 @@ import { type ServerType, serve } from '@hono/node-server';
 import type { ClientResponse, parseResponse } from 'hono/client';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { type BatonClient, createClient } from '../../src/client/index.ts';
+import { type ClosableApiKeys, openApiKeys } from '../../src/create-api-keys.ts';
 import type { ListenAddress } from '../../src/http/allowed-hosts.ts';
 import { type AppOptions, createApp } from '../../src/http/app.ts';
 import { createMetrics, type Metrics } from '../../src/http/metrics.ts';
@@ -24,6 +25,8 @@ export interface ApiHarness {
   client: BatonClient;
   /** A plain fetch against the server, for requests the typed client cannot express. */
   raw(path: string, init?: RequestInit): Promise<Response>;
+  /** The key store the app checks, when the harness was started withApiKeys. */
+  apiKeys: ClosableApiKeys | undefined;
   /** Marks the engine as started for /readyz. */
   setStarted(started: boolean): void;
   close(): Promise<void>;
@@ -34,6 +37,8 @@ export interface HarnessOptions {
   baton?: Partial<BatonOptions>;
   /** Token the typed client sends. */
   clientToken?: string;
+  /** Opens a key store on the database for the app (closed with the harness). */
+  withApiKeys?: boolean;
 }
 
 export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Promise<ApiHarness> {
@@ -44,7 +49,15 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
   let listening: ListenAddress | undefined;
   // Told where it listens like the daemon's app is; a test may override it.
   const statsHistory = createStatsHistory(baton, { intervalMs: 250 });
-  const app = createApp(baton, { listenOn: () => listening, ...opts.app, metrics, statsHistory, isStarted: () => started });
+  const apiKeys = opts.withApiKeys ? openApiKeys({ pool: db.pool, schema: db.schema }) : undefined;
+  const app = createApp(baton, {
+    listenOn: () => listening,
+    ...(apiKeys ? { apiKeys } : {}),
+    ...opts.app,
+    metrics,
+    statsHistory,
+    isStarted: () => started,
+  });
   const server: ServerType = await new Promise((resolve) => {
     const s = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' }, () => resolve(s));
   });
@@ -61,6 +74,7 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
     url,
     client: createClient(url, opts.clientToken === undefined ? {} : { token: opts.clientToken }),
     raw: (path, init) => fetch(`${url}${path}`, init),
+    apiKeys,
     setStarted: (s) => {
       started = s;
     },
@@ -71,6 +85,7 @@ export async function startApi(db: TestDatabase, opts: HarnessOptions = {}): Pro
       });
       metrics.close();
       statsHistory.close();
+      await apiKeys?.close();
       await baton.stop({ drainMs: 1_000 });
     },
   };
@@ -104,6 +119,9 @@ export function useApi(db: TestDatabase, opts: HarnessOptions = {}): ApiHarness 
     },
     get client() {
       return started().client;
+    },
+    get apiKeys() {
+      return started().apiKeys;
     },
     raw: (path, init) => started().raw(path, init),
     setStarted: (s) => started().setStarted(s),

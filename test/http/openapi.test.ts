@@ -7,7 +7,6 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ClosableApiKeys, openApiKeys } from '../../src/create-api-keys.ts';
 import { createApp } from '../../src/http/app.ts';
 import { type JsonObject, openApiPath } from '../../src/http/openapi.ts';
 import { apiDocument, RESOURCES } from '../../src/http/openapi-routes.ts';
@@ -16,17 +15,16 @@ import { type Baton, createBaton, TerminalError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { insertJob, insertWorker } from '../helpers/factory.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { type ApiHarness, JSON_HEADERS, requestWithHost, startApi } from './harness.ts';
+import { JSON_HEADERS, requestWithHost, useApi } from './harness.ts';
 
 const db = useTestDatabase();
 const TOKEN = 'openapi-test-token';
-let api: ApiHarness;
+const api = useApi(db);
 /** The same API with a token required. */
-let guarded: ApiHarness;
-let worker: Baton;
+const guarded = useApi(db, { app: { apiToken: TOKEN } });
 /** The same API with API keys. */
-let keyed: ApiHarness;
-let apiKeys: ClosableApiKeys;
+const keyed = useApi(db, { withApiKeys: true });
+let worker: Baton;
 type Doc = { paths: Record<string, Record<string, JsonObject>> };
 /** The served documents, every $ref resolved: `api`'s, and `guarded`'s (which says where the token is needed). */
 let resolved: Doc;
@@ -112,10 +110,6 @@ const post = (path: string, body?: unknown, headers: Record<string, string> = JS
   api.raw(path, { method: 'POST', headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
 
 beforeAll(async () => {
-  api = await startApi(db);
-  guarded = await startApi(db, { app: { apiToken: TOKEN } });
-  apiKeys = openApiKeys({ pool: db.pool, schema: db.schema });
-  keyed = await startApi(db, { app: { apiKeys } });
   worker = createBaton({
     connectionString: db.url,
     poolSize: 2,
@@ -134,10 +128,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await worker?.stop();
-  await keyed?.close();
-  await apiKeys?.close();
-  await guarded?.close();
-  await api?.close();
 });
 
 describe('the document', () => {

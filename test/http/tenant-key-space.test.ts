@@ -2,30 +2,23 @@
 // `<tenant>#<key>`), so a tenant's jobs can neither count against nor exhaust a cap or rate
 // limit that another tenant's jobs use; an admin's keys stay as given (fleet-wide).
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ClosableApiKeys, openApiKeys } from '../../src/create-api-keys.ts';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { type Baton, createBaton, tenantConcurrencyKey } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { deferred, waitFor } from '../helpers/wait.ts';
-import { type ApiHarness, JSON_HEADERS, startApi } from './harness.ts';
+import { JSON_HEADERS, useApi } from './harness.ts';
 
 const db = useTestDatabase();
-let api: ApiHarness;
-let keys: ClosableApiKeys;
+const api = useApi(db, { withApiKeys: true, baton: { queues: {} } });
 let acme: string;
 let globex: string;
 let admin: string;
 
 beforeAll(async () => {
-  keys = openApiKeys({ pool: db.pool, schema: db.schema });
-  api = await startApi(db, { app: { apiKeys: keys }, baton: { queues: {} } });
+  const keys = api.apiKeys!;
   acme = (await keys.create({ tenantId: 'acme' })).token;
   globex = (await keys.create({ tenantId: 'globex' })).token;
   admin = (await keys.create({ role: 'admin' })).token;
-});
-afterAll(async () => {
-  await api?.close();
-  await keys?.close();
 });
 
 const post = async (token: string, path: string, body: unknown) => {
