@@ -20,7 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { createBaton } from '../src/index.ts';
-import { peakRunning, peakStartsPerWindow, readRuns, utilisation } from '../test/flow/execution-log.ts';
+import { peakRunning, peakStartsPerWindow, readRuns, utilisation } from '../test/flow-control/execution-log.ts';
 import { machineRecord } from './machine.ts';
 import { openServer, type PgServer } from './server.ts';
 import { type Distribution, distribution, nowMs } from './stats.ts';
@@ -40,7 +40,7 @@ const BACKLOG = Number(flags.backlog);
 const PARTS = flags.parts.split(',');
 /** A capped job's length: a call to a vendor, say. The claim's round trips come on top of it. */
 const CAP_JOB_MS = 100;
-const WORKER_TS = new URL('../test/flow/flow-worker.ts', import.meta.url).pathname;
+const WORKER_TS = new URL('../test/flow-control/flow-control-worker.ts', import.meta.url).pathname;
 
 type Fairness = 'none' | 'tenant';
 

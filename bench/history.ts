@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { flowQueries } from '../src/db/pg/queries/flow.ts';
+import { flowQueries } from '../src/db/pg/queries/flow-control.ts';
 import { createApp } from '../src/http/app.ts';
 import { createMetrics } from '../src/http/metrics.ts';
 import { type Baton, createBaton } from '../src/index.ts';

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { migrate } from '../src/db/migrate.ts';
-import { flowQueries } from '../src/db/pg/queries/flow.ts';
+import { flowQueries } from '../src/db/pg/queries/flow-control.ts';
 import { jobQueries } from '../src/db/pg/queries/job.ts';
 import { quoteSchema } from '../src/driver/schema-name.ts';
 import { machineRecord } from './machine.ts';

@@ -36,8 +36,8 @@ export type { CronApi } from './core/cron/api.ts';
 export type { FireInstant } from './core/cron/expression.ts';
 export type { CronCounters } from './core/cron/service.ts';
 export type { EngineEvents } from './core/events.ts';
-export type { Fairness } from './core/flow.ts';
-export type { FlowAdminApi, FlowKeyState, FlowLimits, FlowQueueState, FlowSnapshot, RateLimit } from './core/flow-admin.ts';
+export type { Fairness } from './core/flow-control.ts';
+export type { FlowAdminApi, FlowKeyState, FlowLimits, FlowQueueState, FlowSnapshot, RateLimit } from './core/flow-control-admin.ts';
 export type { Handler, HandlerMap, JobContext } from './core/handler.ts';
 export {
   CONCURRENCY_KEY_MAX_CHARS,

@@ -8,7 +8,7 @@ import type { DatabaseHealth, WorkerInfo } from '../types/admin.ts';
 import { BatonError } from '../types/errors.ts';
 import { isJobId, JOB_STATES, type Job, type JobState, type JobSummary } from '../types/job.ts';
 import { checkSortAndTimes, isWindowedListing, type JobSortKey, pagesByCursor, type SortOrder } from '../types/job-sort.ts';
-import { type FlowAdminApi, flowAdmin } from './flow-admin.ts';
+import { type FlowAdminApi, flowAdmin } from './flow-control-admin.ts';
 import {
   type BulkAction,
   type BulkItemResult,

@@ -11,7 +11,7 @@ import type { Clock } from './clock.ts';
 import type { EngineConfig } from './config.ts';
 import type { ClaimOutcome, QueueDispatcher } from './dispatcher.ts';
 import type { EngineEventEmitter } from './events.ts';
-import type { FlowState } from './flow.ts';
+import type { FlowState } from './flow-control.ts';
 import { type RunnerDeps, runJob } from './job-runner.ts';
 import type { InFlight, LeaseTable } from './lease-table.ts';
 import type { Logger } from './logger.ts';

@@ -6,11 +6,11 @@
 import { z } from 'zod';
 import type { Executor } from '../driver/executor.ts';
 import { BatonError } from '../types/errors.ts';
-import type { FlowLimits, FlowSnapshot } from '../types/flow.ts';
+import type { FlowLimits, FlowSnapshot } from '../types/flow-control.ts';
 import { nameSchema } from './config.ts';
 import { CONCURRENCY_KEY_MAX_CHARS, CONCURRENCY_LIMIT_MAX } from './job-spec.ts';
 
-export type { FlowKeyState, FlowLimits, FlowQueueState, FlowSnapshot, RateLimit } from '../types/flow.ts';
+export type { FlowKeyState, FlowLimits, FlowQueueState, FlowSnapshot, RateLimit } from '../types/flow-control.ts';
 
 export const RATE_PERIOD_MS_MAX = 24 * 3600 * 1000;
 export const TENANT_WEIGHT_MAX = 1_000;

@@ -14,7 +14,7 @@ import { type EngineConfig, fairnessOf } from './config.ts';
 import { QueueDispatcher } from './dispatcher.ts';
 import type { EngineDeps } from './engine-context.ts';
 import type { EngineEventEmitter } from './events.ts';
-import { FlowState } from './flow.ts';
+import { FlowState } from './flow-control.ts';
 import type { HandlerMap } from './handler.ts';
 import { Heartbeater } from './heartbeater.ts';
 import type { RunnerDeps } from './job-runner.ts';

@@ -3,7 +3,7 @@
 // @internal — not a public API.
 
 import type { DatabaseHealth, WorkerInfo } from '../types/admin.ts';
-import type { FlowLimits, FlowSnapshot } from '../types/flow.ts';
+import type { FlowLimits, FlowSnapshot } from '../types/flow-control.ts';
 import type { AttemptError, InsertedJob, Job, JobState, JobSummary, LeasedJob, OnParentFailure, TerminalState } from '../types/job.ts';
 import type { JobSortKey, SortOrder } from '../types/job-sort.ts';
 import type { PausedQueue, StatsRow } from '../types/queue.ts';

@@ -14,7 +14,7 @@ import { authenticate, TOKEN_GUARDED_PATHS } from './auth.ts';
 import { type AppEnv, silentLogger } from './context.ts';
 import { cronRoutes } from './cron/routes.ts';
 import { ApiError, errorResponse, handleError, handleNotFound } from './errors.ts';
-import { flowRoutes } from './flow/routes.ts';
+import { flowRoutes } from './flow-control/routes.ts';
 import { jobRoutes } from './jobs/routes.ts';
 import { MAX_JSON_DEPTH_DEFAULT } from './json-body.ts';
 import { keyRoutes } from './keys/routes.ts';

@@ -5,7 +5,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { Baton, EngineEvents } from '../index.ts';
 import type { AuthFailureReason } from './auth.ts';
-import { registerFlowMetrics } from './flow/metrics.ts';
+import { registerFlowMetrics } from './flow-control/metrics.ts';
 import { registerAuthMetrics } from './metrics-auth.ts';
 import { registerDatabaseMetrics } from './metrics-db.ts';
 import { registerOutboxMetrics } from './outbox/metrics.ts';

@@ -7,7 +7,7 @@ import { HOST_CHECK_EXEMPT_PATHS } from './allowed-hosts.ts';
 import { isTokenGuarded } from './auth.ts';
 import { CRON_API } from './cron/routes.ts';
 import type { ApiErrorCode } from './errors.ts';
-import { FLOW_API } from './flow/routes.ts';
+import { FLOW_API } from './flow-control/routes.ts';
 import { JOB_API } from './jobs/routes.ts';
 import { KEY_API } from './keys/routes.ts';
 import { type JsonObject, type OperationDoc, openApiDocument } from './openapi.ts';

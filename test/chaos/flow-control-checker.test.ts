@@ -3,7 +3,7 @@
 // lease has expired, not when its handler ends.
 
 import { describe, expect, it } from 'vitest';
-import { checkFlow, type FlowLimits } from './flow-checker.ts';
+import { checkFlow, type FlowLimits } from './flow-control-checker.ts';
 import type { ExecRecord, HistoryRecord, WriteRecord } from './history.ts';
 
 const T = 1_000_000;

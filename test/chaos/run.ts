@@ -34,7 +34,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { BatonError, createBaton } from '../../src/index.ts';
 import { type CheckResult, checkHistory, formatResult, readFinalJobs } from './checker.ts';
 import { type CronRunResult, runCronScenario } from './cron.ts';
-import { checkFlow, type FlowLimits } from './flow-checker.ts';
+import { checkFlow, type FlowLimits } from './flow-control-checker.ts';
 import { Harness } from './harness.ts';
 import { errorRecord, readHistory } from './history.ts';
 import { type LeaderRunResult, runLeaderScenario } from './leader.ts';

@@ -8,9 +8,9 @@ import pg from 'pg';
 import { CANCEL_REQUESTED, TOKEN_FENCE } from '../../src/db/pg/queries/job.ts';
 import type { JobContext } from '../../src/index.ts';
 import { createBaton, JobCancelledError } from '../../src/index.ts';
-import { CHAOS_FLOW, chaosFlow } from './chaos-flow.ts';
 import { errorRecord, HistoryLog, type WriteRecord } from './history.ts';
 import { leaderKind, leaderRecord } from './leader-recorder.ts';
+import { CHAOS_WORKFLOW, chaosWorkflow } from './workflow-definition.ts';
 import { writeKind, writeRecords } from './write-recorder.ts';
 
 /** Environment the runner passes. */
@@ -307,8 +307,8 @@ const makeBaton = () => {
   });
   // The workflow scenario's workflow (workflow.ts); idle in the others.
   b.workflow(
-    CHAOS_FLOW,
-    chaosFlow(workerId, (r) => log.append(r)),
+    CHAOS_WORKFLOW,
+    chaosWorkflow(workerId, (r) => log.append(r)),
     { queue: 'chaos', maxAttempts: 100 },
   );
   // Every background error, for the checker's count of errors with no fault active.

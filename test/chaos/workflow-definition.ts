@@ -4,13 +4,13 @@
 import type { WorkflowFn } from '../../src/index.ts';
 import type { EffectRecord } from './history.ts';
 
-export const CHAOS_FLOW = 'chaos-flow';
-export const CHAOS_FLOW_STEPS = ['reserve', 'charge', 'ship', 'notify'];
+export const CHAOS_WORKFLOW = 'chaos-workflow';
+export const CHAOS_WORKFLOW_STEPS = ['reserve', 'charge', 'ship', 'notify'];
 
-export function chaosFlow(worker: string, record: (r: EffectRecord) => void): WorkflowFn<{ ms: number }> {
+export function chaosWorkflow(worker: string, record: (r: EffectRecord) => void): WorkflowFn<{ ms: number }> {
   return async (ctx) => {
     const out: unknown[] = [];
-    for (const key of CHAOS_FLOW_STEPS) {
+    for (const key of CHAOS_WORKFLOW_STEPS) {
       out.push(
         await ctx.step(key, async (step) => {
           const base = { type: 'wf-effect', runId: ctx.runId, key, token: ctx.token, worker } as const;

@@ -1,4 +1,4 @@
-// The workflow chaos scenario: runs of a four-step workflow (chaos-flow.ts) on the suite's real
+// The workflow chaos scenario: runs of a four-step workflow (workflow-definition.ts) on the suite's real
 // worker processes while workers are killed (kill -9), paused past their lease (SIGSTOP) and
 // PostgreSQL restarts mid-run. workflow-checker.ts then proves from the runs table and the
 // history that every run completed, no run was lost, a committed step's side effect ran once
@@ -8,10 +8,10 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createBaton } from '../../src/index.ts';
-import { CHAOS_FLOW, CHAOS_FLOW_STEPS, chaosFlow } from './chaos-flow.ts';
 import { Harness } from './harness.ts';
 import { readHistory } from './history.ts';
 import { type CheckedRun, checkWorkflows, type WorkflowCheck } from './workflow-checker.ts';
+import { CHAOS_WORKFLOW, CHAOS_WORKFLOW_STEPS, chaosWorkflow } from './workflow-definition.ts';
 
 const RUNS = 48;
 const STEP_MS = 800;
@@ -31,7 +31,7 @@ export interface WorkflowRunResult {
 
 export async function runWorkflowScenario(o: { seed: number; useNetns: boolean }): Promise<WorkflowRunResult> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `baton-chaos-workflow-${o.seed}-`));
-  console.log(`\n=== chaos workflow: ${RUNS} runs of ${CHAOS_FLOW_STEPS.length} steps, faults ${FAULTS.join(', ')}; history=${dir}`);
+  console.log(`\n=== chaos workflow: ${RUNS} runs of ${CHAOS_WORKFLOW_STEPS.length} steps, faults ${FAULTS.join(', ')}; history=${dir}`);
   const h = new Harness({ dir, seed: o.seed, workers: 3, concurrency: 4, leaseMs: LEASE_MS, useNetns: o.useNetns });
   const violations: string[] = [];
   try {
@@ -40,14 +40,14 @@ export async function runWorkflowScenario(o: { seed: number; useNetns: boolean }
     // A producer only: it defines the workflow to start runs of it, and never runs one.
     const producer = createBaton({ connectionString: h.cluster.url(), poolSize: 2 });
     producer.workflow(
-      CHAOS_FLOW,
-      chaosFlow('producer', () => undefined),
+      CHAOS_WORKFLOW,
+      chaosWorkflow('producer', () => undefined),
       { queue: 'chaos', maxAttempts: 100 },
     );
     try {
       const started: string[] = [];
       for (let i = 0; i < RUNS; i++) {
-        const { run } = await producer.startWorkflow(CHAOS_FLOW, { ms: STEP_MS }, { idempotencyKey: `chaos-${i}` });
+        const { run } = await producer.startWorkflow(CHAOS_WORKFLOW, { ms: STEP_MS }, { idempotencyKey: `chaos-${i}` });
         started.push(run.id);
       }
       const t0 = Date.now();
@@ -69,7 +69,7 @@ export async function runWorkflowScenario(o: { seed: number; useNetns: boolean }
       }
       const check = checkWorkflows({
         started,
-        stepKeys: CHAOS_FLOW_STEPS,
+        stepKeys: CHAOS_WORKFLOW_STEPS,
         runs: await runs(h),
         history: readHistory(...h.logPaths),
         leaseMs: LEASE_MS,

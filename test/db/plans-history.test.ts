@@ -8,7 +8,7 @@
 // Read from EXPLAIN ANALYZE: the scans of jobs and the rows they visited.
 
 import { beforeAll, describe, expect, it } from 'vitest';
-import { flowQueries } from '../../src/db/pg/queries/flow.ts';
+import { flowQueries } from '../../src/db/pg/queries/flow-control.ts';
 import { healthQueries } from '../../src/db/pg/queries/health.ts';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { ID_RANGE_OPEN, jobListQueries } from '../../src/db/pg/queries/job-list.ts';

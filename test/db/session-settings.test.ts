@@ -9,7 +9,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPool } from '../../src/db/pg/open-pool.ts';
-import { flowQueries } from '../../src/db/pg/queries/flow.ts';
+import { flowQueries } from '../../src/db/pg/queries/flow-control.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 

@@ -15,7 +15,7 @@ import { waitFor } from '../helpers/wait.ts';
 import { peakRunning, peakStartsPerWindow, readRuns } from './execution-log.ts';
 
 const db = useTestDatabase();
-const WORKER_TS = new URL('./flow-worker.ts', import.meta.url).pathname;
+const WORKER_TS = new URL('./flow-control-worker.ts', import.meta.url).pathname;
 const now = () => performance.timeOrigin + performance.now();
 
 interface Fleet {

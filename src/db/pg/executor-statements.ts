@@ -3,7 +3,7 @@
 
 import type { PgPoolLike } from './pool.ts';
 import { type DependencyQueries, dependencyQueries } from './queries/dependency.ts';
-import { type FlowQueries, flowQueries } from './queries/flow.ts';
+import { type FlowQueries, flowQueries } from './queries/flow-control.ts';
 import { type HealthQueries, healthQueries } from './queries/health.ts';
 import { type JobQueries, jobQueries } from './queries/job.ts';
 import { type JobListQueries, jobListQueries } from './queries/job-list.ts';

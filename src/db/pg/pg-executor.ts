@@ -20,7 +20,7 @@ import type {
   WorkerRow,
 } from '../../driver/executor.ts';
 import type { DatabaseHealth } from '../../types/admin.ts';
-import type { FlowLimits, FlowSnapshot } from '../../types/flow.ts';
+import type { FlowLimits, FlowSnapshot } from '../../types/flow-control.ts';
 import type { InsertedJob, JobState, LeasedJob } from '../../types/job.ts';
 import type { PausedQueue, StatsRow } from '../../types/queue.ts';
 import { type ExecutorStatements, executorStatements } from './executor-statements.ts';
@@ -29,7 +29,7 @@ import * as admin from './job-admin.ts';
 import * as insert from './job-insert.ts';
 import * as lease from './job-lease.ts';
 import * as listing from './job-list.ts';
-import { PgFlow } from './pg-flow.ts';
+import { PgFlow } from './pg-flow-control.ts';
 import type { PgPoolLike } from './pool.ts';
 import { RecordedBlocks } from './recorded-blocks.ts';
 import * as workers from './workers.ts';

@@ -5,12 +5,12 @@
 // queries/flow-claim.ts).
 
 import type { FlowClaimParams, FlowClaimResult } from '../../driver/executor.ts';
-import type { FlowLimits, FlowSnapshot } from '../../types/flow.ts';
+import type { FlowLimits, FlowSnapshot } from '../../types/flow-control.ts';
 import { type ClaimRow, claimJobs } from './claim.ts';
 import { translatePgError } from './errors.ts';
 import { checkOut, type PgPoolLike, type QueryConfigLike } from './pool.ts';
-import type { FlowQueries } from './queries/flow.ts';
-import { FLOW_KEYS_PER_CLAIM, FLOW_LOCK_WAIT_MS } from './queries/flow-claim.ts';
+import type { FlowQueries } from './queries/flow-control.ts';
+import { FLOW_KEYS_PER_CLAIM, FLOW_LOCK_WAIT_MS } from './queries/flow-control-claim.ts';
 import { queryRows } from './query-rows.ts';
 
 /** The answer of a claim that took jobs in claim order (one tenant): no slice bound it. */

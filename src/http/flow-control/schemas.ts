@@ -4,7 +4,7 @@
 
 import { z } from 'zod';
 import { nameSchema } from '../../core/config.ts';
-import { flowLimitsSchema, keyPatternSchema, rateLimitSchema, tenantWeightSchema } from '../../core/flow-admin.ts';
+import { flowLimitsSchema, keyPatternSchema, rateLimitSchema, tenantWeightSchema } from '../../core/flow-control-admin.ts';
 
 export const flowLimitsBodySchema = flowLimitsSchema.meta({
   description: 'both fields required; null lifts that limit. A rate limit allows `limit` starts per `periodMs` (a burst of up to `limit`)',

@@ -1,7 +1,7 @@
 // Flow control's admin statements (migration 0015): limits and weights written whole (a PUT), and
 // the snapshot the console and metrics read, whose counts read only the pending and live jobs.
 
-import { keyLimit, LIVE, refill } from './flow-fragments.ts';
+import { keyLimit, LIVE, refill } from './flow-control-fragments.ts';
 
 export function flowAdminQueries(schema: string) {
   const jobs = `${schema}.jobs`;

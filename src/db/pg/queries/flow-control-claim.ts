@@ -8,7 +8,7 @@
 // released or reaped leaves the count by leaving its live state: nothing to decrement, nothing
 // that drifts, and a dead worker's slots come back with its leases.
 
-import { cursorColumns, distinctFrom, fairPick, keyLimit, LIVE, refill } from './flow-fragments.ts';
+import { cursorColumns, distinctFrom, fairPick, keyLimit, LIVE, refill } from './flow-control-fragments.ts';
 import { bySize, claimLimit, claimUpdateSql, fifoClaimSql } from './job-fragments.ts';
 
 /** How long a controlled claim waits for a queue's or key's lock before trying again later. */

@@ -2,8 +2,8 @@
 // (flow-claim.ts) and the admin writes and snapshot (flow-admin.ts), merged by disjoint.ts.
 
 import { disjoint } from './disjoint.ts';
-import { flowAdminQueries } from './flow-admin.ts';
-import { flowClaimQueries } from './flow-claim.ts';
+import { flowAdminQueries } from './flow-control-admin.ts';
+import { flowClaimQueries } from './flow-control-claim.ts';
 
 export function flowQueries(schema: string) {
   return disjoint(flowClaimQueries(schema), flowAdminQueries(schema));
