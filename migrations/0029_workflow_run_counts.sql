@@ -35,7 +35,8 @@ LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
   IF TG_OP = 'TRUNCATE' THEN
     -- Not a DELETE: under REPEATABLE READ that would keep counts committed after the snapshot.
-    TRUNCATE workflow_run_counts, workflow_run_count_deltas;
+    -- The deltas first, as the fold locks them.
+    TRUNCATE workflow_run_count_deltas, workflow_run_counts;
     RETURN NULL;
   END IF;
   IF TG_OP <> 'INSERT' THEN

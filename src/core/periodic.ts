@@ -7,6 +7,7 @@ import type { Service } from './service.ts';
 export interface PeriodicOptions {
   intervalMs: number;
   task: () => Promise<unknown>;
+  /** Must not throw: the loop has no one else to tell. */
   onError: (err: unknown) => void;
 }
 
@@ -35,14 +36,20 @@ export class Periodic implements Service {
   #schedule(ms: number): void {
     this.#timer = setTimeout(() => {
       this.#timer = null;
-      this.#running = this.#o
-        .task()
-        .then(() => undefined, this.#o.onError)
-        .finally(() => {
-          this.#running = null;
-          if (!this.#stopped) this.#schedule(this.#o.intervalMs);
-        });
+      this.#running = this.#runOnce().finally(() => {
+        this.#running = null;
+        if (!this.#stopped) this.#schedule(this.#o.intervalMs);
+      });
     }, ms);
+  }
+
+  /** One run; a task that throws, even before it returns its promise, goes to onError. */
+  async #runOnce(): Promise<void> {
+    try {
+      await this.#o.task();
+    } catch (err) {
+      this.#o.onError(err);
+    }
   }
 
   async stop(): Promise<void> {

@@ -20,6 +20,8 @@ export class OutboxRetention implements Service {
   readonly name = 'outbox retention';
   readonly #d: OutboxRetentionDeps;
   readonly #periodic: Periodic;
+  /** Set by stop: a sweep under way purges no further state. */
+  #stopped = false;
 
   constructor(deps: OutboxRetentionDeps) {
     this.#d = deps;
@@ -34,10 +36,12 @@ export class OutboxRetention implements Service {
   start(): void {
     const { retention } = this.#d.config;
     if (retention.publishedMs === null && retention.deadLetteredMs === null) return;
+    this.#stopped = false;
     this.#periodic.start();
   }
 
   stop(): Promise<void> {
+    this.#stopped = true;
     return this.#periodic.stop();
   }
 
@@ -50,7 +54,7 @@ export class OutboxRetention implements Service {
     ];
     for (const [state, olderThanMs] of ages) {
       const epoch = this.#d.leaderEpoch();
-      if (olderThanMs === null || epoch === null) continue;
+      if (olderThanMs === null || epoch === null || this.#stopped) continue;
       const count = await this.#d.store.outboxPurge({ state, olderThanMs, limit: OUTBOX_PURGE_BATCH_DEFAULT, epoch });
       if (count > 0) this.#d.onPurged(state, count);
     }

@@ -8,7 +8,7 @@ import { channelFor } from '../notifier.ts';
 import { Periodic } from '../periodic.ts';
 import { Workflows } from './service.ts';
 
-/** How often the leader folds the run count deltas: a scrape reads at most what finished since. */
+/** How often the leader folds the run count deltas: a scrape reads those written since (and dead ones until vacuum). */
 export const RUN_COUNT_FOLD_MS = 5_000;
 
 export function workflowsFeature(ctx: EngineContext): { workflows: Workflows; parts: FeatureParts } {

@@ -1,6 +1,5 @@
 // OutboxStore on node-postgres: runs the named outbox queries and maps rows.
 
-import { createHash } from 'node:crypto';
 import type {
   OutboxClaimFence,
   OutboxClaimResult,
@@ -11,6 +10,7 @@ import type {
 } from '../../driver/outbox-store.ts';
 import type { NewOutboxMessage, OutboxMessage, OutboxState, RecordResult } from '../../types/outbox.ts';
 import { translatePgError } from './errors.ts';
+import { lockNamespace } from './lock-namespace.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
 import { type OutboxQueries, outboxQueries } from './queries/outbox.ts';
 import { queryRows } from './query-rows.ts';
@@ -82,11 +82,6 @@ const fenceValues = (items: OutboxClaimFence[]) => [
   items.map((i) => i.run === true),
 ];
 
-/** The advisory-lock namespace of a schema's ordering-key locks: a stable int4 apart from presence locks. */
-function orderingLockNamespace(schema: string): number {
-  return createHash('sha1').update(`baton.outbox:${schema}`).digest().readInt32BE(0);
-}
-
 const key = (m: { tenantId: string; destination: string; messageKey: string }) =>
   `${m.tenantId}\u0000${m.destination}\u0000${m.messageKey}`;
 
@@ -99,7 +94,7 @@ export class PgOutboxStore implements OutboxStore {
   constructor(pool: PgPoolLike, quotedSchema: string) {
     this.#pool = pool;
     this.#q = outboxQueries(quotedSchema);
-    this.#lockNamespace = orderingLockNamespace(quotedSchema);
+    this.#lockNamespace = lockNamespace('outbox', quotedSchema);
   }
 
   #rows<R>(query: QueryConfigLike, values: unknown[], on: Queryable = this.#pool): Promise<R[]> {

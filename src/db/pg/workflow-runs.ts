@@ -5,6 +5,7 @@
 
 import type { RunForAction, WorkflowStore } from '../../driver/workflow-store.ts';
 import type { RunDetail, RunState, RunSummary } from '../../types/workflow.ts';
+import { lockNamespace } from './lock-namespace.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
 import { type WorkflowRunQueries, workflowRunQueries } from './queries/workflow-run.ts';
 import { queryRows } from './query-rows.ts';
@@ -17,11 +18,14 @@ type LockedRun = RunForAction & { storedState: string; waitEvent: string | null;
 export class PgWorkflowRuns {
   readonly #pool: PgPoolLike;
   readonly #q: WorkflowRunQueries;
+  /** The advisory-lock namespace that keeps folds of the run counts one at a time. */
+  readonly #foldLock: number;
 
   /** `quotedSchema` must already be quoted (see quoteSchema). */
   constructor(pool: PgPoolLike, quotedSchema: string) {
     this.#pool = pool;
     this.#q = workflowRunQueries(quotedSchema);
+    this.#foldLock = lockNamespace('workflow-run-counts', quotedSchema);
   }
 
   #run<R>(query: QueryConfigLike, values: unknown[], on: Queryable = this.#pool): Promise<R[]> {
@@ -158,7 +162,7 @@ export class PgWorkflowRuns {
   }
 
   async foldCounts(): Promise<number> {
-    const [row] = await this.#run<{ n: number }>(this.#q.foldCounts, []);
+    const [row] = await this.#run<{ n: number }>(this.#q.foldCounts, [this.#foldLock]);
     return row?.n ?? 0;
   }
 }

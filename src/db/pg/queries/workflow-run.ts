@@ -171,28 +171,32 @@ export function workflowRunQueries(schema: string) {
     // Finished runs from their counts (migration 0029: the folded counts plus the deltas not
     // folded yet), live ones where they are, through the state index: a live run reads as its
     // job's state once that job was dead-lettered or cancelled, which no write to the run marks.
+    // The runs come first, so their lock is asked first: a TRUNCATE of the runs, which holds
+    // theirs while its trigger empties the counts, is waited for before the counts are touched.
     countByState: {
       name: `${schema}.wf_count_by_state`,
       text: `SELECT name, state, sum(n)::int AS n FROM (
-          SELECT name, state, n FROM ${schema}.workflow_run_counts
+          SELECT r.name, ${runState} AS state, 1 AS n FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
+            WHERE r.state IN ('running', 'sleeping', 'waiting')
           UNION ALL SELECT name, state, n FROM ${schema}.workflow_run_count_deltas
-          UNION ALL SELECT r.name, ${runState}, 1 FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
-            WHERE r.state IN ('running', 'sleeping', 'waiting')) x
+          UNION ALL SELECT name, state, n FROM ${schema}.workflow_run_counts) x
         GROUP BY 1, 2 HAVING sum(n) <> 0`,
     },
-    // The deltas into the counts, in key order (two folds at once lock the counts in one order).
-    // A count a fold left at 0 is removed by the next one that does not touch it (a statement
-    // does not see its own upserts). Answers how many deltas it folded.
+    // The deltas into the counts, one fold at a time ($1: the schema's advisory-lock namespace;
+    // a fold that finds another under way folds nothing), so no two folds lock counts in
+    // different orders. A count a fold left at 0 is removed by the next one that does not touch
+    // it (a statement does not see its own upserts). Answers how many deltas it folded.
     foldCounts: {
       name: `${schema}.wf_fold_counts`,
-      text: `WITH moved AS (DELETE FROM ${schema}.workflow_run_count_deltas RETURNING name, state, n),
+      text: `WITH lock AS (SELECT pg_try_advisory_xact_lock($1::int, 0) AS got),
+        moved AS (DELETE FROM ${schema}.workflow_run_count_deltas WHERE (SELECT got FROM lock) RETURNING name, state, n),
         summed AS (SELECT name, state, sum(n) AS n FROM moved GROUP BY 1, 2 HAVING sum(n) <> 0),
         folded AS (
           INSERT INTO ${schema}.workflow_run_counts AS c (name, state, n) SELECT name, state, n FROM summed ORDER BY 1, 2
           ON CONFLICT (name, state) DO UPDATE SET n = c.n + excluded.n),
         emptied AS (
           DELETE FROM ${schema}.workflow_run_counts c
-          WHERE c.n = 0 AND NOT EXISTS (SELECT 1 FROM summed s WHERE s.name = c.name AND s.state = c.state))
+          WHERE (SELECT got FROM lock) AND c.n = 0 AND NOT EXISTS (SELECT 1 FROM summed s WHERE s.name = c.name AND s.state = c.state))
         SELECT count(*)::int AS n FROM moved`,
     },
   } as const;
