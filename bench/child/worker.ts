@@ -1,5 +1,6 @@
 // Worker process of one run: sets up the fresh database, then either drains N jobs
-// enqueued up front (throughput) or sits idle and records handler start times (latency).
+// enqueued up front (throughput) or sits idle and records handler start times (latency);
+// or, as one of several processes on one database (shared), records its handler starts.
 
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -144,6 +145,24 @@ serve(async (run) => {
     const verify = await w.verify(executed, c.expected);
     await w.close();
     send({ type: 'result', starts: [...starts.entries()], executions, complete: all, verify, ...(trace ? { trace: trace() } : {}) });
+    return;
+  }
+  if (run.role === 'shared') {
+    // One of several worker processes on one database (bench:scale): the parent enqueues,
+    // counts and verifies; this process starts at 'go', records each handler start, and
+    // reports them at 'stop'.
+    const starts: Array<[number, number]> = [];
+    send({ type: 'ready' });
+    await next('go');
+    const cpu0 = process.cpuUsage();
+    await w.start((seq) => {
+      starts.push([seq, nowMs()]);
+    });
+    await next('stop');
+    await w.stop();
+    const cpu = process.cpuUsage(cpu0);
+    await w.close();
+    send({ type: 'result', starts, cpuMs: (cpu.user + cpu.system) / 1000 });
     return;
   }
   throw new Error(`unknown role ${String(run.role)}`);

@@ -3,59 +3,19 @@
 // process killed -9 while it runs capped jobs: its slots come back with its leases), a queue
 // capped at 3, and a rate limit.
 
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { createInterface } from 'node:readline';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createBaton } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { peakRunning, peakStartsPerWindow, readRuns } from './execution-log.ts';
+import { useFleet } from './fleet.ts';
 
 const db = useTestDatabase();
-const WORKER_TS = new URL('./flow-control-worker.ts', import.meta.url).pathname;
 const now = () => performance.timeOrigin + performance.now();
-
-interface Fleet {
-  logs: string[];
-  children: ChildProcess[];
-  killedAt: Map<string, number>;
-}
-let fleet: Fleet | null = null;
-let dir = '';
-
-async function startFleet(n: number, concurrency = 4): Promise<Fleet> {
-  dir = mkdtempSync(path.join(tmpdir(), 'baton-flow-'));
-  const f: Fleet = { logs: [], children: [], killedAt: new Map() };
-  fleet = f;
-  await Promise.all(
-    Array.from({ length: n }, async (_, i) => {
-      const log = path.join(dir, `w${i}.jsonl`);
-      f.logs.push(log);
-      const child = spawn(process.execPath, ['--import', 'tsx', WORKER_TS], {
-        env: { ...process.env, FLOW_DB_URL: db.url, FLOW_LOG: log, FLOW_WORKER: `w${i}`, FLOW_CONCURRENCY: String(concurrency) },
-        stdio: ['ignore', 'pipe', 'inherit'],
-      });
-      f.children.push(child);
-      await new Promise<void>((resolve, reject) => {
-        child.once('exit', (code) => reject(new Error(`worker w${i} exited (${code}) before it was ready`)));
-        createInterface({ input: child.stdout! }).on('line', (l) => l === 'ready' && resolve());
-      });
-    }),
-  );
-  return f;
-}
+const startFleet = useFleet(db);
 
 beforeEach(async () => {
   await db.query('TRUNCATE baton.jobs, baton.workers, baton.finished_counts, baton.flow_queues, baton.flow_keys, baton.flow_buckets');
-});
-
-afterEach(async () => {
-  for (const c of fleet?.children ?? []) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  fleet = null;
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 async function enqueue(specs: Array<{ ms: number; concurrencyKey?: string }>): Promise<void> {
