@@ -57,15 +57,20 @@ interface RunOut {
   values: Record<string, number>;
 }
 
-/** K idle worker processes on `url`, each started at once; `body` runs while they work; then they report. */
-async function withWorkers(url: string, k: number, body: () => Promise<void>): Promise<Shared[]> {
+/** K idle worker processes on `url`, each started at once; `body` runs while they work (it may ask how many handlers started); then they report. */
+async function withWorkers(url: string, k: number, body: (started: () => Promise<number>) => Promise<void>): Promise<Shared[]> {
   const children = Array.from({ length: k }, () => new Child('./child/worker.ts'));
   try {
     await Promise.all(children.map((c) => c.waitFor('booted', 30_000)));
     for (const c of children) c.send({ type: 'run', role: 'shared', variantId: VARIANT.id, url });
     await Promise.all(children.map((c) => c.waitFor('ready', 60_000)));
     for (const c of children) c.send({ type: 'go' });
-    await body();
+    const started = async () => {
+      const replies = children.map((c) => c.waitFor<{ type: string; n: number }>('count', 10_000));
+      for (const c of children) c.send({ type: 'count' });
+      return (await Promise.all(replies)).reduce((s, r) => s + r.n, 0);
+    };
+    await body(started);
     for (const c of children) c.send({ type: 'stop' });
     return await Promise.all(children.map((c) => c.waitFor<Shared & { type: string }>('result', 60_000)));
   } finally {
@@ -80,6 +85,18 @@ async function until(cond: () => Promise<boolean>, deadlineMs: number): Promise<
     await new Promise((r) => setTimeout(r, 5));
   }
   return false;
+}
+
+/** Waits until `n` jobs are done: first until the workers started `n` handlers (asked over IPC), then by the database (the real end). */
+async function drained(
+  w: { countDone(n: number): Promise<number> },
+  started: () => Promise<number>,
+  n: number,
+  capMs: number,
+): Promise<boolean> {
+  const t0 = nowMs();
+  if (!(await until(async () => (await started()) >= n, capMs))) return false;
+  return until(async () => (await w.countDone(n)) >= n, Math.max(1_000, capMs - (nowMs() - t0)));
 }
 
 /** Checks every start against the database: each seq started once, and done. */
@@ -101,22 +118,22 @@ async function drainRun(server: PgServer, k: number): Promise<RunOut> {
   try {
     const w = await workerFor(VARIANT, url);
     let elapsedMs = 0;
-    let drained = false;
+    let done = false;
     try {
       await w.setup();
       await w.enqueueBulk(Array.from({ length: JOBS }, (_, i) => i));
       let t0 = 0;
-      const shared = await withWorkers(url, k, async () => {
+      const shared = await withWorkers(url, k, async (started) => {
         t0 = nowMs();
-        drained = await until(async () => (await w.countDone(JOBS)) >= JOBS, DRAIN_CAP_MS);
+        done = await drained(w, started, JOBS, DRAIN_CAP_MS);
         elapsedMs = nowMs() - t0;
       });
       const c = await check(url, shared, JOBS);
       const cpuMs = shared.reduce((s, x) => s + x.cpuMs, 0);
       return {
         ...c,
-        ok: c.ok && drained,
-        detail: drained ? c.detail : `not drained within ${DRAIN_CAP_MS} ms`,
+        ok: c.ok && done,
+        detail: done ? c.detail : `not drained within ${DRAIN_CAP_MS} ms`,
         values: { jobsPerSec: (JOBS / elapsedMs) * 1000, elapsedMs, workerCpuUsPerJob: (cpuMs * 1000) / JOBS },
       };
     } finally {
@@ -137,7 +154,7 @@ async function latencyRun(server: PgServer, k: number): Promise<RunOut> {
       const o: LatencyRunOptions = { variantId: VARIANT.id, rate: RATE, jobs: LATENCY_JOBS, via: 'library' };
       let commits: Array<[number, number]> = [];
       let p: { callMs: number[]; lateMs: number; errorCount: number } = { callMs: [], lateMs: 0, errorCount: 0 };
-      const shared = await withWorkers(url, k, async () => {
+      const shared = await withWorkers(url, k, async (started) => {
         const producer = new Child('./child/producer.ts');
         try {
           await producer.waitFor('booted', 30_000);
@@ -153,7 +170,7 @@ async function latencyRun(server: PgServer, k: number): Promise<RunOut> {
           }>('result', (o.jobs / o.rate) * 1000 + 60_000);
           commits = r.commits;
           p = r;
-          await until(async () => (await w.countDone(commits.length)) >= commits.length, GRACE_MS);
+          await drained(w, started, commits.length, GRACE_MS);
           producer.send({ type: 'close' });
           await producer.waitFor('closed', 30_000);
         } finally {

@@ -149,8 +149,8 @@ serve(async (run) => {
   }
   if (run.role === 'shared') {
     // One of several worker processes on one database (bench:scale): the parent enqueues,
-    // counts and verifies; this process starts at 'go', records each handler start, and
-    // reports them at 'stop'.
+    // counts and verifies; this process starts at 'go', records each handler start, answers
+    // 'count' with how many so far, and reports them at 'stop'.
     const starts: Array<[number, number]> = [];
     send({ type: 'ready' });
     await next('go');
@@ -158,7 +158,16 @@ serve(async (run) => {
     await w.start((seq) => {
       starts.push([seq, nowMs()]);
     });
+    // The parent asks how many handlers started (cheaper than counting rows while it drains).
+    let stopped = false;
+    void (async () => {
+      while (!stopped) {
+        await next('count');
+        send({ type: 'count', n: starts.length });
+      }
+    })();
     await next('stop');
+    stopped = true;
     await w.stop();
     const cpu = process.cpuUsage(cpu0);
     await w.close();
