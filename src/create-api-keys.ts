@@ -1,10 +1,10 @@
 // Composition of API keys (src/core/api-keys.ts) over node-postgres: a small pool of their own
 // (or the caller's), on the schema the engine uses. The HTTP layer and the CLI take one each.
 
-import pg from 'pg';
 import { type ApiKeys, createApiKeys } from './core/api-keys.ts';
 import { SCHEMA_DEFAULT } from './core/config.ts';
 import { PgApiKeyStore } from './db/pg/api-key-store.ts';
+import { openPool, type PoolerMode } from './db/pg/open-pool.ts';
 import type { Queryable } from './db/pg/pool.ts';
 import { isValidSchemaName, quoteSchema } from './driver/schema-name.ts';
 import { BatonError } from './types/errors.ts';
@@ -14,6 +14,8 @@ export interface ApiKeysOptions {
   /** A pool to use (not ended by close()). Either pool or connectionString is required. */
   pool?: Queryable;
   connectionString?: string;
+  /** 'transaction': connectionString goes through a transaction pooler (see BatonOptions.pooler). Default 'none'. */
+  pooler?: PoolerMode;
   /** The engine's schema. Default "baton". */
   schema?: string;
   /** How long a verified key is trusted from memory (the revocation bound). Default 5000 ms. */
@@ -30,15 +32,18 @@ export function openApiKeys(opts: ApiKeysOptions): ClosableApiKeys {
   if (!opts.pool && !opts.connectionString) throw new BatonError('INVALID_CONFIG', 'openApiKeys: pool or connectionString is required');
   const own = opts.pool
     ? null
-    : new pg.Pool({
-        connectionString: opts.connectionString,
-        max: 2,
-        connectionTimeoutMillis: 5_000,
-        statement_timeout: 10_000,
-        query_timeout: 10_000,
-        application_name: 'baton-keys',
-      });
-  own?.on('error', () => undefined);
+    : openPool(
+        {
+          connectionString: opts.connectionString,
+          max: 2,
+          connectionTimeoutMillis: 5_000,
+          // A session setting sent at connect: a transaction pooler refuses it.
+          ...(opts.pooler !== 'transaction' && { statement_timeout: 10_000 }),
+          query_timeout: 10_000,
+          application_name: 'baton-keys',
+        },
+        opts.pooler ?? 'none',
+      );
   const keys = createApiKeys(new PgApiKeyStore((opts.pool ?? own) as Queryable, quoteSchema(schema)), {
     ...(opts.cacheMs === undefined ? {} : { cacheMs: opts.cacheMs }),
   });

@@ -13,9 +13,10 @@ import { type Logger, noopLogger } from './core/logger.ts';
 import { cronChannelFor } from './core/notifier.ts';
 import { parseRelayConfig, type RelayConfigInput } from './core/outbox/config.ts';
 import type { PublisherMap } from './core/outbox/publisher.ts';
-import { migrate } from './db/migrate.ts';
+import { type MigrateResult, migrate } from './db/migrate.ts';
+import { leaseOnlyPresence } from './db/pg/lease-only-presence.ts';
 import { PgListener } from './db/pg/listener.ts';
-import { openPool } from './db/pg/open-pool.ts';
+import { openPool, type PoolerMode } from './db/pg/open-pool.ts';
 import { PgExecutor } from './db/pg/pg-executor.ts';
 import { PgLeaderStore } from './db/pg/pg-leader.ts';
 import { PgOutboxStore } from './db/pg/pg-outbox.ts';
@@ -45,6 +46,16 @@ export interface BatonOptions extends EngineConfigInput {
    * that claims, heartbeats and outcome writes need. Default 2.
    */
   adminPoolSize?: number;
+  /**
+   * 'transaction': `connectionString` goes through a transaction pooler (PgBouncer with
+   * pool_mode = transaction), so Baton names no statement, sends no session setting and claims
+   * with synchronous commits there. What needs a session of its own (LISTEN, the presence
+   * lock, migrations) uses `directConnectionString`; without one the worker polls, and a
+   * crashed worker's jobs come back when their leases expire (docs/scaling.md). Default 'none'.
+   */
+  pooler?: PoolerMode;
+  /** A URL straight to the server, for LISTEN, the presence lock and migrations when `pooler` is 'transaction'. */
+  directConnectionString?: string;
   /** Per-query timeout (ms) of the pool Baton builds, so a blackholed connection errors instead of hanging. Default 10 000. */
   queryTimeoutMs?: number;
   /**
@@ -103,6 +114,42 @@ function lazyPool(open: () => pg.Pool): PgPoolLike & { end(): Promise<void> } {
   };
 }
 
+/** The engine settings a transaction pooler imposes; INVALID_CONFIG for an option it cannot serve. */
+function poolerSettings(
+  pooler: PoolerMode,
+  o: { givenPool: PgPoolLike | undefined; directConnectionString: string | undefined; engineInput: EngineConfigInput },
+): EngineConfigInput {
+  const bad = (why: string) => new BatonError('INVALID_CONFIG', `invalid Baton options: ${why}`);
+  if (pooler !== 'none' && pooler !== 'transaction') throw bad(`pooler must be 'none' or 'transaction', not ${JSON.stringify(pooler)}`);
+  if (pooler === 'none') {
+    if (o.directConnectionString !== undefined) throw bad("directConnectionString is used only with pooler: 'transaction'");
+    return {};
+  }
+  if (o.givenPool) throw bad("pooler: 'transaction' needs connectionString, not pool (Baton opens its pools to name no statement)");
+  // Asynchronous claims rely on a mark on the session (token-floor.ts), which a pooler does not keep.
+  if (o.engineInput.asyncClaims === true) throw bad("asyncClaims needs sessions of its own: not with pooler: 'transaction'");
+  if (o.directConnectionString === undefined && o.engineInput.dispatch === 'notify') {
+    throw bad("dispatch: 'notify' needs LISTEN, which a transaction pooler cannot carry: set directConnectionString");
+  }
+  return { asyncClaims: false, ...(o.directConnectionString === undefined && { dispatch: 'poll' as const }) };
+}
+
+/** Migrations hold a session lock across statements: through a transaction pooler they take the direct URL. */
+async function migrateDirect(direct: pg.ClientConfig | null, schema: string): Promise<MigrateResult> {
+  if (!direct) {
+    throw new BatonError(
+      'INVALID_CONFIG',
+      'migrations hold a session lock, which a transaction pooler cannot keep: set directConnectionString, or run them against the server itself (baton migrate)',
+    );
+  }
+  const pool = openPool({ ...direct, max: 1, connectionTimeoutMillis: 5_000 });
+  try {
+    return await migrate(pool, { schema });
+  } finally {
+    await pool.end();
+  }
+}
+
 /** The advisory-lock namespace of a schema's presence locks: a stable positive int4. */
 export function lockNamespaceFor(schema: string): number {
   let h = 0x811c9dc5;
@@ -120,6 +167,8 @@ export function createBaton(options: BatonOptions): Baton {
     connectionString,
     poolSize,
     adminPoolSize,
+    pooler = 'none',
+    directConnectionString,
     queryTimeoutMs,
     handlers,
     logger,
@@ -130,10 +179,20 @@ export function createBaton(options: BatonOptions): Baton {
     outbox,
     ...engineInput
   } = options ?? {};
-  const config = parseEngineConfig(engineInput, () => `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`);
   if (!givenPool && !connectionString) {
     throw new BatonError('INVALID_CONFIG', 'invalid Baton options: pool or connectionString is required');
   }
+  const throughPooler = poolerSettings(pooler, { givenPool, directConnectionString, engineInput });
+  if (pooler === 'transaction' && directConnectionString === undefined) {
+    (logger ?? noopLogger).warn(
+      {},
+      "baton: through a transaction pooler with no directConnectionString: polling only (no LISTEN), no presence lock (a crashed worker's jobs come back when their leases expire), migrations refused",
+    );
+  }
+  const config = parseEngineConfig(
+    { ...engineInput, ...throughPooler },
+    () => `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`,
+  );
   const { publishers: outboxPublishers, relay: outboxRelay, ...relayInput } = outbox ?? {};
   const relayConfig = parseRelayConfig(relayInput);
   const otel = tracing === false ? null : otelTracing(PACKAGE_VERSION);
@@ -156,19 +215,19 @@ export function createBaton(options: BatonOptions): Baton {
     keepAliveInitialDelayMillis: 2_000,
     connectionTimeoutMillis: 5_000,
     query_timeout: timeout,
-    statement_timeout: timeout,
-    idle_in_transaction_session_timeout: 30_000,
     application_name: 'baton',
+    // Session settings sent at connect: a transaction pooler refuses them (set them on the role).
+    ...(pooler === 'none' && { statement_timeout: timeout, idle_in_transaction_session_timeout: 30_000 }),
     // Queries written back to back on one client go out without waiting for each reply
-    // (each still its own implicit transaction).
-    pipeline: true,
+    // (each still its own implicit transaction); a pooler gets them one at a time.
+    pipeline: pooler === 'none',
   };
   // Baton's own sessions run without JIT (see open-pool.ts); a caller's pool keeps its settings.
-  const ownPool = givenPool ? null : openPool(hardened);
+  const ownPool = givenPool ? null : openPool(hardened, pooler);
   // A caller's pool-like object whose settings we cannot read: admin work shares it.
   const canOpen = connectionString !== undefined || (givenPool as { options?: unknown } | undefined)?.options !== undefined;
   const adminPool = canOpen
-    ? lazyPool(() => openPool({ ...hardened, max: adminPoolSize ?? ADMIN_POOL_SIZE_DEFAULT, application_name: 'baton-admin' }))
+    ? lazyPool(() => openPool({ ...hardened, max: adminPoolSize ?? ADMIN_POOL_SIZE_DEFAULT, application_name: 'baton-admin' }, pooler))
     : null;
   const schema = quoteSchema(config.schema);
   if (ownPool && config.asyncClaims) installTokenFloor(ownPool, jobQueries(schema).tokenFloor);
@@ -177,8 +236,9 @@ export function createBaton(options: BatonOptions): Baton {
   const log = logger ?? noopLogger;
   // The presence and LISTEN connections: bounded like the pool's, so a start() on a path that
   // goes silent after the connect fails instead of waiting for TCP to give up.
+  const direct = pooler === 'transaction' ? (directConnectionString ? { connectionString: directConnectionString } : null) : connection;
   const sideConnection: pg.ClientConfig = {
-    ...connection,
+    ...direct,
     connectionTimeoutMillis: 5_000,
     query_timeout: timeout,
     keepAlive: true,
@@ -204,19 +264,21 @@ export function createBaton(options: BatonOptions): Baton {
     handlers: handlers ?? {},
     logger: log,
     lockNamespace,
-    migrate: () => migrate(pool, { schema: config.schema }),
+    migrate: () => (pooler === 'none' ? migrate(pool, { schema: config.schema }) : migrateDirect(direct, config.schema)),
     warmPool: (connections) => warmPool(pool, connections),
     createPresence: (hooks) =>
-      new PgPresence({
-        ...hooks,
-        connection: sideConnection,
-        quotedSchema: schema,
-        lockNamespace,
-        workerId: config.workerId,
-        queues: { ...config.queues },
-        jobTypes: hooks.jobTypes,
-        onError: (err) => log.warn({ err }, 'baton: presence connection lost; reconnecting'),
-      }),
+      direct === null
+        ? leaseOnlyPresence(hooks)
+        : new PgPresence({
+            ...hooks,
+            connection: sideConnection,
+            quotedSchema: schema,
+            lockNamespace,
+            workerId: config.workerId,
+            queues: { ...config.queues },
+            jobTypes: hooks.jobTypes,
+            onError: (err) => log.warn({ err }, 'baton: presence connection lost; reconnecting'),
+          }),
     createListener: (hooks) => new PgListener({ connection: sideConnection, ...hooks }),
     close: async () => {
       await Promise.all([ownPool?.end(), adminPool?.end()]);

@@ -81,6 +81,7 @@ export { StepFailedError } from './core/workflow/outcome.ts';
 export { type ApiKeysOptions, type ClosableApiKeys, openApiKeys } from './create-api-keys.ts';
 export { type BatonOptions, createBaton, type OutboxOptions } from './create-baton.ts';
 export { type MigrateOptions, type MigrateResult, migrate } from './db/migrate.ts';
+export type { PoolerMode } from './db/pg/open-pool.ts';
 export { type NatsOptions, natsPublisher } from './publishers/nats.ts';
 export { type RabbitmqOptions, rabbitmqPublisher } from './publishers/rabbitmq.ts';
 export { generateWebhookSecret, signWebhook, type VerifyWebhookInput, verifyWebhookSignature } from './publishers/signature.ts';

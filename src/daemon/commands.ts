@@ -13,7 +13,7 @@ import { createBaton } from '../create-baton.ts';
 import { migrate } from '../db/migrate.ts';
 import { isBatonError } from '../types/errors.ts';
 import type { JobSpec } from '../types/job.ts';
-import { type DatabaseHandle, openDatabase } from './database.ts';
+import { connectionOptions, type DatabaseHandle, openDatabase } from './database.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { PlainError } from './plain-error.ts';
 
@@ -29,7 +29,10 @@ async function withDatabase<T>(config: DaemonConfig, logger: PinoLogger, fn: (db
 /** Applies pending migrations; prints `{ applied: [...] }`. */
 export async function runMigrate(config: DaemonConfig, logger: PinoLogger): Promise<void> {
   await withDatabase(config, logger, async (db) => {
-    const pool = new pg.Pool({ connectionString: db.connectionString, max: 1 });
+    if (config.pooler === 'transaction' && config.directUrl === undefined) {
+      throw new PlainError('migrations hold a session lock, which a transaction pooler cannot keep: set BATON_DIRECT_URL');
+    }
+    const pool = new pg.Pool({ connectionString: config.directUrl ?? db.connectionString, max: 1 });
     try {
       const result = await migrate(pool, { schema: config.schema });
       process.stdout.write(`${JSON.stringify({ schema: config.schema, applied: result.applied })}\n`);
@@ -90,7 +93,7 @@ async function withProducer<T>(config: DaemonConfig, logger: PinoLogger, poolSiz
       ...config.engine,
       queues: {},
       reaper: false,
-      connectionString: db.connectionString,
+      ...connectionOptions(config, db),
       poolSize,
       logger: logger.child({ component: 'engine' }),
     });

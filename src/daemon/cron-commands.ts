@@ -7,7 +7,7 @@ import { PREVIEW_COUNT_MAX, SCHEDULE_LIST_MAX } from '../core/cron/api.ts';
 import { parseCron, previewCron } from '../core/cron/expression.ts';
 import { createBaton } from '../create-baton.ts';
 import { isBatonError } from '../types/errors.ts';
-import { openDatabase } from './database.ts';
+import { connectionOptions, openDatabase } from './database.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 
 type Flags = Record<string, string | boolean | undefined>;
@@ -59,7 +59,7 @@ export async function runCronList(config: DaemonConfig, logger: PinoLogger, flag
   const f = parse(listFlags, flags, 'cron list');
   const db = await openDatabase(config, logger);
   try {
-    const baton = createBaton({ ...config.engine, queues: {}, reaper: false, connectionString: db.connectionString, poolSize: 1 });
+    const baton = createBaton({ ...config.engine, queues: {}, reaper: false, ...connectionOptions(config, db), poolSize: 1 });
     try {
       await baton.migrate();
       const schedules = await baton.cron.list({ ...(f.tenant ? { tenantId: f.tenant } : {}), limit: f.limit ?? 100 });

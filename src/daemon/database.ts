@@ -15,6 +15,15 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
+/** How createBaton and the key store reach the database: its URL, through a pooler or not, and the direct URL. */
+export function connectionOptions(config: DaemonConfig, db: DatabaseHandle) {
+  return {
+    connectionString: db.connectionString,
+    pooler: config.pooler,
+    ...(config.directUrl !== undefined && { directConnectionString: config.directUrl }),
+  };
+}
+
 /** How long the first connection to DATABASE_URL may take before start-up gives up. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -33,7 +42,7 @@ export class DatabaseUnreachableError extends PlainError {
  */
 export async function openDatabase(config: DaemonConfig, logger: Logger): Promise<DatabaseHandle> {
   if (config.databaseUrl !== undefined) {
-    logger.info({ database: redact(config.databaseUrl) }, 'using DATABASE_URL');
+    logger.info({ database: redact(config.databaseUrl), pooler: config.pooler }, 'using DATABASE_URL');
     await probe(config.databaseUrl);
     return { connectionString: config.databaseUrl, embedded: undefined, close: async () => undefined };
   }

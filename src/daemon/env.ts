@@ -28,6 +28,9 @@ const envSchema = z.object(
 
 export interface DaemonConfig {
   databaseUrl: string | undefined;
+  /** How DATABASE_URL reaches PostgreSQL, and the URL straight to it (for what needs a session). */
+  pooler: 'none' | 'transaction';
+  directUrl: string | undefined;
   port: number;
   host: string;
   apiToken: string | undefined;
@@ -59,6 +62,14 @@ export interface DaemonConfig {
  */
 const EMPTY_IS_A_VALUE: ReadonlySet<SettingName> = new Set(['BATON_QUEUES']);
 
+/** Settings whose value an error message never repeats (it may hold a password or a token). */
+const SECRET_SETTINGS: ReadonlySet<SettingName> = new Set([
+  'BATON_API_TOKEN',
+  'DATABASE_URL',
+  'BATON_DIRECT_URL',
+  'BATON_OUTBOX_PUBLISHERS',
+]);
+
 /**
  * Builds the config of `command` from `env` (empty strings count as unset, except for the
  * settings in EMPTY_IS_A_VALUE) overlaid by
@@ -83,15 +94,24 @@ export function loadConfig(
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => {
       const name = String(i.path[0]) as SettingName;
-      const got =
-        raw[name] === undefined
-          ? ''
-          : ` (got ${JSON.stringify(name === 'BATON_API_TOKEN' || name === 'DATABASE_URL' || name === 'BATON_OUTBOX_PUBLISHERS' ? '***' : raw[name])})`;
+      const got = raw[name] === undefined ? '' : ` (got ${JSON.stringify(SECRET_SETTINGS.has(name) ? '***' : raw[name])})`;
       return `${describeSetting(name)}: ${i.message}${got}`;
     });
     throw new ConfigError(`invalid configuration: ${lines.join('; ')}`, String(parsed.error.issues[0]?.path[0]));
   }
   const c = parsed.data as Parsed;
+  if (c.BATON_POOLER === 'transaction' && c.DATABASE_URL === undefined) {
+    throw new ConfigError(
+      `invalid configuration: ${describeSetting('BATON_POOLER')}: transaction needs DATABASE_URL (the pooler's URL)`,
+      'BATON_POOLER',
+    );
+  }
+  if (c.BATON_DIRECT_URL !== undefined && c.BATON_POOLER !== 'transaction') {
+    throw new ConfigError(
+      `invalid configuration: ${describeSetting('BATON_DIRECT_URL')}: used only with BATON_POOLER=transaction`,
+      'BATON_DIRECT_URL',
+    );
+  }
   const engine = definedOnly({
     schema: c.BATON_SCHEMA,
     queues: c.BATON_QUEUES,
@@ -121,6 +141,8 @@ export function loadConfig(
   }
   return Object.freeze({
     databaseUrl: c.DATABASE_URL,
+    pooler: c.BATON_POOLER,
+    directUrl: c.BATON_DIRECT_URL,
     port: c.PORT,
     host: c.HOST,
     apiToken: c.BATON_API_TOKEN,

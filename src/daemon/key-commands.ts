@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { type ClosableApiKeys, openApiKeys } from '../create-api-keys.ts';
 import { createBaton } from '../create-baton.ts';
 import { isBatonError } from '../types/errors.ts';
-import { openDatabase } from './database.ts';
+import { connectionOptions, openDatabase } from './database.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { PlainError } from './plain-error.ts';
 
@@ -40,13 +40,13 @@ async function withKeys(config: DaemonConfig, logger: PinoLogger, fn: (keys: Clo
   const db = await openDatabase(config, logger);
   try {
     // The table may not exist yet on a fresh database: migrate like `baton enqueue` does.
-    const baton = createBaton({ ...config.engine, queues: {}, reaper: false, connectionString: db.connectionString, poolSize: 1 });
+    const baton = createBaton({ ...config.engine, queues: {}, reaper: false, ...connectionOptions(config, db), poolSize: 1 });
     try {
       await baton.migrate();
     } finally {
       await baton.stop({ drainMs: 0 });
     }
-    const keys = openApiKeys({ connectionString: db.connectionString, schema: config.schema });
+    const keys = openApiKeys({ connectionString: db.connectionString, pooler: config.pooler, schema: config.schema });
     try {
       await fn(keys);
     } catch (err) {

@@ -15,7 +15,7 @@ import { createApp } from '../http/app.ts';
 import { createStatsHistory } from '../http/stats-history.ts';
 import type { WorkflowFn } from '../types/workflow.ts';
 import { watchAuthMode } from './auth-mode.ts';
-import { openDatabase } from './database.ts';
+import { connectionOptions, openDatabase } from './database.ts';
 import { demoHandlers, demoWorkflows } from './demo-handlers.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { createHttpServer } from './http-server.ts';
@@ -55,7 +55,7 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
 
     const baton = createBaton({
       ...config.engine,
-      connectionString: db.connectionString,
+      ...connectionOptions(config, db),
       poolSize: config.poolSize,
       handlers,
       logger: logger.child({ component: 'engine' }),
@@ -69,7 +69,7 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     if (migrated.applied.length > 0) logger.info({ applied: migrated.applied }, 'migrations applied');
 
     // The loopback rule, before any worker starts: open (no token, no key) only where only this machine reaches.
-    const apiKeys = openApiKeys({ connectionString: db.connectionString, schema: config.schema });
+    const apiKeys = openApiKeys({ connectionString: db.connectionString, pooler: config.pooler, schema: config.schema });
     shutdown.add({ order: SHUTDOWN_ORDER.database - 1, name: 'close the key store', run: () => apiKeys.close() });
     const loopback = isLoopbackHost(config.host);
     const credentials = config.apiToken !== undefined || (await apiKeys.anyActive());

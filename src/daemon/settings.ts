@@ -61,6 +61,22 @@ export const SETTINGS = {
     'PostgreSQL URL; unset: embedded PostgreSQL in BATON_DATA_DIR',
     '(embedded)',
   ],
+  BATON_POOLER: [
+    'pooler',
+    z.enum(['none', 'transaction'], { error: 'must be none or transaction' }).default('none'),
+    'how DATABASE_URL reaches PostgreSQL: none (directly) or transaction (through PgBouncer with pool_mode = transaction)',
+    'none',
+  ],
+  BATON_DIRECT_URL: [
+    'direct-url',
+    z
+      .string()
+      .url()
+      .refine((u) => /^postgres(ql)?:\/\//.test(u), 'must be a postgres:// or postgresql:// URL')
+      .optional(),
+    'with BATON_POOLER=transaction: a URL straight to the server, for LISTEN, the presence lock and migrations; unset: polling only, migrations refused',
+    '(none)',
+  ],
   PORT: ['port', int(0, 65_535).default(PORT_DEFAULT), 'HTTP port (0 picks a free one)', String(PORT_DEFAULT)],
   HOST: ['host', z.string().min(1).default(HOST_DEFAULT), 'HTTP bind address (0.0.0.0 in containers)', HOST_DEFAULT],
   BATON_API_TOKEN: [
@@ -185,7 +201,15 @@ export function describeSetting(name: SettingName): string {
 }
 
 /** What the one-shot commands reach the database with (embedded or DATABASE_URL), and log. */
-const DATABASE_SETTINGS = ['DATABASE_URL', 'BATON_SCHEMA', 'BATON_DATA_DIR', 'BATON_PG_PORT', 'LOG_LEVEL'] as const;
+const DATABASE_SETTINGS = [
+  'DATABASE_URL',
+  'BATON_POOLER',
+  'BATON_DIRECT_URL',
+  'BATON_SCHEMA',
+  'BATON_DATA_DIR',
+  'BATON_PG_PORT',
+  'LOG_LEVEL',
+] as const;
 
 /**
  * The settings each command reads, which are also the only setting flags it accepts

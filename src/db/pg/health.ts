@@ -5,6 +5,7 @@
 import type { DatabaseHealth } from '../../types/admin.ts';
 import type { ExecutorStatements } from './executor-statements.ts';
 import { checkOut } from './pool.ts';
+import { UnnamedStatementClient } from './pooler-client.ts';
 import { queryRows } from './query-rows.ts';
 
 type HealthDb = Pick<ExecutorStatements, 'pool' | 'health'>;
@@ -15,13 +16,16 @@ export async function jobDeadTuples(db: HealthDb) {
 }
 
 export async function jobVacuum(db: HealthDb) {
-  // VACUUM runs outside a transaction block, so the session's timeout is lifted around it.
+  // VACUUM runs outside a transaction block, so the session's timeout is lifted around it;
+  // through a transaction pooler the three statements may reach three server sessions, so
+  // there it runs under the role's timeout (docs/scaling.md).
   const out = await checkOut(db.pool);
+  const ownSession = !(out.client instanceof UnnamedStatementClient);
   let ok = false;
   try {
-    await queryRows(out.client, { text: 'SET statement_timeout = 0' }, []);
+    if (ownSession) await queryRows(out.client, { text: 'SET statement_timeout = 0' }, []);
     await queryRows(out.client, db.health.vacuumJobs, []);
-    await queryRows(out.client, { text: 'RESET statement_timeout' }, []);
+    if (ownSession) await queryRows(out.client, { text: 'RESET statement_timeout' }, []);
     ok = true;
   } finally {
     // A session left without its timeout is not handed back.

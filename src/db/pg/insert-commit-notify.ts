@@ -4,6 +4,7 @@
 // listeners are signalled before the producer hears its commit, not after its process wakes.
 
 import pg from 'pg';
+import { UnnamedStatementClient } from './pooler-client.ts';
 
 /** The wire calls of pg's Connection used here (its typings omit parsedStatements). */
 interface Wire {
@@ -150,8 +151,9 @@ export function textArrayLiteral(items: readonly string[]): string {
 }
 
 /** Whether `client` is a node-postgres client this module can drive (same pg copy). */
+/** A plain pg client: not a caller's pool-like object, nor one through a transaction pooler (which must not name statements). */
 export function canInsertCommitNotify(client: unknown): client is pg.ClientBase {
-  return client instanceof pg.Client;
+  return client instanceof pg.Client && !(client instanceof UnnamedStatementClient);
 }
 
 export function insertCommitNotify<R>(client: pg.ClientBase, insert: Named, notify: Named): Promise<InsertCommitNotifyResult<R>> {

@@ -15,23 +15,29 @@
 // them cost 8 to 25 ms a scrape next to a million finished rows, for a read of a few pages.
 
 import pg from 'pg';
+import { UnnamedStatementClient } from './pooler-client.ts';
 
 export const SESSION_SETTINGS_SQL = 'SET jit = off; SET max_parallel_workers_per_gather = 0';
+
+/** How Baton's pools reach PostgreSQL: directly (a session per connection) or through a transaction pooler (docs/scaling.md). */
+export type PoolerMode = 'none' | 'transaction';
 
 /**
  * A pool whose new sessions run SESSION_SETTINGS_SQL first. A failed SET is not fatal: that
  * session runs with the server's settings. Idle clients that lose their connection emit
- * 'error' on the pool; the listener keeps that from ending the process.
+ * 'error' on the pool; the listener keeps that from ending the process. Through a transaction
+ * pooler, no session setting is sent (it would stay on a server session other clients get
+ * next) and every statement goes unnamed (pooler-client.ts).
  */
-export function openPool(config: pg.PoolConfig): pg.Pool {
-  const pool = new pg.Pool(config);
+export function openPool(config: pg.PoolConfig, pooler: PoolerMode = 'none'): pg.Pool {
+  const pool = new pg.Pool(pooler === 'transaction' ? { ...config, Client: UnnamedStatementClient } : config);
   pool.on('error', () => undefined);
   pool.on('connect', (client) => {
     // The SET goes out before the client reaches its first user, whose own 'error' listener
     // (checkOut's) is attached a tick later: a connection reset in between would emit 'error'
     // on a client with no listener and end the process. The query in flight fails on its own.
     client.on('error', () => undefined);
-    client.query(SESSION_SETTINGS_SQL).catch(() => undefined);
+    if (pooler === 'none') client.query(SESSION_SETTINGS_SQL).catch(() => undefined);
   });
   return pool;
 }
