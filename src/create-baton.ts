@@ -13,7 +13,7 @@ import { type Logger, noopLogger } from './core/logger.ts';
 import { cronChannelFor } from './core/notifier.ts';
 import { parseRelayConfig, type RelayConfigInput } from './core/outbox/config.ts';
 import type { PublisherMap } from './core/outbox/publisher.ts';
-import { type MigrateResult, migrate } from './db/migrate.ts';
+import { type MigrateResult, migrate, pendingMigrations } from './db/migrate.ts';
 import { leaseOnlyPresence } from './db/pg/lease-only-presence.ts';
 import { PgListener } from './db/pg/listener.ts';
 import { openPool, type PoolerMode } from './db/pg/open-pool.ts';
@@ -126,6 +126,7 @@ function poolerSettings(
     return {};
   }
   if (o.givenPool) throw bad("pooler: 'transaction' needs connectionString, not pool (Baton opens its pools to name no statement)");
+  if (o.directConnectionString === '') throw bad('directConnectionString must be a URL, not empty');
   // Asynchronous claims rely on a mark on the session (token-floor.ts), which a pooler does not keep.
   if (o.engineInput.asyncClaims === true) throw bad("asyncClaims needs sessions of its own: not with pooler: 'transaction'");
   if (o.directConnectionString === undefined && o.engineInput.dispatch === 'notify') {
@@ -134,12 +135,18 @@ function poolerSettings(
   return { asyncClaims: false, ...(o.directConnectionString === undefined && { dispatch: 'poll' as const }) };
 }
 
-/** Migrations hold a session lock across statements: through a transaction pooler they take the direct URL. */
-async function migrateDirect(direct: pg.ClientConfig | null, schema: string): Promise<MigrateResult> {
+/**
+ * Migrations hold a session lock across statements: through a transaction pooler they take the
+ * direct URL. Without one, a schema already up to date is fine (nothing to apply); one with
+ * migrations pending is refused.
+ */
+async function migrateDirect(direct: pg.ClientConfig | null, pooled: PgPoolLike, schema: string): Promise<MigrateResult> {
   if (!direct) {
+    const pending = await pendingMigrations(pooled, { schema });
+    if (pending.length === 0) return { applied: [] };
     throw new BatonError(
       'INVALID_CONFIG',
-      'migrations hold a session lock, which a transaction pooler cannot keep: set directConnectionString, or run them against the server itself (baton migrate)',
+      `${pending.length} migration(s) pending (${pending[0]} first), and migrations hold a session lock, which a transaction pooler cannot keep: set directConnectionString, or run them against the server itself (baton migrate)`,
     );
   }
   const pool = openPool({ ...direct, max: 1, connectionTimeoutMillis: 5_000 });
@@ -230,6 +237,8 @@ export function createBaton(options: BatonOptions): Baton {
     ? lazyPool(() => openPool({ ...hardened, max: adminPoolSize ?? ADMIN_POOL_SIZE_DEFAULT, application_name: 'baton-admin' }, pooler))
     : null;
   const schema = quoteSchema(config.schema);
+  // Behind a transaction pooler, a caller's client (its own transaction) gets no named statement either.
+  const unnamed = pooler === 'transaction';
   if (ownPool && config.asyncClaims) installTokenFloor(ownPool, jobQueries(schema).tokenFloor);
   const pool = (givenPool ?? ownPool) as PgPoolLike;
   const lockNamespace = lockNamespaceFor(config.schema);
@@ -247,16 +256,16 @@ export function createBaton(options: BatonOptions): Baton {
 
   return new Engine({
     config,
-    executor: new PgExecutor(pool, schema),
-    adminExecutor: new PgExecutor(adminPool ?? pool, schema),
+    executor: new PgExecutor(pool, schema, { unnamed }),
+    adminExecutor: new PgExecutor(adminPool ?? pool, schema, { unnamed }),
     leaderStore: new PgLeaderStore(pool, schema),
     scheduleStore: new PgScheduleStore(pool, schema, cronChannelFor(config.schema)),
     adminScheduleStore: new PgScheduleStore(adminPool ?? pool, schema, cronChannelFor(config.schema)),
     schedules: { declared: schedules ?? [], pruneUndeclared: pruneSchedules ?? false },
     workflowStore: new PgWorkflowStore(pool, schema),
     outbox: {
-      store: new PgOutboxStore(pool, schema),
-      adminStore: new PgOutboxStore(adminPool ?? pool, schema),
+      store: new PgOutboxStore(pool, schema, { unnamed }),
+      adminStore: new PgOutboxStore(adminPool ?? pool, schema, { unnamed }),
       config: relayConfig,
       publishers: outboxPublishers ?? {},
       relay: outboxRelay ?? true,
@@ -264,7 +273,7 @@ export function createBaton(options: BatonOptions): Baton {
     handlers: handlers ?? {},
     logger: log,
     lockNamespace,
-    migrate: () => (pooler === 'none' ? migrate(pool, { schema: config.schema }) : migrateDirect(direct, config.schema)),
+    migrate: () => (pooler === 'none' ? migrate(pool, { schema: config.schema }) : migrateDirect(direct, pool, config.schema)),
     warmPool: (connections) => warmPool(pool, connections),
     createPresence: (hooks) =>
       direct === null

@@ -74,7 +74,7 @@ export const SETTINGS = {
       .url()
       .refine((u) => /^postgres(ql)?:\/\//.test(u), 'must be a postgres:// or postgresql:// URL')
       .optional(),
-    'with BATON_POOLER=transaction: a URL straight to the server, for LISTEN, the presence lock and migrations; unset: polling only, migrations refused',
+    'with BATON_POOLER=transaction: a URL straight to the server, for LISTEN, the presence lock and migrations; unset: polling only, pending migrations refused',
     '(none)',
   ],
   PORT: ['port', int(0, 65_535).default(PORT_DEFAULT), 'HTTP port (0 picks a free one)', String(PORT_DEFAULT)],
@@ -94,7 +94,8 @@ export const SETTINGS = {
   BATON_QUEUES: ['queues', queueSpec.prefault(QUEUES_DEFAULT), 'queues this process works, queue:concurrency,...', QUEUES_DEFAULT],
   BATON_DISPATCH: [
     'dispatch',
-    z.enum(['notify', 'poll']).default('notify'),
+    // No default here: unset, the engine's own applies (notify, or poll through a transaction pooler with no direct URL).
+    z.enum(['notify', 'poll']).optional(),
     'wake-ups by LISTEN/NOTIFY (+ polling) or polling only',
     'notify',
   ],

@@ -30,6 +30,17 @@ export async function listMigrations(dir = MIGRATIONS_DIR): Promise<string[]> {
   return names.sort();
 }
 
+/** The migrations not yet applied to `schema`, read without the lock (so through a transaction pooler too). */
+export async function pendingMigrations(pool: PgPoolLike, options: MigrateOptions): Promise<string[]> {
+  const schema = quoteSchema(options.schema);
+  const q = migrationQueries(schema);
+  const files = await listMigrations(options.migrationsDir ?? MIGRATIONS_DIR);
+  const present = await pool.query<{ present: boolean }>({ ...q.tablePresent, values: [`${schema}.schema_migrations`] });
+  if (!present.rows[0]?.present) return files;
+  const done = new Set((await pool.query<{ name: string }>(q.listApplied)).rows.map((r) => r.name));
+  return files.filter((f) => !done.has(f));
+}
+
 /** Migrates `schema` to the newest version. Safe to call concurrently from many processes. */
 export async function migrate(pool: PgPoolLike, options: MigrateOptions): Promise<MigrateResult> {
   const dir = options.migrationsDir ?? MIGRATIONS_DIR;

@@ -20,7 +20,15 @@ const UNREACHABLE = 'postgres://u:secret@127.0.0.1:1/x';
 const PLAIN_LINE = 'cannot connect to PostgreSQL at postgres://u:***@127.0.0.1:1/x: connect ECONNREFUSED 127.0.0.1:1';
 const STACK_FRAME = /^\s+at /m;
 /** What the one-shot commands reach the database with. */
-const DATABASE_SETTINGS = ['DATABASE_URL', 'BATON_POOLER', 'BATON_DIRECT_URL', 'BATON_SCHEMA', 'BATON_DATA_DIR', 'BATON_PG_PORT', 'LOG_LEVEL'];
+const DATABASE_SETTINGS = [
+  'DATABASE_URL',
+  'BATON_POOLER',
+  'BATON_DIRECT_URL',
+  'BATON_SCHEMA',
+  'BATON_DATA_DIR',
+  'BATON_PG_PORT',
+  'LOG_LEVEL',
+];
 
 /** The environment variables a --help lists, in order (each settings line is `  --flag  ENV  [default]`). */
 function listedSettings(help: string): string[] {

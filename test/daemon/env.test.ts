@@ -33,11 +33,12 @@ describe('loadConfig', () => {
       http: { requestTimeoutMs: 30_000, maxConnectionsPerAddress: 128 },
       allowedHosts: undefined,
       logLevel: 'info',
+      pooler: 'none',
+      directUrl: undefined,
     });
     expect(c.engine).toEqual({
       schema: 'baton',
       queues: { default: 10 },
-      dispatch: 'notify',
       fairness: 'tenant',
       claimIntoRunning: true,
       drainMs: 10_000,
@@ -138,6 +139,22 @@ describe('loadConfig', () => {
   ])('refuses %j naming %s', (env, name) => {
     const err = configError(() => loadConfig(env));
     expect(err.message).toContain(name);
+  });
+
+  it('BATON_POOLER needs DATABASE_URL, BATON_DIRECT_URL needs BATON_POOLER, and neither URL is repeated in an error', () => {
+    const url = 'postgres://app:hunter2@db:5432/app';
+    expect(configError(() => loadConfig({ BATON_POOLER: 'transaction' }))).toMatchObject({ setting: 'BATON_POOLER' });
+    expect(configError(() => loadConfig({ DATABASE_URL: url, BATON_DIRECT_URL: url }))).toMatchObject({ setting: 'BATON_DIRECT_URL' });
+    const bad = configError(() =>
+      loadConfig({ DATABASE_URL: url, BATON_POOLER: 'transaction', BATON_DIRECT_URL: 'mysql://app:hunter2@db/app' }),
+    );
+    expect(bad.message).toContain('BATON_DIRECT_URL');
+    expect(bad.message).not.toContain('hunter2');
+    expect(configError(() => loadConfig({ DATABASE_URL: url, BATON_POOLER: 'session' })).message).toContain('must be none or transaction');
+    expect(loadConfig({ DATABASE_URL: url, BATON_POOLER: 'transaction', BATON_DIRECT_URL: url })).toMatchObject({
+      pooler: 'transaction',
+      directUrl: url,
+    });
   });
 
   it('reads only the settings of the command: a bad PORT in a shared environment does not stop `migrate`', () => {

@@ -4,6 +4,7 @@
 // presence lock and migrations, and without one (polling only, leases reclaimed at expiry).
 // Options a pooler cannot serve are refused by name.
 
+import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openPool } from '../../src/db/pg/open-pool.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
@@ -99,6 +100,40 @@ describe.runIf(available).each([
     // The pooler carried them: the eleven single enqueues alone are eleven transactions, and
     // claims and outcomes add theirs (batched, so fewer than one a job).
     expect((await bouncer.transactions(db.name)) - before).toBeGreaterThan(11 + 20);
+    // And Baton left no session setting on the server sessions: each of the pooler's four, held
+    // at once, shows the server's own value.
+    const serverValue = (await db.query('SHOW max_parallel_workers_per_gather')).rows[0].max_parallel_workers_per_gather;
+    const clients = Array.from({ length: 4 }, () => new pg.Client({ connectionString: through() }));
+    try {
+      await Promise.all(clients.map((c) => c.connect()));
+      await Promise.all(clients.map((c) => c.query('BEGIN')));
+      const shown = await Promise.all(
+        clients.map(async (c) => (await c.query('SHOW max_parallel_workers_per_gather')).rows[0].max_parallel_workers_per_gather),
+      );
+      expect(shown).toEqual([serverValue, serverValue, serverValue, serverValue]);
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+    }
+  });
+
+  it("enqueues and records outbox messages in the caller's own transactions through the pooler", async () => {
+    const baton = create(direct, { queues: {} });
+    // The caller's connections also go through PgBouncer: each new one may get a server session
+    // an earlier one used, which still holds whatever statements that one named.
+    for (let i = 0; i < 6; i++) {
+      const client = new pg.Client({ connectionString: through() });
+      await client.connect();
+      try {
+        await client.query('BEGIN');
+        await baton.enqueue({ jobType: 'x', queue: 'txn' }, { client });
+        await baton.outbox.record({ destination: 'hooks', topic: 't', messageKey: `m${i}`, payload: { i } }, { client });
+        await client.query('COMMIT');
+      } finally {
+        await client.end();
+      }
+    }
+    expect((await db.query(`SELECT count(*)::int AS n FROM baton.jobs WHERE queue = 'txn'`)).rows[0].n).toBe(6);
+    expect((await db.query(`SELECT count(*)::int AS n FROM baton.outbox WHERE destination = 'hooks'`)).rows[0].n).toBe(6);
   });
 
   it('answers admin reads and actions through the pooler', async () => {
@@ -137,12 +172,22 @@ describe.runIf(available).each([
     }
   });
 
-  it(direct ? 'migrates and listens over the direct URL' : 'refuses to migrate, and still runs jobs by polling', async () => {
+  it(direct ? 'migrates and listens over the direct URL' : 'refuses a migration it cannot apply, and runs jobs by polling', async () => {
     const baton = create(direct, { queues: { q: 2 }, handlers: { ok: () => 'done' } });
-    if (direct) {
-      await expect(baton.migrate()).resolves.toMatchObject({ applied: [] });
-    } else {
-      await expect(baton.migrate()).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
+    // Up to date (the file's database is migrated): nothing to apply, through the pooler too.
+    await expect(baton.migrate()).resolves.toMatchObject({ applied: [] });
+    if (!direct) {
+      // One pending (its record taken away): refused, naming it, with nothing applied.
+      const [last] = (await db.query<{ name: string }>('SELECT max(name) AS name FROM baton.schema_migrations')).rows;
+      await db.query('DELETE FROM baton.schema_migrations WHERE name = $1', [last!.name]);
+      try {
+        await expect(baton.migrate()).rejects.toMatchObject({
+          code: 'INVALID_CONFIG',
+          message: expect.stringContaining(`1 migration(s) pending (${last!.name} first)`),
+        });
+      } finally {
+        await db.query('INSERT INTO baton.schema_migrations (name) VALUES ($1)', [last!.name]);
+      }
     }
     await baton.start();
     expect(baton.stats().presenceHeld).toBe(true);
@@ -154,13 +199,16 @@ describe.runIf(available).each([
   });
 });
 
-describe.runIf(available)('the daemon through PgBouncer', () => {
-  it('serves, enqueues over HTTP and runs the job with BATON_POOLER=transaction and BATON_DIRECT_URL', async () => {
+describe.runIf(available).each([
+  ['and BATON_DIRECT_URL', true],
+  ['alone (polling only)', false],
+])('the daemon through PgBouncer with BATON_POOLER=transaction %s', (_, direct) => {
+  it('serves, enqueues over HTTP and runs the job', async () => {
     const port = await freePort();
     const d = runBaton(['serve', '--port', String(port), '--queues', 'default:2'], {
       DATABASE_URL: through(),
       BATON_POOLER: 'transaction',
-      BATON_DIRECT_URL: db.url,
+      ...(direct && { BATON_DIRECT_URL: db.url }),
       BATON_DEMO_HANDLERS: 'true',
     });
     try {
@@ -202,6 +250,7 @@ describe.runIf(available)('options a transaction pooler cannot serve', () => {
     expect(invalid({ ...base, asyncClaims: true })).toMatch(/asyncClaims/);
     expect(invalid({ ...base, dispatch: 'notify' })).toMatch(/dispatch: 'notify' needs LISTEN/);
     expect(invalid({ ...base, pooler: 'session' as never })).toMatch(/pooler must be/);
+    expect(invalid({ ...base, directConnectionString: '' })).toMatch(/directConnectionString must be a URL/);
     expect(invalid({ connectionString: base.connectionString, directConnectionString: base.connectionString })).toMatch(
       /directConnectionString is used only with pooler/,
     );

@@ -31,6 +31,7 @@ import * as lease from './job-lease.ts';
 import * as listing from './job-list.ts';
 import { PgFlow } from './pg-flow-control.ts';
 import type { PgPoolLike } from './pool.ts';
+import { unnamedQueryable } from './pooler-client.ts';
 import { RecordedBlocks } from './recorded-blocks.ts';
 import * as workers from './workers.ts';
 
@@ -43,19 +44,26 @@ export class PgExecutor implements Executor {
   readonly #keyedQueues = new Set<string>();
   /** Blocks of finished_blocks this executor's completions recorded lately (see recorded-blocks.ts). */
   readonly #recordedBlocks: RecordedBlocks;
+  readonly #unnamed: boolean;
 
   /**
    * `schema` must already be quoted (see quoteSchema). `now`: the monotonic clock (ms) that
    * bounds how long recorded blocks are trusted (tests stop it).
    */
-  constructor(pool: PgPoolLike, quotedSchema: string, opts: { now?: () => number } = {}) {
+  /**
+   * `unnamed`: a caller's client (enqueue in the caller's transaction) is sent no named
+   * statement, for a caller's pool behind a transaction pooler (pooler-client.ts).
+   */
+  constructor(pool: PgPoolLike, quotedSchema: string, opts: { now?: () => number; unnamed?: boolean } = {}) {
+    this.#unnamed = opts.unnamed === true;
     this.#recordedBlocks = new RecordedBlocks(opts.now);
     this.#db = executorStatements(pool, quotedSchema);
     this.#flowStore = new PgFlow(pool, this.#db.flow);
   }
 
   jobInsertMany(p: JobInsertManyParams): Promise<InsertedJob[]> {
-    return insert.insertMany(this.#db, this.#keyedQueues, p);
+    const client = p.client && this.#unnamed ? unnamedQueryable(p.client) : p.client;
+    return insert.insertMany(this.#db, this.#keyedQueues, client === p.client ? p : { ...p, client });
   }
 
   jobNotify(p: { channels: string[] }): Promise<void> {

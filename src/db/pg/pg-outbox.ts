@@ -12,6 +12,7 @@ import type { NewOutboxMessage, OutboxMessage, OutboxState, RecordResult } from 
 import { translatePgError } from './errors.ts';
 import { lockNamespace } from './lock-namespace.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
+import { unnamedQueryable } from './pooler-client.ts';
 import { type OutboxQueries, outboxQueries } from './queries/outbox.ts';
 import { queryRows } from './query-rows.ts';
 import { compareIds } from './rows.ts';
@@ -90,9 +91,15 @@ export class PgOutboxStore implements OutboxStore {
   readonly #q: OutboxQueries;
   readonly #lockNamespace: number;
 
-  /** `quotedSchema` must already be quoted (see quoteSchema). */
-  constructor(pool: PgPoolLike, quotedSchema: string) {
+  readonly #unnamed: boolean;
+
+  /**
+   * `quotedSchema` must already be quoted (see quoteSchema). `unnamed`: a caller's client
+   * (a record in the caller's transaction) is sent no named statement (pooler-client.ts).
+   */
+  constructor(pool: PgPoolLike, quotedSchema: string, opts: { unnamed?: boolean } = {}) {
     this.#pool = pool;
+    this.#unnamed = opts.unnamed === true;
     this.#q = outboxQueries(quotedSchema);
     this.#lockNamespace = lockNamespace('outbox', quotedSchema);
   }
@@ -102,7 +109,7 @@ export class PgOutboxStore implements OutboxStore {
   }
 
   async outboxInsertMany(p: { messages: NewOutboxMessage[]; client?: Queryable | undefined; channel: string }): Promise<RecordResult[]> {
-    const on = p.client ?? this.#pool;
+    const on = p.client ? (this.#unnamed ? unnamedQueryable(p.client) : p.client) : this.#pool;
     const payload = JSON.stringify(
       p.messages.map((m) => ({
         tenant_id: m.tenantId,

@@ -5,6 +5,7 @@
 // (open-pool.ts), and the engine asks no session lock or LISTEN of them (create-baton.ts).
 
 import pg from 'pg';
+import type { Queryable } from '../../driver/queryable.ts';
 
 /** A pg client that drops the name of every statement it is given, so none is prepared by name. */
 export class UnnamedStatementClient extends pg.Client {}
@@ -17,3 +18,12 @@ UnnamedStatementClient.prototype.query = function (this: pg.Client, config: unkn
     config !== null && typeof config === 'object' && 'name' in config && !('submit' in config) ? { ...config, name: undefined } : config;
   return (query as (...args: unknown[]) => unknown).call(this, unnamed, ...rest);
 } as typeof pg.Client.prototype.query;
+
+/**
+ * A caller's own client (a transactional enqueue or outbox record through the caller's pool),
+ * as a Queryable that names no statement: a pooler in front of the caller's pool has the same
+ * rule as in front of Baton's.
+ */
+export function unnamedQueryable(client: Queryable): Queryable {
+  return { query: (config) => client.query({ ...config, name: undefined }) };
+}

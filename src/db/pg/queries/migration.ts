@@ -13,6 +13,8 @@ export function migrationQueries(schema: string) {
         applied_at timestamptz NOT NULL DEFAULT now())`,
     },
     listApplied: { text: `SELECT name FROM ${schema}.schema_migrations ORDER BY name` },
+    // Whether the migrations table exists yet ($1: its qualified name).
+    tablePresent: { text: `SELECT to_regclass($1) IS NOT NULL AS present` },
     setSearchPath: { text: `SET LOCAL search_path TO ${schema}, public` },
     record: { text: `INSERT INTO ${schema}.schema_migrations (name) VALUES ($1)` },
   } as const;
