@@ -11,8 +11,7 @@
 // --parts drain,fairness,cap,rate --out results/flow
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -22,6 +21,7 @@ import pg from 'pg';
 import { createBaton } from '../src/index.ts';
 import { peakRunning, peakStartsPerWindow, readRuns, utilisation } from '../test/flow-control/execution-log.ts';
 import { machineRecord } from './machine.ts';
+import { writeResults } from './report/write-results.ts';
 import { openServer, type PgServer } from './server.ts';
 import { type Distribution, distribution, nowMs } from './stats.ts';
 
@@ -334,11 +334,7 @@ async function main(): Promise<void> {
       out.rate = { processes: 4, runs };
     }
     out.loadAvgAtEnd = os.loadavg().map((x) => Math.round(x * 100) / 100);
-    mkdirSync(flags.out, { recursive: true });
-    const stamp = new Date().toISOString().slice(0, 16).replace(/[:T]/g, '-');
-    const base = path.join(flags.out, `flow-${stamp}`);
-    await writeFile(`${base}.json`, `${JSON.stringify(out, null, 2)}\n`);
-    await writeFile(`${base}.md`, report(out));
+    const base = await writeResults(flags.out, 'flow', out, report(out));
     console.log(`wrote ${base}.json and .md`);
   } finally {
     await server.close();

@@ -8,16 +8,14 @@
 //   npm run bench:scale -- [--processes 1,2,4] [--rounds 3] [--jobs 20000] [--rate 100]
 //                          [--latency-jobs 1000] [--out results/scale]
 
-import { mkdirSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
 import os from 'node:os';
-import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { machineRecord } from './machine.ts';
 import { Child } from './proc.ts';
+import { writeResults } from './report/write-results.ts';
 import { type LatencyRunOptions, latencyValues } from './scenarios/latency.ts';
 import { openServer, type PgServer } from './server.ts';
-import { nowMs } from './stats.ts';
+import { nowMs, spread } from './stats.ts';
 import { workerFor } from './systems/index.ts';
 import { variantById } from './systems/variants.ts';
 
@@ -193,10 +191,7 @@ async function latencyRun(server: PgServer, k: number): Promise<RunOut> {
   }
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
-};
+const median = (xs: number[]) => spread(xs).median;
 const r2 = (x: number) => Math.round(x * 100) / 100;
 
 interface Row {
@@ -241,11 +236,7 @@ async function main(): Promise<void> {
       rows,
       loadAvgAtEnd: os.loadavg().map(r2),
     };
-    mkdirSync(flags.out, { recursive: true });
-    const stamp = new Date().toISOString().slice(0, 16).replace(/[:T]/g, '-');
-    const base = path.join(flags.out, `scale-${stamp}`);
-    await writeFile(`${base}.json`, `${JSON.stringify(out, null, 2)}\n`);
-    await writeFile(`${base}.md`, report(out));
+    const base = await writeResults(flags.out, 'scale', out, report(out));
     console.log(`wrote ${base}.json and .md`);
   } finally {
     await server.close();
