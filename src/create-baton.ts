@@ -193,7 +193,7 @@ export function createBaton(options: BatonOptions): Baton {
   if (pooler === 'transaction' && directConnectionString === undefined) {
     (logger ?? noopLogger).warn(
       {},
-      "baton: through a transaction pooler with no directConnectionString: polling only (no LISTEN), no presence lock (a crashed worker's jobs come back when their leases expire), migrations refused",
+      "baton: through a transaction pooler with no directConnectionString: polling only (no LISTEN), no presence lock (a crashed worker's jobs come back when their leases expire), pending migrations refused",
     );
   }
   const config = parseEngineConfig(
