@@ -1,9 +1,11 @@
 // Diagnostics for bench/latency-breakdown.ts: timestamps, in this process, of every
 // notification that reaches a pg client and of every claim sent and answered. It
-// patches pg's Client prototype, so it sees every system's connections (graphile-worker
-// and pg-boss share the same pg package). A claim is any statement with SKIP LOCKED, so
-// Baton's reaper sweep (every 250 ms) counts too: it rarely falls inside a job's stages.
+// patches pg's Client prototype, so it sees every system's connections: the peers share the
+// bench's pg package, and Baton's own copy (the repository's, or the build under test's) is
+// patched too. A claim is any statement with SKIP LOCKED, so Baton's reaper sweep (every
+// 250 ms) counts too: it rarely falls inside a job's stages.
 
+import { createRequire } from 'node:module';
 import pg from 'pg';
 import { nowMs } from '../stats.ts';
 
@@ -21,7 +23,16 @@ function statementText(config: unknown): string {
 /** Starts recording in every pg client of this process; returns a function that reads the events so far. */
 export function startPgTrace(): () => TraceEvent[] {
   const events: TraceEvent[] = [];
-  const proto = pg.Client.prototype as unknown as { emit: pg.Client['emit']; query: Query };
+  // The pg Baton loads: the one beside the build under test (bench:ab) or the repository's.
+  const batonEntry = process.env.BENCH_BATON_LIB ?? new URL('../../src/index.ts', import.meta.url).pathname;
+  const batonPg = createRequire(batonEntry)('pg') as typeof pg;
+  for (const Client of new Set([pg.Client, batonPg.Client])) patch(Client.prototype as unknown as Patchable, events);
+  return () => events;
+}
+
+type Patchable = { emit: pg.Client['emit']; query: Query };
+
+function patch(proto: Patchable, events: TraceEvent[]): void {
   const emit = proto.emit;
   proto.emit = function (this: pg.Client, name: string | symbol, ...args: unknown[]) {
     if (name === 'notification') events.push(['notification', nowMs()]);
@@ -45,5 +56,4 @@ export function startPgTrace(): () => TraceEvent[] {
     if (result instanceof Promise) result.then(replied, () => undefined);
     return result;
   };
-  return () => events;
 }
