@@ -18,6 +18,7 @@ import { openServer, type PgServer } from './server.ts';
 import { nowMs, spread } from './stats.ts';
 import { workerFor } from './systems/index.ts';
 import { variantById } from './systems/variants.ts';
+import { until } from './until.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -76,15 +77,6 @@ async function withWorkers(url: string, k: number, body: (started: () => Promise
   }
 }
 
-async function until(cond: () => Promise<boolean>, deadlineMs: number): Promise<boolean> {
-  const end = nowMs() + deadlineMs;
-  while (nowMs() < end) {
-    if (await cond()) return true;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  return false;
-}
-
 /** Waits until `n` jobs are done: first until the workers started `n` handlers (asked over IPC), then by the database (the real end). */
 async function drained(
   w: { countDone(n: number): Promise<number> },
@@ -93,8 +85,8 @@ async function drained(
   capMs: number,
 ): Promise<boolean> {
   const t0 = nowMs();
-  if (!(await until(async () => (await started()) >= n, capMs))) return false;
-  return until(async () => (await w.countDone(n)) >= n, Math.max(1_000, capMs - (nowMs() - t0)));
+  if (!(await until(async () => (await started()) >= n, capMs, 5))) return false;
+  return until(async () => (await w.countDone(n)) >= n, Math.max(1_000, capMs - (nowMs() - t0)), 5);
 }
 
 /** Checks every start against the database: each seq started once, and done. */

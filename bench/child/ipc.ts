@@ -35,12 +35,4 @@ export function serve(main: (run: Msg) => Promise<void>): void {
     });
 }
 
-/** Polls `cond` every `everyMs` until true or the deadline; returns whether it became true. */
-export async function until(cond: () => Promise<boolean> | boolean, deadlineMs: number, everyMs = 10): Promise<boolean> {
-  const end = Date.now() + deadlineMs;
-  for (;;) {
-    if (await cond()) return true;
-    if (Date.now() >= end) return false;
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+export { until } from '../until.ts';

@@ -2,7 +2,7 @@
 // a task that throws (before or after it returns its promise) goes to onError and the loop
 // goes on; stop waits for the run in flight and nothing runs after it.
 
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { Periodic } from '../../src/core/periodic.ts';
 import { deferred, waitFor } from '../helpers/wait.ts';
 
@@ -48,24 +48,31 @@ describe('Periodic', () => {
   });
 
   it('stop waits for the run in flight, and nothing runs after it', async () => {
-    const gate = deferred();
-    let runs = 0;
-    let finished = false;
-    const p = new Periodic('t', {
-      intervalMs: 1,
-      task: async () => {
-        runs++;
-        await gate.promise;
-        finished = true;
-      },
-      onError: () => undefined,
-    });
-    p.start();
-    await waitFor(() => runs === 1, { message: 'the first run' });
-    const stopped = p.stop().then(() => finished);
-    gate.resolve();
-    expect(await stopped).toBe(true);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(runs).toBe(1);
+    // Fake timers: "nothing after" is read after the clock ran far past many intervals, not after a sleep.
+    vi.useFakeTimers();
+    try {
+      const gate = deferred();
+      let runs = 0;
+      let finished = false;
+      const p = new Periodic('t', {
+        intervalMs: 1,
+        task: async () => {
+          runs++;
+          await gate.promise;
+          finished = true;
+        },
+        onError: () => undefined,
+      });
+      p.start();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(runs).toBe(1);
+      const stopped = p.stop().then(() => finished);
+      gate.resolve();
+      expect(await stopped).toBe(true);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(runs).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
