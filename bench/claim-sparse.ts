@@ -1,0 +1,212 @@
+// `npm run bench:claim-sparse`: what one claim of one job costs, the statement a sparse start
+// latency waits for, by schema and by statement. Each variant is a database of its own on a
+// tuned server of the bench's own: the base ref's schema and claim statement (built as
+// bench:ab builds it), this tree's, and this tree's with one thing taken away or swapped.
+// Rounds interleave the variants job by job (one insert, one timed claim, one completion),
+// the order reversed every other round, so drift and noise fall on all of them alike.
+// Writes results/claim-sparse/claim-sparse-<date>.{json,md}. Nothing here is judged.
+//
+//   npm run bench:claim-sparse -- [--base fc86693] [--jobs 3000] [--rounds 3] [--limit 10]
+
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { migrate } from '../src/db/migrate.ts';
+import { flowClaimQueries } from '../src/db/pg/queries/flow-control-claim.ts';
+import { abCacheDir, buildRef } from './ab/build.ts';
+import { machineRecord } from './machine.ts';
+import { writeResults } from './report/write-results.ts';
+import { openServer } from './server.ts';
+import { percentile } from './stats.ts';
+
+const { values: flags } = parseArgs({
+  options: {
+    base: { type: 'string', default: 'fc86693' },
+    jobs: { type: 'string', default: '3000' },
+    rounds: { type: 'string', default: '3' },
+    limit: { type: 'string', default: '10' },
+    out: { type: 'string', default: 'results/claim-sparse' },
+  },
+});
+const JOBS = Number(flags.jobs);
+const ROUNDS = Number(flags.rounds);
+const LIMIT = Number(flags.limit);
+/** The first claims of a session pay for its plans. */
+const WARM = 100;
+
+interface Statement {
+  name: string;
+  text: string;
+  rowMode?: 'array';
+}
+type Migrate = (pool: pg.Pool, o: { schema: string }) => Promise<unknown>;
+
+const built = buildRef(flags.base, abCacheDir(), (s) => process.stderr.write(`${s}\n`));
+const baseMigrate = ((await import(new URL('db/migrate.js', `file://${built.entry}`).href)) as { migrate: Migrate }).migrate;
+const baseJob = (await import(new URL('db/pg/queries/job.js', `file://${built.entry}`).href)) as {
+  jobQueries: (schema: string) => { claim: Statement | ((n: number) => Statement) };
+};
+const baseClaimOf = baseJob.jobQueries('"baton"').claim;
+const baseClaim = typeof baseClaimOf === 'function' ? baseClaimOf(LIMIT) : baseClaimOf;
+const headClaim = flowClaimQueries('"baton"').claimPlain(LIMIT) as Statement;
+
+/** The plain claim without its checks of paused, flow-controlled and tenanted queues. */
+const PROBES = ['paused_queues', 'flow_queues', 'tenant_queues'].map(
+  (t) => new RegExp(`\\s*AND NOT EXISTS \\(SELECT 1 FROM "baton"\\.${t} WHERE queue = \\$1\\)`),
+);
+const withoutProbes = PROBES.reduce((text, re) => {
+  if (!re.test(text)) throw new Error(`the plain claim no longer has ${re}: update bench/claim-sparse.ts`);
+  return text.replace(re, '');
+}, headClaim.text);
+
+/** The indexes of jobs added for capabilities a plain job does not use. */
+const FEATURE_INDEXES = ['jobs_fair_idx', 'jobs_keyed_idx', 'jobs_keyed_live_idx', 'jobs_waiting_idx', 'jobs_finished_other_tenant_idx'];
+
+/** The checks of jobs added for capabilities a plain job does not use. */
+const NEW_CHECKS = ['jobs_cancel_request_not_queued', 'jobs_concurrency_limit_valid'];
+
+interface Variant {
+  id: string;
+  label: string;
+  migrate: Migrate;
+  sql: string[];
+  claim: Statement;
+}
+
+const VARIANTS: Variant[] = [
+  { id: 'base', label: `${built.label}: its schema and its claim`, migrate: baseMigrate, sql: [], claim: baseClaim },
+  { id: 'engine', label: 'this tree: the plain claim as the engine runs it (flow_claim_plain)', migrate, sql: [], claim: headClaim },
+  {
+    id: 'base-claim',
+    label: `this tree's schema, ${built.label}'s claim statement`,
+    migrate,
+    sql: [],
+    claim: { ...baseClaim, name: 'sparse_base_claim' },
+  },
+  {
+    id: 'no-probes',
+    label: 'the plain claim without its paused, flow-controlled and tenanted probes',
+    migrate,
+    sql: [],
+    claim: { ...headClaim, name: 'sparse_no_probes', text: withoutProbes },
+  },
+  {
+    id: 'no-feature-indexes',
+    label: `without ${FEATURE_INDEXES.join(', ')}`,
+    migrate,
+    sql: FEATURE_INDEXES.map((i) => `DROP INDEX baton.${i}`),
+    claim: headClaim,
+  },
+  {
+    id: 'no-new-checks',
+    label: `without ${NEW_CHECKS.join(', ')}`,
+    migrate,
+    sql: NEW_CHECKS.map((c) => `ALTER TABLE baton.jobs DROP CONSTRAINT ${c}`),
+    claim: headClaim,
+  },
+  {
+    id: 'no-probes-indexes-checks',
+    label: 'without the probes, those indexes and those checks',
+    migrate,
+    sql: [...FEATURE_INDEXES.map((i) => `DROP INDEX baton.${i}`), ...NEW_CHECKS.map((c) => `ALTER TABLE baton.jobs DROP CONSTRAINT ${c}`)],
+    claim: { ...headClaim, name: 'sparse_no_probes', text: withoutProbes },
+  },
+];
+
+const INSERT = `INSERT INTO baton.jobs (queue, job_type) VALUES ('q', 'noop')`;
+const FINISH = `UPDATE baton.jobs SET state = 'succeeded', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
+  WHERE state = 'running'`;
+const CLAIM_VALUES = ['q', LIMIT, 'bench-worker', true, 30_000];
+
+const server = await openServer();
+const machine = await machineRecord(server);
+const command = `npm run bench:claim-sparse -- ${process.argv.slice(2).join(' ')}`.trim();
+const perVariant = new Map<string, number[][]>(VARIANTS.map((v) => [v.id, []]));
+try {
+  for (let round = 0; round < ROUNDS; round++) {
+    const sessions: pg.Client[] = [];
+    const names: string[] = [];
+    try {
+      for (const v of VARIANTS) {
+        const name = `bench_claim_sparse_${process.pid}_${round}_${v.id.replace(/-/g, '_')}`;
+        const url = await server.createDatabase(name);
+        names.push(name);
+        const pool = new pg.Pool({ connectionString: url, max: 1 });
+        await v.migrate(pool, { schema: 'baton' });
+        for (const s of v.sql) await pool.query(s);
+        await pool.end();
+        const c = new pg.Client(url);
+        await c.connect();
+        // As the engine's sessions run (open-pool.ts), and claims committing without the WAL
+        // flush, as a worker's marked sessions do (token-floor.ts): what is left is the statement.
+        await c.query('SET jit = off; SET max_parallel_workers_per_gather = 0; SET synchronous_commit = off');
+        sessions.push(c);
+      }
+      const times = VARIANTS.map(() => [] as number[]);
+      for (let i = 0; i < JOBS + WARM; i++) {
+        const order = VARIANTS.map((_, j) => j);
+        if ((i + round) % 2) order.reverse();
+        for (const j of order) {
+          const c = sessions[j]!;
+          await c.query(INSERT);
+          const t0 = performance.now();
+          const r = await c.query({ ...VARIANTS[j]!.claim, values: CLAIM_VALUES });
+          const ms = performance.now() - t0;
+          if (r.rowCount !== 1) throw new Error(`${VARIANTS[j]!.id}: a claim took ${r.rowCount} jobs, not 1`);
+          if (i >= WARM) times[j]!.push(ms);
+          await c.query(FINISH);
+        }
+      }
+      for (const [j, v] of VARIANTS.entries()) perVariant.get(v.id)!.push(times[j]!);
+      process.stderr.write(`round ${round + 1}: ${VARIANTS.map((v, j) => `${v.id} ${median(times[j]!).toFixed(3)}`).join(', ')}\n`);
+    } finally {
+      for (const c of sessions) await c.end().catch(() => undefined);
+      for (const n of names) await server.dropDatabase(n);
+    }
+  }
+} finally {
+  await server.close();
+}
+
+function median(xs: number[]): number {
+  return percentile(
+    [...xs].sort((a, b) => a - b),
+    50,
+  );
+}
+
+const rows = VARIANTS.map((v) => {
+  const rounds = perVariant.get(v.id)!;
+  const p50s = rounds.map(median);
+  const p90s = rounds.map((xs) =>
+    percentile(
+      [...xs].sort((a, b) => a - b),
+      90,
+    ),
+  );
+  return { id: v.id, label: v.label, p50ByRound: p50s, p90ByRound: p90s, p50: median(p50s), p90: median(p90s) };
+});
+const base = rows[0]!;
+const md = [
+  `# bench:claim-sparse ${built.label} vs this tree`,
+  '',
+  `Command: \`${command}\``,
+  '',
+  `Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}; load average at the start ${machine.loadAvgAtStart.join('/')}. ` +
+    `Tree: ${machine.gitCommit}${machine.gitDirty ? ' (uncommitted changes)' : ''}. PostgreSQL ${machine.postgres.version}, ${machine.postgres.source}; ` +
+    `settings ${Object.entries(machine.postgres.tuned)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')}.`,
+  '',
+  `One job per claim (LIMIT ${LIMIT}, as a worker of ${LIMIT} free slots asks), ${JOBS} timed claims per variant per round after ${WARM} untimed, ${ROUNDS} rounds; ` +
+    'the claim round trip from the client, synchronous_commit off. Ratios are the median of the rounds against `base`.',
+  '',
+  '| variant | what it runs | p50 ms, round by round | p50 ms | p90 ms | p50 ratio |',
+  '|---|---|---|---:|---:|---:|',
+  ...rows.map(
+    (r) =>
+      `| ${r.id} | ${r.label} | ${r.p50ByRound.map((x) => x.toFixed(3)).join(', ')} | ${r.p50.toFixed(3)} | ${r.p90.toFixed(3)} | ${(r.p50 / base.p50).toFixed(3)}x |`,
+  ),
+  '',
+].join('\n');
+const out = await writeResults(flags.out, 'claim-sparse', { command, machine, base: built, limit: LIMIT, jobs: JOBS, rounds: rows }, md);
+process.stdout.write(`${md}\nwrote ${out}.md\n`);
