@@ -7,6 +7,7 @@
 // Writes results/claim-sparse/claim-sparse-<date>.{json,md}. Nothing here is judged.
 //
 //   npm run bench:claim-sparse -- [--base fc86693] [--jobs 3000] [--rounds 3] [--limit 10]
+//                                 [--variants engine,no-probe,...]
 
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -24,6 +25,7 @@ const { values: flags } = parseArgs({
     jobs: { type: 'string', default: '3000' },
     rounds: { type: 'string', default: '3' },
     limit: { type: 'string', default: '10' },
+    variants: { type: 'string' },
     out: { type: 'string', default: 'results/claim-sparse' },
   },
 });
@@ -49,14 +51,10 @@ const baseClaimOf = baseJob.jobQueries('"baton"').claim;
 const baseClaim = typeof baseClaimOf === 'function' ? baseClaimOf(LIMIT) : baseClaimOf;
 const headClaim = flowClaimQueries('"baton"').claimPlain(LIMIT) as Statement;
 
-/** The plain claim without its checks of paused, flow-controlled and tenanted queues. */
-const PROBES = ['paused_queues', 'flow_queues', 'tenant_queues'].map(
-  (t) => new RegExp(`\\s*AND NOT EXISTS \\(SELECT 1 FROM "baton"\\.${t} WHERE queue = \\$1\\)`),
-);
-const withoutProbes = PROBES.reduce((text, re) => {
-  if (!re.test(text)) throw new Error(`the plain claim no longer has ${re}: update bench/claim-sparse.ts`);
-  return text.replace(re, '');
-}, headClaim.text);
+/** The plain claim without its probe of the queue's gates (paused, flow-controlled, tenanted). */
+const GATE_PROBE = /\s*AND NOT EXISTS \(SELECT 1 FROM "baton"\.queue_gates WHERE queue = \$1\)/;
+if (!GATE_PROBE.test(headClaim.text)) throw new Error('the plain claim no longer probes queue_gates: update bench/claim-sparse.ts');
+const withoutProbes = headClaim.text.replace(GATE_PROBE, '');
 
 /** The indexes of jobs added for capabilities a plain job does not use. */
 const FEATURE_INDEXES = ['jobs_fair_idx', 'jobs_keyed_idx', 'jobs_keyed_live_idx', 'jobs_waiting_idx', 'jobs_finished_other_tenant_idx'];
@@ -72,7 +70,7 @@ interface Variant {
   claim: Statement;
 }
 
-const VARIANTS: Variant[] = [
+const ALL_VARIANTS: Variant[] = [
   { id: 'base', label: `${built.label}: its schema and its claim`, migrate: baseMigrate, sql: [], claim: baseClaim },
   { id: 'engine', label: 'this tree: the plain claim as the engine runs it (flow_claim_plain)', migrate, sql: [], claim: headClaim },
   {
@@ -83,11 +81,11 @@ const VARIANTS: Variant[] = [
     claim: { ...baseClaim, name: 'sparse_base_claim' },
   },
   {
-    id: 'no-probes',
-    label: 'the plain claim without its paused, flow-controlled and tenanted probes',
+    id: 'no-probe',
+    label: "the plain claim without its probe of the queue's gates",
     migrate,
     sql: [],
-    claim: { ...headClaim, name: 'sparse_no_probes', text: withoutProbes },
+    claim: { ...headClaim, name: 'sparse_no_probe', text: withoutProbes },
   },
   {
     id: 'no-feature-indexes',
@@ -104,13 +102,16 @@ const VARIANTS: Variant[] = [
     claim: headClaim,
   },
   {
-    id: 'no-probes-indexes-checks',
-    label: 'without the probes, those indexes and those checks',
+    id: 'no-probe-indexes-checks',
+    label: 'without the probe, those indexes and those checks',
     migrate,
     sql: [...FEATURE_INDEXES.map((i) => `DROP INDEX baton.${i}`), ...NEW_CHECKS.map((c) => `ALTER TABLE baton.jobs DROP CONSTRAINT ${c}`)],
-    claim: { ...headClaim, name: 'sparse_no_probes', text: withoutProbes },
+    claim: { ...headClaim, name: 'sparse_no_probe', text: withoutProbes },
   },
 ];
+
+/** `--variants a,b`: those after `base`, which every run measures (the ratios are against it). */
+const VARIANTS = flags.variants ? ALL_VARIANTS.filter((v, i) => i === 0 || flags.variants!.split(',').includes(v.id)) : ALL_VARIANTS;
 
 const INSERT = `INSERT INTO baton.jobs (queue, job_type) VALUES ('q', 'noop')`;
 const FINISH = `UPDATE baton.jobs SET state = 'succeeded', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL

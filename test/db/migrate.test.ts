@@ -79,6 +79,22 @@ describe('migrate()', () => {
     expect(marked.rows.map((r) => r.queue)).toEqual(['acme-only', 'shared']);
   });
 
+  it('0032 gives a gate to every queue already paused, controlled or marked tenanted', async () => {
+    const db = await migratedBefore('0032');
+    await db.query(`INSERT INTO baton.paused_queues (queue) VALUES ('p'), ('pc')`);
+    await db.query(`INSERT INTO baton.flow_queues (queue, concurrency_limit) VALUES ('pc', 1), ('c', 2)`);
+    await db.query(`INSERT INTO baton.tenant_queues (queue) VALUES ('t'), ('t')`);
+    await migrate(db.pool, { schema: 'baton' });
+    const gates = await db.query<{ queue: string; reason: string }>(`SELECT queue, reason FROM baton.queue_gates ORDER BY queue, reason`);
+    expect(gates.rows).toEqual([
+      { queue: 'c', reason: 'controlled' },
+      { queue: 'p', reason: 'paused' },
+      { queue: 'pc', reason: 'controlled' },
+      { queue: 'pc', reason: 'paused' },
+      { queue: 't', reason: 'tenanted' },
+    ]);
+  });
+
   it('0024 records the blocks of the finished jobs already there, and 0025 drops the index of finished jobs by queue', async () => {
     const db = await migratedBefore('0024');
     // Two finished jobs of 'a' in block 0, one of 'b' in block 2; a pending job of 'c' records nothing.

@@ -9,7 +9,7 @@
 // that drifts, and a dead worker's slots come back with its leases.
 
 import { cursorColumns, distinctFrom, fairPick, keyLimit, LIVE, refill } from './flow-control-fragments.ts';
-import { bySize, claimLimit, claimUpdateSql, fifoClaimSql } from './job-fragments.ts';
+import { bySize, claimLimit, claimUpdateSql, fifoClaimSql, gateProbe } from './job-fragments.ts';
 
 /** How long a controlled claim waits for a queue's or key's lock before trying again later. */
 export const FLOW_LOCK_WAIT_MS = 100;
@@ -19,8 +19,7 @@ export const FLOW_KEYS_PER_CLAIM = 64;
 
 export function flowClaimQueries(schema: string) {
   const jobs = `${schema}.jobs`;
-  const notControlled = `NOT EXISTS (SELECT 1 FROM ${schema}.flow_queues WHERE queue = $1)
-        AND NOT EXISTS (SELECT 1 FROM ${schema}.paused_queues WHERE queue = $1)`;
+  const notControlled = `NOT ${gateProbe(schema, 'closed')}`;
   // Whether queue $1 has one tenant (or none) with pending unkeyed jobs, as CTEs `top` (the last
   // tenant) and `solo` (column one): two index probes, the second backwards from the first, so
   // neither walks the entries of claimed jobs at the front of the index.
@@ -81,26 +80,21 @@ export function flowClaimQueries(schema: string) {
     }),
 
     // The claim of a queue that has never held a job of a tenant other than 'default' (no row in
-    // tenant_queues, migration 0023): one tenant by construction, so the FIFO claim's statement
-    // behind one more probe, by the number of jobs asked for (bySize: one plan per
-    // connection for small claims). $1-$5 as the claim; answers ClaimRow columns. It says nothing of
+    // tenant_queues, migration 0023): one tenant by construction, so the FIFO claim's statement,
+    // its probe of the gates reading every reason (one index probe, migration 0032), by the
+    // number of jobs asked for (bySize: one plan per connection for small claims). $1-$5 as the claim; answers ClaimRow columns. It says nothing of
     // the mark: a claim that took nothing asks `tenanted` (an extra answer row would need a
     // CTE around the update, which every claim would pay for). A mark committed after this
     // statement's snapshot came with jobs the snapshot does not see either.
     claimPlain: bySize((n?: number) => ({
       name: `${schema}.flow_claim_plain${n === undefined ? '' : `_${n}`}`,
       rowMode: 'array' as const,
-      text: fifoClaimSql(
-        schema,
-        ` AND concurrency_key IS NULL
-            AND NOT EXISTS (SELECT 1 FROM ${schema}.tenant_queues WHERE queue = $1)`,
-        n,
-      ),
+      text: fifoClaimSql(schema, ' AND concurrency_key IS NULL', n, 'any'),
     })),
-    // Whether queue $1 has held a job of a tenant other than 'default' (migration 0023).
+    // Whether queue $1 has held a job of a tenant other than 'default' (its gate follows tenant_queues).
     tenanted: {
       name: `${schema}.flow_tenanted`,
-      text: `SELECT EXISTS (SELECT 1 FROM ${schema}.tenant_queues WHERE queue = $1) AS tenanted`,
+      text: `SELECT EXISTS (SELECT 1 FROM ${schema}.queue_gates WHERE queue = $1 AND reason = 'tenanted') AS tenanted`,
     },
 
     // The claim of a queue last seen with one tenant: the fair claim's one-tenant branch alone,

@@ -124,17 +124,24 @@ export function bySize<Q>(build: (n?: number) => Q): ((n: number) => Q) & { open
 }
 
 /**
- * The FIFO claim: queue $1's due pending jobs in claim order, up to $2, unless the queue is
- * paused or flow-controlled, as leases ($3-$5 as claimUpdateSql). `extra`: more conditions on
- * the picked rows (the plain claim of queries/flow-claim.ts adds its own). `n`: see claimLimit.
+ * Whether queue $1 has a gate (migration 0032): `closed` reads the gates that close it to the
+ * plain and FIFO claims (paused, flow-controlled); `any` also a mark of another tenant's jobs.
  */
-export const fifoClaimSql = (schema: string, extra = '', n?: number) => {
+export const gateProbe = (schema: string, which: 'closed' | 'any') =>
+  `EXISTS (SELECT 1 FROM ${schema}.queue_gates WHERE queue = $1${which === 'closed' ? " AND reason IN ('paused', 'controlled')" : ''})`;
+
+/**
+ * The FIFO claim: queue $1's due pending jobs in claim order, up to $2, unless a gate says the
+ * queue is paused or flow-controlled (`gates` 'any': or has held another tenant's jobs), as
+ * leases ($3-$5 as claimUpdateSql). `extra`: more conditions on the picked rows (the plain
+ * claim of queries/flow-claim.ts adds its own). `n`: see claimLimit.
+ */
+export const fifoClaimSql = (schema: string, extra = '', n?: number, gates: 'closed' | 'any' = 'closed') => {
   const { limit, check } = claimLimit(n);
   return `WITH picked AS (
           SELECT id FROM ${schema}.jobs
           WHERE state = 'pending' AND queue = $1 AND run_at <= now()${check}
-            AND NOT EXISTS (SELECT 1 FROM ${schema}.paused_queues WHERE queue = $1)
-            AND NOT EXISTS (SELECT 1 FROM ${schema}.flow_queues WHERE queue = $1)${extra}
+            AND NOT ${gateProbe(schema, gates)}${extra}
           ORDER BY priority DESC, run_at, id
           LIMIT ${limit}
           FOR UPDATE SKIP LOCKED
