@@ -22,7 +22,8 @@ describe('primary failover with synchronous replication', () => {
       stale: 0,
       unfinished: 0,
     });
-    // Engines resumed on the new primary without a restart.
+    // Engines resumed on the new primary without a restart: claims, enqueues, LISTEN, presence.
+    expect({ listeners: r.listenersBack, presence: r.presenceBack }).toEqual({ listeners: 2, presence: 2 });
     expect(Number.isFinite(r.resumeOutcomeMs)).toBe(true);
     expect(Number.isFinite(r.resumeEnqueueMs)).toBe(true);
     console.log(JSON.stringify(r));

@@ -47,6 +47,9 @@ export interface FailoverResult {
   resumeEnqueueMs: number;
   /** Enqueues that failed (and were retried by the producer) across the failover. */
   enqueueErrors: number;
+  /** Engines whose LISTEN and presence sessions were back, on the new primary, within 30 s of the stop. */
+  listenersBack: number;
+  presenceBack: number;
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -139,6 +142,16 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
         timeoutMs: 120_000,
         message: 'every acknowledged job on the new primary to succeed',
       }).catch(() => undefined);
+      const sessions = async (name: string) =>
+        Number(
+          (await db.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1`, [name])).rows[0]!.n,
+        );
+      await waitFor(async () => (await sessions('baton-listener')) >= engines && (await sessions('baton-presence')) >= engines, {
+        timeoutMs: Math.max(1_000, 30_000 - (performance.now() - stoppedAt)),
+        message: 'every engine to LISTEN and hold its presence lock on the new primary',
+      }).catch(() => undefined);
+      const listenersBack = await sessions('baton-listener');
+      const presenceBack = await sessions('baton-presence');
       const rows = await present();
       const byId = new Map(rows.map((r) => [r.id, r]));
       const lostEnqueues = ids.filter((id) => !byId.has(id)).length;
@@ -174,6 +187,8 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
         resumeOutcomeMs: firstOutcome ? Math.round(firstOutcome.at - stoppedAt) : Number.NaN,
         resumeEnqueueMs: firstEnqueue ? Math.round(firstEnqueue.at - stoppedAt) : Number.NaN,
         enqueueErrors,
+        listenersBack,
+        presenceBack,
       };
     } finally {
       await db.end();
