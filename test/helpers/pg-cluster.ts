@@ -279,3 +279,13 @@ export async function startStandby(primary: PgCluster, options: { settings?: Rec
   }
   return standby;
 }
+
+/**
+ * Why this process cannot start private clusters and standbys (null: it can): the PostgreSQL 15
+ * binaries with pg_basebackup, and root (to run them as postgres) or the postgres user itself.
+ */
+export function clusterUnavailable(): string | null {
+  if (!existsSync(path.join(PG_BIN, 'pg_basebackup'))) return `no PostgreSQL binaries with pg_basebackup in ${PG_BIN} (BATON_PG_BIN)`;
+  if (process.getuid?.() !== 0 && os.userInfo().username !== 'postgres') return 'not root nor the postgres user';
+  return null;
+}
