@@ -37,7 +37,11 @@ import { PACKAGE_VERSION } from './version.ts';
 export interface BatonOptions extends EngineConfigInput {
   /** A pg.Pool to use (Baton does not end it on stop). Either pool or connectionString is required. */
   pool?: PgPoolLike;
-  /** Used to build a pool (ended on stop) and the LISTEN / presence connections. */
+  /**
+   * Used to build a pool (ended on stop) and the LISTEN / presence connections. Several hosts
+   * as libpq lists them (postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write): every
+   * session goes to a writable one, so a promoted standby is followed (docs/scaling.md).
+   */
   connectionString?: string;
   /** Max connections of the pool Baton builds. Default 10. */
   poolSize?: number;
