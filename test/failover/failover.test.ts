@@ -28,7 +28,11 @@ describe.skipIf(unavailable !== null)('primary failover with synchronous replica
       unfinished: 0,
     });
     // Engines resumed on the new primary without a restart: claims, enqueues, LISTEN, presence.
-    expect({ listeners: r.listenersBack, presence: r.presenceBack }).toEqual({ listeners: 2, presence: 2 });
+    expect({ listeners: r.listenersBack, presence: r.presenceBack, leader: r.leaderBack }).toEqual({
+      listeners: 2,
+      presence: 2,
+      leader: true,
+    });
     expect(Number.isFinite(r.resumeOutcomeMs)).toBe(true);
     expect(Number.isFinite(r.resumeEnqueueMs)).toBe(true);
     console.log(JSON.stringify(r));

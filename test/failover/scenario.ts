@@ -50,6 +50,8 @@ export interface FailoverResult {
   /** Engines whose LISTEN and presence sessions were back, on the new primary, within 30 s of the stop. */
   listenersBack: number;
   presenceBack: number;
+  /** Whether a leader renewed or took the leader lease on the new primary within 30 s of the stop. */
+  leaderBack: boolean;
 }
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -152,6 +154,24 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
       }).catch(() => undefined);
       const listenersBack = await sessions('baton-listener');
       const presenceBack = await sessions('baton-presence');
+      // A renewal later than the lease as the new primary first showed it happened there.
+      const lease = async () =>
+        (
+          await db.query<{ renewed: string | null; live: boolean }>(
+            `SELECT renewed_at::text AS renewed, holder IS NOT NULL AND expires_at > now() AS live FROM baton.leader_lease`,
+          )
+        ).rows[0]!;
+      const firstSeen = (await lease()).renewed;
+      const leaderBack = await waitFor(
+        async () => {
+          const l = await lease();
+          return l.live && l.renewed !== null && l.renewed !== firstSeen;
+        },
+        { timeoutMs: Math.max(1_000, 30_000 - (performance.now() - stoppedAt)), message: 'a leader on the new primary' },
+      ).then(
+        () => true,
+        () => false,
+      );
       const rows = await present();
       const byId = new Map(rows.map((r) => [r.id, r]));
       const lostEnqueues = ids.filter((id) => !byId.has(id)).length;
@@ -189,6 +209,7 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
         enqueueErrors,
         listenersBack,
         presenceBack,
+        leaderBack,
       };
     } finally {
       await db.end();
