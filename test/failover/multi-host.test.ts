@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBaton } from '../../src/create-baton.ts';
 import { loadConfig } from '../../src/daemon/env.ts';
+import { translatePgError } from '../../src/db/pg/errors.ts';
 import {
   ConnectionStringError,
   type MultiHostConfig,
@@ -128,6 +129,7 @@ describe.skipIf(unavailable !== null)('a writable host among a primary and a sta
     expect(err).toBeInstanceOf(NoPrimaryError);
     expect((err as NoPrimaryError).errors).toHaveLength(2);
     expect((err as Error).message).toContain(`127.0.0.1:${standby.port},127.0.0.1:1`);
+    expect(translatePgError(err).code).toBe('DB_UNAVAILABLE');
   });
 
   it('after the standby is promoted and the primary stopped, a pool that had sessions on the primary reaches the new one', async () => {

@@ -85,7 +85,7 @@ export function newClient(config: pg.ClientConfig): pg.Client {
 /** The hosts' index that last proved writable, per host list: tried first next time. */
 const lastGood = new Map<string, number>();
 
-/** No host of the list was writable (each one's reason in `errors`). */
+/** No host of the list was writable (each one's reason in `errors`); Baton reports it as DB_UNAVAILABLE. */
 export class NoPrimaryError extends AggregateError {
   readonly code = 'NO_PRIMARY';
 }
@@ -134,7 +134,8 @@ export class PrimaryClient extends pg.Client {
     if (!ok) {
       lastGood.delete(key);
       await this.end().catch(() => undefined);
-      throw new Error(`${chosen.host}:${chosen.port} is no longer ${target === 'primary' ? 'a primary' : 'writable'}`);
+      const why = `${chosen.host}:${chosen.port} is no longer ${target === 'primary' ? 'a primary' : 'writable'}`;
+      throw new NoPrimaryError([new Error(why)], why);
     }
   }
 }
