@@ -4,6 +4,7 @@
 import { type ApiKeys, createApiKeys } from './core/api-keys.ts';
 import { SCHEMA_DEFAULT } from './core/config.ts';
 import { PgApiKeyStore } from './db/pg/api-key-store.ts';
+import { parseConnectionString } from './db/pg/multi-host.ts';
 import { openPool, type PoolerMode } from './db/pg/open-pool.ts';
 import type { Queryable } from './db/pg/pool.ts';
 import { isValidSchemaName, quoteSchema } from './driver/schema-name.ts';
@@ -34,7 +35,7 @@ export function openApiKeys(opts: ApiKeysOptions): ClosableApiKeys {
     ? null
     : openPool(
         {
-          connectionString: opts.connectionString,
+          ...parseConnectionString(opts.connectionString as string, 'connectionString'),
           max: 2,
           connectionTimeoutMillis: 5_000,
           // A session setting sent at connect: a transaction pooler refuses it.

@@ -16,6 +16,7 @@ import type { PublisherMap } from './core/outbox/publisher.ts';
 import { type MigrateResult, migrate, pendingMigrations } from './db/migrate.ts';
 import { leaseOnlyPresence } from './db/pg/lease-only-presence.ts';
 import { PgListener } from './db/pg/listener.ts';
+import { ConnectionStringError, isMultiHost, parseConnectionString } from './db/pg/multi-host.ts';
 import { openPool, type PoolerMode } from './db/pg/open-pool.ts';
 import { PgExecutor } from './db/pg/pg-executor.ts';
 import { PgLeaderStore } from './db/pg/pg-leader.ts';
@@ -36,7 +37,11 @@ import { PACKAGE_VERSION } from './version.ts';
 export interface BatonOptions extends EngineConfigInput {
   /** A pg.Pool to use (Baton does not end it on stop). Either pool or connectionString is required. */
   pool?: PgPoolLike;
-  /** Used to build a pool (ended on stop) and the LISTEN / presence connections. */
+  /**
+   * Used to build a pool (ended on stop) and the LISTEN / presence connections. Several hosts
+   * as libpq lists them (postgres://u@h1:5432,h2:5432/db?target_session_attrs=read-write): every
+   * session goes to a writable one, so a promoted standby is followed (docs/scaling.md).
+   */
   connectionString?: string;
   /** Max connections of the pool Baton builds. Default 10. */
   poolSize?: number;
@@ -114,10 +119,28 @@ function lazyPool(open: () => pg.Pool): PgPoolLike & { end(): Promise<void> } {
   };
 }
 
+/**
+ * A connection string as a ClientConfig: a multi-host one (hosts h1:p1,h2:p2, target_session_attrs)
+ * connects to a writable host only (multi-host.ts). INVALID_CONFIG naming `option` when it is bad.
+ */
+function connectionConfig(url: string, option: string): pg.ClientConfig {
+  try {
+    return parseConnectionString(url, option);
+  } catch (err) {
+    if (err instanceof ConnectionStringError) throw new BatonError('INVALID_CONFIG', `invalid Baton options: ${err.message}`);
+    throw err;
+  }
+}
+
 /** The engine settings a transaction pooler imposes; INVALID_CONFIG for an option it cannot serve. */
 function poolerSettings(
   pooler: PoolerMode,
-  o: { givenPool: PgPoolLike | undefined; directConnectionString: string | undefined; engineInput: EngineConfigInput },
+  o: {
+    givenPool: PgPoolLike | undefined;
+    connectionString: string | undefined;
+    directConnectionString: string | undefined;
+    engineInput: EngineConfigInput;
+  },
 ): EngineConfigInput {
   const bad = (why: string) => new BatonError('INVALID_CONFIG', `invalid Baton options: ${why}`);
   if (pooler !== 'none' && pooler !== 'transaction') throw bad(`pooler must be 'none' or 'transaction', not ${JSON.stringify(pooler)}`);
@@ -126,6 +149,11 @@ function poolerSettings(
     return {};
   }
   if (o.givenPool) throw bad("pooler: 'transaction' needs connectionString, not pool (Baton opens its pools to name no statement)");
+  if (o.connectionString !== undefined && isMultiHost(connectionConfig(o.connectionString, 'connectionString'))) {
+    throw bad(
+      "pooler: 'transaction': the pooler's connectionString names one host (list the servers in the pooler; directConnectionString may name several)",
+    );
+  }
   if (o.directConnectionString === '') throw bad('directConnectionString must be a URL, not empty');
   // Asynchronous claims rely on a mark on the session (token-floor.ts), which a pooler does not keep.
   if (o.engineInput.asyncClaims === true) throw bad("asyncClaims needs sessions of its own: not with pooler: 'transaction'");
@@ -189,7 +217,7 @@ export function createBaton(options: BatonOptions): Baton {
   if (!givenPool && !connectionString) {
     throw new BatonError('INVALID_CONFIG', 'invalid Baton options: pool or connectionString is required');
   }
-  const throughPooler = poolerSettings(pooler, { givenPool, directConnectionString, engineInput });
+  const throughPooler = poolerSettings(pooler, { givenPool, connectionString, directConnectionString, engineInput });
   if (pooler === 'transaction' && directConnectionString === undefined) {
     (logger ?? noopLogger).warn(
       {},
@@ -211,7 +239,7 @@ export function createBaton(options: BatonOptions): Baton {
   }
   const timeout = queryTimeoutMs ?? QUERY_TIMEOUT_MS_DEFAULT;
   const connection: pg.ClientConfig = connectionString
-    ? { connectionString }
+    ? connectionConfig(connectionString, 'connectionString')
     : { ...((givenPool as unknown as { options?: pg.ClientConfig }).options ?? {}) };
   // TCP keepalive plus client- and server-side timeouts: a silently dropped connection
   // fails within seconds instead of the kernel's retransmission limit (many minutes).
@@ -245,7 +273,12 @@ export function createBaton(options: BatonOptions): Baton {
   const log = logger ?? noopLogger;
   // The presence and LISTEN connections: bounded like the pool's, so a start() on a path that
   // goes silent after the connect fails instead of waiting for TCP to give up.
-  const direct = pooler === 'transaction' ? (directConnectionString ? { connectionString: directConnectionString } : null) : connection;
+  const direct =
+    pooler === 'transaction'
+      ? directConnectionString
+        ? connectionConfig(directConnectionString, 'directConnectionString')
+        : null
+      : connection;
   const sideConnection: pg.ClientConfig = {
     ...direct,
     connectionTimeoutMillis: 5_000,

@@ -5,12 +5,13 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import type { Logger as PinoLogger } from 'pino';
 import { z } from 'zod';
 import type { Baton } from '../core/baton.ts';
 import { createBaton } from '../create-baton.ts';
 import { migrate } from '../db/migrate.ts';
+import { parseConnectionString } from '../db/pg/multi-host.ts';
+import { openPool } from '../db/pg/open-pool.ts';
 import { isBatonError } from '../types/errors.ts';
 import type { JobSpec } from '../types/job.ts';
 import { connectionOptions, type DatabaseHandle, openDatabase } from './database.ts';
@@ -32,7 +33,7 @@ export async function runMigrate(config: DaemonConfig, logger: PinoLogger): Prom
     if (config.pooler === 'transaction' && config.directUrl === undefined) {
       throw new PlainError('migrations hold a session lock, which a transaction pooler cannot keep: set BATON_DIRECT_URL');
     }
-    const pool = new pg.Pool({ connectionString: config.directUrl ?? db.connectionString, max: 1 });
+    const pool = openPool({ ...parseConnectionString(config.directUrl ?? db.connectionString, 'BATON_DIRECT_URL'), max: 1 });
     try {
       const result = await migrate(pool, { schema: config.schema });
       process.stdout.write(`${JSON.stringify({ schema: config.schema, applied: result.applied })}\n`);

@@ -1,8 +1,8 @@
 // Where the daemon's PostgreSQL comes from: DATABASE_URL when set, otherwise
 // the embedded server in BATON_DATA_DIR. close() stops only what we started.
 
-import pg from 'pg';
 import type { Logger } from '../core/logger.ts';
+import { newClient, parseConnectionString } from '../db/pg/multi-host.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-pg.ts';
 import type { DaemonConfig } from './env.ts';
 import { PlainError } from './plain-error.ts';
@@ -51,19 +51,14 @@ export async function openDatabase(config: DaemonConfig, logger: Logger): Promis
   return { connectionString: embedded.connectionString, embedded, close: () => embedded.stop() };
 }
 
-/** The URL without its password, for logs. */
+/** The URL without its password, for logs (a multi-host URL too, which URL cannot parse). */
 export function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparseable URL)';
-  }
+  const m = /^([a-z]+:\/\/[^:@/?#]*:)([^@/?#]*)@/i.exec(url);
+  return m ? `${m[1]}***@${url.slice(m[0].length)}` : url;
 }
 
 async function probe(url: string): Promise<void> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+  const client = newClient({ ...parseConnectionString(url, 'DATABASE_URL'), connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   client.on('error', () => undefined);
   try {
     await client.connect();

@@ -14,6 +14,7 @@ import {
   POLL_INTERVAL_MS_DEFAULT,
   SCHEMA_DEFAULT,
 } from '../core/config.ts';
+import { ConnectionStringError, isMultiHost, parseConnectionString } from '../db/pg/multi-host.ts';
 import { isValidSchemaName } from '../driver/schema-name.ts';
 import { allowedHostsSetting } from '../http/allowed-hosts.ts';
 import { MAX_CONNECTIONS_PER_ADDRESS_DEFAULT, REQUEST_TIMEOUT_MS_DEFAULT } from './http-server.ts';
@@ -49,16 +50,32 @@ const queueSpec = z.string().transform((raw, ctx) => {
   return out;
 });
 
+/**
+ * A PostgreSQL URL: one host, or several as libpq lists them (postgres://u@h1:5432,h2:5433/db,
+ * with target_session_attrs read-write, primary or any), which WHATWG URL parsing refuses.
+ */
+const pgUrl = z.string().superRefine((u, ctx) => {
+  if (!/^postgres(ql)?:\/\//.test(u)) {
+    ctx.addIssue({ code: 'custom', message: 'must be a postgres:// or postgresql:// URL' });
+    return;
+  }
+  try {
+    const c = parseConnectionString(u, 'URL');
+    if (!isMultiHost(c)) new URL(u);
+  } catch (err) {
+    ctx.addIssue({
+      code: 'custom',
+      message: err instanceof ConnectionStringError ? err.message.replace(/^URL: /, '') : 'must be a valid URL',
+    });
+  }
+});
+
 /** Every setting: env name -> [flag, zod schema, help, shown default]. The table drives parsing and --help. */
 export const SETTINGS = {
   DATABASE_URL: [
     'database-url',
-    z
-      .string()
-      .url()
-      .refine((u) => /^postgres(ql)?:\/\//.test(u), 'must be a postgres:// or postgresql:// URL')
-      .optional(),
-    'PostgreSQL URL; unset: embedded PostgreSQL in BATON_DATA_DIR',
+    pgUrl.optional(),
+    'PostgreSQL URL, or several hosts as libpq lists them (postgres://u@h1:5432,h2:5432/db: a writable one is used); unset: embedded PostgreSQL in BATON_DATA_DIR',
     '(embedded)',
   ],
   BATON_POOLER: [
@@ -69,11 +86,7 @@ export const SETTINGS = {
   ],
   BATON_DIRECT_URL: [
     'direct-url',
-    z
-      .string()
-      .url()
-      .refine((u) => /^postgres(ql)?:\/\//.test(u), 'must be a postgres:// or postgresql:// URL')
-      .optional(),
+    pgUrl.optional(),
     'with BATON_POOLER=transaction: a URL straight to the server, for LISTEN, the presence lock and migrations; unset: polling only, pending migrations refused',
     '(none)',
   ],

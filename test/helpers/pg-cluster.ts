@@ -35,6 +35,8 @@ export interface PgCluster {
   /** `pg_ctl stop -m immediate`: a crash, WAL recovery on the next start. */
   stopImmediate(): Promise<void>;
   restart(): Promise<void>;
+  /** `pg_ctl promote` (a standby's): waits until it accepts writes. */
+  promote(): Promise<void>;
   /** Stops (immediate) and removes the data directory. Idempotent. */
   destroy(): Promise<void>;
   isRunning(): boolean;
@@ -98,6 +100,8 @@ class PgClusterImpl implements PgCluster {
   private destroyed = false;
 
   constructor(baseDir: string, host: string, port: number, netns: string | undefined) {
+    live.add(this);
+    installExitHook();
     this.baseDir = baseDir;
     this.dataDir = path.join(baseDir, 'data');
     this.logFile = path.join(baseDir, 'postgres.log');
@@ -133,6 +137,10 @@ class PgClusterImpl implements PgCluster {
   async stopImmediate(): Promise<void> {
     await this.pgCtl(['-D', this.dataDir, '-m', 'immediate', '-w', 'stop']);
     this.running = false;
+  }
+
+  async promote(): Promise<void> {
+    await this.pgCtl(['-D', this.dataDir, '-w', '-t', '60', 'promote']);
   }
 
   async restart(): Promise<void> {
@@ -172,8 +180,6 @@ export async function startPgCluster(options: PgClusterOptions = {}): Promise<Pg
     chownSync(baseDir, uid, gid);
   }
   const cluster = new PgClusterImpl(baseDir, host, port, options.netns);
-  live.add(cluster);
-  installExitHook();
   try {
     const [cmd, argv] = asPostgres(path.join(PG_BIN, 'initdb'), [
       '-D',
@@ -218,4 +224,68 @@ export async function startPgCluster(options: PgClusterOptions = {}): Promise<Pg
     throw err;
   }
   return cluster;
+}
+
+/**
+ * A streaming standby of `primary` (pg_basebackup -R) on a free port, started. With
+ * `synchronous_standby_names = '*'` on the primary its commits wait for this standby's flush.
+ */
+export async function startStandby(primary: PgCluster, options: { settings?: Record<string, string | number> } = {}): Promise<PgCluster> {
+  const host = primary.host;
+  const port = await freePort(host);
+  const baseDir = mkdtempSync(path.join(os.tmpdir(), 'baton-pg-standby-'));
+  if (process.getuid?.() === 0) {
+    const { uid, gid } = postgresIds();
+    chownSync(baseDir, uid, gid);
+  }
+  const standby = new PgClusterImpl(baseDir, host, port, undefined);
+  try {
+    const [cmd, argv] = asPostgres(path.join(PG_BIN, 'pg_basebackup'), [
+      '-D',
+      standby.dataDir,
+      '-h',
+      host,
+      '-p',
+      String(primary.port),
+      '-U',
+      'postgres',
+      '-R',
+      '-X',
+      'stream',
+      '--no-sync',
+      '-c',
+      'fast',
+    ]);
+    await run(cmd, argv, { timeout: 120_000 });
+    const settings: Record<string, string | number> = {
+      port,
+      unix_socket_directories: `'${baseDir}'`,
+      hot_standby: 'on',
+      ...options.settings,
+    };
+    const conf = Object.entries(settings)
+      .map(([k, v]) => `${k} = ${v}`)
+      .join('\n');
+    appendFileSync(path.join(standby.dataDir, 'postgresql.conf'), `\n# baton test standby\n${conf}\n`);
+    writeFileSync(standby.logFile, '');
+    if (process.getuid?.() === 0) {
+      const { uid, gid } = postgresIds();
+      chownSync(standby.logFile, uid, gid);
+    }
+    await standby.start();
+  } catch (err) {
+    await standby.destroy().catch(() => undefined);
+    throw err;
+  }
+  return standby;
+}
+
+/**
+ * Why this process cannot start private clusters and standbys (null: it can): the PostgreSQL 15
+ * binaries with pg_basebackup, and root (to run them as postgres) or the postgres user itself.
+ */
+export function clusterUnavailable(): string | null {
+  if (!existsSync(path.join(PG_BIN, 'pg_basebackup'))) return `no PostgreSQL binaries with pg_basebackup in ${PG_BIN} (BATON_PG_BIN)`;
+  if (process.getuid?.() !== 0 && os.userInfo().username !== 'postgres') return 'not root nor the postgres user';
+  return null;
 }

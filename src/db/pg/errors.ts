@@ -9,7 +9,8 @@ export const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set(['40001', '40P01
 /** Network-level failures of node-postgres: the database is unreachable, not the input bad. */
 function isConnectionError(err: { code?: unknown; message?: unknown }): boolean {
   const code = typeof err.code === 'string' ? err.code : '';
-  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)) return true;
+  // NO_PRIMARY: no host of a multi-host URL was writable (multi-host.ts), as during a failover.
+  if (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'NO_PRIMARY'].includes(code)) return true;
   if (code.startsWith('08') || code.startsWith('57P')) return true;
   const msg = typeof err.message === 'string' ? err.message : '';
   // 'timeout expired': a pg.Client's own connectionTimeoutMillis (the pool's says 'timeout exceeded ...').

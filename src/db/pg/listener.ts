@@ -3,10 +3,11 @@
 // connection so the engine can poll at once (notifications sent meanwhile are gone).
 // A start() that fails leaves nothing behind: no connection, no timer, no retry.
 
-import pg from 'pg';
+import type pg from 'pg';
 import type { NotificationListener } from '../../driver/executor.ts';
 import { endClient } from './end-client.ts';
 import { translatePgError } from './errors.ts';
+import { newClient } from './multi-host.ts';
 
 export interface PgListenerOptions {
   connection: pg.ClientConfig;
@@ -49,7 +50,7 @@ export class PgListener implements NotificationListener {
   /** Connects and LISTENs; the client becomes current only when both succeeded. */
   async #open(): Promise<void> {
     const checkMs = this.#o.checkMs ?? 2_000;
-    const client = new pg.Client({
+    const client = newClient({
       ...this.#o.connection,
       keepAlive: true,
       application_name: 'baton-listener',

@@ -15,6 +15,7 @@
 // them cost 8 to 25 ms a scrape next to a million finished rows, for a read of a few pages.
 
 import pg from 'pg';
+import { isMultiHost, PrimaryClient } from './multi-host.ts';
 import { UnnamedStatementClient } from './pooler-client.ts';
 
 export const SESSION_SETTINGS_SQL = 'SET jit = off; SET max_parallel_workers_per_gather = 0';
@@ -30,7 +31,12 @@ export type PoolerMode = 'none' | 'transaction';
  * next) and every statement goes unnamed (pooler-client.ts).
  */
 export function openPool(config: pg.PoolConfig, pooler: PoolerMode = 'none'): pg.Pool {
-  const pool = new pg.Pool(pooler === 'transaction' ? { ...config, Client: UnnamedStatementClient } : config);
+  if (pooler === 'transaction' && isMultiHost(config)) {
+    // A pooler in front of several servers picks the host itself (its own configuration).
+    throw new Error('a transaction pooler URL names one host: list the servers in the pooler, not in the URL');
+  }
+  const Client = pooler === 'transaction' ? UnnamedStatementClient : isMultiHost(config) ? PrimaryClient : undefined;
+  const pool = new pg.Pool(Client ? { ...config, Client } : config);
   pool.on('error', () => undefined);
   pool.on('connect', (client) => {
     // The SET goes out before the client reaches its first user, whose own 'error' listener

@@ -6,10 +6,11 @@
 // holder's key, so that a dead holder's lease can be taken at once.
 
 import os from 'node:os';
-import pg from 'pg';
+import type pg from 'pg';
 import type { Presence } from '../../driver/executor.ts';
 import { endClient } from './end-client.ts';
 import { translatePgError } from './errors.ts';
+import { newClient } from './multi-host.ts';
 import { type WorkerQueries, workerQueries } from './queries/worker.ts';
 
 export interface PgPresenceOptions {
@@ -57,7 +58,7 @@ export class PgPresence implements Presence {
   }
 
   async #acquire(): Promise<void> {
-    const client = new pg.Client({ ...this.#o.connection, keepAlive: true, application_name: 'baton-presence' });
+    const client = newClient({ ...this.#o.connection, keepAlive: true, application_name: 'baton-presence' });
     client.on('error', (err) => this.#lost(client, err));
     client.on('end', () => this.#lost(client, new Error('presence connection ended')));
     try {

@@ -150,6 +150,25 @@ export const fifoClaimSql = (schema: string, extra = '', n?: number, gates: 'clo
 };
 
 /**
+ * How far apart the tokens of two timelines start. A token is the sequence's value plus
+ * (timeline - 1) * TIMELINE_TOKEN_STEP: a promoted standby (timeline + 1) hands out tokens above
+ * every one its old primary handed out as long as that primary's sequence ran less than this
+ * ahead of what reached the standby (fewer than 2^12 unreplicated token floors, TOKEN_FLOOR_STEP
+ * each). Without it a standby that missed some claims, or a session's floor, under asynchronous
+ * replication or asynchronous commit would hand the same token out again, and a zombie worker's
+ * outcome write would match (docs/scaling.md#fencing-across-a-failover). A server never
+ * promoted is on timeline 1: its tokens are the sequence's values.
+ */
+export const TIMELINE_TOKEN_STEP = 2 ** 40;
+
+/**
+ * The current timeline's token offset, evaluated once per statement. The WAL file name of the
+ * insert position starts with the timeline in hex (PostgreSQL 15 names it by the insertion
+ * timeline); pg_current_wal_lsn needs no privilege and fails on a standby, where nothing claims.
+ */
+export const TIMELINE_TOKEN_OFFSET = `(SELECT (('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint - 1) * ${TIMELINE_TOKEN_STEP})`;
+
+/**
  * The claim's write: the rows of CTE `picked` (column id) become leases with fresh tokens, and
  * come back as ClaimRow columns. Shared by every claim statement (FIFO, fair, flow-controlled):
  * $3 owner, $4 into running, $5 lease ms. See `claim` in job-lease.ts for the why of each clause.
@@ -161,7 +180,7 @@ export function claimUpdateSql(schema: string, picked: string, leaseFrom = 'now(
   const floorMark = `${tokenSeq}::regclass::oid::text`;
   return `UPDATE ${jobs} j SET
           state = CASE WHEN $4::boolean THEN 'running' ELSE 'leased' END,
-          lease_token = nextval(${tokenSeq}),
+          lease_token = nextval(${tokenSeq}) + ${TIMELINE_TOKEN_OFFSET},
           lease_owner = $3,
           lease_expires_at = ${leaseFrom} + make_interval(secs => $5::double precision / 1000.0),
           attempt = j.attempt + 1,

@@ -16,7 +16,7 @@
 // Completions of a few leases are the exception (batchIds): named, one text per batch size,
 // since planning each one cost more than half of running it.
 
-import { batchIds, bySize, countFinishedSql, fifoClaimSql, LIVE, recordFinishedSql } from './job-fragments.ts';
+import { batchIds, bySize, countFinishedSql, fifoClaimSql, LIVE, recordFinishedSql, TIMELINE_TOKEN_OFFSET } from './job-fragments.ts';
 
 /** Error history kept per job (oldest entries dropped first). */
 export const ERROR_HISTORY_LIMIT = 100;
@@ -223,7 +223,7 @@ export function jobLeaseQueries(schema: string) {
     // earlier process that used the same worker id can have been handed.
     tokenHighWater: {
       name: `${schema}.job_token_high_water`,
-      text: `SELECT last_value::text AS v FROM ${schema}.lease_token_seq`,
+      text: `SELECT (last_value + ${TIMELINE_TOKEN_OFFSET})::text AS v FROM ${schema}.lease_token_seq`,
     },
     // The reaper: live leases past their expiry, or (fast reclaim, $3) owned by a worker whose
     // session has been gone for longer than the grace ($2 ms). Back to pending, or dead-lettered
