@@ -3,7 +3,7 @@
 // the job is written by this worker.
 
 import { LeaseLostError, OutcomeWritten } from '../types/errors.ts';
-import type { AttemptError, LeasedJob } from '../types/job.ts';
+import type { AttemptError, JobProgress, LeasedJob } from '../types/job.ts';
 import type { Completer, OutcomeWrite, WriteResult } from './completer.ts';
 import type { EngineConfig } from './config.ts';
 import type { EngineEventEmitter } from './events.ts';
@@ -12,6 +12,7 @@ import type { HandlerMap, JobContext } from './handler.ts';
 import { jsonTextHasNul } from './job-spec.ts';
 import type { InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
+import { progressText } from './progress.ts';
 import type { JobSpan, JobSpanOutcome, Tracing } from './tracing.ts';
 
 export interface RunnerDeps {
@@ -44,6 +45,7 @@ class LeaseContext implements JobContext {
   readonly job: LeasedJob;
   readonly token: string;
   readonly checkLease: () => void;
+  readonly progress: (value: JobProgress) => void;
   readonly #entry: InFlight;
 
   constructor(entry: InFlight) {
@@ -53,6 +55,11 @@ class LeaseContext implements JobContext {
     this.token = entry.token;
     this.checkLease = () => {
       if (entry.lost) throw new LeaseLostError(entry.job.id, entry.token);
+    };
+    // Validated now, so a bad value fails the call that made it; stored by the heartbeater.
+    this.progress = (value) => {
+      const text = progressText(value);
+      if (!entry.lost) entry.progressDue = { text, value };
     };
   }
 

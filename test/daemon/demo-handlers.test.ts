@@ -33,7 +33,7 @@ function ctx<P>(payload: P, attempt = 1, signal = new AbortController().signal):
     leaseOwner: 'w',
     leaseExpiresAt: now,
   };
-  return { payload, job, token: '7', signal, checkLease: () => undefined };
+  return { payload, job, token: '7', signal, checkLease: () => undefined, progress: () => undefined };
 }
 
 describe('demo handlers', () => {

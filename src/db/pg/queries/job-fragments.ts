@@ -19,7 +19,7 @@ const epochMs = (col: string) => `date_part('epoch', ${col}) * 1000`;
 export const summaryColumns = (j: string) => `${j}.id, ${j}.tenant_id, ${j}.queue, ${j}.job_type, ${j}.priority, ${j}.state,
     ${j}.run_at, ${j}.attempt, ${j}.max_attempts, ${j}.lease_token, ${j}.lease_owner, ${j}.lease_expires_at,
     ${j}.idempotency_key, ${j}.dead_letter_reason, ${j}.replay_count, ${j}.created_at, ${j}.started_at,
-    ${j}.finished_at, ${j}.updated_at, ${j}.trace_context, ${j}.cancel_requested_at,
+    ${j}.finished_at, ${j}.updated_at, ${j}.trace_context, ${j}.cancel_requested_at, ${j}.progress,
     CASE WHEN pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} THEN ${j}.payload END AS payload,
     pg_column_size(${j}.payload) AS payload_bytes,
     pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} AS payload_inline,
