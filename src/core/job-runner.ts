@@ -45,8 +45,9 @@ class LeaseContext implements JobContext {
   readonly job: LeasedJob;
   readonly token: string;
   readonly checkLease: () => void;
-  readonly progress: (value: JobProgress) => void;
   readonly #entry: InFlight;
+  /** Made on first use (a getter, so handlers may destructure it): most handlers never report. */
+  #progress: ((value: JobProgress) => void) | null = null;
 
   constructor(entry: InFlight) {
     this.#entry = entry;
@@ -56,11 +57,16 @@ class LeaseContext implements JobContext {
     this.checkLease = () => {
       if (entry.lost) throw new LeaseLostError(entry.job.id, entry.token);
     };
+  }
+
+  get progress(): (value: JobProgress) => void {
+    const entry = this.#entry;
     // Validated now, so a bad value fails the call that made it; stored by the heartbeater.
-    this.progress = (value) => {
+    this.#progress ??= (value) => {
       const text = progressText(value);
       if (!entry.lost) entry.progressDue = { text, value };
     };
+    return this.#progress;
   }
 
   get signal(): AbortSignal {
