@@ -1,7 +1,8 @@
 // Progress reports (ctx.progress) end to end: stored fenced by the lease at the next heartbeat,
 // the latest value of a tight loop coalesced into a few writes, emitted as 'progress' events,
 // read back by admin.getJob; a zombie's report after its lease was taken over stores nothing;
-// a job that never reports costs no statement; bad values are refused with INVALID_ARGUMENT.
+// a job that never reports costs no statement; a replay clears it; bad values are refused with
+// INVALID_ARGUMENT.
 
 import { describe, expect, it } from 'vitest';
 import { isBatonError, type JobContext, type JobProgress, PROGRESS_MAX_BYTES } from '../../src/index.ts';
@@ -137,6 +138,10 @@ describe('ctx.progress', () => {
     bGate.resolve(undefined);
     await rowInState(db, job.id, 'succeeded');
     expect((await b.admin.getJob(job.id)).progress).toEqual({ by: 'B' });
+    // A replay starts the job over: its progress is cleared with its result.
+    await Promise.all([a.stop(), b.stop()]);
+    expect((await engines.producer().admin.replay(job.id)).progress).toBeNull();
+    expect(await progressOf(job.id)).toBeNull();
   });
 
   it('refuses anything but a number 0..100 or a JSON object of at most PROGRESS_MAX_BYTES, with INVALID_ARGUMENT', async () => {
