@@ -3,7 +3,7 @@
 // jobs still start, a committed enqueue still resolves, a background loop keeps going).
 
 import { EventEmitter } from 'node:events';
-import type { EnqueueWarningCode, Job, TerminalState } from '../types/job.ts';
+import type { EnqueueWarningCode, Job, JobProgress, TerminalState } from '../types/job.ts';
 
 /** Events the engine emits (on baton.events) for metrics and logs. */
 export interface EngineEvents {
@@ -13,7 +13,9 @@ export interface EngineEvents {
   succeeded: [{ job: Job; durationMs: number }];
   retried: [{ job: Job; error: unknown }];
   deadLettered: [{ job: Job; error: unknown }];
-  fenced: [{ kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release'; count: number }];
+  fenced: [{ kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release' | 'progress'; count: number }];
+  /** A handler's progress report (ctx.progress) was stored, fenced by its lease: the latest value of one heartbeat interval. */
+  progress: [{ job: Job; progress: JobProgress }];
   leaseLost: [{ job: Job }];
   /**
    * A job this process holds has a cancel request: its handler's signal was aborted with a

@@ -1,7 +1,7 @@
 // What a handler sees and returns. A handler runs at least once per job; it
 // must be idempotent and may pass ctx.token on as an idempotency key.
 
-import type { LeasedJob } from '../types/job.ts';
+import type { JobProgress, LeasedJob } from '../types/job.ts';
 
 /** What a handler is given: the payload, the job, its fencing token, an abort signal, lease checks (docs/library.md, Handlers). */
 export interface JobContext<P = unknown> {
@@ -15,6 +15,15 @@ export interface JobContext<P = unknown> {
   readonly signal: AbortSignal;
   /** Throws LeaseLostError when this worker no longer holds the lease. */
   checkLease(): void;
+  /**
+   * Reports how far the job has got: a number from 0 to 100, or a JSON object of at most
+   * PROGRESS_MAX_BYTES (2,048) bytes as JSON. Returns at once: the latest value is stored with
+   * the next heartbeat (calls in between replace each other), fenced by this lease, so nothing
+   * is stored once the lease is lost. A value reported in the last heartbeat interval before the
+   * handler returns may not be stored.
+   * @throws BatonError INVALID_ARGUMENT for any other value (details.limitBytes when too large).
+   */
+  progress(value: JobProgress): void;
 }
 
 /** A job handler. The resolved value (JSON-serialisable) is stored as the job's result. */

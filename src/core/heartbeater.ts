@@ -5,6 +5,8 @@
 // the real deadline, enforced locally by heartbeatDeadlineMs. The deadline has its
 // own timer: a round trip that hangs (blackholed socket, pool with no free
 // connection) must not postpone it until the query or pool timeout fires.
+// Progress reports (ctx.progress) ride the same tick: the latest value of each lease that has
+// one, in one more fenced statement, sent only when some handler reported since the last tick.
 
 import type { Executor } from '../driver/executor.ts';
 import type { Clock } from './clock.ts';
@@ -20,6 +22,10 @@ export interface HeartbeaterDeps {
   onLost: (entry: InFlight, why: 'fenced' | 'deadline') => void;
   /** The job of a lease still held has a cancel request (seen by this heartbeat). */
   onCancelRequested: (entry: InFlight) => void;
+  /** A progress report was stored (fenced by the entry's lease). */
+  onProgress?: (entry: InFlight, value: unknown) => void;
+  /** Progress reports refused by the fence (the lease was no longer current). */
+  onProgressFenced?: (count: number) => void;
   onError: (err: unknown) => void;
   /** Runs after each tick (used to refresh the worker row). */
   afterTick?: () => Promise<void>;
@@ -96,7 +102,35 @@ export class Heartbeater implements Service {
         this.#d.onError(err);
       }
     }
+    const reported = sent.filter((e) => e.progressDue !== null && !e.lost);
+    if (reported.length > 0) await this.#sendProgress(reported);
     this.#enforceDeadline();
     await this.#d.afterTick?.().catch(this.#d.onError);
+  }
+
+  /** Stores the latest report of each entry; a report made meanwhile waits for the next tick. */
+  async #sendProgress(entries: InFlight[]): Promise<void> {
+    const reports = entries.map((e) => {
+      const r = e.progressDue as NonNullable<InFlight['progressDue']>;
+      e.progressDue = null;
+      return r;
+    });
+    try {
+      const written = await this.#d.executor.jobProgressMany({
+        items: entries.map((e, i) => ({ id: e.job.id, token: e.token, progress: (reports[i] as { text: string }).text })),
+      });
+      let fenced = 0;
+      entries.forEach((e, i) => {
+        if (written.has(e.job.id)) this.#d.onProgress?.(e, (reports[i] as { value: unknown }).value);
+        else fenced++;
+      });
+      if (fenced > 0) this.#d.onProgressFenced?.(fenced);
+    } catch (err) {
+      // Not sent: tried again at the next tick, unless a newer report replaced it.
+      entries.forEach((e, i) => {
+        if (!e.lost) e.progressDue ??= reports[i] ?? null;
+      });
+      this.#d.onError(err);
+    }
   }
 }

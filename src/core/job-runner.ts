@@ -3,7 +3,7 @@
 // the job is written by this worker.
 
 import { LeaseLostError, OutcomeWritten } from '../types/errors.ts';
-import type { AttemptError, LeasedJob } from '../types/job.ts';
+import type { AttemptError, JobProgress, LeasedJob } from '../types/job.ts';
 import type { Completer, OutcomeWrite, WriteResult } from './completer.ts';
 import type { EngineConfig } from './config.ts';
 import type { EngineEventEmitter } from './events.ts';
@@ -12,6 +12,7 @@ import type { HandlerMap, JobContext } from './handler.ts';
 import { jsonTextHasNul } from './job-spec.ts';
 import type { InFlight } from './lease-table.ts';
 import type { Logger } from './logger.ts';
+import { progressText } from './progress.ts';
 import type { JobSpan, JobSpanOutcome, Tracing } from './tracing.ts';
 
 export interface RunnerDeps {
@@ -45,6 +46,8 @@ class LeaseContext implements JobContext {
   readonly token: string;
   readonly checkLease: () => void;
   readonly #entry: InFlight;
+  /** Made on first use (a getter, so handlers may destructure it): most handlers never report. */
+  #progress: ((value: JobProgress) => void) | null = null;
 
   constructor(entry: InFlight) {
     this.#entry = entry;
@@ -54,6 +57,16 @@ class LeaseContext implements JobContext {
     this.checkLease = () => {
       if (entry.lost) throw new LeaseLostError(entry.job.id, entry.token);
     };
+  }
+
+  get progress(): (value: JobProgress) => void {
+    const entry = this.#entry;
+    // Validated now, so a bad value fails the call that made it; stored by the heartbeater.
+    this.#progress ??= (value) => {
+      const text = progressText(value);
+      if (!entry.lost) entry.progressDue = { text, value };
+    };
+    return this.#progress;
   }
 
   get signal(): AbortSignal {

@@ -19,6 +19,8 @@ export class InFlight {
   drainAborted = false;
   /** Its job has a cancel request and the signal was aborted for it (the lease is still held). */
   cancelRequested = false;
+  /** The latest progress its handler reported and the heartbeater has not sent yet (JSON text), else null. */
+  progressDue: { text: string; value: unknown } | null = null;
   readonly #clock: Clock;
   #controller: AbortController | null = null;
   #aborted: { reason: unknown } | null = null;

@@ -5,7 +5,7 @@
 
 import type { Executor, NotificationListener, Presence } from '../driver/executor.ts';
 import { BatonError, JobCancelledError } from '../types/errors.ts';
-import type { LeasedJob } from '../types/job.ts';
+import type { JobProgress, LeasedJob } from '../types/job.ts';
 import type { EngineStats } from './baton.ts';
 import { Claimer } from './claimer.ts';
 import type { Clock } from './clock.ts';
@@ -101,6 +101,10 @@ export class Worker {
       leases: this.#leases,
       onLost: (entry, why) => this.#leaseLost(entry, why),
       onCancelRequested: (entry) => this.#cancelRequested(entry, 'heartbeat'),
+      onProgress: (entry, value) => {
+        if (events.listenerCount('progress') > 0) events.emit('progress', { job: entry.job, progress: value as JobProgress });
+      },
+      onProgressFenced: (count) => events.emit('fenced', { kind: 'progress', count }),
       onError: onError('heartbeat'),
       afterTick: () => {
         this.#claimer.tick();

@@ -16,14 +16,18 @@ export const noop: Handler = () => ({ ok: true });
 
 /**
  * Sleeps payload.ms (default 10 s, max 1 h), long enough to span several
- * heartbeats. Stops as soon as ctx.signal aborts (lease lost / drain deadline).
+ * heartbeats, reporting its progress. Stops as soon as ctx.signal aborts (lease lost / drain deadline).
  */
 export const sleep: Handler<{ ms?: unknown } | null> = async (ctx) => {
   const raw = ctx.payload?.ms ?? SLEEP_MS_DEFAULT;
   if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 0 || raw > SLEEP_MS_MAX) {
     throw new TerminalError(`sleep: payload.ms must be an integer 0..${SLEEP_MS_MAX}, got ${JSON.stringify(raw)}`);
   }
-  await delay(raw, undefined, { signal: ctx.signal });
+  // In tenths, reporting each as progress, so the console shows the job's bar filling.
+  for (let tenth = 1; tenth <= 10; tenth++) {
+    await delay(raw / 10, undefined, { signal: ctx.signal });
+    ctx.progress(tenth * 10);
+  }
   return { sleptMs: raw };
 };
 

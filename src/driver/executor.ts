@@ -187,6 +187,8 @@ export interface Executor {
   jobMarkRunningMany(p: { leases: Lease[] }): Promise<Set<string>>;
   /** Renews the leases: `alive` the ids still held, `cancelRequested` those of them with a cancel request. */
   jobHeartbeatMany(p: { leases: Lease[]; leaseMs: number }): Promise<HeartbeatResult>;
+  /** Stores each lease's latest progress (`progress`: JSON text), fenced by its token. Returns the ids written. */
+  jobProgressMany(p: { items: Array<Lease & { progress: string }> }): Promise<Set<string>>;
   /** Succeeded; with `deleteRows` the rows are deleted instead (no result kept). Returns the ids written. */
   jobCompleteMany(p: { items: JobCompleteItem[]; deleteRows?: boolean }): Promise<Set<string>>;
   /** Returns id -> new state for the rows written. */

@@ -74,6 +74,14 @@ const common = {
     description:
       'when a cancel was requested while the job was leased or running; the state says how it ended (cancelled, or succeeded when the handler finished anyway); null otherwise',
   }),
+  progress: z
+    .union([z.number().min(0).max(100), z.record(z.string(), z.unknown())])
+    .nullable()
+    .optional()
+    .meta({
+      description:
+        'the latest progress a handler stored (ctx.progress): a number 0..100 or a JSON object of at most 2,048 bytes; null when none; absent on a claimed lease',
+    }),
   dependsOn: z
     .array(decimal)
     .optional()

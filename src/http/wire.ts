@@ -58,6 +58,7 @@ function wireCommon(job: Job | JobSummary) {
     startedAt: isoOrNull(job.startedAt),
     trace: job.trace,
     cancelRequestedAt: isoOrNull(job.cancelRequestedAt),
+    ...(job.progress !== undefined ? { progress: job.progress } : {}),
     ...(job.dependsOn ? { dependsOn: job.dependsOn } : {}),
   };
 }

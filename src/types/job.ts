@@ -60,6 +60,14 @@ export interface AttemptError {
   at: string;
 }
 
+/**
+ * How far a running job has got, as its handler last reported it (ctx.progress): a number from
+ * 0 to 100 (a percentage), or a JSON object of at most PROGRESS_MAX_BYTES as JSON text.
+ */
+export type JobProgress = number | { [key: string]: unknown };
+/** Largest progress object, in bytes of its JSON text (so a listing always carries it inline). */
+export const PROGRESS_MAX_BYTES = 2_048;
+
 interface JobBase {
   /** bigint identity, as a decimal string (JSON-safe). */
   id: string;
@@ -89,6 +97,11 @@ interface JobBase {
    * (`succeeded`: the handler finished anyway). Null on a job cancelled while it waited.
    */
   cancelRequestedAt: Date | null;
+  /**
+   * The latest progress a handler of the job stored (ctx.progress), kept across attempts; null
+   * when none did. Absent from the job a handler is given (ctx.job: the claim leaves it out).
+   */
+  progress?: JobProgress | null;
 }
 
 /** A job waiting for its run-at and a worker. */

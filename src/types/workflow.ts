@@ -1,7 +1,7 @@
 // The public shapes of durable workflows: the function a workflow is, the context it
 // runs with, and a run as reads return it. States are a discriminated union of strings.
 
-import type { AttemptError, JobSpec } from './job.ts';
+import type { AttemptError, JobProgress, JobSpec } from './job.ts';
 
 /** A run's state. dead_lettered is the driving job's (its attempt budget spent, or a terminal error). */
 export const RUN_STATES = ['running', 'sleeping', 'waiting', 'succeeded', 'dead_lettered', 'cancelled'] as const;
@@ -25,6 +25,8 @@ export interface StepContext {
   readonly attempt: number;
   /** Aborted when the driving job's lease is lost (or the drain deadline passes). */
   readonly signal: AbortSignal;
+  /** Reports the driving job's progress, as a handler's ctx.progress does (docs/library.md, Progress). */
+  progress(value: JobProgress): void;
 }
 
 /** An event as a wait returns it. */

@@ -309,6 +309,43 @@ describe('scheduler', () => {
       '2026-03-30T00:30:00.000Z',
     ]);
   });
+
+  it('a wildcard hour fires both passes of the repeated hour as two jobs keyed by their instants; a fixed hour fires once', async () => {
+    // America/New_York, 2026-11-01: 01:00-01:59 happen twice (EDT, then EST).
+    const dayStart = Date.parse('2026-11-01T04:00:00Z');
+    const hourly = await insert({ name: 'hourly', cron: '0 * * * *', timezone: 'America/New_York', next: dayStart });
+    const nightly = await insert({
+      name: 'nightly',
+      cron: '30 1 * * *',
+      timezone: 'America/New_York',
+      next: Date.parse('2026-11-01T05:30:00Z'),
+    });
+    const s = scheduler();
+    // On time: the ticker wakes just after each of the day's 25 hours.
+    for (let t = dayStart; t < Date.parse('2026-11-02T05:00:00Z'); t += 15 * MIN) {
+      now = t + 1_000;
+      await s.tick();
+    }
+    const keys = (id: string) => jobs().then((js) => js.filter((j) => j.idempotency_key.startsWith(`cron:${id}:`)));
+    const fired = await keys(hourly);
+    expect(fired).toHaveLength(25);
+    expect(new Set(fired.map((j) => j.idempotency_key)).size).toBe(25);
+    expect(fired.map((j) => j.idempotency_key)).toEqual(
+      expect.arrayContaining([`cron:${hourly}:2026-11-01T05:00:00.000Z`, `cron:${hourly}:2026-11-01T06:00:00.000Z`]),
+    );
+    expect((await keys(nightly)).map((j) => j.run_at.toISOString())).toEqual(['2026-11-01T05:30:00.000Z']);
+    expect(s.misfires).toEqual([]);
+    // A cluster that was down all day catches up the same 25 occurrences under fire_all, and no more.
+    await db.query('TRUNCATE baton.schedules');
+    await db.query('DELETE FROM baton.jobs');
+    const again = await insert({ name: 'hourly', cron: '0 * * * *', timezone: 'America/New_York', next: dayStart, policy: 'fire_all' });
+    now = Date.parse('2026-11-02T04:30:00Z');
+    await scheduler().tick();
+    const caught = await keys(again);
+    expect(caught).toHaveLength(25);
+    expect(caught.slice(1).every((j, i) => j.run_at.getTime() - caught[i]!.run_at.getTime() === 60 * MIN)).toBe(true);
+    expect((await row(again)).next_fire_at.toISOString()).toBe('2026-11-02T05:00:00.000Z');
+  });
 });
 
 /** Every whole second in [from, to]. */

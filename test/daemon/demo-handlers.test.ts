@@ -7,7 +7,7 @@ import { boom, noop, poison, sleep } from '../../src/daemon/demo-handlers.ts';
 import { TerminalError } from '../../src/types/errors.ts';
 import type { LeasedJob } from '../../src/types/job.ts';
 
-function ctx<P>(payload: P, attempt = 1, signal = new AbortController().signal): JobContext<P> {
+function ctx<P>(payload: P, attempt = 1, signal = new AbortController().signal, progress: unknown[] = []): JobContext<P> {
   const now = new Date();
   const job: LeasedJob = {
     id: '1',
@@ -33,7 +33,7 @@ function ctx<P>(payload: P, attempt = 1, signal = new AbortController().signal):
     leaseOwner: 'w',
     leaseExpiresAt: now,
   };
-  return { payload, job, token: '7', signal, checkLease: () => undefined };
+  return { payload, job, token: '7', signal, checkLease: () => undefined, progress: (v) => void progress.push(v) };
 }
 
 describe('demo handlers', () => {
@@ -42,7 +42,9 @@ describe('demo handlers', () => {
   });
 
   it('sleep returns after payload.ms', async () => {
-    expect(await sleep(ctx({ ms: 5 }))).toEqual({ sleptMs: 5 });
+    const progress: unknown[] = [];
+    expect(await sleep(ctx({ ms: 5 }, 1, undefined, progress))).toEqual({ sleptMs: 5 });
+    expect(progress).toEqual([10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
   });
 
   it('sleep stops when its signal aborts', async () => {

@@ -263,6 +263,7 @@ describe('admin queries, called on the executor', () => {
       finishedAt: r.finished_at,
       trace: null,
       cancelRequestedAt: null,
+      progress: null,
     });
     const running = await insertJob(db.pool, { queue, state: 'running', leaseOwner: 'w-get' });
     const rr = await row(running);

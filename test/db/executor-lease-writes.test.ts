@@ -7,6 +7,8 @@ import { insertJob, insertJobs } from '../helpers/factory.ts';
 import { attemptError, claim, ex, expireLeases, fresh, ms, reapExpired, row, useExecutorHarness } from './executor-harness.ts';
 
 const db = useExecutorHarness();
+const progressOf = async (id: string) =>
+  (await db.query<{ progress: unknown }>('SELECT progress FROM baton.jobs WHERE id = $1', [id])).rows[0]!.progress;
 
 describe('fencing', () => {
   /**
@@ -47,9 +49,14 @@ describe('fencing', () => {
     expect(await row(id)).toEqual(before);
     expect((await ex.jobReleaseMany({ leases: [stale], refundAttempt: true })).size).toBe(0);
     expect(await row(id)).toEqual(before);
+    expect((await ex.jobProgressMany({ items: [{ ...stale, progress: '{"by":"slow"}' }] })).size).toBe(0);
+    expect(await row(id)).toEqual(before);
+    expect(await progressOf(id)).toBeNull();
 
-    // The current owner proceeds: start, heartbeat (expiry = now + lease), complete.
+    // The current owner proceeds: start, progress, heartbeat (expiry = now + lease), complete.
     expect([...(await ex.jobMarkRunningMany({ leases: [current] }))]).toEqual([id]);
+    expect([...(await ex.jobProgressMany({ items: [{ ...current, progress: '42' }] }))]).toEqual([id]);
+    expect(await progressOf(id)).toBe(42);
     expect([...(await ex.jobHeartbeatMany({ leases: [current], leaseMs: 12_345 })).alive]).toEqual([id]);
     const hb = await row(id);
     expect(ms(hb.lease_expires_at, hb.updated_at)).toBe(12_345);
@@ -67,7 +74,9 @@ describe('fencing', () => {
     // After the outcome, even the current token writes nothing more.
     expect((await ex.jobCompleteMany({ items: [{ ...current, result: 'again' }] })).size).toBe(0);
     expect((await ex.jobHeartbeatMany({ leases: [current], leaseMs: 1_000 })).alive.size).toBe(0);
+    expect((await ex.jobProgressMany({ items: [{ ...current, progress: '100' }] })).size).toBe(0);
     expect(await row(id)).toEqual(done);
+    expect(await progressOf(id)).toBe(42);
   });
 
   it('a stale token writes nothing while the reaped job waits in pending', async () => {

@@ -105,6 +105,24 @@ describe('POST /api/jobs/batch', () => {
   });
 });
 
+describe('job progress', () => {
+  it('shows the stored progress in GET /api/jobs/:id and in the listing; null when none was stored', async () => {
+    const running = await insertJob(db.pool, { state: 'running', jobType: 'progress-shape' });
+    const quiet = await insertJob(db.pool, { state: 'running', jobType: 'progress-shape' });
+    // As the holder's fenced write (ctx.progress) leaves it.
+    await db.query(`UPDATE baton.jobs SET progress = $2::jsonb WHERE id = $1`, [running, JSON.stringify({ percent: 40, step: 'upload' })]);
+    const one = await okJson(api.client.api.jobs[':id'].$get({ param: { id: running } }));
+    expect(one.progress).toEqual({ percent: 40, step: 'upload' });
+    expect((await okJson(api.client.api.jobs[':id'].$get({ param: { id: quiet } }))).progress).toBeNull();
+    const list = await okJson(api.client.api.jobs.$get({ query: { jobType: 'progress-shape' } }));
+    const byId = new Map(list.jobs.map((j) => [j.id, j.progress]));
+    expect(byId.get(running)).toEqual({ percent: 40, step: 'upload' });
+    expect(byId.get(quiet)).toBeNull();
+    await db.query(`UPDATE baton.jobs SET progress = '55.5' WHERE id = $1`, [running]);
+    expect((await okJson(api.client.api.jobs[':id'].$get({ param: { id: running } }))).progress).toBe(55.5);
+  });
+});
+
 describe('GET /api/jobs/:id', () => {
   it('returns the job, 404 for an unknown or malformed id', async () => {
     const { warnings: _warnings, ...created } = await okJson(api.client.api.jobs.$post({ json: { jobType: 'get-me' } }));

@@ -47,6 +47,34 @@ describe('workflow steps', () => {
     expect(baton.stats().workflows.stepsExecuted).toBe(2);
   });
 
+  it('a step reports progress for its driving job (step.progress), stored as the job’s progress', async () => {
+    const baton = engines.create({ queues: { default: 1 }, heartbeatMs: 50 });
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    baton.workflow('reporting', async (ctx) => {
+      await ctx.step('load', async (s) => {
+        s.progress({ step: 'load', percent: 50 });
+        await released;
+      });
+      return 'done';
+    });
+    await baton.start();
+    const { run } = await baton.startWorkflow('reporting', {});
+    const progress = await waitFor(
+      async () =>
+        (
+          await db.query<{ progress: unknown }>(
+            'SELECT j.progress FROM baton.jobs j JOIN baton.workflow_runs r ON r.job_id = j.id WHERE r.id = $1',
+            [run.id],
+          )
+        ).rows[0]?.progress,
+      { message: 'the step’s report on the driving job' },
+    );
+    expect(progress).toEqual({ step: 'load', percent: 50 });
+    release();
+    await runInState(baton, run.id, 'succeeded');
+  });
+
   it('a retried run resumes at the failed step: completed steps run exactly once, the failure chain names the step', async () => {
     const baton = engines.create({ queues: { default: 2 } });
     const calls = { a: 0, b: 0, c: 0 };

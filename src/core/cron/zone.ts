@@ -116,6 +116,20 @@ function transitionAfter(zone: string, lo: number, hi: number): number {
 }
 
 /**
+ * The first instant in (lo, hi] whose offset differs from the offset at lo, or null when the
+ * offset holds throughout. Reads a day at a time: like instantOf, it takes no zone to change
+ * offset and back within a day.
+ */
+export function nextTransition(zone: string, lo: number, hi: number): number | null {
+  const off = offsetAt(zone, lo);
+  for (let s = lo; s < hi; s += DAY) {
+    const e = Math.min(hi, s + DAY);
+    if (offsetAt(zone, e) !== off) return transitionAfter(zone, s, e);
+  }
+  return null;
+}
+
+/**
  * The instant a local wall-clock label names in `zone`: its earliest instance when the label
  * happens twice (fall back), and the first instant after the gap when it never happens
  * (spring forward). Non-decreasing in `naive`.

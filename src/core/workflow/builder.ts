@@ -35,6 +35,7 @@ export function workflowBuilder<I>(): { builder: WorkflowBuilder<I>; fn: Workflo
         s.fn({
           ...step,
           signal: step.signal,
+          progress: step.progress,
           input: ctx.input,
           runId: ctx.runId,
           requireOutputOf: <T>(key: string): T => {

@@ -35,6 +35,8 @@ export class Execution implements WorkflowContext {
   readonly #occurrences = new Map<string, number>();
   /** The job's signal, also aborted when the run is cancelled from this process. */
   readonly #signal: AbortSignal;
+  /** The driving job's progress report, which each step is given. */
+  readonly #progress: JobContext['progress'];
   #calls = 0;
   #busy = false;
 
@@ -51,6 +53,7 @@ export class Execution implements WorkflowContext {
     this.tenantId = run.tenantId;
     this.input = run.input;
     this.token = job.token;
+    this.#progress = job.progress;
     this.#lease = lease;
     this.#d = d;
     this.#history = run.steps.filter((s) => s.status !== 'failed');
@@ -120,6 +123,7 @@ export class Execution implements WorkflowContext {
         idempotencyKey: `${this.runId}:${shown}`,
         attempt: (this.#failed.get(shown) ?? 0) + 1,
         signal: this.#signal,
+        progress: this.#progress,
       });
     } catch (err) {
       this.#busy = false;

@@ -38,6 +38,12 @@ export async function heartbeatMany(db: LeaseDb, p: { leases: Lease[]; leaseMs: 
   };
 }
 
+/** Stores each lease's latest progress (JSON text), fenced: answers the ids written. */
+export function progressMany(db: LeaseDb, p: { items: Array<Lease & { progress: string }> }): Promise<Set<string>> {
+  const { ids, values } = leaseArrays(p.items);
+  return leaseWrite(db, db.job.progressMany, ids, [...values, p.items.map((i) => i.progress)]);
+}
+
 /** `recordedBlocks`: the blocks this executor's completions recorded lately, kept across calls. */
 export async function completeMany(
   db: LeaseDb,

@@ -110,6 +110,10 @@ export class PgExecutor implements Executor {
     return lease.heartbeatMany(this.#db, p);
   }
 
+  jobProgressMany(p: { items: Array<Lease & { progress: string }> }): Promise<Set<string>> {
+    return lease.progressMany(this.#db, p);
+  }
+
   jobCompleteMany(p: { items: JobCompleteItem[]; deleteRows?: boolean }): Promise<Set<string>> {
     return lease.completeMany(this.#db, this.#recordedBlocks, p);
   }

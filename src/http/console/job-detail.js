@@ -3,7 +3,7 @@
 import { ApiError, api } from './api.js';
 import { actions, chainItems } from './jobs.js';
 import { href } from './router.js';
-import { $, ago, duration, esc, isScheduled, stateBadge, whenLong } from './util.js';
+import { $, ago, duration, esc, isScheduled, progressHtml, sizeBars, stateBadge, whenLong } from './util.js';
 
 function renderDetail(job) {
   // Waited from when it was due (or created, if later) to its last start.
@@ -34,6 +34,7 @@ function renderDetail(job) {
         <dt>priority</dt><dd>${esc(job.priority)}</dd><dt>attempt</dt><dd data-field="attempt">${esc(job.attempt)} / ${esc(job.maxAttempts)}</dd>
         <dt>replays</dt><dd>${esc(job.replayCount)}</dd>${job.idempotencyKey ? `<dt>idempotency key</dt><dd class="mono">${esc(job.idempotencyKey)}</dd>` : ''}
         ${job.reason ? `<dt>reason</dt><dd>${esc(job.reason)}</dd>` : ''}${lease}
+        ${job.progress != null ? `<dt>progress</dt><dd>${progressHtml(job.progress, 200)}</dd>` : ''}
       </dl></div>
       <div><dl id="detail-times">
         <dt>created</dt><dd data-field="createdAt">${whenLong(job.createdAt)}</dd>
@@ -47,6 +48,7 @@ function renderDetail(job) {
     <h2>Attempts</h2>${attempts}
     <h2>Payload</h2><pre data-field="payload">${esc(JSON.stringify(job.payload, null, 2))}</pre>
     ${job.state === 'succeeded' ? `<h2>Result</h2><pre data-field="result">${esc(JSON.stringify(job.result, null, 2))}</pre>` : ''}`;
+  sizeBars($('detail-body'));
 }
 
 export async function refreshDetail(id) {

@@ -3,7 +3,7 @@
 
 import { ApiError, api } from './api.js';
 import { href } from './router.js';
-import { $, ago, esc, isScheduled, jobLink, pageLink, qs, setRows, stateBadge, when } from './util.js';
+import { $, ago, esc, isScheduled, jobLink, pageLink, progressHtml, qs, setRows, stateBadge, when } from './util.js';
 
 const DLQ_PAGE = 20;
 
@@ -149,7 +149,9 @@ export async function refreshJobs(q) {
       ? `<span data-field="due" title="${esc(j.runAt)}">${esc(ago(j.runAt))}</span>`
       : j.state === 'pending'
         ? '<span class="mute">due</span>'
-        : '<span class="mute">—</span>';
+        : (j.state === 'leased' || j.state === 'running') && j.progress != null
+          ? progressHtml(j.progress, 24)
+          : '<span class="mute">—</span>';
     const detail = lazyDetails(`job:${j.id}`, j, 'payload', `payload${j.state === 'succeeded' ? ' / result' : ''}`) + chain(j, 'jobs');
     return `<tr ${jobAttrs(j)}><td><input type="checkbox" class="select" data-job-id="${esc(j.id)}" aria-label="select job ${esc(j.id)}"${selected.has(j.id) ? ' checked' : ''}></td>
       <td>${jobLink(j.id)}</td><td>${stateBadge(j.state, scheduled)}</td><td>${esc(j.jobType)}</td>

@@ -67,6 +67,28 @@ export function setRows(tableId, rows, emptyHtml) {
   const cols = table.tHead.rows[0].cells.length;
   table.tBodies[0].innerHTML = rows.length ? rows.join('') : `<tr><td colspan="${cols}" class="empty">${emptyHtml}</td></tr>`;
   labelCells(table);
+  sizeBars(table);
+}
+
+/** Sets the width of every progress bar under `root` from its data-pct (no inline styles: the CSP refuses them). */
+export function sizeBars(root) {
+  for (const bar of root.querySelectorAll('.bar > span[data-pct]')) bar.style.width = `${bar.dataset.pct}%`;
+}
+
+/**
+ * A job's progress (ctx.progress): a number 0..100 as a bar and a percentage; an object as its
+ * JSON (cut to `max` characters, whole in the title), with a bar when it has a numeric `percent`.
+ * Empty for null or absent.
+ */
+export function progressHtml(p, max = 60) {
+  if (p === null || p === undefined) return '';
+  const pct = typeof p === 'number' ? p : typeof p.percent === 'number' && p.percent >= 0 && p.percent <= 100 ? p.percent : null;
+  const bar = pct === null ? '' : `<div class="bar" title="${esc(pct)}%"><span data-pct="${esc(pct)}"></span></div>`;
+  if (typeof p === 'number')
+    return `<span class="progress" data-field="progress">${bar}<span class="num">${esc(Math.round(p * 10) / 10)}%</span></span>`;
+  const text = JSON.stringify(p);
+  const shown = text.length > max ? `${text.slice(0, max - 1)}…` : text;
+  return `<span class="progress" data-field="progress" title="${esc(text)}">${bar}<code>${esc(shown)}</code></span>`;
 }
 /** A paging link: its URL, or disabled. */
 export function pageLink(id, target) {

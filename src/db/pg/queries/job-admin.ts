@@ -75,7 +75,7 @@ export function jobAdminQueries(schema: string) {
         edges AS (SELECT count(*)::int AS n FROM ${schema}.job_dependencies WHERE child_id = $1),
         r AS (UPDATE ${jobs} j SET state = CASE WHEN (SELECT n FROM edges) > 0 THEN 'waiting' ELSE 'pending' END,
           waiting_for = CASE WHEN (SELECT n FROM edges) > 0 THEN (SELECT n FROM edges) END, attempt = 0, run_at = now(),
-          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL, cancel_requested_at = NULL,
+          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL, cancel_requested_at = NULL, progress = NULL,
           started_at = NULL, finished_at = NULL, updated_at = now()
         FROM old WHERE j.id = old.id AND old.state IN ('succeeded', 'dead_lettered', 'cancelled')
         RETURNING j.*),
@@ -117,7 +117,7 @@ export function jobAdminQueries(schema: string) {
           ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED
         )
         , r AS (UPDATE ${jobs} j SET state = 'pending', attempt = 0, run_at = now(),
-          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL, cancel_requested_at = NULL,
+          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL, cancel_requested_at = NULL, progress = NULL,
           started_at = NULL, finished_at = NULL, updated_at = now()
         FROM v WHERE j.id = v.id
         RETURNING ${summaryColumns('j')})

@@ -19,7 +19,7 @@ const epochMs = (col: string) => `date_part('epoch', ${col}) * 1000`;
 export const summaryColumns = (j: string) => `${j}.id, ${j}.tenant_id, ${j}.queue, ${j}.job_type, ${j}.priority, ${j}.state,
     ${j}.run_at, ${j}.attempt, ${j}.max_attempts, ${j}.lease_token, ${j}.lease_owner, ${j}.lease_expires_at,
     ${j}.idempotency_key, ${j}.dead_letter_reason, ${j}.replay_count, ${j}.created_at, ${j}.started_at,
-    ${j}.finished_at, ${j}.updated_at, ${j}.trace_context, ${j}.cancel_requested_at,
+    ${j}.finished_at, ${j}.updated_at, ${j}.trace_context, ${j}.cancel_requested_at, ${j}.progress,
     CASE WHEN pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} THEN ${j}.payload END AS payload,
     pg_column_size(${j}.payload) AS payload_bytes,
     pg_column_size(${j}.payload) <= ${LIST_INLINE_MAX_BYTES} AS payload_inline,
@@ -170,7 +170,10 @@ export const TIMELINE_TOKEN_OFFSET = `(SELECT (('x' || substr(pg_walfile_name(pg
 
 /**
  * The claim's write: the rows of CTE `picked` (column id) become leases with fresh tokens, and
- * come back as ClaimRow columns. Shared by every claim statement (FIFO, fair, flow-controlled):
+ * come back as ClaimRow columns. `attempt >= 0` holds for every row (a CHECK): like the id bounds
+ * it is there for a generic plan cached while the table was new, where a sequential scan and the
+ * primary key cost about the same; its filter cost on every row of a scan keeps the plan on the
+ * key (the progress column of migration 0031 had tipped that tie; test/db/plans-fresh.test.ts). Shared by every claim statement (FIFO, fair, flow-controlled):
  * $3 owner, $4 into running, $5 lease ms. See `claim` in job-lease.ts for the why of each clause.
  */
 export function claimUpdateSql(schema: string, picked: string, leaseFrom = 'now()'): string {
@@ -188,6 +191,7 @@ export function claimUpdateSql(schema: string, picked: string, leaseFrom = 'now(
           updated_at = now()
         WHERE j.id = ANY (ARRAY(SELECT id FROM ${picked}))
           AND j.id BETWEEN (SELECT min(id) FROM ${picked}) AND (SELECT max(id) FROM ${picked})
+          AND j.attempt >= 0
           AND (SELECT set_config('synchronous_commit',
             CASE WHEN current_setting('baton.token_floor', true) = ${floorMark} THEN 'off'
               ELSE current_setting('synchronous_commit') END, true)) IS NOT NULL

@@ -148,6 +148,13 @@ export function jobLeaseQueries(schema: string) {
         SELECT CASE WHEN count(*) = cardinality($1::bigint[]) THEN NULL ELSE COALESCE(array_agg(w.id), '{}') END AS ids,
           array_agg(w.id) FILTER (WHERE w.cancel) AS cancel FROM w`,
     },
+    // The latest progress of each lease ($3, one jsonb per lease), fenced like every lease write:
+    // a stale token stores nothing. Sent only when some handler reported (ctx.progress), at most
+    // once per heartbeat interval, so a job that never reports costs no statement.
+    progressMany: {
+      text: acceptedIds(`UPDATE ${jobs} j SET progress = ($3::jsonb[])[${leasePos}], updated_at = now()
+        WHERE ${FENCED} AND j.state IN ${LIVE}`),
+    },
     // deleteOnSuccess: the job leaves at completion, in the same fenced statement (no result kept).
     completeDeleteMany: {
       text: acceptedIds(`DELETE FROM ${jobs} j WHERE ${FENCED} AND j.state IN ${LIVE}`),

@@ -90,7 +90,7 @@ export function workflowRunQueries(schema: string) {
       // The old state is read under the row's lock, so the job leaves its state's count once.
       text: `WITH old AS (SELECT id, state FROM ${jobs} WHERE id = $1::bigint FOR UPDATE),
         r AS (UPDATE ${jobs} j SET state = 'pending', attempt = 0, run_at = now(),
-          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL, cancel_requested_at = NULL,
+          replay_count = j.replay_count + 1, dead_letter_reason = NULL, result = NULL, cancel_requested_at = NULL, progress = NULL,
           started_at = NULL, finished_at = NULL, updated_at = now()
         FROM old WHERE j.id = old.id AND old.state IN ('dead_lettered', 'cancelled', 'succeeded')
         RETURNING j.id, j.queue),
