@@ -127,8 +127,11 @@ export {
   type MisfirePolicy,
   type Schedule,
   type ScheduleInput,
+  type ScheduleJobTarget,
   type SchedulePatch,
   type ScheduleStatus,
+  type ScheduleTiming,
+  type ScheduleWorkflowTarget,
 } from './types/schedule.ts';
 export {
   type ChildResult,

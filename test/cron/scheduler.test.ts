@@ -49,6 +49,8 @@ describe('scheduler', () => {
     const s = new Scheduler({
       store: store(),
       enqueue: (specs, client) => producer.enqueueMany(specs, { client, notify: false }),
+      resolveWorkflow: () => Promise.reject(new Error('no workflow schedules here')),
+      startRun: () => Promise.reject(new Error('no workflow schedules here')),
       wake: () => undefined,
       leaderEpoch: () => epoch,
       fenced: (e, fn) => leader().leaderFenced({ epoch: e, idleMs: 10_000, stillLeader: () => true }, fn),

@@ -1,8 +1,11 @@
-// Workflows: the registry of workflow functions (each is the handler of its own job
-// type, `workflow:<name>`), and the producer and operator side of runs: start, events,
-// reads, cancel and replay. Execution itself is execution.ts.
+// Workflows: the workflow functions this process defines (each is the handler of its own job
+// type, `workflow:<name>`, and is recorded in the database's registry of defined workflows when
+// the engine starts), and the producer and operator side of runs: start by name (any workflow
+// the registry knows, defined here or not), events, reads, cancel and replay. Execution itself
+// is execution.ts.
 
 import { z } from 'zod';
+import type { Queryable } from '../../driver/queryable.ts';
 import type { RunForAction, WorkflowStore } from '../../driver/workflow-store.ts';
 import { BatonError, TerminalError } from '../../types/errors.ts';
 import { type EnqueueResult, isJobId, type JobSpec } from '../../types/job.ts';
@@ -45,6 +48,9 @@ interface Definition {
   queue: string;
   maxAttempts: number;
 }
+
+/** Where a run of a workflow goes: its driving job's queue and attempt budget. */
+type Target = Pick<Definition, 'queue' | 'maxAttempts'>;
 
 export interface WorkflowsDeps {
   store: WorkflowStore;
@@ -139,8 +145,11 @@ export class Workflows implements WorkflowRunsApi {
         ids.push(jobChildId(res.job.id));
         continue;
       }
-      const def = this.#defs.get(child?.workflow);
-      if (!def) throw new TerminalError(`all "${key}": child ${i} names no workflow defined here (${JSON.stringify(child?.workflow)})`);
+      const def = await this.#target(child?.workflow).catch((err: unknown) => {
+        if (err instanceof BatonError && err.code === 'WORKFLOW_NOT_FOUND')
+          throw new TerminalError(`all "${key}": child ${i} names no defined workflow (${JSON.stringify(child?.workflow)})`);
+        throw err;
+      });
       const res = await this.#d.store.workflowStartRun({
         name: child.workflow,
         tenantId: parent.tenantId,
@@ -170,31 +179,71 @@ export class Workflows implements WorkflowRunsApi {
     return [...this.#defs.keys()];
   }
 
-  #def(name: string): Definition {
-    const def = typeof name === 'string' ? this.#defs.get(name) : undefined;
-    if (!def) {
-      throw new BatonError('WORKFLOW_NOT_FOUND', `no workflow named ${JSON.stringify(String(name).slice(0, 140))} is defined here`, {
+  /** Records the workflows defined here in the registry (engine start); a repeat refreshes last_seen_at. */
+  async register(): Promise<void> {
+    const defs = [...this.#defs].map(([name, d]) => ({ name, queue: d.queue, maxAttempts: d.maxAttempts }));
+    await this.#d.store.workflowRegister(defs);
+  }
+
+  /**
+   * Where a run of `name` goes: this process's own definition, else the registry's row (a
+   * workflow another process defines). A name no process ever registered is WORKFLOW_NOT_FOUND,
+   * so a typo is refused rather than left waiting forever.
+   */
+  async #target(name: string): Promise<Target> {
+    const local = typeof name === 'string' ? this.#defs.get(name) : undefined;
+    if (local) return local;
+    const row =
+      typeof name === 'string' && nameSchema.safeParse(jobTypeOf(name)).success ? await this.#d.store.workflowDefinition(name) : null;
+    if (!row) {
+      throw new BatonError('WORKFLOW_NOT_FOUND', `no workflow named ${JSON.stringify(String(name).slice(0, 140))} is defined`, {
         details: { name },
       });
     }
-    return def;
+    return row;
+  }
+
+  /** Throws WORKFLOW_NOT_FOUND unless the registry (or this process) knows `name`. */
+  async resolve(name: string): Promise<Target> {
+    return this.#target(name);
   }
 
   async start(name: string, input: unknown, opts: StartRunOptions = {}): Promise<StartRunResult> {
-    const def = this.#def(name);
     const o = startSchema.safeParse(opts);
     if (!o.success) throw invalid('run options', o.error);
-    const res = await this.#d.store.workflowStartRun({
+    const inputText = jsonText(input, 'the workflow input');
+    const def = await this.#target(name);
+    const res = await this.startOn(undefined, {
       name,
+      target: def,
       tenantId: o.data.tenantId ?? 'default',
-      input: jsonText(input, 'the workflow input'),
+      input: inputText,
       idempotencyKey: o.data.idempotencyKey ?? null,
-      queue: def.queue,
-      jobType: jobTypeOf(name),
-      maxAttempts: def.maxAttempts,
     });
     if (!res.duplicate) this.#d.wake(def.queue);
     return res;
+  }
+
+  /**
+   * Records a run and its driving job on `client` (a transaction the caller holds; the cron
+   * ticker's fenced one) or in a transaction of its own. The caller wakes the queue after commit.
+   */
+  startOn(
+    client: Queryable | undefined,
+    p: { name: string; target: Target; tenantId: string; input: string; idempotencyKey: string | null },
+  ): Promise<StartRunResult> {
+    return this.#d.store.workflowStartRun(
+      {
+        name: p.name,
+        tenantId: p.tenantId,
+        input: p.input,
+        idempotencyKey: p.idempotencyKey,
+        queue: p.target.queue,
+        jobType: jobTypeOf(p.name),
+        maxAttempts: p.target.maxAttempts,
+      },
+      client,
+    );
   }
 
   async sendEvent(runId: string, name: string, payload: unknown, opts: { idempotencyKey?: string } = {}): Promise<SendEventResult> {
