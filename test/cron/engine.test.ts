@@ -232,6 +232,26 @@ describe('baton.cron', () => {
       expect(await codeOf(producer.cron.update(schedule.id, { workflow: 'nope' }))).toBe('WORKFLOW_NOT_FOUND');
     });
 
+    it('a declared schedule may target a workflow its own process defines: the registry is written first', async () => {
+      const worker = engines.create({
+        queues: { wf: 1 },
+        schedules: [{ name: 'declared', cron: '0 4 * * *', timezone: 'UTC', workflow: 'report', input: { region: 'd' } }],
+      });
+      defineReport(worker);
+      await worker.start();
+      const [s] = await worker.cron.list();
+      expect(s).toMatchObject({ name: 'declared', workflow: 'report', queue: 'wf', payload: { region: 'd' } });
+      // A declared jobType workflow:<name> is refused when the options are read.
+      const bad = (() => {
+        try {
+          engines.create({ schedules: [{ name: 'x', cron: '0 4 * * *', timezone: 'UTC', jobType: 'workflow:report' }] });
+        } catch (err) {
+          return err;
+        }
+      })();
+      expect(isBatonError(bad) && bad.code).toBe('INVALID_CONFIG');
+    });
+
     it('an edit switches a schedule between a job and a workflow target', async () => {
       const worker = engines.create({ queues: { wf: 1 } });
       defineReport(worker);
