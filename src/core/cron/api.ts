@@ -1,6 +1,7 @@
 // baton.cron: create, read, edit, pause, resume, remove and preview schedules. Every input
 // is validated here (zod, the expression, the zone, the job it would enqueue or the workflow it
-// would start, which the registry of defined workflows must know) before any write; a change is announced to every ticker by NOTIFY and to this process's at once.
+// would start, which the registry of defined workflows must know) before any write; a change
+// is announced to every ticker by NOTIFY and to this process's at once.
 
 import { z } from 'zod';
 import type { ScheduleStore, ScheduleWrite } from '../../driver/schedule-store.ts';

@@ -5,8 +5,9 @@
 // all, and not at all once the epoch has lost the lease, so a leader that was paused between
 // reading the schedules and firing them fires nothing (even an occurrence whose job retention
 // has since deleted). A workflow schedule's occurrence starts a run in that same transaction,
-// under the same key, which the runs' own (tenant, idempotency key) index makes unique. It sleeps until the earliest next fire time; wake() (a schedule changed,
-// leadership gained) cuts the sleep short.
+// under the same key, which the runs' own (tenant, idempotency key) index makes unique. It
+// sleeps until the earliest next fire time; wake() (a schedule changed, leadership gained)
+// cuts the sleep short.
 
 import type { Fenced } from '../../driver/leader-store.ts';
 import type { Queryable } from '../../driver/queryable.ts';

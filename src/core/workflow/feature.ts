@@ -1,6 +1,7 @@
 // Durable workflows as a feature of the engine: each defined workflow is a job type of the
-// engine's runner, recorded in the registry of defined workflows at start(), and a run's driving job that dead-letters fails its run. Its executions run
-// as jobs on the worker's claim loops; its one service, on the leader, folds the finished runs'
+// engine's runner, recorded in the registry of defined workflows at start(), and a run's
+// driving job that dead-letters fails its run. Its executions run as jobs on the worker's
+// claim loops; its one service, on the leader, folds the finished runs'
 // count deltas into their counts (migration 0029), so a scrape reads few of them.
 
 import type { EngineContext, FeatureParts } from '../engine-context.ts';
