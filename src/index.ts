@@ -136,6 +136,7 @@ export {
 export {
   type ChildResult,
   type ChildSpec,
+  type InputSchema,
   type ListRunsFilter,
   RUN_STATES,
   type RunDetail,

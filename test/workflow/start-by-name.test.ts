@@ -4,6 +4,7 @@
 // written, and a name whose workers are gone is still accepted (its run waits for one).
 
 import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { isBatonError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { jobOf, runInState, useWorkflowEngines } from './harness.ts';
@@ -100,5 +101,32 @@ describe('start a workflow by name from anywhere', () => {
     await parentWorker.start();
     const { run } = await parentWorker.startWorkflow('fan');
     expect((await runInState(parentWorker, run.id, 'succeeded')).output).toEqual([40]);
+  });
+
+  it('an input schema: the defining process refuses a bad input at start; a run started elsewhere dead-letters at once, saying why', async () => {
+    await db.query('TRUNCATE baton.workflow_definitions');
+    const worker = engines.create({ queues: { typed: 1 } });
+    let ran = 0;
+    worker.workflow<{ n: number }>(
+      'typed',
+      (ctx) => {
+        ran++;
+        return ctx.input.n + 1;
+      },
+      { queue: 'typed', input: z.object({ n: z.number() }) },
+    );
+    await worker.start();
+    expect(await code(worker.startWorkflow('typed', { n: 'x' }))).toBe('INVALID_ARGUMENT');
+    expect((await db.query('SELECT count(*)::int AS n FROM baton.workflow_runs')).rows[0].n).toBe(0);
+
+    const producer = engines.producer();
+    const bad = await producer.startWorkflow('typed', { n: 'x' });
+    const dead = await runInState(producer, bad.run.id, 'dead_lettered');
+    expect(dead.attempt).toBe(1);
+    expect(dead.errors.at(-1)?.message).toContain('the input of workflow "typed" is invalid');
+    const good = await producer.startWorkflow('typed', { n: 1 });
+    expect((await runInState(producer, good.run.id, 'succeeded')).output).toBe(2);
+    expect(ran).toBe(1);
+    expect(() => worker.workflow('untyped', () => 1, { input: 'nope' as never })).toThrow(/must be a schema with parse/);
   });
 });

@@ -11,6 +11,7 @@ import { BatonError, TerminalError } from '../../types/errors.ts';
 import { type EnqueueResult, isJobId, type JobSpec } from '../../types/job.ts';
 import {
   type ChildSpec,
+  type InputSchema,
   type ListRunsFilter,
   RUN_STATES,
   type RunDetail,
@@ -26,10 +27,11 @@ import {
 import { assertJobId, assertListCursor, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
 import { nameSchema } from '../config.ts';
 import type { Handler } from '../handler.ts';
-import { IDEMPOTENCY_KEY_MAX_CHARS, jsonTextHasNul, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
+import { IDEMPOTENCY_KEY_MAX_CHARS, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
 import { WorkflowBatcher } from './batcher.ts';
 import { jobChildId } from './children.ts';
 import { executeRun, type WorkflowCounters, wakeParent } from './execution.ts';
+import { inputRefusal, invalid, isInputSchema, jsonText } from './input.ts';
 
 export const WORKFLOW_JOB_TYPE_PREFIX = 'workflow:';
 const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting']);
@@ -39,7 +41,11 @@ const jobTypeOf = (name: string) => `${WORKFLOW_JOB_TYPE_PREFIX}${name}`;
 const noNul = (s: string) => !s.includes('\u0000');
 const keySchema = z.string().min(1).max(IDEMPOTENCY_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes');
 const optionsSchema = z
-  .object({ queue: nameSchema.optional(), maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_MAX).optional() })
+  .object({
+    queue: nameSchema.optional(),
+    maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_MAX).optional(),
+    input: z.custom<InputSchema>(isInputSchema, 'must be a schema with parse(value), a zod schema for instance').optional(),
+  })
   .strict();
 const startSchema = z.object({ tenantId: nameSchema.optional(), idempotencyKey: keySchema.optional() }).strict();
 
@@ -47,6 +53,7 @@ interface Definition {
   fn: WorkflowFn<never>;
   queue: string;
   maxAttempts: number;
+  input: InputSchema | undefined;
 }
 
 /** Where a run of a workflow goes: its driving job's queue and attempt budget. */
@@ -61,23 +68,6 @@ export interface WorkflowsDeps {
   enqueue: (spec: JobSpec) => Promise<EnqueueResult>;
   /** The NOTIFY channel of a queue. */
   channelOf: (queue: string) => string;
-}
-
-function invalid(what: string, error: z.ZodError): BatonError {
-  const issues = error.issues.map((i) => `${i.path.join('.') || what}: ${i.message}`);
-  return new BatonError('INVALID_ARGUMENT', `invalid ${what}: ${issues.join('; ')}`, { details: { issues } });
-}
-
-function jsonText(value: unknown, what: string): string {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value === undefined ? null : value);
-  } catch (error) {
-    throw new BatonError('INVALID_ARGUMENT', `${what} is not JSON-serialisable`, { cause: error });
-  }
-  if (text === undefined) return 'null';
-  if (jsonTextHasNul(text)) throw new BatonError('INVALID_ARGUMENT', `${what} contains NUL (\\u0000) characters`);
-  return text;
 }
 
 export class Workflows implements WorkflowRunsApi {
@@ -108,7 +98,17 @@ export class Workflows implements WorkflowRunsApi {
     const o = optionsSchema.safeParse(opts);
     if (!o.success) throw invalid(`options of workflow "${name}"`, o.error);
     if (this.#defs.has(name)) throw new BatonError('INVALID_ARGUMENT', `workflow "${name}" is already defined`);
-    const def: Definition = { fn: fn as WorkflowFn<never>, queue: o.data.queue ?? 'default', maxAttempts: o.data.maxAttempts ?? 5 };
+    const schema = o.data.input;
+    // The starting process may not know the schema (another process, HTTP, cron): each execution
+    // checks the stored input, and a refused one dead-letters the run at once, saying why.
+    const checked: WorkflowFn<never> = schema
+      ? (ctx) => {
+          const why = inputRefusal(schema, ctx.input);
+          if (why !== null) throw new TerminalError(`the input of workflow "${name}" is invalid: ${why}`);
+          return (fn as WorkflowFn<never>)(ctx);
+        }
+      : (fn as WorkflowFn<never>);
+    const def: Definition = { fn: checked, queue: o.data.queue ?? 'default', maxAttempts: o.data.maxAttempts ?? 5, input: schema };
     this.#defs.set(name, def);
     const deps = {
       store: this.#d.store,
@@ -213,6 +213,12 @@ export class Workflows implements WorkflowRunsApi {
     if (!o.success) throw invalid('run options', o.error);
     const inputText = jsonText(input, 'the workflow input');
     const def = await this.#target(name);
+    // Defined here: refused before anything is written. The value checked is the one stored (jsonb-normalised).
+    const schema = this.#defs.get(name)?.input;
+    const why = schema ? inputRefusal(schema, JSON.parse(inputText)) : null;
+    if (why !== null) {
+      throw new BatonError('INVALID_ARGUMENT', `invalid input of workflow "${name}": ${why}`, { details: { name, issues: [why] } });
+    }
     const res = await this.startOn(undefined, {
       name,
       target: def,
