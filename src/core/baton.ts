@@ -90,7 +90,8 @@ export interface Baton {
   readonly cron: CronApi;
   /**
    * Defines a durable workflow: `fn` runs as the handler of job type `workflow:<name>` (on
-   * `opts.queue`), once per execution of a run. Define workflows before start().
+   * `opts.queue`), once per execution of a run. Define workflows before start(): the engine
+   * records them in the registry of defined workflows then, so any process can start them.
    */
   workflow<I = unknown, O = unknown>(name: string, fn: WorkflowFn<I, O>, opts?: WorkflowOptions): void;
   /** The builder form: `baton.workflow(name).step(a, fn).step(b, fn)`; the run's output is every step's output by key. */

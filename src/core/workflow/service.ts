@@ -88,7 +88,7 @@ export class Workflows implements WorkflowRunsApi {
     this.batcher = new WorkflowBatcher(deps.store);
   }
 
-  /** Registers `fn` as workflow `name`. Define workflows before start() so this worker advertises them. */
+  /** Defines `fn` as workflow `name`. Define workflows before start(): the worker advertises them and the registry records them then. */
   define<I, O>(name: string, fn: WorkflowFn<I, O>, opts: WorkflowOptions = {}): void {
     const parsedName = nameSchema.safeParse(jobTypeOf(name));
     if (!parsedName.success || typeof name !== 'string' || name.length === 0) {
