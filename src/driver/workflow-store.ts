@@ -157,8 +157,10 @@ export interface WorkflowStore {
     runId: string;
     allowed: (r: RunForAction) => boolean;
     jobType: (name: string) => string;
-    queue: (name: string) => string;
-    maxAttempts: (name: string) => number;
+    /** Of a new driving job (the old one is gone): undefined takes the registry's, else 'default'. */
+    queue: (name: string) => string | undefined;
+    /** Of a new driving job: undefined takes the registry's, else 5. */
+    maxAttempts: (name: string) => number | undefined;
   }): Promise<{ run: RunSummary; queue: string } | { conflict: RunState } | null>;
   /** With tenantId, null for another tenant's run: the statements themselves are scoped. */
   workflowGetRun(p: { runId: string; tenantId?: string | undefined }): Promise<RunDetail | null>;

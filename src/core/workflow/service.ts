@@ -322,8 +322,8 @@ export class Workflows implements WorkflowRunsApi {
       runId,
       allowed: (r) => REPLAYABLE_RUN_STATES.has(r.state),
       jobType: jobTypeOf,
-      queue: (name) => fallback(name)?.queue ?? 'default',
-      maxAttempts: (name) => fallback(name)?.maxAttempts ?? 5,
+      queue: (name) => fallback(name)?.queue,
+      maxAttempts: (name) => fallback(name)?.maxAttempts,
     });
     if (!res) throw notFound(runId);
     if ('conflict' in res) throw conflict(runId, res.conflict, 'replayed', 'dead_lettered or cancelled');

@@ -134,12 +134,11 @@ export class PgWorkflowRuns {
       if (queue === undefined) {
         // The driving job is gone (retention, or deleted on success): a new one drives the replay.
         const [{ tenantId }] = [await this.#summary(p.runId, c)];
-        queue = p.queue(run.name);
-        const [job] = await this.#run<{ id: string }>(
-          this.#q.insertJob,
-          [tenantId, queue, p.jobType(run.name), p.runId, p.maxAttempts(run.name)],
-          c,
-        );
+        // The replaying process's own definition, else the registry's (a workflow defined elsewhere).
+        const [reg] = await this.#run<{ queue: string; max_attempts: number }>(this.#q.definition, [run.name], c);
+        queue = p.queue(run.name) ?? reg?.queue ?? 'default';
+        const maxAttempts = p.maxAttempts(run.name) ?? reg?.max_attempts ?? 5;
+        const [job] = await this.#run<{ id: string }>(this.#q.insertJob, [tenantId, queue, p.jobType(run.name), p.runId, maxAttempts], c);
         await this.#run(this.#q.linkJob, [p.runId, job?.id], c);
       }
       await this.#run(this.#q.replayRun, [p.runId], c);
