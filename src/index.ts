@@ -129,12 +129,16 @@ export {
   type MisfirePolicy,
   type Schedule,
   type ScheduleInput,
+  type ScheduleJobTarget,
   type SchedulePatch,
   type ScheduleStatus,
+  type ScheduleTiming,
+  type ScheduleWorkflowTarget,
 } from './types/schedule.ts';
 export {
   type ChildResult,
   type ChildSpec,
+  type InputSchema,
   type ListRunsFilter,
   RUN_STATES,
   type RunDetail,

@@ -90,12 +90,17 @@ export interface Baton {
   readonly cron: CronApi;
   /**
    * Defines a durable workflow: `fn` runs as the handler of job type `workflow:<name>` (on
-   * `opts.queue`), once per execution of a run. Define workflows before start().
+   * `opts.queue`), once per execution of a run. Define workflows before start(): the engine
+   * records them in the registry of defined workflows then, so any process can start them.
    */
   workflow<I = unknown, O = unknown>(name: string, fn: WorkflowFn<I, O>, opts?: WorkflowOptions): void;
   /** The builder form: `baton.workflow(name).step(a, fn).step(b, fn)`; the run's output is every step's output by key. */
   workflow<I = unknown>(name: string, opts?: WorkflowOptions): WorkflowBuilder<I>;
-  /** Starts a run of a workflow defined in this process. Throws WORKFLOW_NOT_FOUND for an unknown name. */
+  /**
+   * Starts a run of a workflow defined in this process or in any other on the same database (the
+   * registry of defined workflows, written when an engine that defines workflows starts); its
+   * driving job goes on the workflow's queue. Throws WORKFLOW_NOT_FOUND for a name never registered.
+   */
   startWorkflow(name: string, input?: unknown, opts?: StartRunOptions): Promise<StartRunResult>;
   /** Sends an event to a run: kept until a wait for `name` takes it; a repeated idempotency key is absorbed. */
   sendEvent(runId: string, name: string, payload?: unknown, opts?: { idempotencyKey?: string }): Promise<SendEventResult>;

@@ -11,10 +11,11 @@ import { workflowsFeature } from './workflow/feature.ts';
 
 /** Builds every feature on `ctx`, in the order their services start (stop runs it backwards). */
 export function composeFeatures(ctx: EngineContext) {
-  const cron = cronFeature(ctx);
+  // Workflows first: their registry is written before the declared schedules, which may target them.
+  const workflows = workflowsFeature(ctx);
+  const cron = cronFeature(ctx, workflows.workflows);
   const retention = retentionFeature(ctx);
   const outbox = outboxFeature(ctx);
-  const workflows = workflowsFeature(ctx);
-  const parts: FeatureParts[] = [cron.parts, retention.parts, outbox.parts, workflows.parts];
+  const parts: FeatureParts[] = [workflows.parts, cron.parts, retention.parts, outbox.parts];
   return { parts, cron: cron.cron, outbox: outbox.outbox, workflows: workflows.workflows };
 }

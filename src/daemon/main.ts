@@ -1,4 +1,4 @@
-// The `baton` CLI: serve | migrate | enqueue | cancel | cron | keys | bench, each with --help.
+// The `baton` CLI: serve | migrate | enqueue | cancel | workflow | cron | keys | bench, each with --help.
 // Reads process.env once (here), parses flags, builds the pino logger, and maps
 // failures to exit codes: 0 ok, 1 runtime failure, 2 bad configuration or usage.
 
@@ -17,6 +17,7 @@ Commands:
   migrate   create or update the database schema, then exit
   enqueue   enqueue one job from the shell, print it as JSON, exit
   cancel    cancel a job, or ask a running one to stop; print it as JSON, exit
+  workflow  start a run of a workflow by name, print it as JSON, exit
   cron      list schedules, or preview an expression's next fire times
   keys      create, list or revoke API keys (docs/security.md)
   bench     run the benchmark harness (bench/main.ts)
@@ -40,6 +41,15 @@ const ENQUEUE_FLAGS = {
   'delay-ms': { type: 'string' },
   'idempotency-key': { type: 'string' },
 } as const;
+
+/** Flags of `baton workflow start` beyond its settings. */
+const WORKFLOW_FLAGS = {
+  name: { type: 'string' },
+  input: { type: 'string' },
+  tenant: { type: 'string' },
+  'idempotency-key': { type: 'string' },
+} as const;
+const WORKFLOW_SUBCOMMANDS = ['start'] as const;
 
 /** Flags of `baton cron list|preview` beyond its settings. */
 const CRON_FLAGS = {
@@ -110,6 +120,25 @@ JOB_NOT_FOUND) is left alone. Reaches the database like enqueue.
 
 Settings (flag, environment variable, [default]):
 ${settingsHelp('cancel')}`,
+  workflow: `Usage: baton workflow start --name NAME [--input JSON] [flags]
+
+Starts a run of workflow NAME and prints {"run","duplicate"}. The workflow need not
+be defined here: any workflow an engine registered when it started (the registry of
+defined workflows) can be started; the run's driving job goes on the workflow's queue,
+for a worker that defines it. A name no process ever registered is refused (exit 1,
+WORKFLOW_NOT_FOUND). Reaches the database like enqueue.
+
+Flags:
+  --name NAME              the workflow
+  --input JSON             the run's input (default null)
+  --tenant ID              the run's tenant (default "default")
+  --idempotency-key KEY    a second start with the same key returns the first run
+
+Example:
+  baton workflow start --name place-order --input '{"sku":"A1"}' --idempotency-key o-1
+
+Settings (flag, environment variable, [default]):
+${settingsHelp('workflow')}`,
   cron: `Usage: baton cron list [--tenant ID] [--limit N] [flags]
        baton cron preview --cron EXPR --timezone ZONE [--count N] [--from INSTANT]
 
@@ -176,12 +205,16 @@ export async function main(argv: string[]): Promise<number | undefined> {
     return EXIT_CONFIG;
   }
   const cmd = command as Command;
-  // `baton cron` and `baton keys` take a subcommand before their flags; `keys revoke` an id.
-  const sub = (cmd === 'cron' || cmd === 'keys') && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
+  // `baton cron`, `baton keys` and `baton workflow` take a subcommand before their flags; `keys revoke` an id.
+  const sub =
+    (cmd === 'cron' || cmd === 'keys' || cmd === 'workflow') && rest[0] !== undefined && !rest[0].startsWith('-')
+      ? rest.shift()
+      : undefined;
   const keyId = cmd === 'keys' && sub === 'revoke' && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
   const jobId = cmd === 'cancel' && rest[0] !== undefined && !rest[0].startsWith('-') ? rest.shift() : undefined;
   // Heavy modules load only after the configuration is known to be good.
-  const flags = parseFlags(rest, cmd, cmd === 'enqueue' ? ENQUEUE_FLAGS : cmd === 'cron' ? CRON_FLAGS : cmd === 'keys' ? KEYS_FLAGS : {});
+  const own = { enqueue: ENQUEUE_FLAGS, cron: CRON_FLAGS, keys: KEYS_FLAGS, workflow: WORKFLOW_FLAGS } as const;
+  const flags = parseFlags(rest, cmd, cmd in own ? own[cmd as keyof typeof own] : {});
   if (flags.help) {
     process.stdout.write(`${HELP[cmd]}\n`);
     return 0;
@@ -192,11 +225,20 @@ export async function main(argv: string[]): Promise<number | undefined> {
   if (cmd === 'keys' && !KEYS_SUBCOMMANDS.includes(sub as (typeof KEYS_SUBCOMMANDS)[number])) {
     throw new ConfigError(`keys needs a subcommand: ${KEYS_SUBCOMMANDS.join(', ')} (see baton keys --help)`);
   }
+  if (cmd === 'workflow' && !WORKFLOW_SUBCOMMANDS.includes(sub as (typeof WORKFLOW_SUBCOMMANDS)[number])) {
+    throw new ConfigError(`workflow needs a subcommand: ${WORKFLOW_SUBCOMMANDS.join(' or ')} (see baton workflow --help)`);
+  }
   if (cmd === 'cancel' && jobId === undefined) throw new ConfigError('cancel needs the job id (see baton cancel --help)');
   const config = loadConfig(process.env, flags, process.cwd(), cmd);
   if (cmd === 'cancel') {
     const { runCancel } = await import('./commands.ts');
     await runCancel(config, await buildLogger(config, true), jobId as string);
+    return 0;
+  }
+  if (cmd === 'workflow') {
+    const { parseWorkflowStartFlags, runWorkflowStart } = await import('./commands.ts');
+    const start = parseWorkflowStartFlags(flags);
+    await runWorkflowStart(config, await buildLogger(config, true), start);
     return 0;
   }
   if (cmd === 'keys') {

@@ -239,6 +239,8 @@ export const COMMAND_SETTINGS = {
   cron: DATABASE_SETTINGS,
   keys: DATABASE_SETTINGS,
   cancel: DATABASE_SETTINGS,
+  // A run's driving job: its producer NOTIFYs like enqueue's does.
+  workflow: [...DATABASE_SETTINGS, 'BATON_DISPATCH'],
 } as const satisfies Record<string, readonly SettingName[]>;
 
 export type Command = keyof typeof COMMAND_SETTINGS;

@@ -14,6 +14,7 @@ export type ScheduleWrite = Pick<
   | 'cron'
   | 'timezone'
   | 'jobType'
+  | 'workflow'
   | 'queue'
   | 'payload'
   | 'priority'

@@ -4,6 +4,7 @@
 // @internal — not a public API.
 
 import type { ListRunsFilter, RunDetail, RunState, RunSummary, StepKind, StepStatus } from '../types/workflow.ts';
+import type { Queryable } from './queryable.ts';
 
 export interface RunLease {
   jobId: string;
@@ -73,17 +74,32 @@ export interface RunForAction {
   jobState: string | null;
 }
 
+/** A workflow as the registry of defined workflows records it: the driving job's queue and attempt budget. */
+export interface WorkflowDefinitionRow {
+  name: string;
+  queue: string;
+  maxAttempts: number;
+}
+
 export interface WorkflowStore {
-  workflowStartRun(p: {
-    name: string;
-    tenantId: string;
-    input: string;
-    idempotencyKey: string | null;
-    queue: string;
-    jobType: string;
-    maxAttempts: number;
-    parentRunId?: string | null;
-  }): Promise<{ run: RunSummary; duplicate: boolean }>;
+  /** Records (or refreshes) the workflows an engine defines in the registry of defined workflows. */
+  workflowRegister(defs: WorkflowDefinitionRow[]): Promise<void>;
+  /** The registry's row of workflow `name`, or null when no process ever defined it. */
+  workflowDefinition(name: string): Promise<Omit<WorkflowDefinitionRow, 'name'> | null>;
+  /** The run and its driving job in one transaction; on `on`, the caller's transaction, when given. */
+  workflowStartRun(
+    p: {
+      name: string;
+      tenantId: string;
+      input: string;
+      idempotencyKey: string | null;
+      queue: string;
+      jobType: string;
+      maxAttempts: number;
+      parentRunId?: string | null;
+    },
+    on?: Queryable,
+  ): Promise<{ run: RunSummary; duplicate: boolean }>;
   /** The run as it was, its steps, and `marked`: the lease is current and the run (now) running. */
   workflowLoad(p: RunLease): Promise<LoadResult>;
   /** `load` for several executions in one statement; answers in the order asked. */
@@ -141,8 +157,10 @@ export interface WorkflowStore {
     runId: string;
     allowed: (r: RunForAction) => boolean;
     jobType: (name: string) => string;
-    queue: (name: string) => string;
-    maxAttempts: (name: string) => number;
+    /** Of a new driving job (the old one is gone): undefined takes the registry's, else 'default'. */
+    queue: (name: string) => string | undefined;
+    /** Of a new driving job: undefined takes the registry's, else 5. */
+    maxAttempts: (name: string) => number | undefined;
   }): Promise<{ run: RunSummary; queue: string } | { conflict: RunState } | null>;
   /** With tenantId, null for another tenant's run: the statements themselves are scoped. */
   workflowGetRun(p: { runId: string; tenantId?: string | undefined }): Promise<RunDetail | null>;

@@ -217,6 +217,7 @@ export function toWireSchedule(s: Schedule) {
     cron: s.cron,
     timezone: s.timezone,
     jobType: s.jobType,
+    workflow: s.workflow,
     queue: s.queue,
     payload: s.payload as JSONValue,
     priority: s.priority,

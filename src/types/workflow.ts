@@ -90,8 +90,20 @@ export interface ChildResult<T = unknown> {
 /** A workflow: a function of its context, replayed from its recorded steps on every execution. */
 export type WorkflowFn<I = unknown, O = unknown> = (ctx: WorkflowContext<I>) => Promise<O> | O;
 
-/** Options of baton.workflow: the driving job's queue and attempt budget. */
+/** What checks a workflow's input: anything with parse(value) that throws on a bad value (a zod schema, for instance). */
+export interface InputSchema {
+  parse(value: unknown): unknown;
+}
+
+/** Options of baton.workflow: the driving job's queue and attempt budget, and its input's schema. */
 export interface WorkflowOptions {
+  /**
+   * Checks each run's input (as stored, jsonb-normalised). A start in a process that defines the
+   * workflow refuses a bad input (INVALID_ARGUMENT); a run started elsewhere (another process,
+   * HTTP, cron) is checked when it executes, and a bad input dead-letters it at once with the
+   * reason. Checked only: the function still reads the input as stored.
+   */
+  input?: InputSchema;
   /** Queue of the driving job. Default 'default'. */
   queue?: string;
   /** Attempt budget of the driving job (failed executions before the run dead-letters). Default 5. */

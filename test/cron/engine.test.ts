@@ -173,4 +173,125 @@ describe('baton.cron', () => {
     const all = await fired(schedule.id);
     expect(all.slice(1).every((t, i) => t - all[i]! === 1000)).toBe(true);
   });
+
+  describe('workflow targets', () => {
+    beforeEach(async () => {
+      await db.query('TRUNCATE baton.workflow_runs CASCADE');
+      await db.query('TRUNCATE baton.workflow_definitions');
+    });
+    /** The runs a schedule started, by occurrence instant, in order. */
+    const runsOf = async (id: string) =>
+      (
+        await db.query<{ id: string; key: string; state: string; output: unknown }>(
+          'SELECT id::text, idempotency_key AS key, state, output FROM baton.workflow_runs WHERE idempotency_key LIKE $1 ORDER BY idempotency_key',
+          [`cron:${id}:%`],
+        )
+      ).rows;
+    const defineReport = (b: Baton) =>
+      b.workflow<{ region: string }>('report', (ctx) => ctx.step('build', () => `report for ${ctx.input.region}`), { queue: 'wf' });
+
+    it('each occurrence starts one run of the workflow, with the input, that the defining worker completes', async () => {
+      const worker = engines.create({ queues: { wf: 2 } });
+      defineReport(worker);
+      await worker.start();
+      await waitFor(() => worker.stats().leader, { message: 'the worker to lead' });
+      // Made by a process that defines no workflow: the registry answers for the name.
+      const { schedule } = await engines
+        .producer()
+        .cron.upsert({ name: 'reports', cron: '* * * * * *', timezone: 'UTC', workflow: 'report', input: { region: 'eu' } });
+      expect(schedule).toMatchObject({ workflow: 'report', jobType: 'workflow:report', queue: 'wf', payload: { region: 'eu' } });
+      const runs = await waitFor(
+        async () => {
+          const r = await runsOf(schedule.id);
+          return r.filter((x) => x.state === 'succeeded').length >= 2 ? r : null;
+        },
+        { message: 'two scheduled runs to succeed', timeoutMs: 8_000 },
+      );
+      expect(runs.find((r) => r.state === 'succeeded')!.output).toBe('report for eu');
+      expect(new Set(runs.map((r) => r.key)).size).toBe(runs.length);
+      expect(worker.stats().cron.fired).toBeGreaterThanOrEqual(2);
+      // No plain job carries the occurrence key: the run's driving job is keyed by the run.
+      expect(await fired(schedule.id)).toEqual([]);
+    });
+
+    it('refuses an unknown workflow, a workflow:<name> jobType, and mixed targets, writing nothing', async () => {
+      const producer = engines.producer();
+      const base = { name: 'bad', cron: '* * * * *', timezone: 'UTC' };
+      expect(await codeOf(producer.cron.upsert({ ...base, workflow: 'nope' }))).toBe('WORKFLOW_NOT_FOUND');
+      const direct = await producer.cron.upsert({ ...base, jobType: 'workflow:report' }).catch((e: unknown) => e);
+      expect(isBatonError(direct) && direct.code).toBe('INVALID_ARGUMENT');
+      expect((direct as Error).message).toContain('{ workflow: "report", input }');
+      const both = { ...base, workflow: 'report', jobType: 'x' } as unknown as Parameters<typeof producer.cron.upsert>[0];
+      expect(await codeOf(producer.cron.upsert(both))).toBe('INVALID_ARGUMENT');
+      const queued = { ...base, workflow: 'report', queue: 'q' } as unknown as Parameters<typeof producer.cron.upsert>[0];
+      expect(await codeOf(producer.cron.upsert(queued))).toBe('INVALID_ARGUMENT');
+      expect(await producer.cron.list()).toEqual([]);
+      // An edit cannot turn a job schedule into workflow:<name> either, nor target an unknown workflow.
+      const { schedule } = await producer.cron.upsert({ ...base, jobType: 'report' });
+      expect(await codeOf(producer.cron.update(schedule.id, { jobType: 'workflow:report' }))).toBe('INVALID_ARGUMENT');
+      expect(await codeOf(producer.cron.update(schedule.id, { workflow: 'nope' }))).toBe('WORKFLOW_NOT_FOUND');
+    });
+
+    it('a declared schedule may target a workflow its own process defines: the registry is written first', async () => {
+      const worker = engines.create({
+        queues: { wf: 1 },
+        schedules: [{ name: 'declared', cron: '0 4 * * *', timezone: 'UTC', workflow: 'report', input: { region: 'd' } }],
+      });
+      defineReport(worker);
+      await worker.start();
+      const [s] = await worker.cron.list();
+      expect(s).toMatchObject({ name: 'declared', workflow: 'report', queue: 'wf', payload: { region: 'd' } });
+      // A declared jobType workflow:<name> is refused when the options are read.
+      const bad = (() => {
+        try {
+          engines.create({ schedules: [{ name: 'x', cron: '0 4 * * *', timezone: 'UTC', jobType: 'workflow:report' }] });
+        } catch (err) {
+          return err;
+        }
+      })();
+      expect(isBatonError(bad) && bad.code).toBe('INVALID_CONFIG');
+    });
+
+    it('an edit switches a schedule between a job and a workflow target', async () => {
+      const worker = engines.create({ queues: { wf: 1 } });
+      defineReport(worker);
+      await worker.start();
+      const { schedule } = await worker.cron.upsert({ name: 'sw', cron: '0 * * * *', timezone: 'UTC', jobType: 'j', queue: 'q' });
+      const asRun = await worker.cron.update(schedule.id, { workflow: 'report', input: { region: 'us' } });
+      expect(asRun).toMatchObject({ workflow: 'report', jobType: 'workflow:report', queue: 'wf', payload: { region: 'us' }, priority: 0 });
+      const newInput = await worker.cron.update(schedule.id, { input: { region: 'ap' } });
+      expect(newInput).toMatchObject({ workflow: 'report', payload: { region: 'ap' } });
+      const asJob = await worker.cron.update(schedule.id, { jobType: 'j2', payload: 7 });
+      expect(asJob).toMatchObject({ workflow: null, jobType: 'j2', queue: 'default', payload: 7 });
+    });
+
+    it('when the leader dies, the new leader starts the next runs: one run per occurrence, none skipped', async () => {
+      const opts = { queues: { wf: 1 } };
+      const a = engines.create(opts);
+      const b = engines.create(opts);
+      defineReport(a);
+      defineReport(b);
+      await a.start();
+      await b.start();
+      const leaders = (xs: Baton[]) => xs.filter((x) => x.stats().leader);
+      const [leader] = await waitFor(() => (leaders([a, b]).length === 1 ? leaders([a, b]) : null), { message: 'one leader' });
+      const follower = leader === a ? b : a;
+      const { schedule } = await follower.cron.upsert({
+        name: 'every-second',
+        cron: '* * * * * *',
+        timezone: 'UTC',
+        workflow: 'report',
+        input: { region: 'x' },
+      });
+      await waitFor(async () => (await runsOf(schedule.id)).length >= 2, { message: 'the leader to start runs' });
+      expect(await terminateLeaderPresence(db.pool)).toBe(1);
+      await leader!.stop({ drainMs: 0 });
+      const before = (await runsOf(schedule.id)).length;
+      await waitFor(async () => (await runsOf(schedule.id)).length >= before + 2 && follower.stats().cron.fired >= 2, {
+        message: 'the new leader to start runs',
+      });
+      const instants = (await runsOf(schedule.id)).map((r) => Date.parse(r.key.slice(`cron:${schedule.id}:`.length)));
+      expect(instants.slice(1).every((t, i) => t - instants[i]! === 1000)).toBe(true);
+    });
+  });
 });

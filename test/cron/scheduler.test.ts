@@ -1,14 +1,17 @@
 // The ticker on a real PostgreSQL, with a clock the test moves: firing, each misfire policy,
 // catchUpLimit and catch-up run_at, invalid schedules disabling themselves, two tickers racing
 // the same occurrences, a ticker dying between its two writes (they commit together or not at
-// all), next_fire_at never moving back, and nothing fired under an epoch that lost the lease.
+// all), next_fire_at never moving back, nothing fired under an epoch that lost the lease, and a
+// workflow schedule's occurrence starting one run however many tickers fire it.
 
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Scheduler, type SchedulerDeps } from '../../src/core/cron/scheduler.ts';
 import { cronChannelFor } from '../../src/core/notifier.ts';
 import { PgLeaderStore } from '../../src/db/pg/pg-leader.ts';
 import { PgScheduleStore } from '../../src/db/pg/pg-schedules.ts';
+import { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
 import type { ScheduleStore } from '../../src/driver/schedule-store.ts';
+import { BatonError } from '../../src/types/errors.ts';
 import type { MisfirePolicy } from '../../src/types/schedule.ts';
 import { useEngines } from '../engine/harness.ts';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -49,6 +52,8 @@ describe('scheduler', () => {
     const s = new Scheduler({
       store: store(),
       enqueue: (specs, client) => producer.enqueueMany(specs, { client, notify: false }),
+      resolveWorkflow: () => Promise.reject(new Error('no workflow schedules here')),
+      startRun: () => Promise.reject(new Error('no workflow schedules here')),
       wake: () => undefined,
       leaderEpoch: () => epoch,
       fenced: (e, fn) => leader().leaderFenced({ epoch: e, idleMs: 10_000, stillLeader: () => true }, fn),
@@ -215,6 +220,95 @@ describe('scheduler', () => {
     const expected = range(T0, now).length + range(T0, now).filter((t) => (t - T0) % 2_000 === 0).length;
     expect(js).toHaveLength(expected);
     expect(new Set(js.map((j) => j.idempotency_key)).size).toBe(expected);
+  });
+
+  describe('a workflow schedule', () => {
+    const workflowStore = () => new PgWorkflowStore(db.pool, '"baton"');
+    const runs = async () =>
+      (
+        await db.query<{ idempotency_key: string; name: string; input: unknown; queue: string; job_type: string }>(
+          `SELECT r.idempotency_key, r.name, r.input, j.queue, j.job_type FROM baton.workflow_runs r JOIN baton.jobs j ON j.id = r.job_id
+         ORDER BY r.idempotency_key`,
+        )
+      ).rows;
+    /** A ticker that starts runs as the engine's does: in its fenced transaction, keyed by the occurrence. */
+    const runScheduler = (over: Partial<SchedulerDeps> = {}) =>
+      scheduler({
+        resolveWorkflow: async () => ({ queue: 'wf', maxAttempts: 3 }),
+        startRun: async (occ, target, client) => {
+          const r = await workflowStore().workflowStartRun(
+            {
+              name: occ.workflow,
+              tenantId: occ.tenantId,
+              input: JSON.stringify(occ.input),
+              idempotencyKey: occ.idempotencyKey,
+              queue: target.queue,
+              jobType: `workflow:${occ.workflow}`,
+              maxAttempts: target.maxAttempts,
+            },
+            client,
+          );
+          return { created: !r.duplicate };
+        },
+        ...over,
+      });
+    beforeEach(async () => {
+      await db.query('TRUNCATE baton.workflow_runs CASCADE');
+    });
+
+    it('starts one run per occurrence on the workflow queue; a second ticker firing the same occurrences (a failover) starts none', async () => {
+      const id = await insert({ cron: '* * * * *', next: T0, policy: 'fire_all' });
+      await db.query(`UPDATE baton.schedules SET workflow = 'report', job_type = 'workflow:report' WHERE id = $1`, [id]);
+      now = T0 + 2 * MIN + 1;
+      // The new leader read the due schedule before the old leader's tick committed: it fires
+      // the same three occurrences again, and its fence passes (the lease is its own now).
+      const base = store();
+      const stale = await base.scheduleListDue({ now: new Date(now), limit: 10 });
+      expect((await runScheduler().tick()).created).toBe(3);
+      const late = runScheduler({
+        store: new Proxy(base, {
+          get: (t, k) => {
+            if (k === 'scheduleListDue') return async () => stale;
+            const v = Reflect.get(t, k) as unknown;
+            return typeof v === 'function' ? (v as (...args: never[]) => unknown).bind(t) : v;
+          },
+        }),
+      });
+      expect((await late.tick()).created).toBe(0);
+      const rs = await runs();
+      expect(rs.map((r) => r.idempotency_key)).toEqual([0, 1, 2].map((i) => `cron:${id}:${new Date(T0 + i * MIN).toISOString()}`));
+      expect(rs.every((r) => r.name === 'report' && r.queue === 'wf' && r.job_type === 'workflow:report')).toBe(true);
+      expect(rs[0]!.input).toEqual({ k: 1 });
+      expect(await jobs()).toHaveLength(3);
+    });
+
+    it('two tickers racing the same occurrences start exactly one run each', async () => {
+      const id = await insert({ cron: '* * * * * *', next: T0, policy: 'fire_all' });
+      await db.query(`UPDATE baton.schedules SET workflow = 'report', job_type = 'workflow:report' WHERE id = $1`, [id]);
+      const [a, b] = [runScheduler(), runScheduler()];
+      for (let i = 0; i < 10; i++) {
+        now = T0 + i * 700;
+        await Promise.all([a.tick(), b.tick()]);
+      }
+      expect((await runs()).map((r) => r.idempotency_key)).toEqual(range(T0, now).map((t) => `cron:${id}:${new Date(t).toISOString()}`));
+    });
+
+    it('disables a schedule whose workflow left the registry, and an old row whose jobType is workflow:<name>', async () => {
+      const gone = await insert({ cron: '* * * * *', next: T0, name: 'gone' });
+      await db.query(`UPDATE baton.schedules SET workflow = 'gone', job_type = 'workflow:gone' WHERE id = $1`, [gone]);
+      const old = await insert({ cron: '* * * * *', next: T0, name: 'old', jobType: 'workflow:report' });
+      now = T0 + 1;
+      const s = runScheduler({
+        resolveWorkflow: async (name) => {
+          throw new BatonError('WORKFLOW_NOT_FOUND', `no workflow named "${name}" is defined`);
+        },
+      });
+      expect(await s.tick()).toMatchObject({ created: 0, disabled: 2 });
+      expect((await row(gone)).disabled_reason).toContain('no workflow named "gone"');
+      expect((await row(old)).disabled_reason).toContain('use a workflow target');
+      expect(await runs()).toEqual([]);
+      expect(await jobs()).toEqual([]);
+    });
   });
 
   it('a ticker that dies after enqueuing but before advancing leaves neither write; the next tick fires once', async () => {

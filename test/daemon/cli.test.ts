@@ -53,6 +53,7 @@ describe('baton CLI', () => {
     // The producer also reads the default attempt budget (the job's, when --max-attempts is given) and whether to NOTIFY.
     ['enqueue', [...DATABASE_SETTINGS, 'BATON_DISPATCH', 'BATON_MAX_ATTEMPTS']],
     ['cron', DATABASE_SETTINGS],
+    ['workflow', [...DATABASE_SETTINGS, 'BATON_DISPATCH']],
   ])('`baton %s --help` lists the settings that command reads, and no others', async (command, expected) => {
     const r = await run([command, '--help']);
     expect(r.code, r.stderr).toBe(0);

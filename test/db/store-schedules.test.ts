@@ -26,6 +26,7 @@ function write(over: Partial<ScheduleWrite> = {}): ScheduleWrite {
     cron: '* * * * *',
     timezone: 'UTC',
     jobType: 't',
+    workflow: null,
     queue: 'q',
     payload: { n: seq },
     priority: 0,

@@ -1,8 +1,10 @@
 // /api/workflows through the typed client against a real server and worker: a run
 // started over HTTP waits for an event sent over HTTP and finishes; duplicates answer
-// 200; bad input is 400, unknown names and ids 404, state conflicts 409.
+// 200; bad input is 400, unknown names and ids 404, state conflicts 409. A workflow only
+// another process defines is started by name over HTTP and scheduled through /api/cron.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createBaton } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { type ApiHarness, errorCode, JSON_HEADERS, okJson, startApi } from './harness.ts';
@@ -106,5 +108,45 @@ describe('/api/workflows', () => {
     expect((await post('/api/workflows/runs/99999999/cancel', {})).status).toBe(404);
     expect((await post('/api/workflows/runs/99999999/events/x', {})).status).toBe(404);
     expect((await api.raw('/api/workflows/runs?limit=0')).status).toBe(400);
+  });
+
+  it('starts a workflow that only another process defines (404 for a name never registered), and schedules it', async () => {
+    const worker = createBaton({ connectionString: db.url, poolSize: 2, queues: { 'remote-q': 1 }, pollIntervalMs: 50 });
+    worker.workflow<{ n: number }>('remote', (ctx) => ctx.step('double', () => ctx.input.n * 2), { queue: 'remote-q' });
+    await worker.start();
+    try {
+      expect(api.baton.workflows.names()).not.toContain('remote');
+      const wf = api.client.api.workflows;
+      const res = await wf[':name'].runs.$post({ param: { name: 'remote' }, json: { input: { n: 21 } } });
+      expect(res.status).toBe(201);
+      const { run } = await okJson(res);
+      const done = await waitFor(
+        async () => {
+          const r = await okJson(wf.runs[':id'].$get({ param: { id: run.id } }));
+          return r.state === 'succeeded' ? r : null;
+        },
+        { message: 'the remote run to succeed' },
+      );
+      expect(done.output).toBe(42);
+      const typo = await wf[':name'].runs.$post({ param: { name: 'remot' }, json: {} });
+      expect(typo.status).toBe(404);
+      expect(await errorCode(typo)).toBe('WORKFLOW_NOT_FOUND');
+
+      const cron = api.client.api.cron;
+      const base = { name: 'remote-nightly', cron: '0 3 * * *', timezone: 'UTC' };
+      const made = await okJson(cron.$post({ json: { ...base, workflow: 'remote', input: { n: 1 } } }), 201);
+      expect(made.schedule).toMatchObject({ workflow: 'remote', jobType: 'workflow:remote', queue: 'remote-q', payload: { n: 1 } });
+      const unknown = await cron.$post({ json: { ...base, name: 'x', workflow: 'remot' } });
+      expect(unknown.status).toBe(404);
+      expect(await errorCode(unknown)).toBe('WORKFLOW_NOT_FOUND');
+      const direct = await cron.$post({ json: { ...base, name: 'y', jobType: 'workflow:remote' } });
+      expect(direct.status).toBe(400);
+      expect(await errorCode(direct)).toBe('INVALID_ARGUMENT');
+      const neither = await cron.$post({ json: { ...base, name: 'z' } });
+      expect(neither.status).toBe(400);
+      await db.query('TRUNCATE baton.schedules');
+    } finally {
+      await worker.stop({ drainMs: 0 });
+    }
   });
 });

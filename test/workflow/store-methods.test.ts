@@ -441,6 +441,23 @@ describe('workflow store methods', () => {
       });
     });
 
+    it("takes the new job's queue and budget from the registry when the replaying process does not define the workflow", async () => {
+      await store.workflowRegister([{ name: 'w', queue: 'registered-q', maxAttempts: 4 }]);
+      const lease = await claimedRun();
+      await db.query('DELETE FROM baton.jobs WHERE id = $1', [lease.jobId]);
+      await db.query(`UPDATE baton.workflow_runs SET state = 'cancelled', finished_at = now() WHERE id = $1`, [lease.runId]);
+      const res = await store.workflowReplayRun({
+        runId: lease.runId,
+        allowed: () => true,
+        jobType: (name) => `workflow:${name}`,
+        queue: () => undefined,
+        maxAttempts: () => undefined,
+      });
+      expect(res).toMatchObject({ queue: 'registered-q' });
+      expect(await jobRow((res as { run: { jobId: string } }).run.jobId)).toMatchObject({ queue: 'registered-q', max_attempts: 4 });
+      await db.query('TRUNCATE baton.workflow_definitions');
+    });
+
     it('answers the conflict and writes nothing when not allowed, and null for no run', async () => {
       const lease = await claimedRun();
       const [runBefore, jobBefore] = [await runRow(lease.runId), await jobRow(lease.jobId)];

@@ -1,6 +1,7 @@
 // baton.cron: create, read, edit, pause, resume, remove and preview schedules. Every input
-// is validated here (zod, the expression, the zone, the job it would enqueue) before any SQL
-// runs; a change is announced to every ticker by NOTIFY and to this process's at once.
+// is validated here (zod, the expression, the zone, the job it would enqueue or the workflow it
+// would start, which the registry of defined workflows must know) before any write; a change
+// is announced to every ticker by NOTIFY and to this process's at once.
 
 import { z } from 'zod';
 import type { ScheduleStore, ScheduleWrite } from '../../driver/schedule-store.ts';
@@ -47,7 +48,9 @@ export const scheduleFieldsSchema = z
   .object({
     cron: z.string().min(1).max(CRON_MAX_CHARS),
     timezone: z.string().min(1).max(64),
-    jobType: nameSchema,
+    jobType: nameSchema.optional(),
+    workflow: z.string().min(1).max(200).optional(),
+    input: z.unknown().optional(),
     queue: nameSchema.optional(),
     payload: z.unknown().optional(),
     priority: z.number().int().min(-PRIORITY_MAX).max(PRIORITY_MAX).optional(),
@@ -76,24 +79,79 @@ export interface CronApiDeps {
   /** Wakes this process's ticker (others hear the NOTIFY). */
   changed: () => void;
   onNotifyError: (err: unknown) => void;
+  /** The registry's queue of a workflow; throws WORKFLOW_NOT_FOUND for a name no process defines. */
+  resolveWorkflow: (name: string) => Promise<{ queue: string }>;
 }
 
 type Definition = Omit<ScheduleWrite, 'tenantId' | 'name'>;
+type Fields = z.output<typeof scheduleFieldsSchema>;
 
-/** Validates a whole definition: the expression, the zone, and the job it would enqueue. Computes the next fire time. */
+const WORKFLOW_JOB_TYPE = 'workflow:';
+
+function badTarget(message: string): BatonError {
+  return new BatonError('INVALID_ARGUMENT', `invalid schedule: ${message}`, { details: [message] });
+}
+
+/**
+ * The target's shape, checked before any lookup: a job (jobType, with queue, payload, priority,
+ * maxAttempts) or a workflow run (workflow, with input), never both; and never a workflow's
+ * driving job type used as a job (its occurrences would carry no run and dead-letter).
+ */
+export function checkTarget(d: Fields): void {
+  if (d.workflow !== undefined) {
+    if (d.jobType !== undefined) throw badTarget('give jobType (a job) or workflow (a workflow run), not both');
+    const extra = (['queue', 'payload', 'priority', 'maxAttempts'] as const).filter((k) => d[k] !== undefined);
+    if (extra.length > 0)
+      throw badTarget(`a workflow schedule takes input only (the run's queue and attempts are the workflow's): remove ${extra.join(', ')}`);
+    return;
+  }
+  if (d.jobType === undefined) throw badTarget('give jobType (a job) or workflow (a workflow run)');
+  if (d.input !== undefined) throw badTarget('input is the input of a workflow schedule; a job schedule takes payload');
+  if (d.jobType.startsWith(WORKFLOW_JOB_TYPE)) {
+    const name = d.jobType.slice(WORKFLOW_JOB_TYPE.length);
+    throw badTarget(
+      `jobType ${JSON.stringify(d.jobType)} is a workflow's driving job, which needs a run: schedule the workflow with { workflow: ${JSON.stringify(name)}, input } instead`,
+    );
+  }
+}
+
+/**
+ * Validates a whole definition: the expression, the zone, and what each occurrence does (the job
+ * it would enqueue, or the run it would start of the workflow whose queue is `workflowQueue`,
+ * looked up by the caller). Computes the next fire time.
+ */
 export function validateDefinition(
-  d: z.output<typeof scheduleFieldsSchema>,
+  d: Fields,
   tenantId: string,
   now: number,
   maxAttemptsDefault: number,
+  workflowQueue?: string,
 ): Definition {
+  checkTarget(d);
   const cron = parseCron(d.cron, d.timezone);
   const next = cron.next(new Date(now));
   if (next === null) throw new BatonError('INVALID_CRON_EXPRESSION', `cron expression ${JSON.stringify(d.cron)} never fires`);
+  if (d.workflow !== undefined) {
+    // The run's input is stored as jsonb like a payload: it must be JSON-safe, without NUL.
+    normalizeSpec({ jobType: `${WORKFLOW_JOB_TYPE}${d.workflow}`, tenantId, payload: d.input ?? null }, maxAttemptsDefault);
+    return {
+      cron: cron.expression,
+      timezone: cron.timezone,
+      jobType: `${WORKFLOW_JOB_TYPE}${d.workflow}`,
+      workflow: d.workflow,
+      queue: workflowQueue ?? 'default',
+      payload: d.input ?? null,
+      priority: 0,
+      maxAttempts: null,
+      misfirePolicy: d.misfirePolicy ?? MISFIRE_POLICY_DEFAULT,
+      catchUpLimit: d.catchUpLimit ?? CATCH_UP_LIMIT_DEFAULT,
+      nextFireAt: next,
+    };
+  }
   // The job each occurrence enqueues must be one the producer accepts (payload JSON-safe, no NUL).
   normalizeSpec(
     {
-      jobType: d.jobType,
+      jobType: d.jobType as string,
       queue: d.queue ?? 'default',
       tenantId,
       payload: d.payload ?? null,
@@ -105,7 +163,8 @@ export function validateDefinition(
   return {
     cron: cron.expression,
     timezone: cron.timezone,
-    jobType: d.jobType,
+    jobType: d.jobType as string,
+    workflow: null,
     queue: d.queue ?? 'default',
     payload: d.payload ?? null,
     priority: d.priority ?? 0,
@@ -118,6 +177,12 @@ export function validateDefinition(
 
 export function createCronApi(deps: CronApiDeps): CronApi {
   const { store } = deps;
+  /** validateDefinition, with a workflow target looked up in the registry (unknown: WORKFLOW_NOT_FOUND). */
+  const validate = async (d: Fields, tenantId: string): Promise<Definition> => {
+    checkTarget(d);
+    const queue = d.workflow === undefined ? undefined : (await deps.resolveWorkflow(d.workflow)).queue;
+    return validateDefinition(d, tenantId, deps.now(), deps.maxAttemptsDefault, queue);
+  };
   const announce = () => {
     deps.changed();
     store.scheduleNotifyChanged().catch(deps.onNotifyError);
@@ -130,19 +195,36 @@ export function createCronApi(deps: CronApiDeps): CronApi {
   const update = async (id: string, patch: SchedulePatch): Promise<Schedule> => {
     const p = parseOrThrow(schedulePatchSchema, patch, 'schedule patch');
     const cur = await mustGet(id);
-    const merged = {
+    const timing = {
       cron: p.cron ?? cur.cron,
       timezone: p.timezone ?? cur.timezone,
-      jobType: p.jobType ?? cur.jobType,
-      queue: p.queue ?? cur.queue,
-      payload: 'payload' in p ? p.payload : cur.payload,
-      priority: p.priority ?? cur.priority,
-      ...((p.maxAttempts ?? cur.maxAttempts) === null ? {} : { maxAttempts: (p.maxAttempts ?? cur.maxAttempts) as number }),
       misfirePolicy: p.misfirePolicy ?? cur.misfirePolicy,
       catchUpLimit: p.catchUpLimit ?? cur.catchUpLimit,
     };
-    const now = deps.now();
-    const def = validateDefinition(merged, cur.tenantId, now, deps.maxAttemptsDefault);
+    // The target the patch names (jobType or workflow), else the current one with the patch's fields on it.
+    const asWorkflow = p.workflow !== undefined || (p.jobType === undefined && cur.workflow !== null);
+    const merged: Fields = asWorkflow
+      ? {
+          ...timing,
+          workflow: p.workflow ?? (cur.workflow as string),
+          input: 'input' in p ? p.input : cur.workflow === null ? undefined : cur.payload,
+          ...(p.jobType === undefined ? {} : { jobType: p.jobType }),
+          // Job fields given with a workflow target are refused by checkTarget, naming them.
+          queue: p.queue,
+          payload: p.payload,
+          priority: p.priority,
+          maxAttempts: p.maxAttempts,
+        }
+      : {
+          ...timing,
+          jobType: p.jobType ?? cur.jobType,
+          queue: p.queue ?? (cur.workflow === null ? cur.queue : undefined),
+          payload: 'payload' in p ? p.payload : cur.workflow === null ? cur.payload : undefined,
+          priority: p.priority ?? (cur.workflow === null ? cur.priority : undefined),
+          ...((p.maxAttempts ?? cur.maxAttempts) === null ? {} : { maxAttempts: (p.maxAttempts ?? cur.maxAttempts) as number }),
+          ...(p.input === undefined ? {} : { input: p.input }),
+        };
+    const def = await validate(merged, cur.tenantId);
     // An edit keeps a pause; a disabled schedule that now validates fires again.
     const enabled = p.paused === undefined ? cur.status !== 'paused' : !p.paused;
     // Keep the stored next fire time unless the timing changed or the schedule starts firing again:
@@ -163,7 +245,7 @@ export function createCronApi(deps: CronApiDeps): CronApi {
     async upsert(input) {
       const i = parseOrThrow(scheduleInputSchema, input, 'schedule');
       const tenantId = i.tenantId ?? 'default';
-      const def = validateDefinition(i, tenantId, deps.now(), deps.maxAttemptsDefault);
+      const def = await validate(i, tenantId);
       const r = await store.scheduleUpsert({ tenantId, name: i.name, ...def });
       if (r.changed) announce();
       return { schedule: r.schedule, created: r.created };

@@ -5,9 +5,11 @@
 import type { EngineContext, FeatureParts } from '../engine-context.ts';
 import { cronChannelFor } from '../notifier.ts';
 import { service } from '../service.ts';
+import type { Workflows } from '../workflow/service.ts';
 import { CronService } from './service.ts';
 
-export function cronFeature(ctx: EngineContext): { cron: CronService; parts: FeatureParts } {
+/** `workflows` starts the runs of workflow schedules (in the ticker's fenced transaction) and checks their names. */
+export function cronFeature(ctx: EngineContext, workflows: Workflows): { cron: CronService; parts: FeatureParts } {
   const { config, deps } = ctx;
   const cron = new CronService({
     store: deps.scheduleStore,
@@ -19,6 +21,17 @@ export function cronFeature(ctx: EngineContext): { cron: CronService; parts: Fea
     maxSleepMs: config.dispatch === 'notify' && Object.keys(config.queues).length > 0 ? 60_000 : config.pollIntervalMs,
     // In the ticker's fenced transaction; it wakes the queues itself once that has committed.
     enqueue: (specs, client) => ctx.enqueueMany(specs, { client, notify: false }),
+    resolveWorkflow: (name) => workflows.resolve(name),
+    startRun: async (occ, target, client) => {
+      const res = await workflows.startOn(client, {
+        name: occ.workflow,
+        target,
+        tenantId: occ.tenantId,
+        input: JSON.stringify(occ.input ?? null),
+        idempotencyKey: occ.idempotencyKey,
+      });
+      return { created: !res.duplicate };
+    },
     wake: (queues) => ctx.wakeQueues(queues),
     leaderEpoch: () => ctx.leaderEpoch(),
     fenced: (epoch, fn) => {

@@ -4,13 +4,15 @@
 // and the advance, a compare-and-set that never moves backwards, commit together or not at
 // all, and not at all once the epoch has lost the lease, so a leader that was paused between
 // reading the schedules and firing them fires nothing (even an occurrence whose job retention
-// has since deleted). It sleeps until the earliest next fire time; wake() (a schedule changed,
-// leadership gained) cuts the sleep short.
+// has since deleted). A workflow schedule's occurrence starts a run in that same transaction,
+// under the same key, which the runs' own (tenant, idempotency key) index makes unique. It
+// sleeps until the earliest next fire time; wake() (a schedule changed, leadership gained)
+// cuts the sleep short.
 
 import type { Fenced } from '../../driver/leader-store.ts';
 import type { Queryable } from '../../driver/queryable.ts';
 import type { ScheduleAdvance, ScheduleStore } from '../../driver/schedule-store.ts';
-import { isBatonError } from '../../types/errors.ts';
+import { BatonError, isBatonError } from '../../types/errors.ts';
 import type { EnqueueResult, JobSpec } from '../../types/job.ts';
 import { type MisfirePolicy, occurrenceKey, type Schedule } from '../../types/schedule.ts';
 import { normalizeSpec } from '../job-spec.ts';
@@ -27,8 +29,20 @@ const ERROR_BACKOFF_MS = 1_000;
 /** Parsed expressions kept, by zone and text. */
 const PARSED_CACHE_MAX = 20_000;
 
+/** One occurrence of a workflow schedule: a run of `workflow` with `input`, keyed by its occurrence. */
+export interface RunOccurrence {
+  workflow: string;
+  tenantId: string;
+  input: unknown;
+  idempotencyKey: string;
+}
+
 export interface SchedulerDeps {
   store: ScheduleStore;
+  /** A workflow's queue and attempt budget from the registry; throws WORKFLOW_NOT_FOUND. */
+  resolveWorkflow: (name: string) => Promise<{ queue: string; maxAttempts: number }>;
+  /** Starts the occurrence's run on `client`, the fenced transaction; `created` false for a run its key already has. */
+  startRun: (occ: RunOccurrence, target: { queue: string; maxAttempts: number }, client: Queryable) => Promise<{ created: boolean }>;
   /** Enqueues the occurrences (the engine's producer) on `client`, the fenced transaction. */
   enqueue: (specs: JobSpec[], client: Queryable) => Promise<EnqueueResult[]>;
   /** Wakes workers of these queues (jobs enqueued with a runAt send no wake-up of their own). */
@@ -146,6 +160,7 @@ export class Scheduler {
     const batch = this.#d.batchSize ?? TICK_BATCH_DEFAULT;
     const due = await store.scheduleListDue({ now: new Date(now), limit: batch });
     const specs: JobSpec[] = [];
+    const runs: Array<{ occ: RunOccurrence; target: { queue: string; maxAttempts: number }; scheduleId: string }> = [];
     const advances: Array<ScheduleAdvance & { schedule: Schedule; fired: number; missed: number }> = [];
     const finished: Array<{ schedule: Schedule; reason: string }> = [];
     const broken: Array<{ schedule: Schedule; reason: string }> = [];
@@ -158,10 +173,28 @@ export class Scheduler {
           policy: s.misfirePolicy,
           catchUpLimit: s.catchUpLimit,
         });
-        // One occurrence's job validated stands for all of them: they differ only in run_at and key.
-        if (plan.fire.length > 0) normalizeSpec(this.#spec(s, plan.fire[0] as Date), this.#d.maxAttemptsDefault);
-        const mine = plan.fire.map((at) => this.#spec(s, at));
-        specs.push(...mine);
+        let fired: number;
+        if (s.workflow !== null) {
+          // Where the run goes is the registry's answer now (a redeployed workflow may have moved queue).
+          const target = plan.fire.length > 0 ? await this.#d.resolveWorkflow(s.workflow) : null;
+          for (const at of target ? plan.fire : []) {
+            const occ = { workflow: s.workflow, tenantId: s.tenantId, input: s.payload, idempotencyKey: occurrenceKey(s.id, at) };
+            runs.push({ occ, target: target as { queue: string; maxAttempts: number }, scheduleId: s.id });
+          }
+          fired = plan.fire.length;
+        } else {
+          // A row written before workflow targets existed: its jobs would carry no run and dead-letter.
+          if (s.jobType.startsWith('workflow:'))
+            throw new BatonError(
+              'INVALID_ARGUMENT',
+              `jobType ${JSON.stringify(s.jobType)} is a workflow's driving job: use a workflow target`,
+            );
+          // One occurrence's job validated stands for all of them: they differ only in run_at and key.
+          if (plan.fire.length > 0) normalizeSpec(this.#spec(s, plan.fire[0] as Date), this.#d.maxAttemptsDefault);
+          const mine = plan.fire.map((at) => this.#spec(s, at));
+          specs.push(...mine);
+          fired = mine.length;
+        }
         if (plan.next === null) {
           finished.push({
             schedule: s,
@@ -176,7 +209,7 @@ export class Scheduler {
             next: plan.next,
             lastFired,
             schedule: s,
-            fired: mine.length,
+            fired,
             missed: plan.missed,
           });
         }
@@ -187,12 +220,14 @@ export class Scheduler {
       }
     }
     const toDisable = [...broken, ...finished];
-    if (specs.length === 0 && advances.length === 0 && toDisable.length === 0)
+    if (specs.length === 0 && runs.length === 0 && advances.length === 0 && toDisable.length === 0)
       return { created: 0, disabled: 0, more: due.length === batch };
     const fenced = await this.#d.fenced(epoch, async (client) => {
       const results: EnqueueResult[] = [];
       for (let i = 0; i < specs.length; i += ENQUEUE_BATCH_MAX)
         results.push(...(await this.#d.enqueue(specs.slice(i, i + ENQUEUE_BATCH_MAX), client)));
+      const started: typeof runs = [];
+      for (const r of runs) if ((await this.#d.startRun(r.occ, r.target, client)).created) started.push(r);
       const written = await store.scheduleAdvanceMany(
         advances.map(({ id, version, expected, next, lastFired }) => ({ id, version, expected, next, lastFired })),
         client,
@@ -201,11 +236,11 @@ export class Scheduler {
       for (const d of toDisable) {
         if (await store.scheduleDisable({ id: d.schedule.id, version: d.schedule.version, reason: d.reason }, client)) disabled.push(d);
       }
-      return { results, written, disabled };
+      return { results, started, written, disabled };
     });
     // The epoch lost the lease before the transaction could take its fence: nothing was written.
     if (!fenced.held) return { created: 0, disabled: 0, more: false };
-    const { results, written, disabled } = fenced.value;
+    const { results, started, written, disabled } = fenced.value;
     let created = 0;
     const queues = new Set<string>();
     const byKey = new Map<string, number>();
@@ -215,6 +250,11 @@ export class Scheduler {
       queues.add(r.job.queue);
       const id = (r.job.idempotencyKey as string).split(':')[1] as string;
       byKey.set(id, (byKey.get(id) ?? 0) + 1);
+    }
+    for (const r of started) {
+      created++;
+      queues.add(r.target.queue);
+      byKey.set(r.scheduleId, (byKey.get(r.scheduleId) ?? 0) + 1);
     }
     if (queues.size > 0) this.#d.wake([...queues]);
     for (const a of advances) if (byKey.has(a.id)) this.#d.onFired(a.schedule, byKey.get(a.id) as number);

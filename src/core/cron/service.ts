@@ -11,7 +11,7 @@ import type { MisfirePolicy, ScheduleInput } from '../../types/schedule.ts';
 import type { Logger } from '../logger.ts';
 import type { Service } from '../service.ts';
 import { type CronApi, createCronApi, scheduleInputSchema, validateDefinition } from './api.ts';
-import { Scheduler } from './scheduler.ts';
+import { Scheduler, type SchedulerDeps } from './scheduler.ts';
 
 /** What this process's scheduler did: occurrences fired, catch-ups by misfire policy, schedules disabled (`stats().cron`). */
 export interface CronCounters {
@@ -33,6 +33,10 @@ export interface CronServiceDeps {
   maxSleepMs: number;
   /** Enqueues on `client`, the ticker's fenced transaction. */
   enqueue: (specs: JobSpec[], client: Queryable) => Promise<EnqueueResult[]>;
+  /** A workflow's queue and attempt budget from the registry of defined workflows; throws WORKFLOW_NOT_FOUND. */
+  resolveWorkflow: SchedulerDeps['resolveWorkflow'];
+  /** Starts a workflow schedule's occurrence on `client`, the ticker's fenced transaction. */
+  startRun: SchedulerDeps['startRun'];
   wake: (queues: string[]) => void;
   /** The leader lease's epoch while this process leads, else null. */
   leaderEpoch: () => string | null;
@@ -62,6 +66,8 @@ export class CronService implements Service {
     this.#scheduler = new Scheduler({
       store: deps.store,
       enqueue: deps.enqueue,
+      resolveWorkflow: deps.resolveWorkflow,
+      startRun: deps.startRun,
       wake: deps.wake,
       leaderEpoch: deps.leaderEpoch,
       fenced: deps.fenced,
@@ -87,6 +93,7 @@ export class CronService implements Service {
       now,
       changed: () => this.#scheduler.wake(),
       onNotifyError: deps.onError,
+      resolveWorkflow: deps.resolveWorkflow,
     });
   }
 

@@ -1,11 +1,13 @@
 // Durable workflows as a feature of the engine: each defined workflow is a job type of the
-// engine's runner, and a run's driving job that dead-letters fails its run. Its executions run
-// as jobs on the worker's claim loops; its one service, on the leader, folds the finished runs'
+// engine's runner, recorded in the registry of defined workflows at start(), and a run's
+// driving job that dead-letters fails its run. Its executions run as jobs on the worker's
+// claim loops; its one service, on the leader, folds the finished runs'
 // count deltas into their counts (migration 0029), so a scrape reads few of them.
 
 import type { EngineContext, FeatureParts } from '../engine-context.ts';
 import { channelFor } from '../notifier.ts';
 import { Periodic } from '../periodic.ts';
+import { service } from '../service.ts';
 import { Workflows } from './service.ts';
 
 /** How often the leader folds the run count deltas: a scrape reads those written since (and dead ones until vacuum). */
@@ -28,5 +30,8 @@ export function workflowsFeature(ctx: EngineContext): { workflows: Workflows; pa
     task: () => ctx.deps.workflowStore.workflowFoldRunCounts(),
     onError: ctx.onError('workflow run counts'),
   });
-  return { workflows, parts: { leaderServices: [fold] } };
+  // At start(), before any schedule is reconciled or work claimed: a start by name from any
+  // process (and a schedule's workflow target) finds the workflows defined here.
+  const register = service('workflow registry', { start: () => workflows.register() });
+  return { workflows, parts: { services: [register], leaderServices: [fold] } };
 }

@@ -1,13 +1,17 @@
-// Workflows: the registry of workflow functions (each is the handler of its own job
-// type, `workflow:<name>`), and the producer and operator side of runs: start, events,
-// reads, cancel and replay. Execution itself is execution.ts.
+// Workflows: the workflow functions this process defines (each is the handler of its own job
+// type, `workflow:<name>`, and is recorded in the database's registry of defined workflows when
+// the engine starts), and the producer and operator side of runs: start by name (any workflow
+// the registry knows, defined here or not), events, reads, cancel and replay. Execution itself
+// is execution.ts.
 
 import { z } from 'zod';
+import type { Queryable } from '../../driver/queryable.ts';
 import type { RunForAction, WorkflowStore } from '../../driver/workflow-store.ts';
 import { BatonError, TerminalError } from '../../types/errors.ts';
 import { type EnqueueResult, isJobId, type JobSpec } from '../../types/job.ts';
 import {
   type ChildSpec,
+  type InputSchema,
   type ListRunsFilter,
   RUN_STATES,
   type RunDetail,
@@ -23,10 +27,11 @@ import {
 import { assertJobId, assertListCursor, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
 import { nameSchema } from '../config.ts';
 import type { Handler } from '../handler.ts';
-import { IDEMPOTENCY_KEY_MAX_CHARS, jsonTextHasNul, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
+import { IDEMPOTENCY_KEY_MAX_CHARS, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
 import { WorkflowBatcher } from './batcher.ts';
 import { jobChildId } from './children.ts';
 import { executeRun, type WorkflowCounters, wakeParent } from './execution.ts';
+import { inputRefusal, invalid, isInputSchema, jsonText } from './input.ts';
 
 export const WORKFLOW_JOB_TYPE_PREFIX = 'workflow:';
 const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting']);
@@ -36,7 +41,11 @@ const jobTypeOf = (name: string) => `${WORKFLOW_JOB_TYPE_PREFIX}${name}`;
 const noNul = (s: string) => !s.includes('\u0000');
 const keySchema = z.string().min(1).max(IDEMPOTENCY_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes');
 const optionsSchema = z
-  .object({ queue: nameSchema.optional(), maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_MAX).optional() })
+  .object({
+    queue: nameSchema.optional(),
+    maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_MAX).optional(),
+    input: z.custom<InputSchema>(isInputSchema, 'must be a schema with parse(value), a zod schema for instance').optional(),
+  })
   .strict();
 const startSchema = z.object({ tenantId: nameSchema.optional(), idempotencyKey: keySchema.optional() }).strict();
 
@@ -44,7 +53,11 @@ interface Definition {
   fn: WorkflowFn<never>;
   queue: string;
   maxAttempts: number;
+  input: InputSchema | undefined;
 }
+
+/** Where a run of a workflow goes: its driving job's queue and attempt budget. */
+type Target = Pick<Definition, 'queue' | 'maxAttempts'>;
 
 export interface WorkflowsDeps {
   store: WorkflowStore;
@@ -55,23 +68,6 @@ export interface WorkflowsDeps {
   enqueue: (spec: JobSpec) => Promise<EnqueueResult>;
   /** The NOTIFY channel of a queue. */
   channelOf: (queue: string) => string;
-}
-
-function invalid(what: string, error: z.ZodError): BatonError {
-  const issues = error.issues.map((i) => `${i.path.join('.') || what}: ${i.message}`);
-  return new BatonError('INVALID_ARGUMENT', `invalid ${what}: ${issues.join('; ')}`, { details: { issues } });
-}
-
-function jsonText(value: unknown, what: string): string {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value === undefined ? null : value);
-  } catch (error) {
-    throw new BatonError('INVALID_ARGUMENT', `${what} is not JSON-serialisable`, { cause: error });
-  }
-  if (text === undefined) return 'null';
-  if (jsonTextHasNul(text)) throw new BatonError('INVALID_ARGUMENT', `${what} contains NUL (\\u0000) characters`);
-  return text;
 }
 
 export class Workflows implements WorkflowRunsApi {
@@ -92,7 +88,7 @@ export class Workflows implements WorkflowRunsApi {
     this.batcher = new WorkflowBatcher(deps.store);
   }
 
-  /** Registers `fn` as workflow `name`. Define workflows before start() so this worker advertises them. */
+  /** Defines `fn` as workflow `name`. Define workflows before start(): the worker advertises them and the registry records them then. */
   define<I, O>(name: string, fn: WorkflowFn<I, O>, opts: WorkflowOptions = {}): void {
     const parsedName = nameSchema.safeParse(jobTypeOf(name));
     if (!parsedName.success || typeof name !== 'string' || name.length === 0) {
@@ -102,7 +98,17 @@ export class Workflows implements WorkflowRunsApi {
     const o = optionsSchema.safeParse(opts);
     if (!o.success) throw invalid(`options of workflow "${name}"`, o.error);
     if (this.#defs.has(name)) throw new BatonError('INVALID_ARGUMENT', `workflow "${name}" is already defined`);
-    const def: Definition = { fn: fn as WorkflowFn<never>, queue: o.data.queue ?? 'default', maxAttempts: o.data.maxAttempts ?? 5 };
+    const schema = o.data.input;
+    // The starting process may not know the schema (another process, HTTP, cron): each execution
+    // checks the stored input, and a refused one dead-letters the run at once, saying why.
+    const checked: WorkflowFn<never> = schema
+      ? (ctx) => {
+          const why = inputRefusal(schema, ctx.input);
+          if (why !== null) throw new TerminalError(`the input of workflow "${name}" is invalid: ${why}`);
+          return (fn as WorkflowFn<never>)(ctx);
+        }
+      : (fn as WorkflowFn<never>);
+    const def: Definition = { fn: checked, queue: o.data.queue ?? 'default', maxAttempts: o.data.maxAttempts ?? 5, input: schema };
     this.#defs.set(name, def);
     const deps = {
       store: this.#d.store,
@@ -139,8 +145,11 @@ export class Workflows implements WorkflowRunsApi {
         ids.push(jobChildId(res.job.id));
         continue;
       }
-      const def = this.#defs.get(child?.workflow);
-      if (!def) throw new TerminalError(`all "${key}": child ${i} names no workflow defined here (${JSON.stringify(child?.workflow)})`);
+      const def = await this.#target(child?.workflow).catch((err: unknown) => {
+        if (err instanceof BatonError && err.code === 'WORKFLOW_NOT_FOUND')
+          throw new TerminalError(`all "${key}": child ${i} names no defined workflow (${JSON.stringify(child?.workflow)})`);
+        throw err;
+      });
       const res = await this.#d.store.workflowStartRun({
         name: child.workflow,
         tenantId: parent.tenantId,
@@ -170,31 +179,77 @@ export class Workflows implements WorkflowRunsApi {
     return [...this.#defs.keys()];
   }
 
-  #def(name: string): Definition {
-    const def = typeof name === 'string' ? this.#defs.get(name) : undefined;
-    if (!def) {
-      throw new BatonError('WORKFLOW_NOT_FOUND', `no workflow named ${JSON.stringify(String(name).slice(0, 140))} is defined here`, {
+  /** Records the workflows defined here in the registry (engine start); a repeat refreshes last_seen_at. */
+  async register(): Promise<void> {
+    const defs = [...this.#defs].map(([name, d]) => ({ name, queue: d.queue, maxAttempts: d.maxAttempts }));
+    await this.#d.store.workflowRegister(defs);
+  }
+
+  /**
+   * Where a run of `name` goes: this process's own definition, else the registry's row (a
+   * workflow another process defines). A name no process ever registered is WORKFLOW_NOT_FOUND,
+   * so a typo is refused rather than left waiting forever.
+   */
+  async #target(name: string): Promise<Target> {
+    const local = typeof name === 'string' ? this.#defs.get(name) : undefined;
+    if (local) return local;
+    const row =
+      typeof name === 'string' && nameSchema.safeParse(jobTypeOf(name)).success ? await this.#d.store.workflowDefinition(name) : null;
+    if (!row) {
+      throw new BatonError('WORKFLOW_NOT_FOUND', `no workflow named ${JSON.stringify(String(name).slice(0, 140))} is defined`, {
         details: { name },
       });
     }
-    return def;
+    return row;
+  }
+
+  /** Throws WORKFLOW_NOT_FOUND unless the registry (or this process) knows `name`. */
+  async resolve(name: string): Promise<Target> {
+    return this.#target(name);
   }
 
   async start(name: string, input: unknown, opts: StartRunOptions = {}): Promise<StartRunResult> {
-    const def = this.#def(name);
     const o = startSchema.safeParse(opts);
     if (!o.success) throw invalid('run options', o.error);
-    const res = await this.#d.store.workflowStartRun({
+    const inputText = jsonText(input, 'the workflow input');
+    const def = await this.#target(name);
+    // Defined here: refused before anything is written. The value checked is the one stored (jsonb-normalised).
+    const schema = this.#defs.get(name)?.input;
+    const why = schema ? inputRefusal(schema, JSON.parse(inputText)) : null;
+    if (why !== null) {
+      throw new BatonError('INVALID_ARGUMENT', `invalid input of workflow "${name}": ${why}`, { details: { name, issues: [why] } });
+    }
+    const res = await this.startOn(undefined, {
       name,
+      target: def,
       tenantId: o.data.tenantId ?? 'default',
-      input: jsonText(input, 'the workflow input'),
+      input: inputText,
       idempotencyKey: o.data.idempotencyKey ?? null,
-      queue: def.queue,
-      jobType: jobTypeOf(name),
-      maxAttempts: def.maxAttempts,
     });
     if (!res.duplicate) this.#d.wake(def.queue);
     return res;
+  }
+
+  /**
+   * Records a run and its driving job on `client` (a transaction the caller holds; the cron
+   * ticker's fenced one) or in a transaction of its own. The caller wakes the queue after commit.
+   */
+  startOn(
+    client: Queryable | undefined,
+    p: { name: string; target: Target; tenantId: string; input: string; idempotencyKey: string | null },
+  ): Promise<StartRunResult> {
+    return this.#d.store.workflowStartRun(
+      {
+        name: p.name,
+        tenantId: p.tenantId,
+        input: p.input,
+        idempotencyKey: p.idempotencyKey,
+        queue: p.target.queue,
+        jobType: jobTypeOf(p.name),
+        maxAttempts: p.target.maxAttempts,
+      },
+      client,
+    );
   }
 
   async sendEvent(runId: string, name: string, payload: unknown, opts: { idempotencyKey?: string } = {}): Promise<SendEventResult> {
@@ -267,8 +322,8 @@ export class Workflows implements WorkflowRunsApi {
       runId,
       allowed: (r) => REPLAYABLE_RUN_STATES.has(r.state),
       jobType: jobTypeOf,
-      queue: (name) => fallback(name)?.queue ?? 'default',
-      maxAttempts: (name) => fallback(name)?.maxAttempts ?? 5,
+      queue: (name) => fallback(name)?.queue,
+      maxAttempts: (name) => fallback(name)?.maxAttempts,
     });
     if (!res) throw notFound(runId);
     if ('conflict' in res) throw conflict(runId, res.conflict, 'replayed', 'dead_lettered or cancelled');

@@ -15,6 +15,7 @@ interface ScheduleRow {
   cron: string;
   timezone: string;
   job_type: string;
+  workflow: string | null;
   queue: string;
   payload: unknown;
   priority: number;
@@ -38,6 +39,7 @@ function rowToSchedule(r: ScheduleRow): Schedule {
     cron: r.cron,
     timezone: r.timezone,
     jobType: r.job_type,
+    workflow: r.workflow,
     queue: r.queue,
     payload: r.payload,
     priority: r.priority,
@@ -82,6 +84,7 @@ export class PgScheduleStore implements ScheduleStore {
       w.misfirePolicy,
       w.catchUpLimit,
       w.nextFireAt,
+      w.workflow,
     ];
   }
 

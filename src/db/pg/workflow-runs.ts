@@ -3,7 +3,7 @@
 // transactions on a checked-out client that lock the run row first, always in the order run
 // row, then job row (the order of an execution's fence, so neither waits on the other in a circle).
 
-import type { RunForAction, WorkflowStore } from '../../driver/workflow-store.ts';
+import type { RunForAction, WorkflowDefinitionRow, WorkflowStore } from '../../driver/workflow-store.ts';
 import type { RunDetail, RunState, RunSummary } from '../../types/workflow.ts';
 import { lockNamespace } from './lock-namespace.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
@@ -41,8 +41,19 @@ export class PgWorkflowRuns {
     return toSummary(row as SummaryRow);
   }
 
-  start(p: Parameters<WorkflowStore['workflowStartRun']>[0]) {
-    return this.#tx(async (c) => {
+  async register(defs: WorkflowDefinitionRow[]): Promise<void> {
+    if (defs.length === 0) return;
+    await this.#run(this.#q.register, [defs.map((d) => d.name), defs.map((d) => d.queue), defs.map((d) => d.maxAttempts)]);
+  }
+
+  async definition(name: string): Promise<{ queue: string; maxAttempts: number } | null> {
+    const [r] = await this.#run<{ queue: string; max_attempts: number }>(this.#q.definition, [name]);
+    return r ? { queue: r.queue, maxAttempts: r.max_attempts } : null;
+  }
+
+  /** On `on` (a transaction the caller holds, the cron ticker's fenced one) when given. */
+  start(p: Parameters<WorkflowStore['workflowStartRun']>[0], on?: Queryable) {
+    const body = async (c: Queryable) => {
       const [ins] = await this.#run<{ id: string }>(
         this.#q.insertRun,
         [p.name, p.tenantId, p.input, p.idempotencyKey, p.parentRunId ?? null],
@@ -55,7 +66,8 @@ export class PgWorkflowRuns {
       const [job] = await this.#run<{ id: string }>(this.#q.insertJob, [p.tenantId, p.queue, p.jobType, ins.id, p.maxAttempts], c);
       await this.#run(this.#q.linkJob, [ins.id, job?.id], c);
       return { run: await this.#summary(ins.id, c), duplicate: false };
-    });
+    };
+    return on ? body(on) : this.#tx(body);
   }
 
   async #lock(runId: string, c: Queryable): Promise<LockedRun | null> {
@@ -122,12 +134,11 @@ export class PgWorkflowRuns {
       if (queue === undefined) {
         // The driving job is gone (retention, or deleted on success): a new one drives the replay.
         const [{ tenantId }] = [await this.#summary(p.runId, c)];
-        queue = p.queue(run.name);
-        const [job] = await this.#run<{ id: string }>(
-          this.#q.insertJob,
-          [tenantId, queue, p.jobType(run.name), p.runId, p.maxAttempts(run.name)],
-          c,
-        );
+        // The replaying process's own definition, else the registry's (a workflow defined elsewhere).
+        const [reg] = await this.#run<{ queue: string; max_attempts: number }>(this.#q.definition, [run.name], c);
+        queue = p.queue(run.name) ?? reg?.queue ?? 'default';
+        const maxAttempts = p.maxAttempts(run.name) ?? reg?.max_attempts ?? 5;
+        const [job] = await this.#run<{ id: string }>(this.#q.insertJob, [tenantId, queue, p.jobType(run.name), p.runId, maxAttempts], c);
         await this.#run(this.#q.linkJob, [p.runId, job?.id], c);
       }
       await this.#run(this.#q.replayRun, [p.runId], c);

@@ -12,6 +12,7 @@ import type {
   RunLease,
   StepCommit,
   WaitRow,
+  WorkflowDefinitionRow,
   WorkflowStore,
 } from '../../driver/workflow-store.ts';
 import type { RunDetail, RunState, RunSummary } from '../../types/workflow.ts';
@@ -219,8 +220,16 @@ export class PgWorkflowStore implements WorkflowStore {
     return { kind: 'lease_lost' };
   }
 
-  workflowStartRun(p: Parameters<WorkflowStore['workflowStartRun']>[0]) {
-    return this.#runs.start(p);
+  workflowStartRun(p: Parameters<WorkflowStore['workflowStartRun']>[0], on?: Queryable) {
+    return this.#runs.start(p, on);
+  }
+
+  workflowRegister(defs: WorkflowDefinitionRow[]): Promise<void> {
+    return this.#runs.register(defs);
+  }
+
+  workflowDefinition(name: string) {
+    return this.#runs.definition(name);
   }
 
   workflowSendEvent(p: Parameters<WorkflowStore['workflowSendEvent']>[0]) {

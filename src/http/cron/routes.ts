@@ -2,7 +2,7 @@
 // name), list, read, edit / pause / resume, remove, and preview an expression's next fire instants.
 // Expressions and zones are checked by the engine; tenant-scoped: another tenant's schedule is not found.
 
-import type { Baton } from '../../index.ts';
+import type { Baton, ScheduleInput } from '../../index.ts';
 import { BODY, CRON, ENGINE, GUARDED, WRITE } from '../route-errors.ts';
 import { defineRoute, json, type ResourceApi, routes } from '../route-spec.ts';
 import { scopeOf } from '../tenant-scope.ts';
@@ -23,10 +23,10 @@ const upsertSchedule = defineRoute({
   tag: 'cron',
   summary: 'Create a schedule, or update it by (tenantId, name)',
   description:
-    'Answers `{ schedule, created }`, as baton.cron.upsert returns. Each occurrence becomes an ordinary job (idempotency key cron:<id>:<instant>, run_at the occurrence). An update that keeps the expression and zone keeps the next fire time.',
+    'Answers `{ schedule, created }`, as baton.cron.upsert returns. Each occurrence becomes an ordinary job (idempotency key cron:<id>:<instant>, run_at the occurrence), or with `workflow` one run of that workflow (the same idempotency key). An update that keeps the expression and zone keeps the next fire time. 404 WORKFLOW_NOT_FOUND when `workflow` names a workflow no process ever defined.',
   body: { schema: scheduleBodySchema, required: true },
   responses: { 201: json('created', r.scheduleUpserted), 200: json('updated, or unchanged', r.scheduleUpserted) },
-  errors: [...CRON, ...BODY, ...ENGINE, ...WRITE, 'FORBIDDEN_TENANT'],
+  errors: [...CRON, 'WORKFLOW_NOT_FOUND', ...BODY, ...ENGINE, ...WRITE, 'FORBIDDEN_TENANT'],
 });
 
 const listSchedules = defineRoute({
@@ -73,7 +73,7 @@ const updateSchedule = defineRoute({
   params: scheduleIdParamSchema,
   body: { schema: schedulePatchSchema, required: true },
   responses: { 200: json('the schedule as edited', wireScheduleSchema) },
-  errors: ['SCHEDULE_NOT_FOUND', 'SCHEDULE_CONFLICT', ...CRON, ...BODY, ...ENGINE, ...WRITE],
+  errors: ['SCHEDULE_NOT_FOUND', 'SCHEDULE_CONFLICT', 'WORKFLOW_NOT_FOUND', ...CRON, ...BODY, ...ENGINE, ...WRITE],
 });
 
 const removeSchedule = defineRoute({
@@ -104,7 +104,8 @@ export function cronRoutes(baton: Baton, maxJsonDepth: number) {
       /** `{ schedule, created }`, the shape baton.cron.upsert returns: 201 new, 200 updated (or unchanged). */
       .add(upsertSchedule, async (c) => {
         const body = c.req.valid('json');
-        const r = await baton.cron.upsert({ ...body, tenantId: scopeOf(c).tenant(body.tenantId) });
+        // Which target (jobType or workflow) the body names is the engine's to check: 400 naming it.
+        const r = await baton.cron.upsert({ ...body, tenantId: scopeOf(c).tenant(body.tenantId) } as ScheduleInput);
         return c.json({ schedule: toWireSchedule(r.schedule), created: r.created }, r.created ? 201 : 200);
       })
       .add(listSchedules, async (c) => {

@@ -15,7 +15,14 @@ const scheduleFields = {
     .max(200)
     .meta({ description: 'five fields (minute hour day-of-month month day-of-week), six with leading seconds, or a macro such as @daily' }),
   timezone: z.string().min(1).max(64).meta({ description: 'an IANA zone id such as Europe/London; a fixed offset is refused' }),
-  jobType: nameSchema,
+  jobType: nameSchema
+    .optional()
+    .meta({ description: "a job schedule: the job type of each occurrence's job (not `workflow:<name>`: give `workflow`)" }),
+  workflow: z.string().min(1).max(200).optional().meta({
+    description:
+      'a workflow schedule, instead of jobType: each occurrence starts one run of this workflow; 404 WORKFLOW_NOT_FOUND when no process ever defined it',
+  }),
+  input: z.unknown().optional().meta({ description: 'a workflow schedule: the input of every run (any JSON; absent: null)' }),
   queue: nameSchema.optional().meta({ description: 'a name, as jobType; default "default"' }),
   payload: z.unknown().optional().meta({ description: "any JSON, each occurrence's job payload; absent: JSON null" }),
   priority: z.int().min(-PRIORITY_MAX).max(PRIORITY_MAX).optional().meta({ description: 'higher runs first; default 0' }),

@@ -1,5 +1,5 @@
-// /api/workflows, each route declared once (route-spec.ts): start a run of a workflow this process
-// defines, read and list runs, cancel, replay, and send a run an event. Tenant-scoped
+// /api/workflows, each route declared once (route-spec.ts): start a run of any workflow the registry
+// of defined workflows knows, read and list runs, cancel, replay, and send a run an event. Tenant-scoped
 // (tenant-scope.ts): another tenant's run is not found, exactly as a run nobody has.
 
 import { type Baton, BatonError } from '../../index.ts';
@@ -41,7 +41,7 @@ const startRun = defineRoute({
   tag: 'workflows',
   summary: 'Start a run of a workflow',
   description:
-    '201 with the new run; 200 with the existing one when (tenantId, idempotencyKey) already exists. 404 WORKFLOW_NOT_FOUND when the server process defines no workflow of that name.',
+    '201 with the new run; 200 with the existing one when (tenantId, idempotencyKey) already exists. 404 WORKFLOW_NOT_FOUND when no process ever defined a workflow of that name (the registry of defined workflows); its driving job goes on the queue of the workflow, picked up by whichever worker defines it.',
   params: workflowNameParamSchema,
   body: { schema: startRunBodySchema, required: true },
   responses: { 201: json('started', r.started), 200: json('a run with this idempotency key already exists', r.started) },

@@ -1,7 +1,7 @@
 // Named queries for the schedules table. The ticker's writes carry their guards in the
 // statement: advance is a compare-and-set on (version, next_fire_at) that only moves forward.
 
-const COLUMNS = `id::text, tenant_id, name, cron, timezone, job_type, queue, payload, priority, max_attempts,
+const COLUMNS = `id::text, tenant_id, name, cron, timezone, job_type, workflow, queue, payload, priority, max_attempts,
   misfire_policy, catch_up_limit, enabled, disabled_reason, next_fire_at, last_fired_at, version::text,
   created_at, updated_at`;
 
@@ -12,10 +12,11 @@ export function scheduleQueries(schema: string) {
     // A disabled schedule that is written again is enabled again: its definition was just validated.
     upsert: {
       text: `INSERT INTO ${s} AS s (tenant_id, name, cron, timezone, job_type, queue, payload, priority, max_attempts,
-          misfire_policy, catch_up_limit, next_fire_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12)
+          misfire_policy, catch_up_limit, next_fire_at, workflow)
+        VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10, $11, $12, $13)
         ON CONFLICT (tenant_id, name) DO UPDATE SET
           cron = EXCLUDED.cron, timezone = EXCLUDED.timezone, job_type = EXCLUDED.job_type, queue = EXCLUDED.queue,
+          workflow = EXCLUDED.workflow,
           payload = EXCLUDED.payload, priority = EXCLUDED.priority, max_attempts = EXCLUDED.max_attempts,
           misfire_policy = EXCLUDED.misfire_policy, catch_up_limit = EXCLUDED.catch_up_limit,
           next_fire_at = CASE WHEN s.enabled AND s.cron = EXCLUDED.cron AND s.timezone = EXCLUDED.timezone
@@ -24,9 +25,10 @@ export function scheduleQueries(schema: string) {
           disabled_reason = NULL,
           version = s.version + 1,
           updated_at = now()
-        WHERE (s.cron, s.timezone, s.job_type, s.queue, s.payload, s.priority, s.max_attempts, s.misfire_policy, s.catch_up_limit)
+        WHERE (s.cron, s.timezone, s.job_type, s.queue, s.payload, s.priority, s.max_attempts, s.misfire_policy, s.catch_up_limit,
+            s.workflow)
             IS DISTINCT FROM (EXCLUDED.cron, EXCLUDED.timezone, EXCLUDED.job_type, EXCLUDED.queue, EXCLUDED.payload,
-              EXCLUDED.priority, EXCLUDED.max_attempts, EXCLUDED.misfire_policy, EXCLUDED.catch_up_limit)
+              EXCLUDED.priority, EXCLUDED.max_attempts, EXCLUDED.misfire_policy, EXCLUDED.catch_up_limit, EXCLUDED.workflow)
           OR s.disabled_reason IS NOT NULL
         RETURNING ${COLUMNS}, (xmax = 0) AS created`,
     },
@@ -40,7 +42,7 @@ export function scheduleQueries(schema: string) {
     },
     update: {
       text: `UPDATE ${s} SET cron = $3, timezone = $4, job_type = $5, queue = $6, payload = $7::jsonb, priority = $8,
-          max_attempts = $9, misfire_policy = $10, catch_up_limit = $11, next_fire_at = $12, enabled = $13,
+          max_attempts = $9, misfire_policy = $10, catch_up_limit = $11, next_fire_at = $12, workflow = $13, enabled = $14,
           disabled_reason = NULL, version = version + 1, updated_at = now()
         WHERE id = $1 AND version = $2
         RETURNING ${COLUMNS}`,

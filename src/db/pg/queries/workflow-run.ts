@@ -11,6 +11,18 @@ export function workflowRunQueries(schema: string) {
       r.wake_at, r.replay_count, r.created_at, r.updated_at, r.finished_at`;
 
   return {
+    // The registry of defined workflows (migration 0030): a starting engine upserts its own, in
+    // name order (two engines registering the same names lock them in one order).
+    register: {
+      name: `${schema}.wf_register`,
+      text: `INSERT INTO ${schema}.workflow_definitions AS d (name, queue, max_attempts)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS x(name, queue, max_attempts) ORDER BY 1
+        ON CONFLICT (name) DO UPDATE SET queue = excluded.queue, max_attempts = excluded.max_attempts, last_seen_at = now()`,
+    },
+    definition: {
+      name: `${schema}.wf_definition`,
+      text: `SELECT queue, max_attempts FROM ${schema}.workflow_definitions WHERE name = $1`,
+    },
     insertRun: {
       name: `${schema}.wf_insert_run`,
       text: `INSERT INTO ${runs} (name, tenant_id, input, idempotency_key, parent_run_id) VALUES ($1, $2, $3::jsonb, $4, $5::bigint)
