@@ -81,11 +81,10 @@ describe('queue gates', () => {
 
   it('a paused or controlled queue gives the plain and FIFO claims nothing; a tenanted one sends the plain claim on', async () => {
     const ex = executor();
-    const claimBoth = async (queue: string) => {
-      const p = { queue, limit: 5, owner: 'w', leaseMs: 30_000, intoRunning: true };
-      const fifo = await ex.jobClaim(p);
-      const plain = await ex.jobClaimFlow({
-        ...p,
+    const lease = (queue: string) => ({ queue, limit: 5, owner: 'w', leaseMs: 30_000, intoRunning: true });
+    const claimPlain = (queue: string) =>
+      ex.jobClaimFlow({
+        ...lease(queue),
         fair: true,
         controlled: false,
         cursor: { tenant: '', used: 0 },
@@ -93,6 +92,9 @@ describe('queue gates', () => {
         solo: false,
         plain: true,
       });
+    const claimBoth = async (queue: string) => {
+      const fifo = await ex.jobClaim(lease(queue));
+      const plain = await claimPlain(queue);
       return { fifo: fifo.length, plain: plain.jobs.length, stillPlain: plain.plain };
     };
     const enqueue = (queue: string, tenant = 'default') =>
@@ -111,16 +113,7 @@ describe('queue gates', () => {
     // Another tenant's job marks the queue: the plain claim takes nothing and says so; the
     // fair claim it hands over to takes them all.
     await enqueue('t', 'acme');
-    const p = { queue: 't', limit: 5, owner: 'w', leaseMs: 30_000, intoRunning: true };
-    const plain = await ex.jobClaimFlow({
-      ...p,
-      fair: true,
-      controlled: false,
-      cursor: { tenant: '', used: 0 },
-      keyCursor: '',
-      solo: false,
-      plain: true,
-    });
+    const plain = await claimPlain('t');
     expect(plain.jobs).toHaveLength(4);
     expect(plain.plain).toBe(false);
   });
