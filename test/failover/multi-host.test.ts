@@ -60,6 +60,15 @@ describe('parseConnectionString', () => {
       /^DATABASE_URL: target_session_attrs must be read-write, primary or any/,
     );
     expect(bad('postgres://u:secret@h1,h2/db?target_session_attrs=standby')).not.toContain('secret');
+    // An unencoded '/' or '#' in the password ends the user info early: the "host" is the password's start.
+    for (const url of [
+      'postgres://app:Xk93jfQ/Lq9@h1,h2/db?target_session_attrs=read-write',
+      'postgres://app:Xk93jfQ#Lq9@h1,h2/db?target_session_attrs=read-write',
+    ]) {
+      const message = bad(url);
+      expect(message).toMatch(/^DATABASE_URL: cannot read the hosts: percent-encode/);
+      expect(message).not.toContain('Xk93jf');
+    }
   });
 
   it('createBaton and the daemon refuse a bad one as INVALID_CONFIG naming the option', () => {
