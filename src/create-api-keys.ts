@@ -4,7 +4,7 @@
 import { type ApiKeys, createApiKeys } from './core/api-keys.ts';
 import { SCHEMA_DEFAULT } from './core/config.ts';
 import { PgApiKeyStore } from './db/pg/api-key-store.ts';
-import { parseConnectionString } from './db/pg/multi-host.ts';
+import { ConnectionStringError, isMultiHost, parseConnectionString } from './db/pg/multi-host.ts';
 import { openPool, type PoolerMode } from './db/pg/open-pool.ts';
 import type { Queryable } from './db/pg/pool.ts';
 import { isValidSchemaName, quoteSchema } from './driver/schema-name.ts';
@@ -35,7 +35,7 @@ export function openApiKeys(opts: ApiKeysOptions): ClosableApiKeys {
     ? null
     : openPool(
         {
-          ...parseConnectionString(opts.connectionString as string, 'connectionString'),
+          ...connectionConfig(opts.connectionString as string, opts.pooler ?? 'none'),
           max: 2,
           connectionTimeoutMillis: 5_000,
           // A session setting sent at connect: a transaction pooler refuses it.
@@ -49,4 +49,19 @@ export function openApiKeys(opts: ApiKeysOptions): ClosableApiKeys {
     ...(opts.cacheMs === undefined ? {} : { cacheMs: opts.cacheMs }),
   });
   return Object.assign(keys, { close: async () => void (await own?.end()) });
+}
+
+/** The pool's connection settings; INVALID_CONFIG for a bad URL, or several hosts behind a transaction pooler. */
+function connectionConfig(url: string, pooler: PoolerMode) {
+  let config: ReturnType<typeof parseConnectionString>;
+  try {
+    config = parseConnectionString(url, 'connectionString');
+  } catch (err) {
+    if (err instanceof ConnectionStringError) throw new BatonError('INVALID_CONFIG', `openApiKeys: ${err.message}`);
+    throw err;
+  }
+  if (pooler === 'transaction' && isMultiHost(config)) {
+    throw new BatonError('INVALID_CONFIG', "openApiKeys: pooler: 'transaction': the pooler's connectionString names one host");
+  }
+  return config;
 }

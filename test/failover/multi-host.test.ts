@@ -2,6 +2,7 @@
 // with the setting named when bad, and every session lands on the writable host of a real
 // primary and streaming standby, before and after the standby is promoted.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openApiKeys } from '../../src/create-api-keys.ts';
 import { createBaton } from '../../src/create-baton.ts';
 import { loadConfig } from '../../src/daemon/env.ts';
 import { translatePgError } from '../../src/db/pg/errors.ts';
@@ -13,6 +14,7 @@ import {
   parseConnectionString,
 } from '../../src/db/pg/multi-host.ts';
 import { openPool } from '../../src/db/pg/open-pool.ts';
+import { BatonError } from '../../src/types/errors.ts';
 import { clusterUnavailable, type PgCluster, startPgCluster, startStandby } from '../helpers/pg-cluster.ts';
 import { waitFor } from '../helpers/wait.ts';
 
@@ -60,6 +62,15 @@ describe('parseConnectionString', () => {
       /^DATABASE_URL: target_session_attrs must be read-write, primary or any/,
     );
     expect(bad('postgres://u:secret@h1,h2/db?target_session_attrs=standby')).not.toContain('secret');
+    // An unencoded '/' or '#' in the password ends the user info early: the "host" is the password's start.
+    for (const url of [
+      'postgres://app:Xk93jfQ/Lq9@h1,h2/db?target_session_attrs=read-write',
+      'postgres://app:Xk93jfQ#Lq9@h1,h2/db?target_session_attrs=read-write',
+    ]) {
+      const message = bad(url);
+      expect(message).toMatch(/^DATABASE_URL: cannot read the hosts: percent-encode/);
+      expect(message).not.toContain('Xk93jf');
+    }
   });
 
   it('createBaton and the daemon refuse a bad one as INVALID_CONFIG naming the option', () => {
@@ -69,6 +80,20 @@ describe('parseConnectionString', () => {
     expect(() => loadConfig({ DATABASE_URL: 'postgres://u:pw@h1,h2/db?target_session_attrs=prefer-standby' })).toThrow(
       /DATABASE_URL.*target_session_attrs must be read-write, primary or any.*\(got "\*\*\*"\)/,
     );
+    // `baton keys` opens the key store alone: the same refusals, as INVALID_CONFIG BatonErrors.
+    for (const [connectionString, pooler, why] of [
+      ['postgres://u@h1,h2:x/db', 'none', 'connectionString: bad host "h2:x"'],
+      ['postgres://u@h1,h2/db', 'transaction', "pooler: 'transaction'"],
+    ] as const) {
+      let thrown: unknown;
+      try {
+        openApiKeys({ connectionString, pooler });
+      } catch (err) {
+        thrown = err;
+      }
+      expect(thrown).toBeInstanceOf(BatonError);
+      expect(thrown).toMatchObject({ code: 'INVALID_CONFIG', message: expect.stringContaining(why) });
+    }
     expect(loadConfig({ DATABASE_URL: 'postgres://u:pw@h1:5432,h2:5433/db?target_session_attrs=read-write' }).databaseUrl).toBe(
       'postgres://u:pw@h1:5432,h2:5433/db?target_session_attrs=read-write',
     );

@@ -27,9 +27,18 @@ const hostPort = z
   .regex(/^(\[[0-9a-fA-F:.]+\]|[^:,[\]\s]+)(?::(\d{1,5}))?$/, 'each host must be host or host:port')
   .transform((s) => {
     const m = /^(\[[0-9a-fA-F:.]+\]|[^:]+)(?::(\d+))?$/.exec(s)!;
-    return { host: m[1]!.replace(/^\[|\]$/g, ''), port: m[2] === undefined ? 5432 : Number(m[2]) };
+    return { host: decodeHost(m[1]!.replace(/^\[|\]$/g, '')), port: m[2] === undefined ? 5432 : Number(m[2]) };
   })
   .refine((h) => h.port >= 1 && h.port <= 65_535, 'port must be 1-65535');
+/** A percent-encoded host as libpq reads it: %2Fvar%2Frun%2Fpostgresql is a unix-socket directory. */
+function decodeHost(host: string): string {
+  try {
+    return decodeURIComponent(host);
+  } catch {
+    return host; // not valid percent-encoding: left as written, the connect names it
+  }
+}
+
 const targetSchema = z.enum(['any', 'read-write', 'primary'], {
   error: 'target_session_attrs must be read-write, primary or any (Baton writes: read-write is the default)',
 });
@@ -59,7 +68,12 @@ export function parseConnectionString(url: string, setting = 'connectionString')
   const hosts: PgHost[] = [];
   for (const part of parts) {
     const h = hostPort.safeParse(part);
-    if (!h.success) throw fail(`bad host "${part}": ${h.error.issues[0]?.message}`);
+    if (!h.success) {
+      // An '@' after the host list: a '/', '?' or '#' in the user or password ended the user
+      // info early, so `part` is the user and the start of the password: never echo it.
+      if (rest.includes('@')) throw fail("cannot read the hosts: percent-encode any '/', '?', '#' or '@' in the user or password");
+      throw fail(`bad host "${part}": ${h.error.issues[0]?.message}`);
+    }
     hosts.push(h.data);
   }
   const target = targetSchema.safeParse(rawTarget ?? 'read-write');
@@ -68,7 +82,8 @@ export function parseConnectionString(url: string, setting = 'connectionString')
   const path = q < 0 ? rest : rest.slice(0, q);
   const query = params.toString();
   const first = hosts[0]!;
-  const firstHost = first.host.includes(':') ? `[${first.host}]` : first.host;
+  // A socket directory goes back encoded: pg reads a bare '/' there as the start of the path.
+  const firstHost = first.host.startsWith('/') ? encodeURIComponent(first.host) : first.host.includes(':') ? `[${first.host}]` : first.host;
   const single = `${scheme}${userinfo === undefined ? '' : `${userinfo}@`}${firstHost}:${first.port}${path}${query ? `?${query}` : ''}`;
   return { connectionString: single, batonHosts: { hosts, target: target.data } };
 }

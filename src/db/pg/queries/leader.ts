@@ -2,6 +2,8 @@
 // leader-only write carries: the write happens only while its epoch holds an unexpired lease,
 // and a takeover waits for it to finish (the lock modes are the argument; see the migration).
 
+import { TIMELINE_TOKEN_OFFSET } from './job-fragments.ts';
+
 /**
  * The fence of a leader-only statement, as a CTE body: one row while the lease is held under
  * the epoch in parameter `param` and has not expired, none otherwise. FOR KEY SHARE: a
@@ -32,9 +34,13 @@ export function leaderQueries(schema: string) {
     // process's own lease under the epoch it last held ($5: it stopped trusting it, e.g. after a
     // pause). The row is locked FOR UPDATE, so this waits for leader writes in progress. The
     // lock check reads pg_locks only while the lease is live and its holder has a presence key.
+    // The new epoch is at least the timeline's token offset + 1 (job-fragments.ts): a promoted
+    // standby that missed the old primary's last takeovers (asynchronous replication) never
+    // hands one of their epochs out again, so a zombie leader's fenced writes match nothing.
+    // Kept in the row, so it never goes back (a later reset to timeline 1 leaves it as is).
     acquire: {
       name: `${schema}.leader_acquire`,
-      text: `UPDATE ${lease} l SET epoch = l.epoch + 1, holder = $1, holder_lock_key = $3,
+      text: `UPDATE ${lease} l SET epoch = GREATEST(l.epoch + 1, ${TIMELINE_TOKEN_OFFSET} + 1), holder = $1, holder_lock_key = $3,
           expires_at = ${until}, acquired_at = now(), renewed_at = now()
         FROM (
           SELECT singleton FROM ${lease}
