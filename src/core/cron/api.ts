@@ -81,6 +81,8 @@ export interface CronApiDeps {
   onNotifyError: (err: unknown) => void;
   /** The registry's queue of a workflow; throws WORKFLOW_NOT_FOUND for a name no process defines. */
   resolveWorkflow: (name: string) => Promise<{ queue: string }>;
+  /** Why this process's input schema of workflow `name` refuses `input` (null: accepted, or no schema here). */
+  workflowInputRefusal?: (name: string, input: unknown) => string | null;
 }
 
 type Definition = Omit<ScheduleWrite, 'tenantId' | 'name'>;
@@ -181,6 +183,16 @@ export function createCronApi(deps: CronApiDeps): CronApi {
   const validate = async (d: Fields, tenantId: string): Promise<Definition> => {
     checkTarget(d);
     const queue = d.workflow === undefined ? undefined : (await deps.resolveWorkflow(d.workflow)).queue;
+    // Defined here: an input its schema refuses would dead-letter every occurrence's run, so it is refused now.
+    // The value checked is the one stored (jsonb-normalised); a value that is not JSON is refused below.
+    let stored: unknown;
+    try {
+      stored = JSON.parse(JSON.stringify(d.input ?? null) ?? 'null');
+    } catch {
+      stored = undefined;
+    }
+    const why = d.workflow === undefined || stored === undefined ? null : (deps.workflowInputRefusal?.(d.workflow, stored) ?? null);
+    if (why !== null) throw badTarget(`the input of workflow ${JSON.stringify(d.workflow)} is invalid: ${why}`);
     return validateDefinition(d, tenantId, deps.now(), deps.maxAttemptsDefault, queue);
   };
   const announce = () => {

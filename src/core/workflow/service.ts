@@ -202,6 +202,11 @@ export class Workflows implements WorkflowRunsApi {
     return row;
   }
 
+  /** Why this process's schema of workflow `name` refuses `input`; null when it accepts it or this process has none. */
+  inputRefusal(name: string, input: unknown): string | null {
+    return inputRefusal(this.#defs.get(name)?.input, input);
+  }
+
   /** Throws WORKFLOW_NOT_FOUND unless the registry (or this process) knows `name`. */
   async resolve(name: string): Promise<Target> {
     return this.#target(name);
