@@ -100,8 +100,8 @@ export interface WorkflowOptions {
   /**
    * Checks each run's input (as stored, jsonb-normalised). A start in a process that defines the
    * workflow refuses a bad input (INVALID_ARGUMENT); a run started elsewhere (another process,
-   * HTTP, cron) is checked when it executes, and a bad input dead-letters it at once with the
-   * reason. Checked only: the function still reads the input as stored.
+   * HTTP, cron) is checked by its first execution, before any step, and a bad input dead-letters it
+   * at once with the reason (a run already under way is not checked again). Checked only: the function still reads the input as stored.
    */
   input?: InputSchema;
   /** Queue of the driving job. Default 'default'. */

@@ -4,6 +4,7 @@
 // process waking the ticker by NOTIFY, and the leader's death handing ticking over.
 
 import { beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
 import { type Baton, isBatonError, type Schedule } from '../../src/index.ts';
 import { useEngines } from '../engine/harness.ts';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -250,6 +251,36 @@ describe('baton.cron', () => {
         }
       })();
       expect(isBatonError(bad) && bad.code).toBe('INVALID_CONFIG');
+    });
+
+    it('a process that defines the workflow refuses a schedule whose input its schema refuses, writing nothing', async () => {
+      const worker = engines.create({ queues: { wf: 1 } });
+      worker.workflow('typed', () => 1, { queue: 'wf', input: z.object({ n: z.number() }) });
+      let strict = false;
+      const toggled = {
+        parse: (v: unknown) => {
+          if (strict) throw new Error('tightened');
+          return v;
+        },
+      };
+      worker.workflow('toggled', () => 1, { queue: 'wf', input: toggled });
+      await worker.start();
+      const base = { name: 'typed', cron: '0 * * * *', timezone: 'UTC', workflow: 'typed' };
+      expect(await codeOf(worker.cron.upsert({ ...base, input: { n: 'x' } }))).toBe('INVALID_ARGUMENT');
+      expect(await worker.cron.list()).toEqual([]);
+      const { schedule } = await worker.cron.upsert({ ...base, input: { n: 1 } });
+      expect(await codeOf(worker.cron.update(schedule.id, { input: { n: 'x' } }))).toBe('INVALID_ARGUMENT');
+      expect((await worker.cron.get(schedule.id)).payload).toEqual({ n: 1 });
+      // A schema tightened since the schedule was written: a pause or a timing edit still goes through.
+      strict = true;
+      const loose = await worker.cron.upsert({ ...base, name: 'loose', workflow: 'toggled', input: { n: 1 } }).catch((e: unknown) => e);
+      expect(isBatonError(loose) && loose.code).toBe('INVALID_ARGUMENT');
+      strict = false;
+      const { schedule: s2 } = await worker.cron.upsert({ ...base, name: 'loose', workflow: 'toggled', input: { n: 1 } });
+      strict = true;
+      expect((await worker.cron.pause(s2.id)).status).toBe('paused');
+      expect((await worker.cron.update(s2.id, { cron: '5 * * * *' })).cron).toBe('5 * * * *');
+      expect(await codeOf(worker.cron.update(s2.id, { input: { n: 2 } }))).toBe('INVALID_ARGUMENT');
     });
 
     it('an edit switches a schedule between a job and a workflow target', async () => {

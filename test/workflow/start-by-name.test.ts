@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { isBatonError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { jobOf, runInState, useWorkflowEngines } from './harness.ts';
 
 const db = useTestDatabase();
@@ -88,7 +89,7 @@ describe('start a workflow by name from anywhere', () => {
     // A start refreshes the row: first seen stays, last seen moves on.
     const [again] = await registry();
     expect(again!.first_seen_at).toEqual(seen!.first_seen_at);
-    expect(again!.last_seen_at.getTime()).toBeGreaterThanOrEqual(seen!.last_seen_at.getTime());
+    expect(again!.last_seen_at.getTime()).toBeGreaterThan(seen!.last_seen_at.getTime());
   });
 
   it('a child run of a workflow defined only in another process is started there', async () => {
@@ -128,5 +129,41 @@ describe('start a workflow by name from anywhere', () => {
     expect((await runInState(producer, good.run.id, 'succeeded')).output).toBe(2);
     expect(ran).toBe(1);
     expect(() => worker.workflow('untyped', () => 1, { input: 'nope' as never })).toThrow(/must be a schema with parse/);
+  });
+
+  it('the input schema checks a run before its first step only: a run already under way is not dead-lettered by a schema tightened later', async () => {
+    await db.query('TRUNCATE baton.workflow_definitions');
+    const worker = engines.create({ queues: { tightened: 1 } });
+    // Stands for a redeploy that tightens the schema while a run waits: it refuses every input once strict.
+    let strict = false;
+    const schema = {
+      parse: (v: unknown) => {
+        if (strict) throw new Error('tightened');
+        return v;
+      },
+    };
+    worker.workflow(
+      'tightened',
+      async (ctx) => {
+        await ctx.step('charge', () => 'charged');
+        const ev = await ctx.waitForEvent('go', 'go');
+        return ev?.payload;
+      },
+      { queue: 'tightened', input: schema },
+    );
+    await worker.start();
+    const { run } = await worker.startWorkflow('tightened', { n: 1 });
+    await runInState(worker, run.id, 'waiting');
+    strict = true;
+    await worker.sendEvent(run.id, 'go', 'done');
+    const done = await waitFor(
+      async () => {
+        const r = await worker.workflows.getRun(run.id);
+        return r && (r.state === 'succeeded' || r.state === 'dead_lettered') ? r : null;
+      },
+      { message: 'the run to finish' },
+    );
+    expect(done.errors.map((e) => e.message)).toEqual([]);
+    expect(done).toMatchObject({ state: 'succeeded', output: 'done' });
   });
 });

@@ -81,6 +81,8 @@ export interface CronApiDeps {
   onNotifyError: (err: unknown) => void;
   /** The registry's queue of a workflow; throws WORKFLOW_NOT_FOUND for a name no process defines. */
   resolveWorkflow: (name: string) => Promise<{ queue: string }>;
+  /** Why this process's input schema of workflow `name` refuses `input` (null: accepted, or no schema here). */
+  workflowInputRefusal?: (name: string, input: unknown) => string | null;
 }
 
 type Definition = Omit<ScheduleWrite, 'tenantId' | 'name'>;
@@ -178,9 +180,20 @@ export function validateDefinition(
 export function createCronApi(deps: CronApiDeps): CronApi {
   const { store } = deps;
   /** validateDefinition, with a workflow target looked up in the registry (unknown: WORKFLOW_NOT_FOUND). */
-  const validate = async (d: Fields, tenantId: string): Promise<Definition> => {
+  const validate = async (d: Fields, tenantId: string, inputChanged: boolean): Promise<Definition> => {
     checkTarget(d);
     const queue = d.workflow === undefined ? undefined : (await deps.resolveWorkflow(d.workflow)).queue;
+    // Defined here: an input its schema refuses would dead-letter every occurrence's run, so it is refused now.
+    // The value checked is the one stored (jsonb-normalised); a value that is not JSON is refused below.
+    let stored: unknown;
+    try {
+      stored = JSON.parse(JSON.stringify(d.input ?? null) ?? 'null');
+    } catch {
+      stored = undefined;
+    }
+    const why =
+      !inputChanged || d.workflow === undefined || stored === undefined ? null : (deps.workflowInputRefusal?.(d.workflow, stored) ?? null);
+    if (why !== null) throw badTarget(`the input of workflow ${JSON.stringify(d.workflow)} is invalid: ${why}`);
     return validateDefinition(d, tenantId, deps.now(), deps.maxAttemptsDefault, queue);
   };
   const announce = () => {
@@ -224,7 +237,9 @@ export function createCronApi(deps: CronApiDeps): CronApi {
           ...((p.maxAttempts ?? cur.maxAttempts) === null ? {} : { maxAttempts: (p.maxAttempts ?? cur.maxAttempts) as number }),
           ...(p.input === undefined ? {} : { input: p.input }),
         };
-    const def = await validate(merged, cur.tenantId);
+    // The input is checked when it or the workflow changes: a pause or a timing edit of a schedule
+    // whose input a since-tightened schema refuses must still go through.
+    const def = await validate(merged, cur.tenantId, p.workflow !== undefined || 'input' in p);
     // An edit keeps a pause; a disabled schedule that now validates fires again.
     const enabled = p.paused === undefined ? cur.status !== 'paused' : !p.paused;
     // Keep the stored next fire time unless the timing changed or the schedule starts firing again:
@@ -245,7 +260,7 @@ export function createCronApi(deps: CronApiDeps): CronApi {
     async upsert(input) {
       const i = parseOrThrow(scheduleInputSchema, input, 'schedule');
       const tenantId = i.tenantId ?? 'default';
-      const def = await validate(i, tenantId);
+      const def = await validate(i, tenantId, true);
       const r = await store.scheduleUpsert({ tenantId, name: i.name, ...def });
       if (r.changed) announce();
       return { schedule: r.schedule, created: r.created };

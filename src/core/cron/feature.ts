@@ -22,6 +22,7 @@ export function cronFeature(ctx: EngineContext, workflows: Workflows): { cron: C
     // In the ticker's fenced transaction; it wakes the queues itself once that has committed.
     enqueue: (specs, client) => ctx.enqueueMany(specs, { client, notify: false }),
     resolveWorkflow: (name) => workflows.resolve(name),
+    workflowInputRefusal: (name, input) => workflows.inputRefusal(name, input),
     startRun: async (occ, target, client) => {
       const res = await workflows.startOn(client, {
         name: occ.workflow,

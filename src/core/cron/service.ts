@@ -35,6 +35,8 @@ export interface CronServiceDeps {
   enqueue: (specs: JobSpec[], client: Queryable) => Promise<EnqueueResult[]>;
   /** A workflow's queue and attempt budget from the registry of defined workflows; throws WORKFLOW_NOT_FOUND. */
   resolveWorkflow: SchedulerDeps['resolveWorkflow'];
+  /** Why this process's input schema of a workflow refuses an input (null: accepted, or no schema here). */
+  workflowInputRefusal?: (name: string, input: unknown) => string | null;
   /** Starts a workflow schedule's occurrence on `client`, the ticker's fenced transaction. */
   startRun: SchedulerDeps['startRun'];
   wake: (queues: string[]) => void;
@@ -94,6 +96,7 @@ export class CronService implements Service {
       changed: () => this.#scheduler.wake(),
       onNotifyError: deps.onError,
       resolveWorkflow: deps.resolveWorkflow,
+      ...(deps.workflowInputRefusal ? { workflowInputRefusal: deps.workflowInputRefusal } : {}),
     });
   }
 

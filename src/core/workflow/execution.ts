@@ -30,6 +30,8 @@ export interface ExecutionDeps {
   startChildren: (parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]) => Promise<string[]>;
   /** Executions in progress in this process, by run (a local cancel aborts them). */
   running?: Map<string, AbortController>;
+  /** The workflow's input schema: why it refuses `input`, or null when it accepts it. */
+  checkInput?: (input: unknown) => string | null;
 }
 
 /** The job handler of a workflow: runs one execution of the run named in the job's payload. */
@@ -46,6 +48,10 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   if (run.state === 'sleeping') d.counters.resumes.sleep++;
   else if (run.state === 'waiting') d.counters.resumes[run.eventReady ? 'event' : 'timeout']++;
   else if (ctx.job.attempt > 1) d.counters.resumes.retry++;
+  // Before the run's first step only: a run already under way (its steps' effects done) is not
+  // dead-lettered by a schema tightened since it started.
+  const why = d.checkInput && run.steps.length === 0 ? d.checkInput(run.input) : null;
+  if (why !== null) throw new TerminalError(`the input of workflow "${run.name}" is invalid: ${why}`);
 
   const cancel = new AbortController();
   d.running?.set(runId, cancel);

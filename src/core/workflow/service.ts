@@ -99,16 +99,12 @@ export class Workflows implements WorkflowRunsApi {
     if (!o.success) throw invalid(`options of workflow "${name}"`, o.error);
     if (this.#defs.has(name)) throw new BatonError('INVALID_ARGUMENT', `workflow "${name}" is already defined`);
     const schema = o.data.input;
-    // The starting process may not know the schema (another process, HTTP, cron): each execution
-    // checks the stored input, and a refused one dead-letters the run at once, saying why.
-    const checked: WorkflowFn<never> = schema
-      ? (ctx) => {
-          const why = inputRefusal(schema, ctx.input);
-          if (why !== null) throw new TerminalError(`the input of workflow "${name}" is invalid: ${why}`);
-          return (fn as WorkflowFn<never>)(ctx);
-        }
-      : (fn as WorkflowFn<never>);
-    const def: Definition = { fn: checked, queue: o.data.queue ?? 'default', maxAttempts: o.data.maxAttempts ?? 5, input: schema };
+    const def: Definition = {
+      fn: fn as WorkflowFn<never>,
+      queue: o.data.queue ?? 'default',
+      maxAttempts: o.data.maxAttempts ?? 5,
+      input: schema,
+    };
     this.#defs.set(name, def);
     const deps = {
       store: this.#d.store,
@@ -118,6 +114,9 @@ export class Workflows implements WorkflowRunsApi {
       startChildren: (parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]) =>
         this.#startChildren(parent, def.queue, key, children),
       running: this.#running,
+      // The starting process may not know the schema (another process, HTTP, cron): a run's first
+      // execution checks the stored input (executeRun), and a refused one dead-letters at once.
+      ...(schema ? { checkInput: (input: unknown) => inputRefusal(schema, input) } : {}),
     };
     this.#d.handlers[jobTypeOf(name)] = (ctx) => executeRun(def.fn as WorkflowFn, ctx, deps);
   }
@@ -201,6 +200,11 @@ export class Workflows implements WorkflowRunsApi {
       });
     }
     return row;
+  }
+
+  /** Why this process's schema of workflow `name` refuses `input`; null when it accepts it or this process has none. */
+  inputRefusal(name: string, input: unknown): string | null {
+    return inputRefusal(this.#defs.get(name)?.input, input);
   }
 
   /** Throws WORKFLOW_NOT_FOUND unless the registry (or this process) knows `name`. */

@@ -26,7 +26,7 @@ const key = z
 const anyJson = z.unknown().meta({ description: 'any JSON' });
 
 export const workflowNameParamSchema = z.object({
-  name: nameSchema.meta({ description: 'a workflow defined in the server process (percent-encode "/")' }),
+  name: nameSchema.meta({ description: 'a workflow in the registry of defined workflows, defined by any process (percent-encode "/")' }),
 });
 
 /** Any string: one that cannot name a run answers 404 RUN_NOT_FOUND. */
