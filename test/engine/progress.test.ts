@@ -91,8 +91,17 @@ describe('ctx.progress', () => {
   it('a zombie’s report after its lease was taken over stores nothing; the new holder’s does', async () => {
     const aEntered = new Signal<JobContext>();
     const aGate = engines.gate();
-    // A: heartbeats often but never reaps; its lease is expired by hand below.
+    // A's heartbeats fail while `stalled` (a partition of its renewals only): a renewal would
+    // extend the lease expired by hand below, and B could never take the job over. Its
+    // progress statements still go out, with A's old token, so the fence in the database
+    // (not A's own lost flag) is what must refuse them.
+    let stalled = false;
+    const aPool = engines.pool((config, run) => {
+      if (stalled && / AS cancel\)/.test((config as { text?: string }).text ?? '')) return Promise.reject(new Error('stalled'));
+      return run();
+    });
     const a = await engines.start({
+      pool: aPool,
       queues: { q: 1 },
       leaseMs: 60_000,
       heartbeatMs: 100,
@@ -104,12 +113,17 @@ describe('ctx.progress', () => {
         },
       },
     });
+    const aFenced: number[] = [];
+    a.events.on('fenced', (e) => {
+      if (e.kind === 'progress') aFenced.push(e.count);
+    });
     const { job } = await a.enqueue({ jobType: 'slow', queue: 'q' });
     const ctxA = await aEntered.next({ message: 'A to start the job' });
     ctxA.progress(10);
     await waitFor(async () => (await progressOf(job.id)) === 10, { message: 'A’s report while it holds the lease' });
 
     // A's lease expires; B reaps and takes the job over, and reports.
+    stalled = true;
     await db.query(`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [job.id]);
     const bEntered = new Signal<JobContext>();
     const bGate = engines.gate();
@@ -128,11 +142,14 @@ describe('ctx.progress', () => {
     const ctxB = await bEntered.next({ message: 'B to take the job over' });
     expect(BigInt(ctxB.token)).toBeGreaterThan(BigInt(ctxA.token));
     await waitFor(async () => JSON.stringify(await progressOf(job.id)) === '{"by":"B"}', { message: 'B’s report' });
-    // The zombie reports again: its next heartbeat finds the lease gone, and nothing of A's is stored.
+    // The zombie reports again and its statement reaches the database under its old token.
+    expect(ctxA.signal.aborted).toBe(false);
     ctxA.progress({ by: 'A' });
+    await waitFor(() => aFenced.length > 0, { message: 'A’s report to be fenced off' });
+    expect(await progressOf(job.id)).toEqual({ by: 'B' });
+    // Its renewals back, A learns it lost the lease.
+    stalled = false;
     await waitFor(() => ctxA.signal.aborted, { message: 'A to learn it lost the lease' });
-    const afterA = (await row(db, job.id)).lease_expires_at!.getTime();
-    await waitFor(async () => (await row(db, job.id)).lease_expires_at!.getTime() > afterA, { message: 'a heartbeat of B after A’s' });
     expect(await progressOf(job.id)).toEqual({ by: 'B' });
     aGate.resolve(undefined);
     bGate.resolve(undefined);
