@@ -176,6 +176,11 @@ describe('ctx.progress', () => {
             ['null', null],
             ['too large', { s: 'x'.repeat(PROGRESS_MAX_BYTES) }],
             ['NUL', { s: 'a\u0000b' }],
+            ['toJSON to a number out of range', { toJSON: () => 500 }],
+            ['Date (toJSON to a string)', new Date(0)],
+            ['toJSON to an array', { toJSON: () => [1] }],
+            ['BigInt', { n: 1n }],
+            ['Infinity', Number.POSITIVE_INFINITY],
           ];
           for (const [name, v] of tries) {
             try {
@@ -203,6 +208,11 @@ describe('ctx.progress', () => {
       ['null', invalid],
       ['too large', { code: 'INVALID_ARGUMENT', details: { limitBytes: PROGRESS_MAX_BYTES, bytes: PROGRESS_MAX_BYTES + 8 } }],
       ['NUL', invalid],
+      ['toJSON to a number out of range', invalid],
+      ['Date (toJSON to a string)', invalid],
+      ['toJSON to an array', invalid],
+      ['BigInt', invalid],
+      ['Infinity', invalid],
     ]);
   });
 });
