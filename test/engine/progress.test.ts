@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { isBatonError, type JobContext, type JobProgress, PROGRESS_MAX_BYTES } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { Signal, waitFor } from '../helpers/wait.ts';
+import { deferred, Signal, waitFor } from '../helpers/wait.ts';
 import { row, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
@@ -159,6 +159,55 @@ describe('ctx.progress', () => {
     await Promise.all([a.stop(), b.stop()]);
     expect((await engines.producer().admin.replay(job.id)).progress).toBeNull();
     expect(await progressOf(job.id)).toBeNull();
+  });
+
+  it('a last report that loses the race with its own completion is not counted as a fenced write', async () => {
+    // The handler reports and returns; the heartbeat picks the report up while the completion
+    // is in flight and sends it once the completion has committed, so the fence refuses it.
+    // That is the outcome winning, not a zombie: the 'fenced' metric must not count it.
+    const committed = deferred();
+    const progressSent = deferred();
+    let progressAnswered = false;
+    // The heartbeater's tick ends by touching the worker row, after it handled the answer.
+    const tickDone = deferred();
+    const pool = engines.pool(async (config, run) => {
+      const c = config as { name?: string; text?: string };
+      if (progressAnswered && /worker_touch$/.test(c.name ?? '')) tickDone.resolve(undefined);
+      if (/SET progress =/.test(c.text ?? '')) {
+        progressSent.resolve(undefined);
+        await committed.promise;
+        const r = await run();
+        progressAnswered = true;
+        return r;
+      }
+      if (/job_complete|result = CASE/.test(`${c.name ?? ''} ${c.text ?? ''}`)) {
+        const r = await run();
+        committed.resolve(undefined);
+        await progressSent.promise;
+        return r;
+      }
+      return run();
+    });
+    const b = await engines.start({
+      pool,
+      queues: { q: 1 },
+      heartbeatMs: 50,
+      handlers: {
+        last: (ctx) => {
+          ctx.progress(100);
+          return 'done';
+        },
+      },
+    });
+    const fenced: Array<{ kind: string; count: number }> = [];
+    b.events.on('fenced', (e) => fenced.push(e));
+    const { job } = await b.enqueue({ jobType: 'last', queue: 'q' });
+    await rowInState(db, job.id, 'succeeded');
+    await tickDone.promise;
+    // The report came too late to be stored; the job ended as its completion said.
+    expect(await progressOf(job.id)).toBeNull();
+    expect(fenced).toEqual([]);
+    expect(b.stats().fencedWrites).toBe(0);
   });
 
   it('refuses anything but a number 0..100 or a JSON object of at most PROGRESS_MAX_BYTES, with INVALID_ARGUMENT', async () => {
