@@ -52,7 +52,7 @@ export interface EngineStats {
   cancelled: number;
   /** Handlers whose signal this process aborted for a cancel request (by NOTIFY, heartbeat or a local cancel). */
   cancelSignalled: number;
-  /** Outcome/heartbeat/mark-running writes that matched no row because the token was stale. */
+  /** Outcome/heartbeat/mark-running/progress writes that matched no row because the token was stale. */
   fencedWrites: number;
   leasesLost: number;
   reclaimed: number;

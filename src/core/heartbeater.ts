@@ -122,7 +122,9 @@ export class Heartbeater implements Service {
       let fenced = 0;
       entries.forEach((e, i) => {
         if (written.has(e.job.id)) this.#d.onProgress?.(e, (reports[i] as { value: unknown }).value);
-        else fenced++;
+        // A job whose outcome was written meanwhile left the live states: its own outcome won,
+        // no other holder fenced the report off (as with heartbeats, above).
+        else if (e.phase === 'running' && this.#d.leases.get(e.job.id) === e) fenced++;
       });
       if (fenced > 0) this.#d.onProgressFenced?.(fenced);
     } catch (err) {

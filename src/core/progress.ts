@@ -28,7 +28,9 @@ export function progressText(value: JobProgress): string {
   } catch (err) {
     throw new BatonError('INVALID_ARGUMENT', 'invalid progress: not JSON-serialisable', { cause: err });
   }
-  if (text === undefined) throw refuse('not JSON-serialisable');
+  // A toJSON (a Date's, or an object's own) may turn the object into a number out of range, a
+  // string or an array: what is stored must itself be an object.
+  if (text === undefined || !text.startsWith('{')) throw refuse('must be a number from 0 to 100 or a JSON object');
   const bytes = Buffer.byteLength(text);
   if (bytes > PROGRESS_MAX_BYTES) {
     throw refuse(`${bytes} bytes of JSON, more than ${PROGRESS_MAX_BYTES}`, { limitBytes: PROGRESS_MAX_BYTES, bytes });

@@ -104,7 +104,7 @@ export class Worker {
       onProgress: (entry, value) => {
         if (events.listenerCount('progress') > 0) events.emit('progress', { job: entry.job, progress: value as JobProgress });
       },
-      onProgressFenced: (count) => events.emit('fenced', { kind: 'progress', count }),
+      onProgressFenced: (count) => this.#fenced('progress', count),
       onError: onError('heartbeat'),
       afterTick: () => {
         this.#claimer.tick();
@@ -323,7 +323,7 @@ export class Worker {
     this.#d.events.emit('leaseLost', { job: entry.job });
   }
 
-  #fenced(kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release', count: number): void {
+  #fenced(kind: 'complete' | 'fail' | 'heartbeat' | 'start' | 'release' | 'progress', count: number): void {
     this.#d.counters.fencedWrites += count;
     this.#d.events.emit('fenced', { kind, count });
   }
