@@ -441,6 +441,14 @@ describe('workflow store methods', () => {
       });
     });
 
+    it('the registry answers what an engine registered last, and null for a name never registered', async () => {
+      expect(await store.workflowDefinition('never')).toBeNull();
+      await store.workflowRegister([{ name: 'reg', queue: 'first-q', maxAttempts: 3 }]);
+      await store.workflowRegister([{ name: 'reg', queue: 'second-q', maxAttempts: 6 }]);
+      expect(await store.workflowDefinition('reg')).toMatchObject({ queue: 'second-q', maxAttempts: 6 });
+      await db.query('TRUNCATE baton.workflow_definitions');
+    });
+
     it("takes the new job's queue and budget from the registry when the replaying process does not define the workflow", async () => {
       await store.workflowRegister([{ name: 'w', queue: 'registered-q', maxAttempts: 4 }]);
       const lease = await claimedRun();
