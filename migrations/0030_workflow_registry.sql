@@ -13,4 +13,8 @@ CREATE TABLE workflow_definitions (
 );
 
 -- A schedule's target: a job (workflow NULL), or a run of this workflow (its input in payload).
-ALTER TABLE schedules ADD COLUMN workflow text;
+-- The check keeps the two columns in step whoever writes them: a process of an earlier version
+-- editing the job type of a workflow schedule is refused instead of leaving a schedule whose
+-- runs belong to one workflow and whose job type names another.
+ALTER TABLE schedules ADD COLUMN workflow text,
+  ADD CONSTRAINT schedules_workflow_job_type CHECK (workflow IS NULL OR job_type = 'workflow:' || workflow);

@@ -107,6 +107,14 @@ describe('PgScheduleStore', () => {
     expect((await store.scheduleList({ limit: 10, offset: 0 })).map((s) => s.id)).toEqual([keep.id]);
   });
 
+  it("a workflow schedule's job type stays workflow:<name>, whoever writes the row (an older process's edit is refused)", async () => {
+    const ok = await store.scheduleUpsert(write({ workflow: 'bill', jobType: 'workflow:bill' }));
+    await expect(
+      db.query(`UPDATE ${quoteSchema(db.schema)}.schedules SET job_type = 'other' WHERE id = $1`, [ok.schedule.id]),
+    ).rejects.toMatchObject({ code: '23514', constraint: 'schedules_workflow_job_type' });
+    await expect(store.scheduleUpsert(write({ workflow: 'bill', jobType: 'bill' }))).rejects.toThrow(/schedules_workflow_job_type|check/i);
+  });
+
   it('scheduleNotifyChanged notifies the cron channel', async () => {
     const listener = new pg.Client({ connectionString: db.url });
     await listener.connect();
