@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { migrate } from '../src/db/migrate.ts';
 import { flowClaimQueries } from '../src/db/pg/queries/flow-control-claim.ts';
+import { TIMELINE_TOKEN_OFFSET } from '../src/db/pg/queries/job-fragments.ts';
 import { abCacheDir, buildRef } from './ab/build.ts';
 import { machineRecord } from './machine.ts';
 import { writeResults } from './report/write-results.ts';
@@ -56,6 +57,12 @@ const GATE_PROBE = /\s*AND NOT EXISTS \(SELECT 1 FROM "baton"\.queue_gates WHERE
 if (!GATE_PROBE.test(headClaim.text)) throw new Error('the plain claim no longer probes queue_gates: update bench/claim-sparse.ts');
 const withoutProbes = headClaim.text.replace(GATE_PROBE, '');
 
+/** `text` without `part`, which it must contain. */
+function without(text: string, part: string): string {
+  if (!text.includes(part)) throw new Error(`the plain claim no longer has ${JSON.stringify(part)}: update bench/claim-sparse.ts`);
+  return text.replace(part, '');
+}
+
 /** The indexes of jobs added for capabilities a plain job does not use. */
 const FEATURE_INDEXES = ['jobs_fair_idx', 'jobs_keyed_idx', 'jobs_keyed_live_idx', 'jobs_waiting_idx', 'jobs_finished_other_tenant_idx'];
 
@@ -86,6 +93,20 @@ const ALL_VARIANTS: Variant[] = [
     migrate,
     sql: [],
     claim: { ...headClaim, name: 'sparse_no_probe', text: withoutProbes },
+  },
+  {
+    id: 'no-timeline',
+    label: "the plain claim without its tokens' timeline offset (pg_walfile_name(pg_current_wal_lsn()) per claim)",
+    migrate,
+    sql: [],
+    claim: { ...headClaim, name: 'sparse_no_timeline', text: without(headClaim.text, ` + ${TIMELINE_TOKEN_OFFSET}`) },
+  },
+  {
+    id: 'no-attempt-check',
+    label: "the plain claim without the update's `attempt >= 0` (a plan-steering condition)",
+    migrate,
+    sql: [],
+    claim: { ...headClaim, name: 'sparse_no_attempt_check', text: without(headClaim.text, '\n          AND j.attempt >= 0') },
   },
   {
     id: 'no-feature-indexes',
