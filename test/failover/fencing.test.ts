@@ -3,15 +3,16 @@
 // that zombie's outcome write would match the new lease. The standby is stopped so it misses
 // a session's token floor and a claim, exactly the window an asynchronous failover loses.
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.ts';
 import { openPool } from '../../src/db/pg/open-pool.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { installTokenFloor } from '../../src/db/pg/token-floor.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { clusterUnavailable, type PgCluster, startPgCluster, startStandby } from '../helpers/pg-cluster.ts';
+import { clusterUnavailable, type PgCluster } from '../helpers/pg-cluster.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { usePrimaryAndStandby } from './clusters.ts';
 
 const SCHEMA = '"baton"';
 
@@ -29,13 +30,9 @@ if (unavailable) console.warn(`test/failover/fencing.test.ts: skipped: ${unavail
 describe.skipIf(unavailable !== null)('fencing tokens across a promotion', () => {
   let primary: PgCluster;
   let standby: PgCluster;
-  beforeAll(async () => {
-    primary = await startPgCluster({ settings: { wal_level: 'replica' } });
-    standby = await startStandby(primary);
-  });
-  afterAll(async () => {
-    await standby?.destroy();
-    await primary?.destroy();
+  usePrimaryAndStandby((p, s) => {
+    primary = p;
+    standby = s;
   });
 
   it('a promoted standby that missed claims hands out only newer tokens, and the zombie writes nothing', async () => {

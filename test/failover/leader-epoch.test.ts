@@ -3,11 +3,12 @@
 // again, or the zombie leader's fenced writes (leaderFenceSql checks the epoch alone) would
 // pass beside the real leader's until its next renewal failed.
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.ts';
 import { PgLeaderStore } from '../../src/db/pg/pg-leader.ts';
-import { clusterUnavailable, type PgCluster, startPgCluster, startStandby } from '../helpers/pg-cluster.ts';
+import { clusterUnavailable, type PgCluster } from '../helpers/pg-cluster.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { usePrimaryAndStandby } from './clusters.ts';
 
 const unavailable = clusterUnavailable();
 if (unavailable) console.warn(`test/failover/leader-epoch.test.ts: skipped: ${unavailable}`);
@@ -15,13 +16,9 @@ if (unavailable) console.warn(`test/failover/leader-epoch.test.ts: skipped: ${un
 describe.skipIf(unavailable !== null)('the leader epoch across a promotion that missed a takeover', () => {
   let primary: PgCluster;
   let standby: PgCluster;
-  beforeAll(async () => {
-    primary = await startPgCluster({ settings: { wal_level: 'replica' } });
-    standby = await startStandby(primary);
-  });
-  afterAll(async () => {
-    await standby?.destroy();
-    await primary?.destroy();
+  usePrimaryAndStandby((p, s) => {
+    primary = p;
+    standby = s;
   });
 
   // A presence key nobody holds: any candidate may take the lease over at once.

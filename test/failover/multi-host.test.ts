@@ -1,7 +1,7 @@
 // Multi-host connection strings: parsed as libpq spells them (node-postgres cannot), refused
 // with the setting named when bad, and every session lands on the writable host of a real
 // primary and streaming standby, before and after the standby is promoted.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { openApiKeys } from '../../src/create-api-keys.ts';
 import { createBaton } from '../../src/create-baton.ts';
 import { loadConfig } from '../../src/daemon/env.ts';
@@ -15,8 +15,9 @@ import {
 } from '../../src/db/pg/multi-host.ts';
 import { openPool } from '../../src/db/pg/open-pool.ts';
 import { BatonError } from '../../src/types/errors.ts';
-import { clusterUnavailable, type PgCluster, startPgCluster, startStandby } from '../helpers/pg-cluster.ts';
+import { clusterUnavailable, type PgCluster } from '../helpers/pg-cluster.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { usePrimaryAndStandby } from './clusters.ts';
 
 describe('parseConnectionString', () => {
   it('leaves a one-host URL to pg as it is', () => {
@@ -107,13 +108,9 @@ if (unavailable) console.warn(`test/failover/multi-host.test.ts: skipped: ${unav
 describe.skipIf(unavailable !== null)('a writable host among a primary and a standby', () => {
   let primary: PgCluster;
   let standby: PgCluster;
-  beforeAll(async () => {
-    primary = await startPgCluster({ settings: { wal_level: 'replica' } });
-    standby = await startStandby(primary);
-  });
-  afterAll(async () => {
-    await standby?.destroy();
-    await primary?.destroy();
+  usePrimaryAndStandby((p, s) => {
+    primary = p;
+    standby = s;
   });
 
   /** Standby listed first: a writable-only session must skip it. */

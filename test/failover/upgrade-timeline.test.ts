@@ -8,13 +8,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { migrate } from '../../src/db/migrate.ts';
 import { openPool } from '../../src/db/pg/open-pool.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { insertJob } from '../helpers/factory.ts';
-import { clusterUnavailable, freePort, type PgCluster, startPgCluster, startStandby } from '../helpers/pg-cluster.ts';
+import { clusterUnavailable, freePort, type PgCluster } from '../helpers/pg-cluster.ts';
 import { waitFor } from '../helpers/wait.ts';
+import { usePrimaryAndStandby } from './clusters.ts';
 
 const BIN = execFileSync('pg_config', ['--bindir']).toString().trim();
 const asPostgres = (cmd: string, args: string[], cwd = os.tmpdir()) =>
@@ -30,13 +31,9 @@ if (unavailable) console.warn(`test/failover/upgrade-timeline.test.ts: skipped: 
 describe.skipIf(unavailable !== null)('tokens across pg_upgrade of a promoted cluster', () => {
   let primary: PgCluster;
   let standby: PgCluster;
-  beforeAll(async () => {
-    primary = await startPgCluster({ settings: { wal_level: 'replica' } });
-    standby = await startStandby(primary);
-  });
-  afterAll(async () => {
-    await standby?.destroy();
-    await primary?.destroy();
+  usePrimaryAndStandby((p, s) => {
+    primary = p;
+    standby = s;
   });
 
   const claim = async (url: string) => {
