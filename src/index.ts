@@ -42,6 +42,7 @@ export type { Handler, HandlerMap, JobContext } from './core/handler.ts';
 export {
   CONCURRENCY_KEY_MAX_CHARS,
   CONCURRENCY_LIMIT_MAX,
+  DEBOUNCE_WINDOW_MS_MAX,
   DELAY_MS_MAX,
   DEPENDS_ON_MAX,
   IDEMPOTENCY_KEY_MAX_CHARS,
@@ -101,11 +102,15 @@ export {
   type AttemptError,
   type AttemptErrorKind,
   type CancelledJob,
+  DEBOUNCE_MODES,
   type DeadLetteredJob,
+  type DebounceMode,
+  type DebounceOptions,
   ENQUEUE_WARNING_CODES,
   type EnqueueResult,
   type EnqueueWarning,
   type EnqueueWarningCode,
+  type EnqueueWindow,
   JOB_STATES,
   type Job,
   type JobProgress,
@@ -121,6 +126,7 @@ export {
   type SucceededJob,
   TERMINAL_STATES,
   type TerminalState,
+  type ThrottleOptions,
   type WaitingJob,
 } from './types/job.ts';
 export { JOB_SORT_KEYS, JOB_SORT_WINDOW, type JobSortKey, SORT_ORDERS, type SortOrder } from './types/job-sort.ts';

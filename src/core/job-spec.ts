@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import type { NewJob } from '../driver/executor.ts';
 import { BatonError } from '../types/errors.ts';
-import { ID_PATTERN, type JobSpec, ON_PARENT_FAILURE } from '../types/job.ts';
+import { DEBOUNCE_MODES, type EnqueueWindow, ID_PATTERN, type JobSpec, ON_PARENT_FAILURE } from '../types/job.ts';
 import { nameSchema as name } from './config.ts';
 import type { TraceCarrier } from './tracing.ts';
 
@@ -37,9 +37,17 @@ export function tenantConcurrencyKey(tenantId: string, key: string): string {
 export const CONCURRENCY_LIMIT_MAX = 1_000_000;
 /** Most parents one job may depend on. */
 export const DEPENDS_ON_MAX = 100;
+/** The longest debounce or throttle key, in characters. */
+export const WINDOW_KEY_MAX_CHARS = 256;
+/** The longest debounce or throttle window (and maxWaitMs): one week. */
+export const DEBOUNCE_WINDOW_MS_MAX = 7 * 24 * 3600 * 1000;
+/** The largest throttle `limit`. */
+export const THROTTLE_LIMIT_MAX = 1_000_000;
 /** A job id as the API spells it: a positive decimal bigint. */
 export const jobIdSchema = z.string().regex(ID_PATTERN, 'must be a job id (a positive decimal integer)');
 const noNul = (s: string) => !s.includes('\u0000');
+const windowKey = z.string().min(1).max(WINDOW_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes');
+const windowMs = z.number().int().min(1).max(DEBOUNCE_WINDOW_MS_MAX);
 
 /**
  * True when JSON text (from JSON.stringify) encodes a NUL character, which jsonb refuses.
@@ -84,6 +92,23 @@ export const jobSpecSchema = z
     concurrencyLimit: z.number().int().min(1).max(CONCURRENCY_LIMIT_MAX).optional(),
     dependsOn: z.array(jobIdSchema).max(DEPENDS_ON_MAX).optional(),
     onParentFailure: z.enum(ON_PARENT_FAILURE).optional(),
+    debounce: z
+      .object({
+        key: windowKey,
+        windowMs: windowMs,
+        mode: z.enum(DEBOUNCE_MODES).optional(),
+        maxWaitMs: windowMs.optional(),
+      })
+      .strict()
+      .refine((d) => d.maxWaitMs === undefined || d.maxWaitMs >= d.windowMs, {
+        message: 'maxWaitMs must be at least windowMs',
+        path: ['maxWaitMs'],
+      })
+      .optional(),
+    throttle: z
+      .object({ key: windowKey, windowMs: windowMs, limit: z.number().int().min(1).max(THROTTLE_LIMIT_MAX).optional() })
+      .strict()
+      .optional(),
   })
   .strict()
   .refine((s) => s.concurrencyLimit === undefined || s.concurrencyKey !== undefined, {
@@ -97,7 +122,39 @@ export const jobSpecSchema = z
   .refine((s) => s.onParentFailure === undefined || (s.dependsOn?.length ?? 0) > 0, {
     message: 'onParentFailure needs dependsOn',
     path: ['onParentFailure'],
-  });
+  })
+  .superRefine(refineWindow);
+
+/**
+ * The combinations a debounce or throttle refuses (shared with the HTTP schema): both at once;
+ * an idempotency key or parents (the key's lock decides what an enqueue creates); a trailing
+ * debounce's own runAt or delayMs (its window sets run_at).
+ */
+export function refineWindow(
+  s: Pick<JobSpec, 'debounce' | 'throttle' | 'idempotencyKey' | 'dependsOn' | 'runAt' | 'delayMs'> & { runAt?: unknown },
+  ctx: z.RefinementCtx,
+): void {
+  const rule = s.debounce ? 'debounce' : s.throttle ? 'throttle' : null;
+  if (!rule) return;
+  const refuse = (field: string, message: string) => ctx.addIssue({ code: 'custom', path: [field], message });
+  if (s.debounce && s.throttle) refuse('throttle', 'debounce and throttle are mutually exclusive');
+  if (s.idempotencyKey !== undefined) refuse('idempotencyKey', `idempotencyKey cannot be combined with ${rule}`);
+  if (s.dependsOn !== undefined) refuse('dependsOn', `dependsOn cannot be combined with ${rule}`);
+  if (s.debounce && (s.debounce.mode ?? 'trailing') === 'trailing') {
+    if (s.runAt !== undefined) refuse('runAt', 'a trailing debounce sets run_at from its window: runAt cannot be given');
+    if (s.delayMs !== undefined) refuse('delayMs', 'a trailing debounce sets run_at from its window: delayMs cannot be given');
+  }
+}
+
+/** The stored rule of a spec's debounce or throttle (validated), or undefined. */
+function windowOf(s: Pick<JobSpec, 'debounce' | 'throttle'>): EnqueueWindow | undefined {
+  if (s.debounce) {
+    const { key, windowMs, mode, maxWaitMs } = s.debounce;
+    return { kind: 'debounce', key, windowMs, mode: mode ?? 'trailing', maxWaitMs: maxWaitMs ?? null };
+  }
+  if (s.throttle) return { kind: 'throttle', key: s.throttle.key, windowMs: s.throttle.windowMs, limit: s.throttle.limit ?? 1 };
+  return undefined;
+}
 
 /** Validates and defaults one spec; throws BatonError INVALID_ARGUMENT naming the field. */
 export function normalizeSpec(spec: JobSpec, maxAttemptsDefault: number, index?: number, traceContext: TraceCarrier | null = null): NewJob {
@@ -131,6 +188,7 @@ export function normalizeSpec(spec: JobSpec, maxAttemptsDefault: number, index?:
     traceContext,
     concurrencyKey: s.concurrencyKey ?? null,
     concurrencyLimit: s.concurrencyLimit ?? null,
+    ...(windowOf(s) ? { window: windowOf(s) } : {}),
     // Each parent once, in id order (an edge per parent).
     ...(s.dependsOn && s.dependsOn.length > 0
       ? {

@@ -5,9 +5,9 @@
 // result says if no live worker can run its job yet (read from the workers table, a few
 // seconds stale at most; the job is stored all the same).
 
-import type { Executor } from '../driver/executor.ts';
+import type { Executor, NewJob } from '../driver/executor.ts';
 import { BatonError } from '../types/errors.ts';
-import type { EnqueueResult, EnqueueWarning, JobSpec } from '../types/job.ts';
+import type { EnqueueResult, EnqueueWarning, InsertedJob, JobSpec } from '../types/job.ts';
 import type { EnqueueOptions } from './baton.ts';
 import type { EngineConfig } from './config.ts';
 import type { EngineEventEmitter } from './events.ts';
@@ -68,6 +68,7 @@ export class Producer {
       throw new BatonError('INVALID_ARGUMENT', "keySpace must be 'shared' or 'tenant'", { details: { field: 'keySpace' } });
     }
     const notify = opts.notify !== false;
+    if (jobs.some((j) => j.window)) return this.#enqueueWindowed(jobs, opts, notify);
     const queues = [...new Set(jobs.filter((j) => j.runAt === null && j.delayMs === 0).map((j) => j.queue))];
     const channels = (qs: string[]) => qs.map((q) => channelFor(config.schema, q));
     // Autocommit: the leading-edge NOTIFYs run as their own statement in the insert's round
@@ -82,6 +83,44 @@ export class Producer {
       ...(opts.client && notify ? { notify: channels(queues) } : {}),
       ...(ahead.length > 0 ? { notifyAfter: { channels: channels(ahead), onError: this.#d.onNotifyError } } : {}),
     });
+    const results = await this.#answer(inserted, capabilities);
+    // The insert has committed: wake local dispatchers, and owe a trailing NOTIFY for queues
+    // whose debounce window was already open.
+    if (!opts.client && notify && results.some((r) => r.created)) this.wake(queues, ahead);
+    return results;
+  }
+
+  /**
+   * A batch holding a debounced or throttled spec: plain specs in one insert as usual, then each
+   * windowed one under its key's lock (its own transaction, or the caller's), in input order.
+   * Its wake-up is sent after the commit: a created job due now wakes its queue; a folded or
+   * dropped one has nothing new to run.
+   */
+  async #enqueueWindowed(jobs: NewJob[], opts: EnqueueOptions, notify: boolean): Promise<EnqueueResult[]> {
+    const { executor, config } = this.#d;
+    const capabilities = this.#liveCapabilities();
+    const client = opts.client ? { client: opts.client } : {};
+    const plain = jobs.filter((j) => !j.window);
+    const inserted = plain.length > 0 ? await executor.jobInsertMany({ jobs: plain, ...client }) : [];
+    const out: InsertedJob[] = [];
+    let p = 0;
+    for (const job of jobs) {
+      const next = job.window ? await executor.jobEnqueueWindowed({ job: { ...job, window: job.window }, ...client }) : inserted[p++];
+      if (!next) throw new BatonError('DB_UNAVAILABLE', 'insert returned fewer rows than expected');
+      out.push(next);
+    }
+    const results = await this.#answer(out, capabilities);
+    const due = (r: EnqueueResult) => r.created && r.job.runAt.getTime() <= r.job.createdAt.getTime();
+    const queues = [...new Set(results.filter(due).map((r) => r.job.queue))];
+    if (notify && queues.length > 0) {
+      if (opts.client) await executor.jobNotify({ channels: queues.map((q) => channelFor(config.schema, q)), client: opts.client });
+      else this.wake(queues);
+    }
+    return results;
+  }
+
+  /** Each insert's answer with its warnings; reports the warnings and the 'enqueued' counts. */
+  async #answer(inserted: InsertedJob[], capabilities: Promise<Capabilities | null>): Promise<EnqueueResult[]> {
     const can = await capabilities;
     const results: EnqueueResult[] = inserted.map((r) => ({ ...r, warnings: can ? warningsFor(can, r.job.queue, r.job.jobType) : [] }));
     this.#reportWarnings(results);
@@ -89,9 +128,6 @@ export class Producer {
     for (const q of new Set(created.map((r) => r.job.queue))) {
       this.#d.events.emit('enqueued', { queue: q, count: created.filter((r) => r.job.queue === q).length });
     }
-    // The insert has committed: wake local dispatchers, and owe a trailing NOTIFY for queues
-    // whose debounce window was already open.
-    if (!opts.client && notify && created.length > 0) this.wake(queues, ahead);
     return results;
   }
 

@@ -4,7 +4,17 @@
 
 import type { DatabaseHealth, WorkerInfo } from '../types/admin.ts';
 import type { FlowLimits, FlowSnapshot } from '../types/flow-control.ts';
-import type { AttemptError, InsertedJob, Job, JobState, JobSummary, LeasedJob, OnParentFailure, TerminalState } from '../types/job.ts';
+import type {
+  AttemptError,
+  EnqueueWindow,
+  InsertedJob,
+  Job,
+  JobState,
+  JobSummary,
+  LeasedJob,
+  OnParentFailure,
+  TerminalState,
+} from '../types/job.ts';
 import type { JobSortKey, SortOrder } from '../types/job-sort.ts';
 import type { PausedQueue, StatsRow } from '../types/queue.ts';
 import type { TraceCarrier } from '../types/trace.ts';
@@ -30,6 +40,8 @@ export interface NewJob {
   /** Parents (distinct, in id order): the job waits for them (see migration 0016). */
   dependsOn?: string[];
   onParentFailure?: OnParentFailure;
+  /** Debounce or throttle by key: enqueued through jobEnqueueWindowed, never jobInsertMany. */
+  window?: EnqueueWindow;
 }
 
 export interface Lease {
@@ -171,7 +183,15 @@ export type WorkerRow = WorkerInfo;
 
 export interface Executor {
   jobInsertMany(p: JobInsertManyParams): Promise<InsertedJob[]>;
-  jobNotify(p: { channels: string[] }): Promise<void>;
+  /**
+   * One job with a debounce or throttle (`job.window`): under the lock of its (tenant, queue,
+   * key) row, creates it, folds it into the key's pending job, or drops it (migration 0035).
+   * In `client`'s transaction when given (the key stays locked until its commit), else in one
+   * of its own.
+   */
+  jobEnqueueWindowed(p: { job: NewJob & { window: EnqueueWindow }; client?: Queryable }): Promise<InsertedJob>;
+  /** NOTIFY `channels`; on `client`, delivered at the commit of its transaction. */
+  jobNotify(p: { channels: string[]; client?: Queryable }): Promise<void>;
   jobClaim(p: JobClaimParams): Promise<LeasedJob[]>;
   /** The fair claim, or (controlled) the claim under caps and rate limits. */
   jobClaimFlow(p: FlowClaimParams): Promise<FlowClaimResult>;

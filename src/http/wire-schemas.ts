@@ -7,6 +7,7 @@ import { z } from 'zod';
 import {
   ATTEMPT_ERROR_KINDS,
   BULK_ACTIONS,
+  DEBOUNCE_MODES,
   ENQUEUE_WARNING_CODES,
   ERROR_CODES,
   JOB_SORT_WINDOW,
@@ -86,6 +87,23 @@ const common = {
     .array(decimal)
     .optional()
     .meta({ description: 'the jobs it was enqueued to wait for (dependsOn); absent when none or on a claimed lease' }),
+  enqueueWindow: z
+    .discriminatedUnion('kind', [
+      z.strictObject({
+        kind: z.literal('debounce'),
+        key: z.string(),
+        windowMs: z.int().min(1),
+        mode: z.enum(DEBOUNCE_MODES),
+        maxWaitMs: z.int().min(1).nullable(),
+      }),
+      z.strictObject({ kind: z.literal('throttle'), key: z.string(), windowMs: z.int().min(1), limit: z.int().min(1) }),
+    ])
+    .nullable()
+    .optional()
+    .meta({
+      description:
+        'the debounce or throttle the job was enqueued under (docs/debounce.md); null for a plain job; absent on a claimed lease',
+    }),
 };
 
 /** The fields only some states carry, by state. */
@@ -134,11 +152,16 @@ export const wireEnqueueWarningSchema = z.strictObject({
 });
 const warnings = z.array(wireEnqueueWarningSchema).meta({ description: 'empty when a live worker can run the job' });
 
+const collapsedBy = z.enum(['debounce', 'throttle']).optional().meta({
+  description:
+    "present when the job's debounce or throttle kept this enqueue from creating a job: it was folded into the job answered, or dropped",
+});
+
 /** POST /api/jobs: the job and its enqueue warnings. */
-export const wireEnqueuedJobSchema = jobUnion({ ...fullJob, warnings }, { result: anyJson });
+export const wireEnqueuedJobSchema = jobUnion({ ...fullJob, warnings, collapsedBy }, { result: anyJson });
 
 /** toWireResult. */
-export const wireEnqueueResultSchema = z.strictObject({ created: z.boolean(), job: wireJobSchema, warnings });
+export const wireEnqueueResultSchema = z.strictObject({ created: z.boolean(), collapsedBy, job: wireJobSchema, warnings });
 
 /** toWireSummary. */
 export const wireJobSummarySchema = jobUnion(

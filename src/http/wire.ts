@@ -59,6 +59,7 @@ function wireCommon(job: Job | JobSummary) {
     trace: job.trace,
     cancelRequestedAt: isoOrNull(job.cancelRequestedAt),
     ...(job.progress !== undefined ? { progress: job.progress } : {}),
+    ...(job.enqueueWindow !== undefined ? { enqueueWindow: job.enqueueWindow } : {}),
     ...(job.dependsOn ? { dependsOn: job.dependsOn } : {}),
   };
 }
@@ -153,8 +154,13 @@ export function wireSummaries(jobs: readonly JobSummary[]): { jobs: WireJobSumma
 
 export type WireJob = ReturnType<typeof toWireJob>;
 
+/** `collapsedBy` when a debounce or throttle kept an enqueue from creating a job. */
+export function collapsed(r: EnqueueResult): { collapsedBy?: 'debounce' | 'throttle' } {
+  return r.collapsedBy ? { collapsedBy: r.collapsedBy } : {};
+}
+
 export function toWireResult(r: EnqueueResult) {
-  return { created: r.created, job: toWireJob(r.job), warnings: r.warnings };
+  return { created: r.created, ...collapsed(r), job: toWireJob(r.job), warnings: r.warnings };
 }
 
 export function toWireWorker(w: WorkerInfo) {

@@ -102,6 +102,8 @@ interface JobBase {
    * when none did. Absent from the job a handler is given (ctx.job: the claim leaves it out).
    */
   progress?: JobProgress | null;
+  /** The debounce or throttle it was enqueued under (JobSpec.debounce / throttle); null for a plain job. */
+  enqueueWindow?: EnqueueWindow | null;
 }
 
 /** A job waiting for its run-at and a worker. */
@@ -171,6 +173,48 @@ type SummaryOf<J> = J extends unknown
  */
 export type JobSummary = SummaryOf<Job>;
 
+/** How a debounce treats the enqueues of its key (docs/debounce.md). */
+export const DEBOUNCE_MODES = ['trailing', 'leading'] as const;
+/** One of DEBOUNCE_MODES. */
+export type DebounceMode = (typeof DEBOUNCE_MODES)[number];
+
+/**
+ * Debounce by key (JobSpec.debounce). Keys are per tenant and queue.
+ * - trailing (default): while the key's job is pending and unclaimed, an enqueue replaces its
+ *   payload and moves its run_at to now + windowMs (never past maxWaitMs after the enqueue that
+ *   created it); the enqueue answers that job. Once a worker claims it, the next enqueue creates
+ *   a new job.
+ * - leading: the first enqueue creates a job (run as the spec says, at once by default); enqueues
+ *   within windowMs of the last one are dropped, answering that job, until maxWaitMs after it.
+ */
+export interface DebounceOptions {
+  key: string;
+  /** The quiet period, in ms (1 ms to DEBOUNCE_WINDOW_MS_MAX). */
+  windowMs: number;
+  /** Default 'trailing'. */
+  mode?: DebounceMode;
+  /** Bound on how long a burst may hold the key's job back (trailing) or keep dropping (leading), in ms; at least windowMs. */
+  maxWaitMs?: number;
+}
+
+/**
+ * Throttle by key (JobSpec.throttle): at most `limit` (default 1) jobs are created per window of
+ * windowMs, which opens at the enqueue that creates the first; further enqueues in the window are
+ * dropped, answering the last job created. Keys are per tenant and queue.
+ */
+export interface ThrottleOptions {
+  key: string;
+  /** The window, in ms (1 ms to DEBOUNCE_WINDOW_MS_MAX). */
+  windowMs: number;
+  /** Jobs created per window; default 1. */
+  limit?: number;
+}
+
+/** The rule a job was enqueued under, stored with it (Job.enqueueWindow). */
+export type EnqueueWindow =
+  | { kind: 'debounce'; key: string; windowMs: number; mode: DebounceMode; maxWaitMs: number | null }
+  | { kind: 'throttle'; key: string; windowMs: number; limit: number };
+
 /** What a producer submits. */
 export interface JobSpec {
   jobType: string;
@@ -201,6 +245,10 @@ export interface JobSpec {
    * dependents), its last error naming the parent; 'run' counts that parent as done.
    */
   onParentFailure?: OnParentFailure;
+  /** Debounce by key (docs/debounce.md). Not with throttle, idempotencyKey or dependsOn; trailing: not with runAt or delayMs. */
+  debounce?: DebounceOptions;
+  /** Throttle by key (docs/debounce.md). Not with debounce, idempotencyKey or dependsOn. */
+  throttle?: ThrottleOptions;
 }
 
 /** What a dependent job does when a parent dead-letters or is cancelled (JobSpec.onParentFailure). */
@@ -208,10 +256,15 @@ export const ON_PARENT_FAILURE = ['cancel', 'run'] as const;
 /** One of ON_PARENT_FAILURE: 'cancel' (the default) or 'run'. */
 export type OnParentFailure = (typeof ON_PARENT_FAILURE)[number];
 
-/** A stored job, and whether this call created it (false for a duplicate key). */
+/**
+ * A stored job, and whether this call created it (false for a duplicate key, or when a debounce
+ * or throttle folded the enqueue into `job` or dropped it: then `collapsedBy` says which).
+ */
 export interface InsertedJob {
   job: Job;
   created: boolean;
+  /** 'debounce' or 'throttle' when that rule kept this enqueue from creating a job; absent otherwise. */
+  collapsedBy?: 'debounce' | 'throttle';
 }
 
 /** Why nothing may run an enqueued job yet. It is stored all the same: a worker or handler may be deployed later. */

@@ -8,6 +8,7 @@ import { type HealthQueries, healthQueries } from './queries/health.ts';
 import { type JobQueries, jobQueries } from './queries/job.ts';
 import { type JobListQueries, jobListQueries } from './queries/job-list.ts';
 import { type JobReadQueries, jobReadQueries } from './queries/job-read.ts';
+import { type JobWindowQueries, jobWindowQueries } from './queries/job-window.ts';
 import { type QueueQueries, queueQueries } from './queries/queue.ts';
 import { type StatsQueries, statsQueries } from './queries/stats.ts';
 import { type WorkerQueries, workerQueries } from './queries/worker.ts';
@@ -25,6 +26,7 @@ export interface ExecutorStatements {
   readonly stats: StatsQueries;
   readonly flow: FlowQueries;
   readonly dependency: DependencyQueries;
+  readonly window: JobWindowQueries;
 }
 
 /** `quotedSchema` must already be quoted (see quoteSchema). */
@@ -41,5 +43,6 @@ export function executorStatements(pool: PgPoolLike, quotedSchema: string): Exec
     stats: statsQueries(quotedSchema),
     flow: flowQueries(quotedSchema),
     dependency: dependencyQueries(quotedSchema),
+    window: jobWindowQueries(quotedSchema),
   };
 }

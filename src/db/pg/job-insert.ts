@@ -3,13 +3,13 @@
 // A keyed job's queue is marked flow-controlled before the job exists.
 
 import { channelFor } from '../../driver/channels.ts';
-import type { JobInsertManyParams } from '../../driver/executor.ts';
+import type { JobInsertManyParams, NewJob } from '../../driver/executor.ts';
 import type { InsertedJob } from '../../types/job.ts';
 import { insertWithDependencies } from './dependencies.ts';
 import { translatePgError } from './errors.ts';
 import type { ExecutorStatements } from './executor-statements.ts';
 import { canInsertCommitNotify, insertCommitNotify, textArrayLiteral } from './insert-commit-notify.ts';
-import { type CheckedOut, checkOut } from './pool.ts';
+import { type CheckedOut, checkOut, type Queryable } from './pool.ts';
 import { queryRows } from './query-rows.ts';
 import { compareIds, type JobRow, rowToJob } from './rows.ts';
 
@@ -17,13 +17,7 @@ type InsertDb = Pick<ExecutorStatements, 'pool' | 'schemaName' | 'job' | 'flow' 
 
 /** `keyedQueues`: the queues this executor has marked keyed, kept across calls (flow_queues.keyed is never reset by Baton). */
 export async function insertMany(db: InsertDb, keyedQueues: Set<string>, p: JobInsertManyParams): Promise<InsertedJob[]> {
-  // A keyed job's queue becomes flow-controlled before the job exists, in a commit of its own
-  // (so also ahead of a caller's transaction): no FIFO or fair claim ever sees a keyed job.
-  const keyed = [...new Set(p.jobs.filter((j) => j.concurrencyKey != null).map((j) => j.queue))].filter((q) => !keyedQueues.has(q));
-  if (keyed.length > 0) {
-    await queryRows(db.pool, db.flow.markKeyed, [keyed]);
-    for (const q of keyed) keyedQueues.add(q);
-  }
+  await markKeyed(db, keyedQueues, p.jobs);
   if (p.jobs.some((j) => j.dependsOn)) {
     return insertWithDependencies({ pool: db.pool, dep: db.dependency, job: db.job, channelOf: (q) => channelFor(db.schemaName, q) }, p);
   }
@@ -88,6 +82,18 @@ export async function insertMany(db: InsertDb, keyedQueues: Set<string>, p: JobI
 }
 
 /**
+ * A keyed job's queue becomes flow-controlled before the job exists, in a commit of its own
+ * (so also ahead of a caller's transaction): no FIFO or fair claim ever sees a keyed job.
+ */
+export async function markKeyed(db: Pick<ExecutorStatements, 'pool' | 'flow'>, keyedQueues: Set<string>, jobs: NewJob[]): Promise<void> {
+  const keyed = [...new Set(jobs.filter((j) => j.concurrencyKey != null).map((j) => j.queue))].filter((q) => !keyedQueues.has(q));
+  if (keyed.length > 0) {
+    await queryRows(db.pool, db.flow.markKeyed, [keyed]);
+    for (const q of keyed) keyedQueues.add(q);
+  }
+}
+
+/**
  * The insert, then its NOTIFY in a transaction of its own that PostgreSQL starts only once the
  * insert has committed (WAL flush included): the insert never holds the global notify lock.
  * On a node-postgres client both go in one round trip that answers after the NOTIFY (see
@@ -135,6 +141,6 @@ async function insertThenNotify(
   }
 }
 
-export async function notify(db: Pick<ExecutorStatements, 'pool' | 'job'>, p: { channels: string[] }): Promise<void> {
-  await queryRows(db.pool, db.job.notify, [p.channels]);
+export async function notify(db: Pick<ExecutorStatements, 'pool' | 'job'>, p: { channels: string[]; client?: Queryable }): Promise<void> {
+  await queryRows(p.client ?? db.pool, db.job.notify, [p.channels]);
 }

@@ -16,12 +16,13 @@ import type {
   JobPurgeScanParams,
   JobPurgeScanResult,
   Lease,
+  NewJob,
   ReapedJob,
   WorkerRow,
 } from '../../driver/executor.ts';
 import type { DatabaseHealth } from '../../types/admin.ts';
 import type { FlowLimits, FlowSnapshot } from '../../types/flow-control.ts';
-import type { InsertedJob, JobState, LeasedJob } from '../../types/job.ts';
+import type { EnqueueWindow, InsertedJob, JobState, LeasedJob } from '../../types/job.ts';
 import type { PausedQueue, StatsRow } from '../../types/queue.ts';
 import { type ExecutorStatements, executorStatements } from './executor-statements.ts';
 import * as health from './health.ts';
@@ -29,8 +30,9 @@ import * as admin from './job-admin.ts';
 import * as insert from './job-insert.ts';
 import * as lease from './job-lease.ts';
 import * as listing from './job-list.ts';
+import { enqueueWindowed } from './job-window.ts';
 import { PgFlow } from './pg-flow-control.ts';
-import type { PgPoolLike } from './pool.ts';
+import type { PgPoolLike, Queryable } from './pool.ts';
 import { unnamedQueryable } from './pooler-client.ts';
 import { RecordedBlocks } from './recorded-blocks.ts';
 import * as workers from './workers.ts';
@@ -66,8 +68,14 @@ export class PgExecutor implements Executor {
     return insert.insertMany(this.#db, this.#keyedQueues, client === p.client ? p : { ...p, client });
   }
 
-  jobNotify(p: { channels: string[] }): Promise<void> {
-    return insert.notify(this.#db, p);
+  async jobEnqueueWindowed(p: { job: NewJob & { window: EnqueueWindow }; client?: Queryable }): Promise<InsertedJob> {
+    await insert.markKeyed(this.#db, this.#keyedQueues, [p.job]);
+    const client = p.client && this.#unnamed ? unnamedQueryable(p.client) : p.client;
+    return enqueueWindowed(this.#db, client ? { job: p.job, client } : { job: p.job });
+  }
+
+  jobNotify(p: { channels: string[]; client?: Queryable }): Promise<void> {
+    return insert.notify(this.#db, p.client && this.#unnamed ? { ...p, client: unnamedQueryable(p.client) } : p);
   }
 
   jobClaim(p: JobClaimParams): Promise<LeasedJob[]> {

@@ -1,7 +1,7 @@
 // Maps snake_case job rows to the Job union. The CHECK constraints of the jobs
 // table guarantee the per-state fields exist, so the casts here are safe.
 
-import type { AttemptError, Job, JobProgress, JobState, JobSummary } from '../../types/job.ts';
+import type { AttemptError, EnqueueWindow, Job, JobProgress, JobState, JobSummary } from '../../types/job.ts';
 import type { TraceCarrier } from '../../types/trace.ts';
 
 export interface JobRow {
@@ -36,6 +36,8 @@ export interface JobRow {
   cancel_requested_at?: Date | null;
   /** Migration 0031. */
   progress?: JobProgress | null;
+  /** Migration 0035. */
+  enqueue_window?: EnqueueWindow | null;
 }
 
 export function rowToJob(r: JobRow): Job {
@@ -59,6 +61,7 @@ export function rowToJob(r: JobRow): Job {
     trace: r.trace_context ?? null,
     cancelRequestedAt: r.cancel_requested_at ?? null,
     ...(r.progress !== undefined ? { progress: r.progress } : {}),
+    ...(r.enqueue_window !== undefined ? { enqueueWindow: r.enqueue_window } : {}),
     ...(r.depends_on ? { dependsOn: r.depends_on.map(String) } : {}),
   };
   const lastToken = r.lease_token === null ? null : String(r.lease_token);

@@ -8,7 +8,7 @@ import { pagesByCursor } from '../../types/job-sort.ts';
 import { BODY, ENGINE, GUARDED, WRITE } from '../route-errors.ts';
 import { defineRoute, json, type ResourceApi, routes } from '../route-spec.ts';
 import { scopeOf } from '../tenant-scope.ts';
-import { toWireBulkItem, toWireJob, toWireResult, wireSummaries } from '../wire.ts';
+import { collapsed, toWireBulkItem, toWireJob, toWireResult, wireSummaries } from '../wire.ts';
 import {
   responseSchemas as r,
   wireAttemptErrorSchema,
@@ -39,12 +39,12 @@ const enqueue = defineRoute({
   tag: 'jobs',
   summary: 'Enqueue a job',
   description:
-    '201 with the new job; 200 with the existing one when (tenantId, idempotencyKey) already exists. `warnings` says when no live worker can run it yet (it is stored all the same).',
+    "201 with the new job; 200 with the existing one when (tenantId, idempotencyKey) already exists, or when its debounce or throttle folded the enqueue into the key's job or dropped it (`collapsedBy` says which; docs/debounce.md). `warnings` says when no live worker can run it yet (it is stored all the same).",
   lenient: { headers: traceHeadersSchema },
   body: { schema: jobSpecSchema, required: true },
   responses: {
     201: json('created', wireEnqueuedJobSchema),
-    200: json('a job with this idempotency key already exists', wireEnqueuedJobSchema),
+    200: json('a job with this idempotency key already exists, or a debounce or throttle collapsed the enqueue', wireEnqueuedJobSchema),
   },
   errors: ENQUEUE,
 });
@@ -184,7 +184,7 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
     routes({ maxJsonDepth })
       .add(enqueue, async (c) => {
         const r = await baton.enqueue(scoped.spec(scopeOf(c), c.req.valid('json')), enqueueOptions(c));
-        return c.json({ ...toWireJob(r.job), warnings: r.warnings }, r.created ? 201 : 200);
+        return c.json({ ...toWireJob(r.job), warnings: r.warnings, ...collapsed(r) }, r.created ? 201 : 200);
       })
       /** One INSERT for the batch; results in input order. 201 if any job was created, else 200. */
       .add(enqueueBatch, async (c) => {

@@ -3,12 +3,14 @@
 
 import { z } from 'zod';
 import { DLQ_REPLAY_LIMIT_DEFAULT, LIST_LIMIT_DEFAULT } from '../../core/admin.ts';
-import { jobIdSchema, runAtSchema } from '../../core/job-spec.ts';
+import { jobIdSchema, refineWindow, runAtSchema, THROTTLE_LIMIT_MAX, WINDOW_KEY_MAX_CHARS } from '../../core/job-spec.ts';
 import { BULK_IDS_MAX } from '../../core/queue-admin.ts';
 import {
   BULK_ACTIONS,
   CONCURRENCY_KEY_MAX_CHARS,
   CONCURRENCY_LIMIT_MAX,
+  DEBOUNCE_MODES,
+  DEBOUNCE_WINDOW_MS_MAX,
   DELAY_MS_MAX,
   DEPENDS_ON_MAX,
   DLQ_REPLAY_LIMIT_MAX,
@@ -34,6 +36,9 @@ import { instantParam, intParam, nameSchema } from '../schemas.ts';
  * request body (1 MiB by default) is what bounds a batch over HTTP.
  */
 export const BATCH_MAX = 1_000;
+
+const windowKey = z.string().min(1).max(WINDOW_KEY_MAX_CHARS).meta({ description: 'the key, per tenant and queue' });
+const windowMs = z.int().min(1).max(DEBOUNCE_WINDOW_MS_MAX);
 
 /** One job as submitted over HTTP. Its descriptions are the OpenAPI document's. */
 export const jobSpecSchema = z
@@ -85,6 +90,38 @@ export const jobSpecSchema = z
       .enum(ON_PARENT_FAILURE)
       .optional()
       .meta({ description: 'when a parent dead-letters or is cancelled: cancel this job (default), or run it anyway' }),
+    debounce: z
+      .strictObject({
+        key: windowKey,
+        windowMs: windowMs.meta({ description: 'the quiet period, in ms' }),
+        mode: z.enum(DEBOUNCE_MODES).optional().meta({
+          description:
+            "trailing (default): while the key's job is pending and unclaimed, an enqueue replaces its payload and pushes its runAt to now + windowMs; leading: the first enqueue runs, later ones within windowMs of the last are dropped",
+        }),
+        maxWaitMs: windowMs
+          .optional()
+          .meta({ description: 'at least windowMs: how long a burst may hold the job back (trailing) or keep dropping (leading)' }),
+      })
+      .refine((d) => d.maxWaitMs === undefined || d.maxWaitMs >= d.windowMs, {
+        path: ['maxWaitMs'],
+        message: 'maxWaitMs must be at least windowMs',
+      })
+      .optional()
+      .meta({
+        description:
+          'debounce by key, per tenant and queue (docs/debounce.md). Not with throttle, idempotencyKey or dependsOn; trailing: not with runAt or delayMs',
+      }),
+    throttle: z
+      .strictObject({
+        key: windowKey,
+        windowMs: windowMs.meta({ description: 'the window, in ms, from the enqueue that created its first job' }),
+        limit: z.int().min(1).max(THROTTLE_LIMIT_MAX).optional().meta({ description: 'jobs created per window; default 1' }),
+      })
+      .optional()
+      .meta({
+        description:
+          'throttle by key, per tenant and queue: further enqueues in a full window are dropped, answering the last job created (docs/debounce.md)',
+      }),
   })
   .strict()
   .refine((s) => s.runAt === undefined || s.delayMs === undefined, {
@@ -98,7 +135,8 @@ export const jobSpecSchema = z
   .refine((s) => s.onParentFailure === undefined || (s.dependsOn?.length ?? 0) > 0, {
     path: ['onParentFailure'],
     message: 'onParentFailure needs dependsOn',
-  }) satisfies z.ZodType<JobSpec>;
+  })
+  .superRefine(refineWindow) satisfies z.ZodType<JobSpec>;
 
 export const batchSchema = z
   .object({
