@@ -4,12 +4,10 @@
 -- lives in a side table that only such enqueues read and write, and not in an index on jobs:
 -- a partial unique index on jobs (queue, key) WHERE state = 'pending' would be one more index
 -- every insert, claim and completion of every job checks for its predicate, and would still need
--- a column on jobs that the claim writes around. No foreign key to jobs either: it would add
--- RI triggers to every delete of jobs (retention); a row whose job is gone is treated as absent.
-
--- The rule a job was enqueued under ({kind, key, windowMs, ...}), for the API and the console.
--- Nullable with no default: adding it rewrites no row, and a plain job never writes it.
-ALTER TABLE jobs ADD COLUMN enqueue_window jsonb;
+-- a column on jobs. Not even a nullable column on jobs for the rule: a wider row tips the cached
+-- generic plan of the claim on a fresh table to a sequential scan (test/db/plans-fresh.test.ts),
+-- so the rule lives here too and a job's read joins it. No foreign key to jobs either: it would
+-- add RI triggers to every delete of jobs (retention); a row whose job is gone counts as absent.
 
 -- One row per key: the job its last enqueue created, and the window that job opened.
 --   kind:      'trailing' | 'leading' (debounce) or 'throttle'; a row of another kind is stale.
@@ -19,6 +17,7 @@ ALTER TABLE jobs ADD COLUMN enqueue_window jsonb;
 --   until_at:  leading: drops until then (each drop pushes it); throttle: the window's end;
 --              trailing: the job's run_at as last set.
 --   started:   throttle: jobs created in the window.
+--   rule:      the rule of the last enqueue ({kind, key, windowMs, ...}), shown with job_id's job.
 -- Rows are written only under the row's own lock (INSERT ... ON CONFLICT DO UPDATE), which
 -- serialises every enqueue of one key across connections.
 CREATE TABLE job_windows (
@@ -30,5 +29,8 @@ CREATE TABLE job_windows (
   opened_at timestamptz,
   until_at  timestamptz,
   started   integer     NOT NULL DEFAULT 0,
+  rule      jsonb,
   PRIMARY KEY (tenant_id, queue, key)
 );
+-- A job's read (GET /api/jobs/:id, the console) finds the rule its key holds it under.
+CREATE INDEX job_windows_job_id_idx ON job_windows (job_id);

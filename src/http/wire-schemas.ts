@@ -102,7 +102,7 @@ const common = {
     .optional()
     .meta({
       description:
-        'the debounce or throttle the job was enqueued under (docs/debounce.md); null for a plain job; absent on a claimed lease',
+        "the debounce or throttle rule its key holds the job under (docs/debounce.md): on the full job (GET /api/jobs/:id) and a windowed enqueue's answer; null when none (a plain job, or one its key has moved on from); absent elsewhere",
     }),
 };
 

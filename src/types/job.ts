@@ -102,7 +102,11 @@ interface JobBase {
    * when none did. Absent from the job a handler is given (ctx.job: the claim leaves it out).
    */
   progress?: JobProgress | null;
-  /** The debounce or throttle it was enqueued under (JobSpec.debounce / throttle); null for a plain job. */
+  /**
+   * The debounce or throttle rule its key holds the job under (JobSpec.debounce / throttle): read
+   * by getJob and answered by a windowed enqueue; null when none (a plain job, or a job its key
+   * has since moved on from: a later job of the key holds it). Absent from listings and claims.
+   */
   enqueueWindow?: EnqueueWindow | null;
 }
 

@@ -39,7 +39,9 @@ async function windowed(db: WindowDb, on: Queryable, job: WindowedJob): Promise<
   const held = row.kind === kind && row.job_id !== null ? { id: row.job_id, opened: ms(row.opened_at), until: ms(row.until_at) } : null;
   const rule = JSON.stringify(w);
   const write = (jobId: string, opened: number, until: number, started: number) =>
-    queryRows(on, db.window.write, [job.tenantId, job.queue, w.key, kind, jobId, new Date(opened), new Date(until), started]);
+    queryRows(on, db.window.write, [job.tenantId, job.queue, w.key, kind, jobId, new Date(opened), new Date(until), started, rule]);
+  // The answer carries the rule, as a read of the job joins it.
+  const toJob = (r: JobRow): Job => rowToJob({ ...r, enqueue_window: w });
   const create = async (runAt: number): Promise<Job> => {
     const [r] = await queryRows<JobRow>(on, db.window.insert, [
       job.tenantId,
@@ -52,10 +54,9 @@ async function windowed(db: WindowDb, on: Queryable, job: WindowedJob): Promise<
       job.traceContext ? JSON.stringify(job.traceContext) : null,
       job.concurrencyKey ?? null,
       job.concurrencyLimit ?? null,
-      rule,
     ]);
     if (!r) throw new Error('job_window_insert returned no row');
-    return rowToJob(r);
+    return toJob(r);
   };
   const read = async (id: string): Promise<Job | null> => {
     const [r] = await queryRows<JobRow>(on, db.job.get, [id]);
@@ -72,11 +73,10 @@ async function windowed(db: WindowDb, on: Queryable, job: WindowedJob): Promise<
         JSON.stringify(job.payload ?? null),
         job.traceContext ? JSON.stringify(job.traceContext) : null,
         new Date(runAt),
-        rule,
       ]);
       if (folded) {
         await write(held.id, held.opened, runAt, 0);
-        return { job: rowToJob(folded), created: false, collapsedBy: 'debounce' };
+        return { job: toJob(folded), created: false, collapsedBy: 'debounce' };
       }
     }
     // No pending unclaimed job: this enqueue opens a new burst.

@@ -7,6 +7,9 @@ import { leaderFenceSql } from './leader.ts';
 
 export function jobAdminQueries(schema: string) {
   const jobs = `${schema}.jobs`;
+  // The debounce or throttle rule the job's key holds it under (migration 0035), NULL for a plain
+  // job: one probe of job_windows' job_id index (a job holds at most one key's row).
+  const windowRule = `(SELECT w.rule FROM ${schema}.job_windows w WHERE w.job_id = j.id LIMIT 1) AS enqueue_window`;
 
   const countFinished = (from: string, sign: '' | '-') => countFinishedSql(schema, from, sign);
   const recordFinished = (from: string) => recordFinishedSql(schema, from);
@@ -62,10 +65,13 @@ export function jobAdminQueries(schema: string) {
     },
 
     // Admin.
-    get: { name: `${schema}.job_get`, text: `SELECT * FROM ${jobs} WHERE id = $1` },
+    get: { name: `${schema}.job_get`, text: `SELECT j.*, ${windowRule} FROM ${jobs} j WHERE j.id = $1` },
     // A read for one tenant: another tenant's job is not read at all, so it costs what an id
     // nobody has costs (no row leaves the server; docs/security.md).
-    getInTenant: { name: `${schema}.job_get_in_tenant`, text: `SELECT * FROM ${jobs} WHERE id = $1 AND tenant_id = $2` },
+    getInTenant: {
+      name: `${schema}.job_get_in_tenant`,
+      text: `SELECT j.*, ${windowRule} FROM ${jobs} j WHERE j.id = $1 AND j.tenant_id = $2`,
+    },
     // The old state is read under the row's lock, so a replayed job leaves its state's count exactly once.
     // A dependent cancelled while it waited still has the edges of its unfinished parents (a
     // finished parent's edges are gone): it goes back to waiting for them, not to pending.

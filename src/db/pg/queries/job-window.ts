@@ -24,8 +24,7 @@ export function jobWindowQueries(schema: string) {
     // (the WHERE is rechecked on the row it committed), and the enqueue creates a new job.
     fold: {
       name: `${schema}.job_window_fold`,
-      text: `UPDATE ${jobs} SET payload = COALESCE($2::jsonb, 'null'::jsonb), trace_context = $3::jsonb, run_at = $4,
-          enqueue_window = $5::jsonb, updated_at = now()
+      text: `UPDATE ${jobs} SET payload = COALESCE($2::jsonb, 'null'::jsonb), trace_context = $3::jsonb, run_at = $4, updated_at = now()
         WHERE id = $1 AND state = 'pending' AND lease_token IS NULL
         RETURNING *`,
     },
@@ -33,14 +32,14 @@ export function jobWindowQueries(schema: string) {
     insert: {
       name: `${schema}.job_window_insert`,
       text: `INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, priority, run_at, max_attempts, trace_context,
-          concurrency_key, concurrency_limit, enqueue_window)
-        VALUES ($1, $2, $3, COALESCE($4::jsonb, 'null'::jsonb), $5, $6, $7, $8::jsonb, $9, $10, $11::jsonb)
+          concurrency_key, concurrency_limit)
+        VALUES ($1, $2, $3, COALESCE($4::jsonb, 'null'::jsonb), $5, $6, $7, $8::jsonb, $9, $10)
         RETURNING *`,
     },
     // The key's row after the enqueue, still under its lock.
     write: {
       name: `${schema}.job_window_write`,
-      text: `UPDATE ${windows} SET kind = $4, job_id = $5, opened_at = $6, until_at = $7, started = $8
+      text: `UPDATE ${windows} SET kind = $4, job_id = $5, opened_at = $6, until_at = $7, started = $8, rule = $9::jsonb
         WHERE tenant_id = $1 AND queue = $2 AND key = $3`,
     },
   } as const;
