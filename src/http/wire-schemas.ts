@@ -98,11 +98,10 @@ const common = {
       }),
       z.strictObject({ kind: z.literal('throttle'), key: z.string(), windowMs: z.int().min(1), limit: z.int().min(1) }),
     ])
-    .nullable()
     .optional()
     .meta({
       description:
-        "the debounce or throttle rule its key holds the job under (docs/debounce.md): on the full job (GET /api/jobs/:id) and a windowed enqueue's answer; null when none (a plain job, or one its key has moved on from); absent elsewhere",
+        "the debounce or throttle rule its key holds the job under (docs/debounce.md): on the full job (GET /api/jobs/:id) and a windowed enqueue's answer; absent when none (a plain job, or one its key has moved on from) and in listings",
     }),
 };
 

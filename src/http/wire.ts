@@ -59,7 +59,7 @@ function wireCommon(job: Job | JobSummary) {
     trace: job.trace,
     cancelRequestedAt: isoOrNull(job.cancelRequestedAt),
     ...(job.progress !== undefined ? { progress: job.progress } : {}),
-    ...(job.enqueueWindow !== undefined ? { enqueueWindow: job.enqueueWindow } : {}),
+    ...(job.enqueueWindow ? { enqueueWindow: job.enqueueWindow } : {}),
     ...(job.dependsOn ? { dependsOn: job.dependsOn } : {}),
   };
 }

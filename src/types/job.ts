@@ -104,10 +104,10 @@ interface JobBase {
   progress?: JobProgress | null;
   /**
    * The debounce or throttle rule its key holds the job under (JobSpec.debounce / throttle): read
-   * by getJob and answered by a windowed enqueue; null when none (a plain job, or a job its key
-   * has since moved on from: a later job of the key holds it). Absent from listings and claims.
+   * by getJob and answered by a windowed enqueue; absent when none (a plain job, or a job its key
+   * has since moved on from: a later job of the key holds it), and from listings and claims.
    */
-  enqueueWindow?: EnqueueWindow | null;
+  enqueueWindow?: EnqueueWindow;
 }
 
 /** A job waiting for its run-at and a worker. */

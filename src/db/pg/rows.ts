@@ -61,7 +61,7 @@ export function rowToJob(r: JobRow): Job {
     trace: r.trace_context ?? null,
     cancelRequestedAt: r.cancel_requested_at ?? null,
     ...(r.progress !== undefined ? { progress: r.progress } : {}),
-    ...(r.enqueue_window !== undefined ? { enqueueWindow: r.enqueue_window } : {}),
+    ...(r.enqueue_window ? { enqueueWindow: r.enqueue_window } : {}),
     ...(r.depends_on ? { dependsOn: r.depends_on.map(String) } : {}),
   };
   const lastToken = r.lease_token === null ? null : String(r.lease_token);

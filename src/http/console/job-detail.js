@@ -3,7 +3,7 @@
 import { ApiError, api } from './api.js';
 import { actions, chainItems } from './jobs.js';
 import { href } from './router.js';
-import { $, ago, duration, esc, isScheduled, progressHtml, sizeBars, stateBadge, whenLong } from './util.js';
+import { $, ago, duration, esc, isScheduled, progressHtml, sizeBars, stateBadge, whenLong, windowHtml } from './util.js';
 
 function renderDetail(job) {
   // Waited from when it was due (or created, if later) to its last start.
@@ -35,6 +35,7 @@ function renderDetail(job) {
         <dt>replays</dt><dd>${esc(job.replayCount)}</dd>${job.idempotencyKey ? `<dt>idempotency key</dt><dd class="mono">${esc(job.idempotencyKey)}</dd>` : ''}
         ${job.reason ? `<dt>reason</dt><dd>${esc(job.reason)}</dd>` : ''}${lease}
         ${job.progress != null ? `<dt>progress</dt><dd>${progressHtml(job.progress, 200)}</dd>` : ''}
+        ${job.enqueueWindow ? `<dt>${esc(job.enqueueWindow.kind)}</dt><dd>${windowHtml(job.enqueueWindow)}</dd>` : ''}
       </dl></div>
       <div><dl id="detail-times">
         <dt>created</dt><dd data-field="createdAt">${whenLong(job.createdAt)}</dd>

@@ -90,6 +90,27 @@ export function progressHtml(p, max = 60) {
   const shown = text.length > max ? `${text.slice(0, max - 1)}…` : text;
   return `<span class="progress" data-field="progress" title="${esc(text)}">${bar}<code>${esc(shown)}</code></span>`;
 }
+/** A span of ms as the console writes windows: 1500 -> "1.5 s", 90000 -> "1.5 min", 7200000 -> "2 h". */
+function spanMs(ms) {
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${Math.round(ms / 100) / 10} s`;
+  if (ms < 3_600_000) return `${Math.round(ms / 6_000) / 10} min`;
+  return `${Math.round(ms / 360_000) / 10} h`;
+}
+
+/**
+ * The debounce or throttle rule a job's key holds it under (job.enqueueWindow): its key, and its
+ * window in words. Empty when the job has none.
+ */
+export function windowHtml(w) {
+  if (!w) return '';
+  const rule =
+    w.kind === 'debounce'
+      ? `${esc(w.mode)}, window ${esc(spanMs(w.windowMs))}${w.maxWaitMs != null ? `, max wait ${esc(spanMs(w.maxWaitMs))}` : ''}`
+      : `${esc(w.limit)} per ${esc(spanMs(w.windowMs))}`;
+  return `<span data-field="enqueueWindow">key <code class="mono">${esc(w.key)}</code> · ${rule}</span>`;
+}
+
 /** A paging link: its URL, or disabled. */
 export function pageLink(id, target) {
   const a = $(id);
