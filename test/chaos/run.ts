@@ -12,6 +12,9 @@
 //                                              or outbox: relays killed mid-publish, NATS resets, a webhook answering 503 and hanging,
 //                                              or flow: mixed faults with a key cap and a queue rate limit active,
 //                                              or workflow: four-step workflow runs through kill -9, SIGSTOP and a PostgreSQL restart,
+//                                              or debounce: trailing-debounced enqueues over 12 keys while workers are
+//                                              killed, producer sessions terminated and PostgreSQL restarted (not in the
+//                                              plain smoke: run it alone)
 //                                              or leader: the leader SIGSTOPped 30 s twice while schedules fire every 2 s
 //                                              and retention deletes each job as it succeeds (not in the plain smoke;
 //                                              .ci/run runs it as its own check; writes results/chaos-leader-*)
@@ -34,6 +37,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { BatonError, createBaton } from '../../src/index.ts';
 import { type CheckResult, checkHistory, formatResult, readFinalJobs } from './checker.ts';
 import { type CronRunResult, runCronScenario } from './cron.ts';
+import { type DebounceRunResult, runDebounceScenario } from './debounce.ts';
 import { checkFlow, type FlowLimits } from './flow-control-checker.ts';
 import { Harness } from './harness.ts';
 import { errorRecord, readHistory } from './history.ts';
@@ -58,10 +62,10 @@ const { values: args } = parseArgs({
 });
 
 // A named scenario runs alone: cron, outbox, workflow, flow or leader (each skips the job seeds and the others).
-const only = ['cron', 'outbox', 'workflow', 'flow', 'leader'].includes(args.scenario ?? '') ? args.scenario : undefined;
+const only = ['cron', 'outbox', 'workflow', 'flow', 'leader', 'debounce'].includes(args.scenario ?? '') ? args.scenario : undefined;
 const scenario = (only !== undefined ? 'mixed' : (args.scenario ?? 'mixed')) as Scenario;
 if (scenario !== 'mixed' && scenario !== 'calm' && !FAULT_KINDS.includes(scenario)) {
-  console.error(`--scenario must be mixed, calm, cron, outbox, workflow, flow, leader or one of ${FAULT_KINDS.join(', ')}`);
+  console.error(`--scenario must be mixed, calm, cron, outbox, workflow, flow, leader, debounce or one of ${FAULT_KINDS.join(', ')}`);
   process.exit(2);
 }
 const tier = args.soak ? 'soak' : 'smoke';
@@ -425,6 +429,8 @@ const leaderRuns: LeaderRunResult[] = [];
 if (only === 'leader') {
   leaderRuns.push(await runLeaderScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'], report: !args['no-report'] }));
 }
+const debounceRuns: DebounceRunResult[] = [];
+if (only === 'debounce') debounceRuns.push(await runDebounceScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
 if (!args['no-report'] && reports.length > 0) {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../results');
   mkdirSync(root, { recursive: true });
@@ -437,7 +443,8 @@ const failed = [
   ...outboxRuns.filter((r) => !r.ok).map(() => 'outbox'),
   ...workflowRuns.filter((r) => !r.ok).map(() => 'workflow'),
   ...leaderRuns.filter((r) => !r.ok).map(() => 'leader'),
+  ...debounceRuns.filter((r) => !r.ok).map(() => 'debounce'),
 ];
-const runs = reports.length + cronRuns.length + outboxRuns.length + workflowRuns.length + leaderRuns.length;
+const runs = reports.length + cronRuns.length + outboxRuns.length + workflowRuns.length + leaderRuns.length + debounceRuns.length;
 console.log(failed.length === 0 ? `\nCHAOS PASSED (${runs} run(s))` : `\nCHAOS FAILED: ${failed.join(', ')}`);
 process.exit(failed.length === 0 ? 0 : 1);

@@ -224,6 +224,8 @@ interface ChaosPayload {
   failFirst?: boolean;
   /** Finish anyway when asked to stop (a cancel request); a lost lease still stops it. */
   ignoreCancel?: boolean;
+  /** The debounce scenario's enqueue number of its key (debounce.ts). */
+  seq?: number;
 }
 
 async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
@@ -258,7 +260,8 @@ async function chaosHandler(ctx: JobContext<ChaosPayload>): Promise<unknown> {
   }
   log.append({ type: 'end', jobId, token, worker: workerId, at: Date.now(), outcome: 'ok' });
   // The token in the result lets the checker prove, from the table alone, which lease wrote it.
-  return { token, worker: workerId };
+  // The debounce scenario's payloads carry a seq: the checker reads which one ran.
+  return { token, worker: workerId, ...(ctx.payload.seq !== undefined ? { seq: ctx.payload.seq } : {}) };
 }
 
 const leaseMs = Number(env.CHAOS_LEASE_MS ?? 2_000);
