@@ -110,25 +110,39 @@ export async function runDebounceScenario(o: { seed: number; useNetns: boolean }
           await sleep(50);
         }
       })();
-      const faults = (async () => {
-        let step = 0;
-        while (Date.now() - t0 < STREAM_MS - 2_000) {
-          await sleep(1_500 + random() * 1_000);
-          step++;
+      // Faults on a fixed timeline, each started at its time whatever the previous one still
+      // does (a killed worker's respawn takes seconds on a busy machine).
+      const plan: Array<[number, 'kill' | 'terminate' | 'pg-restart']> = [
+        [2_000, 'kill'],
+        [4_000, 'terminate'],
+        [6_000, 'kill'],
+        [8_000, 'terminate'],
+        [10_000, 'pg-restart'],
+        [13_000, 'terminate'],
+        [14_000, 'kill'],
+        [16_000, 'terminate'],
+        [17_000, 'kill'],
+      ];
+      let next = 0;
+      const faults = Promise.all(
+        plan.map(async ([ms, kind]) => {
+          await sleep(ms - (Date.now() - t0));
           const at = ((Date.now() - t0) / 1000).toFixed(1);
-          if (step === 6) {
+          if (kind === 'pg-restart') {
             console.log(`    t=${at}s PostgreSQL restart`);
             await h.pgRestart();
-          } else if (step % 2 === 0) {
-            const r = await h.admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [APP]);
+          } else if (kind === 'terminate') {
+            const r = await h.admin
+              .query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, [APP])
+              .catch(() => ({ rowCount: 0 }));
             console.log(`    t=${at}s terminated ${r.rowCount} producer session(s)`);
           } else {
-            const slot = h.slots[Math.floor(random() * h.slots.length)]!;
+            const slot = h.slots[next++ % h.slots.length]!;
             console.log(`    t=${at}s kill -9 worker ${slot.workerId}`);
             await h.kill(slot);
           }
-        }
-      })();
+        }),
+      );
       await faults;
       await sleep(Math.max(0, STREAM_MS - (Date.now() - t0)));
       streaming = false;

@@ -93,7 +93,7 @@ async function windowed(db: WindowDb, on: Queryable, job: WindowedJob): Promise<
     const open = held !== null && now < held.until && (w.maxWaitMs === null || now < held.opened + w.maxWaitMs);
     const kept = open ? await read(held.id) : null;
     if (held && kept) {
-      await write(held.id, held.opened, now + w.windowMs, 0);
+      await write(held.id, held.opened, now + w.windowMs, row.started);
       return { job: kept, created: false, collapsedBy: 'debounce' };
     }
     const created = await create(runAt);
