@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type Baton, createBaton } from '../../src/index.ts';
 import { checkDebounce, type DebounceAck, type DebounceCheck, type DebounceJob } from './debounce-checker.ts';
+import { prng } from './fault-proxy.ts';
 import { Harness } from './harness.ts';
 
 const KEYS = 12;
@@ -21,18 +22,6 @@ const DRAIN_DEADLINE_MS = 60_000;
 const APP = 'chaos-debounce-producer';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** mulberry32: the scenario's seeded choices. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export interface DebounceRunResult {
   ok: boolean;
@@ -49,7 +38,7 @@ export async function runDebounceScenario(o: { seed: number; useNetns: boolean }
   );
   const h = new Harness({ dir, seed: o.seed, workers: 3, concurrency: 4, leaseMs: 2_000, useNetns: o.useNetns });
   const violations: string[] = [];
-  const random = rng(o.seed);
+  const random = prng(o.seed);
   const acks: DebounceAck[] = [];
   const doublePending: Array<{ at: number; key: string; n: number }> = [];
   let unknown = 0;

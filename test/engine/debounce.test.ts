@@ -21,6 +21,10 @@ const pendingOf = async (queue: string) =>
       [queue],
     )
   ).rows;
+/** Numbered specs of job type sync in `queue` under `rule`. */
+const specOf =
+  (queue: string, rule: Pick<JobSpec, 'debounce' | 'throttle'>) =>
+  (n: number): JobSpec => ({ jobType: 'sync', queue, payload: { n }, ...rule });
 /** How far ahead of the database clock a job's run_at lies, in ms. */
 const ahead = (j: { run_at: Date; now: Date }) => j.run_at.getTime() - j.now.getTime();
 /** Moves the key's window `ms` into the past, as if that much time had gone by. */
@@ -96,12 +100,7 @@ describe('debounce and throttle by key', () => {
 
   it('leading: the first enqueue runs at once, later ones within the window are dropped, and the window closes after it', async () => {
     const b = engines.producer();
-    const lead = (n: number): JobSpec => ({
-      jobType: 'sync',
-      queue: 'lq',
-      payload: { n },
-      debounce: { key: 'k', windowMs: 30_000, mode: 'leading' },
-    });
+    const lead = specOf('lq', { debounce: { key: 'k', windowMs: 30_000, mode: 'leading' } });
     const first = await b.enqueue(lead(1));
     expect(first.created).toBe(true);
     const [job] = await pendingOf('lq');
@@ -121,12 +120,7 @@ describe('debounce and throttle by key', () => {
 
   it('leading with maxWaitMs: a steady stream creates a new job once maxWaitMs has passed since the last one', async () => {
     const b = engines.producer();
-    const lead = (n: number): JobSpec => ({
-      jobType: 'sync',
-      queue: 'lm',
-      payload: { n },
-      debounce: { key: 'k', windowMs: 10_000, mode: 'leading', maxWaitMs: 20_000 },
-    });
+    const lead = specOf('lm', { debounce: { key: 'k', windowMs: 10_000, mode: 'leading', maxWaitMs: 20_000 } });
     const first = await b.enqueue(lead(1));
     await age('k', 9_000);
     expect((await b.enqueue(lead(2))).created).toBe(false);
@@ -141,12 +135,7 @@ describe('debounce and throttle by key', () => {
 
   it('throttle: at most `limit` jobs per window; the rest are dropped with the last job; a new window creates again', async () => {
     const b = engines.producer();
-    const t = (n: number): JobSpec => ({
-      jobType: 'sync',
-      queue: 'thq',
-      payload: { n },
-      throttle: { key: 'api', windowMs: 60_000, limit: 2 },
-    });
+    const t = specOf('thq', { throttle: { key: 'api', windowMs: 60_000, limit: 2 } });
     const r = [];
     for (let n = 1; n <= 4; n++) r.push(await b.enqueue(t(n)));
     expect(r.map((x) => x.created)).toEqual([true, true, false, false]);
