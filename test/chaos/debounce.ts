@@ -113,6 +113,7 @@ export async function runDebounceScenario(o: { seed: number; useNetns: boolean }
         [17_000, 'kill'],
       ];
       let next = 0;
+      const respawning = new Set<number>();
       const faults = Promise.all(
         plan.map(async ([ms, kind]) => {
           await sleep(ms - (Date.now() - t0));
@@ -126,9 +127,18 @@ export async function runDebounceScenario(o: { seed: number; useNetns: boolean }
               .catch(() => ({ rowCount: 0 }));
             console.log(`    t=${at}s terminated ${r.rowCount} producer session(s)`);
           } else {
-            const slot = h.slots[next++ % h.slots.length]!;
+            // A slot whose worker is still respawning from an earlier kill is left alone.
+            const order = h.slots.map((_, i) => h.slots[(next + i) % h.slots.length]!);
+            const slot = order.find((sl) => !respawning.has(sl.index));
+            next++;
+            if (!slot) return;
             console.log(`    t=${at}s kill -9 worker ${slot.workerId}`);
-            await h.kill(slot);
+            respawning.add(slot.index);
+            try {
+              await h.kill(slot);
+            } finally {
+              respawning.delete(slot.index);
+            }
           }
         }),
       );
