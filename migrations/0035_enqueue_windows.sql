@@ -18,6 +18,8 @@
 --              trailing: the job's run_at as last set.
 --   started:   throttle: jobs created in the window.
 --   rule:      the rule of the last enqueue ({kind, key, windowMs, ...}), shown with job_id's job.
+-- Retention's sweep deletes a row once its window has closed (until_at passed) and its job is no
+-- longer pending and unclaimed (src/core/retention-windows.ts), walking job_windows_until_idx.
 -- Rows are written only under the row's own lock (INSERT ... ON CONFLICT DO UPDATE), which
 -- serialises every enqueue of one key across connections.
 CREATE TABLE job_windows (
@@ -34,3 +36,5 @@ CREATE TABLE job_windows (
 );
 -- A job's read (GET /api/jobs/:id, the console) finds the rule its key holds it under.
 CREATE INDEX job_windows_job_id_idx ON job_windows (job_id);
+-- Retention's sweep walks the rows whose until_at has passed, oldest first, from where it stopped.
+CREATE INDEX job_windows_until_idx ON job_windows (until_at, tenant_id, queue, key);

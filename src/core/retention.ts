@@ -13,10 +13,15 @@
 // youngest retention when that is shorter, once the pass has got through (a pass that has not
 // goes on first), so such a job is deleted at most that much later than its age, plus the time
 // a pass takes (with an age of 0, at the next sweep).
+//
+// Each sweep also deletes the job_windows rows of debounce and throttle keys that no enqueue
+// needs any more (retention-windows.ts), whatever the jobs' retention: it runs even when every
+// finished job is kept.
 
 import type { Executor } from '../driver/executor.ts';
 import type { TerminalState } from '../types/job.ts';
 import type { EngineConfig } from './config.ts';
+import { WindowSweep } from './retention-windows.ts';
 
 /** Batches per sweep: a large backlog is worked off over several sweeps, not in one long one. */
 const MAX_BATCHES_PER_SWEEP = 20;
@@ -61,9 +66,11 @@ export class Retention {
   #walkEpoch: string | null = null;
   /** The last sweep stopped with work left (the walk at its batch limit). */
   #backlog = false;
+  readonly #windows: WindowSweep;
 
   constructor(deps: RetentionDeps) {
     this.#d = deps;
+    this.#windows = new WindowSweep(deps.executor, deps.leaderEpoch);
   }
 
   /** Each state's retention (ms; null keeps). */
@@ -77,7 +84,8 @@ export class Retention {
   }
 
   start(): void {
-    if (this.#timer || (this.#keepsAll && this.#d.config.vacuumDeadTuples === null)) return;
+    // Started even when every finished job is kept: the sweep of job_windows runs all the same.
+    if (this.#timer) return;
     // The first sweep at once: a leader that just took over works off what its predecessor left.
     this.#schedule(0);
   }
@@ -118,11 +126,16 @@ export class Retention {
     await this.#running;
   }
 
-  /** One sweep over every state with a retention, then a vacuum if due; returns how many jobs it deleted. Exposed for tests. */
+  /**
+   * One sweep over every state with a retention, then over job_windows, then a vacuum if due;
+   * returns how many jobs it deleted. Exposed for tests.
+   */
   async sweep(): Promise<number> {
     const epoch = this.#d.leaderEpoch();
     if (epoch === null) return 0;
     const deleted = await this.#purge(epoch);
+    const windows = await this.#windows.sweep(epoch, this.#d.config.retentionBatchSize, MAX_BATCHES_PER_SWEEP);
+    if (windows.backlog) this.#backlog = true;
     await this.#vacuumIfDue(epoch);
     return deleted;
   }

@@ -44,6 +44,23 @@ export interface NewJob {
   window?: EnqueueWindow;
 }
 
+/** Where retention's sweep of job_windows goes on from: the last row it examined. */
+export interface WindowCursor {
+  /** until_at as PostgreSQL writes it (microseconds kept). */
+  untilAt: string;
+  tenantId: string;
+  queue: string;
+  key: string;
+}
+
+export interface WindowSweepResult {
+  deleted: number;
+  /** The cursor after this batch; null when it examined no row. */
+  last: WindowCursor | null;
+  /** The walk reached the rows whose window is still open. */
+  done: boolean;
+}
+
 export interface Lease {
   id: string;
   token: string;
@@ -190,6 +207,11 @@ export interface Executor {
    * of its own.
    */
   jobEnqueueWindowed(p: { job: NewJob & { window: EnqueueWindow }; client?: Queryable }): Promise<InsertedJob>;
+  /**
+   * Retention: deletes up to `limit` job_windows rows after `after` whose window has closed and
+   * whose job is no longer pending and unclaimed, fenced by the leader's `epoch`.
+   */
+  jobWindowSweep(p: { after: WindowCursor | null; limit: number; epoch: string }): Promise<WindowSweepResult>;
   /** NOTIFY `channels`; on `client`, delivered at the commit of its transaction. */
   jobNotify(p: { channels: string[]; client?: Queryable }): Promise<void>;
   jobClaim(p: JobClaimParams): Promise<LeasedJob[]>;

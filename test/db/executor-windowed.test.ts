@@ -4,6 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { EnqueueWindow } from '../../src/types/job.ts';
+import { takeLeaderLease } from '../helpers/leader.ts';
 import { claim, ex, fresh, newJob, row, useExecutorHarness } from './executor-harness.ts';
 
 const db = useExecutorHarness();
@@ -65,5 +66,55 @@ describe('jobEnqueueWindowed', () => {
       ['throttle', 1],
     ]);
     expect((await ex.jobGet({ id: c.job.id }))?.enqueueWindow).toEqual(throttle);
+  });
+});
+
+describe('jobWindowSweep', () => {
+  const trailing: EnqueueWindow = { kind: 'debounce', key: 'k', windowMs: 60_000, mode: 'trailing', maxWaitMs: null };
+  const keys = async (queue: string) =>
+    (await db.query<{ key: string }>('SELECT key FROM baton.job_windows WHERE queue = $1 ORDER BY key', [queue])).rows.map((r) => r.key);
+  const enqueue = (queue: string, window: EnqueueWindow) => ex.jobEnqueueWindowed({ job: { ...newJob({ queue }), window } });
+  // Closes every window of the queue (the sweep reads until_at only through its index order).
+  const closeWindows = (queue: string) =>
+    db.query(`UPDATE baton.job_windows SET until_at = now() - interval '1 minute' WHERE queue = $1`, [queue]);
+  const walk = async (epoch: string, limit: number) => {
+    let after: Parameters<typeof ex.jobWindowSweep>[0]['after'] = null;
+    let deleted = 0;
+    for (let i = 0; i < 100; i++) {
+      const r = await ex.jobWindowSweep({ after, limit, epoch });
+      deleted += r.deleted;
+      if (r.done) return deleted;
+      after = r.last;
+    }
+    throw new Error('the walk did not end');
+  };
+
+  it('deletes closed windows whose job was claimed; keeps a pending unclaimed job and an open window; fenced by the epoch', async () => {
+    const queue = fresh();
+    await enqueue(queue, { ...trailing, key: 'a-pending' });
+    const b = await enqueue(queue, { ...trailing, key: 'b-claimed' });
+    const c = await enqueue(queue, { kind: 'debounce', key: 'c-leading', windowMs: 1, mode: 'leading', maxWaitMs: null });
+    await db.query('UPDATE baton.jobs SET run_at = now() WHERE id = ANY($1::bigint[])', [[b.job.id, c.job.id]]);
+    expect(await claim(queue, 10)).toHaveLength(2);
+    await enqueue(queue, { kind: 'throttle', key: 'd-open', windowMs: 60_000, limit: 1 });
+    await closeWindows(queue);
+    await db.query(`UPDATE baton.job_windows SET until_at = now() + interval '1 minute' WHERE queue = $1 AND key = 'd-open'`, [queue]);
+
+    expect(await walk('999999999', 10)).toBe(0);
+    expect(await keys(queue)).toEqual(['a-pending', 'b-claimed', 'c-leading', 'd-open']);
+    const epoch = await takeLeaderLease(db.pool);
+    // One row a batch: the walk passes the row it keeps and goes on to the others.
+    expect(await walk(epoch, 1)).toBe(2);
+    expect(await keys(queue)).toEqual(['a-pending', 'd-open']);
+
+    // The swept key starts over: its next enqueue creates a job, as for a key never used.
+    const again = await enqueue(queue, { ...trailing, key: 'b-claimed' });
+    expect(again.created).toBe(true);
+    // Once their jobs are claimed, the keys kept go at the next walk.
+    await db.query(`UPDATE baton.jobs SET run_at = now() WHERE state = 'pending' AND queue = $1`, [queue]);
+    expect(await claim(queue, 10)).toHaveLength(3);
+    await closeWindows(queue);
+    expect(await walk(epoch, 10)).toBe(3);
+    expect(await keys(queue)).toEqual([]);
   });
 });

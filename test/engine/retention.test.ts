@@ -1,6 +1,6 @@
 // Retention end to end: the elected leader deletes finished jobs past their state's
-// retention (a state with null is kept), and with deleteOnSuccess a job leaves at the
-// statement that completes it.
+// retention (a state with null is kept), and the job_windows rows no enqueue needs; with
+// deleteOnSuccess a job leaves at the statement that completes it.
 
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -72,6 +72,25 @@ describe('retention', () => {
     await waitFor(async () => (await vacuums()) > before, { message: 'a vacuum of jobs', timeoutMs: 30_000 });
     const dead = await db.query<{ n: number }>(`SELECT n_dead_tup::int AS n FROM pg_stat_user_tables WHERE relid = 'baton.jobs'::regclass`);
     expect(dead.rows[0]!.n).toBeLessThan(1_500);
+  });
+
+  it('the leader deletes a throttle key once its window closed and its job ran, even when every finished job is kept', async () => {
+    const worker = engines.create({
+      queues: { q: 1 },
+      retention: { succeededMs: null, cancelledMs: null, deadLetteredMs: null },
+      retentionIntervalMs: 50,
+      handlers: { work: () => undefined },
+    });
+    await worker.start();
+    await waitFor(() => worker.stats().leader === true, { message: 'the worker to lead' });
+    const keys = async () => (await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM baton.job_windows`)).rows[0]!.n;
+    const open = await worker.enqueue({ jobType: 'work', queue: 'q', throttle: { key: 'open', windowMs: 3_600_000 } });
+    const closing = await worker.enqueue({ jobType: 'work', queue: 'q', throttle: { key: 'closing', windowMs: 1 } });
+    await rowInState(db, open.job.id, 'succeeded');
+    await rowInState(db, closing.job.id, 'succeeded');
+    await waitFor(async () => (await keys()) === 1, { message: 'the closed window swept' });
+    expect((await db.query('SELECT key FROM baton.job_windows')).rows).toEqual([{ key: 'open' }]);
+    expect(await exists(closing.job.id)).toBe(true);
   });
 
   it('with deleteOnSuccess a job leaves at completion, and still counts as succeeded', async () => {

@@ -4,7 +4,7 @@
 // and a claim racing a fold either takes the job before it (the fold then creates a new job) or
 // after it (with the folded payload): both lock the job's row.
 
-import type { NewJob } from '../../driver/executor.ts';
+import type { NewJob, WindowCursor, WindowSweepResult } from '../../driver/executor.ts';
 import type { EnqueueWindow, InsertedJob, Job } from '../../types/job.ts';
 import type { ExecutorStatements } from './executor-statements.ts';
 import type { Queryable } from './pool.ts';
@@ -114,3 +114,34 @@ async function windowed(db: WindowDb, on: Queryable, job: WindowedJob): Promise<
 }
 
 const ms = (d: Date | null): number => (d ? d.getTime() : 0);
+
+/**
+ * One batch of retention's sweep of job_windows: locks up to `limit` rows whose window has closed,
+ * after `after`, then deletes those whose job is no longer pending and unclaimed (fenced by
+ * `epoch`). `last` is the cursor to go on from; `done` when the walk reached its end.
+ */
+export function sweepWindows(
+  db: Pick<ExecutorStatements, 'pool' | 'window'>,
+  p: { after: WindowCursor | null; limit: number; epoch: string },
+): Promise<WindowSweepResult> {
+  const a = p.after;
+  return inTransaction(db.pool, async (c) => {
+    const locked = await queryRows<{ tenant_id: string; queue: string; key: string; until_at: string }>(c, db.window.sweepLock, [
+      a ? a.untilAt : '-infinity',
+      a ? a.tenantId : '',
+      a ? a.queue : '',
+      a ? a.key : '',
+      p.limit,
+    ]);
+    const end = locked.at(-1);
+    if (!end) return { deleted: 0, last: null, done: true };
+    const gone = await queryRows(c, db.window.sweepDelete, [
+      p.epoch,
+      locked.map((r) => r.tenant_id),
+      locked.map((r) => r.queue),
+      locked.map((r) => r.key),
+    ]);
+    const last = { untilAt: end.until_at, tenantId: end.tenant_id, queue: end.queue, key: end.key };
+    return { deleted: gone.length, last, done: locked.length < p.limit };
+  });
+}

@@ -18,6 +18,8 @@ import type {
   Lease,
   NewJob,
   ReapedJob,
+  WindowCursor,
+  WindowSweepResult,
   WorkerRow,
 } from '../../driver/executor.ts';
 import type { DatabaseHealth } from '../../types/admin.ts';
@@ -30,7 +32,7 @@ import * as admin from './job-admin.ts';
 import * as insert from './job-insert.ts';
 import * as lease from './job-lease.ts';
 import * as listing from './job-list.ts';
-import { enqueueWindowed } from './job-window.ts';
+import { enqueueWindowed, sweepWindows } from './job-window.ts';
 import { PgFlow } from './pg-flow-control.ts';
 import type { PgPoolLike, Queryable } from './pool.ts';
 import { unnamedQueryable } from './pooler-client.ts';
@@ -72,6 +74,10 @@ export class PgExecutor implements Executor {
     await insert.markKeyed(this.#db, this.#keyedQueues, [p.job]);
     const client = p.client && this.#unnamed ? unnamedQueryable(p.client) : p.client;
     return enqueueWindowed(this.#db, client ? { job: p.job, client } : { job: p.job });
+  }
+
+  jobWindowSweep(p: { after: WindowCursor | null; limit: number; epoch: string }): Promise<WindowSweepResult> {
+    return sweepWindows(this.#db, p);
   }
 
   jobNotify(p: { channels: string[]; client?: Queryable }): Promise<void> {

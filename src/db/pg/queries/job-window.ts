@@ -1,6 +1,9 @@
 // Named queries of debounce and throttle by key (migration 0035): the lock-and-read of a key's
-// row, the fold of an enqueue into the key's pending job, the windowed insert, the row's write.
-// Only enqueues that carry `debounce` or `throttle` run them; plain jobs never do.
+// row, the fold of an enqueue into the key's pending job, the windowed insert, the row's write;
+// and retention's sweep of the rows no enqueue needs any more (run by the leader).
+// Only enqueues that carry `debounce` or `throttle` run the others; plain jobs never do.
+
+import { leaderFenceSql } from './leader.ts';
 
 export function jobWindowQueries(schema: string) {
   const jobs = `${schema}.jobs`;
@@ -41,6 +44,32 @@ export function jobWindowQueries(schema: string) {
       name: `${schema}.job_window_write`,
       text: `UPDATE ${windows} SET kind = $4, job_id = $5, opened_at = $6, until_at = $7, started = $8, rule = $9::jsonb
         WHERE tenant_id = $1 AND queue = $2 AND key = $3`,
+    },
+    // Retention's sweep, first statement: locks the next rows whose window has closed, in
+    // job_windows_until_idx order after the cursor ($1..$4). SKIP LOCKED: a key an enqueue holds
+    // is being written, and is reached when the walk comes round again. until_at goes out as text:
+    // a JS Date would drop its microseconds, and the cursor would not pass the row.
+    sweepLock: {
+      name: `${schema}.job_window_sweep_lock`,
+      text: `SELECT tenant_id, queue, key, until_at::text FROM ${windows}
+        WHERE until_at < now() AND (until_at, tenant_id, queue, key) > ($1::timestamptz, $2::text, $3::text, $4::text)
+        ORDER BY until_at, tenant_id, queue, key
+        LIMIT $5
+        FOR UPDATE SKIP LOCKED`,
+    },
+    // Second statement, in the same transaction: deletes the locked rows whose job is no longer
+    // pending and unclaimed (a trailing fold would still take it). Its own snapshot, taken after
+    // the locks, sees every enqueue of those keys that committed; none can run until this
+    // commits, and a job never goes back to pending with no lease token. An enqueue waiting
+    // on a deleted row inserts a fresh one. Fenced by the leader's epoch ($1).
+    sweepDelete: {
+      name: `${schema}.job_window_sweep_delete`,
+      text: `WITH fence AS (${leaderFenceSql(schema, '$1')})
+        DELETE FROM ${windows} w
+        USING unnest($2::text[], $3::text[], $4::text[]) AS l(tenant_id, queue, key)
+        WHERE w.tenant_id = l.tenant_id AND w.queue = l.queue AND w.key = l.key AND EXISTS (SELECT 1 FROM fence)
+          AND NOT EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = w.job_id AND j.state = 'pending' AND j.lease_token IS NULL)
+        RETURNING w.queue`,
     },
   } as const;
 }
