@@ -110,8 +110,10 @@ export class Producer {
       out.push(next);
     }
     const results = await this.#answer(out, capabilities);
-    const due = (r: EnqueueResult) => r.created && r.job.runAt.getTime() <= r.job.createdAt.getTime();
-    const queues = [...new Set(results.filter(due).map((r) => r.job.queue))];
+    // Due at once by its spec, as the plain path decides: not from the row, whose run_at (the
+    // key's clock, read under its lock) is later than created_at (the transaction's start).
+    const dueNow = (j: NewJob) => j.runAt === null && j.delayMs === 0 && !(j.window?.kind === 'debounce' && j.window.mode === 'trailing');
+    const queues = [...new Set(results.filter((r, i) => r.created && dueNow(jobs[i]!)).map((r) => r.job.queue))];
     if (notify && queues.length > 0) {
       if (opts.client) await executor.jobNotify({ channels: queues.map((q) => channelFor(config.schema, q)), client: opts.client });
       else this.wake(queues);

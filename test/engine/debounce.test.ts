@@ -2,7 +2,8 @@
 // debounce folds enqueues into the key's pending job (last payload, run_at pushed, bounded by
 // maxWaitMs); a leading one drops within its window; a throttle creates at most `limit` jobs per
 // window; concurrent enqueues of one key from several engines leave exactly one pending job; a
-// claimed job is no longer debounced; a plain enqueue sends no statement of the feature.
+// claimed job is no longer debounced; a plain enqueue sends no statement of the feature; a
+// created job due now is announced at the caller's commit.
 // Windows are moved by writing the key's row (as time passing would), never by sleeping.
 
 import pg from 'pg';
@@ -273,6 +274,28 @@ describe('debounce and throttle by key', () => {
     expect(await pendingOf('tq')).toEqual([]);
     expect((await db.query('SELECT 1 FROM baton.job_windows')).rowCount).toBe(0);
     expect((await b.enqueue(trailing({ n: 2 }))).created).toBe(true);
+  });
+
+  it("a created leading or throttled job due now wakes another process's worker at the caller's commit", async () => {
+    // Polling once a minute: only the NOTIFY can get the jobs claimed within the wait.
+    const ran = new Signal<string>();
+    await engines.start({ queues: { wake: 1 }, pollIntervalMs: 60_000, handlers: { sync: (ctx) => ran.emit(ctx.job.id) } });
+    const b = engines.producer();
+    const client = await db.pool.connect();
+    let ids: string[];
+    try {
+      // The transaction starts (created_at) well before the key's lock reads the clock (run_at).
+      await client.query('BEGIN');
+      await client.query('SELECT pg_sleep(0.05)');
+      const leading = await b.enqueue({ ...specOf('wake', { debounce: { key: 'l', windowMs: 60_000, mode: 'leading' } })(1) }, { client });
+      const throttled = await b.enqueue({ ...specOf('wake', { throttle: { key: 't', windowMs: 60_000 } })(2) }, { client });
+      ids = [leading.job.id, throttled.job.id];
+      await client.query('COMMIT');
+    } finally {
+      client.release();
+    }
+    const seen = [await ran.next({ message: 'a job woken by the NOTIFY' }), await ran.next({ message: 'the other job' })];
+    expect(seen.sort()).toEqual(ids.sort());
   });
 
   it('refuses bad rules and combinations with INVALID_ARGUMENT naming the field', async () => {
