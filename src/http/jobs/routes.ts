@@ -55,7 +55,8 @@ const enqueueBatch = defineRoute({
   operationId: 'enqueueJobs',
   tag: 'jobs',
   summary: 'Enqueue jobs in one INSERT',
-  description: 'All or nothing; results in input order.',
+  description:
+    'All or nothing, unless a spec carries debounce or throttle: its plain specs are one INSERT, each windowed spec its own transaction (docs/debounce.md). Results in input order.',
   lenient: { headers: traceHeadersSchema },
   body: { schema: batchSchema, required: true },
   responses: { 201: json('at least one job was created', r.batch), 200: json('every job already existed', r.batch) },
@@ -186,7 +187,7 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
         const r = await baton.enqueue(scoped.spec(scopeOf(c), c.req.valid('json')), enqueueOptions(c));
         return c.json({ ...toWireJob(r.job), warnings: r.warnings, ...collapsed(r) }, r.created ? 201 : 200);
       })
-      /** One INSERT for the batch; results in input order. 201 if any job was created, else 200. */
+      /** One INSERT for the batch (and a transaction per windowed spec); results in input order. 201 if any job was created, else 200. */
       .add(enqueueBatch, async (c) => {
         const scope = scopeOf(c);
         const specs = c.req.valid('json').jobs.map((spec) => scoped.spec(scope, spec));
