@@ -18,7 +18,7 @@ export class WindowSweep {
 
   /**
    * At most `batches` batches of `batchSize` rows; returns how many rows it deleted and whether
-   * it stopped with rows left to examine.
+   * the next sweep should follow at once.
    */
   async sweep(epoch: string, batchSize: number, batches: number): Promise<{ deleted: number; backlog: boolean }> {
     if (this.#epoch !== epoch) {
@@ -33,6 +33,8 @@ export class WindowSweep {
       this.#after = r.done ? null : r.last;
       if (r.done) return { deleted, backlog: false };
     }
-    return { deleted, backlog: true };
+    // Work left: the next sweep follows at once only when this one deleted rows. One that only
+    // passed rows kept for their pending jobs goes on at the next interval, from the cursor.
+    return { deleted, backlog: deleted > 0 };
   }
 }
