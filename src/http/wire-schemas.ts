@@ -33,6 +33,8 @@ const time = z
   .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
   .meta({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds (Date#toISOString)' });
 const decimal = z.string().regex(/^[0-9]+$/);
+/** A job's id: decimal, or `<cluster>:<decimal>` on a sharded server (isJobRef). */
+const jobRef = z.string().regex(/^(?:[a-z][a-z0-9_]{0,15}:)?[1-9][0-9]*$/);
 const count = z.int().min(0);
 const anyJson = z.unknown().meta({ description: 'any JSON' });
 
@@ -50,10 +52,7 @@ const summaryAttemptError = wireAttemptErrorSchema.omit({ stack: true });
 
 /** The fields a job and its summary share (wireCommon in wire.ts). */
 const common = {
-  id: z
-    .string()
-    .regex(/^[1-9][0-9]*$/)
-    .meta({ description: 'decimal bigint' }),
+  id: jobRef.meta({ description: 'decimal bigint; `<cluster>:<id>` from a server over several clusters (BATON_CLUSTERS)' }),
   tenantId: z.string(),
   queue: z.string(),
   jobType: z.string(),
@@ -83,7 +82,7 @@ const common = {
         'the latest progress a handler stored (ctx.progress): a number 0..100 or a JSON object of at most 2,048 bytes; null when none; absent on a claimed lease',
     }),
   dependsOn: z
-    .array(decimal)
+    .array(jobRef)
     .optional()
     .meta({ description: 'the jobs it was enqueued to wait for (dependsOn); absent when none or on a claimed lease' }),
 };
@@ -173,10 +172,7 @@ export const wireWorkerSchema = z.strictObject({
 
 /** toWireSchedule. */
 export const wireScheduleSchema = z.strictObject({
-  id: z
-    .string()
-    .regex(/^[1-9][0-9]*$/)
-    .meta({ description: 'decimal bigint' }),
+  id: jobRef.meta({ description: 'decimal bigint; `<cluster>:<id>` from a server over several clusters (BATON_CLUSTERS)' }),
   tenantId: z.string(),
   name: z.string(),
   cron: z.string(),

@@ -1,0 +1,172 @@
+// A Baton over several independent databases: one engine per cluster, composed. Producers go to
+// the cluster of the job's queue; a worker starts only the engines of clusters holding queues
+// it works; admin reads merge. Every guarantee (leases, fencing, idempotency keys, caps,
+// fairness, leadership) is each engine's own, hence per cluster; nothing spans two clusters.
+// Cron, workflows and the outbox live on the home cluster (the default, or the first named).
+
+import { EventEmitter } from 'node:events';
+import { BatonError } from '../../types/errors.ts';
+import type { EnqueueResult, JobSpec } from '../../types/job.ts';
+import type { Baton, EngineStats, EnqueueOptions } from '../baton.ts';
+import type { EngineEvents } from '../events.ts';
+import { clusterOf, DEFAULT_QUEUE, mustRoute, parseRef, refJob, type ShardRouting } from './routing.ts';
+import { shardedAdmin } from './sharded-admin.ts';
+
+/** A Baton over several clusters (createShardedBaton): a Baton, plus the routing and each cluster's own engine. */
+export interface ShardedBaton extends Baton {
+  readonly routing: ShardRouting;
+  /** Each cluster's own engine, by cluster name (its ids are bare, its admin sees that cluster only). */
+  readonly clusters: Readonly<Record<string, Baton>>;
+  /** The clusters whose engines start() starts: those holding a queue this process works (all when it works none). */
+  readonly workClusters: readonly string[];
+  /** The cluster holding `queue`, or null when it is not routed and there is no default cluster. */
+  clusterOf(queue: string): string | null;
+}
+
+const EVENTS = [
+  'enqueued',
+  'claimed',
+  'started',
+  'succeeded',
+  'retried',
+  'deadLettered',
+  'fenced',
+  'progress',
+  'leaseLost',
+  'cancelSignalled',
+  'cancelled',
+  'reaped',
+  'purged',
+  'leadership',
+  'enqueueWarning',
+  'released',
+  'error',
+] as const satisfies ReadonlyArray<keyof EngineEvents>;
+
+/** Re-emits every cluster's events on one emitter, the ids of the jobs they carry prefixed with the cluster. */
+function mergedEvents(clusters: Readonly<Record<string, Baton>>): EventEmitter<EngineEvents> {
+  const out = new EventEmitter<EngineEvents>();
+  out.on('error', () => undefined);
+  for (const [c, b] of Object.entries(clusters)) {
+    for (const name of EVENTS) {
+      b.events.on(name, (payload: object) => {
+        const p = payload as { job?: { id: string } };
+        out.emit(name, (p.job === undefined ? payload : { ...payload, job: refJob(c, p.job) }) as never);
+      });
+    }
+  }
+  return out;
+}
+
+/** Adds counters field by field (numbers summed, nested records merged). */
+function sumCounters<T>(a: T, b: T): T {
+  if (typeof a === 'number' && typeof b === 'number') return (a + b) as T;
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return a ?? b;
+  const out: Record<string, unknown> = { ...(a as object) };
+  for (const [k, v] of Object.entries(b as object)) out[k] = k in out ? sumCounters(out[k], v) : v;
+  return out as T;
+}
+
+function sumStats(all: EngineStats[]): EngineStats {
+  const started = all.filter((s) => s.presenceHeld !== null);
+  const [first, ...rest] = all as [EngineStats, ...EngineStats[]];
+  const { slots, presenceHeld, leader, ...counters } = rest.reduce((m, s) => sumCounters(m, s), first);
+  return {
+    ...counters,
+    slots: Object.assign({}, ...all.map((s) => s.slots)),
+    presenceHeld: started.length === 0 ? null : started.every((s) => s.presenceHeld === true),
+    leader: all.some((s) => s.leader === true) ? true : all.every((s) => s.leader === null) ? null : false,
+  };
+}
+
+/** The spec a cluster's engine gets: parents named `<cluster>:<id>` on the job's own cluster, made bare. */
+function localSpec(r: ShardRouting, cluster: string, spec: JobSpec): JobSpec {
+  if (spec.dependsOn === undefined) return spec;
+  const dependsOn = spec.dependsOn.map((ref) => {
+    const p = parseRef(r, ref);
+    if (p === null || p.cluster !== cluster) {
+      throw new BatonError(
+        'INVALID_ARGUMENT',
+        `dependsOn: ${JSON.stringify(ref)} is not a job of cluster ${cluster}, where queue ${spec.queue ?? DEFAULT_QUEUE} lives (a job depends only on jobs of its own cluster, named ${cluster}:<id>)`,
+        { details: { field: 'dependsOn' } },
+      );
+    }
+    return p.id;
+  });
+  return { ...spec, dependsOn };
+}
+
+/**
+ * Composes one engine per cluster into a Baton. `home`: the cluster of cron, workflows and the
+ * outbox. `workClusters`: the engines start() starts.
+ */
+export function composeShardedBaton(
+  r: ShardRouting,
+  clusters: Readonly<Record<string, Baton>>,
+  o: { home: string; workClusters: readonly string[] },
+): ShardedBaton {
+  const home = clusters[o.home] as Baton;
+  const of = (c: string) => clusters[c] as Baton;
+  const queues = Object.assign({}, ...r.clusters.map((c) => of(c).config.queues));
+  const admin = shardedAdmin(r, Object.fromEntries(r.clusters.map((c) => [c, of(c).admin])));
+  const route = (spec: JobSpec) => mustRoute(r, spec.queue ?? DEFAULT_QUEUE);
+  const refResult = (c: string, res: EnqueueResult): EnqueueResult => ({ ...res, job: refJob(c, res.job) });
+
+  return {
+    routing: r,
+    clusters,
+    workClusters: o.workClusters,
+    clusterOf: (queue) => clusterOf(r, queue),
+    config: Object.freeze({ ...home.config, queues: Object.freeze(queues) }),
+    async migrate() {
+      const applied: string[] = [];
+      for (const c of r.clusters) applied.push(...(await of(c).migrate()).applied.map((f) => `${c}:${f}`));
+      return { applied };
+    },
+    async start() {
+      const outcomes = await Promise.allSettled(o.workClusters.map((c) => of(c).start()));
+      const failed = outcomes.find((x): x is PromiseRejectedResult => x.status === 'rejected');
+      if (failed) {
+        await Promise.allSettled(o.workClusters.map((c) => of(c).stop({ drainMs: 0 })));
+        throw failed.reason;
+      }
+    },
+    async stop(opts) {
+      await Promise.all(r.clusters.map((c) => of(c).stop(opts)));
+    },
+    async enqueue(spec: JobSpec, opts?: EnqueueOptions) {
+      const c = route(spec);
+      return refResult(c, await of(c).enqueue(localSpec(r, c, spec), opts));
+    },
+    async enqueueMany(specs: JobSpec[], opts?: EnqueueOptions) {
+      const targets = [...new Set(specs.map(route))];
+      // One batch is one INSERT on one database: a batch across clusters could commit on one and not the other.
+      if (targets.length > 1) {
+        throw new BatonError(
+          'INVALID_ARGUMENT',
+          `a batch goes to one cluster: its queues are on clusters ${targets.join(', ')} (enqueue each cluster's jobs as a batch of their own)`,
+          { details: { field: 'queue' } },
+        );
+      }
+      const c = targets[0] ?? o.home;
+      const results = await of(c).enqueueMany(
+        specs.map((s) => localSpec(r, c, s)),
+        opts,
+      );
+      return results.map((res) => refResult(c, res));
+    },
+    async wake(queue) {
+      const c = clusterOf(r, queue);
+      await Promise.all((c === null ? r.clusters : [c]).map((x) => of(x).wake(queue)));
+    },
+    admin,
+    cron: home.cron,
+    workflow: ((...args: Parameters<Baton['workflow']>) => home.workflow(...args)) as Baton['workflow'],
+    startWorkflow: (...args) => home.startWorkflow(...args),
+    sendEvent: (...args) => home.sendEvent(...args),
+    workflows: home.workflows,
+    outbox: home.outbox,
+    events: mergedEvents(clusters),
+    stats: () => sumStats(r.clusters.map((c) => of(c).stats())),
+  };
+}
