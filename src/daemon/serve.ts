@@ -10,12 +10,11 @@ import type { AddressInfo } from 'node:net';
 import type { Logger as PinoLogger } from 'pino';
 import type { HandlerMap } from '../core/handler.ts';
 import { openApiKeys } from '../create-api-keys.ts';
-import { createBaton } from '../create-baton.ts';
 import { createApp } from '../http/app.ts';
 import { createStatsHistory } from '../http/stats-history.ts';
 import type { WorkflowFn } from '../types/workflow.ts';
 import { watchAuthMode } from './auth-mode.ts';
-import { connectionOptions, openDatabase } from './database.ts';
+import { openDatabase, openEngine } from './database.ts';
 import { demoHandlers, demoWorkflows } from './demo-handlers.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { createHttpServer } from './http-server.ts';
@@ -53,9 +52,8 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     embeddedKill = db.embedded?.killNow;
     if (db.embedded?.owned) shutdown.add({ order: SHUTDOWN_ORDER.database, name: 'stop the embedded PostgreSQL', run: () => db.close() });
 
-    const baton = createBaton({
+    const baton = openEngine(config, db, {
       ...config.engine,
-      ...connectionOptions(config, db),
       poolSize: config.poolSize,
       handlers,
       logger: logger.child({ component: 'engine' }),
