@@ -21,8 +21,6 @@ export interface ShardedBatonOptions extends Omit<BatonOptions, 'pool' | 'connec
    * INVALID_ARGUMENT. Also the home cluster (cron, workflows, outbox); the first cluster otherwise.
    */
   default?: string;
-  /** The names used in INVALID_CONFIG messages (the daemon passes its environment variables' names). @internal */
-  settingNames?: RoutingSettingNames;
 }
 
 /**
@@ -32,8 +30,12 @@ export interface ShardedBatonOptions extends Omit<BatonOptions, 'pool' | 'connec
  * @throws BatonError INVALID_CONFIG naming the bad option (a cluster, a route, a queue no cluster holds).
  */
 export function createShardedBaton(options: ShardedBatonOptions): ShardedBaton {
-  const { clusters, routes, default: defaultCluster, settingNames, queues = {}, schedules, outbox, ...rest } = options;
-  const names = settingNames ?? { clusters: 'clusters', routes: 'routes', defaultCluster: 'default' };
+  return buildShardedBaton(options, { clusters: 'clusters', routes: 'routes', defaultCluster: 'default' });
+}
+
+/** createShardedBaton, its INVALID_CONFIG messages naming settings `names` (the daemon's environment variables). @internal */
+export function buildShardedBaton(options: ShardedBatonOptions, names: RoutingSettingNames): ShardedBaton {
+  const { clusters, routes, default: defaultCluster, queues = {}, schedules, outbox, ...rest } = options;
   const r = parseShardRouting({ clusters: Object.keys(clusters ?? {}), routes: routes ?? {}, defaultCluster }, names);
   const home = r.defaultCluster ?? (r.clusters[0] as string);
   const work: Record<string, Record<string, number>> = Object.fromEntries(r.clusters.map((c) => [c, {}]));

@@ -5,7 +5,7 @@
 import type { Baton } from '../core/baton.ts';
 import type { Logger } from '../core/logger.ts';
 import { type BatonOptions, createBaton } from '../create-baton.ts';
-import { createShardedBaton } from '../create-sharded-baton.ts';
+import { buildShardedBaton } from '../create-sharded-baton.ts';
 import { newClient, parseConnectionString } from '../db/pg/multi-host.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-pg.ts';
 import type { DaemonConfig } from './env.ts';
@@ -39,13 +39,15 @@ export function openEngine(
 ): Baton {
   const s = config.sharding;
   if (s === undefined) return createBaton({ ...o, ...connectionOptions(config, db) });
-  return createShardedBaton({
-    ...o,
-    clusters: { ...s.clusters },
-    routes: { ...s.routes },
-    ...(s.defaultCluster === undefined ? {} : { default: s.defaultCluster }),
-    settingNames: { clusters: 'BATON_CLUSTERS', routes: 'BATON_QUEUE_ROUTES', defaultCluster: 'BATON_DEFAULT_CLUSTER' },
-  });
+  return buildShardedBaton(
+    {
+      ...o,
+      clusters: { ...s.clusters },
+      routes: { ...s.routes },
+      ...(s.defaultCluster === undefined ? {} : { default: s.defaultCluster }),
+    },
+    { clusters: 'BATON_CLUSTERS', routes: 'BATON_QUEUE_ROUTES', defaultCluster: 'BATON_DEFAULT_CLUSTER' },
+  );
 }
 
 /** How long the first connection to DATABASE_URL may take before start-up gives up. */

@@ -11,8 +11,11 @@ export const DEFAULT_QUEUE = 'default';
 
 /** Where queues live: cluster names in order, queue -> cluster, and the cluster of unrouted queues (or none). */
 export interface ShardRouting {
+  /** Cluster names, in the order given (the first is home when there is no default). */
   readonly clusters: readonly string[];
+  /** Queue -> cluster name. */
   readonly routes: Readonly<Record<string, string>>;
+  /** The cluster of queues `routes` does not name; null: an enqueue to one is INVALID_ARGUMENT. */
   readonly defaultCluster: string | null;
 }
 
@@ -23,7 +26,7 @@ export interface ShardRoutingInput {
   defaultCluster?: string | undefined;
 }
 
-/** Setting names used in INVALID_CONFIG messages. */
+/** Setting names used in INVALID_CONFIG messages. @internal */
 export interface RoutingSettingNames {
   clusters: string;
   routes: string;

@@ -14,6 +14,7 @@ import { shardedAdmin } from './sharded-admin.ts';
 
 /** A Baton over several clusters (createShardedBaton): a Baton, plus the routing and each cluster's own engine. */
 export interface ShardedBaton extends Baton {
+  /** Where each queue lives (validated). */
   readonly routing: ShardRouting;
   /** Each cluster's own engine, by cluster name (its ids are bare, its admin sees that cluster only). */
   readonly clusters: Readonly<Record<string, Baton>>;
