@@ -107,6 +107,8 @@ describe('sharded Baton: workers', () => {
     const onlyA = sharded({ queues: { emails: 1 }, handlers });
     expect(both.workClusters).toEqual(['a', 'b']);
     expect(onlyA.workClusters).toEqual(['a']);
+    const succeededIds: string[] = [];
+    both.events.on('succeeded', ({ job }) => void succeededIds.push(job.id));
     await both.start();
     await onlyA.start();
     expect(onlyA.clusters.b?.stats().presenceHeld).toBeNull();
@@ -115,6 +117,8 @@ describe('sharded Baton: workers', () => {
       await waitFor(async () => (await both.admin.getJob(job.id)).state === 'succeeded', { message: `job ${job.id} to succeed` });
     }
     expect(ran.sort()).toEqual(['emails', 'reports']);
+    // Events carry the cluster's id too (the ones this instance ran).
+    expect(succeededIds.every((id) => jobs.some((j) => j.job.id === id))).toBe(true);
     expect(both.stats().succeeded + onlyA.stats().succeeded).toBe(2);
   });
 });
