@@ -31,6 +31,18 @@ function mergeBy<T>(rows: T[], key: (row: T) => string, fold: (a: T, b: T) => T)
 }
 
 const laterDate = (a: Date | null, b: Date | null) => (a === null ? b : b === null ? a : a > b ? a : b);
+type QueueRow = { queue: string; paused: boolean; pausedAt: Date | null; counts: Record<JobState, number> };
+
+/** One queue seen on two clusters (stray jobs, or a route changed): counts summed, paused if either is. */
+function foldQueue(a: QueueRow, b: QueueRow): QueueRow & { counts: StateCounts } {
+  return {
+    queue: a.queue,
+    paused: a.paused || b.paused,
+    pausedAt: laterDate(a.pausedAt, b.pausedAt),
+    counts: addCounts(addCounts(emptyCounts(), a.counts), b.counts),
+  };
+}
+
 const maxOrNull = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.max(a, b));
 
 /** Sums stats snapshots; start latency percentiles are the largest cluster's (an upper bound, not a merged percentile). */
@@ -38,13 +50,7 @@ function sumStats(snaps: StatsSnapshot[]): StatsSnapshot {
   const queues = mergeBy(
     snaps.flatMap((s) => s.queues),
     (q) => q.queue,
-    (a, b) => ({
-      queue: a.queue,
-      paused: a.paused || b.paused,
-      pausedAt: laterDate(a.pausedAt, b.pausedAt),
-      counts: addCounts(addCounts(emptyCounts(), a.counts), b.counts),
-      scheduled: a.scheduled + b.scheduled,
-    }),
+    (a, b) => ({ ...foldQueue(a, b), scheduled: a.scheduled + b.scheduled }),
   );
   const [first, ...rest] = snaps as [StatsSnapshot, ...StatsSnapshot[]];
   const window = rest.reduce(
@@ -122,16 +128,7 @@ export function shardedAdmin(r: ShardRouting, admins: Admins): AdminApi {
       return counts.reduce(addCounts, emptyCounts());
     },
     async queues() {
-      return mergeBy(
-        (await all((a) => a.queues())).flat(),
-        (q) => q.queue,
-        (a, b) => ({
-          queue: a.queue,
-          paused: a.paused || b.paused,
-          pausedAt: laterDate(a.pausedAt, b.pausedAt),
-          counts: addCounts(addCounts(emptyCounts(), a.counts), b.counts),
-        }),
-      );
+      return mergeBy((await all((a) => a.queues())).flat(), (q) => q.queue, foldQueue);
     },
     pauseQueue: (queue) => of(mustRoute(r, queue)).pauseQueue(queue),
     resumeQueue: (queue) => of(mustRoute(r, queue)).resumeQueue(queue),
