@@ -82,7 +82,7 @@ function sumStats(all: EngineStats[]): EngineStats {
 
 /** The spec a cluster's engine gets: parents named `<cluster>:<id>` on the job's own cluster, made bare. */
 function localSpec(r: ShardRouting, cluster: string, spec: JobSpec): JobSpec {
-  if (spec.dependsOn === undefined) return spec;
+  if (typeof spec !== 'object' || spec === null || spec.dependsOn === undefined) return spec;
   const dependsOn = spec.dependsOn.map((ref) => {
     const p = parseRef(r, ref);
     if (p === null || p.cluster !== cluster) {
@@ -110,7 +110,8 @@ export function composeShardedBaton(
   const of = (c: string) => clusters[c] as Baton;
   const queues = Object.assign({}, ...r.clusters.map((c) => of(c).config.queues));
   const admin = shardedAdmin(r, Object.fromEntries(r.clusters.map((c) => [c, of(c).admin])));
-  const route = (spec: JobSpec) => mustRoute(r, spec.queue ?? DEFAULT_QUEUE);
+  // A spec that is not an object is the engine's to refuse (INVALID_ARGUMENT): route it to the home cluster.
+  const route = (spec: JobSpec) => (typeof spec === 'object' && spec !== null ? mustRoute(r, spec.queue ?? DEFAULT_QUEUE) : o.home);
   const refResult = (c: string, res: EnqueueResult): EnqueueResult => ({ ...res, job: refJob(c, res.job) });
 
   return {
