@@ -39,6 +39,26 @@ function sortValue(job: JobSummary, key: string): number | string {
   return typeof v === 'number' ? v : String(v);
 }
 
+/**
+ * The cursor of the page after `ids`, the jobs actually shown of a page read from `start` (the
+ * HTTP edge cuts a page short at its size cap): the last id when ids are bare (one database);
+ * across clusters, `start` advanced to each cluster's last id shown.
+ */
+export function cursorAfter(start: string | undefined, ids: readonly string[]): string | null {
+  const last = ids.at(-1);
+  if (last === undefined || !last.includes(':')) return last ?? null;
+  const positions = new Map<string, string>();
+  for (const part of start !== undefined && SHARDED_CURSOR_PATTERN.test(start) ? start.split('.') : []) {
+    const [c, id] = part.split(':') as [string, string];
+    positions.set(c, id);
+  }
+  for (const ref of ids) {
+    const [c, id] = ref.split(':') as [string, string];
+    positions.set(c, id);
+  }
+  return encodeCursor(positions);
+}
+
 /** Orders two heads as the merged listing shows them (ascending; the caller flips for desc). */
 function compareAsc(a: Head, b: Head, key: string): number {
   const k = key === 'id' ? 'createdAt' : key;
