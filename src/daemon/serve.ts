@@ -12,6 +12,7 @@ import type { HandlerMap } from '../core/handler.ts';
 import { openApiKeys } from '../create-api-keys.ts';
 import { createApp } from '../http/app.ts';
 import { createStatsHistory } from '../http/stats-history.ts';
+import { isBatonError } from '../types/errors.ts';
 import type { WorkflowFn } from '../types/workflow.ts';
 import { watchAuthMode } from './auth-mode.ts';
 import { openDatabase, openEngine } from './database.ts';
@@ -59,7 +60,17 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
       logger: logger.child({ component: 'engine' }),
       outbox: { publishers: buildPublishers(config.outbox.publishers), relay: config.outbox.relay },
     });
-    if (config.demoHandlers) for (const [name, fn] of Object.entries(demoWorkflows)) baton.workflow(name, fn as WorkflowFn);
+    if (config.demoHandlers) {
+      for (const [name, fn] of Object.entries(demoWorkflows)) {
+        try {
+          baton.workflow(name, fn as WorkflowFn);
+        } catch (err) {
+          // Over BATON_CLUSTERS a workflow's queue must be the home cluster's: a demo is left out rather than stop start-up.
+          if (!isBatonError(err) || err.code !== 'INVALID_CONFIG') throw err;
+          logger.warn({ workflow: name, reason: err.message }, 'demo workflow not defined');
+        }
+      }
+    }
     // Named for what it does: before the workers start there is nothing to drain.
     const engineStep = { order: SHUTDOWN_ORDER.drain, name: 'close the engine', run: () => baton.stop({ drainMs: config.drainMs }) };
     shutdown.add(engineStep);

@@ -34,7 +34,7 @@ const time = z
   .meta({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds (Date#toISOString)' });
 const decimal = z.string().regex(/^[0-9]+$/);
 /** A job's id: decimal, or `<cluster>:<decimal>` on a sharded server (isJobRef). */
-const jobRef = z.string().regex(/^(?:[a-z][a-z0-9_]{0,15}:)?[1-9][0-9]*$/);
+export const jobRef = z.string().regex(/^(?:[a-z][a-z0-9_]{0,15}:)?[1-9][0-9]*$/);
 const count = z.int().min(0);
 const anyJson = z.unknown().meta({ description: 'any JSON' });
 
@@ -172,7 +172,10 @@ export const wireWorkerSchema = z.strictObject({
 
 /** toWireSchedule. */
 export const wireScheduleSchema = z.strictObject({
-  id: jobRef.meta({ description: 'decimal bigint; `<cluster>:<id>` from a server over several clusters (BATON_CLUSTERS)' }),
+  id: z
+    .string()
+    .regex(/^[1-9][0-9]*$/)
+    .meta({ description: 'decimal bigint' }),
   tenantId: z.string(),
   name: z.string(),
   cron: z.string(),

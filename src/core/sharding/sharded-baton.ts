@@ -7,9 +7,10 @@
 import { EventEmitter } from 'node:events';
 import { BatonError } from '../../types/errors.ts';
 import type { EnqueueResult, JobSpec } from '../../types/job.ts';
+import type { WorkflowOptions, WorkflowRunsApi } from '../../types/workflow.ts';
 import type { Baton, EngineStats, EnqueueOptions } from '../baton.ts';
 import type { EngineEvents } from '../events.ts';
-import { clusterOf, DEFAULT_QUEUE, mustRoute, parseRef, refJob, type ShardRouting } from './routing.ts';
+import { clusterOf, DEFAULT_QUEUE, mustRoute, parseRef, refJob, type ShardRouting, toRef } from './routing.ts';
 import { shardedAdmin } from './sharded-admin.ts';
 
 /** A Baton over several clusters (createShardedBaton): a Baton, plus the routing and each cluster's own engine. */
@@ -97,6 +98,26 @@ function localSpec(r: ShardRouting, cluster: string, spec: JobSpec): JobSpec {
   return { ...spec, dependsOn };
 }
 
+/** A run of the home cluster, its driving job named `<home>:<id>` like every job a sharded Baton answers. */
+const refRun = <T extends { jobId: string | null }>(home: string, run: T): T =>
+  run.jobId === null ? run : { ...run, jobId: toRef(home, run.jobId) };
+
+/** The home cluster's runs, as refRun names them. */
+function homeRuns(home: string, runs: WorkflowRunsApi): WorkflowRunsApi {
+  const ref = <T extends { jobId: string | null }>(run: T): T => refRun(home, run);
+  return {
+    getRun: async (runId, opts) => {
+      const run = await runs.getRun(runId, opts);
+      return run === null ? null : ref(run);
+    },
+    listRuns: async (filter) => (await runs.listRuns(filter)).map(ref),
+    cancelRun: async (runId) => ref(await runs.cancelRun(runId)),
+    replayRun: async (runId) => ref(await runs.replayRun(runId)),
+    countRunsByState: () => runs.countRunsByState(),
+    names: () => runs.names(),
+  };
+}
+
 /**
  * Composes one engine per cluster into a Baton. `home`: the cluster of cron, workflows and the
  * outbox. `workClusters`: the engines start() starts.
@@ -163,10 +184,26 @@ export function composeShardedBaton(
     },
     admin,
     cron: home.cron,
-    workflow: ((...args: Parameters<Baton['workflow']>) => home.workflow(...args)) as Baton['workflow'],
-    startWorkflow: (...args) => home.startWorkflow(...args),
+    workflow: ((name: string, fnOrOpts?: unknown, fnOpts?: WorkflowOptions) => {
+      // The driving job is stored on the home cluster: a queue held elsewhere would never be worked there.
+      const opts = typeof fnOrOpts === 'function' ? fnOpts : (fnOrOpts as WorkflowOptions | undefined);
+      const queue = opts?.queue ?? DEFAULT_QUEUE;
+      // An unrouted queue is let be (no default cluster): like any unrouted queue, it is worked once routed, to home.
+      const at = clusterOf(r, queue);
+      if (at !== null && at !== o.home) {
+        throw new BatonError(
+          'INVALID_CONFIG',
+          `workflow ${name}: its queue ${queue} is on cluster ${at}; workflows run on the home cluster ${o.home}: route the queue there`,
+        );
+      }
+      return (home.workflow as (...a: unknown[]) => unknown)(name, fnOrOpts, fnOpts);
+    }) as Baton['workflow'],
+    async startWorkflow(...args) {
+      const started = await home.startWorkflow(...args);
+      return { ...started, run: refRun(o.home, started.run) };
+    },
     sendEvent: (...args) => home.sendEvent(...args),
-    workflows: home.workflows,
+    workflows: homeRuns(o.home, home.workflows),
     outbox: home.outbox,
     events: mergedEvents(clusters),
     stats: () => sumStats(r.clusters.map((c) => of(c).stats())),
