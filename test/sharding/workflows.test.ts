@@ -1,7 +1,8 @@
 // Workflows on a sharded Baton: runs live on the home cluster, and a run's driving job is named
 // `<home>:<id>` like every other job it answers, so the jobId of a start, a read or a listing of
 // runs opens that job through the admin API and over HTTP; a workflow whose queue is held by
-// another cluster is refused when defined, since nothing would work its driving job.
+// another cluster is refused when defined, and a schedule for such a queue when made, since the
+// home cluster's jobs of that queue would never be worked.
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ShardedBaton } from '../../src/core/sharding/sharded-baton.ts';
@@ -66,5 +67,23 @@ describe('sharded Baton: workflows', () => {
     expect(() => s.workflow('w2', { queue: 'emails' })).toThrow(/queue emails is on cluster a; workflows run on the home cluster b/);
     // An unrouted queue goes to the default cluster, which is home.
     expect(() => s.workflow('w3', async () => null, { queue: 'misc' })).not.toThrow();
+  });
+
+  it('refuses a schedule for a queue of another cluster, over the library and HTTP, and stores none', async () => {
+    const s = sharded();
+    const timing = { cron: '0 3 * * *', timezone: 'UTC' };
+    await expect(s.cron.upsert({ name: 'n', jobType: 'x', queue: 'emails', ...timing })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    });
+    const app = createApp(s, { metrics: false });
+    const res = await app.request('/api/cron', {
+      method: 'POST',
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ name: 'n', jobType: 'x', queue: 'emails', ...timing }),
+    });
+    expect(res.status).toBe(400);
+    const { schedule } = await s.cron.upsert({ name: 'ok', jobType: 'x', queue: 'reports', ...timing });
+    await expect(s.cron.update(schedule.id, { queue: 'emails' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect((await s.cron.list()).map((x) => [x.name, x.queue])).toEqual([['ok', 'reports']]);
   });
 });

@@ -7,10 +7,11 @@
 import { EventEmitter } from 'node:events';
 import { BatonError } from '../../types/errors.ts';
 import type { EnqueueResult, JobSpec } from '../../types/job.ts';
-import type { WorkflowOptions, WorkflowRunsApi } from '../../types/workflow.ts';
+import type { WorkflowOptions } from '../../types/workflow.ts';
 import type { Baton, EngineStats, EnqueueOptions } from '../baton.ts';
 import type { EngineEvents } from '../events.ts';
-import { clusterOf, DEFAULT_QUEUE, mustRoute, parseRef, refJob, type ShardRouting, toRef } from './routing.ts';
+import { homeCron, homeRuns, refRun } from './home-services.ts';
+import { clusterOf, DEFAULT_QUEUE, mustRoute, parseRef, refJob, type ShardRouting } from './routing.ts';
 import { shardedAdmin } from './sharded-admin.ts';
 
 /** A Baton over several clusters (createShardedBaton): a Baton, plus the routing and each cluster's own engine. */
@@ -98,26 +99,6 @@ function localSpec(r: ShardRouting, cluster: string, spec: JobSpec): JobSpec {
   return { ...spec, dependsOn };
 }
 
-/** A run of the home cluster, its driving job named `<home>:<id>` like every job a sharded Baton answers. */
-const refRun = <T extends { jobId: string | null }>(home: string, run: T): T =>
-  run.jobId === null ? run : { ...run, jobId: toRef(home, run.jobId) };
-
-/** The home cluster's runs, as refRun names them. */
-function homeRuns(home: string, runs: WorkflowRunsApi): WorkflowRunsApi {
-  const ref = <T extends { jobId: string | null }>(run: T): T => refRun(home, run);
-  return {
-    getRun: async (runId, opts) => {
-      const run = await runs.getRun(runId, opts);
-      return run === null ? null : ref(run);
-    },
-    listRuns: async (filter) => (await runs.listRuns(filter)).map(ref),
-    cancelRun: async (runId) => ref(await runs.cancelRun(runId)),
-    replayRun: async (runId) => ref(await runs.replayRun(runId)),
-    countRunsByState: () => runs.countRunsByState(),
-    names: () => runs.names(),
-  };
-}
-
 /**
  * Composes one engine per cluster into a Baton. `home`: the cluster of cron, workflows and the
  * outbox. `workClusters`: the engines start() starts.
@@ -183,7 +164,7 @@ export function composeShardedBaton(
       await Promise.all((c === null ? r.clusters : [c]).map((x) => of(x).wake(queue)));
     },
     admin,
-    cron: home.cron,
+    cron: homeCron(r, o.home, home.cron),
     workflow: ((name: string, fnOrOpts?: unknown, fnOpts?: WorkflowOptions) => {
       // The driving job is stored on the home cluster: a queue held elsewhere would never be worked there.
       const opts = typeof fnOrOpts === 'function' ? fnOpts : (fnOrOpts as WorkflowOptions | undefined);
