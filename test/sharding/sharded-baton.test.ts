@@ -123,6 +123,23 @@ describe('sharded Baton: workers', () => {
   });
 });
 
+describe('sharded Baton: events', () => {
+  it("listens on the clusters' engines only while someone listens on the merged emitter", () => {
+    const s = sharded();
+    const count = () => ['a', 'b'].map((c) => s.clusters[c]?.events.listenerCount('succeeded'));
+    // Engines skip building a payload nobody listens to: nothing is attached until needed.
+    expect(count()).toEqual([0, 0]);
+    const listener = () => undefined;
+    s.events.on('succeeded', listener);
+    s.events.on('succeeded', listener);
+    expect(count()).toEqual([1, 1]);
+    s.events.off('succeeded', listener);
+    expect(count()).toEqual([1, 1]);
+    s.events.off('succeeded', listener);
+    expect(count()).toEqual([0, 0]);
+  });
+});
+
 describe('sharded Baton: admin', () => {
   it('merges listings newest first across clusters; cursor and offset pages give each job once, in the same order', async () => {
     const s = sharded();

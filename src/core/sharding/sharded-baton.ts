@@ -46,18 +46,36 @@ const EVENTS = [
   'error',
 ] as const satisfies ReadonlyArray<keyof EngineEvents>;
 
-/** Re-emits every cluster's events on one emitter, the ids of the jobs they carry prefixed with the cluster. */
+/**
+ * Re-emits every cluster's events on one emitter, the ids of the jobs they carry prefixed with
+ * the cluster. A cluster's event is forwarded only while someone listens for it here: engines
+ * skip building the payloads of events nobody listens to, and a forwarder always attached
+ * would make every job pay for them.
+ */
 function mergedEvents(clusters: Readonly<Record<string, Baton>>): EventEmitter<EngineEvents> {
   const out = new EventEmitter<EngineEvents>();
-  out.on('error', () => undefined);
-  for (const [c, b] of Object.entries(clusters)) {
-    for (const name of EVENTS) {
-      b.events.on(name, (payload: object) => {
+  const attached = new Map<string, Array<() => void>>();
+  const known = new Set<string>(EVENTS);
+  const untyped = out as unknown as EventEmitter;
+  untyped.on('newListener', (name: string | symbol) => {
+    if (typeof name !== 'string' || !known.has(name) || attached.has(name)) return;
+    const detach = Object.entries(clusters).map(([c, b]) => {
+      const forward = (payload: object) => {
         const p = payload as { job?: { id: string } };
-        out.emit(name, (p.job === undefined ? payload : { ...payload, job: refJob(c, p.job) }) as never);
-      });
-    }
-  }
+        untyped.emit(name, p.job === undefined ? payload : { ...payload, job: refJob(c, p.job) });
+      };
+      const events = b.events as unknown as EventEmitter;
+      events.on(name, forward);
+      return () => void events.off(name, forward);
+    });
+    attached.set(name, detach);
+  });
+  untyped.on('removeListener', (name: string | symbol) => {
+    if (typeof name !== 'string' || out.listenerCount(name as keyof EngineEvents) > 0) return;
+    for (const off of attached.get(name) ?? []) off();
+    attached.delete(name);
+  });
+  out.on('error', () => undefined);
   return out;
 }
 
