@@ -75,12 +75,15 @@ export {
   type QueuePauseState,
   type StatsSnapshot,
 } from './core/queue-admin.ts';
+export type { ShardRouting } from './core/sharding/routing.ts';
+export type { ShardedBaton } from './core/sharding/sharded-baton.ts';
 export { type TraceCarrier, traceCarrier } from './core/tracing.ts';
 export type { BuilderStepContext, WorkflowBuilder } from './core/workflow/builder.ts';
 export type { WorkflowCounters } from './core/workflow/execution.ts';
 export { StepFailedError } from './core/workflow/outcome.ts';
 export { type ApiKeysOptions, type ClosableApiKeys, openApiKeys } from './create-api-keys.ts';
 export { type BatonOptions, createBaton, type OutboxOptions } from './create-baton.ts';
+export { createShardedBaton, type ShardedBatonOptions } from './create-sharded-baton.ts';
 export { type MigrateOptions, type MigrateResult, migrate } from './db/migrate.ts';
 export type { PoolerMode } from './db/pg/open-pool.ts';
 export { type NatsOptions, natsPublisher } from './publishers/nats.ts';

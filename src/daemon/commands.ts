@@ -9,13 +9,12 @@ import { fileURLToPath } from 'node:url';
 import type { Logger as PinoLogger } from 'pino';
 import { z } from 'zod';
 import type { Baton } from '../core/baton.ts';
-import { createBaton } from '../create-baton.ts';
 import { migrate } from '../db/migrate.ts';
 import { parseConnectionString } from '../db/pg/multi-host.ts';
 import { openPool } from '../db/pg/open-pool.ts';
 import { isBatonError } from '../types/errors.ts';
 import type { JobSpec } from '../types/job.ts';
-import { connectionOptions, type DatabaseHandle, openDatabase } from './database.ts';
+import { type DatabaseHandle, openDatabase, openEngine } from './database.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { PlainError } from './plain-error.ts';
 
@@ -34,13 +33,19 @@ export async function runMigrate(config: DaemonConfig, logger: PinoLogger): Prom
     if (config.pooler === 'transaction' && config.directUrl === undefined) {
       throw new PlainError('migrations hold a session lock, which a transaction pooler cannot keep: set BATON_DIRECT_URL');
     }
-    const pool = openPool({ ...parseConnectionString(config.directUrl ?? db.connectionString, 'BATON_DIRECT_URL'), max: 1 });
-    try {
-      const result = await migrate(pool, { schema: config.schema });
-      process.stdout.write(`${JSON.stringify({ schema: config.schema, applied: result.applied })}\n`);
-    } finally {
-      await pool.end();
+    // Sharded: each cluster in turn, its files named <cluster>:<file>.
+    const targets = config.sharding ? Object.entries(config.sharding.clusters) : [['', config.directUrl ?? db.connectionString] as const];
+    const applied: string[] = [];
+    for (const [cluster, url] of targets) {
+      const pool = openPool({ ...parseConnectionString(url, cluster ? 'BATON_CLUSTERS' : 'BATON_DIRECT_URL'), max: 1 });
+      try {
+        const result = await migrate(pool, { schema: config.schema });
+        applied.push(...result.applied.map((f) => (cluster ? `${cluster}:${f}` : f)));
+      } finally {
+        await pool.end();
+      }
     }
+    process.stdout.write(`${JSON.stringify({ schema: config.schema, applied })}\n`);
   });
 }
 
@@ -91,11 +96,10 @@ export function parseEnqueueFlags(flags: Record<string, unknown>): JobSpec {
  */
 async function withProducer<T>(config: DaemonConfig, logger: PinoLogger, poolSize: number, fn: (baton: Baton) => Promise<T>): Promise<T> {
   return withDatabase(config, logger, async (db) => {
-    const baton = createBaton({
+    const baton = openEngine(config, db, {
       ...config.engine,
       queues: {},
       reaper: false,
-      ...connectionOptions(config, db),
       poolSize,
       logger: logger.child({ component: 'engine' }),
     });

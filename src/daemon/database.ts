@@ -1,7 +1,11 @@
-// Where the daemon's PostgreSQL comes from: DATABASE_URL when set, otherwise
-// the embedded server in BATON_DATA_DIR. close() stops only what we started.
+// Where the daemon's PostgreSQL comes from: BATON_CLUSTERS (several, the home cluster's URL
+// for what lives on one), DATABASE_URL when set, otherwise the embedded server in
+// BATON_DATA_DIR. close() stops only what we started.
 
+import type { Baton } from '../core/baton.ts';
 import type { Logger } from '../core/logger.ts';
+import { type BatonOptions, createBaton } from '../create-baton.ts';
+import { buildShardedBaton } from '../create-sharded-baton.ts';
 import { newClient, parseConnectionString } from '../db/pg/multi-host.ts';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from './embedded-pg.ts';
 import type { DaemonConfig } from './env.ts';
@@ -24,6 +28,28 @@ export function connectionOptions(config: DaemonConfig, db: DatabaseHandle) {
   };
 }
 
+/**
+ * The daemon's engine on its database: a sharded one over BATON_CLUSTERS (poolSize per
+ * cluster), or one on `db`. `o`: every createBaton option but the connection.
+ */
+export function openEngine(
+  config: DaemonConfig,
+  db: DatabaseHandle,
+  o: Omit<BatonOptions, 'pool' | 'connectionString' | 'pooler' | 'directConnectionString'>,
+): Baton {
+  const s = config.sharding;
+  if (s === undefined) return createBaton({ ...o, ...connectionOptions(config, db) });
+  return buildShardedBaton(
+    {
+      ...o,
+      clusters: { ...s.clusters },
+      routes: { ...s.routes },
+      ...(s.defaultCluster === undefined ? {} : { default: s.defaultCluster }),
+    },
+    { clusters: 'BATON_CLUSTERS', routes: 'BATON_QUEUE_ROUTES', defaultCluster: 'BATON_DEFAULT_CLUSTER' },
+  );
+}
+
 /** How long the first connection to DATABASE_URL may take before start-up gives up. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -41,6 +67,16 @@ export class DatabaseUnreachableError extends PlainError {
  * @throws DatabaseUnreachableError, EmbeddedPostgresError
  */
 export async function openDatabase(config: DaemonConfig, logger: Logger): Promise<DatabaseHandle> {
+  if (config.sharding !== undefined) {
+    const { clusters, defaultCluster } = config.sharding;
+    for (const [cluster, url] of Object.entries(clusters)) {
+      logger.info({ cluster, database: redact(url) }, 'using BATON_CLUSTERS');
+      await probe(url);
+    }
+    // Cron, workflows, the outbox and API keys live on the home cluster.
+    const home = defaultCluster ?? (Object.keys(clusters)[0] as string);
+    return { connectionString: clusters[home] as string, embedded: undefined, close: async () => undefined };
+  }
   if (config.databaseUrl !== undefined) {
     logger.info({ database: redact(config.databaseUrl), pooler: config.pooler }, 'using DATABASE_URL');
     await probe(config.databaseUrl);

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { type EngineConfigInput, engineConfigSchema } from '../core/config.ts';
 import { type PublisherSpecs, parsePublisherSpecs } from './outbox-config.ts';
 import { COMMAND_SETTINGS, type Command, describeSetting, SETTINGS, type SettingName, type Settings } from './settings.ts';
+import { parseShardingSettings, type ShardingConfig } from './sharding-config.ts';
 
 /** Start-up stops with exit code 2 and this message; `setting` names the variable. */
 export class ConfigError extends Error {
@@ -54,6 +55,8 @@ export interface DaemonConfig {
   outbox: { publishers: PublisherSpecs; relay: boolean };
   /** Options for createBaton (only what was set; the engine applies its own defaults). */
   engine: EngineConfigInput;
+  /** BATON_CLUSTERS and its routes: queues sharded across several databases (instead of DATABASE_URL). */
+  sharding: ShardingConfig | undefined;
 }
 
 /**
@@ -67,6 +70,7 @@ const SECRET_SETTINGS: ReadonlySet<SettingName> = new Set([
   'BATON_API_TOKEN',
   'DATABASE_URL',
   'BATON_DIRECT_URL',
+  'BATON_CLUSTERS',
   'BATON_OUTBOX_PUBLISHERS',
 ]);
 
@@ -128,6 +132,16 @@ export function loadConfig(
     backoffCapMs: c.BATON_BACKOFF_CAP_MS,
   });
   checkEngineRules(engine);
+  const sharding = parseShardingSettings(
+    {
+      clusters: c.BATON_CLUSTERS,
+      routes: c.BATON_QUEUE_ROUTES,
+      defaultCluster: c.BATON_DEFAULT_CLUSTER,
+      databaseUrl: c.DATABASE_URL,
+      pooler: c.BATON_POOLER,
+    },
+    command === 'serve' ? c.BATON_QUEUES : undefined,
+  );
   let publishers: PublisherSpecs = {};
   if (c.BATON_OUTBOX_PUBLISHERS !== undefined) {
     try {
@@ -159,6 +173,7 @@ export function loadConfig(
     logLevel: c.LOG_LEVEL,
     outbox: { publishers, relay: c.BATON_OUTBOX_RELAY },
     engine: Object.freeze(engine),
+    sharding,
   });
 }
 

@@ -10,12 +10,12 @@ import type { AddressInfo } from 'node:net';
 import type { Logger as PinoLogger } from 'pino';
 import type { HandlerMap } from '../core/handler.ts';
 import { openApiKeys } from '../create-api-keys.ts';
-import { createBaton } from '../create-baton.ts';
 import { createApp } from '../http/app.ts';
 import { createStatsHistory } from '../http/stats-history.ts';
+import { isBatonError } from '../types/errors.ts';
 import type { WorkflowFn } from '../types/workflow.ts';
 import { watchAuthMode } from './auth-mode.ts';
-import { connectionOptions, openDatabase } from './database.ts';
+import { openDatabase, openEngine } from './database.ts';
 import { demoHandlers, demoWorkflows } from './demo-handlers.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { createHttpServer } from './http-server.ts';
@@ -53,15 +53,24 @@ export async function serve(config: DaemonConfig, logger: PinoLogger): Promise<S
     embeddedKill = db.embedded?.killNow;
     if (db.embedded?.owned) shutdown.add({ order: SHUTDOWN_ORDER.database, name: 'stop the embedded PostgreSQL', run: () => db.close() });
 
-    const baton = createBaton({
+    const baton = openEngine(config, db, {
       ...config.engine,
-      ...connectionOptions(config, db),
       poolSize: config.poolSize,
       handlers,
       logger: logger.child({ component: 'engine' }),
       outbox: { publishers: buildPublishers(config.outbox.publishers), relay: config.outbox.relay },
     });
-    if (config.demoHandlers) for (const [name, fn] of Object.entries(demoWorkflows)) baton.workflow(name, fn as WorkflowFn);
+    if (config.demoHandlers) {
+      for (const [name, fn] of Object.entries(demoWorkflows)) {
+        try {
+          baton.workflow(name, fn as WorkflowFn);
+        } catch (err) {
+          // Over BATON_CLUSTERS a workflow's queue must be the home cluster's: a demo is left out rather than stop start-up.
+          if (!isBatonError(err) || err.code !== 'INVALID_CONFIG') throw err;
+          logger.warn({ workflow: name, reason: err.message }, 'demo workflow not defined');
+        }
+      }
+    }
     // Named for what it does: before the workers start there is nothing to drain.
     const engineStep = { order: SHUTDOWN_ORDER.drain, name: 'close the engine', run: () => baton.stop({ drainMs: config.drainMs }) };
     shutdown.add(engineStep);

@@ -54,7 +54,7 @@ const queueSpec = z.string().transform((raw, ctx) => {
  * A PostgreSQL URL: one host, or several as libpq lists them (postgres://u@h1:5432,h2:5433/db,
  * with target_session_attrs read-write, primary or any), which WHATWG URL parsing refuses.
  */
-const pgUrl = z.string().superRefine((u, ctx) => {
+export const pgUrl = z.string().superRefine((u, ctx) => {
   if (!/^postgres(ql)?:\/\//.test(u)) {
     ctx.addIssue({ code: 'custom', message: 'must be a postgres:// or postgresql:// URL' });
     return;
@@ -88,6 +88,24 @@ export const SETTINGS = {
     'direct-url',
     pgUrl.optional(),
     'with BATON_POOLER=transaction: a URL straight to the server, for LISTEN, the presence lock and migrations; unset: polling only, pending migrations refused',
+    '(none)',
+  ],
+  BATON_CLUSTERS: [
+    'clusters',
+    z.string().min(1).optional(),
+    'several independent databases as name=URL, comma-separated (a=postgres://h1/db,b=postgres://h2/db): queues are sharded across them by BATON_QUEUE_ROUTES, each migrated at start (docs/scaling.md); instead of DATABASE_URL',
+    '(none)',
+  ],
+  BATON_QUEUE_ROUTES: [
+    'queue-routes',
+    z.string().min(1).optional(),
+    'with BATON_CLUSTERS: queue=cluster, comma-separated (emails=a,reports=b): where each queue is stored, worked and administered',
+    '(none)',
+  ],
+  BATON_DEFAULT_CLUSTER: [
+    'default-cluster',
+    z.string().min(1).optional(),
+    'with BATON_CLUSTERS: the cluster of queues BATON_QUEUE_ROUTES does not name, and of cron, workflows, the outbox and API keys; unset: an unrouted queue is refused, and the first cluster holds those',
     '(none)',
   ],
   PORT: ['port', int(0, 65_535).default(PORT_DEFAULT), 'HTTP port (0 picks a free one)', String(PORT_DEFAULT)],
@@ -219,6 +237,9 @@ const DATABASE_SETTINGS = [
   'DATABASE_URL',
   'BATON_POOLER',
   'BATON_DIRECT_URL',
+  'BATON_CLUSTERS',
+  'BATON_QUEUE_ROUTES',
+  'BATON_DEFAULT_CLUSTER',
   'BATON_SCHEMA',
   'BATON_DATA_DIR',
   'BATON_PG_PORT',

@@ -34,6 +34,8 @@ const time = z
   .regex(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
   .meta({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds (Date#toISOString)' });
 const decimal = z.string().regex(/^[0-9]+$/);
+/** A job's id: decimal, or `<cluster>:<decimal>` on a sharded server (isJobRef). */
+export const jobRef = z.string().regex(/^(?:[a-z][a-z0-9_]{0,15}:)?[1-9][0-9]*$/);
 const count = z.int().min(0);
 const anyJson = z.unknown().meta({ description: 'any JSON' });
 
@@ -51,10 +53,7 @@ const summaryAttemptError = wireAttemptErrorSchema.omit({ stack: true });
 
 /** The fields a job and its summary share (wireCommon in wire.ts). */
 const common = {
-  id: z
-    .string()
-    .regex(/^[1-9][0-9]*$/)
-    .meta({ description: 'decimal bigint' }),
+  id: jobRef.meta({ description: 'decimal bigint; `<cluster>:<id>` from a server over several clusters (BATON_CLUSTERS)' }),
   tenantId: z.string(),
   queue: z.string(),
   jobType: z.string(),
@@ -84,7 +83,7 @@ const common = {
         'the latest progress a handler stored (ctx.progress): a number 0..100 or a JSON object of at most 2,048 bytes; null when none; absent on a claimed lease',
     }),
   dependsOn: z
-    .array(decimal)
+    .array(jobRef)
     .optional()
     .meta({ description: 'the jobs it was enqueued to wait for (dependsOn); absent when none or on a claimed lease' }),
   enqueueWindow: z

@@ -27,6 +27,23 @@ export function isJobId(id: string): boolean {
   return ID_PATTERN.test(id) && BigInt(id) <= INT8_MAX;
 }
 
+/** A cluster's name in a sharded deployment (createShardedBaton): lowercase, a letter first. */
+export const CLUSTER_NAME_PATTERN = /^[a-z][a-z0-9_]{0,15}$/;
+
+/** A job id with its cluster in front (`a:123`), as a sharded Baton spells every id it answers. */
+export const CLUSTER_JOB_ID_PATTERN = /^([a-z][a-z0-9_]{0,15}):([1-9][0-9]{0,18})$/;
+
+/**
+ * True when `id` can name a job on some Baton: a job id (isJobId), or a cluster's name and a job
+ * id (`a:123`, what a sharded Baton answers). Which of the two a given Baton serves is its own
+ * to say: a single database answers JOB_NOT_FOUND for a prefixed id, a sharded one for a bare id.
+ */
+export function isJobRef(id: string): boolean {
+  if (isJobId(id)) return true;
+  const m = CLUSTER_JOB_ID_PATTERN.exec(id);
+  return m !== null && isJobId(m[2] as string);
+}
+
 /**
  * Why an attempt failed: 'terminal' (TerminalError), 'transient' (anything else thrown),
  * 'lease_expired' and 'worker_gone' (the reaper: the lease ran out, or its worker's session

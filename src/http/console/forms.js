@@ -109,8 +109,9 @@ export function wireForms() {
   $('search').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const id = $('search-id').value.trim().replace(/^#/, '');
-    if (!/^[1-9][0-9]{0,18}$/.test(id)) {
-      flash('error', `“${id}” is not a job id: ids are positive integers.`);
+    // A server over several clusters names its jobs <cluster>:<id> (a:123).
+    if (!/^(?:[a-z][a-z0-9_]{0,15}:)?[1-9][0-9]{0,18}$/.test(id)) {
+      flash('error', `“${id}” is not a job id: ids are positive integers (<cluster>:<id> on a server over several clusters).`);
       return;
     }
     go(`#/jobs/${id}`);

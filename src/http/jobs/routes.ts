@@ -3,6 +3,7 @@
 // (tenant-scope.ts, scope.ts here): another tenant's job is not found.
 
 import { DLQ_REPLAY_LIMIT_DEFAULT } from '../../core/admin.ts';
+import { cursorAfter } from '../../core/sharding/merged-listing.ts';
 import type { Baton } from '../../index.ts';
 import { pagesByCursor } from '../../types/job-sort.ts';
 import { BODY, ENGINE, GUARDED, WRITE } from '../route-errors.ts';
@@ -212,8 +213,14 @@ export function jobRoutes(baton: Baton, maxJsonDepth: number) {
         const filter = { ...q, tenantId: scopeOf(c).tenant(q.tenantId) };
         const page = await baton.admin.listJobs(filter);
         const { jobs, truncated } = wireSummaries(page.jobs);
-        // A page cut short goes on right after its last job, when the listing pages by cursor at all.
-        const nextCursor = truncated && pagesByCursor(filter) ? (jobs.at(-1)?.id ?? null) : page.nextCursor;
+        // A page cut short goes on right after its last job (each cluster's, over several), when the listing pages by cursor at all.
+        const nextCursor =
+          truncated && pagesByCursor(filter)
+            ? cursorAfter(
+                q.cursor,
+                jobs.map((j) => j.id),
+              )
+            : page.nextCursor;
         return c.json(
           { jobs, total: page.total, limit: page.limit, offset: page.offset, nextCursor, truncated, windowed: page.windowed },
           200,

@@ -3,7 +3,13 @@
 
 import { z } from 'zod';
 import { DLQ_REPLAY_LIMIT_DEFAULT, LIST_LIMIT_DEFAULT } from '../../core/admin.ts';
-import { jobIdSchema, refineWindow, runAtSchema, THROTTLE_LIMIT_MAX, WINDOW_KEY_MAX_CHARS } from '../../core/job-spec.ts';
+import { refineWindow, runAtSchema, THROTTLE_LIMIT_MAX, WINDOW_KEY_MAX_CHARS } from '../../core/job-spec.ts';
+import { SHARDED_CURSOR_PATTERN } from '../../core/sharding/merged-listing.ts';
+import { ID_PATTERN, isJobRef } from '../../types/job.ts';
+
+/** A job id as a request names it: decimal, or `<cluster>:<id>` on a server over several clusters. */
+const jobRefSchema = z.string().refine(isJobRef, 'must be a job id (a positive decimal integer, or <cluster>:<id> on a sharded server)');
+
 import { BULK_IDS_MAX } from '../../core/queue-admin.ts';
 import {
   BULK_ACTIONS,
@@ -80,7 +86,7 @@ export const jobSpecSchema = z
       .optional()
       .meta({ description: "this job's own cap on running jobs of its key; needs concurrencyKey and an admin credential" }),
     dependsOn: z
-      .array(jobIdSchema)
+      .array(jobRefSchema)
       .max(DEPENDS_ON_MAX)
       .optional()
       .meta({
@@ -179,10 +185,14 @@ export const listJobsQuerySchema = z
     order: z.enum(SORT_ORDERS).optional().meta({ description: 'default desc' }),
     limit: intParam(1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT).optional(),
     offset: intParam(0, LIST_OFFSET_MAX).optional(),
-    cursor: jobIdSchema.optional().meta({
-      description:
-        'the nextCursor of the previous page: the page continues right after it (exact listings in id order only; not with offset)',
-    }),
+    cursor: z
+      .string()
+      .refine((c) => ID_PATTERN.test(c) || SHARDED_CURSOR_PATTERN.test(c), 'must be the nextCursor of an earlier page')
+      .optional()
+      .meta({
+        description:
+          'the nextCursor of the previous page: the page continues right after it (exact listings in id order only; not with offset)',
+      }),
   })
   .strict() satisfies z.ZodType<ListJobsFilter>;
 

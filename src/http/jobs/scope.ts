@@ -4,7 +4,7 @@
 
 import type { Context } from 'hono';
 import { type Baton, BatonError, type BulkItemResult, type EnqueueOptions, traceCarrier } from '../../index.ts';
-import { isJobId } from '../../types/job.ts';
+import { isJobRef } from '../../types/job.ts';
 import type { AppEnv } from '../context.ts';
 import { ApiError } from '../errors.ts';
 import { type Scope, scopeOf } from '../tenant-scope.ts';
@@ -24,9 +24,9 @@ export function enqueueOptions(c: Context<AppEnv>): EnqueueOptions {
   };
 }
 
-/** A malformed id cannot name a job, so it is simply not found (never a 500 from a cast). */
+/** A malformed id cannot name a job, so it is simply not found (never a 500 from a cast). `a:123` is a sharded Baton's id. */
 export function jobId(raw: string): string {
-  if (!isJobId(raw)) throw new ApiError('JOB_NOT_FOUND', 'job not found');
+  if (!isJobRef(raw)) throw new ApiError('JOB_NOT_FOUND', 'job not found');
   return raw;
 }
 
@@ -40,7 +40,7 @@ export function jobScope(baton: Baton) {
     const refused = new Map<string, BulkItemResult>();
     for (const id of ids) {
       // A malformed id is the engine's to refuse (it names no job, tenant's or not).
-      if (!isJobId(id)) continue;
+      if (!isJobRef(id)) continue;
       try {
         await guard(scope, id);
       } catch (err) {

@@ -16,7 +16,7 @@ import {
 } from '../../index.ts';
 import { cursorParam, intParam, nameSchema, nextCursorSchema } from '../schemas.ts';
 import { toWireAttemptError } from '../wire.ts';
-import { wireAttemptErrorSchema } from '../wire-schemas.ts';
+import { jobRef, wireAttemptErrorSchema } from '../wire-schemas.ts';
 
 const key = z
   .string()
@@ -72,7 +72,7 @@ export const wireRunSummarySchema = z.strictObject({
   name: z.string(),
   tenantId: z.string(),
   state: z.enum(RUN_STATES),
-  jobId: decimal.nullable().meta({ description: 'the driving job' }),
+  jobId: jobRef.nullable().meta({ description: 'the driving job (`<cluster>:<id>` from a server over several clusters)' }),
   progress: count.meta({ description: 'completed steps; never decreases' }),
   waitEvent: z.string().nullable().meta({ description: 'while waiting: the event name' }),
   wakeAt: time.nullable().meta({ description: 'while sleeping or waiting: when it resumes at the latest' }),
