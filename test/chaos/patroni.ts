@@ -1,0 +1,222 @@
+// The chaos tier's failover behind the usual HA front: deploy/ha's example (etcd, two Patroni
+// nodes with synchronous_mode, haproxy routing to the primary by Patroni's /primary check),
+// started by deploy/ha/run-local.sh on free ports, with engines and producers on haproxy's port
+// under load (test/failover/scenario.ts). Each fault runs on a fresh cluster: the primary's node
+// crashed (kill -9 of its Patroni and PostgreSQL), then a `patronictl switchover`. Holds each to
+// no acknowledged enqueue or outcome lost, no token reused, no stale outcome accepted, every job
+// finished; measures the time to resume. Writes results/chaos-patroni-<time>.{json,md}.
+
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { type FailoverResult, runFailoverOn } from '../failover/scenario.ts';
+import { clusterUnavailable, PG_BIN } from '../helpers/pg-cluster.ts';
+
+const run = promisify(execFile);
+const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+const SCRIPT = path.join(ROOT, 'deploy/ha/run-local.sh');
+
+/** The example's timing, as run-local.sh passes it to Patroni and haproxy (deploy/ha/README.md). */
+export const HA_SETTINGS = { ttl: 10, loopWait: 1, retryTimeout: 4, checkInter: '500ms', checkFall: 2, nodes: 2 };
+const LOAD = { mode: 'sync' as const, engines: 2, slots: 8, producers: 4, before: 300, after: 200, handlerMs: 5 };
+
+export type HaFault = 'crash' | 'switchover';
+export interface PatroniRun extends FailoverResult {
+  fault: HaFault;
+  violations: string[];
+}
+export interface PatroniRunResult {
+  ok: boolean;
+  skipped: string | null;
+  runs: PatroniRun[];
+}
+
+/** Why this machine cannot run the tier (null: it can): the tools deploy/ha needs. */
+export function haUnavailable(): string | null {
+  const cluster = clusterUnavailable();
+  if (cluster) return cluster;
+  for (const tool of ['patroni', 'patronictl', 'etcd', 'haproxy', 'psql', 'python3', 'setsid']) {
+    try {
+      execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
+    } catch {
+      return `${tool} not installed (Debian: apt-get install patroni etcd-server haproxy postgresql-client)`;
+    }
+  }
+  return null;
+}
+
+/** `n` consecutive free TCP ports on 127.0.0.1 (run-local.sh counts nodes' ports up from a base). */
+async function freePortRun(n: number): Promise<number> {
+  const free = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const srv = net.createServer();
+      srv.once('error', () => resolve(false));
+      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    });
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 20_000 + Math.floor(Math.random() * 30_000);
+    let ok = true;
+    for (let p = base; p < base + n && ok; p++) ok = await free(p);
+    if (ok) return base;
+  }
+  throw new Error(`no ${n} consecutive free ports`);
+}
+
+/**
+ * A switchover as `patronictl switchover --force` (and run-local.sh) asks for it: POST
+ * /switchover to the leader's REST API, answered once the candidate has taken over. Timed from
+ * the POST itself (patronictl's and a script's start-up take seconds on a loaded machine).
+ */
+async function switchover(restPort: number): Promise<number> {
+  type Member = { name: string; role: string; api_url: string };
+  const { members } = (await (await fetch(`http://127.0.0.1:${restPort}/cluster`)).json()) as { members: Member[] };
+  const from = members.find((m) => m.role === 'leader');
+  const to = members.find((m) => m.role === 'sync_standby');
+  if (!from || !to) throw new Error(`no leader and sync standby to switch over: ${JSON.stringify(members)}`);
+  const at = performance.now();
+  const res = await fetch(new URL('/switchover', from.api_url), {
+    method: 'POST',
+    body: JSON.stringify({ leader: from.name, candidate: to.name }),
+    signal: AbortSignal.timeout(60_000),
+  });
+  console.log(
+    `    switchover ${from.name} -> ${to.name}: ${res.status} ${(await res.text()).trim()} after ${Math.round(performance.now() - at)} ms`,
+  );
+  if (!res.ok) throw new Error(`switchover refused: ${res.status}`);
+  return at;
+}
+
+async function runOneFault(fault: HaFault): Promise<PatroniRun> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), `baton-ha-${fault}-`));
+  const base = await freePortRun(7);
+  const env = {
+    ...process.env,
+    PG_BIN,
+    HA_PG_PORT: String(base),
+    HA_REST_PORT: String(base + 2),
+    HA_ETCD_PORT: String(base + 4),
+    HA_PORT: String(base + 6),
+    HA_NODES: String(HA_SETTINGS.nodes),
+    HA_TTL: String(HA_SETTINGS.ttl),
+    HA_LOOP_WAIT: String(HA_SETTINGS.loopWait),
+    HA_RETRY_TIMEOUT: String(HA_SETTINGS.retryTimeout),
+    HA_CHECK_INTER: HA_SETTINGS.checkInter,
+    HA_CHECK_FALL: String(HA_SETTINGS.checkFall),
+  };
+  const ha = async (cmd: string) => (await run('bash', [SCRIPT, cmd, dir], { env, timeout: 180_000 })).stdout.trim();
+  console.log(`\n=== chaos patroni fault=${fault} dir=${dir} haproxy=127.0.0.1:${base + 6}`);
+  try {
+    console.log(`    ${await ha('up')}`);
+    const url = `postgres://postgres@127.0.0.1:${base + 6}/postgres`;
+    const r = await runFailoverOn(LOAD, {
+      url,
+      failover: async () => {
+        if (fault === 'switchover') return switchover(base + 2);
+        const said = await ha('crash');
+        // Over once kill returns (the script's own start-up comes before the kill, not after).
+        const at = performance.now();
+        console.log(`    crash: ${said}`);
+        return at;
+      },
+      newPrimaryUrl: () => url,
+    });
+    console.log(
+      `    after: ${(await ha('list'))
+        .split('\n')
+        .filter((l) => /node\d/.test(l))
+        .join(' / ')}`,
+    );
+    const violations: string[] = [];
+    const zero = {
+      lostEnqueues: r.lostEnqueues,
+      lostOutcomes: r.lostOutcomes,
+      reusedTokens: r.reusedTokens,
+      staleWritesAccepted: r.staleWritesAccepted,
+      unfinished: r.unfinished,
+    };
+    for (const [k, v] of Object.entries(zero)) if (v !== 0) violations.push(`${fault}: ${k} ${v} (must be 0)`);
+    if (!Number.isFinite(r.resumeOutcomeMs) || !Number.isFinite(r.resumeEnqueueMs)) violations.push(`${fault}: did not resume`);
+    if (r.listenersBack < LOAD.engines || r.presenceBack < LOAD.engines || !r.leaderBack)
+      violations.push(
+        `${fault}: engines not back on the new primary within 30 s: listeners ${r.listenersBack}, presence ${r.presenceBack}, leader ${r.leaderBack}`,
+      );
+    console.log(`    ${JSON.stringify(r)}`);
+    for (const v of violations) console.log(`    VIOLATION ${v}`);
+    return { ...r, fault, violations };
+  } finally {
+    await ha('down').catch((err) => console.log(`    down failed: ${(err as Error).message}`));
+    if (process.env.BATON_HA_KEEP) console.log(`    kept ${dir} (BATON_HA_KEEP)`);
+    else rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function runPatroniScenario(o: { report: boolean }): Promise<PatroniRunResult> {
+  const skipped = haUnavailable();
+  if (skipped) {
+    console.log(`\n=== chaos patroni: SKIPPED: ${skipped}`);
+    return { ok: true, skipped, runs: [] };
+  }
+  const runs: PatroniRun[] = [];
+  // BATON_HA_FAULTS=switchover (or crash) runs one alone, for a look at its logs (BATON_HA_KEEP=1).
+  const faults = (process.env.BATON_HA_FAULTS?.split(',') ?? ['crash', 'switchover']) as HaFault[];
+  for (const fault of faults) runs.push(await runOneFault(fault));
+  const ok = runs.every((r) => r.violations.length === 0);
+  console.log(ok ? '    patroni: VALID' : '    patroni: INVALID');
+  if (o.report) console.log(`    report: ${writePatroniReport(runs).join(', ')}`);
+  return { ok, skipped: null, runs };
+}
+
+const version = (cmd: string, args: string[]) => {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8' }).split('\n')[0]!.trim();
+  } catch {
+    return 'unknown';
+  }
+};
+
+function writePatroniReport(runs: PatroniRun[]): string[] {
+  const root = path.join(ROOT, 'results');
+  mkdirSync(root, { recursive: true });
+  const at = new Date().toISOString();
+  const stamp = at.replace(/[:.]/g, '-').slice(0, 19);
+  const git = (args: string[]) => version('git', args);
+  const machine = {
+    cpuModel: os.cpus()[0]?.model ?? 'unknown',
+    cores: os.cpus().length,
+    memoryGiB: Math.round(os.totalmem() / 2 ** 30),
+    os: `${os.type()} ${os.release()}`,
+    node: process.version,
+    gitCommit: git(['rev-parse', 'HEAD']),
+    loadAvg: os.loadavg().map((x) => Math.round(x * 100) / 100),
+    postgres: version(`${PG_BIN}/postgres`, ['--version']),
+    patroni: version('patroni', ['--version']),
+    etcd: version('etcd', ['--version']),
+    haproxy: version('haproxy', ['-v']),
+  };
+  const command = 'npm run test:chaos -- --scenario patroni';
+  const base = path.join(root, `chaos-patroni-${stamp}`);
+  writeFileSync(`${base}.json`, `${JSON.stringify({ command, at, machine, settings: HA_SETTINGS, load: LOAD, runs }, null, 2)}\n`);
+  const lines = [
+    `# Chaos run: failover behind Patroni and haproxy, ${at}`,
+    '',
+    `\`${command}\` at \`${machine.gitCommit}\`. Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}, load average ${machine.loadAvg.join(' / ')}. ${machine.postgres}; ${machine.patroni}; ${machine.etcd}; ${machine.haproxy}.`,
+    '',
+    `Each run: deploy/ha/run-local.sh starts one etcd member, ${HA_SETTINGS.nodes} Patroni nodes (synchronous_mode: true; ttl ${HA_SETTINGS.ttl} s, loop_wait ${HA_SETTINGS.loopWait} s, retry_timeout ${HA_SETTINGS.retryTimeout} s) and haproxy (check GET /primary every ${HA_SETTINGS.checkInter}, fall ${HA_SETTINGS.checkFall}, on-marked-down shutdown-sessions) on this machine. ${LOAD.engines} engines with ${LOAD.slots} slots each and ${LOAD.producers} producers (one enqueue at a time) use haproxy's port only; handlers take ${LOAD.handlerMs} ms. After ${LOAD.before} acknowledged enqueues the fault; producers go on until ${LOAD.after} more are acknowledged, then every acknowledged job is looked up on the new primary. crash: kill -9 of the primary node's Patroni, postmaster and backends (timed from the kill). switchover: \`patronictl switchover --force\` to the synchronous standby (timed from the command).`,
+    '',
+    '| fault | acknowledged enqueues | lost | acknowledged outcomes | lost (job ran again) | tokens reused | stale outcomes accepted | unfinished | first outcome after fault, ms | first enqueue after fault, ms | enqueues failed and retried | listeners / presence back | leader back |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
+    ...runs.map(
+      (r) =>
+        `| ${r.fault} | ${r.acknowledgedEnqueues} | ${r.lostEnqueues} | ${r.acknowledgedOutcomes} | ${r.lostOutcomes} | ${r.reusedTokens} | ${r.staleWritesAccepted} | ${r.unfinished} | ${r.resumeOutcomeMs} | ${r.resumeEnqueueMs} | ${r.enqueueErrors} | ${r.listenersBack} / ${r.presenceBack} | ${r.leaderBack} |`,
+    ),
+    '',
+    `**Verdict: ${runs.every((r) => r.violations.length === 0) ? 'VALID' : 'INVALID'}**`,
+    ...runs.flatMap((r) => r.violations.map((v) => `- ${v}`)),
+    '',
+  ];
+  writeFileSync(`${base}.md`, lines.join('\n'));
+  return [`${base}.json`, `${base}.md`];
+}
