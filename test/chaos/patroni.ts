@@ -26,6 +26,8 @@ const LOAD = { mode: 'sync' as const, engines: 2, slots: 8, producers: 4, before
 export type HaFault = 'crash' | 'switchover';
 export interface PatroniRun extends FailoverResult {
   fault: HaFault;
+  /** How long Patroni took to answer the switchover request (it answers once the candidate leads). */
+  switchoverAnsweredMs?: number;
   violations: string[];
 }
 export interface PatroniRunResult {
@@ -70,7 +72,7 @@ async function freePortRun(n: number): Promise<number> {
  * /switchover to the leader's REST API, answered once the candidate has taken over. Timed from
  * the POST itself (patronictl's and a script's start-up take seconds on a loaded machine).
  */
-async function switchover(restPort: number): Promise<number> {
+async function switchover(restPort: number): Promise<{ at: number; answeredMs: number }> {
   type Member = { name: string; role: string; api_url: string };
   const { members } = (await (await fetch(`http://127.0.0.1:${restPort}/cluster`)).json()) as { members: Member[] };
   const from = members.find((m) => m.role === 'leader');
@@ -82,11 +84,10 @@ async function switchover(restPort: number): Promise<number> {
     body: JSON.stringify({ leader: from.name, candidate: to.name }),
     signal: AbortSignal.timeout(60_000),
   });
-  console.log(
-    `    switchover ${from.name} -> ${to.name}: ${res.status} ${(await res.text()).trim()} after ${Math.round(performance.now() - at)} ms`,
-  );
+  const answeredMs = Math.round(performance.now() - at);
+  console.log(`    switchover ${from.name} -> ${to.name}: ${res.status} ${(await res.text()).trim()} after ${answeredMs} ms`);
   if (!res.ok) throw new Error(`switchover refused: ${res.status}`);
-  return at;
+  return { at, answeredMs };
 }
 
 async function runOneFault(fault: HaFault): Promise<PatroniRun> {
@@ -111,10 +112,15 @@ async function runOneFault(fault: HaFault): Promise<PatroniRun> {
   try {
     console.log(`    ${await ha('up')}`);
     const url = `postgres://postgres@127.0.0.1:${base + 6}/postgres`;
+    let switchoverAnsweredMs: number | undefined;
     const r = await runFailoverOn(LOAD, {
       url,
       failover: async () => {
-        if (fault === 'switchover') return switchover(base + 2);
+        if (fault === 'switchover') {
+          const sw = await switchover(base + 2);
+          switchoverAnsweredMs = sw.answeredMs;
+          return sw.at;
+        }
         const said = await ha('crash');
         // Over once kill returns (the script's own start-up comes before the kill, not after).
         const at = performance.now();
@@ -145,7 +151,7 @@ async function runOneFault(fault: HaFault): Promise<PatroniRun> {
       );
     console.log(`    ${JSON.stringify(r)}`);
     for (const v of violations) console.log(`    VIOLATION ${v}`);
-    return { ...r, fault, violations };
+    return { ...r, fault, ...(switchoverAnsweredMs !== undefined && { switchoverAnsweredMs }), violations };
   } finally {
     await ha('down').catch((err) => console.log(`    down failed: ${(err as Error).message}`));
     if (process.env.BATON_HA_KEEP) console.log(`    kept ${dir} (BATON_HA_KEEP)`);
@@ -204,13 +210,13 @@ function writePatroniReport(runs: PatroniRun[]): string[] {
     '',
     `\`${command}\` at \`${machine.gitCommit}\`. Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}, load average ${machine.loadAvg.join(' / ')}. ${machine.postgres}; ${machine.patroni}; ${machine.etcd}; ${machine.haproxy}.`,
     '',
-    `Each run: deploy/ha/run-local.sh starts one etcd member, ${HA_SETTINGS.nodes} Patroni nodes (synchronous_mode: true; ttl ${HA_SETTINGS.ttl} s, loop_wait ${HA_SETTINGS.loopWait} s, retry_timeout ${HA_SETTINGS.retryTimeout} s) and haproxy (check GET /primary every ${HA_SETTINGS.checkInter}, fall ${HA_SETTINGS.checkFall}, on-marked-down shutdown-sessions) on this machine. ${LOAD.engines} engines with ${LOAD.slots} slots each and ${LOAD.producers} producers (one enqueue at a time) use haproxy's port only; handlers take ${LOAD.handlerMs} ms. After ${LOAD.before} acknowledged enqueues the fault; producers go on until ${LOAD.after} more are acknowledged, then every acknowledged job is looked up on the new primary. crash: kill -9 of the primary node's Patroni, postmaster and backends (timed from the kill). switchover: \`patronictl switchover --force\` to the synchronous standby (timed from the command).`,
+    `Each run: deploy/ha/run-local.sh starts one etcd member, ${HA_SETTINGS.nodes} Patroni nodes (synchronous_mode: true; ttl ${HA_SETTINGS.ttl} s, loop_wait ${HA_SETTINGS.loopWait} s, retry_timeout ${HA_SETTINGS.retryTimeout} s) and haproxy (check GET /primary every ${HA_SETTINGS.checkInter}, fall ${HA_SETTINGS.checkFall}, on-marked-down shutdown-sessions) on this machine. ${LOAD.engines} engines with ${LOAD.slots} slots each and ${LOAD.producers} producers (one enqueue at a time) use haproxy's port only; handlers take ${LOAD.handlerMs} ms. After ${LOAD.before} acknowledged enqueues the fault; producers go on until ${LOAD.after} more are acknowledged, then every acknowledged job is looked up on the new primary. crash: kill -9 of the primary node's Patroni, postmaster and backends (timed from the kill). switchover: POST /switchover to the leader's REST API naming the synchronous standby, as \`patronictl switchover --force\` does (timed from the POST; it answered after the milliseconds in the last column).`,
     '',
-    '| fault | acknowledged enqueues | lost | acknowledged outcomes | lost (job ran again) | tokens reused | stale outcomes accepted | unfinished | first outcome after fault, ms | first enqueue after fault, ms | enqueues failed and retried | listeners / presence back | leader back |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|',
+    '| fault | acknowledged enqueues | lost | acknowledged outcomes | lost (job ran again) | tokens reused | stale outcomes accepted | unfinished | first outcome after fault, ms | first enqueue after fault, ms | enqueues failed and retried | listeners / presence back | leader back | switchover answered after, ms |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|',
     ...runs.map(
       (r) =>
-        `| ${r.fault} | ${r.acknowledgedEnqueues} | ${r.lostEnqueues} | ${r.acknowledgedOutcomes} | ${r.lostOutcomes} | ${r.reusedTokens} | ${r.staleWritesAccepted} | ${r.unfinished} | ${r.resumeOutcomeMs} | ${r.resumeEnqueueMs} | ${r.enqueueErrors} | ${r.listenersBack} / ${r.presenceBack} | ${r.leaderBack} |`,
+        `| ${r.fault} | ${r.acknowledgedEnqueues} | ${r.lostEnqueues} | ${r.acknowledgedOutcomes} | ${r.lostOutcomes} | ${r.reusedTokens} | ${r.staleWritesAccepted} | ${r.unfinished} | ${r.resumeOutcomeMs} | ${r.resumeEnqueueMs} | ${r.enqueueErrors} | ${r.listenersBack} / ${r.presenceBack} | ${r.leaderBack} | ${r.switchoverAnsweredMs ?? '-'} |`,
     ),
     '',
     `**Verdict: ${runs.every((r) => r.violations.length === 0) ? 'VALID' : 'INVALID'}**`,
