@@ -107,14 +107,18 @@ up() {
 
 # member ROLE: the name of the member in ROLE (leader, sync_standby), from a node's REST API
 # (patronictl answers the same, slower: seconds on a loaded machine).
+# Asks each node in turn, for up to about 10 s (a loaded machine's REST API can be slow to answer).
 member() {
-  local i
-  for i in $(seq 1 "$HA_NODES"); do
-    python3 - "$(rest_port "$i")" "$1" <<'PY' 2>/dev/null && return 0
+  local i round
+  for round in $(seq 1 10); do
+    for i in $(seq 1 "$HA_NODES"); do
+      python3 - "$(rest_port "$i")" "$1" <<'PY' 2>/dev/null && return 0
 import json, sys, urllib.request
 cluster = json.load(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/cluster", timeout=2))
 print(next(m["name"] for m in cluster["members"] if m["role"] == sys.argv[2]))
 PY
+    done
+    sleep 0.5
   done
   echo "run-local.sh: no $1 in the cluster" >&2
   return 1
