@@ -109,6 +109,8 @@ async function runOneFault(fault: HaFault): Promise<PatroniRun> {
   };
   const ha = async (cmd: string) => (await run('bash', [SCRIPT, cmd, dir], { env, timeout: 180_000 })).stdout.trim();
   console.log(`\n=== chaos patroni fault=${fault} dir=${dir} haproxy=127.0.0.1:${base + 6}`);
+  // The logs of etcd, each node and haproxy stay in `dir` when the run throws (or BATON_HA_KEEP).
+  let keep = Boolean(process.env.BATON_HA_KEEP);
   try {
     console.log(`    ${await ha('up')}`);
     const url = `postgres://postgres@127.0.0.1:${base + 6}/postgres`;
@@ -151,10 +153,14 @@ async function runOneFault(fault: HaFault): Promise<PatroniRun> {
       );
     console.log(`    ${JSON.stringify(r)}`);
     for (const v of violations) console.log(`    VIOLATION ${v}`);
+    keep ||= violations.length > 0;
     return { ...r, fault, ...(switchoverAnsweredMs !== undefined && { switchoverAnsweredMs }), violations };
+  } catch (err) {
+    keep = true;
+    throw err;
   } finally {
     await ha('down').catch((err) => console.log(`    down failed: ${(err as Error).message}`));
-    if (process.env.BATON_HA_KEEP) console.log(`    kept ${dir} (BATON_HA_KEEP)`);
+    if (keep) console.log(`    logs kept in ${dir}`);
     else rmSync(dir, { recursive: true, force: true });
   }
 }
