@@ -21,7 +21,9 @@
 # Ports (environment): HA_PORT (haproxy, 5000), HA_PG_PORT (first node's PostgreSQL, 5441; the
 # next nodes count up), HA_REST_PORT (first node's REST API, 8018), HA_ETCD_PORT (2391; peer
 # port +1). Timing: HA_TTL (10), HA_LOOP_WAIT (1), HA_RETRY_TIMEOUT (4), HA_CHECK_INTER (500ms),
-# HA_CHECK_FALL (2). HA_NODES (2). PG_BIN (pg_config --bindir, else /usr/lib/postgresql/15/bin).
+# HA_CHECK_FALL (2). HA_NODES (2). HA_SYNCHRONOUS_MODE (true). HA_CRASH_LAG_MS (0: crash stops the
+# primary's WAL senders that long first).
+# PG_BIN (pg_config --bindir, else /usr/lib/postgresql/15/bin).
 set -euo pipefail
 
 cmd="${1:?usage: run-local.sh up|list|leader|crash|switchover|daemon|down DIR}"
@@ -37,6 +39,8 @@ HA_LOOP_WAIT="${HA_LOOP_WAIT:-1}"
 HA_RETRY_TIMEOUT="${HA_RETRY_TIMEOUT:-4}"
 HA_CHECK_INTER="${HA_CHECK_INTER:-500ms}"
 HA_CHECK_FALL="${HA_CHECK_FALL:-2}"
+# false only to show what it protects (chaos --mutate async must then lose acknowledged writes).
+HA_SYNCHRONOUS_MODE="${HA_SYNCHRONOUS_MODE:-true}"
 if [[ -z "${PG_BIN:-}" ]]; then
   PG_BIN="$(pg_config --bindir 2>/dev/null || true)"
   [[ -x "$PG_BIN/pg_ctl" ]] || PG_BIN=/usr/lib/postgresql/15/bin
@@ -69,7 +73,9 @@ wait_until() { # wait_until SECONDS DESCRIPTION CMD...
   done
 }
 sync_primary_ready() {
-  [[ "$(psql_ha -c "SELECT pg_is_in_recovery()::text || ':' || (SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync')")" == "false:1" ]]
+  local want="sync"
+  [[ "$HA_SYNCHRONOUS_MODE" == true ]] || want="async"
+  [[ "$(psql_ha -c "SELECT pg_is_in_recovery()::text || ':' || (SELECT count(*) FROM pg_stat_replication WHERE sync_state = '$want' AND state = 'streaming')")" == "false:1" ]]
 }
 
 up() {
@@ -82,7 +88,7 @@ up() {
     as_pg chmod 700 "$DIR/$n"
     sed -e "s|@NAME@|$n|g" -e "s|@REST_PORT@|$(rest_port "$i")|g" -e "s|@PG_PORT@|$(pg_port "$i")|g" \
       -e "s|@ETCD_HOSTS@|127.0.0.1:$HA_ETCD_PORT|g" -e "s|@DIR@|$DIR|g" -e "s|@PG_BIN@|$PG_BIN|g" \
-      -e "s|@TTL@|$HA_TTL|g" -e "s|@LOOP_WAIT@|$HA_LOOP_WAIT|g" -e "s|@RETRY_TIMEOUT@|$HA_RETRY_TIMEOUT|g" \
+      -e "s|@SYNC_MODE@|$HA_SYNCHRONOUS_MODE|g" -e "s|@TTL@|$HA_TTL|g" -e "s|@LOOP_WAIT@|$HA_LOOP_WAIT|g" -e "s|@RETRY_TIMEOUT@|$HA_RETRY_TIMEOUT|g" \
       "$HERE/patroni.yml.in" | as_pg tee "$DIR/$n.yml" >/dev/null
     servers+="    server $n 127.0.0.1:$(pg_port "$i") maxconn 180 check port $(rest_port "$i")"$'\n'
   done
@@ -101,7 +107,7 @@ up() {
   wait_until 90 "node1 primary" bash -c "exec 3<>/dev/tcp/127.0.0.1/$(pg_port 1)"
   for i in $(seq 2 "$HA_NODES"); do spawn "$(node_name "$i")" patroni "$DIR/$(node_name "$i").yml"; done
   spawn haproxy haproxy -db -f "$DIR/haproxy.cfg"
-  wait_until 120 "a primary with a synchronous standby behind haproxy on $HA_PORT" sync_primary_ready
+  wait_until 120 "a primary with a streaming standby behind haproxy on $HA_PORT" sync_primary_ready
   echo "up: postgres://postgres@127.0.0.1:$HA_PORT/postgres routes to $(leader)"
 }
 
@@ -128,6 +134,15 @@ leader() { member leader; }
 crash() {
   local n; n="$(leader)"
   local postmaster; postmaster="$(head -n 1 "$DIR/$n/data/postmaster.pid")"
+  local senders=""
+  if ((${HA_CRASH_LAG_MS:-0} > 0)); then
+    # A lagging standby: the primary's WAL senders stopped for HA_CRASH_LAG_MS before the crash.
+    # With synchronous_mode commits wait meanwhile; without it they are acknowledged and lost.
+    senders="$(ps -o pid=,args= --ppid "$postmaster" | awk '/walsender/ {print $1}' | tr '\n' ' ')"
+    # shellcheck disable=SC2086
+    kill -STOP $senders
+    sleep "$(awk -v ms="$HA_CRASH_LAG_MS" 'BEGIN { print ms / 1000 }')"
+  fi
   local children; children="$(ps -o pid= --ppid "$postmaster" | tr '\n' ' ')"
   # Patroni first (or it would restart its postgres), then the postmaster and its children.
   kill -KILL -- "-$(cat "$DIR/$n.pid")" 2>/dev/null || true

@@ -21,6 +21,7 @@ const SCRIPT = path.join(ROOT, 'deploy/ha/run-local.sh');
 
 /** The example's timing, as run-local.sh passes it to Patroni and haproxy (deploy/ha/README.md). */
 export const HA_SETTINGS = { ttl: 10, loopWait: 1, retryTimeout: 4, checkInter: '500ms', checkFall: 2, nodes: 2 };
+const CRASH_LAG_MS = 1_000;
 const LOAD = { mode: 'sync' as const, engines: 2, slots: 8, producers: 4, before: 300, after: 200, handlerMs: 5 };
 
 export type HaFault = 'crash' | 'switchover';
@@ -90,7 +91,7 @@ async function switchover(restPort: number): Promise<{ at: number; answeredMs: n
   return { at, answeredMs };
 }
 
-async function runOneFault(fault: HaFault): Promise<PatroniRun> {
+async function runOneFault(fault: HaFault, mutate: string | undefined): Promise<PatroniRun> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `baton-ha-${fault}-`));
   const base = await freePortRun(7);
   const env = {
@@ -106,6 +107,10 @@ async function runOneFault(fault: HaFault): Promise<PatroniRun> {
     HA_RETRY_TIMEOUT: String(HA_SETTINGS.retryTimeout),
     HA_CHECK_INTER: HA_SETTINGS.checkInter,
     HA_CHECK_FALL: String(HA_SETTINGS.checkFall),
+    HA_SYNCHRONOUS_MODE: String(mutate !== 'async'),
+    // The standby lags 1 s at the crash (the primary's WAL senders stopped): synchronous_mode
+    // holds commits meanwhile, so nothing acknowledged may be missing; asynchronous loses them.
+    HA_CRASH_LAG_MS: String(CRASH_LAG_MS),
   };
   const ha = async (cmd: string) => (await run('bash', [SCRIPT, cmd, dir], { env, timeout: 180_000 })).stdout.trim();
   console.log(`\n=== chaos patroni fault=${fault} dir=${dir} haproxy=127.0.0.1:${base + 6}`);
@@ -115,7 +120,7 @@ async function runOneFault(fault: HaFault): Promise<PatroniRun> {
     console.log(`    ${await ha('up')}`);
     const url = `postgres://postgres@127.0.0.1:${base + 6}/postgres`;
     let switchoverAnsweredMs: number | undefined;
-    const r = await runFailoverOn(LOAD, {
+    const r = await runFailoverOn(mutate === 'async' ? { ...LOAD, mode: 'async' } : LOAD, {
       url,
       failover: async () => {
         if (fault === 'switchover') {
@@ -165,7 +170,12 @@ async function runOneFault(fault: HaFault): Promise<PatroniRun> {
   }
 }
 
-export async function runPatroniScenario(o: { report: boolean }): Promise<PatroniRunResult> {
+/**
+ * `mutate: 'async'` runs the crash with synchronous_mode off and the primary's WAL senders
+ * stopped for 1 s before it: it must FAIL (acknowledged writes the standby had not received are
+ * lost), showing the tier can see a loss.
+ */
+export async function runPatroniScenario(o: { report: boolean; mutate?: string }): Promise<PatroniRunResult> {
   const skipped = haUnavailable();
   if (skipped) {
     console.log(`\n=== chaos patroni: SKIPPED: ${skipped}`);
@@ -173,11 +183,12 @@ export async function runPatroniScenario(o: { report: boolean }): Promise<Patron
   }
   const runs: PatroniRun[] = [];
   // BATON_HA_FAULTS=switchover (or crash) runs one alone, for a look at its logs (BATON_HA_KEEP=1).
-  const faults = (process.env.BATON_HA_FAULTS?.split(',') ?? ['crash', 'switchover']) as HaFault[];
-  for (const fault of faults) runs.push(await runOneFault(fault));
+  const all: HaFault[] = o.mutate === 'async' ? ['crash'] : ['crash', 'switchover'];
+  const faults = (process.env.BATON_HA_FAULTS?.split(',') ?? all) as HaFault[];
+  for (const fault of faults) runs.push(await runOneFault(fault, o.mutate));
   const ok = runs.every((r) => r.violations.length === 0);
   console.log(ok ? '    patroni: VALID' : '    patroni: INVALID');
-  if (o.report) console.log(`    report: ${writePatroniReport(runs).join(', ')}`);
+  if (o.report && !o.mutate) console.log(`    report: ${writePatroniReport(runs).join(', ')}`);
   return { ok, skipped: null, runs };
 }
 
@@ -210,13 +221,16 @@ function writePatroniReport(runs: PatroniRun[]): string[] {
   };
   const command = 'npm run test:chaos -- --scenario patroni';
   const base = path.join(root, `chaos-patroni-${stamp}`);
-  writeFileSync(`${base}.json`, `${JSON.stringify({ command, at, machine, settings: HA_SETTINGS, load: LOAD, runs }, null, 2)}\n`);
+  writeFileSync(
+    `${base}.json`,
+    `${JSON.stringify({ command, at, machine, settings: HA_SETTINGS, load: LOAD, crashLagMs: CRASH_LAG_MS, runs }, null, 2)}\n`,
+  );
   const lines = [
     `# Chaos run: failover behind Patroni and haproxy, ${at}`,
     '',
     `\`${command}\` at \`${machine.gitCommit}\`. Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}, load average ${machine.loadAvg.join(' / ')}. ${machine.postgres}; ${machine.patroni}; ${machine.etcd}; ${machine.haproxy}.`,
     '',
-    `Each run: deploy/ha/run-local.sh starts one etcd member, ${HA_SETTINGS.nodes} Patroni nodes (synchronous_mode: true; ttl ${HA_SETTINGS.ttl} s, loop_wait ${HA_SETTINGS.loopWait} s, retry_timeout ${HA_SETTINGS.retryTimeout} s) and haproxy (check GET /primary every ${HA_SETTINGS.checkInter}, fall ${HA_SETTINGS.checkFall}, on-marked-down shutdown-sessions) on this machine. ${LOAD.engines} engines with ${LOAD.slots} slots each and ${LOAD.producers} producers (one enqueue at a time) use haproxy's port only; handlers take ${LOAD.handlerMs} ms. After ${LOAD.before} acknowledged enqueues the fault; producers go on until ${LOAD.after} more are acknowledged, then every acknowledged job is looked up on the new primary. crash: kill -9 of the primary node's Patroni, postmaster and backends (timed from the kill). switchover: POST /switchover to the leader's REST API naming the synchronous standby, as \`patronictl switchover --force\` does (timed from the POST; it answered after the milliseconds in the last column).`,
+    `Each run: deploy/ha/run-local.sh starts one etcd member, ${HA_SETTINGS.nodes} Patroni nodes (synchronous_mode: true; ttl ${HA_SETTINGS.ttl} s, loop_wait ${HA_SETTINGS.loopWait} s, retry_timeout ${HA_SETTINGS.retryTimeout} s) and haproxy (check GET /primary every ${HA_SETTINGS.checkInter}, fall ${HA_SETTINGS.checkFall}, on-marked-down shutdown-sessions) on this machine. ${LOAD.engines} engines with ${LOAD.slots} slots each and ${LOAD.producers} producers (one enqueue at a time) use haproxy's port only; handlers take ${LOAD.handlerMs} ms. After ${LOAD.before} acknowledged enqueues the fault; producers go on until ${LOAD.after} more are acknowledged, then every acknowledged job is looked up on the new primary. crash: the primary's WAL senders stopped (SIGSTOP) for ${CRASH_LAG_MS} ms, so the standby lags, then kill -9 of the primary node's Patroni, postmaster and backends (timed from the kill). switchover: POST /switchover to the leader's REST API naming the synchronous standby, as \`patronictl switchover --force\` does (timed from the POST; it answered after the milliseconds in the last column).`,
     '',
     '| fault | acknowledged enqueues | lost | acknowledged outcomes | lost (job ran again) | tokens reused | stale outcomes accepted | unfinished | first outcome after fault, ms | first enqueue after fault, ms | enqueues failed and retried | listeners / presence back | leader back | switchover answered after, ms |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|',

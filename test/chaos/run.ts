@@ -19,6 +19,7 @@
 //                                              engines and producers through haproxy, the primary's node crashed, then a
 //                                              switchover (not in the plain smoke; skipped, saying so, without patroni,
 //                                              etcd or haproxy; writes results/chaos-patroni-*)
+//   npm run test:chaos -- --scenario patroni --mutate async   must FAIL (synchronous_mode off: the crash loses acknowledged writes)
 //   npm run test:chaos -- --scenario calm --mutate notify-timer   must FAIL (the enqueue's query timer left armed)
 //   npm run test:chaos -- --soak               soak: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
@@ -431,7 +432,9 @@ if (only === 'leader') {
   leaderRuns.push(await runLeaderScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'], report: !args['no-report'] }));
 }
 const patroniRuns: PatroniRunResult[] = [];
-if (only === 'patroni') patroniRuns.push(await runPatroniScenario({ report: !args['no-report'] }));
+if (only === 'patroni') {
+  patroniRuns.push(await runPatroniScenario({ report: !args['no-report'], ...(args.mutate ? { mutate: args.mutate } : {}) }));
+}
 if (!args['no-report'] && reports.length > 0) {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../results');
   mkdirSync(root, { recursive: true });
