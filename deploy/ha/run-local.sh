@@ -51,11 +51,15 @@ as_pg() {
   if [[ "$(id -u)" == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
 # spawn NAME CMD...: CMD as the postgres user in its own session (so `down` can stop its
-# whole process group), output in DIR/NAME.log, its id in DIR/NAME.pid.
+# whole process group), output in DIR/NAME.log, its id in DIR/NAME.pid. setpriv and env exec
+# (runuser would stay as the parent and SIGKILL the command 2 s after a SIGTERM, cutting
+# Patroni's shutdown of its PostgreSQL short).
 spawn() {
   local name="$1"; shift
   local run=()
-  if [[ "$(id -u)" == 0 ]]; then run=(runuser -u postgres --); fi
+  if [[ "$(id -u)" == 0 ]]; then
+    run=(setpriv --reuid=postgres --regid=postgres --init-groups env HOME="$(getent passwd postgres | cut -d: -f6)" USER=postgres LOGNAME=postgres)
+  fi
   setsid "${run[@]}" "$@" >"$DIR/$name.log" 2>&1 < /dev/null &
   echo $! >"$DIR/$name.pid"
 }
@@ -78,7 +82,22 @@ sync_primary_ready() {
   [[ "$(psql_ha -c "SELECT pg_is_in_recovery()::text || ':' || (SELECT count(*) FROM pg_stat_replication WHERE sync_state = '$want' AND state = 'streaming')")" == "false:1" ]]
 }
 
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# The ports up() is about to bind: refused at once if taken (else a wait below would take the
+# other process's port for ours and time out later with a puzzling log).
+ports() {
+  local i
+  echo "$HA_PORT" "$HA_ETCD_PORT" "$((HA_ETCD_PORT + 1))"
+  for i in $(seq 1 "$HA_NODES"); do echo "$(pg_port "$i")" "$(rest_port "$i")"; done
+}
+
 up() {
+  local p
+  for p in $(ports); do
+    if port_in_use "$p"; then echo "run-local.sh: port $p is in use (set HA_PORT, HA_PG_PORT, HA_REST_PORT, HA_ETCD_PORT)" >&2; return 1; fi
+  done
+  # A failed start stops what it started (its logs stay in DIR).
+  trap 'rc=$?; if ((rc != 0)); then echo "run-local.sh: up failed, stopping what it started (logs in $DIR)" >&2; down >&2 || true; fi' EXIT
   mkdir -p "$DIR"
   if [[ "$(id -u)" == 0 ]]; then chown postgres: "$DIR"; fi
   local servers=""
@@ -109,6 +128,7 @@ up() {
   spawn haproxy haproxy -db -f "$DIR/haproxy.cfg"
   wait_until 120 "a primary with a streaming standby behind haproxy on $HA_PORT" sync_primary_ready
   echo "up: postgres://postgres@127.0.0.1:$HA_PORT/postgres routes to $(leader)"
+  trap - EXIT
 }
 
 # member ROLE: the name of the member in ROLE (leader, sync_standby), from a node's REST API
@@ -148,6 +168,8 @@ crash() {
   kill -KILL -- "-$(cat "$DIR/$n.pid")" 2>/dev/null || true
   # shellcheck disable=SC2086
   kill -KILL "$postmaster" $children 2>/dev/null || true
+  # Its process group is gone: `down` must not signal that id again (it may be reused by then).
+  rm -f "$DIR/$n.pid"
   echo "crashed $n (patroni and postgres $postmaster)"
 }
 
@@ -167,20 +189,64 @@ with urllib.request.urlopen(req, timeout=60) as r:
 PY
 }
 
+# postmaster_alive DATA: the postmaster of DATA is running (its pid file names a live process
+# working in DATA; a crash leaves the file behind and the id may since belong to another process).
+postmaster_alive() {
+  local pid
+  pid="$(head -n 1 "$1/postmaster.pid" 2>/dev/null)" || return 1
+  [[ -n "$pid" && "$(readlink "/proc/$pid/cwd" 2>/dev/null)" == "$(realpath -m "$1")" ]]
+}
+# leftovers: processes still running from DIR: its path in their command line, or working under it.
+leftovers() {
+  python3 - "$DIR" <<'PY'
+import os, sys
+d, me = sys.argv[1], os.getpid()
+for p in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if int(p) == me:
+            continue
+        cmd = open(f"/proc/{p}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
+        try:
+            cwd = os.readlink(f"/proc/{p}/cwd")
+        except OSError:
+            cwd = ""
+        if d + "/" in cmd or cwd.startswith(d + "/"):
+            print(p)
+    except OSError:
+        pass
+PY
+}
+
+# group_alive NAME: a process of NAME's process group (recorded by spawn) still runs.
+group_alive() { [[ -f "$DIR/$1.pid" ]] && kill -0 -- "-$(cat "$DIR/$1.pid")" 2>/dev/null; }
+stop_group() { if group_alive "$1"; then kill "-$2" -- "-$(cat "$DIR/$1.pid")" 2>/dev/null || true; fi; }
+
 down() {
-  for f in haproxy $(for i in $(seq "$HA_NODES" -1 1); do node_name "$i"; done) etcd; do
-    [[ -f "$DIR/$f.pid" ]] || continue
-    kill -TERM -- "-$(cat "$DIR/$f.pid")" 2>/dev/null || true
+  local f i nodes=()
+  for i in $(seq 1 "$HA_NODES"); do nodes+=("$(node_name "$i")"); done
+  stop_group haproxy TERM
+  for f in "${nodes[@]}"; do stop_group "$f" TERM; done
+  # A Patroni node stops its PostgreSQL on SIGTERM, then releases its leader key in etcd and
+  # exits: etcd is stopped only after the nodes (up to 15 s; then immediate stop and KILL).
+  nodes_alive() {
+    for f in "${nodes[@]}"; do group_alive "$f" && return 0; postmaster_alive "$DIR/$f/data" && return 0; done
+    return 1
+  }
+  for _ in $(seq 1 75); do nodes_alive || break; sleep 0.2; done
+  for f in "${nodes[@]}"; do
+    if postmaster_alive "$DIR/$f/data"; then as_pg "$PG_BIN/pg_ctl" -D "$DIR/$f/data" -m immediate stop >/dev/null 2>&1 || true; fi
+    stop_group "$f" KILL
   done
-  # A Patroni node stops its PostgreSQL on SIGTERM; give them a moment, then make sure.
-  for i in $(seq 1 "$HA_NODES"); do
-    local data="$DIR/$(node_name "$i")/data"
-    for _ in $(seq 1 50); do [[ -f "$data/postmaster.pid" ]] || break; sleep 0.2; done
-    if [[ -f "$data/postmaster.pid" ]]; then as_pg "$PG_BIN/pg_ctl" -D "$data" -m immediate stop >/dev/null 2>&1 || true; fi
-  done
-  for f in haproxy $(for i in $(seq 1 "$HA_NODES"); do node_name "$i"; done) etcd; do
-    [[ -f "$DIR/$f.pid" ]] && kill -KILL -- "-$(cat "$DIR/$f.pid")" 2>/dev/null || true
-  done
+  stop_group etcd TERM
+  for _ in $(seq 1 25); do [[ -z "$(leftovers)" ]] && break; sleep 0.2; done
+  for f in haproxy "${nodes[@]}" etcd; do stop_group "$f" KILL; done
+  local left
+  for _ in $(seq 1 10); do left="$(leftovers | paste -sd,)"; [[ -z "$left" ]] && break; sleep 0.2; done
+  if [[ -n "$left" ]]; then
+    echo "run-local.sh: processes still running from $DIR:" >&2
+    ps -o pid=,args= -p "$left" >&2 || true
+    return 1
+  fi
   echo "down: $DIR"
 }
 

@@ -7,7 +7,7 @@
 // finished; measures the time to resume. Writes results/chaos-patroni-<time>.{json,md}.
 
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,6 +29,9 @@ export interface PatroniRun extends FailoverResult {
   fault: HaFault;
   /** How long Patroni took to answer the switchover request (it answers once the candidate leads). */
   switchoverAnsweredMs?: number;
+  /** From the fault to haproxy marking the old primary down and the new one up (its log), ms. */
+  haproxyDownMs: number;
+  haproxyUpMs: number;
   violations: string[];
 }
 export interface PatroniRunResult {
@@ -41,7 +44,7 @@ export interface PatroniRunResult {
 export function haUnavailable(): string | null {
   const cluster = clusterUnavailable();
   if (cluster) return cluster;
-  for (const tool of ['patroni', 'patronictl', 'etcd', 'haproxy', 'psql', 'python3', 'setsid']) {
+  for (const tool of ['patroni', 'patronictl', 'etcd', 'haproxy', 'psql', 'python3', 'setsid', 'setpriv']) {
     try {
       execFileSync('sh', ['-c', `command -v ${tool}`], { stdio: 'ignore' });
     } catch {
@@ -91,6 +94,22 @@ async function switchover(restPort: number): Promise<{ at: number; answeredMs: n
   return { at, answeredMs };
 }
 
+/**
+ * When haproxy marked `old` down and another node up after the fault (wall clock `faultAt`), in
+ * ms from the fault, from the state changes haproxy logs with their time (haproxy.cfg.in).
+ */
+function haproxyTimes(dir: string, faultAt: number, old: string): { haproxyDownMs: number; haproxyUpMs: number } {
+  const changes = readFileSync(path.join(dir, 'haproxy.log'), 'utf8')
+    .split('\n')
+    .map((l) => /^(\S+) Server baton_primary\/(\S+) is (UP|DOWN)/.exec(l))
+    .filter((m) => m !== null)
+    .map((m) => ({ ms: Date.parse(m[1]!) - faultAt, node: m[2]!, state: m[3]! }))
+    .filter((c) => c.ms > -5_000);
+  const down = changes.find((c) => c.node === old && c.state === 'DOWN');
+  const up = changes.find((c) => c.node !== old && c.state === 'UP');
+  return { haproxyDownMs: down ? Math.round(down.ms) : Number.NaN, haproxyUpMs: up ? Math.round(up.ms) : Number.NaN };
+}
+
 async function runOneFault(fault: HaFault, mutate: string | undefined): Promise<PatroniRun> {
   const dir = mkdtempSync(path.join(os.tmpdir(), `baton-ha-${fault}-`));
   const base = await freePortRun(7);
@@ -116,21 +135,38 @@ async function runOneFault(fault: HaFault, mutate: string | undefined): Promise<
   console.log(`\n=== chaos patroni fault=${fault} dir=${dir} haproxy=127.0.0.1:${base + 6}`);
   // The logs of etcd, each node and haproxy stay in `dir` when the run throws (or BATON_HA_KEEP).
   let keep = Boolean(process.env.BATON_HA_KEEP);
+  let threw = false;
+  // Interrupted (Ctrl-C, a CI timeout's SIGTERM): the cluster is stopped before the process ends.
+  const interrupted = (signal: NodeJS.Signals) => {
+    console.log(`    ${signal}: stopping the cluster in ${dir}`);
+    try {
+      execFileSync('bash', [SCRIPT, 'down', dir], { env, stdio: 'inherit', timeout: 60_000 });
+    } finally {
+      process.exit(1);
+    }
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
   try {
     console.log(`    ${await ha('up')}`);
     const url = `postgres://postgres@127.0.0.1:${base + 6}/postgres`;
     let switchoverAnsweredMs: number | undefined;
+    let faultAt = Number.NaN;
+    let oldPrimary = '';
     const r = await runFailoverOn(mutate === 'async' ? { ...LOAD, mode: 'async' } : LOAD, {
       url,
       failover: async () => {
+        oldPrimary = await ha('leader');
         if (fault === 'switchover') {
           const sw = await switchover(base + 2);
           switchoverAnsweredMs = sw.answeredMs;
+          faultAt = Date.now() - (performance.now() - sw.at);
           return sw.at;
         }
         const said = await ha('crash');
         // Over once kill returns (the script's own start-up comes before the kill, not after).
         const at = performance.now();
+        faultAt = Date.now();
         console.log(`    crash: ${said}`);
         return at;
       },
@@ -159,14 +195,26 @@ async function runOneFault(fault: HaFault, mutate: string | undefined): Promise<
     console.log(`    ${JSON.stringify(r)}`);
     for (const v of violations) console.log(`    VIOLATION ${v}`);
     keep ||= violations.length > 0;
-    return { ...r, fault, ...(switchoverAnsweredMs !== undefined && { switchoverAnsweredMs }), violations };
+    const times = haproxyTimes(dir, faultAt, oldPrimary);
+    console.log(`    haproxy: ${oldPrimary} down after ${times.haproxyDownMs} ms, the new primary up after ${times.haproxyUpMs} ms`);
+    return { ...r, fault, ...(switchoverAnsweredMs !== undefined && { switchoverAnsweredMs }), ...times, violations };
   } catch (err) {
     keep = true;
+    threw = true;
     throw err;
   } finally {
-    await ha('down').catch((err) => console.log(`    down failed: ${(err as Error).message}`));
-    if (keep) console.log(`    logs kept in ${dir}`);
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
+    // `down` fails when a process started from `dir` outlives it: so does the run.
+    const downFailed = await ha('down').then(
+      () => null,
+      (err: Error) => err,
+    );
+    if (downFailed) console.log(`    down failed: ${downFailed.message}`);
+    if (keep || downFailed) console.log(`    logs kept in ${dir}`);
     else rmSync(dir, { recursive: true, force: true });
+    // biome-ignore lint/correctness/noUnsafeFinally: a cluster left running fails the run (unless it already failed)
+    if (downFailed && !threw) throw new Error(`deploy/ha down left processes behind: ${downFailed.message}`);
   }
 }
 
@@ -176,6 +224,7 @@ async function runOneFault(fault: HaFault, mutate: string | undefined): Promise<
  * lost), showing the tier can see a loss.
  */
 export async function runPatroniScenario(o: { report: boolean; mutate?: string }): Promise<PatroniRunResult> {
+  if (o.mutate !== undefined && o.mutate !== 'async') throw new Error(`--scenario patroni takes only --mutate async, not ${o.mutate}`);
   const skipped = haUnavailable();
   if (skipped) {
     console.log(`\n=== chaos patroni: SKIPPED: ${skipped}`);
@@ -188,7 +237,7 @@ export async function runPatroniScenario(o: { report: boolean; mutate?: string }
   for (const fault of faults) runs.push(await runOneFault(fault, o.mutate));
   const ok = runs.every((r) => r.violations.length === 0);
   console.log(ok ? '    patroni: VALID' : '    patroni: INVALID');
-  if (o.report && !o.mutate) console.log(`    report: ${writePatroniReport(runs).join(', ')}`);
+  if (o.report) console.log(`    report: ${writePatroniReport(runs, o.mutate === 'async').join(', ')}`);
   return { ok, skipped: null, runs };
 }
 
@@ -200,7 +249,8 @@ const version = (cmd: string, args: string[]) => {
   }
 };
 
-function writePatroniReport(runs: PatroniRun[]): string[] {
+/** `asyncMutation`: the --mutate async run (synchronous_mode off), which must be INVALID. */
+function writePatroniReport(runs: PatroniRun[], asyncMutation: boolean): string[] {
   const root = path.join(ROOT, 'results');
   mkdirSync(root, { recursive: true });
   const at = new Date().toISOString();
@@ -219,27 +269,28 @@ function writePatroniReport(runs: PatroniRun[]): string[] {
     etcd: version('etcd', ['--version']),
     haproxy: version('haproxy', ['-v']),
   };
-  const command = 'npm run test:chaos -- --scenario patroni';
-  const base = path.join(root, `chaos-patroni-${stamp}`);
+  const command = `npm run test:chaos -- --scenario patroni${asyncMutation ? ' --mutate async' : ''}`;
+  const synchronousMode = !asyncMutation;
+  const base = path.join(root, `chaos-patroni-${asyncMutation ? 'async-' : ''}${stamp}`);
   writeFileSync(
     `${base}.json`,
-    `${JSON.stringify({ command, at, machine, settings: HA_SETTINGS, load: LOAD, crashLagMs: CRASH_LAG_MS, runs }, null, 2)}\n`,
+    `${JSON.stringify({ command, at, machine, settings: { ...HA_SETTINGS, synchronousMode }, load: LOAD, crashLagMs: CRASH_LAG_MS, runs }, null, 2)}\n`,
   );
   const lines = [
     `# Chaos run: failover behind Patroni and haproxy, ${at}`,
     '',
     `\`${command}\` at \`${machine.gitCommit}\`. Machine: ${machine.cpuModel}, ${machine.cores} cores, ${machine.memoryGiB} GiB, ${machine.os}, Node ${machine.node}, load average ${machine.loadAvg.join(' / ')}. ${machine.postgres}; ${machine.patroni}; ${machine.etcd}; ${machine.haproxy}.`,
     '',
-    `Each run: deploy/ha/run-local.sh starts one etcd member, ${HA_SETTINGS.nodes} Patroni nodes (synchronous_mode: true; ttl ${HA_SETTINGS.ttl} s, loop_wait ${HA_SETTINGS.loopWait} s, retry_timeout ${HA_SETTINGS.retryTimeout} s) and haproxy (check GET /primary every ${HA_SETTINGS.checkInter}, fall ${HA_SETTINGS.checkFall}, on-marked-down shutdown-sessions) on this machine. ${LOAD.engines} engines with ${LOAD.slots} slots each and ${LOAD.producers} producers (one enqueue at a time) use haproxy's port only; handlers take ${LOAD.handlerMs} ms. After ${LOAD.before} acknowledged enqueues the fault; producers go on until ${LOAD.after} more are acknowledged, then every acknowledged job is looked up on the new primary. crash: the primary's WAL senders stopped (SIGSTOP) for ${CRASH_LAG_MS} ms, so the standby lags, then kill -9 of the primary node's Patroni, postmaster and backends (timed from the kill). switchover: POST /switchover to the leader's REST API naming the synchronous standby, as \`patronictl switchover --force\` does (timed from the POST; it answered after the milliseconds in the last column).`,
+    `Each run: deploy/ha/run-local.sh starts one etcd member, ${HA_SETTINGS.nodes} Patroni nodes (synchronous_mode: ${synchronousMode}; ttl ${HA_SETTINGS.ttl} s, loop_wait ${HA_SETTINGS.loopWait} s, retry_timeout ${HA_SETTINGS.retryTimeout} s) and haproxy (check GET /primary every ${HA_SETTINGS.checkInter}, fall ${HA_SETTINGS.checkFall}, on-marked-down shutdown-sessions) on this machine. ${LOAD.engines} engines with ${LOAD.slots} slots each and ${LOAD.producers} producers (one enqueue at a time) use haproxy's port only; handlers take ${LOAD.handlerMs} ms. After ${LOAD.before} acknowledged enqueues the fault; producers go on until ${LOAD.after} more are acknowledged, then every acknowledged job is looked up on the new primary. crash: the primary's WAL senders stopped (SIGSTOP) for ${CRASH_LAG_MS} ms, so the standby lags, then kill -9 of the primary node's Patroni, postmaster and backends (timed from the kill). switchover: POST /switchover to the leader's REST API naming the synchronous standby, as \`patronictl switchover --force\` does (timed from the POST; it answered after the milliseconds in the last column). haproxy down / up: when haproxy marked the old primary down and the new one up, from its log, in ms after the fault.`,
     '',
-    '| fault | acknowledged enqueues | lost | acknowledged outcomes | lost (job ran again) | tokens reused | stale outcomes accepted | unfinished | first outcome after fault, ms | first enqueue after fault, ms | enqueues failed and retried | listeners / presence back | leader back | switchover answered after, ms |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|',
+    '| fault | acknowledged enqueues | lost | acknowledged outcomes | lost (job ran again) | tokens reused | stale outcomes accepted | unfinished | first outcome after fault, ms | first enqueue after fault, ms | enqueues failed and retried | listeners / presence back | leader back | switchover answered after, ms | haproxy down / up, ms |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---|',
     ...runs.map(
       (r) =>
-        `| ${r.fault} | ${r.acknowledgedEnqueues} | ${r.lostEnqueues} | ${r.acknowledgedOutcomes} | ${r.lostOutcomes} | ${r.reusedTokens} | ${r.staleWritesAccepted} | ${r.unfinished} | ${r.resumeOutcomeMs} | ${r.resumeEnqueueMs} | ${r.enqueueErrors} | ${r.listenersBack} / ${r.presenceBack} | ${r.leaderBack} | ${r.switchoverAnsweredMs ?? '-'} |`,
+        `| ${r.fault} | ${r.acknowledgedEnqueues} | ${r.lostEnqueues} | ${r.acknowledgedOutcomes} | ${r.lostOutcomes} | ${r.reusedTokens} | ${r.staleWritesAccepted} | ${r.unfinished} | ${r.resumeOutcomeMs} | ${r.resumeEnqueueMs} | ${r.enqueueErrors} | ${r.listenersBack} / ${r.presenceBack} | ${r.leaderBack} | ${r.switchoverAnsweredMs ?? '-'} | ${r.haproxyDownMs} / ${r.haproxyUpMs} |`,
     ),
     '',
-    `**Verdict: ${runs.every((r) => r.violations.length === 0) ? 'VALID' : 'INVALID'}**`,
+    `**Verdict: ${runs.every((r) => r.violations.length === 0) ? 'VALID' : 'INVALID'}**${asyncMutation ? ' (the mutation, synchronous_mode off, must be INVALID)' : ''}`,
     ...runs.flatMap((r) => r.violations.map((v) => `- ${v}`)),
     '',
   ];
