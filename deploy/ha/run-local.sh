@@ -6,7 +6,8 @@
 # own PostgreSQL is never touched. Run as root (processes run as the postgres user) or as postgres.
 #
 #   deploy/ha/run-local.sh up DIR        start etcd, the nodes and haproxy; wait for a primary
-#                                        with a synchronous standby behind haproxy
+#                                        with a synchronous standby behind haproxy (refuses ports
+#                                        in use; a failed start stops what it started)
 #   deploy/ha/run-local.sh list DIR      patronictl list
 #   deploy/ha/run-local.sh leader DIR    the leader node's name
 #   deploy/ha/run-local.sh crash DIR     kill -9 the leader node: its Patroni and every process of
@@ -16,7 +17,8 @@
 #                                        as `patronictl switchover --force` does)
 #   deploy/ha/run-local.sh daemon DIR    `baton migrate`, then Baton's daemon in the foreground (needs
 #                                        `npm run build`), DATABASE_URL on haproxy
-#   deploy/ha/run-local.sh down DIR      stop everything started in DIR (by its recorded ids)
+#   deploy/ha/run-local.sh down DIR      stop everything started in DIR (by its recorded ids); fails,
+#                                        naming them, if a process started from DIR is left
 #
 # Ports (environment): HA_PORT (haproxy, 5000), HA_PG_PORT (first node's PostgreSQL, 5441; the
 # next nodes count up), HA_REST_PORT (first node's REST API, 8018), HA_ETCD_PORT (2391; peer
