@@ -131,22 +131,46 @@ async function runOneFault(fault: HaFault, mutate: string | undefined): Promise<
     // holds commits meanwhile, so nothing acknowledged may be missing; asynchronous loses them.
     HA_CRASH_LAG_MS: String(CRASH_LAG_MS),
   };
-  const ha = async (cmd: string) => (await run('bash', [SCRIPT, cmd, dir], { env, timeout: 180_000 })).stdout.trim();
+  // In its own session (setsid): a Ctrl-C to the terminal's process group reaches this process
+  // only, not a run-local.sh halfway through starting or stopping the cluster.
+  const inFlight = new Set<number>();
+  const ha = async (cmd: string) => {
+    const p = run('setsid', ['bash', SCRIPT, cmd, dir], { env, timeout: 180_000 });
+    const pid = p.child.pid;
+    if (pid !== undefined) inFlight.add(pid);
+    try {
+      return (await p).stdout.trim();
+    } finally {
+      if (pid !== undefined) inFlight.delete(pid);
+    }
+  };
   console.log(`\n=== chaos patroni fault=${fault} dir=${dir} haproxy=127.0.0.1:${base + 6}`);
   // The logs of etcd, each node and haproxy stay in `dir` when the run throws (or BATON_HA_KEEP).
   let keep = Boolean(process.env.BATON_HA_KEEP);
   let threw = false;
-  // Interrupted (Ctrl-C, a CI timeout's SIGTERM): the cluster is stopped before the process ends.
+  // Interrupted (Ctrl-C, a CI timeout's SIGTERM): the cluster is stopped before the process
+  // ends; if `down` is already under way (the finally below), the process ends once it is done.
+  let stopping = false;
+  let interruptedBy: NodeJS.Signals | null = null;
   const interrupted = (signal: NodeJS.Signals) => {
+    interruptedBy = signal;
     console.log(`    ${signal}: stopping the cluster in ${dir}`);
+    if (stopping) return;
+    // A run-local.sh under way (up, crash) is ended first: it would act on the stopped cluster.
+    for (const pid of inFlight) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {}
+    }
     try {
-      execFileSync('bash', [SCRIPT, 'down', dir], { env, stdio: 'inherit', timeout: 60_000 });
+      execFileSync('setsid', ['bash', SCRIPT, 'down', dir], { env, stdio: 'inherit', timeout: 60_000 });
     } finally {
+      console.log(`    logs kept in ${dir}`);
       process.exit(1);
     }
   };
-  process.once('SIGINT', interrupted);
-  process.once('SIGTERM', interrupted);
+  process.on('SIGINT', interrupted);
+  process.on('SIGTERM', interrupted);
   try {
     console.log(`    ${await ha('up')}`);
     const url = `postgres://postgres@127.0.0.1:${base + 6}/postgres`;
@@ -203,16 +227,18 @@ async function runOneFault(fault: HaFault, mutate: string | undefined): Promise<
     threw = true;
     throw err;
   } finally {
-    process.off('SIGINT', interrupted);
-    process.off('SIGTERM', interrupted);
     // `down` fails when a process started from `dir` outlives it: so does the run.
+    stopping = true;
     const downFailed = await ha('down').then(
       () => null,
       (err: Error) => err,
     );
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
     if (downFailed) console.log(`    down failed: ${downFailed.message}`);
     if (keep || downFailed) console.log(`    logs kept in ${dir}`);
     else rmSync(dir, { recursive: true, force: true });
+    if (interruptedBy) process.exit(1);
     // biome-ignore lint/correctness/noUnsafeFinally: a cluster left running fails the run (unless it already failed)
     if (downFailed && !threw) throw new Error(`deploy/ha down left processes behind: ${downFailed.message}`);
   }
