@@ -18,6 +18,11 @@
 //                                              or leader: the leader SIGSTOPped 30 s twice while schedules fire every 2 s
 //                                              and retention deletes each job as it succeeds (not in the plain smoke;
 //                                              .ci/run runs it as its own check; writes results/chaos-leader-*)
+//                                              or patroni: deploy/ha's etcd + two Patroni nodes (synchronous_mode) + haproxy,
+//                                              engines and producers through haproxy, the primary's node crashed, then a
+//                                              switchover (not in the plain smoke; skipped, saying so, without patroni,
+//                                              etcd or haproxy; writes results/chaos-patroni-*)
+//   npm run test:chaos -- --scenario patroni --mutate async   must FAIL (synchronous_mode off: the crash loses acknowledged writes)
 //   npm run test:chaos -- --scenario calm --mutate notify-timer   must FAIL (the enqueue's query timer left armed)
 //   npm run test:chaos -- --soak               soak: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
@@ -43,6 +48,7 @@ import { Harness } from './harness.ts';
 import { errorRecord, readHistory } from './history.ts';
 import { type LeaderRunResult, runLeaderScenario } from './leader.ts';
 import { type OutboxRunResult, runOutboxScenario } from './outbox.ts';
+import { type PatroniRunResult, runPatroniScenario } from './patroni.ts';
 import { type RunReport, writeReports } from './report.ts';
 import { FAULT_KINDS, type JobPlan, makePlan, type Plan, type Scenario, SMOKE_DEFAULTS, SOAK_DEFAULTS } from './schedule.ts';
 import { runWorkflowScenario, type WorkflowRunResult } from './workflow.ts';
@@ -61,11 +67,15 @@ const { values: args } = parseArgs({
   },
 });
 
-// A named scenario runs alone: cron, outbox, workflow, flow or leader (each skips the job seeds and the others).
-const only = ['cron', 'outbox', 'workflow', 'flow', 'leader', 'debounce'].includes(args.scenario ?? '') ? args.scenario : undefined;
+// A named scenario runs alone: cron, outbox, workflow, flow, leader, debounce or patroni (each skips the job seeds and the others).
+const only = ['cron', 'outbox', 'workflow', 'flow', 'leader', 'debounce', 'patroni'].includes(args.scenario ?? '')
+  ? args.scenario
+  : undefined;
 const scenario = (only !== undefined ? 'mixed' : (args.scenario ?? 'mixed')) as Scenario;
 if (scenario !== 'mixed' && scenario !== 'calm' && !FAULT_KINDS.includes(scenario)) {
-  console.error(`--scenario must be mixed, calm, cron, outbox, workflow, flow, leader, debounce or one of ${FAULT_KINDS.join(', ')}`);
+  console.error(
+    `--scenario must be mixed, calm, cron, outbox, workflow, flow, leader, debounce, patroni or one of ${FAULT_KINDS.join(', ')}`,
+  );
   process.exit(2);
 }
 const tier = args.soak ? 'soak' : 'smoke';
@@ -431,6 +441,10 @@ if (only === 'leader') {
 }
 const debounceRuns: DebounceRunResult[] = [];
 if (only === 'debounce') debounceRuns.push(await runDebounceScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
+const patroniRuns: PatroniRunResult[] = [];
+if (only === 'patroni') {
+  patroniRuns.push(await runPatroniScenario({ report: !args['no-report'], ...(args.mutate ? { mutate: args.mutate } : {}) }));
+}
 if (!args['no-report'] && reports.length > 0) {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../results');
   mkdirSync(root, { recursive: true });
@@ -444,7 +458,21 @@ const failed = [
   ...workflowRuns.filter((r) => !r.ok).map(() => 'workflow'),
   ...leaderRuns.filter((r) => !r.ok).map(() => 'leader'),
   ...debounceRuns.filter((r) => !r.ok).map(() => 'debounce'),
+  ...patroniRuns.filter((r) => !r.ok).map(() => 'patroni'),
 ];
-const runs = reports.length + cronRuns.length + outboxRuns.length + workflowRuns.length + leaderRuns.length + debounceRuns.length;
-console.log(failed.length === 0 ? `\nCHAOS PASSED (${runs} run(s))` : `\nCHAOS FAILED: ${failed.join(', ')}`);
+const skippedPatroni = patroniRuns.filter((r) => r.skipped !== null).length;
+const runs =
+  reports.length +
+  cronRuns.length +
+  outboxRuns.length +
+  workflowRuns.length +
+  leaderRuns.length +
+  debounceRuns.length +
+  patroniRuns.length -
+  skippedPatroni;
+console.log(
+  failed.length === 0
+    ? `\nCHAOS PASSED (${runs} run(s)${skippedPatroni ? ', the patroni scenario SKIPPED' : ''})`
+    : `\nCHAOS FAILED: ${failed.join(', ')}`,
+);
 process.exit(failed.length === 0 ? 0 : 1);

@@ -1,6 +1,7 @@
 // One primary failover under load, measured: a primary and a streaming standby (synchronous or
 // asynchronous replication), worker processes' engines and producers on a multi-host URL, the
-// standby promoted and the old primary stopped (immediate) mid-stream. Counts what was lost,
+// standby promoted and the old primary stopped (immediate) mid-stream; or any other topology
+// (runFailoverOn: the chaos tier's Patroni nodes behind haproxy). Counts what was lost,
 // whether any token was handed out twice or outcome accepted twice, and how long until jobs
 // finished again. Used by test/failover/failover.test.ts and bench/failover.ts; drops its clusters.
 
@@ -56,26 +57,57 @@ export interface FailoverResult {
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Where the failover happens: the URL engines and producers use (a multi-host URL, or a proxy's
+ * such as haproxy in front of Patroni), how to make the old primary go away, and a URL that
+ * reaches the new primary afterwards (for the look-ups).
+ */
+export interface FailoverTopology {
+  url: string;
+  /** Makes the failover happen; answers the instant (performance.now()) resumption is timed from. */
+  failover(): Promise<number>;
+  newPrimaryUrl(): string;
+}
+
 export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
-  const engines = o.engines ?? 2;
-  const slots = o.slots ?? 8;
-  const producers = o.producers ?? 4;
-  const before = o.before ?? 300;
-  const after = o.after ?? 200;
-  const handlerMs = o.handlerMs ?? 5;
   const primary = await startPgCluster({
     settings: {
       wal_level: 'replica',
       ...(o.mode === 'sync' && { synchronous_standby_names: "'*'", synchronous_commit: 'on' }),
     },
   });
-  const batons: Baton[] = [];
   let standby: Awaited<ReturnType<typeof startStandby>> | undefined;
   try {
     // Promoted, the standby has no standby of its own: it must not wait for one (the copied
     // synchronous_standby_names would hold every commit until an operator attached one).
     standby = await startStandby(primary, { settings: { synchronous_standby_names: "''" } });
-    const url = `postgres://postgres@127.0.0.1:${primary.port},127.0.0.1:${standby.port}/postgres?target_session_attrs=read-write`;
+    const promoted = standby;
+    return await runFailoverOn(o, {
+      url: `postgres://postgres@127.0.0.1:${primary.port},127.0.0.1:${standby.port}/postgres?target_session_attrs=read-write`,
+      failover: async () => {
+        await promoted.promote();
+        await primary.stopImmediate();
+        return performance.now();
+      },
+      newPrimaryUrl: () => promoted.url(),
+    });
+  } finally {
+    await standby?.destroy();
+    await primary.destroy();
+  }
+}
+
+/** Engines and producers on `t.url` under load, `t.failover()` mid-stream, then the counts. */
+export async function runFailoverOn(o: FailoverOptions, t: FailoverTopology): Promise<FailoverResult> {
+  const engines = o.engines ?? 2;
+  const slots = o.slots ?? 8;
+  const producers = o.producers ?? 4;
+  const before = o.before ?? 300;
+  const after = o.after ?? 200;
+  const handlerMs = o.handlerMs ?? 5;
+  const batons: Baton[] = [];
+  try {
+    const url = t.url;
     const starts: Array<{ id: string; token: bigint }> = [];
     const outcomes: Array<{ id: string; token: bigint; at: number }> = [];
     const acked: Array<{ id: string; at: number }> = [];
@@ -121,15 +153,13 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
       timeoutMs: 60_000,
       message: `${before} acknowledged enqueues before the failover`,
     });
-    await standby.promote();
-    await primary.stopImmediate();
-    const stoppedAt = performance.now();
+    const stoppedAt = await t.failover();
     const ackedAtStop = acked.length;
     await waitFor(() => acked.length >= ackedAtStop + after, { timeoutMs: 120_000, message: `${after} enqueues after the failover` });
     producing = false;
     await Promise.all(producerLoops);
 
-    const db = new pg.Pool({ connectionString: standby.url(), max: 2 });
+    const db = new pg.Pool({ connectionString: t.newPrimaryUrl(), max: 2 });
     try {
       const ids = acked.map((a) => a.id);
       const present = async () =>
@@ -216,7 +246,5 @@ export async function runFailover(o: FailoverOptions): Promise<FailoverResult> {
     }
   } finally {
     await Promise.all(batons.map((b) => b.stop({ drainMs: 1_000 }).catch(() => undefined)));
-    await standby?.destroy();
-    await primary.destroy();
   }
 }
