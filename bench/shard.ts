@@ -71,7 +71,12 @@ async function run(servers: [PgServer, PgServer], mode: Mode, round: number): Pr
   const loadAvg = os.loadavg().map(r2);
   const urls = { a: await servers[0].createDatabase(name), b: await servers[1].createDatabase(name) };
   const { clusters, routes } = layout(mode, urls);
-  const pools = Object.values(clusters).map((u) => new pg.Pool({ connectionString: u, max: 1 }));
+  const pools = Object.values(clusters).map((u) => {
+    // The drop at the end of the run ends its sessions (WITH FORCE); a pool without a listener would crash the bench.
+    const p = new pg.Pool({ connectionString: u, max: 1 });
+    p.on('error', () => undefined);
+    return p;
+  });
   const producer = createShardedBaton({ clusters, routes, poolSize: 4 });
   const children = Array.from({ length: WORKERS }, () => new Child('./child/shard-worker.ts'));
   try {
