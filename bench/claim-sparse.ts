@@ -131,8 +131,20 @@ const ALL_VARIANTS: Variant[] = [
   },
 ];
 
+/** One index of jobs taken away at a time (`no-index-<name>`): run only when named in --variants. */
+const ONE_INDEX = [...FEATURE_INDEXES, 'jobs_settled_rare_idx', 'jobs_idempotency_idx', 'jobs_lease_expiry_idx'];
+const BY_INDEX: Variant[] = ONE_INDEX.map((i) => ({
+  id: `no-index-${i.replace(/^jobs_|_idx$/g, '')}`,
+  label: `without ${i}`,
+  migrate,
+  sql: [`DROP INDEX baton.${i}`],
+  claim: headClaim,
+}));
+
 /** `--variants a,b`: those after `base`, which every run measures (the ratios are against it). */
-const VARIANTS = flags.variants ? ALL_VARIANTS.filter((v, i) => i === 0 || flags.variants!.split(',').includes(v.id)) : ALL_VARIANTS;
+const VARIANTS = flags.variants
+  ? [ALL_VARIANTS[0]!, ...[...ALL_VARIANTS.slice(1), ...BY_INDEX].filter((v) => flags.variants!.split(',').includes(v.id))]
+  : ALL_VARIANTS;
 
 const INSERT = `INSERT INTO baton.jobs (queue, job_type) VALUES ('q', 'noop')`;
 const FINISH = `UPDATE baton.jobs SET state = 'succeeded', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
