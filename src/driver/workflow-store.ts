@@ -32,13 +32,15 @@ export interface LoadedRun {
   tenantId: string;
   input: unknown;
   /** As stored (never dead_lettered). */
-  state: 'running' | 'sleeping' | 'waiting' | 'succeeded' | 'cancelled';
+  state: 'running' | 'sleeping' | 'waiting' | 'blocked' | 'succeeded' | 'cancelled';
   jobId: string | null;
   output: unknown;
   waitEvent: string | null;
   parentRunId: string | null;
   /** An event the run waits for has arrived. */
   eventReady: boolean;
+  /** Executions in a row that crashed (lease expired, worker gone) since the run's last step commit. */
+  crashes: number;
   nowMs: number;
   steps: HistoryStep[];
 }
@@ -122,10 +124,17 @@ export interface WorkflowStore {
   workflowFinishWait(
     p: RunLease & StepKey & { waitEvent: string | null; stepKey: string },
   ): Promise<Fenced<{ done: boolean; output: unknown }>>;
-  /** Gives the driving job back (attempt refunded), due at the wait's wake-up time or now if its event is here. */
+  /**
+   * Gives the driving job back (attempt refunded), due at the earliest wake-up time of the waits
+   * `steps`, or now if an event one of the run's waits waits for is here.
+   */
   workflowSuspend(
-    p: RunLease & StepKey & { state: 'sleeping' | 'waiting'; waitEvent: string | null },
+    p: RunLease & { steps: StepKey[]; state: 'sleeping' | 'waiting'; waitEvent: string | null },
   ): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }>;
+  /** Records a ctx.patched() marker (idempotent), fenced like every write. */
+  workflowMarkPatch(p: RunLease & { name: string; seq: number }): Promise<Fenced<object>>;
+  /** Stops the run as blocked with `reason` (JSON text of a BlockedReason), fenced like every write. */
+  workflowBlockRun(p: RunLease & { reason: string }): Promise<Fenced<object>>;
   workflowCompleteRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>>;
   /** `completeRun` for several executions in one statement, each fenced by its own lease. */
   workflowCompleteRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>>;

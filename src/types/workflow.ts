@@ -3,13 +3,16 @@
 
 import type { AttemptError, JobProgress, JobSpec } from './job.ts';
 
-/** A run's state. dead_lettered is the driving job's (its attempt budget spent, or a terminal error). */
-export const RUN_STATES = ['running', 'sleeping', 'waiting', 'succeeded', 'dead_lettered', 'cancelled'] as const;
+/**
+ * A run's state. dead_lettered is the driving job's (its attempt budget spent, or a terminal error).
+ * blocked: its history cannot be replayed by its code (blockedReason says why); replay resumes it, cancel ends it.
+ */
+export const RUN_STATES = ['running', 'sleeping', 'waiting', 'blocked', 'succeeded', 'dead_lettered', 'cancelled'] as const;
 /** One of RUN_STATES. */
 export type RunState = (typeof RUN_STATES)[number];
 
-/** What a recorded workflow step is: a step function, a sleep, an event wait, or children. */
-export const STEP_KINDS = ['step', 'sleep', 'event', 'children'] as const;
+/** What a recorded workflow step is: a step function, a sleep, an event wait, children, or a ctx.patched() marker. */
+export const STEP_KINDS = ['step', 'sleep', 'event', 'children', 'patch'] as const;
 /** One of STEP_KINDS. */
 export type StepKind = (typeof STEP_KINDS)[number];
 /** How a recorded workflow step stands. */
@@ -21,7 +24,7 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
 export interface StepContext {
   /** `runId:key` (with `#n` for the n-th occurrence of a repeated key): stable across retries, an idempotency key for side effects. */
   readonly idempotencyKey: string;
-  /** 1 on the step's first attempt. */
+  /** 1 on the step's first attempt; an attempt that failed or whose execution crashed (kill -9, lease lost) counts. */
   readonly attempt: number;
   /** Aborted when the driving job's lease is lost (or the drain deadline passes). */
   readonly signal: AbortSignal;
@@ -47,9 +50,19 @@ export interface WorkflowContext<I = unknown> {
   /**
    * Runs `fn` once per run (plus retries while it throws) and commits its output before
    * going on; later executions get the committed (jsonb-normalised) output without running it.
-   * A key used again in the same run is its next occurrence (`key#2`, ...). Steps run one at a time.
+   * A key used again in the same run is its next occurrence (`key#2`, ...). Steps (and waits)
+   * started together run concurrently and are memoized by key, so they may finish in any order;
+   * a key still in flight cannot be used again (TerminalError).
    */
   step<T>(key: string, fn: (step: StepContext) => T | Promise<T>): Promise<T>;
+  /**
+   * Versioning (docs/workflows.md, Versioning): true when this run reaches this point under code
+   * that has patch `id` (a marker goes into its history, so its later executions answer true
+   * too), false when its history shows older code went past this point without the patch.
+   */
+  patched(id: string): Promise<boolean>;
+  /** The patch `id` is retired (every run that could take the old branch has finished): a no-op kept for the code's record. */
+  deprecatePatch(id: string): void;
   /** Ends this execution (the worker is freed) and resumes the run after `ms`. */
   sleep(key: string, ms: number): Promise<void>;
   /** Ends this execution and resumes the run at `until`. */
@@ -135,6 +148,14 @@ export interface StepInfo {
   finishedAt: Date | null;
 }
 
+/** Why a run is blocked: NON_DETERMINISM, its code does not replay its history at the steps named. */
+export interface BlockedReason {
+  code: 'NON_DETERMINISM';
+  message: string;
+  /** The step keys involved: what the code reached and what the history holds there. */
+  steps: string[];
+}
+
 /** A workflow run as listings show it: name, tenant, state, progress, what it waits for. */
 export interface RunSummary {
   id: string;
@@ -145,6 +166,8 @@ export interface RunSummary {
   progress: number;
   waitEvent: string | null;
   wakeAt: Date | null;
+  /** Why a blocked run stopped; null in every other state. */
+  blockedReason: BlockedReason | null;
   replayCount: number;
   createdAt: Date;
   updatedAt: Date;
@@ -201,9 +224,9 @@ export interface WorkflowRunsApi {
   getRun(runId: string, opts?: { tenantId?: string | undefined }): Promise<RunDetail | null>;
   /** Runs newest first, filtered by name, state and tenant; a full page goes on with `cursor` set to its last run's id. */
   listRuns(filter?: ListRunsFilter): Promise<RunSummary[]>;
-  /** Cancels a running, sleeping or waiting run and its pending driving job; an execution in progress stops at its next step. */
+  /** Cancels a running, sleeping, waiting or blocked run and its pending driving job; an execution in progress stops at its next step. */
   cancelRun(runId: string): Promise<RunSummary>;
-  /** Resumes a dead-lettered or cancelled run at the step it stopped at; completed steps keep their outputs. */
+  /** Resumes a dead-lettered, cancelled or blocked run at the step it stopped at; completed steps keep their outputs. */
   replayRun(runId: string): Promise<RunSummary>;
   /** Runs per workflow and state. */
   countRunsByState(): Promise<Array<{ name: string; state: RunState; n: number }>>;

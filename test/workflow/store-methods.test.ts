@@ -83,7 +83,7 @@ describe('workflow store methods', () => {
   const suspendAt = async (lease: RunLease, name: string, seq: number, kind: 'event' | 'children', waitEvent: string | null) => {
     const armed = await arm(lease, name, kind, waitEvent, seq);
     expect(armed).toMatchObject({ ok: true, status: 'waiting', due: false });
-    expect(await store.workflowSuspend({ ...lease, name, occurrence: 1, state: 'waiting', waitEvent })).toMatchObject({
+    expect(await store.workflowSuspend({ ...lease, steps: [{ name, occurrence: 1 }], state: 'waiting', waitEvent })).toMatchObject({
       ok: true,
       due: false,
     });
@@ -315,7 +315,7 @@ describe('workflow store methods', () => {
       const runningChild = await start({ parentRunId: running.runId });
       const sleeping = await claimedRun();
       await arm(sleeping, 'z', 'sleep');
-      await store.workflowSuspend({ ...sleeping, name: 'z', occurrence: 1, state: 'sleeping', waitEvent: null });
+      await store.workflowSuspend({ ...sleeping, steps: [{ name: 'z', occurrence: 1 }], state: 'sleeping', waitEvent: null });
       const sleepingChild = await start({ parentRunId: sleeping.runId });
       const before = [await jobRow(running.jobId), await jobRow(sleeping.jobId)];
       expect(before[1]).toMatchObject({ state: 'pending', due: false });

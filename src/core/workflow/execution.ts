@@ -4,7 +4,7 @@
 // the job is given back (attempt refunded) due at the wake-up, and the runner writes nothing.
 
 import type { RunLease, WorkflowStore } from '../../driver/workflow-store.ts';
-import { TerminalError } from '../../types/errors.ts';
+import { NonDeterminismError, TerminalError } from '../../types/errors.ts';
 import { isJobId } from '../../types/job.ts';
 import type { ChildSpec, WorkflowFn } from '../../types/workflow.ts';
 import type { JobContext } from '../handler.ts';
@@ -44,6 +44,8 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   if (!run) throw new TerminalError(`workflow run ${runId} does not exist`);
   if (run.state === 'succeeded') return run.output;
   if (run.state === 'cancelled') return { cancelled: true };
+  // Blocked by an execution that died before its job's completion: nothing more to do.
+  if (run.state === 'blocked') return { blocked: true };
   if (!run.marked) return stopOrThrow(await d.store.workflowRefusal(lease), lease);
   if (run.state === 'sleeping') d.counters.resumes.sleep++;
   else if (run.state === 'waiting') d.counters.resumes[run.eventReady ? 'event' : 'timeout']++;
@@ -57,9 +59,10 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   d.running?.set(runId, cancel);
   const exec = new Execution(run, lease, ctx, d, AbortSignal.any([ctx.signal, cancel.signal]));
   try {
-    const output = await fn(exec);
+    const output = await runToEnd(fn, exec);
     exec.ensureOpen();
     exec.ensureHistoryUsed();
+    if (exec.divergence) throw new NonDeterminismError(exec.divergence.message);
     const text = serialise(output, 'the workflow output');
     const done = await d.batch.completeRun({ ...lease, output: text });
     if (done.ok) {
@@ -72,6 +75,7 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
     if (exec.ended instanceof Stop) return exec.ended.result;
     if (exec.ended) throw exec.ended;
     if (err instanceof Stop) return err.result;
+    if (exec.divergence) return block(exec, lease, d);
     // Cancelled while a step ran: the step gave up on its signal; the run says why.
     if (exec.signal.aborted) {
       const r = await d.store.workflowRefusal(lease).catch(() => null);
@@ -81,6 +85,33 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   } finally {
     if (d.running?.get(runId) === cancel) d.running.delete(runId);
   }
+}
+
+/**
+ * Runs the function until it settles or the execution suspends at its waits. Steps still in
+ * flight when it settles finish first: a sibling's output committed while another step threw is
+ * memoized, so the retry runs only what did not finish; every commit stays fenced by the lease.
+ */
+async function runToEnd(fn: WorkflowFn, exec: Execution): Promise<unknown> {
+  const settled = Promise.resolve()
+    .then(() => fn(exec))
+    .then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+  const r = await Promise.race([settled, exec.parking.ended]);
+  await exec.parking.finish();
+  await exec.parking.idle();
+  if ('error' in r) throw r.error;
+  return r.value;
+}
+
+/** The run's history cannot be replayed by this code: the run stops, blocked with the reason, and the job completes. */
+async function block(exec: Execution, lease: RunLease, d: ExecutionDeps): Promise<unknown> {
+  const reason = exec.divergence;
+  const res = await d.store.workflowBlockRun({ ...lease, reason: JSON.stringify(reason) });
+  if (!res.ok) return stopOrThrow(await d.store.workflowRefusal(lease), lease);
+  return { blocked: reason };
 }
 
 /** A child run finished: its waiting parent is due now (best effort: the parent also polls). */

@@ -34,8 +34,9 @@ import { executeRun, type WorkflowCounters, wakeParent } from './execution.ts';
 import { inputRefusal, invalid, isInputSchema, jsonText } from './input.ts';
 
 export const WORKFLOW_JOB_TYPE_PREFIX = 'workflow:';
-const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting']);
-const REPLAYABLE_RUN_STATES: ReadonlySet<RunState> = new Set(['dead_lettered', 'cancelled']);
+const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting', 'blocked']);
+// A blocked run's replay is its resume: it runs again from its history under the code deployed now.
+const REPLAYABLE_RUN_STATES: ReadonlySet<RunState> = new Set(['dead_lettered', 'cancelled', 'blocked']);
 
 const jobTypeOf = (name: string) => `${WORKFLOW_JOB_TYPE_PREFIX}${name}`;
 const noNul = (s: string) => !s.includes('\u0000');
@@ -306,19 +307,19 @@ export class Workflows implements WorkflowRunsApi {
     return this.#d.store.workflowListRuns({ ...rest, cursor, limit: rest.limit ?? LIST_LIMIT_DEFAULT, offset });
   }
 
-  /** Cancels a running, sleeping or waiting run and its pending driving job; an execution in progress stops at its next step. */
+  /** Cancels a running, sleeping, waiting or blocked run and its pending driving job; an execution in progress stops at its next step. */
   async cancelRun(runId: string): Promise<RunSummary> {
     assertJobId(runId);
     const res = await this.#d.store.workflowCancelRun({ runId, allowed: (r: RunForAction) => LIVE_RUN_STATES.has(r.state) });
     if (!res) throw notFound(runId);
-    if ('conflict' in res) throw conflict(runId, res.conflict, 'cancelled', 'running, sleeping or waiting');
+    if ('conflict' in res) throw conflict(runId, res.conflict, 'cancelled', 'running, sleeping, waiting or blocked');
     // Another process's execution learns of it at its next heartbeat (its lease was revoked).
     this.#running.get(runId)?.abort(new BatonError('RUN_STATE_CONFLICT', `workflow run ${runId} was cancelled`));
     await wakeParent({ store: this.#d.store, wake: this.#d.wake }, runId);
     return res;
   }
 
-  /** Resumes a dead-lettered or cancelled run at the step it stopped at; completed steps keep their outputs. */
+  /** Resumes a dead-lettered, cancelled or blocked run at the step it stopped at; completed steps keep their outputs. */
   async replayRun(runId: string): Promise<RunSummary> {
     assertJobId(runId);
     const fallback = (name: string) => this.#defs.get(name);
@@ -330,7 +331,7 @@ export class Workflows implements WorkflowRunsApi {
       maxAttempts: (name) => fallback(name)?.maxAttempts,
     });
     if (!res) throw notFound(runId);
-    if ('conflict' in res) throw conflict(runId, res.conflict, 'replayed', 'dead_lettered or cancelled');
+    if ('conflict' in res) throw conflict(runId, res.conflict, 'replayed', 'dead_lettered, cancelled or blocked');
     this.#d.wake(res.queue);
     return res.run;
   }

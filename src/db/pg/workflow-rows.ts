@@ -2,7 +2,7 @@
 // types. Ids arrive as text (the statements cast them), so nothing here parses a bigint.
 
 import type { HistoryStep, LoadedRun } from '../../driver/workflow-store.ts';
-import type { RunDetail, RunState, RunSummary, StepInfo } from '../../types/workflow.ts';
+import type { BlockedReason, RunDetail, RunState, RunSummary, StepInfo } from '../../types/workflow.ts';
 
 export interface SummaryRow {
   id: string;
@@ -13,6 +13,7 @@ export interface SummaryRow {
   progress: number;
   wait_event: string | null;
   wake_at: Date | null;
+  blocked_reason: BlockedReason | null;
   replay_count: number;
   created_at: Date;
   updated_at: Date;
@@ -29,6 +30,7 @@ export function toSummary(r: SummaryRow): RunSummary {
     progress: r.progress,
     waitEvent: r.wait_event,
     wakeAt: r.wake_at,
+    blockedReason: r.blocked_reason,
     replayCount: r.replay_count,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
@@ -38,6 +40,7 @@ export function toSummary(r: SummaryRow): RunSummary {
 
 export interface LoadRow {
   marked: boolean;
+  crashes: number;
   id: string;
   name: string;
   tenant_id: string;
@@ -55,6 +58,7 @@ export interface LoadRow {
 export function toLoaded(r: LoadRow): LoadedRun & { marked: boolean } {
   return {
     marked: r.marked,
+    crashes: r.crashes,
     id: r.id,
     name: r.name,
     tenantId: r.tenant_id,

@@ -130,7 +130,11 @@ export class PgWorkflowStore implements WorkflowStore {
 
   workflowSuspend(p: Parameters<WorkflowStore['workflowSuspend']>[0]) {
     return inTransaction(this.#pool, async (c, rollback): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }> => {
-      const runs = await this.#run(this.#wait.suspendRun, [p.jobId, p.token, p.runId, p.state, p.waitEvent, p.name, p.occurrence], c);
+      const runs = await this.#run(
+        this.#wait.suspendRun,
+        [p.jobId, p.token, p.runId, p.state, p.waitEvent, p.steps.map((s) => s.name), p.steps.map((s) => s.occurrence)],
+        c,
+      );
       if (runs.length === 0) {
         rollback();
         return { ok: false };
@@ -142,6 +146,16 @@ export class PgWorkflowStore implements WorkflowStore {
       }
       return { ok: true, queue: job.queue, due: job.due };
     });
+  }
+
+  async workflowMarkPatch(p: RunLease & { name: string; seq: number }): Promise<Fenced<object>> {
+    const [r] = await this.#run<{ fenced_in: boolean }>(this.#exec.markPatch, [p.jobId, p.token, p.runId, p.name, p.seq]);
+    return { ok: r?.fenced_in === true };
+  }
+
+  async workflowBlockRun(p: RunLease & { reason: string }): Promise<Fenced<object>> {
+    const rows = await this.#run(this.#exec.blockRun, [p.jobId, p.token, p.runId, p.reason]);
+    return { ok: rows.length > 0 };
   }
 
   workflowCompleteRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>> {

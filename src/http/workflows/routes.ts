@@ -85,11 +85,11 @@ const runAction = <const V extends 'cancel' | 'replay'>(verb: V, operationId: st
     responses: { 200: json('the run as the action left it', wireRunSummarySchema) },
     errors: RUN_ACTION,
   });
-const cancelRun = runAction('cancel', 'cancelWorkflowRun', 'Cancel a run', '409 unless the run is running, sleeping or waiting.');
+const cancelRun = runAction('cancel', 'cancelWorkflowRun', 'Cancel a run', '409 unless the run is running, sleeping, waiting or blocked.');
 const replayRun = runAction(
   'replay',
   'replayWorkflowRun',
-  'Replay a dead-lettered or cancelled run',
+  'Replay (resume) a dead-lettered, cancelled or blocked run',
   'Resumes at the step it stopped at (completed steps keep their outputs), replayCount + 1; 409 otherwise.',
 );
 

@@ -76,6 +76,10 @@ export const wireRunSummarySchema = z.strictObject({
   progress: count.meta({ description: 'completed steps; never decreases' }),
   waitEvent: z.string().nullable().meta({ description: 'while waiting: the event name' }),
   wakeAt: time.nullable().meta({ description: 'while sleeping or waiting: when it resumes at the latest' }),
+  blockedReason: z
+    .strictObject({ code: z.literal('NON_DETERMINISM'), message: z.string(), steps: z.array(z.string()) })
+    .nullable()
+    .meta({ description: 'while blocked: why its code cannot replay its history (replay resumes it, cancel ends it)' }),
   replayCount: count,
   createdAt: time,
   updatedAt: time,
@@ -131,6 +135,7 @@ export function toWireRunSummary(r: RunSummary) {
     progress: r.progress,
     waitEvent: r.waitEvent,
     wakeAt: isoOrNull(r.wakeAt),
+    blockedReason: r.blockedReason,
     replayCount: r.replayCount,
     createdAt: iso(r.createdAt),
     updatedAt: iso(r.updatedAt),

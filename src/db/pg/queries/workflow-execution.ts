@@ -14,6 +14,14 @@ export function workflowExecutionQueries(schema: string) {
           (SELECT COALESCE(json_agg(json_build_object('name', s.name, 'occurrence', s.occurrence, 'seq', s.seq, 'kind', s.kind,
               'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.started_at), '[]')
             FROM ${steps} s WHERE s.run_id = r.id) AS steps`;
+  // step.attempt counts an execution that crashed in a step (Temporal does) without a write at
+  // each step's start: the load already writes the run row, and from the driving job it sees
+  // that the execution before it ended in a crash (the job's attempt went up since the last
+  // load and its last error is the reaper's). crashes counts such executions in a row; a step
+  // commit (which writes the run row anyway) sets it back to 0, so it is what the steps an
+  // execution starts before its first commit add to their attempt (context.ts).
+  const countCrash = `crashes = CASE WHEN j.attempt > r.loaded_attempt AND j.last_error->>'kind' IN ('lease_expired', 'worker_gone')
+            THEN r.crashes + 1 ELSE r.crashes END, loaded_attempt = j.attempt`;
 
   return {
     // One execution's load, step commit or completion goes out alone as a single-row statement
@@ -27,12 +35,12 @@ export function workflowExecutionQueries(schema: string) {
     load: {
       name: `${schema}.wf_load`,
       text: `WITH m AS (
-          UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now()
+          UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now(), ${countCrash}
           FROM ${jobs} j
           WHERE r.id = $3::bigint AND r.state IN ('running', 'sleeping', 'waiting') AND j.id = r.job_id
             AND j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
-          RETURNING r.id)
-        SELECT EXISTS (SELECT 1 FROM m) AS marked, r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
+          RETURNING r.id, r.crashes)
+        SELECT EXISTS (SELECT 1 FROM m) AS marked, COALESCE((SELECT crashes FROM m), 0) AS crashes, r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
           ${loadColumns}
         FROM ${runs} r WHERE r.id = $3::bigint`,
     },
@@ -45,12 +53,13 @@ export function workflowExecutionQueries(schema: string) {
       text: `WITH i AS (
           SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS i(job_id, token, run_id, ord)),
         m AS (
-          UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now()
+          UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now(), ${countCrash}
           FROM i, ${jobs} j
           WHERE r.id = i.run_id AND r.state IN ('running', 'sleeping', 'waiting') AND j.id = r.job_id
             AND j.id = i.job_id AND j.lease_token = i.token AND j.state IN ${LIVE}
-          RETURNING r.id)
-        SELECT i.ord::int, EXISTS (SELECT 1 FROM m WHERE m.id = r.id) AS marked, r.id::text, r.name, r.tenant_id, r.input, r.state,
+          RETURNING r.id, r.crashes)
+        SELECT i.ord::int, EXISTS (SELECT 1 FROM m WHERE m.id = r.id) AS marked,
+          COALESCE((SELECT m.crashes FROM m WHERE m.id = r.id), 0) AS crashes, r.id::text, r.name, r.tenant_id, r.input, r.state,
           r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
           ${loadColumns}
         FROM i JOIN ${runs} r ON r.id = i.run_id`,
@@ -96,7 +105,7 @@ export function workflowExecutionQueries(schema: string) {
           WHERE s.status = 'failed' AND s.kind = 'step'
           RETURNING s.run_id, s.name, s.occurrence, s.seq, s.output),
         adv AS (
-          UPDATE ${runs} r SET progress = GREATEST(r.progress, a.seq + 1), updated_at = now()
+          UPDATE ${runs} r SET progress = GREATEST(r.progress, a.seq + 1), crashes = 0, updated_at = now()
           FROM (SELECT run_id, max(seq) AS seq FROM ins GROUP BY run_id) a WHERE r.id = a.run_id)
         SELECT i.ord::int, EXISTS (SELECT 1 FROM fence f WHERE f.ord = i.ord) AS fenced_in, w.run_id IS NOT NULL AS won, w.output
         FROM i LEFT JOIN (SELECT p.ord, ins.run_id, ins.output FROM pick p JOIN ins USING (run_id, name, occurrence)) w ON w.ord = i.ord`,
@@ -115,6 +124,26 @@ export function workflowExecutionQueries(schema: string) {
           error = EXCLUDED.error, seq = EXCLUDED.seq, attempts = s.attempts + 1,
           started_at = EXCLUDED.started_at, finished_at = now(), updated_at = now()
         WHERE s.status = 'failed'`,
+    },
+    // A ctx.patched() marker ($4 its name, $5 the position of the call after it): idempotent, so
+    // steps running together that reach it race harmlessly.
+    markPatch: {
+      name: `${schema}.wf_mark_patch`,
+      text: `WITH ${fence},
+        ins AS (
+          INSERT INTO ${steps} (run_id, name, occurrence, seq, kind, status, output, attempts, finished_at)
+          SELECT $3::bigint, $4, 1, $5, 'patch', 'succeeded', 'true'::jsonb, 1, now() FROM fence
+          ON CONFLICT (run_id, name, occurrence) DO NOTHING)
+        SELECT ${fenced} AS fenced_in`,
+    },
+    // A run whose history its code cannot replay stops, blocked, with $4 the reason (jsonb).
+    // Its driving job then completes: nothing retries a divergence; a replay resumes the run.
+    blockRun: {
+      name: `${schema}.wf_block_run`,
+      text: `WITH ${fence}
+        UPDATE ${runs} r SET state = 'blocked', blocked_reason = $4::jsonb, updated_at = now()
+        WHERE r.id = $3::bigint AND ${fenced}
+        RETURNING r.id`,
     },
     // The run's output; $4 output. Answers nothing when fenced, cancelled or already over.
     completeRun: {

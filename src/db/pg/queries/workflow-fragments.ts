@@ -22,6 +22,7 @@ export function workflowFragments(schema: string) {
   // The state a reader sees: dead-lettering and a cancel through the jobs API are the job's.
   const runState = `CASE WHEN r.state IN ('running', 'sleeping', 'waiting') AND j.state IN ('dead_lettered', 'cancelled')
       THEN j.state ELSE r.state END`;
-  const advance = (seq: string) => `UPDATE ${runs} SET progress = GREATEST(progress, ${seq} + 1), updated_at = now() WHERE id = $3::bigint`;
+  const advance = (seq: string) =>
+    `UPDATE ${runs} SET progress = GREATEST(progress, ${seq} + 1), crashes = 0, updated_at = now() WHERE id = $3::bigint`;
   return { runs, steps, events, jobs, fence, fenced, runState, advance };
 }

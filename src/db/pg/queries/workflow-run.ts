@@ -8,7 +8,7 @@ import { workflowFragments } from './workflow-fragments.ts';
 export function workflowRunQueries(schema: string) {
   const { runs, steps, events, jobs, runState } = workflowFragments(schema);
   const summary = `r.id::text, r.name, r.tenant_id, ${runState} AS state, r.job_id::text, r.progress, r.wait_event,
-      r.wake_at, r.replay_count, r.created_at, r.updated_at, r.finished_at`;
+      r.wake_at, r.blocked_reason, r.replay_count, r.created_at, r.updated_at, r.finished_at`;
 
   return {
     // The registry of defined workflows (migration 0030): a starting engine upserts its own, in
@@ -74,7 +74,10 @@ export function workflowRunQueries(schema: string) {
         woke AS (
           UPDATE ${jobs} j SET
             run_at = CASE WHEN j.state = 'pending' AND j.run_at > now() THEN now() ELSE j.run_at END, updated_at = now()
-          FROM r WHERE j.id = r.job_id AND r.stored_state = 'waiting' AND r.wait_event = $2 AND EXISTS (SELECT 1 FROM ins)
+          FROM r WHERE j.id = r.job_id AND r.stored_state = 'waiting' AND EXISTS (SELECT 1 FROM ins)
+            -- Any of the waits parked together (a parallel execution) may be this event's.
+            AND (r.wait_event = $2 OR EXISTS (
+              SELECT 1 FROM ${steps} s WHERE s.run_id = r.id AND s.kind = 'event' AND s.status = 'waiting' AND s.wait_event = $2))
           RETURNING j.queue, j.state = 'pending' AS due)
         SELECT (SELECT state FROM r) AS state, (SELECT id::text FROM ins) AS event_id,
           (SELECT e.id::text FROM ${events} e WHERE e.run_id = $1::bigint AND e.idempotency_key = $4) AS old_id,
@@ -111,8 +114,8 @@ export function workflowRunQueries(schema: string) {
     },
     replayRun: {
       name: `${schema}.wf_replay_run`,
-      text: `UPDATE ${runs} SET state = 'running', wait_event = NULL, wake_at = NULL, finished_at = NULL,
-          replay_count = replay_count + 1, updated_at = now()
+      text: `UPDATE ${runs} SET state = 'running', wait_event = NULL, wake_at = NULL, finished_at = NULL, blocked_reason = NULL,
+          loaded_attempt = 0, crashes = 0, replay_count = replay_count + 1, updated_at = now()
         WHERE id = $1::bigint`,
     },
     // A cancelled run's live descendants (every level) are cancelled with it, with their driving
@@ -189,7 +192,7 @@ export function workflowRunQueries(schema: string) {
       name: `${schema}.wf_count_by_state`,
       text: `SELECT name, state, sum(n)::int AS n FROM (
           SELECT r.name, ${runState} AS state, 1 AS n FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
-            WHERE r.state IN ('running', 'sleeping', 'waiting')
+            WHERE r.state IN ('running', 'sleeping', 'waiting', 'blocked')
           UNION ALL SELECT name, state, n FROM ${schema}.workflow_run_count_deltas
           UNION ALL SELECT name, state, n FROM ${schema}.workflow_run_counts) x
         GROUP BY 1, 2 HAVING sum(n) <> 0`,

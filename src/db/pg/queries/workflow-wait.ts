@@ -58,11 +58,12 @@ export function workflowWaitQueries(schema: string) {
     },
     // Suspend, 1 of 2 (in one transaction): the run row first (sendEvent locks it first too,
     // so an event sent meanwhile is seen by one side or the other). $4 state, $5 event name,
-    // $6 step name, $7 occurrence.
+    // $6 step names, $7 their occurrences: the waits parked together; the run wakes at the first.
     suspendRun: {
       name: `${schema}.wf_suspend_run`,
       text: `UPDATE ${runs} r SET state = $4, wait_event = $5,
-          wake_at = (SELECT s.wake_at FROM ${steps} s WHERE s.run_id = r.id AND s.name = $6 AND s.occurrence = $7),
+          wake_at = (SELECT min(s.wake_at) FROM ${steps} s JOIN unnest($6::text[], $7::int[]) AS w(name, occurrence)
+            ON s.name = w.name AND s.occurrence = w.occurrence WHERE s.run_id = r.id),
           updated_at = now()
         WHERE r.id = $3::bigint AND r.job_id = $1::bigint AND r.state = 'running' AND $2::bigint IS NOT NULL
         RETURNING r.state`,
@@ -78,7 +79,8 @@ export function workflowWaitQueries(schema: string) {
           finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN now() END,
           run_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN j.run_at
             WHEN $4::text IS NOT NULL AND EXISTS (
-              SELECT 1 FROM ${events} e WHERE e.run_id = $3::bigint AND e.name = $4 AND e.consumed_by IS NULL)
+              SELECT 1 FROM ${events} e JOIN ${steps} s ON s.run_id = e.run_id AND s.wait_event = e.name
+              WHERE e.run_id = $3::bigint AND e.consumed_by IS NULL AND s.kind = 'event' AND s.status = 'waiting')
             THEN now() ELSE COALESCE((SELECT r.wake_at FROM ${runs} r WHERE r.id = $3::bigint), ${NO_TIMEOUT_RUN_AT}) END,
           attempt = greatest(j.attempt - 1, 0),
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
