@@ -136,6 +136,7 @@ export {
   type ScheduleWorkflowTarget,
 } from './types/schedule.ts';
 export {
+  type BlockedReason,
   type ChildResult,
   type ChildSpec,
   type InputSchema,
