@@ -163,6 +163,7 @@ export interface RunSummary {
   tenantId: string;
   state: RunState;
   jobId: string | null;
+  /** The position after the furthest committed step: completed steps, for steps run one after another; never decreases. */
   progress: number;
   waitEvent: string | null;
   wakeAt: Date | null;

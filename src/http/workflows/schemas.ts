@@ -73,7 +73,9 @@ export const wireRunSummarySchema = z.strictObject({
   tenantId: z.string(),
   state: z.enum(RUN_STATES),
   jobId: decimal.nullable().meta({ description: 'the driving job' }),
-  progress: count.meta({ description: 'completed steps; never decreases' }),
+  progress: count.meta({
+    description: 'the position after the furthest committed step (completed steps, for steps run one after another); never decreases',
+  }),
   waitEvent: z.string().nullable().meta({ description: 'while waiting: the event name' }),
   wakeAt: time.nullable().meta({ description: 'while sleeping or waiting: when it resumes at the latest' }),
   blockedReason: z
