@@ -182,4 +182,28 @@ describe('parallel workflow steps', () => {
     expect(done.steps.every((s) => s.status === 'succeeded')).toBe(true);
     expect(executions).toBeGreaterThanOrEqual(3);
   });
+
+  it('a race of an event wait and a sleep: the run suspends on both and goes on with whichever is over first', async () => {
+    const baton = engines.create({ queues: { default: 2 } });
+    baton.workflow('race', async (ctx) => {
+      const winner = await Promise.race([
+        ctx.waitForEvent<string>('answer', 'answer').then((e) => `event ${e?.payload}`),
+        ctx.sleep('deadline', (ctx.input as { ms: number }).ms).then(() => 'deadline'),
+      ]);
+      return ctx.step('after', () => winner);
+    });
+    await baton.start();
+    const timed = await baton.startWorkflow('race', { ms: 300 });
+    const answered = await baton.startWorkflow('race', { ms: 600_000 });
+    const waiting = await runInState(baton, answered.run.id, 'waiting');
+    expect(waiting.steps.map((s) => [s.key, s.status])).toEqual([
+      ['answer', 'waiting'],
+      ['deadline', 'waiting'],
+    ]);
+    // The run wakes at the earlier of its waits: here only the event can end it in time.
+    expect(waiting.wakeAt && waiting.wakeAt.getTime() - Date.now()).toBeGreaterThan(60_000);
+    await baton.sendEvent(answered.run.id, 'answer', 'yes');
+    expect((await runInState(baton, answered.run.id, 'succeeded')).output).toBe('event yes');
+    expect((await runInState(baton, timed.run.id, 'succeeded')).output).toBe('deadline');
+  });
 });
