@@ -14,7 +14,7 @@ import { CHILDREN_MAX, CHILDREN_POLL_MS, joinedChildren } from './children.ts';
 import type { ExecutionDeps } from './execution.ts';
 import { displayKey, History, PATCH_PREFIX } from './history.ts';
 import { StepFailedError, Stop, Suspended, serialise, stopResult } from './outcome.ts';
-import { type ParkedWait, Parking } from './parking.ts';
+import { type ParkedWait, Parking, suspendWaits } from './parking.ts';
 
 const KEY_MAX_CHARS = 256;
 
@@ -351,33 +351,10 @@ export class Execution implements WorkflowContext {
    * earliest wake-up, or now when an event one waits for is here. Answers what ends it.
    */
   async #suspend(waits: ParkedWait[]): Promise<unknown> {
-    const s = await this.#d.store.workflowSuspend({
-      ...this.#lease,
-      steps: waits.map((w) => ({ name: w.name, occurrence: w.occurrence })),
-      state: waits.every((w) => w.kind === 'sleep') ? 'sleeping' : 'waiting',
-      waitEvent: waits.find((w) => w.kind === 'event')?.waitEvent ?? null,
-    });
-    if (!s.ok) return this.#refused().catch((err: unknown) => err);
-    // The event arrived between the look and the suspend: the job is due now, wake a worker.
-    if (s.due) this.#d.wake(s.queue);
-    else await this.#recheck(waits);
+    if (!(await suspendWaits(this.#d, this.#lease, waits))) return this.#refused().catch((err: unknown) => err);
     const at = waits.map((w) => `${w.kind} "${displayKey(w.name, w.occurrence)}"`).join(', ');
     this.ended = new Suspended(`workflow run ${this.runId} suspended at ${at}`);
     return this.ended;
-  }
-
-  /** A wait that ended while the run was still running woke nobody: wake the run now (best effort; children also poll). */
-  async #recheck(waits: ParkedWait[]): Promise<void> {
-    try {
-      for (const w of waits) {
-        if (!w.recheck || !(await w.recheck())) continue;
-        const queue = await this.#d.store.workflowWakeRun({ jobId: this.#lease.jobId });
-        if (queue) this.#d.wake(queue);
-        return;
-      }
-    } catch {
-      // The children wait's poll wakes the run anyway.
-    }
   }
 }
 

@@ -5,6 +5,9 @@
 // parked wait at once (the run wakes at the earliest). A function that returns meanwhile (a
 // race another branch won) is not suspended.
 
+import type { RunLease } from '../../driver/workflow-store.ts';
+import type { ExecutionDeps } from './execution.ts';
+
 /** A wait that is not over, as the suspend records it. */
 export interface ParkedWait {
   name: string;
@@ -17,6 +20,39 @@ export interface ParkedWait {
 
 /** Writes the suspend of these waits; answers what ends the execution (Suspended, Stop, LeaseLostError). */
 export type SuspendFn = (waits: ParkedWait[]) => Promise<unknown>;
+
+/**
+ * Gives the driving job back for the waits parked together (one transaction, fenced by the
+ * lease): the run wakes at the earliest wake-up, or now when an event one of them waits for is
+ * here. false: the write was refused.
+ */
+export async function suspendWaits(d: Pick<ExecutionDeps, 'store' | 'wake'>, lease: RunLease, waits: ParkedWait[]): Promise<boolean> {
+  const s = await d.store.workflowSuspend({
+    ...lease,
+    steps: waits.map((w) => ({ name: w.name, occurrence: w.occurrence })),
+    state: waits.every((w) => w.kind === 'sleep') ? 'sleeping' : 'waiting',
+    waitEvent: waits.find((w) => w.kind === 'event')?.waitEvent ?? null,
+  });
+  if (!s.ok) return false;
+  // The event arrived between the look and the suspend: the job is due now, wake a worker.
+  if (s.due) d.wake(s.queue);
+  else await recheck(d, lease, waits);
+  return true;
+}
+
+/** A wait that ended while the run was still running woke nobody: wake the run now (best effort; children also poll). */
+async function recheck(d: Pick<ExecutionDeps, 'store' | 'wake'>, lease: RunLease, waits: ParkedWait[]): Promise<void> {
+  try {
+    for (const w of waits) {
+      if (!w.recheck || !(await w.recheck())) continue;
+      const queue = await d.store.workflowWakeRun({ jobId: lease.jobId });
+      if (queue) d.wake(queue);
+      return;
+    }
+  } catch {
+    // The children wait's poll wakes the run anyway.
+  }
+}
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
