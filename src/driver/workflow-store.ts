@@ -39,7 +39,7 @@ export interface LoadedRun {
   parentRunId: string | null;
   /** An event the run waits for has arrived. */
   eventReady: boolean;
-  /** Executions in a row that crashed (lease expired, worker gone) since the run's last step commit. */
+  /** Executions in a row that loaded the run and crashed (lease expired, worker gone) since its last step commit or wait over. */
   crashes: number;
   nowMs: number;
   steps: HistoryStep[];

@@ -24,7 +24,10 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
 export interface StepContext {
   /** `runId:key` (with `#n` for the n-th occurrence of a repeated key): stable across retries, an idempotency key for side effects. */
   readonly idempotencyKey: string;
-  /** 1 on the step's first attempt; an attempt that failed or whose execution crashed (kill -9, lease lost) counts. */
+  /**
+   * 1 on the step's first attempt; an attempt that failed or whose execution crashed (kill -9, lease
+   * lost) counts. Crashes are counted by execution, not by step (docs/workflows.md, step.attempt).
+   */
   readonly attempt: number;
   /** Aborted when the driving job's lease is lost (or the drain deadline passes). */
   readonly signal: AbortSignal;

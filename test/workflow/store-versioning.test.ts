@@ -1,7 +1,7 @@
 // The workflow store's versioning and crash-count statements below the engine: a patch marker is
 // written once and only under the current lease; a blocked run keeps its reason and is refused
-// every later fenced write; a load counts an execution that ended in a reaped lease as a crash,
-// and a step commit sets the count back.
+// every later fenced write; a load counts a crash (a reaped lease) of the execution that last loaded
+// the run, not of one that died before its load, and a step commit sets the count back.
 
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
@@ -43,23 +43,40 @@ describe('workflow store: versioning and crash counts', () => {
     });
   });
 
-  it('a load after a reaped lease counts a crash; a step commit sets the count back to 0', async () => {
+  it('a load counts a crash of the execution that last loaded the run, not one that died before its load; a commit sets it back', async () => {
     const lease = await claimedRun(db, store);
-    expect((await store.workflowLoad(lease))?.crashes).toBe(0);
-    // The reaper's outcome for the execution: the lease expired before any outcome was written.
+    // The reaper's outcome for the execution under the job's current lease, as job_reap writes it.
+    const reap = (kind = 'lease_expired') =>
+      db.query(
+        `UPDATE baton.jobs SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
+           last_error = jsonb_build_object('kind', $2::text, 'attempt', attempt, 'token', lease_token::text),
+           errors = errors || jsonb_build_array(jsonb_build_object('kind', $2::text, 'attempt', attempt, 'token', lease_token::text))
+         WHERE id = $1`,
+        [lease.jobId, kind],
+      );
+    const load = async (token: string) => (await store.workflowLoad({ ...lease, token }))?.crashes;
+    expect(await load(lease.token)).toBe(0);
+    await reap();
+    const second = await claimJob(db, lease.jobId);
+    expect(await load(second)).toBe(1);
+    // A second load of the same execution counts nothing more.
+    expect(await load(second)).toBe(1);
+    await store.workflowCommitStep({ ...lease, token: second, name: 'x', occurrence: 1, seq: 0, output: '1', startedAt: new Date() });
+    // The execution that loaded ended in a failure (not the reaper's); the next one died before
+    // its load, so it ran no step: nothing is counted.
     await db.query(
       `UPDATE baton.jobs SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL,
-         last_error = jsonb_build_object('kind', 'lease_expired', 'attempt', attempt) WHERE id = $1`,
+         errors = errors || '[{"kind":"transient"}]'::jsonb, last_error = '{"kind":"transient"}' WHERE id = $1`,
       [lease.jobId],
     );
-    const next = { ...lease, token: await claimJob(db, lease.jobId) };
-    expect((await store.workflowLoad(next))?.crashes).toBe(1);
-    // A load under the same attempt (a second load of the same execution) counts nothing more.
-    expect((await store.workflowLoad(next))?.crashes).toBe(1);
-    await store.workflowCommitStep({ ...next, name: 'x', occurrence: 1, seq: 0, output: '1', startedAt: new Date() });
-    const third = { ...lease, token: await claimJob(db, lease.jobId) };
-    // A failure (not a crash) ended the execution before: transient, not the reaper's.
-    await db.query(`UPDATE baton.jobs SET last_error = '{"kind":"transient"}' WHERE id = $1`, [lease.jobId]);
-    expect((await store.workflowLoad(third))?.crashes).toBe(0);
+    await claimJob(db, lease.jobId);
+    await reap('worker_gone');
+    const fourth = await claimJob(db, lease.jobId);
+    expect(await load(fourth)).toBe(0);
+    // It crashes after its load and the next one before its own: the first crash is still counted.
+    await reap();
+    await claimJob(db, lease.jobId);
+    await reap();
+    expect(await load(await claimJob(db, lease.jobId))).toBe(1);
   });
 });

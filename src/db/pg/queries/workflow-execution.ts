@@ -15,13 +15,16 @@ export function workflowExecutionQueries(schema: string) {
               'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.started_at), '[]')
             FROM ${steps} s WHERE s.run_id = r.id) AS steps`;
   // step.attempt counts an execution that crashed in a step (Temporal does) without a write at
-  // each step's start: the load already writes the run row, and from the driving job it sees
-  // that the execution before it ended in a crash (the job's attempt went up since the last
-  // load and its last error is the reaper's). crashes counts such executions in a row; a step
-  // commit (which writes the run row anyway) sets it back to 0, so it is what the steps an
-  // execution starts before its first commit add to their attempt (context.ts).
-  const countCrash = `crashes = CASE WHEN j.attempt > r.loaded_attempt AND j.last_error->>'kind' IN ('lease_expired', 'worker_gone')
-            THEN r.crashes + 1 ELSE r.crashes END, loaded_attempt = j.attempt`;
+  // each step's start: the load already writes the run row, and the reaper's entry in the driving
+  // job's errors (its lease token, kind lease_expired or worker_gone) tells whether the execution
+  // that last loaded the run (loaded_token) crashed; one that crashed before its load never ran
+  // a step and counts nothing. crashes counts such executions in a row; a step commit (which
+  // writes the run row anyway) sets it back to 0, so it is what the steps an execution starts
+  // before its first commit add to their attempt (context.ts).
+  const countCrash = `crashes = CASE WHEN r.loaded_token IS DISTINCT FROM j.lease_token AND EXISTS (
+              SELECT 1 FROM jsonb_array_elements(j.errors) e
+              WHERE e->>'token' = r.loaded_token::text AND e->>'kind' IN ('lease_expired', 'worker_gone'))
+            THEN r.crashes + 1 ELSE r.crashes END, loaded_token = j.lease_token`;
 
   return {
     // One execution's load, step commit or completion goes out alone as a single-row statement

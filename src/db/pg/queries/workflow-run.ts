@@ -115,7 +115,7 @@ export function workflowRunQueries(schema: string) {
     replayRun: {
       name: `${schema}.wf_replay_run`,
       text: `UPDATE ${runs} SET state = 'running', wait_event = NULL, wake_at = NULL, finished_at = NULL, blocked_reason = NULL,
-          loaded_attempt = 0, crashes = 0, replay_count = replay_count + 1, updated_at = now()
+          loaded_token = NULL, crashes = 0, replay_count = replay_count + 1, updated_at = now()
         WHERE id = $1::bigint`,
     },
     // A cancelled run's live descendants (every level) are cancelled with it, with their driving
