@@ -147,6 +147,8 @@ export interface WorkflowStore {
   workflowJobOutcomes(p: {
     jobIds: string[];
   }): Promise<Array<{ id: string; state: string; result: unknown; lastError: { name: string; message: string } | null }>>;
+  /** A plain child job not over is being written right now (its outcome may be committing): wake the run to look again. */
+  workflowChildJobsSettling(p: { jobIds: string[] }): Promise<boolean>;
   /** Makes the parent of child run `runId` due now if it waits; answers its queue then. */
   workflowWakeParent(p: { runId: string }): Promise<string | null>;
   /** Makes the run's own pending job due now (a wake-up it may have missed); answers its queue then. */

@@ -10,7 +10,7 @@ import { LeaseLostError, NonDeterminismError, TerminalError } from '../../types/
 import type { BlockedReason, ChildResult, ChildSpec, StepContext, StepKind, WorkflowContext, WorkflowEvent } from '../../types/workflow.ts';
 import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
-import { CHILDREN_MAX, CHILDREN_POLL_MS, joinedChildren } from './children.ts';
+import { CHILDREN_MAX, CHILDREN_POLL_MS, childrenMayBeOver, joinedChildren } from './children.ts';
 import type { ExecutionDeps } from './execution.ts';
 import { displayKey, History, PATCH_PREFIX } from './history.ts';
 import { StepFailedError, Stop, Suspended, serialise, stopResult } from './outcome.ts';
@@ -284,8 +284,8 @@ export class Execution implements WorkflowContext {
       if (fin.done) return fin.output;
     }
     // A child that finishes between this look and the suspend sees this run still running and
-    // wakes nobody: the suspend looks again once the run is waiting.
-    const recheck = async () => (await joinedChildren(this.#d.store, ids)) !== null;
+    // wakes nobody: the suspend looks again once the run is waiting (children.ts).
+    const recheck = () => childrenMayBeOver(this.#d.store, ids);
     return new NotOver({ name, occurrence, kind: 'children', waitEvent: null, recheck });
   }
 

@@ -210,6 +210,11 @@ export class PgWorkflowStore implements WorkflowStore {
     return rows.map((r) => ({ id: r.id, state: r.state, result: r.result, lastError: r.last_error }));
   }
 
+  async workflowChildJobsSettling(p: { jobIds: string[] }): Promise<boolean> {
+    const [r] = await this.#run<{ settling: boolean }>(this.#wait.childJobsSettling, [p.jobIds]);
+    return r?.settling === true;
+  }
+
   async workflowWakeParent(p: { runId: string }): Promise<string | null> {
     const [r] = await this.#run<{ queue: string }>(this.#wait.wakeParent, [p.runId]);
     return r?.queue ?? null;

@@ -109,6 +109,22 @@ export function workflowWaitQueries(schema: string) {
       name: `${schema}.wf_job_outcomes`,
       text: `SELECT id::text, state, result, last_error FROM ${jobs} WHERE id = ANY ($1::bigint[])`,
     },
+    // After a children wait's suspend: whether a plain child job ($1 the ids) that is not over is
+    // being written right now (its row locked). Its finishing statement's wake-up (migration
+    // 0016's trigger) ran before the suspend committed and saw the run still running, and its
+    // own commit (a WAL flush) may land after the suspend's look at the outcomes: nobody would
+    // wake the run until its poll. A row locked for another write (a heartbeat) only costs a
+    // spurious wake-up. The lock is taken with SKIP LOCKED, so this never waits; a row that
+    // finished since the snapshot fails the re-checked state and counts as settling too.
+    childJobsSettling: {
+      name: `${schema}.wf_child_jobs_settling`,
+      text: `WITH open AS (
+          SELECT id FROM ${jobs} WHERE id = ANY ($1::bigint[]) AND state NOT IN ('succeeded', 'dead_lettered', 'cancelled')),
+        free AS (
+          SELECT j.id FROM ${jobs} j WHERE j.id IN (SELECT id FROM open) AND j.state NOT IN ('succeeded', 'dead_lettered', 'cancelled')
+          FOR SHARE OF j SKIP LOCKED)
+        SELECT (SELECT count(*) FROM open) > (SELECT count(*) FROM free) AS settling`,
+    },
     // How child runs stand ($1 their ids), with the last error of a dead-lettered one's job.
     childOutcomes: {
       name: `${schema}.wf_child_outcomes`,
