@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { BatonError } from '../../types/errors.ts';
 import type { NewOutboxMessage } from '../../types/outbox.ts';
+import type { TraceCarrier } from '../../types/trace.ts';
 import { nameSchema as name } from '../config.ts';
 import { jsonTextHasNul } from '../job-spec.ts';
 
@@ -95,4 +96,17 @@ export function normalizeMessage(input: OutboxMessageInput, maxAttemptsDefault: 
     orderingKey: m.orderingKey ?? null,
     maxAttempts: m.maxAttempts ?? maxAttemptsDefault,
   };
+}
+
+/**
+ * The message with the producer's W3C trace context as `traceparent` / `tracestate` headers,
+ * which every publisher sends as it sends the others (webhook request headers, AMQP message
+ * headers, NATS headers), so a consumer continues the producer's trace. A traceparent the
+ * producer set itself is kept as given.
+ */
+export function withTraceHeaders(m: NewOutboxMessage, trace: TraceCarrier | null): NewOutboxMessage {
+  if (!trace || Object.keys(m.headers).some((n) => n.toLowerCase() === 'traceparent')) return m;
+  const headers: Record<string, string> = { ...m.headers, traceparent: trace.traceparent };
+  if (trace.tracestate && !Object.keys(m.headers).some((n) => n.toLowerCase() === 'tracestate')) headers.tracestate = trace.tracestate;
+  return { ...m, headers };
 }

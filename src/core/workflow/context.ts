@@ -5,12 +5,22 @@
 
 import type { HistoryStep, RunLease } from '../../driver/workflow-store.ts';
 import { LeaseLostError, NonDeterminismError, TerminalError } from '../../types/errors.ts';
-import type { ChildResult, ChildSpec, StepContext, StepKind, WorkflowContext, WorkflowEvent } from '../../types/workflow.ts';
+import type {
+  ChildResult,
+  ChildSpec,
+  StepContext,
+  StepKind,
+  WaitForEventOptions,
+  WorkflowContext,
+  WorkflowEvent,
+} from '../../types/workflow.ts';
 import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
 import { CHILDREN_MAX, CHILDREN_POLL_MS, joinedChildren } from './children.ts';
+import { refusalOf } from './deadline.ts';
 import type { ExecutionDeps } from './execution.ts';
 import { StepFailedError, Stop, Suspended, serialise, stopResult } from './outcome.ts';
+import { type EventWait, eventWait } from './waits.ts';
 
 const KEY_MAX_CHARS = 256;
 
@@ -102,7 +112,7 @@ export class Execution implements WorkflowContext {
   }
 
   async #refused(): Promise<never> {
-    const r = await this.#d.store.workflowRefusal(this.#lease);
+    const r = await refusalOf(this.#d, this.#lease);
     if (r.kind === 'lease_lost') throw new LeaseLostError(this.#lease.jobId, this.#lease.token);
     this.ended = new Stop(stopResult(r));
     throw this.ended;
@@ -159,21 +169,14 @@ export class Execution implements WorkflowContext {
     return this.#wait(key, 'sleep', null, null, until).then(() => undefined);
   }
 
-  waitForEvent<T = unknown>(key: string, eventName: string, opts: { timeoutMs?: number } = {}): Promise<WorkflowEvent<T> | null> {
-    const { timeoutMs } = opts;
-    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0 || timeoutMs > DELAY_MS_MAX)) {
-      return Promise.reject(new TerminalError(`waitForEvent "${key}": timeoutMs must be a number from 0 to ${DELAY_MS_MAX}`));
+  waitForEvent<T = unknown>(key: string, eventName: string | string[], opts?: WaitForEventOptions): Promise<WorkflowEvent<T> | null> {
+    let wait: EventWait;
+    try {
+      wait = eventWait(key, eventName, opts);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (typeof eventName !== 'string' || eventName.length === 0) {
-      return Promise.reject(new TerminalError(`waitForEvent "${key}": the event name must be a non-empty string`));
-    }
-    return this.#wait(
-      key,
-      'event',
-      eventName,
-      timeoutMs === undefined ? null : Math.ceil(timeoutMs),
-      null,
-    ) as Promise<WorkflowEvent<T> | null>;
+    return this.#wait(key, 'event', wait, wait.timeoutMs, null) as Promise<WorkflowEvent<T> | null>;
   }
 
   async all<T = unknown>(key: string, children: ChildSpec[]): Promise<Array<ChildResult<T>>> {
@@ -192,7 +195,7 @@ export class Execution implements WorkflowContext {
       ...step,
       seq,
       kind: 'children',
-      waitEvent: null,
+      wait: null,
       delayMs: CHILDREN_POLL_MS,
       until: null,
     });
@@ -206,7 +209,7 @@ export class Execution implements WorkflowContext {
       if (!fin.ok) return this.#refused();
       if (fin.done) return fin.output as Array<ChildResult<T>>;
     }
-    const s = await this.#d.store.workflowSuspend({ ...step, state: 'waiting', waitEvent: null });
+    const s = await this.#d.store.workflowSuspend({ ...step, state: 'waiting' });
     if (!s.ok) return this.#refused();
     // A child that finished between the look and the suspend saw this run still running and
     // woke nobody: look again now that the run is waiting.
@@ -218,13 +221,7 @@ export class Execution implements WorkflowContext {
     throw this.ended;
   }
 
-  async #wait(
-    key: string,
-    kind: 'sleep' | 'event',
-    waitEvent: string | null,
-    delayMs: number | null,
-    until: Date | null,
-  ): Promise<unknown> {
+  async #wait(key: string, kind: 'sleep' | 'event', wait: EventWait | null, delayMs: number | null, until: Date | null): Promise<unknown> {
     const { occurrence, seq, past } = this.#enter(key, kind);
     if (past?.status === 'succeeded') {
       this.#d.counters.stepReplaysAvoided++;
@@ -233,12 +230,19 @@ export class Execution implements WorkflowContext {
     const step = { ...this.#lease, name: key, occurrence };
     if (past?.status === 'waiting') {
       // Armed by an earlier execution: its wake-up time stands; see whether the wait is over.
-      const fin = await this.#d.store.workflowFinishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
+      const fin = await this.#d.store.workflowFinishWait({ ...step, stepKey: displayKey(key, occurrence) });
       if (!fin.ok) return this.#refused();
       if (fin.done) return fin.output;
-      return this.#suspend(step, kind, waitEvent);
+      return this.#suspend(step, kind);
     }
-    const armed = await this.#d.store.workflowArmWait({ ...step, seq, kind, waitEvent, delayMs, until });
+    const armed = await this.#d.store.workflowArmWait({
+      ...step,
+      seq,
+      kind,
+      wait: wait && { names: wait.names, match: wait.match },
+      delayMs,
+      until,
+    });
     if (!armed.ok) return this.#refused();
     if (armed.kind !== kind) {
       throw new NonDeterminismError(
@@ -247,16 +251,16 @@ export class Execution implements WorkflowContext {
     }
     if (armed.status === 'succeeded') return armed.output;
     if (kind === 'event' || armed.due) {
-      const fin = await this.#d.store.workflowFinishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
+      const fin = await this.#d.store.workflowFinishWait({ ...step, stepKey: displayKey(key, occurrence) });
       if (!fin.ok) return this.#refused();
       if (fin.done) return fin.output;
     }
-    return this.#suspend(step, kind, waitEvent);
+    return this.#suspend(step, kind);
   }
 
   /** Ends the execution at a sleep or event wait: the job is given back, due at the wake-up. */
-  async #suspend(step: RunLease & { name: string; occurrence: number }, kind: 'sleep' | 'event', waitEvent: string | null): Promise<never> {
-    const s = await this.#d.store.workflowSuspend({ ...step, state: kind === 'sleep' ? 'sleeping' : 'waiting', waitEvent });
+  async #suspend(step: RunLease & { name: string; occurrence: number }, kind: 'sleep' | 'event'): Promise<never> {
+    const s = await this.#d.store.workflowSuspend({ ...step, state: kind === 'sleep' ? 'sleeping' : 'waiting' });
     if (!s.ok) return this.#refused();
     // The event arrived between the look and the suspend: the job is due now, wake a worker.
     if (s.due) this.#d.wake(s.queue);

@@ -10,6 +10,7 @@ import type { ChildSpec, WorkflowFn } from '../../types/workflow.ts';
 import type { JobContext } from '../handler.ts';
 import type { WorkflowBatcher } from './batcher.ts';
 import { Execution } from './context.ts';
+import { refusalOf } from './deadline.ts';
 import { Stop, serialise, stopOrThrow, stopResult } from './outcome.ts';
 
 /** What this process did for workflows: steps executed, step replays avoided, resumes by cause (`stats().workflows`). */
@@ -44,7 +45,7 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   if (!run) throw new TerminalError(`workflow run ${runId} does not exist`);
   if (run.state === 'succeeded') return run.output;
   if (run.state === 'cancelled') return { cancelled: true };
-  if (!run.marked) return stopOrThrow(await d.store.workflowRefusal(lease), lease);
+  if (!run.marked) return stopOrThrow(await refusalOf(d, lease), lease);
   if (run.state === 'sleeping') d.counters.resumes.sleep++;
   else if (run.state === 'waiting') d.counters.resumes[run.eventReady ? 'event' : 'timeout']++;
   else if (ctx.job.attempt > 1) d.counters.resumes.retry++;
@@ -66,7 +67,7 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
       if (run.parentRunId) await wakeParent(d, runId);
       return done.output;
     }
-    return stopOrThrow(await d.store.workflowRefusal(lease), lease);
+    return stopOrThrow(await refusalOf(d, lease), lease);
   } catch (err) {
     // Whatever the function threw after the execution ended (a wait, a cancel) is its echo.
     if (exec.ended instanceof Stop) return exec.ended.result;
@@ -74,7 +75,7 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
     if (err instanceof Stop) return err.result;
     // Cancelled while a step ran: the step gave up on its signal; the run says why.
     if (exec.signal.aborted) {
-      const r = await d.store.workflowRefusal(lease).catch(() => null);
+      const r = await refusalOf(d, lease).catch(() => null);
       if (r?.kind === 'cancelled') return stopResult(r);
     }
     throw err;

@@ -17,6 +17,7 @@ export interface SummaryRow {
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
+  deadline_at: Date | null;
 }
 
 export function toSummary(r: SummaryRow): RunSummary {
@@ -33,6 +34,7 @@ export function toSummary(r: SummaryRow): RunSummary {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
+    deadlineAt: r.deadline_at,
   };
 }
 

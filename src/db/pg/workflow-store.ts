@@ -17,6 +17,7 @@ import type {
 } from '../../driver/workflow-store.ts';
 import type { RunDetail, RunState, RunSummary } from '../../types/workflow.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
+import { type WorkflowDeadlineQueries, workflowDeadlineQueries } from './queries/workflow-deadline.ts';
 import { type WorkflowExecutionQueries, workflowExecutionQueries } from './queries/workflow-execution.ts';
 import { type WorkflowWaitQueries, workflowWaitQueries } from './queries/workflow-wait.ts';
 import { queryRows } from './query-rows.ts';
@@ -28,6 +29,7 @@ export class PgWorkflowStore implements WorkflowStore {
   readonly #pool: PgPoolLike;
   readonly #exec: WorkflowExecutionQueries;
   readonly #wait: WorkflowWaitQueries;
+  readonly #deadline: WorkflowDeadlineQueries;
   /** Start, events, cancel, replay and the reads. */
   readonly #runs: PgWorkflowRuns;
 
@@ -36,6 +38,7 @@ export class PgWorkflowStore implements WorkflowStore {
     this.#pool = pool;
     this.#exec = workflowExecutionQueries(quotedSchema);
     this.#wait = workflowWaitQueries(quotedSchema);
+    this.#deadline = workflowDeadlineQueries(quotedSchema);
     this.#runs = new PgWorkflowRuns(pool, quotedSchema);
   }
 
@@ -118,24 +121,37 @@ export class PgWorkflowStore implements WorkflowStore {
   async workflowArmWait(p: Parameters<WorkflowStore['workflowArmWait']>[0]): Promise<Fenced<WaitRow>> {
     const [r] = await this.#run<{ kind: WaitRow['kind']; status: WaitRow['status']; output: unknown; wake_at: Date | null; due: boolean }>(
       this.#wait.armWait,
-      [p.jobId, p.token, p.runId, p.name, p.occurrence, p.seq, p.delayMs, p.until, p.kind, p.waitEvent],
+      [
+        p.jobId,
+        p.token,
+        p.runId,
+        p.name,
+        p.occurrence,
+        p.seq,
+        p.delayMs,
+        p.until,
+        p.kind,
+        p.wait?.names[0] ?? null,
+        p.wait?.names ?? null,
+        p.wait?.match ?? null,
+      ],
     );
     if (!r) return { ok: false };
     return { ok: true, kind: r.kind, status: r.status, output: r.output, wakeAt: r.wake_at, due: r.due };
   }
 
   workflowFinishWait(p: Parameters<WorkflowStore['workflowFinishWait']>[0]): Promise<Fenced<{ done: boolean; output: unknown }>> {
-    return this.#endWait(this.#wait.finishWait, [p.jobId, p.token, p.runId, p.name, p.occurrence, p.waitEvent, p.stepKey]);
+    return this.#endWait(this.#wait.finishWait, [p.jobId, p.token, p.runId, p.name, p.occurrence, p.stepKey]);
   }
 
   workflowSuspend(p: Parameters<WorkflowStore['workflowSuspend']>[0]) {
     return inTransaction(this.#pool, async (c, rollback): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }> => {
-      const runs = await this.#run(this.#wait.suspendRun, [p.jobId, p.token, p.runId, p.state, p.waitEvent, p.name, p.occurrence], c);
+      const runs = await this.#run(this.#wait.suspendRun, [p.jobId, p.token, p.runId, p.state, p.name, p.occurrence], c);
       if (runs.length === 0) {
         rollback();
         return { ok: false };
       }
-      const [job] = await this.#run<{ queue: string; due: boolean }>(this.#wait.suspendJob, [p.jobId, p.token, p.runId, p.waitEvent], c);
+      const [job] = await this.#run<{ queue: string; due: boolean }>(this.#wait.suspendJob, [p.jobId, p.token, p.runId], c);
       if (!job) {
         rollback();
         return { ok: false };
@@ -207,14 +223,19 @@ export class PgWorkflowStore implements WorkflowStore {
   }
 
   async workflowRefusal(p: RunLease): Promise<Refusal> {
-    const [r] = await this.#run<{ state: string; output: unknown; ours: boolean | null; lease_current: boolean }>(this.#exec.why, [
-      p.jobId,
-      p.token,
-      p.runId,
-    ]);
+    const [r] = await this.#run<{ state: string; output: unknown; ours: boolean | null; past_deadline: boolean; lease_current: boolean }>(
+      this.#exec.why,
+      [p.jobId, p.token, p.runId],
+    );
     if (r?.ours === false) return { kind: 'superseded' };
     // A cancel revokes the driving job's lease: the run's state says why the write was refused.
     if (r?.state === 'cancelled') return { kind: 'cancelled' };
+    if (r?.state === 'timed_out') return { kind: 'timed_out', wokeQueue: null };
+    // Past its deadline and not yet recorded so: the clock decides, whoever holds the lease.
+    if (r?.past_deadline && r.state !== 'succeeded') {
+      const [t] = await this.#run<{ timed_out: boolean; woke_queue: string | null }>(this.#deadline.timeOutRun, [p.runId]);
+      return { kind: 'timed_out', wokeQueue: t?.woke_queue ?? null };
+    }
     if (!r?.lease_current) return { kind: 'lease_lost' };
     if (r.state === 'succeeded') return { kind: 'finished', output: r.output };
     return { kind: 'lease_lost' };
