@@ -84,7 +84,8 @@ export interface ChildResult<T = unknown> {
   runId: string | null;
   /** The plain job; null for a child run. */
   jobId: string | null;
-  state: 'succeeded' | 'dead_lettered' | 'cancelled';
+  /** timed_out: a child run past its runTimeoutMs. */
+  state: 'succeeded' | 'dead_lettered' | 'cancelled' | 'timed_out';
   /** The child's output (a job's result) when it succeeded, else null. */
   output: T | null;
   /** The last error of its (driving) job when it dead-lettered or was cancelled for a failed parent, else null. */
