@@ -53,7 +53,10 @@ describe('waitForEvent: names, match and deadline', () => {
     await runInState(baton, run.id, 'waiting');
     await baton.sendEvent(run.id, 'approved', { by: 'bob' });
     const done = await runInState(baton, run.id, 'succeeded');
-    expect(done.output).toEqual({ decision: { name: 'rejected', payload: { by: 'ann' } }, later: { name: 'approved', payload: { by: 'bob' } } });
+    expect(done.output).toEqual({
+      decision: { name: 'rejected', payload: { by: 'ann' } },
+      later: { name: 'approved', payload: { by: 'bob' } },
+    });
   });
 
   it('a match on the payload: an event that does not contain it neither ends the wait nor wakes the run, and stays for later waits', async () => {

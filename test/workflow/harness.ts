@@ -55,7 +55,7 @@ export async function expectCountersMatchRows(db: TestDatabase): Promise<void> {
           UNION ALL SELECT name, state, n FROM baton.workflow_run_count_deltas) x
         GROUP BY name, state HAVING sum(n) <> 0) c) AS "countedRuns",
       (SELECT COALESCE(json_agg(r ORDER BY r.name, r.state), '[]') FROM (
-        SELECT name, state, count(*)::int AS n FROM baton.workflow_runs WHERE state IN ('succeeded', 'cancelled')
+        SELECT name, state, count(*)::int AS n FROM baton.workflow_runs WHERE state IN ('succeeded', 'cancelled', 'timed_out')
         GROUP BY name, state) r) AS runs`,
   );
   expect(r.rows[0]!.counted).toEqual(r.rows[0]!.rows);

@@ -1,0 +1,159 @@
+// A run bounded as a whole (runTimeoutMs): past its deadline a sleeping or waiting run ends
+// timed_out (its driving job is due at the deadline, whatever its wake-up), a run whose worker
+// died reads timed_out from the deadline on and is recorded so at its next claim, a step
+// output that arrives after the deadline is refused, and a parent sees its child timed out.
+
+import { describe, expect, it } from 'vitest';
+import { BatonError } from '../../src/index.ts';
+import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
+import { expectCountersMatchRows, jobOf, runInState, useWorkflowEngines } from './harness.ts';
+
+const db = useTestDatabase();
+
+async function code(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof BatonError) return err.code;
+    throw err;
+  }
+  throw new Error('expected a BatonError');
+}
+
+const storedState = async (runId: string) =>
+  (await db.query<{ state: string }>('SELECT state FROM baton.workflow_runs WHERE id = $1', [runId])).rows[0]?.state;
+
+/** Until the database clock is past the run's deadline. */
+const pastDeadline = (runId: string) =>
+  waitFor(
+    async () =>
+      (await db.query<{ past: boolean }>('SELECT deadline_at < now() AS past FROM baton.workflow_runs WHERE id = $1', [runId])).rows[0]
+        ?.past === true,
+    { timeoutMs: 10_000, message: `run ${runId} to pass its deadline` },
+  );
+
+describe('run timeout', () => {
+  const engines = useWorkflowEngines(db);
+
+  it("a sleeping run ends timed_out at the workflow's deadline, not at its wake-up; it takes no events and cannot be cancelled", async () => {
+    const baton = engines.create({ queues: { default: 1 } });
+    baton.workflow(
+      'slow',
+      async (ctx) => {
+        await ctx.step('a', () => 1);
+        await ctx.sleep('nap', 3_600_000);
+        return ctx.step('b', () => 2);
+      },
+      { runTimeoutMs: 800 },
+    );
+    await baton.start();
+    const { run } = await baton.startWorkflow('slow');
+    expect(run.deadlineAt!.getTime() - run.createdAt.getTime()).toBe(800);
+    const sleeping = await runInState(baton, run.id, 'sleeping');
+    // The driving job is due at the deadline, not in an hour.
+    expect((await jobOf(db, run.id)).run_at.getTime()).toBe(run.deadlineAt!.getTime());
+    expect(sleeping.wakeAt!.getTime()).toBeGreaterThan(run.deadlineAt!.getTime());
+
+    await waitFor(async () => (await storedState(run.id)) === 'timed_out', { message: 'the run to be recorded timed_out' });
+    const done = await runInState(baton, run.id, 'timed_out');
+    expect(done.finishedAt).toBeInstanceOf(Date);
+    expect(done.steps.map((s) => [s.key, s.status])).toEqual([
+      ['a', 'succeeded'],
+      ['nap', 'waiting'],
+    ]);
+    await waitFor(async () => (await jobOf(db, run.id)).state === 'succeeded', { message: 'the driving job to finish' });
+    expect(await code(baton.sendEvent(run.id, 'x', null))).toBe('RUN_STATE_CONFLICT');
+    expect(await code(baton.workflows.cancelRun(run.id))).toBe('RUN_STATE_CONFLICT');
+    expect((await baton.workflows.listRuns({ state: 'timed_out' })).map((r) => r.id)).toEqual([run.id]);
+    expect((await baton.workflows.listRuns({ state: 'sleeping' })).map((r) => r.id)).toEqual([]);
+    expect((await baton.workflows.countRunsByState()).filter((c) => c.state === 'timed_out')).toEqual([
+      { name: 'slow', state: 'timed_out', n: 1 },
+    ]);
+    await expectCountersMatchRows(db);
+  });
+
+  it("a start's runTimeoutMs bounds a run waiting for an event that never comes", async () => {
+    const baton = engines.create({ queues: { default: 1 } });
+    baton.workflow('forever', (ctx) => ctx.waitForEvent('w', 'never'));
+    await baton.start();
+    const { run } = await baton.startWorkflow('forever', null, { runTimeoutMs: 600 });
+    const unbounded = await baton.startWorkflow('forever');
+    expect(unbounded.run.deadlineAt).toBeNull();
+    await runInState(baton, run.id, 'waiting');
+    await waitFor(async () => (await storedState(run.id)) === 'timed_out', { message: 'the run to be recorded timed_out' });
+    expect((await baton.workflows.getRun(unbounded.run.id))?.state).toBe('waiting');
+    await expect(code(baton.startWorkflow('forever', null, { runTimeoutMs: 0 }))).resolves.toBe('INVALID_ARGUMENT');
+  });
+
+  it('a run whose worker died reads timed_out from the deadline on, and is recorded so when its job is claimed again', async () => {
+    const producer = engines.create({ queues: {} });
+    producer.workflow('orphan', (ctx) => ctx.step('s', () => 1));
+    await producer.start();
+    const { run } = await producer.startWorkflow('orphan', null, { runTimeoutMs: 500 });
+    const job = await jobOf(db, run.id);
+    // Leased by a worker that died: its lease would last an hour.
+    await db.query(
+      `UPDATE baton.jobs SET state = 'running', attempt = 1, lease_owner = 'dead-worker', lease_token = 1,
+         lease_expires_at = now() + interval '1 hour', started_at = now() WHERE id = $1`,
+      [job.id],
+    );
+    await pastDeadline(run.id);
+    expect((await producer.workflows.getRun(run.id))?.state).toBe('timed_out');
+    expect((await producer.workflows.listRuns({ state: 'timed_out' })).map((r) => r.id)).toEqual([run.id]);
+    expect(await producer.workflows.listRuns({ state: 'running' })).toEqual([]);
+    expect((await producer.workflows.countRunsByState()).find((c) => c.state === 'timed_out')?.n).toBe(1);
+    expect(await code(producer.sendEvent(run.id, 'x', null))).toBe('RUN_STATE_CONFLICT');
+    expect(await storedState(run.id)).toBe('running');
+
+    // What the rescuer does with an expired lease; a live worker then claims the job.
+    await db.query(
+      `UPDATE baton.jobs SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, run_at = now() WHERE id = $1`,
+      [job.id],
+    );
+    const ran: string[] = [];
+    const worker = engines.create({ queues: { default: 1 } });
+    worker.workflow('orphan', (ctx) => ctx.step('s', () => ran.push('s')));
+    await worker.start();
+    await waitFor(async () => (await storedState(run.id)) === 'timed_out', { message: 'the run to be recorded timed_out' });
+    expect(ran).toEqual([]);
+  });
+
+  it('a step that finishes after the deadline is not recorded, and the run goes no further', async () => {
+    const baton = engines.create({ queues: { default: 1 } });
+    const ran: string[] = [];
+    let runId = '';
+    baton.workflow(
+      'fenced',
+      async (ctx) => {
+        await ctx.step('slow', async () => {
+          await pastDeadline(runId);
+          ran.push('slow');
+          return 'late';
+        });
+        return ctx.step('next', () => ran.push('next'));
+      },
+      { runTimeoutMs: 400 },
+    );
+    await baton.start();
+    runId = (await baton.startWorkflow('fenced')).run.id;
+    await waitFor(async () => (await storedState(runId)) === 'timed_out', { message: 'the run to be recorded timed_out' });
+    const run = await runInState(baton, runId, 'timed_out');
+    expect(ran).toEqual(['slow']);
+    expect(run.steps).toEqual([]);
+    expect(run.output).toBeNull();
+  });
+
+  it('a parent waiting for a child that times out sees it timed out', async () => {
+    const baton = engines.create({ queues: { default: 2 } });
+    baton.workflow('child', (ctx) => ctx.sleep('z', 3_600_000), { runTimeoutMs: 500 });
+    baton.workflow('parent', async (ctx) => {
+      const [c] = await ctx.all('kids', [{ workflow: 'child' }]);
+      return c?.state;
+    });
+    await baton.start();
+    const { run } = await baton.startWorkflow('parent');
+    const done = await runInState(baton, run.id, 'succeeded');
+    expect(done.output).toBe('timed_out');
+  });
+});
