@@ -153,6 +153,7 @@ export {
   type StepInfo,
   type StepKind,
   type StepStatus,
+  type WaitForEventOptions,
   type WorkflowContext,
   type WorkflowEvent,
   type WorkflowFn,

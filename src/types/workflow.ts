@@ -100,7 +100,6 @@ export interface InputSchema {
   parse(value: unknown): unknown;
 }
 
-/** Options of baton.workflow: the driving job's queue and attempt budget, and its input's schema. */
 /** Options of ctx.waitForEvent. */
 export interface WaitForEventOptions {
   /** ms from the wait's start (database clock) until it ends with null. Default: no timeout. */
@@ -112,6 +111,7 @@ export interface WaitForEventOptions {
   match?: Record<string, unknown>;
 }
 
+/** Options of baton.workflow: the driving job's queue and attempt budget, its input's schema and its runs' timeout. */
 export interface WorkflowOptions {
   /**
    * Checks each run's input (as stored, jsonb-normalised). A start in a process that defines the
