@@ -7,14 +7,13 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect, nanos } from '@nats-io/transport-node';
-import { context, propagation, type SpanContext, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
+import { type SpanContext, trace } from '@opentelemetry/api';
 import amqp from 'amqplib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { generateWebhookSecret, natsPublisher, rabbitmqPublisher, webhookPublisher } from '../../src/index.ts';
 import { AMQP_URL, brokerAvailable, NATS_URL, uniqueName } from '../helpers/brokers.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { useInMemoryTracing } from '../helpers/otel.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { outboxRow, useOutboxEngines } from './harness.ts';
 
@@ -22,17 +21,7 @@ const rabbit = await brokerAvailable('RabbitMQ', AMQP_URL);
 const nats = await brokerAvailable('NATS JetStream', NATS_URL);
 const db = useTestDatabase();
 const fast = { backoffBaseMs: 1, backoffCapMs: 50, pollIntervalMs: 50 };
-const contextManager = new AsyncLocalStorageContextManager();
-
-beforeAll(() => {
-  context.setGlobalContextManager(contextManager.enable());
-  trace.setGlobalTracerProvider(new BasicTracerProvider());
-});
-afterAll(() => {
-  trace.disable();
-  context.disable();
-  propagation.disable();
-});
+useInMemoryTracing();
 
 const traceparentOf = (s: SpanContext) => `00-${s.traceId}-${s.spanId}-01`;
 

@@ -2,7 +2,7 @@
 // before each test and waits for a run to reach a state (polling, with a deadline).
 
 import { beforeEach, expect } from 'vitest';
-import type { Baton, RunDetail, RunState } from '../../src/index.ts';
+import { type Baton, BatonError, type RunDetail, type RunState } from '../../src/index.ts';
 import { type EngineOptions, type Engines, useEngines } from '../engine/harness.ts';
 import type { TestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -60,4 +60,15 @@ export async function expectCountersMatchRows(db: TestDatabase): Promise<void> {
   );
   expect(r.rows[0]!.counted).toEqual(r.rows[0]!.rows);
   expect(r.rows[0]!.countedRuns).toEqual(r.rows[0]!.runs);
+}
+
+/** The code of the BatonError `p` rejects with (throws when it resolves or rejects otherwise). */
+export async function batonCode(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof BatonError) return err.code;
+    throw err;
+  }
+  throw new Error('expected a BatonError');
 }

@@ -4,22 +4,13 @@
 // output that arrives after the deadline is refused, and a parent sees its child timed out.
 
 import { describe, expect, it } from 'vitest';
-import { BatonError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { expectCountersMatchRows, jobOf, runInState, useWorkflowEngines } from './harness.ts';
+import { batonCode, expectCountersMatchRows, jobOf, runInState, useWorkflowEngines } from './harness.ts';
 
 const db = useTestDatabase();
 
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof BatonError) return err.code;
-    throw err;
-  }
-  throw new Error('expected a BatonError');
-}
+const code = batonCode;
 
 const storedState = async (runId: string) =>
   (await db.query<{ state: string }>('SELECT state FROM baton.workflow_runs WHERE id = $1', [runId])).rows[0]?.state;

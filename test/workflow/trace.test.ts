@@ -4,29 +4,17 @@
 // a child run continues its parent's execution; a run started over HTTP stores the caller's
 // traceparent header, and its runTimeoutMs sets its deadline.
 
-import { context, propagation, type SpanContext, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type SpanContext, trace } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
+import { useInMemoryTracing } from '../helpers/otel.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { startApi } from '../http/harness.ts';
 import { jobOf, runInState, useWorkflowEngines } from './harness.ts';
 
 const db = useTestDatabase();
-const exporter = new InMemorySpanExporter();
-const contextManager = new AsyncLocalStorageContextManager();
-
-beforeAll(() => {
-  context.setGlobalContextManager(contextManager.enable());
-  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
-});
-afterAll(() => {
-  trace.disable();
-  context.disable();
-  propagation.disable();
-});
-beforeEach(() => exporter.reset());
+const exporter = useInMemoryTracing();
 
 const tracer = () => trace.getTracer('test');
 const spansOfJob = (id: string): ReadableSpan[] => exporter.getFinishedSpans().filter((s) => s.attributes['baton.job.id'] === id);
