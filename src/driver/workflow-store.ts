@@ -136,7 +136,7 @@ export interface WorkflowStore {
   ): Promise<Fenced<WaitRow>>;
   /** `done` false: the wait is not over (no event that ends it, time not come). The names and match armed with the step decide. */
   workflowFinishWait(p: RunLease & StepKey & { stepKey: string }): Promise<Fenced<{ done: boolean; output: unknown }>>;
-  /** Gives the driving job back (attempt refunded), due at the wait's wake-up time or now if its event is here. */
+  /** Gives the driving job back (attempt refunded), due at the wait's wake-up time (never after the run's deadline), or now if an event that ends the wait is here. */
   workflowSuspend(
     p: RunLease & StepKey & { state: 'sleeping' | 'waiting' },
   ): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }>;
