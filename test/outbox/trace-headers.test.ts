@@ -1,7 +1,8 @@
 // Trace context into outbox messages: a message recorded inside an active span carries its W3C
 // traceparent (and tracestate) as headers, and each publisher sends them as it sends the others:
 // on the webhook request, on the AMQP message (real RabbitMQ) and on the NATS message (real
-// JetStream). A traceparent the producer set itself, or traceContext: null, wins.
+// JetStream). A traceparent the producer set itself, or traceContext: null, wins; the two trace
+// headers come on top of the producer's at most 32; a tracestate that is no valid header value is left out.
 
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -58,12 +59,20 @@ describe('trace headers on outbox messages', () => {
       await recordTraced(() => record('own', { headers: { traceparent: own } }));
       await recordTraced(() => record('none', {}, { traceContext: null }));
       await record('given', {}, { traceContext: { traceparent: own, tracestate: 'v=1' } });
+      // The producer's 32 headers (the most it may give) and the trace context on top: 34 sent.
+      const full = Object.fromEntries(Array.from({ length: 32 }, (_, i) => [`x-h${i}`, String(i)]));
+      await record('full', { headers: full }, { traceContext: { traceparent: own, tracestate: 'v=1' } });
+      // A tracestate no publisher could send as a header is left out, not stored to fail every publish.
+      await record('bad-state', {}, { traceContext: { traceparent: own, tracestate: 'v=\u00e9\n' } });
       await waitFor(async () => (await Promise.all(ids.map((id) => outboxRow(db, id)))).every((r) => r.state === 'published'));
       const byKey = new Map(received.map((h) => [h['baton-message-key'], h]));
       expect(byKey.get('traced')?.traceparent).toBe(traceparent);
       expect(byKey.get('own')?.traceparent).toBe(own);
       expect(byKey.get('none')?.traceparent).toBeUndefined();
       expect(byKey.get('given')).toMatchObject({ traceparent: own, tracestate: 'v=1' });
+      expect(byKey.get('full')).toMatchObject({ ...full, traceparent: own, tracestate: 'v=1' });
+      expect(byKey.get('bad-state')).toMatchObject({ traceparent: own });
+      expect(byKey.get('bad-state')?.tracestate).toBeUndefined();
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
