@@ -40,6 +40,8 @@ export interface LoadedRun {
   parentRunId: string | null;
   /** An event the run waits for has arrived. */
   eventReady: boolean;
+  /** When the run times out (runTimeoutMs); null: never. */
+  deadlineAt: Date | null;
   nowMs: number;
   steps: HistoryStep[];
 }

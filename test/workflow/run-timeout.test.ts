@@ -1,7 +1,8 @@
 // A run bounded as a whole (runTimeoutMs): past its deadline a sleeping or waiting run ends
 // timed_out (its driving job is due at the deadline, whatever its wake-up), a run whose worker
-// died reads timed_out from the deadline on and is recorded so at its next claim, a step
-// output that arrives after the deadline is refused, and a parent sees its child timed out.
+// died reads timed_out from the deadline on and is recorded so once the reaper gives its job
+// back, a step output that arrives after the deadline is refused, a failure past it times the
+// run out, a timed-out run cancels its children, and a parent sees its child timed out.
 
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -77,8 +78,8 @@ describe('run timeout', () => {
     await expect(code(baton.startWorkflow('forever', null, { runTimeoutMs: 0 }))).resolves.toBe('INVALID_ARGUMENT');
   });
 
-  it('a run whose worker died reads timed_out from the deadline on, and is recorded so when its job is claimed again', async () => {
-    const producer = engines.create({ queues: {} });
+  it('a run whose worker died reads timed_out from the deadline on, and is recorded so once the reaper gives its job back', async () => {
+    const producer = engines.create({ queues: {}, reaper: false });
     producer.workflow('orphan', (ctx) => ctx.step('s', () => 1));
     await producer.start();
     const { run } = await producer.startWorkflow('orphan', null, { runTimeoutMs: 500 });
@@ -97,16 +98,14 @@ describe('run timeout', () => {
     expect(await code(producer.sendEvent(run.id, 'x', null))).toBe('RUN_STATE_CONFLICT');
     expect(await storedState(run.id)).toBe('running');
 
-    // What the rescuer does with an expired lease; a live worker then claims the job.
-    await db.query(
-      `UPDATE baton.jobs SET state = 'pending', lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, run_at = now() WHERE id = $1`,
-      [job.id],
-    );
+    // The dead worker's lease runs out; a live worker's own reaper gives the job back and it claims it.
+    await db.query(`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [job.id]);
     const ran: string[] = [];
-    const worker = engines.create({ queues: { default: 1 } });
+    const worker = engines.create({ queues: { default: 1 }, reaperIntervalMs: 50 });
     worker.workflow('orphan', (ctx) => ctx.step('s', () => ran.push('s')));
     await worker.start();
     await waitFor(async () => (await storedState(run.id)) === 'timed_out', { message: 'the run to be recorded timed_out' });
+    await waitFor(async () => (await jobOf(db, run.id)).state === 'succeeded', { message: 'the driving job to finish' });
     expect(ran).toEqual([]);
   });
 
@@ -133,6 +132,52 @@ describe('run timeout', () => {
     expect(ran).toEqual(['slow']);
     expect(run.steps).toEqual([]);
     expect(run.output).toBeNull();
+  });
+
+  it('a step that fails after the deadline ends the run timed_out, not dead-lettered on its last attempt', async () => {
+    const baton = engines.create({ queues: { default: 1 } });
+    let runId = '';
+    baton.workflow(
+      'failing',
+      (ctx) =>
+        ctx.step('late', async () => {
+          await pastDeadline(runId);
+          throw new Error('too late');
+        }),
+      { runTimeoutMs: 400, maxAttempts: 1 },
+    );
+    await baton.start();
+    runId = (await baton.startWorkflow('failing')).run.id;
+    await waitFor(async () => (await storedState(runId)) === 'timed_out', { message: 'the run to be recorded timed_out' });
+    await waitFor(async () => (await jobOf(db, runId)).state === 'succeeded', { message: 'the driving job to finish' });
+    expect((await baton.workflows.getRun(runId))?.state).toBe('timed_out');
+    await expectCountersMatchRows(db);
+  });
+
+  it('a run recorded timed_out cancels its live child runs and the plain jobs it awaits that have not started', async () => {
+    const baton = engines.create({ queues: { default: 2, slow: 1 } });
+    baton.workflow('kid', (ctx) => ctx.sleep('z', 3_600_000));
+    baton.workflow(
+      'boss',
+      (ctx) => ctx.all('kids', [{ workflow: 'kid' }, { job: { jobType: 'later', queue: 'slow', delayMs: 3_600_000 } }]),
+      {
+        runTimeoutMs: 800,
+      },
+    );
+    await baton.start();
+    const { run } = await baton.startWorkflow('boss');
+    const kidId = await waitFor(
+      async () =>
+        (await db.query<{ id: string }>('SELECT id::text FROM baton.workflow_runs WHERE parent_run_id = $1', [run.id])).rows[0]?.id,
+      { message: 'the child run' },
+    );
+    await runInState(baton, kidId, 'sleeping');
+    await waitFor(async () => (await storedState(run.id)) === 'timed_out', { message: 'the run to be recorded timed_out' });
+    expect(await storedState(kidId)).toBe('cancelled');
+    expect((await jobOf(db, kidId)).state).toBe('cancelled');
+    const plain = await db.query<{ state: string }>(`SELECT state FROM baton.jobs WHERE job_type = 'later'`);
+    expect(plain.rows.map((r) => r.state)).toEqual(['cancelled']);
+    await expectCountersMatchRows(db);
   });
 
   it('a parent waiting for a child that times out sees it timed out', async () => {

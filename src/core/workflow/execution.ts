@@ -73,10 +73,12 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
     if (exec.ended instanceof Stop) return exec.ended.result;
     if (exec.ended) throw exec.ended;
     if (err instanceof Stop) return err.result;
-    // Cancelled while a step ran: the step gave up on its signal; the run says why.
-    if (exec.signal.aborted) {
+    // Cancelled while a step ran: the step gave up on its signal; the run says why. A failure
+    // past the run's deadline ends it timed_out rather than in a retry, or in a dead letter on
+    // the last attempt (the database clock decides; runs without a deadline pay nothing here).
+    if (exec.signal.aborted || run.deadlineAt !== null) {
       const r = await refusalOf(d, lease).catch(() => null);
-      if (r?.kind === 'cancelled') return stopResult(r);
+      if (r?.kind === 'cancelled' || r?.kind === 'timed_out') return stopResult(r);
     }
     throw err;
   } finally {

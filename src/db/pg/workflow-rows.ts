@@ -51,6 +51,7 @@ export interface LoadRow {
   parent_run_id: string | null;
   now_ms: number;
   event_ready: boolean;
+  deadline_at: Date | null;
   steps: HistoryStep[];
 }
 
@@ -67,6 +68,7 @@ export function toLoaded(r: LoadRow): LoadedRun & { marked: boolean } {
     waitEvent: r.wait_event,
     parentRunId: r.parent_run_id,
     eventReady: r.event_ready,
+    deadlineAt: r.deadline_at,
     nowMs: Number(r.now_ms),
     steps: r.steps,
   };

@@ -7,6 +7,7 @@ import type { RunForAction, WorkflowDefinitionRow, WorkflowStore } from '../../d
 import type { RunDetail, RunState, RunSummary } from '../../types/workflow.ts';
 import { lockNamespace } from './lock-namespace.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
+import { type WorkflowDeadlineQueries, workflowDeadlineQueries } from './queries/workflow-deadline.ts';
 import { type WorkflowRunQueries, workflowRunQueries } from './queries/workflow-run.ts';
 import { queryRows } from './query-rows.ts';
 import { inTransaction } from './transaction.ts';
@@ -18,6 +19,7 @@ type LockedRun = RunForAction & { storedState: string; waitEvent: string | null;
 export class PgWorkflowRuns {
   readonly #pool: PgPoolLike;
   readonly #q: WorkflowRunQueries;
+  readonly #deadline: WorkflowDeadlineQueries;
   /** The advisory-lock namespace that keeps folds of the run counts one at a time. */
   readonly #foldLock: number;
 
@@ -25,6 +27,7 @@ export class PgWorkflowRuns {
   constructor(pool: PgPoolLike, quotedSchema: string) {
     this.#pool = pool;
     this.#q = workflowRunQueries(quotedSchema);
+    this.#deadline = workflowDeadlineQueries(quotedSchema);
     this.#foldLock = lockNamespace('workflow-run-counts', quotedSchema);
   }
 
@@ -133,6 +136,20 @@ export class PgWorkflowRuns {
       await this.#run(this.#q.cancelChildren, [p.runId], c);
       if (run.jobId) await this.#run(this.#q.cancelJob, [run.jobId], c);
       return this.#summary(p.runId, c);
+    });
+  }
+
+  /**
+   * Records a run past its deadline as timed_out (a repeat changes nothing) and, as a cancel
+   * does, cancels its live descendants and the plain jobs they await that have not started: a
+   * run that ended leaves no work behind (Temporal's default parent-close policy). Answers the
+   * queue of a waiting parent made due, if any.
+   */
+  timeOut(runId: string): Promise<string | null> {
+    return this.#tx(async (c) => {
+      const [t] = await this.#run<{ timed_out: boolean; woke_queue: string | null }>(this.#deadline.timeOutRun, [runId], c);
+      if (t?.timed_out) await this.#run(this.#q.cancelChildren, [runId], c);
+      return t?.woke_queue ?? null;
     });
   }
 

@@ -17,7 +17,6 @@ import type {
 } from '../../driver/workflow-store.ts';
 import type { RunDetail, RunState, RunSummary } from '../../types/workflow.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
-import { type WorkflowDeadlineQueries, workflowDeadlineQueries } from './queries/workflow-deadline.ts';
 import { type WorkflowExecutionQueries, workflowExecutionQueries } from './queries/workflow-execution.ts';
 import { type WorkflowWaitQueries, workflowWaitQueries } from './queries/workflow-wait.ts';
 import { queryRows } from './query-rows.ts';
@@ -29,7 +28,6 @@ export class PgWorkflowStore implements WorkflowStore {
   readonly #pool: PgPoolLike;
   readonly #exec: WorkflowExecutionQueries;
   readonly #wait: WorkflowWaitQueries;
-  readonly #deadline: WorkflowDeadlineQueries;
   /** Start, events, cancel, replay and the reads. */
   readonly #runs: PgWorkflowRuns;
 
@@ -38,7 +36,6 @@ export class PgWorkflowStore implements WorkflowStore {
     this.#pool = pool;
     this.#exec = workflowExecutionQueries(quotedSchema);
     this.#wait = workflowWaitQueries(quotedSchema);
-    this.#deadline = workflowDeadlineQueries(quotedSchema);
     this.#runs = new PgWorkflowRuns(pool, quotedSchema);
   }
 
@@ -233,8 +230,7 @@ export class PgWorkflowStore implements WorkflowStore {
     if (r?.state === 'timed_out') return { kind: 'timed_out', wokeQueue: null };
     // Past its deadline and not yet recorded so: the clock decides, whoever holds the lease.
     if (r?.past_deadline && r.state !== 'succeeded') {
-      const [t] = await this.#run<{ timed_out: boolean; woke_queue: string | null }>(this.#deadline.timeOutRun, [p.runId]);
-      return { kind: 'timed_out', wokeQueue: t?.woke_queue ?? null };
+      return { kind: 'timed_out', wokeQueue: await this.#runs.timeOut(p.runId) };
     }
     if (!r?.lease_current) return { kind: 'lease_lost' };
     if (r.state === 'succeeded') return { kind: 'finished', output: r.output };

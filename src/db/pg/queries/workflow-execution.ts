@@ -9,7 +9,7 @@ export function workflowExecutionQueries(schema: string) {
   const { runs, steps, events, jobs, fence, fenced, advance } = workflowFragments(schema);
   // What a load answers beside the run's own columns: the database clock, whether the event it
   // waits for has arrived, and its history (one round trip, and one connection, per load).
-  const loadColumns = `date_part('epoch', now()) * 1000 AS now_ms,
+  const loadColumns = `date_part('epoch', now()) * 1000 AS now_ms, r.deadline_at,
           EXISTS (SELECT 1 FROM ${events} e WHERE e.run_id = r.id AND r.state = 'waiting' AND e.consumed_by IS NULL
             AND ${eventEndsWait('r')}) AS event_ready,
           (SELECT COALESCE(json_agg(json_build_object('name', s.name, 'occurrence', s.occurrence, 'seq', s.seq, 'kind', s.kind,
