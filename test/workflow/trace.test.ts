@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
 import { useInMemoryTracing } from '../helpers/otel.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { startApi } from '../http/harness.ts';
+import { okJson, startApi } from '../http/harness.ts';
 import { jobOf, runInState, useWorkflowEngines } from './harness.ts';
 
 const db = useTestDatabase();
@@ -80,21 +80,26 @@ describe('trace context through workflow runs', () => {
     try {
       api.baton.workflow('remote', (ctx) => ctx.waitForEvent('w', 'go'));
       const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
-      const res = await api.raw('/api/workflows/remote/runs', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', traceparent, tracestate: 'congo=t61rcWkgMzE' },
-        body: JSON.stringify({ input: null, runTimeoutMs: 60_000 }),
-      });
-      expect(res.status).toBe(201);
-      const { run } = (await res.json()) as { run: { id: string; jobId: string; createdAt: string; deadlineAt: string } };
-      expect(Date.parse(run.deadlineAt) - Date.parse(run.createdAt)).toBe(60_000);
-      expect(await traceContextOf(run.jobId)).toEqual({ traceparent, tracestate: 'congo=t61rcWkgMzE' });
-      const bad = await api.raw('/api/workflows/remote/runs', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ runTimeoutMs: 0 }),
-      });
+      // Through the typed client users get: runTimeoutMs is in its body type, the trace headers go as request headers.
+      const runs = api.client.api.workflows[':name'].runs;
+      const { run } = await okJson(
+        runs.$post(
+          { param: { name: 'remote' }, json: { input: null, runTimeoutMs: 60_000 } },
+          { headers: { traceparent, tracestate: 'congo=t61rcWkgMzE' } },
+        ),
+        201,
+      );
+      expect(Date.parse(run.deadlineAt!) - Date.parse(run.createdAt)).toBe(60_000);
+      expect(await traceContextOf(run.jobId!)).toEqual({ traceparent, tracestate: 'congo=t61rcWkgMzE' });
+      const bad = await runs.$post({ param: { name: 'remote' }, json: { runTimeoutMs: 0 } });
       expect(bad.status).toBe(400);
+      expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('INVALID_ARGUMENT');
+      // A malformed traceparent is ignored (the W3C rule), not refused.
+      const ignored = await okJson(
+        runs.$post({ param: { name: 'remote' }, json: {} }, { headers: { traceparent: 'not-a-traceparent' } }),
+        201,
+      );
+      expect(await traceContextOf(ignored.run.jobId!)).toBeNull();
     } finally {
       await api.close();
     }
