@@ -134,6 +134,32 @@ describe('run timeout', () => {
     expect(run.output).toBeNull();
   });
 
+  it("a running step's signal is aborted at the deadline, so a step that honours it stops then", async () => {
+    const baton = engines.create({ queues: { default: 1 } });
+    const reasons: string[] = [];
+    baton.workflow(
+      'stuck',
+      (ctx) =>
+        ctx.step(
+          'forever',
+          ({ signal }) =>
+            new Promise((_, reject) =>
+              signal.addEventListener('abort', () => {
+                reasons.push(String((signal.reason as Error).message));
+                reject(signal.reason);
+              }),
+            ),
+        ),
+      { runTimeoutMs: 500 },
+    );
+    await baton.start();
+    const { run } = await baton.startWorkflow('stuck');
+    await waitFor(async () => (await storedState(run.id)) === 'timed_out', { message: 'the run to be recorded timed_out' });
+    await waitFor(async () => (await jobOf(db, run.id)).state === 'succeeded', { message: 'the driving job to finish' });
+    expect(reasons).toEqual([`workflow run ${run.id} reached its deadline`]);
+    expect((await baton.workflows.getRun(run.id))?.steps).toEqual([]);
+  });
+
   it('a step that fails after the deadline ends the run timed_out, not dead-lettered on its last attempt', async () => {
     const baton = engines.create({ queues: { default: 1 } });
     let runId = '';

@@ -4,7 +4,7 @@
 // the job is given back (attempt refunded) due at the wake-up, and the runner writes nothing.
 
 import type { RunLease, WorkflowStore } from '../../driver/workflow-store.ts';
-import { TerminalError } from '../../types/errors.ts';
+import { BatonError, TerminalError } from '../../types/errors.ts';
 import { isJobId } from '../../types/job.ts';
 import type { ChildSpec, WorkflowFn } from '../../types/workflow.ts';
 import type { JobContext } from '../handler.ts';
@@ -57,6 +57,7 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   const cancel = new AbortController();
   d.running?.set(runId, cancel);
   const exec = new Execution(run, lease, ctx, d, AbortSignal.any([ctx.signal, cancel.signal]));
+  const deadline = deadlineTimer(run, cancel);
   try {
     const output = await fn(exec);
     exec.ensureOpen();
@@ -83,7 +84,26 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
     throw err;
   } finally {
     if (d.running?.get(runId) === cancel) d.running.delete(runId);
+    if (deadline) clearTimeout(deadline);
   }
+}
+
+/** Longest delay setTimeout keeps (a longer one fires at once); an execution never lasts that long. */
+const TIMER_MAX_MS = 2_147_483_647;
+
+/**
+ * Aborts the steps' signal at the run's deadline, so a step that honours it stops then rather
+ * than running on for an output that would be refused. Timed from the database clock of the
+ * load (deadline minus its now), started after the load answered: it never fires before the
+ * deadline. Null for a run without a deadline.
+ */
+function deadlineTimer(run: { id: string; deadlineAt: Date | null; nowMs: number }, cancel: AbortController): NodeJS.Timeout | null {
+  if (run.deadlineAt === null) return null;
+  const ms = Math.max(0, run.deadlineAt.getTime() - run.nowMs);
+  if (ms > TIMER_MAX_MS) return null;
+  const t = setTimeout(() => cancel.abort(new BatonError('RUN_STATE_CONFLICT', `workflow run ${run.id} reached its deadline`)), ms);
+  t.unref();
+  return t;
 }
 
 /** A child run finished: its waiting parent is due now (best effort: the parent also polls). */
