@@ -154,6 +154,7 @@ export {
   type StepInfo,
   type StepKind,
   type StepStatus,
+  type WaitForEventOptions,
   type WorkflowContext,
   type WorkflowEvent,
   type WorkflowFn,

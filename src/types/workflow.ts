@@ -2,12 +2,14 @@
 // runs with, and a run as reads return it. States are a discriminated union of strings.
 
 import type { AttemptError, JobProgress, JobSpec } from './job.ts';
+import type { TraceCarrier } from './trace.ts';
 
 /**
  * A run's state. dead_lettered is the driving job's (its attempt budget spent, or a terminal error).
  * blocked: its history cannot be replayed by its code (blockedReason says why); replay resumes it, cancel ends it.
+ * timed_out: past its runTimeoutMs.
  */
-export const RUN_STATES = ['running', 'sleeping', 'waiting', 'blocked', 'succeeded', 'dead_lettered', 'cancelled'] as const;
+export const RUN_STATES = ['running', 'sleeping', 'waiting', 'blocked', 'succeeded', 'dead_lettered', 'cancelled', 'timed_out'] as const;
 /** One of RUN_STATES. */
 export type RunState = (typeof RUN_STATES)[number];
 
@@ -71,10 +73,13 @@ export interface WorkflowContext<I = unknown> {
   /** Ends this execution and resumes the run at `until`. */
   sleepUntil(key: string, until: Date): Promise<void>;
   /**
-   * The next event `eventName` sent to this run (kept if it arrived earlier), or null once
-   * `timeoutMs` passed without one. Waiting ends the execution and frees the worker.
+   * The next event sent to this run (kept if it arrived earlier) whose name is `eventName` (or
+   * any of them: the first to arrive wins; `name` says which) and whose payload contains
+   * `opts.match`, or null once `timeoutMs` passed without one. An event that arrived after the
+   * deadline (database clock) never ends the wait, however late the run resumes; events that do
+   * not end it are kept for later waits. Waiting ends the execution and frees the worker.
    */
-  waitForEvent<T = unknown>(key: string, eventName: string, opts?: { timeoutMs?: number }): Promise<WorkflowEvent<T> | null>;
+  waitForEvent<T = unknown>(key: string, eventName: string | string[], opts?: WaitForEventOptions): Promise<WorkflowEvent<T> | null>;
   /**
    * Fan-out/fan-in: starts one child run per spec (once per run, whatever the retries) and
    * waits, without holding a worker, until every child has finished; answers each child's
@@ -96,7 +101,8 @@ export interface ChildResult<T = unknown> {
   runId: string | null;
   /** The plain job; null for a child run. */
   jobId: string | null;
-  state: 'succeeded' | 'dead_lettered' | 'cancelled';
+  /** timed_out: a child run past its runTimeoutMs. */
+  state: 'succeeded' | 'dead_lettered' | 'cancelled' | 'timed_out';
   /** The child's output (a job's result) when it succeeded, else null. */
   output: T | null;
   /** The last error of its (driving) job when it dead-lettered or was cancelled for a failed parent, else null. */
@@ -111,7 +117,18 @@ export interface InputSchema {
   parse(value: unknown): unknown;
 }
 
-/** Options of baton.workflow: the driving job's queue and attempt budget, and its input's schema. */
+/** Options of ctx.waitForEvent. */
+export interface WaitForEventOptions {
+  /** ms from the wait's start (database clock) until it ends with null. Default: no timeout. */
+  timeoutMs?: number;
+  /**
+   * A JSON object the event's payload must contain (PostgreSQL jsonb `@>`: every key, at any
+   * depth, with an equal value; arrays contain the elements given). E.g. `{ orderId: ctx.input.orderId }`.
+   */
+  match?: Record<string, unknown>;
+}
+
+/** Options of baton.workflow: the driving job's queue and attempt budget, its input's schema and its runs' timeout. */
 export interface WorkflowOptions {
   /**
    * Checks each run's input (as stored, jsonb-normalised). A start in a process that defines the
@@ -124,6 +141,12 @@ export interface WorkflowOptions {
   queue?: string;
   /** Attempt budget of the driving job (failed executions before the run dead-letters). Default 5. */
   maxAttempts?: number;
+  /**
+   * Bounds each run as a whole, in ms from its start (database clock): past it the run is
+   * timed_out, whether it runs, sleeps, waits or its worker died, and no later step output is
+   * accepted. A start's own runTimeoutMs wins. Default: none.
+   */
+  runTimeoutMs?: number;
 }
 
 /** Options of baton.startWorkflow: the run's tenant and idempotency key. */
@@ -131,6 +154,13 @@ export interface StartRunOptions {
   tenantId?: string;
   /** A second start with the same (tenant, key) returns the first run (duplicate: true). */
   idempotencyKey?: string;
+  /** The run's timeout in ms from now (database clock); overrides the workflow's runTimeoutMs. */
+  runTimeoutMs?: number;
+  /**
+   * The trace context the run's executions continue (each one's span is its child). Default: the
+   * active one, captured as enqueue does.
+   */
+  traceContext?: TraceCarrier;
 }
 
 /** One recorded step of a run, as RunDetail lists them. */
@@ -176,6 +206,8 @@ export interface RunSummary {
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  /** When the run times out (runTimeoutMs); null: never. */
+  deadlineAt: Date | null;
 }
 
 /** A workflow run in full: input, output, attempts and errors, and every recorded step. */

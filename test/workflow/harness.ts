@@ -2,7 +2,7 @@
 // before each test and waits for a run to reach a state (polling, with a deadline).
 
 import { beforeEach, expect } from 'vitest';
-import type { Baton, RunDetail, RunState } from '../../src/index.ts';
+import { type Baton, BatonError, type RunDetail, type RunState } from '../../src/index.ts';
 import { type EngineOptions, type Engines, useEngines } from '../engine/harness.ts';
 import type { TestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -55,9 +55,20 @@ export async function expectCountersMatchRows(db: TestDatabase): Promise<void> {
           UNION ALL SELECT name, state, n FROM baton.workflow_run_count_deltas) x
         GROUP BY name, state HAVING sum(n) <> 0) c) AS "countedRuns",
       (SELECT COALESCE(json_agg(r ORDER BY r.name, r.state), '[]') FROM (
-        SELECT name, state, count(*)::int AS n FROM baton.workflow_runs WHERE state IN ('succeeded', 'cancelled')
+        SELECT name, state, count(*)::int AS n FROM baton.workflow_runs WHERE state IN ('succeeded', 'cancelled', 'timed_out')
         GROUP BY name, state) r) AS runs`,
   );
   expect(r.rows[0]!.counted).toEqual(r.rows[0]!.rows);
   expect(r.rows[0]!.countedRuns).toEqual(r.rows[0]!.runs);
+}
+
+/** The code of the BatonError `p` rejects with (throws when it resolves or rejects otherwise). */
+export async function batonCode(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof BatonError) return err.code;
+    throw err;
+  }
+  throw new Error('expected a BatonError');
 }

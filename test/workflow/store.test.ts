@@ -45,7 +45,7 @@ describe('workflow store', () => {
         occurrence: 1,
         seq: 0,
         kind: 'sleep',
-        waitEvent: null,
+        wait: null,
         delayMs: 1000,
         until: null,
       }),

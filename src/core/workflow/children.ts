@@ -12,7 +12,7 @@ export const jobChildId = (jobId: string) => `${JOB_CHILD}${jobId}`;
 /** A children wait re-checks this often even without a wake-up (a child dead-lettered by the reaper sends none). */
 export const CHILDREN_POLL_MS = 30_000;
 export const CHILDREN_MAX = 1_000;
-const FINAL_CHILD_STATES: ReadonlySet<string> = new Set(['succeeded', 'dead_lettered', 'cancelled']);
+const FINAL_CHILD_STATES: ReadonlySet<string> = new Set(['succeeded', 'dead_lettered', 'cancelled', 'timed_out']);
 
 const plainJobIds = (ids: string[]) => ids.filter((id) => id.startsWith(JOB_CHILD)).map((id) => id.slice(JOB_CHILD.length));
 

@@ -7,14 +7,25 @@
 
 import type { HistoryStep, RunLease } from '../../driver/workflow-store.ts';
 import { LeaseLostError, NonDeterminismError, TerminalError } from '../../types/errors.ts';
-import type { BlockedReason, ChildResult, ChildSpec, StepContext, StepKind, WorkflowContext, WorkflowEvent } from '../../types/workflow.ts';
+import type {
+  BlockedReason,
+  ChildResult,
+  ChildSpec,
+  StepContext,
+  StepKind,
+  WaitForEventOptions,
+  WorkflowContext,
+  WorkflowEvent,
+} from '../../types/workflow.ts';
 import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
 import { CHILDREN_MAX, CHILDREN_POLL_MS, childrenMayBeOver, joinedChildren } from './children.ts';
+import { refusalOf } from './deadline.ts';
 import type { ExecutionDeps } from './execution.ts';
 import { displayKey, History, PATCH_PREFIX } from './history.ts';
 import { StepFailedError, Stop, Suspended, serialise, stopResult } from './outcome.ts';
 import { type ParkedWait, Parking, suspendWaits } from './parking.ts';
+import { type EventWait, eventWait } from './waits.ts';
 
 const KEY_MAX_CHARS = 256;
 
@@ -139,7 +150,7 @@ export class Execution implements WorkflowContext {
   }
 
   async #refused(): Promise<never> {
-    const r = await this.#d.store.workflowRefusal(this.#lease);
+    const r = await refusalOf(this.#d, this.#lease);
     if (r.kind === 'lease_lost') throw new LeaseLostError(this.#lease.jobId, this.#lease.token);
     this.ended = new Stop(stopResult(r));
     throw this.ended;
@@ -225,21 +236,14 @@ export class Execution implements WorkflowContext {
     return this.#wait(key, 'sleep', null, null, until).then(() => undefined);
   }
 
-  waitForEvent<T = unknown>(key: string, eventName: string, opts: { timeoutMs?: number } = {}): Promise<WorkflowEvent<T> | null> {
-    const { timeoutMs } = opts;
-    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0 || timeoutMs > DELAY_MS_MAX)) {
-      return Promise.reject(new TerminalError(`waitForEvent "${key}": timeoutMs must be a number from 0 to ${DELAY_MS_MAX}`));
+  waitForEvent<T = unknown>(key: string, eventName: string | string[], opts?: WaitForEventOptions): Promise<WorkflowEvent<T> | null> {
+    let wait: EventWait;
+    try {
+      wait = eventWait(key, eventName, opts);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (typeof eventName !== 'string' || eventName.length === 0) {
-      return Promise.reject(new TerminalError(`waitForEvent "${key}": the event name must be a non-empty string`));
-    }
-    return this.#wait(
-      key,
-      'event',
-      eventName,
-      timeoutMs === undefined ? null : Math.ceil(timeoutMs),
-      null,
-    ) as Promise<WorkflowEvent<T> | null>;
+    return this.#wait(key, 'event', wait, wait.timeoutMs, null) as Promise<WorkflowEvent<T> | null>;
   }
 
   async all<T = unknown>(key: string, children: ChildSpec[]): Promise<Array<ChildResult<T>>> {
@@ -270,7 +274,7 @@ export class Execution implements WorkflowContext {
       ...step,
       seq,
       kind: 'children',
-      waitEvent: null,
+      wait: null,
       delayMs: CHILDREN_POLL_MS,
       until: null,
     });
@@ -289,17 +293,11 @@ export class Execution implements WorkflowContext {
     return new NotOver({ name, occurrence, kind: 'children', waitEvent: null, recheck });
   }
 
-  async #wait(
-    key: string,
-    kind: 'sleep' | 'event',
-    waitEvent: string | null,
-    delayMs: number | null,
-    until: Date | null,
-  ): Promise<unknown> {
+  async #wait(key: string, kind: 'sleep' | 'event', wait: EventWait | null, delayMs: number | null, until: Date | null): Promise<unknown> {
     const { occurrence, seq, past } = this.#enter(key, kind);
     let r: unknown;
     try {
-      r = await this.#waitOnce(key, occurrence, seq, past, kind, waitEvent, delayMs, until);
+      r = await this.#waitOnce(key, occurrence, seq, past, kind, wait, delayMs, until);
     } finally {
       this.#leave(key);
     }
@@ -313,7 +311,7 @@ export class Execution implements WorkflowContext {
     seq: number,
     past: HistoryStep | undefined,
     kind: 'sleep' | 'event',
-    waitEvent: string | null,
+    wait: EventWait | null,
     delayMs: number | null,
     until: Date | null,
   ): Promise<unknown> {
@@ -323,15 +321,22 @@ export class Execution implements WorkflowContext {
     }
     if (!past) await this.#checkNew(key, occurrence);
     const step = { ...this.#lease, name: key, occurrence };
-    const notOver = new NotOver({ name: key, occurrence, kind, waitEvent });
+    const notOver = new NotOver({ name: key, occurrence, kind, waitEvent: wait?.names[0] ?? null });
     if (past?.status === 'waiting') {
       // Armed by an earlier execution: its wake-up time stands; see whether the wait is over.
-      const fin = await this.#d.store.workflowFinishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
+      const fin = await this.#d.store.workflowFinishWait({ ...step, stepKey: displayKey(key, occurrence) });
       if (!fin.ok) return this.#refused();
       if (fin.done) return fin.output;
       return notOver;
     }
-    const armed = await this.#d.store.workflowArmWait({ ...step, seq, kind, waitEvent, delayMs, until });
+    const armed = await this.#d.store.workflowArmWait({
+      ...step,
+      seq,
+      kind,
+      wait: wait && { names: wait.names, match: wait.match },
+      delayMs,
+      until,
+    });
     if (!armed.ok) return this.#refused();
     if (armed.kind !== kind) {
       const shown = displayKey(key, occurrence);
@@ -339,7 +344,7 @@ export class Execution implements WorkflowContext {
     }
     if (armed.status === 'succeeded') return armed.output;
     if (kind === 'event' || armed.due) {
-      const fin = await this.#d.store.workflowFinishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
+      const fin = await this.#d.store.workflowFinishWait({ ...step, stepKey: displayKey(key, occurrence) });
       if (!fin.ok) return this.#refused();
       if (fin.done) return fin.output;
     }

@@ -18,6 +18,7 @@ export interface SummaryRow {
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
+  deadline_at: Date | null;
 }
 
 export function toSummary(r: SummaryRow): RunSummary {
@@ -35,6 +36,7 @@ export function toSummary(r: SummaryRow): RunSummary {
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
+    deadlineAt: r.deadline_at,
   };
 }
 
@@ -52,6 +54,7 @@ export interface LoadRow {
   parent_run_id: string | null;
   now_ms: number;
   event_ready: boolean;
+  deadline_at: Date | null;
   steps: HistoryStep[];
 }
 
@@ -69,6 +72,7 @@ export function toLoaded(r: LoadRow): LoadedRun & { marked: boolean } {
     waitEvent: r.wait_event,
     parentRunId: r.parent_run_id,
     eventReady: r.event_ready,
+    deadlineAt: r.deadline_at,
     nowMs: Number(r.now_ms),
     steps: r.steps,
   };

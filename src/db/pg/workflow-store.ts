@@ -118,14 +118,27 @@ export class PgWorkflowStore implements WorkflowStore {
   async workflowArmWait(p: Parameters<WorkflowStore['workflowArmWait']>[0]): Promise<Fenced<WaitRow>> {
     const [r] = await this.#run<{ kind: WaitRow['kind']; status: WaitRow['status']; output: unknown; wake_at: Date | null; due: boolean }>(
       this.#wait.armWait,
-      [p.jobId, p.token, p.runId, p.name, p.occurrence, p.seq, p.delayMs, p.until, p.kind, p.waitEvent],
+      [
+        p.jobId,
+        p.token,
+        p.runId,
+        p.name,
+        p.occurrence,
+        p.seq,
+        p.delayMs,
+        p.until,
+        p.kind,
+        p.wait?.names[0] ?? null,
+        p.wait?.names ?? null,
+        p.wait?.match ?? null,
+      ],
     );
     if (!r) return { ok: false };
     return { ok: true, kind: r.kind, status: r.status, output: r.output, wakeAt: r.wake_at, due: r.due };
   }
 
   workflowFinishWait(p: Parameters<WorkflowStore['workflowFinishWait']>[0]): Promise<Fenced<{ done: boolean; output: unknown }>> {
-    return this.#endWait(this.#wait.finishWait, [p.jobId, p.token, p.runId, p.name, p.occurrence, p.waitEvent, p.stepKey]);
+    return this.#endWait(this.#wait.finishWait, [p.jobId, p.token, p.runId, p.name, p.occurrence, p.stepKey]);
   }
 
   workflowSuspend(p: Parameters<WorkflowStore['workflowSuspend']>[0]) {
@@ -139,7 +152,7 @@ export class PgWorkflowStore implements WorkflowStore {
         rollback();
         return { ok: false };
       }
-      const [job] = await this.#run<{ queue: string; due: boolean }>(this.#wait.suspendJob, [p.jobId, p.token, p.runId, p.waitEvent], c);
+      const [job] = await this.#run<{ queue: string; due: boolean }>(this.#wait.suspendJob, [p.jobId, p.token, p.runId], c);
       if (!job) {
         rollback();
         return { ok: false };
@@ -226,14 +239,19 @@ export class PgWorkflowStore implements WorkflowStore {
   }
 
   async workflowRefusal(p: RunLease): Promise<Refusal> {
-    const [r] = await this.#run<{ state: string; output: unknown; ours: boolean | null; lease_current: boolean }>(this.#exec.why, [
-      p.jobId,
-      p.token,
-      p.runId,
-    ]);
+    const [r] = await this.#run<{ state: string; output: unknown; ours: boolean | null; past_deadline: boolean; lease_current: boolean }>(
+      this.#exec.why,
+      [p.jobId, p.token, p.runId],
+    );
     if (r?.ours === false) return { kind: 'superseded' };
     // A cancel revokes the driving job's lease: the run's state says why the write was refused.
     if (r?.state === 'cancelled') return { kind: 'cancelled' };
+    if (r?.state === 'timed_out') return { kind: 'timed_out', wokeQueue: null };
+    // Past its deadline and not yet recorded so: the clock decides, whoever holds the lease. A
+    // blocked run stays blocked (it is no longer live; an operator replays or cancels it).
+    if (r?.past_deadline && (r.state === 'running' || r.state === 'sleeping' || r.state === 'waiting')) {
+      return { kind: 'timed_out', wokeQueue: await this.#runs.timeOut(p.runId) };
+    }
     if (!r?.lease_current) return { kind: 'lease_lost' };
     if (r.state === 'succeeded') return { kind: 'finished', output: r.output };
     return { kind: 'lease_lost' };

@@ -4,6 +4,7 @@
 import type { JSONValue } from 'hono/utils/types';
 import { z } from 'zod';
 import { LIST_LIMIT_DEFAULT } from '../../core/admin.ts';
+import { DELAY_MS_MAX } from '../../core/job-spec.ts';
 import {
   IDEMPOTENCY_KEY_MAX_CHARS,
   LIST_LIMIT_MAX,
@@ -42,6 +43,12 @@ export const startRunBodySchema = z.strictObject({
   input: anyJson.optional(),
   tenantId: nameSchema.optional(),
   idempotencyKey: key.optional().meta({ description: 'a second start with the same (tenantId, key) answers the first run, 200' }),
+  runTimeoutMs: z
+    .int()
+    .min(1)
+    .max(DELAY_MS_MAX)
+    .optional()
+    .meta({ description: "ms from the start until the run times out (state timed_out); default: the workflow's runTimeoutMs" }),
 });
 
 export const sendEventBodySchema = z.strictObject({
@@ -86,6 +93,7 @@ export const wireRunSummarySchema = z.strictObject({
   createdAt: time,
   updatedAt: time,
   finishedAt: time.nullable(),
+  deadlineAt: time.nullable().meta({ description: 'when the run times out (runTimeoutMs); null: never' }),
 });
 
 export const wireStepSchema = z.strictObject({
@@ -142,6 +150,7 @@ export function toWireRunSummary(r: RunSummary) {
     createdAt: iso(r.createdAt),
     updatedAt: iso(r.updatedAt),
     finishedAt: isoOrNull(r.finishedAt),
+    deadlineAt: isoOrNull(r.deadlineAt),
   };
 }
 

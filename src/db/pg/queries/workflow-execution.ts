@@ -3,14 +3,14 @@
 // and the run still running (see workflow-fragments.ts); a step's output is committed first,
 // and the run's progress only goes up.
 
-import { LIVE, workflowFragments } from './workflow-fragments.ts';
+import { BEFORE_DEADLINE, LIVE, workflowFragments } from './workflow-fragments.ts';
 
 export function workflowExecutionQueries(schema: string) {
-  const { runs, steps, events, jobs, fence, fenced, advance } = workflowFragments(schema);
+  const { runs, steps, jobs, fence, fenced, advance, eventEndsAWait } = workflowFragments(schema);
   // What a load answers beside the run's own columns: the database clock, whether the event it
   // waits for has arrived, and its history (one round trip, and one connection, per load).
-  const loadColumns = `date_part('epoch', now()) * 1000 AS now_ms,
-          EXISTS (SELECT 1 FROM ${events} e WHERE e.run_id = r.id AND e.name = r.wait_event AND e.consumed_by IS NULL) AS event_ready,
+  const loadColumns = `date_part('epoch', now()) * 1000 AS now_ms, r.deadline_at,
+          r.state = 'waiting' AND ${eventEndsAWait('r.id')} AS event_ready,
           (SELECT COALESCE(json_agg(json_build_object('name', s.name, 'occurrence', s.occurrence, 'seq', s.seq, 'kind', s.kind,
               'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.started_at), '[]')
             FROM ${steps} s WHERE s.run_id = r.id) AS steps`;
@@ -40,7 +40,7 @@ export function workflowExecutionQueries(schema: string) {
       text: `WITH m AS (
           UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now(), ${countCrash}
           FROM ${jobs} j
-          WHERE r.id = $3::bigint AND r.state IN ('running', 'sleeping', 'waiting') AND j.id = r.job_id
+          WHERE r.id = $3::bigint AND r.state IN ('running', 'sleeping', 'waiting') AND ${BEFORE_DEADLINE} AND j.id = r.job_id
             AND j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
           RETURNING r.id, r.crashes)
         SELECT EXISTS (SELECT 1 FROM m) AS marked, COALESCE((SELECT crashes FROM m), 0) AS crashes, r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
@@ -58,7 +58,7 @@ export function workflowExecutionQueries(schema: string) {
         m AS (
           UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now(), ${countCrash}
           FROM i, ${jobs} j
-          WHERE r.id = i.run_id AND r.state IN ('running', 'sleeping', 'waiting') AND j.id = r.job_id
+          WHERE r.id = i.run_id AND r.state IN ('running', 'sleeping', 'waiting') AND ${BEFORE_DEADLINE} AND j.id = r.job_id
             AND j.id = i.job_id AND j.lease_token = i.token AND j.state IN ${LIVE}
           RETURNING r.id, r.crashes)
         SELECT i.ord::int, EXISTS (SELECT 1 FROM m WHERE m.id = r.id) AS marked,
@@ -96,7 +96,7 @@ export function workflowExecutionQueries(schema: string) {
             $8::timestamptz[]) WITH ORDINALITY AS i(job_id, token, run_id, name, occurrence, seq, output, started_at, ord)),
         fence AS (
           SELECT i.* FROM i JOIN ${jobs} j ON j.id = i.job_id JOIN ${runs} r ON r.id = i.run_id AND r.job_id = j.id
-          WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running'
+          WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running' AND ${BEFORE_DEADLINE}
           ORDER BY j.id FOR SHARE OF r, j),
         pick AS (SELECT DISTINCT ON (run_id, name, occurrence) * FROM fence ORDER BY run_id, name, occurrence, ord),
         ins AS (
@@ -165,16 +165,16 @@ export function workflowExecutionQueries(schema: string) {
           SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY AS i(job_id, token, run_id, output, ord)),
         fence AS (
           SELECT i.* FROM i JOIN ${jobs} j ON j.id = i.job_id JOIN ${runs} r ON r.id = i.run_id AND r.job_id = j.id
-          WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running'
+          WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running' AND ${BEFORE_DEADLINE}
           ORDER BY j.id FOR SHARE OF r, j)
         UPDATE ${runs} r SET state = 'succeeded', output = f.output::jsonb, finished_at = now(), updated_at = now()
         FROM fence f WHERE r.id = f.run_id
         RETURNING f.ord::int, r.output`,
     },
-    // Why a fenced write was refused: the run's state and whether the lease is still current.
+    // Why a fenced write was refused: the run's state, whether it is past its deadline and whether the lease is still current.
     why: {
       name: `${schema}.wf_why`,
-      text: `SELECT r.state, r.output, r.job_id = $1::bigint AS ours,
+      text: `SELECT r.state, r.output, r.job_id = $1::bigint AS ours, NOT ${BEFORE_DEADLINE} AS past_deadline,
           EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}) AS lease_current
         FROM ${runs} r WHERE r.id = $3::bigint`,
     },

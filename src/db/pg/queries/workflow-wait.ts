@@ -3,44 +3,47 @@
 // an execution are fenced by its lease and the run still running (see workflow-fragments.ts).
 
 import { recordFinishedSql } from './job-fragments.ts';
-import { LIVE, workflowFragments } from './workflow-fragments.ts';
+import { eventEndsWait, LIVE, workflowFragments } from './workflow-fragments.ts';
 
 /** A far run_at for a wait with no timeout: only an event moves it. */
 export const NO_TIMEOUT_RUN_AT = `'9999-12-31T00:00:00Z'::timestamptz`;
 
 export function workflowWaitQueries(schema: string) {
-  const { runs, steps, events, jobs, fence, fenced, runState, advance } = workflowFragments(schema);
+  const { runs, steps, events, jobs, fence, fenced, runState, advance, eventEndsAWait } = workflowFragments(schema);
 
   return {
     // Starts a sleep or an event wait, or finds it started: the wake-up time is set once, from
-    // the database clock ($7 delay ms or $8 an instant; neither: no timeout). Returns the row.
+    // the database clock ($7 delay ms or $8 an instant; neither: no timeout), and so are an event
+    // wait's names ($11; $10 the first, which earlier versions read) and match ($12). Returns the row.
     armWait: {
       name: `${schema}.wf_arm_wait`,
       text: `WITH ${fence}
-        INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, wait_event, wake_at)
-        SELECT $3::bigint, $4, $5, $6, $9, 'waiting', $10,
+        INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, wait_event, wait_events, wait_match, wake_at)
+        SELECT $3::bigint, $4, $5, $6, $9, 'waiting', $10, $11::text[], $12::jsonb,
           COALESCE($8::timestamptz, now() + make_interval(secs => $7::double precision / 1000.0)) FROM fence
         ON CONFLICT (run_id, name, occurrence) DO UPDATE SET updated_at = s.updated_at,
           -- A children wait re-arms its safety-net poll on each execution.
           wake_at = CASE WHEN s.kind = 'children' AND s.status = 'waiting' THEN EXCLUDED.wake_at ELSE s.wake_at END
         RETURNING s.kind, s.status, s.output, s.wake_at, COALESCE(s.wake_at <= now(), false) AS due`,
     },
-    // Ends a wait that is over: an event of its name consumed (oldest first), or its time
-    // come (output NULL: timed out; a sleep). $4 name, $5 occurrence, $6 event name, $7 step key.
+    // Ends a wait that is over: an event it takes consumed (oldest first; the names, match and
+    // deadline armed with the step decide, see eventEndsWait), or its time come (output NULL:
+    // timed out; a sleep). $4 name, $5 occurrence, $6 step key.
     finishWait: {
       name: `${schema}.wf_finish_wait`,
       text: `WITH ${fence},
         ev AS (
-          SELECT e.id, e.payload FROM ${events} e
-          WHERE e.run_id = $3::bigint AND e.name = $6 AND e.consumed_by IS NULL AND ${fenced}
-          ORDER BY e.id LIMIT 1 FOR UPDATE),
+          SELECT e.id, e.name, e.payload FROM ${events} e
+          JOIN ${steps} s ON s.run_id = e.run_id AND s.name = $4 AND s.occurrence = $5 AND s.status = 'waiting'
+          WHERE e.run_id = $3::bigint AND e.consumed_by IS NULL AND ${eventEndsWait('s')} AND ${fenced}
+          ORDER BY e.id LIMIT 1 FOR UPDATE OF e),
         done AS (
           UPDATE ${steps} s SET status = 'succeeded', attempts = s.attempts + 1, finished_at = now(), updated_at = now(),
-            output = (SELECT jsonb_build_object('name', $6::text, 'payload', ev.payload) FROM ev)
+            output = (SELECT jsonb_build_object('name', ev.name, 'payload', ev.payload) FROM ev)
           WHERE s.run_id = $3::bigint AND s.name = $4 AND s.occurrence = $5 AND s.status = 'waiting' AND ${fenced}
             AND (EXISTS (SELECT 1 FROM ev) OR s.wake_at <= now())
           RETURNING s.output, s.seq),
-        used AS (UPDATE ${events} e SET consumed_by = $7 FROM ev WHERE e.id = ev.id AND EXISTS (SELECT 1 FROM done)),
+        used AS (UPDATE ${events} e SET consumed_by = $6 FROM ev WHERE e.id = ev.id AND EXISTS (SELECT 1 FROM done)),
         adv AS (${advance('(SELECT seq FROM done)')} AND EXISTS (SELECT 1 FROM done))
         SELECT ${fenced} AS fenced_in, EXISTS (SELECT 1 FROM done) AS done, (SELECT output FROM done) AS output`,
     },
@@ -57,8 +60,9 @@ export function workflowWaitQueries(schema: string) {
         SELECT ${fenced} AS fenced_in, EXISTS (SELECT 1 FROM done) AS done, (SELECT output FROM done) AS output`,
     },
     // Suspend, 1 of 2 (in one transaction): the run row first (sendEvent locks it first too,
-    // so an event sent meanwhile is seen by one side or the other). $4 state, $5 event name,
-    // $6 step names, $7 their occurrences: the waits parked together; the run wakes at the first.
+    // so an event sent meanwhile is seen by one side or the other). $4 state, $5 an event name
+    // it waits for (shown in listings), $6 step names, $7 their occurrences: the waits parked
+    // together, each keeping its names, match and wake-up on its step; the run wakes at the first.
     suspendRun: {
       name: `${schema}.wf_suspend_run`,
       text: `UPDATE ${runs} r SET state = $4, wait_event = $5,
@@ -69,7 +73,8 @@ export function workflowWaitQueries(schema: string) {
         RETURNING r.state`,
     },
     // Suspend, 2 of 2: the driving job back to pending, its attempt refunded (waiting is not a
-    // failure), due at the wake-up time, or now when an event it waits for is already here.
+    // failure), due at the wake-up time (never after the run's deadline: the claim of this job
+    // then times the run out), or now when an event that ends its wait is already here.
     // A job with a cancel request (migration 0020) is never pending again: nothing holds it once
     // the execution gives it back, so it is cancelled (and the run reads as cancelled).
     suspendJob: {
@@ -78,10 +83,8 @@ export function workflowWaitQueries(schema: string) {
           state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'pending' END,
           finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN now() END,
           run_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN j.run_at
-            WHEN $4::text IS NOT NULL AND EXISTS (
-              SELECT 1 FROM ${events} e JOIN ${steps} s ON s.run_id = e.run_id AND s.wait_event = e.name
-              WHERE e.run_id = $3::bigint AND e.consumed_by IS NULL AND s.kind = 'event' AND s.status = 'waiting')
-            THEN now() ELSE COALESCE((SELECT r.wake_at FROM ${runs} r WHERE r.id = $3::bigint), ${NO_TIMEOUT_RUN_AT}) END,
+            WHEN ${eventEndsAWait('$3::bigint')} THEN now()
+            ELSE (SELECT LEAST(COALESCE(r.wake_at, ${NO_TIMEOUT_RUN_AT}), r.deadline_at) FROM ${runs} r WHERE r.id = $3::bigint) END,
           attempt = greatest(j.attempt - 1, 0),
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
         WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
