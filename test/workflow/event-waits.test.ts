@@ -7,17 +7,11 @@ import { describe, expect, it } from 'vitest';
 import { TerminalError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { jobOf, runInState, useWorkflowEngines } from './harness.ts';
+import { jobOf, runEvents, runInState, useWorkflowEngines } from './harness.ts';
 
 const db = useTestDatabase();
 
-const events = async (runId: string) =>
-  (
-    await db.query<{ name: string; payload: unknown; consumed_by: string | null }>(
-      'SELECT name, payload, consumed_by FROM baton.workflow_events WHERE run_id = $1 ORDER BY id',
-      [runId],
-    )
-  ).rows;
+const events = (runId: string) => runEvents(db, runId);
 
 /** Until the database clock is past the wake-up time of the run's wait `key`. */
 const pastWakeUp = (runId: string, key: string) =>

@@ -35,6 +35,15 @@ export async function jobOf(db: TestDatabase, runId: string): Promise<{ id: stri
   return r.rows[0];
 }
 
+/** The events stored for run `runId`, oldest first, with the wait that consumed each (null: kept). */
+export async function runEvents(
+  db: TestDatabase,
+  runId: string,
+): Promise<Array<{ name: string; payload: unknown; consumed_by: string | null }>> {
+  const r = await db.query('SELECT name, payload, consumed_by FROM baton.workflow_events WHERE run_id = $1 ORDER BY id', [runId]);
+  return r.rows;
+}
+
 /**
  * The finished-job counters (what queue counts read) and the finished-run counts (migration 0029,
  * what the runs' scrape reads) agree with the rows: every statement that cancels, replays or
