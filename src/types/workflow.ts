@@ -77,7 +77,8 @@ export interface WorkflowContext<I = unknown> {
    * any of them: the first to arrive wins; `name` says which) and whose payload contains
    * `opts.match`, or null once `timeoutMs` passed without one. An event that arrived after the
    * deadline (database clock) never ends the wait, however late the run resumes; events that do
-   * not end it are kept for later waits. Waiting ends the execution and frees the worker.
+   * not end it are kept for later waits. Waits started together each keep their own names, match
+   * and deadline. Waiting ends the execution (once nothing started with it still runs) and frees the worker.
    */
   waitForEvent<T = unknown>(key: string, eventName: string | string[], opts?: WaitForEventOptions): Promise<WorkflowEvent<T> | null>;
   /**

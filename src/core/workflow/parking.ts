@@ -13,6 +13,7 @@ export interface ParkedWait {
   name: string;
   occurrence: number;
   kind: 'sleep' | 'event' | 'children';
+  /** An event wait's first name, shown in listings as what the run waits for; null otherwise. */
   waitEvent: string | null;
   /** After the suspend: true when the wait ended meanwhile and the run must be woken (children). */
   recheck?: () => Promise<boolean>;
@@ -23,8 +24,9 @@ export type SuspendFn = (waits: ParkedWait[]) => Promise<unknown>;
 
 /**
  * Gives the driving job back for the waits parked together (one transaction, fenced by the
- * lease): the run wakes at the earliest wake-up, or now when an event one of them waits for is
- * here. false: the write was refused.
+ * lease): the run wakes at the earliest wake-up (never after its deadline), or now when an event
+ * that ends one of them is here (each event wait's names, match and deadline are on its step).
+ * false: the write was refused.
  */
 export async function suspendWaits(d: Pick<ExecutionDeps, 'store' | 'wake'>, lease: RunLease, waits: ParkedWait[]): Promise<boolean> {
   const s = await d.store.workflowSuspend({
