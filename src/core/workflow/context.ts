@@ -2,7 +2,7 @@
 // the run's history by its key (steps started together may finish in any order), a completed step
 // answers from history, a new step's output is committed under the lease before its caller goes
 // on, a history the code cannot replay is non-determinism (recorded: the run blocks, never a
-// silent divergence), and waits that are not over end the execution once nothing else is in
+// silent divergence), and waits (waits.ts) that are not over end the execution once nothing else is in
 // flight (parking.ts).
 
 import type { HistoryStep, RunLease } from '../../driver/workflow-store.ts';
@@ -10,11 +10,12 @@ import { LeaseLostError, NonDeterminismError, TerminalError } from '../../types/
 import type { BlockedReason, ChildResult, ChildSpec, StepContext, StepKind, WorkflowContext, WorkflowEvent } from '../../types/workflow.ts';
 import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
-import { CHILDREN_MAX, CHILDREN_POLL_MS, childrenMayBeOver, joinedChildren } from './children.ts';
+import { CHILDREN_MAX } from './children.ts';
 import type { ExecutionDeps } from './execution.ts';
 import { displayKey, History, PATCH_PREFIX } from './history.ts';
 import { StepFailedError, Stop, Suspended, serialise, stopResult } from './outcome.ts';
 import { type ParkedWait, Parking, suspendWaits } from './parking.ts';
+import { joinChildren, NotOver, sleepOrEvent, type WaitIo } from './waits.ts';
 
 const KEY_MAX_CHARS = 256;
 
@@ -42,6 +43,8 @@ export class Execution implements WorkflowContext {
   readonly #crashes: number;
   #committed = false;
   readonly parking: Parking;
+  /** What the wait calls (waits.ts) use of this execution. */
+  readonly #io: WaitIo;
   #calls = 0;
 
   constructor(
@@ -63,6 +66,14 @@ export class Execution implements WorkflowContext {
     this.#history = new History(run.steps);
     this.#crashes = run.crashes ?? 0;
     this.parking = new Parking((waits) => this.#suspend(waits));
+    this.#io = {
+      store: d.store,
+      lease,
+      counters: d.counters,
+      refused: () => this.#refused(),
+      diverged: (what, steps) => this.#diverged(what, steps),
+      checkNew: (name, occurrence) => this.#checkNew(name, occurrence),
+    };
   }
 
   get signal(): AbortSignal {
@@ -249,44 +260,14 @@ export class Execution implements WorkflowContext {
     const parent = { runId: this.runId, tenantId: this.tenantId };
     const ids = await this.step<string[]>(key, () => this.#d.startChildren(parent, key, children));
     const name = `${key}:join`;
-    const { occurrence, seq, past } = this.#enter(name, 'children');
+    const call = { name, ...this.#enter(name, 'children') };
     let r: unknown;
     try {
-      r = await this.#join(name, occurrence, seq, past, ids);
+      r = await joinChildren(this.#io, call, ids);
     } finally {
       this.#leave(name);
     }
     return (r instanceof NotOver ? this.parking.park(r.wait) : r) as Array<ChildResult<T>>;
-  }
-
-  async #join(name: string, occurrence: number, seq: number, past: HistoryStep | undefined, ids: string[]): Promise<unknown> {
-    if (past?.status === 'succeeded') {
-      this.#d.counters.stepReplaysAvoided++;
-      return past.output;
-    }
-    if (!past) await this.#checkNew(name, occurrence);
-    const step = { ...this.#lease, name, occurrence };
-    const armed = await this.#d.store.workflowArmWait({
-      ...step,
-      seq,
-      kind: 'children',
-      waitEvent: null,
-      delayMs: CHILDREN_POLL_MS,
-      until: null,
-    });
-    if (!armed.ok) return this.#refused();
-    if (armed.kind !== 'children') this.#diverged(`"${name}" is a ${armed.kind} in its history, not a children wait`, [name]);
-    if (armed.status === 'succeeded') return armed.output;
-    const joined = await joinedChildren(this.#d.store, ids);
-    if (joined) {
-      const fin = await this.#d.store.workflowCompleteWait({ ...step, output: JSON.stringify(joined) });
-      if (!fin.ok) return this.#refused();
-      if (fin.done) return fin.output;
-    }
-    // A child that finishes between this look and the suspend sees this run still running and
-    // wakes nobody: the suspend looks again once the run is waiting (children.ts).
-    const recheck = () => childrenMayBeOver(this.#d.store, ids);
-    return new NotOver({ name, occurrence, kind: 'children', waitEvent: null, recheck });
   }
 
   async #wait(
@@ -296,54 +277,14 @@ export class Execution implements WorkflowContext {
     delayMs: number | null,
     until: Date | null,
   ): Promise<unknown> {
-    const { occurrence, seq, past } = this.#enter(key, kind);
+    const call = { name: key, ...this.#enter(key, kind) };
     let r: unknown;
     try {
-      r = await this.#waitOnce(key, occurrence, seq, past, kind, waitEvent, delayMs, until);
+      r = await sleepOrEvent(this.#io, call, kind, waitEvent, delayMs, until);
     } finally {
       this.#leave(key);
     }
     return r instanceof NotOver ? this.parking.park(r.wait) : r;
-  }
-
-  /** The wait's output when it is over, else NotOver. */
-  async #waitOnce(
-    key: string,
-    occurrence: number,
-    seq: number,
-    past: HistoryStep | undefined,
-    kind: 'sleep' | 'event',
-    waitEvent: string | null,
-    delayMs: number | null,
-    until: Date | null,
-  ): Promise<unknown> {
-    if (past?.status === 'succeeded') {
-      this.#d.counters.stepReplaysAvoided++;
-      return past.output;
-    }
-    if (!past) await this.#checkNew(key, occurrence);
-    const step = { ...this.#lease, name: key, occurrence };
-    const notOver = new NotOver({ name: key, occurrence, kind, waitEvent });
-    if (past?.status === 'waiting') {
-      // Armed by an earlier execution: its wake-up time stands; see whether the wait is over.
-      const fin = await this.#d.store.workflowFinishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
-      if (!fin.ok) return this.#refused();
-      if (fin.done) return fin.output;
-      return notOver;
-    }
-    const armed = await this.#d.store.workflowArmWait({ ...step, seq, kind, waitEvent, delayMs, until });
-    if (!armed.ok) return this.#refused();
-    if (armed.kind !== kind) {
-      const shown = displayKey(key, occurrence);
-      this.#diverged(`"${shown}" is a ${armed.kind} in its history, not a ${kind}`, [shown]);
-    }
-    if (armed.status === 'succeeded') return armed.output;
-    if (kind === 'event' || armed.due) {
-      const fin = await this.#d.store.workflowFinishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
-      if (!fin.ok) return this.#refused();
-      if (fin.done) return fin.output;
-    }
-    return notOver;
   }
 
   /**
@@ -356,9 +297,4 @@ export class Execution implements WorkflowContext {
     this.ended = new Suspended(`workflow run ${this.runId} suspended at ${at}`);
     return this.ended;
   }
-}
-
-/** A wait's call that found the wait not over: it parks. */
-class NotOver {
-  constructor(readonly wait: ParkedWait) {}
 }
