@@ -39,8 +39,9 @@ export class Execution implements WorkflowContext {
   readonly #signal: AbortSignal;
   /** The driving job's progress report, which each step is given. */
   readonly #progress: JobContext['progress'];
-  /** Executions that crashed in a row before this one: steps started before its first commit add them to their attempt. */
+  /** Executions that crashed in a row before this one: steps called before its first commit add them to their attempt. */
   readonly #crashes: number;
+  /** This execution committed a step or found a wait over: the run's crash count went back to 0 (docs: step.attempt). */
   #committed = false;
   readonly parking: Parking;
   /** What the wait calls (waits.ts) use of this execution. */
@@ -73,6 +74,9 @@ export class Execution implements WorkflowContext {
       refused: () => this.#refused(),
       diverged: (what, steps) => this.#diverged(what, steps),
       checkNew: (name, occurrence) => this.#checkNew(name, occurrence),
+      committed: () => {
+        this.#committed = true;
+      },
     };
   }
 
@@ -158,26 +162,28 @@ export class Execution implements WorkflowContext {
 
   async step<T>(key: string, fn: (step: StepContext) => T | Promise<T>): Promise<T> {
     const { occurrence, seq, past } = this.#enter(key, 'step');
+    // Taken at the call: a sibling's commit landing before fn starts does not take it away.
+    const crashed = this.#committed ? 0 : this.#crashes;
     try {
       if (past?.status === 'succeeded') {
         this.#d.counters.stepReplaysAvoided++;
         return past.output as T;
       }
       await this.#checkNew(key, occurrence);
-      return (await this.#runStep(key, occurrence, seq, fn)) as T;
+      return (await this.#runStep(key, occurrence, seq, crashed, fn)) as T;
     } finally {
       this.#leave(key);
     }
   }
 
-  async #runStep(key: string, occurrence: number, seq: number, fn: (step: StepContext) => unknown): Promise<unknown> {
+  async #runStep(key: string, occurrence: number, seq: number, crashed: number, fn: (step: StepContext) => unknown): Promise<unknown> {
     const shown = displayKey(key, occurrence);
     const startedAt = new Date();
     let value: unknown;
     try {
       value = await fn({
         idempotencyKey: `${this.runId}:${shown}`,
-        attempt: this.#history.failures(shown) + 1 + (this.#committed ? 0 : this.#crashes),
+        attempt: this.#history.failures(shown) + 1 + crashed,
         signal: this.#signal,
         progress: this.#progress,
       });

@@ -21,6 +21,8 @@ export interface WaitIo {
   diverged(what: string, steps: string[]): never;
   /** Before a wait the history does not hold: throws when it stands for a renamed or removed one. */
   checkNew(name: string, occurrence: number): Promise<void>;
+  /** This execution found a wait over (its write set the run's crash count back, as a step commit does). */
+  committed(): void;
 }
 
 /** The call's key and position, and its history entry if any. */
@@ -35,6 +37,11 @@ export interface WaitCall {
 export class NotOver {
   constructor(readonly wait: ParkedWait) {}
 }
+
+const over = (io: WaitIo, output: unknown): unknown => {
+  io.committed();
+  return output;
+};
 
 /** A sleep or event wait: its output when it is over, else NotOver. */
 export async function sleepOrEvent(
@@ -57,7 +64,7 @@ export async function sleepOrEvent(
     // Armed by an earlier execution: its wake-up time stands; see whether the wait is over.
     const fin = await io.store.workflowFinishWait({ ...step, waitEvent, stepKey: shown });
     if (!fin.ok) return io.refused();
-    return fin.done ? fin.output : notOver;
+    return fin.done ? over(io, fin.output) : notOver;
   }
   const armed = await io.store.workflowArmWait({ ...step, seq, kind, waitEvent, delayMs, until });
   if (!armed.ok) return io.refused();
@@ -66,7 +73,7 @@ export async function sleepOrEvent(
   if (kind === 'event' || armed.due) {
     const fin = await io.store.workflowFinishWait({ ...step, waitEvent, stepKey: shown });
     if (!fin.ok) return io.refused();
-    if (fin.done) return fin.output;
+    if (fin.done) return over(io, fin.output);
   }
   return notOver;
 }
@@ -87,7 +94,7 @@ export async function joinChildren(io: WaitIo, { name, occurrence, seq, past }: 
   if (joined) {
     const fin = await io.store.workflowCompleteWait({ ...step, output: JSON.stringify(joined) });
     if (!fin.ok) return io.refused();
-    if (fin.done) return fin.output;
+    if (fin.done) return over(io, fin.output);
   }
   // A child that finishes between this look and the suspend sees this run still running and
   // wakes nobody: the suspend looks again once the run is waiting (children.ts).
