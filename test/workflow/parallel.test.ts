@@ -111,6 +111,49 @@ describe('parallel workflow steps', () => {
     ]);
   });
 
+  it('step.attempt: a step called after a wait found over in the execution after a crash does not count the crash', async () => {
+    const seen: Array<[string, number]> = [];
+    const inside = engines.gate();
+    const never = engines.gate();
+    const define = (baton: Baton) =>
+      baton.workflow('nap-crash', async (ctx) => {
+        await Promise.all([
+          (async () => {
+            await ctx.sleep('nap', 300);
+            await ctx.step('after-nap', (s) => seen.push(['after-nap', s.attempt]));
+          })(),
+          ctx.step('hang', async (s) => {
+            seen.push(['hang', s.attempt]);
+            if (s.attempt === 1) {
+              inside.resolve();
+              await never.promise;
+            }
+          }),
+        ]);
+      });
+    const first = hung();
+    define(first);
+    await first.start();
+    const { run } = await first.startWorkflow('nap-crash');
+    await inside.promise;
+    // The nap is over before the crash: the next execution finds it over, then calls after-nap.
+    await waitFor(async () => {
+      const r = await db.query(`SELECT wake_at <= now() AS over FROM baton.workflow_steps WHERE run_id = $1 AND name = 'nap'`, [run.id]);
+      return r.rows[0]?.over === true;
+    });
+    await crash(run.id);
+    const second = rescuer();
+    define(second);
+    await second.start();
+    await runInState(second, run.id, 'succeeded');
+    expect(seen.sort()).toEqual([
+      ['after-nap', 1],
+      ['hang', 1],
+      ['hang', 2],
+    ]);
+    never.resolve();
+  });
+
   it('a step that throws while a sibling runs: the sibling’s output is committed and not run again by the retry', async () => {
     const baton = engines.create({ queues: { default: 2 } });
     const calls = { slow: 0, flaky: 0 };

@@ -6,6 +6,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { jobOf, runInState, useWorkflowEngines } from './harness.ts';
 
 const db = useTestDatabase();
@@ -64,7 +65,9 @@ describe('workflow versioning', () => {
     const blocked = await runInState(baton, a.run.id, 'blocked');
     expect(blocked.blockedReason).toMatchObject({ code: 'NON_DETERMINISM', steps: ['charge-card', 'charge'] });
     expect(blocked.deadLetterReason).toBeNull();
-    expect((await jobOf(db, a.run.id)).state).toBe('succeeded');
+    // The run blocks before its driving job's completion is written, and b blocks on its own time.
+    await waitFor(async () => (await jobOf(db, a.run.id)).state === 'succeeded', { message: "a's driving job to complete" });
+    await runInState(baton, b.run.id, 'blocked');
     expect((await baton.workflows.listRuns({ state: 'blocked' })).map((r) => r.id).sort()).toEqual([a.run.id, b.run.id].sort());
     expect((await baton.workflows.countRunsByState()).find((c) => c.state === 'blocked')?.n).toBe(2);
     // The operator deploys code that replays the history (here: the old name back), then resumes.

@@ -2,7 +2,7 @@
 // the run's history by its key (steps started together may finish in any order), a completed step
 // answers from history, a new step's output is committed under the lease before its caller goes
 // on, a history the code cannot replay is non-determinism (recorded: the run blocks, never a
-// silent divergence), and waits that are not over end the execution once nothing else is in
+// silent divergence), and waits (waits.ts) that are not over end the execution once nothing else is in
 // flight (parking.ts).
 
 import type { HistoryStep, RunLease } from '../../driver/workflow-store.ts';
@@ -19,13 +19,14 @@ import type {
 } from '../../types/workflow.ts';
 import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
-import { CHILDREN_MAX, CHILDREN_POLL_MS, childrenMayBeOver, joinedChildren } from './children.ts';
+import { CHILDREN_MAX } from './children.ts';
 import { refusalOf } from './deadline.ts';
+import { type EventWait, eventWait } from './event-wait.ts';
 import type { ExecutionDeps } from './execution.ts';
 import { displayKey, History, PATCH_PREFIX } from './history.ts';
 import { StepFailedError, Stop, Suspended, serialise, stopResult } from './outcome.ts';
 import { type ParkedWait, Parking, suspendWaits } from './parking.ts';
-import { type EventWait, eventWait } from './waits.ts';
+import { joinChildren, NotOver, sleepOrEvent, type WaitIo } from './waits.ts';
 
 const KEY_MAX_CHARS = 256;
 
@@ -49,10 +50,13 @@ export class Execution implements WorkflowContext {
   readonly #signal: AbortSignal;
   /** The driving job's progress report, which each step is given. */
   readonly #progress: JobContext['progress'];
-  /** Executions that crashed in a row before this one: steps started before its first commit add them to their attempt. */
+  /** Executions that crashed in a row before this one: steps called before its first commit add them to their attempt. */
   readonly #crashes: number;
+  /** This execution committed a step or found a wait over: the run's crash count went back to 0 (docs: step.attempt). */
   #committed = false;
   readonly parking: Parking;
+  /** What the wait calls (waits.ts) use of this execution. */
+  readonly #io: WaitIo;
   #calls = 0;
 
   constructor(
@@ -74,6 +78,17 @@ export class Execution implements WorkflowContext {
     this.#history = new History(run.steps);
     this.#crashes = run.crashes ?? 0;
     this.parking = new Parking((waits) => this.#suspend(waits));
+    this.#io = {
+      store: d.store,
+      lease,
+      counters: d.counters,
+      refused: () => this.#refused(),
+      diverged: (what, steps) => this.#diverged(what, steps),
+      checkNew: (name, occurrence) => this.#checkNew(name, occurrence),
+      committed: () => {
+        this.#committed = true;
+      },
+    };
   }
 
   get signal(): AbortSignal {
@@ -158,26 +173,28 @@ export class Execution implements WorkflowContext {
 
   async step<T>(key: string, fn: (step: StepContext) => T | Promise<T>): Promise<T> {
     const { occurrence, seq, past } = this.#enter(key, 'step');
+    // Taken at the call: a sibling's commit landing before fn starts does not take it away.
+    const crashed = this.#committed ? 0 : this.#crashes;
     try {
       if (past?.status === 'succeeded') {
         this.#d.counters.stepReplaysAvoided++;
         return past.output as T;
       }
       await this.#checkNew(key, occurrence);
-      return (await this.#runStep(key, occurrence, seq, fn)) as T;
+      return (await this.#runStep(key, occurrence, seq, crashed, fn)) as T;
     } finally {
       this.#leave(key);
     }
   }
 
-  async #runStep(key: string, occurrence: number, seq: number, fn: (step: StepContext) => unknown): Promise<unknown> {
+  async #runStep(key: string, occurrence: number, seq: number, crashed: number, fn: (step: StepContext) => unknown): Promise<unknown> {
     const shown = displayKey(key, occurrence);
     const startedAt = new Date();
     let value: unknown;
     try {
       value = await fn({
         idempotencyKey: `${this.runId}:${shown}`,
-        attempt: this.#history.failures(shown) + 1 + (this.#committed ? 0 : this.#crashes),
+        attempt: this.#history.failures(shown) + 1 + crashed,
         signal: this.#signal,
         progress: this.#progress,
       });
@@ -253,102 +270,25 @@ export class Execution implements WorkflowContext {
     const parent = { runId: this.runId, tenantId: this.tenantId };
     const ids = await this.step<string[]>(key, () => this.#d.startChildren(parent, key, children));
     const name = `${key}:join`;
-    const { occurrence, seq, past } = this.#enter(name, 'children');
+    const call = { name, ...this.#enter(name, 'children') };
     let r: unknown;
     try {
-      r = await this.#join(name, occurrence, seq, past, ids);
+      r = await joinChildren(this.#io, call, ids);
     } finally {
       this.#leave(name);
     }
     return (r instanceof NotOver ? this.parking.park(r.wait) : r) as Array<ChildResult<T>>;
   }
 
-  async #join(name: string, occurrence: number, seq: number, past: HistoryStep | undefined, ids: string[]): Promise<unknown> {
-    if (past?.status === 'succeeded') {
-      this.#d.counters.stepReplaysAvoided++;
-      return past.output;
-    }
-    if (!past) await this.#checkNew(name, occurrence);
-    const step = { ...this.#lease, name, occurrence };
-    const armed = await this.#d.store.workflowArmWait({
-      ...step,
-      seq,
-      kind: 'children',
-      wait: null,
-      delayMs: CHILDREN_POLL_MS,
-      until: null,
-    });
-    if (!armed.ok) return this.#refused();
-    if (armed.kind !== 'children') this.#diverged(`"${name}" is a ${armed.kind} in its history, not a children wait`, [name]);
-    if (armed.status === 'succeeded') return armed.output;
-    const joined = await joinedChildren(this.#d.store, ids);
-    if (joined) {
-      const fin = await this.#d.store.workflowCompleteWait({ ...step, output: JSON.stringify(joined) });
-      if (!fin.ok) return this.#refused();
-      if (fin.done) return fin.output;
-    }
-    // A child that finishes between this look and the suspend sees this run still running and
-    // wakes nobody: the suspend looks again once the run is waiting (children.ts).
-    const recheck = () => childrenMayBeOver(this.#d.store, ids);
-    return new NotOver({ name, occurrence, kind: 'children', waitEvent: null, recheck });
-  }
-
   async #wait(key: string, kind: 'sleep' | 'event', wait: EventWait | null, delayMs: number | null, until: Date | null): Promise<unknown> {
-    const { occurrence, seq, past } = this.#enter(key, kind);
+    const call = { name: key, ...this.#enter(key, kind) };
     let r: unknown;
     try {
-      r = await this.#waitOnce(key, occurrence, seq, past, kind, wait, delayMs, until);
+      r = await sleepOrEvent(this.#io, call, kind, wait, delayMs, until);
     } finally {
       this.#leave(key);
     }
     return r instanceof NotOver ? this.parking.park(r.wait) : r;
-  }
-
-  /** The wait's output when it is over, else NotOver. */
-  async #waitOnce(
-    key: string,
-    occurrence: number,
-    seq: number,
-    past: HistoryStep | undefined,
-    kind: 'sleep' | 'event',
-    wait: EventWait | null,
-    delayMs: number | null,
-    until: Date | null,
-  ): Promise<unknown> {
-    if (past?.status === 'succeeded') {
-      this.#d.counters.stepReplaysAvoided++;
-      return past.output;
-    }
-    if (!past) await this.#checkNew(key, occurrence);
-    const step = { ...this.#lease, name: key, occurrence };
-    const notOver = new NotOver({ name: key, occurrence, kind, waitEvent: wait?.names[0] ?? null });
-    if (past?.status === 'waiting') {
-      // Armed by an earlier execution: its wake-up time stands; see whether the wait is over.
-      const fin = await this.#d.store.workflowFinishWait({ ...step, stepKey: displayKey(key, occurrence) });
-      if (!fin.ok) return this.#refused();
-      if (fin.done) return fin.output;
-      return notOver;
-    }
-    const armed = await this.#d.store.workflowArmWait({
-      ...step,
-      seq,
-      kind,
-      wait: wait && { names: wait.names, match: wait.match },
-      delayMs,
-      until,
-    });
-    if (!armed.ok) return this.#refused();
-    if (armed.kind !== kind) {
-      const shown = displayKey(key, occurrence);
-      this.#diverged(`"${shown}" is a ${armed.kind} in its history, not a ${kind}`, [shown]);
-    }
-    if (armed.status === 'succeeded') return armed.output;
-    if (kind === 'event' || armed.due) {
-      const fin = await this.#d.store.workflowFinishWait({ ...step, stepKey: displayKey(key, occurrence) });
-      if (!fin.ok) return this.#refused();
-      if (fin.done) return fin.output;
-    }
-    return notOver;
   }
 
   /**
@@ -361,9 +301,4 @@ export class Execution implements WorkflowContext {
     this.ended = new Suspended(`workflow run ${this.runId} suspended at ${at}`);
     return this.ended;
   }
-}
-
-/** A wait's call that found the wait not over: it parks. */
-class NotOver {
-  constructor(readonly wait: ParkedWait) {}
 }

@@ -1,39 +1,111 @@
-// What an event wait waits for (ctx.waitForEvent): one or several names, any of which ends it,
-// and a match, a JSON object the payload must contain (jsonb @>, evaluated in SQL where the
-// events are). Both are checked here before anything is written, and stored with the wait's
-// step when it is armed, so a later execution resumes the wait as first armed.
+// What one wait call (sleep, event wait, children join) does against the store in an execution:
+// a wait the history holds as over answers its output; a new one is armed (a different kind
+// stored under its key is non-determinism) and finished at once when it is already over (the
+// sleep due, the event here, every child finished); else it answers NotOver and the caller
+// parks it (parking.ts). Every write is fenced by the lease; a refused one ends the execution.
 
-import { TerminalError } from '../../types/errors.ts';
-import type { WaitForEventOptions } from '../../types/workflow.ts';
-import { DELAY_MS_MAX } from '../job-spec.ts';
-import { serialise } from './outcome.ts';
+import type { HistoryStep, RunLease, WorkflowStore } from '../../driver/workflow-store.ts';
+import { CHILDREN_POLL_MS, childrenMayBeOver, joinedChildren } from './children.ts';
+import type { EventWait } from './event-wait.ts';
+import type { ExecutionDeps } from './execution.ts';
+import { displayKey } from './history.ts';
+import type { ParkedWait } from './parking.ts';
 
-/** Most names one wait may take. */
-export const WAIT_NAMES_MAX = 32;
-
-/** An event wait as the store arms it: its names, its match as JSON text (null: any payload), its timeout. */
-export interface EventWait {
-  names: string[];
-  match: string | null;
-  timeoutMs: number | null;
+/** What the execution lends a wait call: its store, lease and counters, and its ways to end. */
+export interface WaitIo {
+  readonly store: WorkflowStore;
+  readonly lease: RunLease;
+  readonly counters: ExecutionDeps['counters'];
+  /** A fenced write was refused: throws what ends the execution. */
+  refused(): Promise<never>;
+  /** Records non-determinism (the run blocks) and throws it. */
+  diverged(what: string, steps: string[]): never;
+  /** Before a wait the history does not hold: throws when it stands for a renamed or removed one. */
+  checkNew(name: string, occurrence: number): Promise<void>;
+  /** This execution found a wait over (its write set the run's crash count back, as a step commit does). */
+  committed(): void;
 }
 
-/** Checks ctx.waitForEvent's arguments; throws TerminalError (a programming error, never retried) naming what is wrong. */
-export function eventWait(key: string, eventName: string | string[], opts: WaitForEventOptions = {}): EventWait {
-  const { timeoutMs, match } = opts ?? {};
-  if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0 || timeoutMs > DELAY_MS_MAX)) {
-    throw new TerminalError(`waitForEvent "${key}": timeoutMs must be a number from 0 to ${DELAY_MS_MAX}`);
+/** The call's key and position, and its history entry if any. */
+export interface WaitCall {
+  name: string;
+  occurrence: number;
+  seq: number;
+  past: HistoryStep | undefined;
+}
+
+/** A wait's call that found the wait not over: it parks. */
+export class NotOver {
+  constructor(readonly wait: ParkedWait) {}
+}
+
+const over = (io: WaitIo, output: unknown): unknown => {
+  io.committed();
+  return output;
+};
+
+/** A sleep or event wait: its output when it is over, else NotOver. */
+export async function sleepOrEvent(
+  io: WaitIo,
+  { name, occurrence, seq, past }: WaitCall,
+  kind: 'sleep' | 'event',
+  wait: EventWait | null,
+  delayMs: number | null,
+  until: Date | null,
+): Promise<unknown> {
+  if (past?.status === 'succeeded') {
+    io.counters.stepReplaysAvoided++;
+    return past.output;
   }
-  const names = Array.isArray(eventName) ? eventName : [eventName];
-  if (names.length === 0 || names.length > WAIT_NAMES_MAX || names.some((n) => typeof n !== 'string' || n.length === 0)) {
-    throw new TerminalError(`waitForEvent "${key}": the event name must be a non-empty string, or an array of 1-${WAIT_NAMES_MAX} of them`);
+  if (!past) await io.checkNew(name, occurrence);
+  const shown = displayKey(name, occurrence);
+  const step = { ...io.lease, name, occurrence };
+  const notOver = new NotOver({ name, occurrence, kind, waitEvent: wait?.names[0] ?? null });
+  if (past?.status === 'waiting') {
+    // Armed by an earlier execution: its wake-up time stands; see whether the wait is over.
+    const fin = await io.store.workflowFinishWait({ ...step, stepKey: shown });
+    if (!fin.ok) return io.refused();
+    return fin.done ? over(io, fin.output) : notOver;
   }
-  if (match !== undefined && (match === null || typeof match !== 'object' || Array.isArray(match))) {
-    throw new TerminalError(`waitForEvent "${key}": match must be a JSON object the payload contains`);
+  const armed = await io.store.workflowArmWait({
+    ...step,
+    seq,
+    kind,
+    wait: wait && { names: wait.names, match: wait.match },
+    delayMs,
+    until,
+  });
+  if (!armed.ok) return io.refused();
+  if (armed.kind !== kind) io.diverged(`"${shown}" is a ${armed.kind} in its history, not a ${kind}`, [shown]);
+  if (armed.status === 'succeeded') return armed.output;
+  if (kind === 'event' || armed.due) {
+    const fin = await io.store.workflowFinishWait({ ...step, stepKey: shown });
+    if (!fin.ok) return io.refused();
+    if (fin.done) return over(io, fin.output);
   }
-  return {
-    names: [...new Set(names)],
-    match: match === undefined ? null : serialise(match, `the match of waitForEvent "${key}"`),
-    timeoutMs: timeoutMs === undefined ? null : Math.ceil(timeoutMs),
-  };
+  return notOver;
+}
+
+/** The join of ctx.all's children `ids`: every outcome in order once all have finished, else NotOver. */
+export async function joinChildren(io: WaitIo, { name, occurrence, seq, past }: WaitCall, ids: string[]): Promise<unknown> {
+  if (past?.status === 'succeeded') {
+    io.counters.stepReplaysAvoided++;
+    return past.output;
+  }
+  if (!past) await io.checkNew(name, occurrence);
+  const step = { ...io.lease, name, occurrence };
+  const armed = await io.store.workflowArmWait({ ...step, seq, kind: 'children', wait: null, delayMs: CHILDREN_POLL_MS, until: null });
+  if (!armed.ok) return io.refused();
+  if (armed.kind !== 'children') io.diverged(`"${name}" is a ${armed.kind} in its history, not a children wait`, [name]);
+  if (armed.status === 'succeeded') return armed.output;
+  const joined = await joinedChildren(io.store, ids);
+  if (joined) {
+    const fin = await io.store.workflowCompleteWait({ ...step, output: JSON.stringify(joined) });
+    if (!fin.ok) return io.refused();
+    if (fin.done) return over(io, fin.output);
+  }
+  // A child that finishes between this look and the suspend sees this run still running and
+  // wakes nobody: the suspend looks again once the run is waiting (children.ts).
+  const recheck = () => childrenMayBeOver(io.store, ids);
+  return new NotOver({ name, occurrence, kind: 'children', waitEvent: null, recheck });
 }
