@@ -62,13 +62,14 @@ export function workflowRunQueries(schema: string) {
     // An event in one statement (one round trip, no transaction held across calls): the run row
     // is locked first (as suspendRun does, so an event sent meanwhile is seen by one side or the
     // other) and read as locked, the event inserted unless the run is over or the key repeats, and
-    // the run's job made due when the run waits for this event. The job's row is not filtered on
+    // the run's job made due when the run waits for this event (a name, its match, before the
+    // wait's deadline: a later one ends nothing, see eventEndsWait). The job's row is not filtered on
     // its state: a row read before the lock wait would be skipped on its old version; the CASE
     // decides on the version it locks. $1 run, $2 name, $3 payload, $4 idempotency key.
     sendEvent: {
       name: `${schema}.wf_send_event`,
       text: `WITH r AS (
-          SELECT r.id, r.state AS stored_state, ${runState} AS state, r.wait_event, r.wait_events, r.wait_match, r.job_id
+          SELECT r.id, r.state AS stored_state, ${runState} AS state, r.wait_event, r.wait_events, r.wait_match, r.wake_at, r.job_id
           FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint FOR UPDATE OF r),
         ins AS (
           INSERT INTO ${events} (run_id, name, payload, idempotency_key)
@@ -79,7 +80,8 @@ export function workflowRunQueries(schema: string) {
           UPDATE ${jobs} j SET
             run_at = CASE WHEN j.state = 'pending' AND j.run_at > now() THEN now() ELSE j.run_at END, updated_at = now()
           FROM r WHERE j.id = r.job_id AND r.stored_state = 'waiting' AND $2 = ANY (${waitNames('r')})
-            AND (r.wait_match IS NULL OR $3::jsonb @> r.wait_match) AND EXISTS (SELECT 1 FROM ins)
+            AND (r.wait_match IS NULL OR $3::jsonb @> r.wait_match) AND (r.wake_at IS NULL OR now() <= r.wake_at)
+            AND EXISTS (SELECT 1 FROM ins)
           RETURNING j.queue, j.state = 'pending' AS due)
         SELECT (SELECT state FROM r) AS state, (SELECT id::text FROM ins) AS event_id,
           (SELECT e.id::text FROM ${events} e WHERE e.run_id = $1::bigint AND e.idempotency_key = $4) AS old_id,
