@@ -144,8 +144,9 @@ export interface WorkflowOptions {
   maxAttempts?: number;
   /**
    * Bounds each run as a whole, in ms from its start (database clock): past it the run is
-   * timed_out, whether it runs, sleeps, waits or its worker died, and no later step output is
-   * accepted. A start's own runTimeoutMs wins. Default: none.
+   * timed_out, whether it runs, sleeps, waits or its worker died; a running step's signal is
+   * aborted, no later step output is accepted, and its live child runs are cancelled. A start's
+   * own runTimeoutMs wins. Default: none.
    */
   runTimeoutMs?: number;
 }

@@ -197,7 +197,6 @@ describe('run timeout', () => {
         (await db.query<{ id: string }>('SELECT id::text FROM baton.workflow_runs WHERE parent_run_id = $1', [run.id])).rows[0]?.id,
       { message: 'the child run' },
     );
-    await runInState(baton, kidId, 'sleeping');
     await waitFor(async () => (await storedState(run.id)) === 'timed_out', { message: 'the run to be recorded timed_out' });
     expect(await storedState(kidId)).toBe('cancelled');
     expect((await jobOf(db, kidId)).state).toBe('cancelled');

@@ -62,7 +62,9 @@ export function workflowRunQueries(schema: string) {
     // An event in one statement (one round trip, no transaction held across calls): the run row
     // is locked first (as suspendRun does, so an event sent meanwhile is seen by one side or the
     // other) and read as locked, the event inserted unless the run is over or the key repeats, and
-    // the run's job made due when the run waits for this event. The job's row is not filtered on
+    // the run's job made due when one of its waiting event steps takes this event (one of its
+    // names, its match, sent before its deadline: a later one ends nothing, see eventEndsWait).
+    // The job's row is not filtered on
     // its state: a row read before the lock wait would be skipped on its old version; the CASE
     // decides on the version it locks. $1 run, $2 name, $3 payload, $4 idempotency key.
     sendEvent: {
