@@ -2,7 +2,8 @@
 // bounded by runTimeoutMs: every wait parked together keeps its own names, match and deadline,
 // so an event wakes the run (sendEvent) or makes the suspend due only when it ends one of them;
 // the driving job is due no later than the run's deadline; an event sent after one wait's
-// deadline never ends it, while a sleep parked beside it keeps the run asleep until its own time.
+// deadline never ends it, while a sleep parked beside it keeps the run asleep until its own time;
+// a blocked run is not live, so its deadline does not time it out until it is replayed.
 
 import { describe, expect, it } from 'vitest';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -152,5 +153,49 @@ describe('parallel waits with names, match and deadlines', () => {
     const done = await runInState(baton, run.id, 'succeeded');
     expect(done.output).toEqual({ go: null });
     expect(await events(run.id)).toEqual([{ name: 'start', payload: { ok: true }, consumed_by: null }]);
+  });
+
+  it('a blocked run stays blocked past its run deadline (listed and counted so); its replay past the deadline records it timed_out', async () => {
+    const baton = engines.create({ queues: { default: 1 } });
+    let renamed = false;
+    baton.workflow('drift', async (ctx) => {
+      await ctx.step(renamed ? 'charge-card' : 'charge', () => 'charged');
+      await Promise.all([ctx.waitForEvent('go', ['go', 'now'], { match: { ok: true } }), ctx.sleep('nap', 3_600_000)]);
+      return 'done';
+    });
+    await baton.start();
+    const { run } = await baton.startWorkflow('drift', null, { runTimeoutMs: 1_500 });
+    await runInState(baton, run.id, 'waiting');
+    // Deploy a rename without a patch, and wake the run before its deadline: it blocks at the
+    // renamed step, before it reaches the waits (the event stays for them).
+    renamed = true;
+    expect(await baton.sendEvent(run.id, 'now', { ok: true })).toMatchObject({ resumed: true });
+    const blocked = await runInState(baton, run.id, 'blocked');
+    expect(blocked.blockedReason).toMatchObject({ code: 'NON_DETERMINISM' });
+    await waitFor(
+      async () =>
+        (await db.query<{ past: boolean }>('SELECT deadline_at < now() AS past FROM baton.workflow_runs WHERE id = $1', [run.id])).rows[0]
+          ?.past === true,
+      { timeoutMs: 10_000, message: 'the run to pass its deadline' },
+    );
+    expect((await baton.workflows.getRun(run.id))?.state).toBe('blocked');
+    expect((await baton.workflows.listRuns({ state: 'blocked' })).map((r) => r.id)).toEqual([run.id]);
+    expect(await baton.workflows.listRuns({ state: 'timed_out' })).toEqual([]);
+    expect((await baton.workflows.countRunsByState()).filter((c) => c.name === 'drift')).toEqual([
+      { name: 'drift', state: 'blocked', n: 1 },
+    ]);
+
+    await baton.workflows.replayRun(run.id);
+    const done = await runInState(baton, run.id, 'timed_out');
+    await waitFor(
+      async () => (await db.query('SELECT 1 FROM baton.workflow_runs WHERE id = $1 AND state = $2', [run.id, 'timed_out'])).rowCount === 1,
+      { message: 'the replayed run to be recorded timed_out' },
+    );
+    expect(done.steps.map((s) => [s.key, s.status]).sort()).toEqual([
+      ['charge', 'succeeded'],
+      ['go', 'waiting'],
+      ['nap', 'waiting'],
+    ]);
+    await expectCountersMatchRows(db);
   });
 });
