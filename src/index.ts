@@ -145,6 +145,7 @@ export {
   type ScheduleWorkflowTarget,
 } from './types/schedule.ts';
 export {
+  type BlockedReason,
   type ChildResult,
   type ChildSpec,
   type InputSchema,
@@ -162,6 +163,7 @@ export {
   type StepInfo,
   type StepKind,
   type StepStatus,
+  type WaitForEventOptions,
   type WorkflowContext,
   type WorkflowEvent,
   type WorkflowFn,

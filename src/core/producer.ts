@@ -208,7 +208,7 @@ function warningsFor(can: Capabilities, queue: string, jobType: string): Enqueue
 }
 
 /** A caller's trace context, checked: a malformed one would be stored and break every attempt's span. */
-function givenTrace(given: TraceCarrier): TraceCarrier {
+export function givenTrace(given: TraceCarrier): TraceCarrier {
   const carrier = traceCarrier(given?.traceparent, given?.tracestate);
   if (!carrier)
     throw new BatonError('INVALID_ARGUMENT', 'traceContext.traceparent is not a valid W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)');

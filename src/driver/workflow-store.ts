@@ -3,6 +3,7 @@
 // lease (job id + token) and is refused once that lease is no longer current.
 // @internal — not a public API.
 
+import type { TraceCarrier } from '../types/trace.ts';
 import type { ListRunsFilter, RunDetail, RunState, RunSummary, StepKind, StepStatus } from '../types/workflow.ts';
 import type { Queryable } from './queryable.ts';
 
@@ -32,13 +33,17 @@ export interface LoadedRun {
   tenantId: string;
   input: unknown;
   /** As stored (never dead_lettered). */
-  state: 'running' | 'sleeping' | 'waiting' | 'succeeded' | 'cancelled';
+  state: 'running' | 'sleeping' | 'waiting' | 'blocked' | 'succeeded' | 'cancelled' | 'timed_out';
   jobId: string | null;
   output: unknown;
   waitEvent: string | null;
   parentRunId: string | null;
   /** An event the run waits for has arrived. */
   eventReady: boolean;
+  /** Executions in a row that loaded the run and crashed (lease expired, worker gone) since its last step commit or wait over. */
+  crashes: number;
+  /** When the run times out (runTimeoutMs); null: never. */
+  deadlineAt: Date | null;
   nowMs: number;
   steps: HistoryStep[];
 }
@@ -55,7 +60,9 @@ export type Refusal =
   | { kind: 'cancelled' }
   | { kind: 'finished'; output: unknown }
   /** A replay gave the run a new driving job: this one has nothing left to do. */
-  | { kind: 'superseded' };
+  | { kind: 'superseded' }
+  /** The run reached its deadline (recorded now if it was not yet); `wokeQueue`: its waiting parent's queue, made due. */
+  | { kind: 'timed_out'; wokeQueue: string | null };
 
 export type Fenced<T> = ({ ok: true } & T) | { ok: false };
 
@@ -74,11 +81,13 @@ export interface RunForAction {
   jobState: string | null;
 }
 
-/** A workflow as the registry of defined workflows records it: the driving job's queue and attempt budget. */
+/** A workflow as the registry of defined workflows records it: the driving job's queue and attempt budget, and its runs' default timeout. */
 export interface WorkflowDefinitionRow {
   name: string;
   queue: string;
   maxAttempts: number;
+  /** ms; null: runs have no deadline unless their start gives one. */
+  runTimeoutMs: number | null;
 }
 
 export interface WorkflowStore {
@@ -97,6 +106,10 @@ export interface WorkflowStore {
       jobType: string;
       maxAttempts: number;
       parentRunId?: string | null;
+      /** ms from the start (database clock) to the run's deadline; null or absent: none. */
+      runTimeoutMs?: number | null;
+      /** The producer's trace context, stored with the driving job. */
+      traceContext?: TraceCarrier | null;
     },
     on?: Queryable,
   ): Promise<{ run: RunSummary; duplicate: boolean }>;
@@ -116,16 +129,30 @@ export interface WorkflowStore {
   workflowFailStep(p: RunLease & StepKey & { seq: number; error: unknown; startedAt: Date }): Promise<void>;
   workflowArmWait(
     p: RunLease &
-      StepKey & { seq: number; kind: 'sleep' | 'event' | 'children'; waitEvent: string | null; delayMs: number | null; until: Date | null },
+      StepKey & {
+        seq: number;
+        kind: 'sleep' | 'event' | 'children';
+        /** An event wait's names (any one ends it) and match (JSON text the payload must contain; null: any). */
+        wait: { names: string[]; match: string | null } | null;
+        delayMs: number | null;
+        until: Date | null;
+      },
   ): Promise<Fenced<WaitRow>>;
-  /** `done` false: the wait is not over (no event, time not come). */
-  workflowFinishWait(
-    p: RunLease & StepKey & { waitEvent: string | null; stepKey: string },
-  ): Promise<Fenced<{ done: boolean; output: unknown }>>;
-  /** Gives the driving job back (attempt refunded), due at the wait's wake-up time or now if its event is here. */
+  /** `done` false: the wait is not over (no event that ends it, time not come). The names and match armed with the step decide. */
+  workflowFinishWait(p: RunLease & StepKey & { stepKey: string }): Promise<Fenced<{ done: boolean; output: unknown }>>;
+  /**
+   * Gives the driving job back (attempt refunded), due at the earliest wake-up time of the waits
+   * `steps` (never after the run's deadline), or now if an event that ends one of the run's
+   * waiting event steps (its names, match and deadline) is here. `waitEvent`: a name one of them
+   * waits for, shown in listings.
+   */
   workflowSuspend(
-    p: RunLease & StepKey & { state: 'sleeping' | 'waiting'; waitEvent: string | null },
+    p: RunLease & { steps: StepKey[]; state: 'sleeping' | 'waiting'; waitEvent: string | null },
   ): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }>;
+  /** Records a ctx.patched() marker (idempotent), fenced like every write. */
+  workflowMarkPatch(p: RunLease & { name: string; seq: number }): Promise<Fenced<object>>;
+  /** Stops the run as blocked with `reason` (JSON text of a BlockedReason), fenced like every write. */
+  workflowBlockRun(p: RunLease & { reason: string }): Promise<Fenced<object>>;
   workflowCompleteRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>>;
   /** `completeRun` for several executions in one statement, each fenced by its own lease. */
   workflowCompleteRuns(p: RunCompletion[]): Promise<Array<Fenced<{ output: unknown }>>>;
@@ -138,6 +165,8 @@ export interface WorkflowStore {
   workflowJobOutcomes(p: {
     jobIds: string[];
   }): Promise<Array<{ id: string; state: string; result: unknown; lastError: { name: string; message: string } | null }>>;
+  /** A plain child job not over is being written right now (its outcome may be committing): wake the run to look again. */
+  workflowChildJobsSettling(p: { jobIds: string[] }): Promise<boolean>;
   /** Makes the parent of child run `runId` due now if it waits; answers its queue then. */
   workflowWakeParent(p: { runId: string }): Promise<string | null>;
   /** Makes the run's own pending job due now (a wake-up it may have missed); answers its queue then. */

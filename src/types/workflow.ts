@@ -2,14 +2,19 @@
 // runs with, and a run as reads return it. States are a discriminated union of strings.
 
 import type { AttemptError, JobProgress, JobSpec } from './job.ts';
+import type { TraceCarrier } from './trace.ts';
 
-/** A run's state. dead_lettered is the driving job's (its attempt budget spent, or a terminal error). */
-export const RUN_STATES = ['running', 'sleeping', 'waiting', 'succeeded', 'dead_lettered', 'cancelled'] as const;
+/**
+ * A run's state. dead_lettered is the driving job's (its attempt budget spent, or a terminal error).
+ * blocked: its history cannot be replayed by its code (blockedReason says why); replay resumes it, cancel ends it.
+ * timed_out: past its runTimeoutMs.
+ */
+export const RUN_STATES = ['running', 'sleeping', 'waiting', 'blocked', 'succeeded', 'dead_lettered', 'cancelled', 'timed_out'] as const;
 /** One of RUN_STATES. */
 export type RunState = (typeof RUN_STATES)[number];
 
-/** What a recorded workflow step is: a step function, a sleep, an event wait, or children. */
-export const STEP_KINDS = ['step', 'sleep', 'event', 'children'] as const;
+/** What a recorded workflow step is: a step function, a sleep, an event wait, children, or a ctx.patched() marker. */
+export const STEP_KINDS = ['step', 'sleep', 'event', 'children', 'patch'] as const;
 /** One of STEP_KINDS. */
 export type StepKind = (typeof STEP_KINDS)[number];
 /** How a recorded workflow step stands. */
@@ -21,7 +26,10 @@ export type StepStatus = (typeof STEP_STATUSES)[number];
 export interface StepContext {
   /** `runId:key` (with `#n` for the n-th occurrence of a repeated key): stable across retries, an idempotency key for side effects. */
   readonly idempotencyKey: string;
-  /** 1 on the step's first attempt. */
+  /**
+   * 1 on the step's first attempt; an attempt that failed or whose execution crashed (kill -9, lease
+   * lost) counts. Crashes are counted by execution, not by step (docs/workflows.md, step.attempt).
+   */
   readonly attempt: number;
   /** Aborted when the driving job's lease is lost (or the drain deadline passes). */
   readonly signal: AbortSignal;
@@ -47,18 +55,32 @@ export interface WorkflowContext<I = unknown> {
   /**
    * Runs `fn` once per run (plus retries while it throws) and commits its output before
    * going on; later executions get the committed (jsonb-normalised) output without running it.
-   * A key used again in the same run is its next occurrence (`key#2`, ...). Steps run one at a time.
+   * A key used again in the same run is its next occurrence (`key#2`, ...). Steps (and waits)
+   * started together run concurrently and are memoized by key, so they may finish in any order;
+   * a key still in flight cannot be used again (TerminalError).
    */
   step<T>(key: string, fn: (step: StepContext) => T | Promise<T>): Promise<T>;
+  /**
+   * Versioning (docs/workflows.md, Versioning): true when this run reaches this point under code
+   * that has patch `id` (a marker goes into its history, so its later executions answer true
+   * too), false when its history shows older code went past this point without the patch.
+   */
+  patched(id: string): Promise<boolean>;
+  /** The patch `id` is retired (every run that could take the old branch has finished): a no-op kept for the code's record. */
+  deprecatePatch(id: string): void;
   /** Ends this execution (the worker is freed) and resumes the run after `ms`. */
   sleep(key: string, ms: number): Promise<void>;
   /** Ends this execution and resumes the run at `until`. */
   sleepUntil(key: string, until: Date): Promise<void>;
   /**
-   * The next event `eventName` sent to this run (kept if it arrived earlier), or null once
-   * `timeoutMs` passed without one. Waiting ends the execution and frees the worker.
+   * The next event sent to this run (kept if it arrived earlier) whose name is `eventName` (or
+   * any of them: the first to arrive wins; `name` says which) and whose payload contains
+   * `opts.match`, or null once `timeoutMs` passed without one. An event that arrived after the
+   * deadline (database clock) never ends the wait, however late the run resumes; events that do
+   * not end it are kept for later waits. Waits started together each keep their own names, match
+   * and deadline. Waiting ends the execution (once nothing started with it still runs) and frees the worker.
    */
-  waitForEvent<T = unknown>(key: string, eventName: string, opts?: { timeoutMs?: number }): Promise<WorkflowEvent<T> | null>;
+  waitForEvent<T = unknown>(key: string, eventName: string | string[], opts?: WaitForEventOptions): Promise<WorkflowEvent<T> | null>;
   /**
    * Fan-out/fan-in: starts one child run per spec (once per run, whatever the retries) and
    * waits, without holding a worker, until every child has finished; answers each child's
@@ -80,7 +102,8 @@ export interface ChildResult<T = unknown> {
   runId: string | null;
   /** The plain job; null for a child run. */
   jobId: string | null;
-  state: 'succeeded' | 'dead_lettered' | 'cancelled';
+  /** timed_out: a child run past its runTimeoutMs. */
+  state: 'succeeded' | 'dead_lettered' | 'cancelled' | 'timed_out';
   /** The child's output (a job's result) when it succeeded, else null. */
   output: T | null;
   /** The last error of its (driving) job when it dead-lettered or was cancelled for a failed parent, else null. */
@@ -95,7 +118,18 @@ export interface InputSchema {
   parse(value: unknown): unknown;
 }
 
-/** Options of baton.workflow: the driving job's queue and attempt budget, and its input's schema. */
+/** Options of ctx.waitForEvent. */
+export interface WaitForEventOptions {
+  /** ms from the wait's start (database clock) until it ends with null. Default: no timeout. */
+  timeoutMs?: number;
+  /**
+   * A JSON object the event's payload must contain (PostgreSQL jsonb `@>`: every key, at any
+   * depth, with an equal value; arrays contain the elements given). E.g. `{ orderId: ctx.input.orderId }`.
+   */
+  match?: Record<string, unknown>;
+}
+
+/** Options of baton.workflow: the driving job's queue and attempt budget, its input's schema and its runs' timeout. */
 export interface WorkflowOptions {
   /**
    * Checks each run's input (as stored, jsonb-normalised). A start in a process that defines the
@@ -108,6 +142,13 @@ export interface WorkflowOptions {
   queue?: string;
   /** Attempt budget of the driving job (failed executions before the run dead-letters). Default 5. */
   maxAttempts?: number;
+  /**
+   * Bounds each run as a whole, in ms from its start (database clock): past it the run is
+   * timed_out, whether it runs, sleeps, waits or its worker died; a running step's signal is
+   * aborted, no later step output is accepted, and its live child runs are cancelled. A start's
+   * own runTimeoutMs wins. Default: none.
+   */
+  runTimeoutMs?: number;
 }
 
 /** Options of baton.startWorkflow: the run's tenant and idempotency key. */
@@ -115,6 +156,13 @@ export interface StartRunOptions {
   tenantId?: string;
   /** A second start with the same (tenant, key) returns the first run (duplicate: true). */
   idempotencyKey?: string;
+  /** The run's timeout in ms from now (database clock); overrides the workflow's runTimeoutMs. */
+  runTimeoutMs?: number;
+  /**
+   * The trace context the run's executions continue (each one's span is its child). Default: the
+   * active one, captured as enqueue does.
+   */
+  traceContext?: TraceCarrier;
 }
 
 /** One recorded step of a run, as RunDetail lists them. */
@@ -135,6 +183,14 @@ export interface StepInfo {
   finishedAt: Date | null;
 }
 
+/** Why a run is blocked: NON_DETERMINISM, its code does not replay its history at the steps named. */
+export interface BlockedReason {
+  code: 'NON_DETERMINISM';
+  message: string;
+  /** The step keys involved: what the code reached and what the history holds there. */
+  steps: string[];
+}
+
 /** A workflow run as listings show it: name, tenant, state, progress, what it waits for. */
 export interface RunSummary {
   id: string;
@@ -142,13 +198,18 @@ export interface RunSummary {
   tenantId: string;
   state: RunState;
   jobId: string | null;
+  /** The position after the furthest committed step: completed steps, for steps run one after another; never decreases. */
   progress: number;
   waitEvent: string | null;
   wakeAt: Date | null;
+  /** Why a blocked run stopped; null in every other state. */
+  blockedReason: BlockedReason | null;
   replayCount: number;
   createdAt: Date;
   updatedAt: Date;
   finishedAt: Date | null;
+  /** When the run times out (runTimeoutMs); null: never. */
+  deadlineAt: Date | null;
 }
 
 /** A workflow run in full: input, output, attempts and errors, and every recorded step. */
@@ -201,9 +262,9 @@ export interface WorkflowRunsApi {
   getRun(runId: string, opts?: { tenantId?: string | undefined }): Promise<RunDetail | null>;
   /** Runs newest first, filtered by name, state and tenant; a full page goes on with `cursor` set to its last run's id. */
   listRuns(filter?: ListRunsFilter): Promise<RunSummary[]>;
-  /** Cancels a running, sleeping or waiting run and its pending driving job; an execution in progress stops at its next step. */
+  /** Cancels a running, sleeping, waiting or blocked run and its pending driving job; an execution in progress stops at its next step. */
   cancelRun(runId: string): Promise<RunSummary>;
-  /** Resumes a dead-lettered or cancelled run at the step it stopped at; completed steps keep their outputs. */
+  /** Resumes a dead-lettered, cancelled or blocked run at the step it stopped at; completed steps keep their outputs. */
   replayRun(runId: string): Promise<RunSummary>;
   /** Runs per workflow and state. */
   countRunsByState(): Promise<Array<{ name: string; state: RunState; n: number }>>;

@@ -12,6 +12,7 @@
 //                                              or outbox: relays killed mid-publish, NATS resets, a webhook answering 503 and hanging,
 //                                              or flow: mixed faults with a key cap and a queue rate limit active,
 //                                              or workflow: four-step workflow runs through kill -9, SIGSTOP and a PostgreSQL restart,
+//                                              or workflow-parallel: the same with three steps run together, mostly kill -9,
 //                                              or debounce: trailing-debounced enqueues over 12 keys while workers are
 //                                              killed, producer sessions terminated and PostgreSQL restarted (not in the
 //                                              plain smoke: run it alone)
@@ -67,14 +68,14 @@ const { values: args } = parseArgs({
   },
 });
 
-// A named scenario runs alone: cron, outbox, workflow, flow, leader, debounce or patroni (each skips the job seeds and the others).
-const only = ['cron', 'outbox', 'workflow', 'flow', 'leader', 'debounce', 'patroni'].includes(args.scenario ?? '')
+// A named scenario runs alone: cron, outbox, workflow, workflow-parallel, flow, leader, debounce or patroni (each skips the job seeds and the others).
+const only = ['cron', 'outbox', 'workflow', 'workflow-parallel', 'flow', 'leader', 'debounce', 'patroni'].includes(args.scenario ?? '')
   ? args.scenario
   : undefined;
 const scenario = (only !== undefined ? 'mixed' : (args.scenario ?? 'mixed')) as Scenario;
 if (scenario !== 'mixed' && scenario !== 'calm' && !FAULT_KINDS.includes(scenario)) {
   console.error(
-    `--scenario must be mixed, calm, cron, outbox, workflow, flow, leader, debounce, patroni or one of ${FAULT_KINDS.join(', ')}`,
+    `--scenario must be mixed, calm, cron, outbox, workflow, workflow-parallel, flow, leader, debounce, patroni or one of ${FAULT_KINDS.join(', ')}`,
   );
   process.exit(2);
 }
@@ -434,6 +435,9 @@ if (only === 'outbox' || withCalm) outboxRuns.push(await runOutboxScenario({ see
 const workflowRuns: WorkflowRunResult[] = [];
 if (only === 'workflow' || withCalm) {
   workflowRuns.push(await runWorkflowScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
+}
+if (only === 'workflow-parallel' || withCalm) {
+  workflowRuns.push(await runWorkflowScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'], parallel: true }));
 }
 const leaderRuns: LeaderRunResult[] = [];
 if (only === 'leader') {

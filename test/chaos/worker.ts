@@ -10,7 +10,7 @@ import type { JobContext } from '../../src/index.ts';
 import { createBaton, JobCancelledError } from '../../src/index.ts';
 import { errorRecord, HistoryLog, type WriteRecord } from './history.ts';
 import { leaderKind, leaderRecord } from './leader-recorder.ts';
-import { CHAOS_WORKFLOW, chaosWorkflow } from './workflow-definition.ts';
+import { CHAOS_PARALLEL_WORKFLOW, CHAOS_WORKFLOW, chaosParallelWorkflow, chaosWorkflow } from './workflow-definition.ts';
 import { writeKind, writeRecords } from './write-recorder.ts';
 
 /** Environment the runner passes. */
@@ -308,10 +308,15 @@ const makeBaton = () => {
     queryTimeoutMs: Number(env.CHAOS_QUERY_TIMEOUT_MS ?? 2_000),
     handlers: { chaos: chaosHandler as (ctx: JobContext) => Promise<unknown> },
   });
-  // The workflow scenario's workflow (workflow.ts); idle in the others.
+  // The workflow scenarios' workflows (workflow.ts); idle in the others.
   b.workflow(
     CHAOS_WORKFLOW,
     chaosWorkflow(workerId, (r) => log.append(r)),
+    { queue: 'chaos', maxAttempts: 100 },
+  );
+  b.workflow(
+    CHAOS_PARALLEL_WORKFLOW,
+    chaosParallelWorkflow(workerId, (r) => log.append(r)),
     { queue: 'chaos', maxAttempts: 100 },
   );
   // Every background error, for the checker's count of errors with no fault active.

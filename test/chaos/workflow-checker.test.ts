@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { EffectRecord, FaultRecord, HistoryRecord } from './history.ts';
-import { type CheckedRun, checkWorkflows } from './workflow-checker.ts';
+import { type CheckedRun, checkOutputsByKey, checkWorkflows } from './workflow-checker.ts';
 
 const T = 1_000_000;
 const KEYS = ['a', 'b'];
@@ -53,5 +53,16 @@ describe('workflow chaos checker', () => {
     // A fault on another worker explains nothing.
     const elsewhere: FaultRecord = { type: 'fault', kind: 'pause', worker: 'w2', at: T - 50, until: T + 10, inFlight: [] };
     expect(check([run('1', '10')], [...ran('1', 'a', '9', 'w1', T - 300), elsewhere, ...base()]).ok).toBe(false);
+  });
+
+  it('fails a parallel run whose output is not its committed step memos', () => {
+    const memo = { token: '10', worker: 'w0' };
+    expect(checkOutputsByKey([{ ...run('1', '10'), output: { a: memo, b: memo } }], KEYS)).toEqual([]);
+    // Step b's output in the run is another lease's (a step that ran again and won after its memo).
+    expect(checkOutputsByKey([{ ...run('1', '10'), output: { a: memo, b: { token: '9', worker: 'w1' } } }], KEYS)).toEqual([
+      'run 1 step b: output {"token":"9","worker":"w1"} is not its committed memo {"token":"10","worker":"w0","committedAt":1000400}',
+    ]);
+    // An unfinished run has no output to check.
+    expect(checkOutputsByKey([{ ...run('1', '10', 'running'), output: null }], KEYS)).toEqual([]);
   });
 });

@@ -16,6 +16,29 @@ export interface CheckedRun {
   state: string;
   /** Committed steps by key: the lease token and worker in their output, and when they were committed. */
   steps: Map<string, { token: string; worker: string; committedAt: number }>;
+  /** The run's output, as stored. */
+  output?: unknown;
+}
+
+/**
+ * The parallel workflow's runs end with deterministic output: each succeeded run's output holds,
+ * by key, exactly the output its committed step memo holds (the lease that ran it), whatever
+ * order its parallel steps finished in and however many executions a fault cut off.
+ */
+export function checkOutputsByKey(runs: CheckedRun[], stepKeys: string[]): string[] {
+  const violations: string[] = [];
+  for (const run of runs) {
+    if (run.state !== 'succeeded') continue;
+    const out = (run.output ?? {}) as Record<string, { token?: string; worker?: string } | undefined>;
+    for (const key of stepKeys) {
+      const memo = run.steps.get(key);
+      const got = out[key];
+      if (!memo || got?.token !== memo.token || got?.worker !== memo.worker) {
+        violations.push(`run ${run.id} step ${key}: output ${JSON.stringify(got)} is not its committed memo ${JSON.stringify(memo)}`);
+      }
+    }
+  }
+  return violations;
 }
 
 export interface WorkflowCheck {

@@ -2,7 +2,8 @@
 // against the real daemon with its demo handlers: the demo button starts place-order runs, the
 // runs list (linkable with its filter) shows them waiting for their event, a run's timeline
 // (#/runs/<id>) shows each step and what the run waits for, sending the event from the console
-// finishes the run, and a wait that timed out is shown as timed out. Assertions read the
+// finishes the run, a wait that timed out is shown as timed out, and a blocked run shows its
+// reason with resume and cancel. Assertions read the
 // database and the DOM; every wait is a Playwright wait or a polled condition.
 
 import type { Page } from 'playwright-core';
@@ -93,5 +94,34 @@ describe.skipIf(!hasChromium)('console workflow views (headless Chromium)', () =
     expect(await page.textContent(`${shipped} .step-status`)).toBe('timed out');
     // A delivered event stays succeeded (the first test's run).
     expect(await page.$(`#timeline-steps li[data-timed-out="true"]:not([data-step-key="shipped"])`)).toBeNull();
+  }, 60_000);
+
+  it('shows a blocked run with its reason, offers resume and cancel, and cancels it from its button', async () => {
+    const res = await fetch(`${base}/api/workflows/place-order/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ input: { sku: 'blocked', amount: 1, shipWithinMs: 600_000 } }),
+    });
+    const { run } = (await res.json()) as { run: { id: string } };
+    await waitFor(
+      async () => (await db.query('SELECT state FROM baton.workflow_runs WHERE id = $1', [run.id])).rows[0]?.state === 'waiting',
+      { timeoutMs: 20_000, message: 'the run to wait for shipped' },
+    );
+    // As an execution that found its history unreplayable leaves it (the block itself is the engine's, tested there).
+    const reason = { code: 'NON_DETERMINISM', message: 'workflow "place-order" is not deterministic', steps: ['charge', 'charge-card'] };
+    await db.query(`UPDATE baton.workflow_runs SET state = 'blocked', blocked_reason = $2::jsonb WHERE id = $1`, [run.id, reason]);
+    await page.goto(`${base}/#/runs?state=blocked`);
+    const row = `#runs tr[data-run-id="${run.id}"][data-state="blocked"]`;
+    await page.waitForSelector(row, { timeout: 15_000 });
+    expect(await page.textContent(`${row} [data-field="blocked-reason"]`)).toBe('NON_DETERMINISM: charge, charge-card');
+    expect(await page.getAttribute(`${row} [data-field="blocked-reason"]`, 'title')).toBe(reason.message);
+    expect(await page.textContent(`${row} button[data-run-action="replay"]`)).toBe('resume');
+    await page.click(`${row} button[data-run-action="cancel"]`);
+    await waitFor(
+      async () => (await db.query('SELECT state FROM baton.workflow_runs WHERE id = $1', [run.id])).rows[0]?.state === 'cancelled',
+      { timeoutMs: 15_000, message: 'the blocked run to be cancelled' },
+    );
+    // The list filtered on blocked no longer shows it.
+    await page.waitForSelector(`#runs tr[data-run-id="${run.id}"]`, { state: 'detached', timeout: 15_000 });
   }, 60_000);
 });

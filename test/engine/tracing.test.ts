@@ -3,30 +3,18 @@
 // attempt's handler runs in a CONSUMER span that is a child of the producer's span and links
 // to it, on every retry, in whichever engine claims it, with the job's attributes and outcome.
 
-import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { BasicTracerProvider, InMemorySpanExporter, type ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { describe, expect, it } from 'vitest';
 import { TerminalError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { useInMemoryTracing } from '../helpers/otel.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { startApi } from '../http/harness.ts';
 import { rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
-const exporter = new InMemorySpanExporter();
-const contextManager = new AsyncLocalStorageContextManager();
-
-beforeAll(() => {
-  context.setGlobalContextManager(contextManager.enable());
-  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
-});
-afterAll(() => {
-  trace.disable();
-  context.disable();
-  propagation.disable();
-});
-beforeEach(() => exporter.reset());
+const exporter = useInMemoryTracing();
 
 const tracer = () => trace.getTracer('test');
 const jobSpans = (id: string): ReadableSpan[] =>

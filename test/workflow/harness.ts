@@ -2,7 +2,7 @@
 // before each test and waits for a run to reach a state (polling, with a deadline).
 
 import { beforeEach, expect } from 'vitest';
-import type { Baton, RunDetail, RunState } from '../../src/index.ts';
+import { type Baton, BatonError, type RunDetail, type RunState } from '../../src/index.ts';
 import { type EngineOptions, type Engines, useEngines } from '../engine/harness.ts';
 import type { TestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
@@ -35,6 +35,15 @@ export async function jobOf(db: TestDatabase, runId: string): Promise<{ id: stri
   return r.rows[0];
 }
 
+/** The events stored for run `runId`, oldest first, with the wait that consumed each (null: kept). */
+export async function runEvents(
+  db: TestDatabase,
+  runId: string,
+): Promise<Array<{ name: string; payload: unknown; consumed_by: string | null }>> {
+  const r = await db.query('SELECT name, payload, consumed_by FROM baton.workflow_events WHERE run_id = $1 ORDER BY id', [runId]);
+  return r.rows;
+}
+
 /**
  * The finished-job counters (what queue counts read) and the finished-run counts (migration 0029,
  * what the runs' scrape reads) agree with the rows: every statement that cancels, replays or
@@ -55,9 +64,20 @@ export async function expectCountersMatchRows(db: TestDatabase): Promise<void> {
           UNION ALL SELECT name, state, n FROM baton.workflow_run_count_deltas) x
         GROUP BY name, state HAVING sum(n) <> 0) c) AS "countedRuns",
       (SELECT COALESCE(json_agg(r ORDER BY r.name, r.state), '[]') FROM (
-        SELECT name, state, count(*)::int AS n FROM baton.workflow_runs WHERE state IN ('succeeded', 'cancelled')
+        SELECT name, state, count(*)::int AS n FROM baton.workflow_runs WHERE state IN ('succeeded', 'cancelled', 'timed_out')
         GROUP BY name, state) r) AS runs`,
   );
   expect(r.rows[0]!.counted).toEqual(r.rows[0]!.rows);
   expect(r.rows[0]!.countedRuns).toEqual(r.rows[0]!.runs);
+}
+
+/** The code of the BatonError `p` rejects with (throws when it resolves or rejects otherwise). */
+export async function batonCode(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof BatonError) return err.code;
+    throw err;
+  }
+  throw new Error('expected a BatonError');
 }

@@ -1,6 +1,6 @@
 // Durable steps end to end through createBaton: outputs committed in order, a retried
 // run resumes at the failed step (completed steps run once), executions see committed
-// (jsonb-normalised) values, non-determinism dead-letters naming the step, and a step
+// (jsonb-normalised) values, non-determinism blocks the run naming the steps, and a step
 // write from a driving job whose lease was taken over is refused.
 
 import { describe, expect, it } from 'vitest';
@@ -159,7 +159,7 @@ describe('workflow steps', () => {
     expect(dead.errors.at(-1)?.message).toContain('requires the output of "later"');
   });
 
-  it('TerminalError in a step dead-letters the run at once; a code change under a run is detected and names the step', async () => {
+  it('TerminalError in a step dead-letters the run at once; a code change under a run blocks it, naming the steps', async () => {
     const baton = engines.create({ queues: { default: 2 } });
     let version = 1;
     baton.workflow('evolving', async (ctx) => {
@@ -181,10 +181,13 @@ describe('workflow steps', () => {
     await baton.start();
     const evolving = await baton.startWorkflow('evolving');
     const terminal = await baton.startWorkflow('terminal');
-    const dead = await runInState(baton, evolving.run.id, 'dead_lettered');
-    expect(dead.deadLetterReason).toBe('terminal_error');
-    expect(dead.errors.at(-1)?.name).toBe('NonDeterminismError');
-    expect(dead.errors.at(-1)?.message).toContain('step "inserted" where its history has step "a"');
+    const blocked = await runInState(baton, evolving.run.id, 'blocked');
+    expect(blocked.blockedReason).toMatchObject({ code: 'NON_DETERMINISM', steps: ['inserted', 'a'] });
+    expect(blocked.blockedReason?.message).toContain('reached "inserted", which its history does not hold, and went past step "a"');
+    expect(blocked.steps.map((s) => [s.key, s.status])).toEqual([
+      ['a', 'succeeded'],
+      ['b', 'failed'],
+    ]);
     const declined = await runInState(baton, terminal.run.id, 'dead_lettered');
     expect(declined.errors.map((e) => e.message)).toEqual(['step "x" failed: card declined']);
     expect(declined.steps.map((s) => [s.key, s.status])).toEqual([['x', 'failed']]);

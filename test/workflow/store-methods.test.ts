@@ -74,7 +74,7 @@ describe('workflow store methods', () => {
       occurrence: 1,
       seq,
       kind,
-      waitEvent,
+      wait: waitEvent === null ? null : { names: [waitEvent], match: null },
       delayMs: kind === 'event' ? null : 60_000,
       until: null,
     });
@@ -83,7 +83,7 @@ describe('workflow store methods', () => {
   const suspendAt = async (lease: RunLease, name: string, seq: number, kind: 'event' | 'children', waitEvent: string | null) => {
     const armed = await arm(lease, name, kind, waitEvent, seq);
     expect(armed).toMatchObject({ ok: true, status: 'waiting', due: false });
-    expect(await store.workflowSuspend({ ...lease, name, occurrence: 1, state: 'waiting', waitEvent })).toMatchObject({
+    expect(await store.workflowSuspend({ ...lease, steps: [{ name, occurrence: 1 }], state: 'waiting', waitEvent })).toMatchObject({
       ok: true,
       due: false,
     });
@@ -172,7 +172,7 @@ describe('workflow store methods', () => {
   describe('workflowFinishWait', () => {
     it('an event wait is not done until an event comes; then it consumes the oldest one and advances progress', async () => {
       const lease = await claimedRun();
-      const wait = { ...lease, name: 'e', occurrence: 1, waitEvent: 'go', stepKey: 'e' };
+      const wait = { ...lease, name: 'e', occurrence: 1, stepKey: 'e' };
       await arm(lease, 'e', 'event', 'go');
       expect(await store.workflowFinishWait(wait)).toEqual({ ok: true, done: false, output: null });
       expect(await stepRow(lease.runId, 'e')).toMatchObject({ status: 'waiting', attempts: 0 });
@@ -196,10 +196,10 @@ describe('workflow store methods', () => {
     it('a sleep is done once its wake-up time has passed (output null), not before', async () => {
       const lease = await claimedRun();
       const arm = (name: string, seq: number, delayMs: number | null, until: Date | null) =>
-        store.workflowArmWait({ ...lease, name, occurrence: 1, seq, kind: 'sleep', waitEvent: null, delayMs, until });
+        store.workflowArmWait({ ...lease, name, occurrence: 1, seq, kind: 'sleep', wait: null, delayMs, until });
       await arm('later', 0, 60_000, null);
       await arm('past', 1, null, new Date('2000-01-01T00:00:00Z'));
-      const finish = (name: string) => store.workflowFinishWait({ ...lease, name, occurrence: 1, waitEvent: null, stepKey: name });
+      const finish = (name: string) => store.workflowFinishWait({ ...lease, name, occurrence: 1, stepKey: name });
       expect(await finish('later')).toEqual({ ok: true, done: false, output: null });
       expect(await stepRow(lease.runId, 'later')).toMatchObject({ status: 'waiting' });
       expect(await finish('past')).toEqual({ ok: true, done: true, output: null });
@@ -212,7 +212,7 @@ describe('workflow store methods', () => {
       await arm(stale, 'e', 'event', 'go');
       await store.workflowSendEvent({ runId: stale.runId, name: 'go', payload: '1', idempotencyKey: null });
       await claim(stale.jobId);
-      expect(await store.workflowFinishWait({ ...stale, name: 'e', occurrence: 1, waitEvent: 'go', stepKey: 'e' })).toEqual({ ok: false });
+      expect(await store.workflowFinishWait({ ...stale, name: 'e', occurrence: 1, stepKey: 'e' })).toEqual({ ok: false });
       expect(await stepRow(stale.runId, 'e')).toMatchObject({ status: 'waiting', output: null, attempts: 0 });
       expect((await events(stale.runId)).map((e) => e.consumed_by)).toEqual([null]);
       expect((await runRow(stale.runId)).progress).toBe(0);
@@ -315,7 +315,7 @@ describe('workflow store methods', () => {
       const runningChild = await start({ parentRunId: running.runId });
       const sleeping = await claimedRun();
       await arm(sleeping, 'z', 'sleep');
-      await store.workflowSuspend({ ...sleeping, name: 'z', occurrence: 1, state: 'sleeping', waitEvent: null });
+      await store.workflowSuspend({ ...sleeping, steps: [{ name: 'z', occurrence: 1 }], state: 'sleeping', waitEvent: null });
       const sleepingChild = await start({ parentRunId: sleeping.runId });
       const before = [await jobRow(running.jobId), await jobRow(sleeping.jobId)];
       expect(before[1]).toMatchObject({ state: 'pending', due: false });
@@ -443,14 +443,14 @@ describe('workflow store methods', () => {
 
     it('the registry answers what an engine registered last, and null for a name never registered', async () => {
       expect(await store.workflowDefinition('never')).toBeNull();
-      await store.workflowRegister([{ name: 'reg', queue: 'first-q', maxAttempts: 3 }]);
-      await store.workflowRegister([{ name: 'reg', queue: 'second-q', maxAttempts: 6 }]);
-      expect(await store.workflowDefinition('reg')).toMatchObject({ queue: 'second-q', maxAttempts: 6 });
+      await store.workflowRegister([{ name: 'reg', queue: 'first-q', maxAttempts: 3, runTimeoutMs: null }]);
+      await store.workflowRegister([{ name: 'reg', queue: 'second-q', maxAttempts: 6, runTimeoutMs: 90_000 }]);
+      expect(await store.workflowDefinition('reg')).toMatchObject({ queue: 'second-q', maxAttempts: 6, runTimeoutMs: 90_000 });
       await db.query('TRUNCATE baton.workflow_definitions');
     });
 
     it("takes the new job's queue and budget from the registry when the replaying process does not define the workflow", async () => {
-      await store.workflowRegister([{ name: 'w', queue: 'registered-q', maxAttempts: 4 }]);
+      await store.workflowRegister([{ name: 'w', queue: 'registered-q', maxAttempts: 4, runTimeoutMs: null }]);
       const lease = await claimedRun();
       await db.query('DELETE FROM baton.jobs WHERE id = $1', [lease.jobId]);
       await db.query(`UPDATE baton.workflow_runs SET state = 'cancelled', finished_at = now() WHERE id = $1`, [lease.runId]);

@@ -45,12 +45,14 @@ describe('workflow store', () => {
         occurrence: 1,
         seq: 0,
         kind: 'sleep',
-        waitEvent: null,
+        wait: null,
         delayMs: 1000,
         until: null,
       }),
     ).toEqual({ ok: false });
-    expect(await store.workflowSuspend({ ...stale, name: 'z', occurrence: 1, state: 'sleeping', waitEvent: null })).toEqual({ ok: false });
+    expect(await store.workflowSuspend({ ...stale, steps: [{ name: 'z', occurrence: 1 }], state: 'sleeping', waitEvent: null })).toEqual({
+      ok: false,
+    });
     expect(await store.workflowCompleteRun({ ...stale, output: '1' })).toEqual({ ok: false });
     expect(await store.workflowRefusal(stale)).toEqual({ kind: 'lease_lost' });
     const steps = await db.query('SELECT count(*)::int AS n FROM baton.workflow_steps');

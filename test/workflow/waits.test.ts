@@ -4,22 +4,14 @@
 // wait times out; cancel and replay have the same guards as jobs (409).
 
 import { describe, expect, it } from 'vitest';
-import { BatonError, TerminalError } from '../../src/index.ts';
+import { TerminalError } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { expectCountersMatchRows, jobOf, runInState, useWorkflowEngines } from './harness.ts';
+import { batonCode, expectCountersMatchRows, jobOf, runInState, useWorkflowEngines } from './harness.ts';
 
 const db = useTestDatabase();
 
-async function code(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-  } catch (err) {
-    if (err instanceof BatonError) return err.code;
-    throw err;
-  }
-  throw new Error('expected a BatonError');
-}
+const code = batonCode;
 
 describe('workflow continuations', () => {
   const engines = useWorkflowEngines(db);

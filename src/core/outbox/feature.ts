@@ -3,6 +3,7 @@
 // alone with each delete fenced by the lease's epoch.
 
 import type { EngineContext, FeatureParts } from '../engine-context.ts';
+import { noTracing } from '../tracing.ts';
 import { Relay } from './relay.ts';
 import { OutboxRetention } from './retention.ts';
 import { OutboxService, outboxChannelFor } from './service.ts';
@@ -16,6 +17,7 @@ export function outboxFeature(ctx: EngineContext): { outbox: OutboxService; part
     schema: ctx.config.schema,
     maxAttemptsDefault: deps.config.maxAttemptsDefault,
     relay,
+    captureTrace: () => (ctx.deps.tracing ?? noTracing).capture(),
   });
   const retention = new OutboxRetention({
     store: deps.store,

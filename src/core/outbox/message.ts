@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { BatonError } from '../../types/errors.ts';
 import type { NewOutboxMessage } from '../../types/outbox.ts';
+import type { TraceCarrier } from '../../types/trace.ts';
 import { nameSchema as name } from '../config.ts';
 import { jsonTextHasNul } from '../job-spec.ts';
 
@@ -26,6 +27,11 @@ export const TOPIC_MAX_CHARS = 255;
 export const ORDERING_KEY_MAX_CHARS = 255;
 /** Most messages one recordMany takes (one INSERT statement). */
 export const RECORD_BATCH_MAX = 10_000;
+/**
+ * Most headers a producer may give one message. The trace context Baton adds (withTraceHeaders)
+ * comes on top of them: a stored message carries at most OUTBOX_HEADERS_MAX + 2 headers, so
+ * whether tracing is on never decides whether a producer's message is accepted.
+ */
 export const OUTBOX_HEADERS_MAX = 32;
 
 const noNul = (s: string) => !s.includes('\u0000');
@@ -95,4 +101,20 @@ export function normalizeMessage(input: OutboxMessageInput, maxAttemptsDefault: 
     orderingKey: m.orderingKey ?? null,
     maxAttempts: m.maxAttempts ?? maxAttemptsDefault,
   };
+}
+
+/**
+ * The message with the producer's W3C trace context as `traceparent` / `tracestate` headers,
+ * which every publisher sends as it sends the others (webhook request headers, AMQP message
+ * headers, NATS headers), so a consumer continues the producer's trace. A traceparent the
+ * producer set itself is kept as given. These two are beyond OUTBOX_HEADERS_MAX. A tracestate
+ * that is not a valid header value (a caller's, unchecked by the W3C parse) is left out: every
+ * publish of the message would fail on it.
+ */
+export function withTraceHeaders(m: NewOutboxMessage, trace: TraceCarrier | null): NewOutboxMessage {
+  const given = (name: string) => Object.keys(m.headers).some((n) => n.toLowerCase() === name);
+  if (!trace || given('traceparent')) return m;
+  const headers: Record<string, string> = { ...m.headers, traceparent: trace.traceparent };
+  if (trace.tracestate && HEADER_VALUE.test(trace.tracestate) && !given('tracestate')) headers.tracestate = trace.tracestate;
+  return { ...m, headers };
 }

@@ -10,6 +10,8 @@ import { BatonError } from '../../types/errors.ts';
 import { isJobId } from '../../types/job.ts';
 import { assertListCursor } from '../admin.ts';
 import { nameSchema } from '../config.ts';
+import { givenTrace } from '../producer.ts';
+import type { TraceCarrier } from '../tracing.ts';
 import {
   normalizeMessage,
   OUTBOX_STATES,
@@ -18,6 +20,7 @@ import {
   type OutboxState,
   RECORD_BATCH_MAX,
   type RecordResult,
+  withTraceHeaders,
 } from './message.ts';
 import type { Relay, RelayCounters, RelayEvents } from './relay.ts';
 
@@ -32,10 +35,15 @@ export function outboxChannelFor(schema: string): string {
   return `baton_outbox_${createHash('sha1').update(schema).digest('hex').slice(0, 24)}`;
 }
 
-/** Options of outbox.record and recordMany: the caller's transaction. */
+/** Options of outbox.record and recordMany: the caller's transaction and trace context. */
 export interface RecordOptions {
   /** The caller's client, inside their transaction: the message commits or rolls back with it. */
   client?: Queryable;
+  /**
+   * The W3C trace context sent with the messages (traceparent / tracestate headers); null: none.
+   * Default: the active one (when tracing is on), as enqueue captures it.
+   */
+  traceContext?: TraceCarrier | null;
 }
 
 /** The filter and page of outbox.list. */
@@ -104,6 +112,8 @@ export interface OutboxServiceDeps {
   schema: string;
   maxAttemptsDefault: number;
   relay: Relay | null;
+  /** The active trace context, sent with each message recorded without one given. */
+  captureTrace?: () => TraceCarrier | null;
 }
 
 const optionalName = (what: string, v: string | undefined): string | undefined => {
@@ -140,7 +150,10 @@ export class OutboxService implements OutboxApi {
       throw new BatonError('INVALID_ARGUMENT', `messages must be an array of at most ${RECORD_BATCH_MAX} messages`);
     }
     if (messages.length === 0) return [];
-    const normalized = messages.map((m, i) => normalizeMessage(m, this.#d.maxAttemptsDefault, messages.length > 1 ? i : undefined));
+    const trace = opts.traceContext === undefined ? (this.#d.captureTrace?.() ?? null) : opts.traceContext && givenTrace(opts.traceContext);
+    const normalized = messages.map((m, i) =>
+      withTraceHeaders(normalizeMessage(m, this.#d.maxAttemptsDefault, messages.length > 1 ? i : undefined), trace),
+    );
     const results = await this.#d.store.outboxInsertMany({ messages: normalized, client: opts.client, channel: this.#channel });
     // Committed already (no caller's transaction): the local relay need not wait for the NOTIFY.
     if (!opts.client && results.some((r) => r.created)) this.#d.relay?.wake();

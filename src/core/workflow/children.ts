@@ -12,12 +12,25 @@ export const jobChildId = (jobId: string) => `${JOB_CHILD}${jobId}`;
 /** A children wait re-checks this often even without a wake-up (a child dead-lettered by the reaper sends none). */
 export const CHILDREN_POLL_MS = 30_000;
 export const CHILDREN_MAX = 1_000;
-const FINAL_CHILD_STATES: ReadonlySet<string> = new Set(['succeeded', 'dead_lettered', 'cancelled']);
+const FINAL_CHILD_STATES: ReadonlySet<string> = new Set(['succeeded', 'dead_lettered', 'cancelled', 'timed_out']);
+
+const plainJobIds = (ids: string[]) => ids.filter((id) => id.startsWith(JOB_CHILD)).map((id) => id.slice(JOB_CHILD.length));
+
+/**
+ * After the suspend of a children wait: true when the run must be woken to look again, because
+ * every child has finished or a plain child job's outcome may be committing right now (its
+ * finishing statement saw the run still running, so it woke nobody).
+ */
+export async function childrenMayBeOver(store: WorkflowStore, ids: string[]): Promise<boolean> {
+  if ((await joinedChildren(store, ids)) !== null) return true;
+  const jobIds = plainJobIds(ids);
+  return jobIds.length > 0 && (await store.workflowChildJobsSettling({ jobIds }));
+}
 
 /** Every child's outcome in order once all have finished, else null. */
 export async function joinedChildren(store: WorkflowStore, ids: string[]): Promise<ChildResult[] | null> {
   const runIds = ids.filter((id) => !id.startsWith(JOB_CHILD));
-  const jobIds = ids.filter((id) => id.startsWith(JOB_CHILD)).map((id) => id.slice(JOB_CHILD.length));
+  const jobIds = plainJobIds(ids);
   const [runs, jobs] = await Promise.all([
     runIds.length > 0 ? store.workflowChildOutcomes({ runIds }) : [],
     jobIds.length > 0 ? store.workflowJobOutcomes({ jobIds }) : [],

@@ -1,22 +1,34 @@
-// The context a workflow function runs with (ctx), for one execution: each call is checked
-// against the run's history by position (a mismatch is non-determinism, never a silent
-// divergence), a completed step answers from history, a new step's output is committed under
-// the lease before the function goes on, and a wait ends the execution by giving the job back.
+// The context a workflow function runs with (ctx), for one execution: each call is looked up in
+// the run's history by its key (steps started together may finish in any order), a completed step
+// answers from history, a new step's output is committed under the lease before its caller goes
+// on, a history the code cannot replay is non-determinism (recorded: the run blocks, never a
+// silent divergence), and waits (waits.ts) that are not over end the execution once nothing else is in
+// flight (parking.ts).
 
 import type { HistoryStep, RunLease } from '../../driver/workflow-store.ts';
 import { LeaseLostError, NonDeterminismError, TerminalError } from '../../types/errors.ts';
-import type { ChildResult, ChildSpec, StepContext, StepKind, WorkflowContext, WorkflowEvent } from '../../types/workflow.ts';
+import type {
+  BlockedReason,
+  ChildResult,
+  ChildSpec,
+  StepContext,
+  StepKind,
+  WaitForEventOptions,
+  WorkflowContext,
+  WorkflowEvent,
+} from '../../types/workflow.ts';
 import type { JobContext } from '../handler.ts';
 import { DELAY_MS_MAX, RUN_AT_MAX, RUN_AT_MIN } from '../job-spec.ts';
-import { CHILDREN_MAX, CHILDREN_POLL_MS, joinedChildren } from './children.ts';
+import { CHILDREN_MAX } from './children.ts';
+import { refusalOf } from './deadline.ts';
+import { type EventWait, eventWait } from './event-wait.ts';
 import type { ExecutionDeps } from './execution.ts';
+import { displayKey, History, PATCH_PREFIX } from './history.ts';
 import { StepFailedError, Stop, Suspended, serialise, stopResult } from './outcome.ts';
+import { type ParkedWait, Parking, suspendWaits } from './parking.ts';
+import { joinChildren, NotOver, sleepOrEvent, type WaitIo } from './waits.ts';
 
 const KEY_MAX_CHARS = 256;
-
-function displayKey(name: string, occurrence: number): string {
-  return occurrence === 1 ? name : `${name}#${occurrence}`;
-}
 
 export class Execution implements WorkflowContext {
   readonly runId: string;
@@ -28,20 +40,27 @@ export class Execution implements WorkflowContext {
   ended: Suspended | Stop | null = null;
   readonly #lease: RunLease;
   readonly #d: ExecutionDeps;
-  /** Completed or started entries of the run's history, in order: the n-th call must match the n-th. */
-  readonly #history: HistoryStep[];
-  /** Failed attempts so far, by step key. */
-  readonly #failed = new Map<string, number>();
+  /** Why the run's history cannot be replayed by this code, once a call found out. */
+  divergence: BlockedReason | null = null;
+  readonly #history: History;
   readonly #occurrences = new Map<string, number>();
+  /** Names of steps and waits in flight: two with one name at once could not be told apart. */
+  readonly #inFlight = new Set<string>();
   /** The job's signal, also aborted when the run is cancelled from this process. */
   readonly #signal: AbortSignal;
   /** The driving job's progress report, which each step is given. */
   readonly #progress: JobContext['progress'];
+  /** Executions that crashed in a row before this one: steps called before its first commit add them to their attempt. */
+  readonly #crashes: number;
+  /** This execution committed a step or found a wait over: the run's crash count went back to 0 (docs: step.attempt). */
+  #committed = false;
+  readonly parking: Parking;
+  /** What the wait calls (waits.ts) use of this execution. */
+  readonly #io: WaitIo;
   #calls = 0;
-  #busy = false;
 
   constructor(
-    run: { id: string; name: string; tenantId: string; input: unknown; steps: HistoryStep[] },
+    run: { id: string; name: string; tenantId: string; input: unknown; steps: HistoryStep[]; crashes?: number },
     lease: RunLease,
     job: JobContext,
     d: ExecutionDeps,
@@ -56,8 +75,20 @@ export class Execution implements WorkflowContext {
     this.#progress = job.progress;
     this.#lease = lease;
     this.#d = d;
-    this.#history = run.steps.filter((s) => s.status !== 'failed');
-    for (const s of run.steps) if (s.status === 'failed') this.#failed.set(displayKey(s.name, s.occurrence), s.attempts);
+    this.#history = new History(run.steps);
+    this.#crashes = run.crashes ?? 0;
+    this.parking = new Parking((waits) => this.#suspend(waits));
+    this.#io = {
+      store: d.store,
+      lease,
+      counters: d.counters,
+      refused: () => this.#refused(),
+      diverged: (what, steps) => this.#diverged(what, steps),
+      checkNew: (name, occurrence) => this.#checkNew(name, occurrence),
+      committed: () => {
+        this.#committed = true;
+      },
+    };
   }
 
   get signal(): AbortSignal {
@@ -70,39 +101,71 @@ export class Execution implements WorkflowContext {
 
   /** A function that returns before reaching every step its history holds has changed. */
   ensureHistoryUsed(): void {
-    const next = this.#history[this.#calls];
+    const next = this.#history.firstUnreached();
     if (next) {
-      throw new NonDeterminismError(
-        `workflow "${this.name}" run ${this.runId} is not deterministic: it returned where its history has step ` +
-          `"${displayKey(next.name, next.occurrence)}" (position ${next.seq + 1})`,
-      );
+      const shown = displayKey(next.name, next.occurrence);
+      this.#diverged(`it returned where its history has step "${shown}" (position ${next.seq + 1})`, [shown]);
     }
   }
 
-  /** Claims the next position for `key`, checking it against the history; returns the history entry there. */
+  /** Records the non-determinism (the run blocks on it) and throws it. */
+  #diverged(what: string, steps: string[]): never {
+    const message = `workflow "${this.name}" run ${this.runId} is not deterministic: ${what}`;
+    this.divergence ??= { code: 'NON_DETERMINISM', message, steps };
+    throw new NonDeterminismError(message);
+  }
+
+  /** Claims the next position for `key` and its entry in the history, if any; the caller must `#leave(key)`. */
   #enter(key: string, kind: StepKind): { occurrence: number; seq: number; past: HistoryStep | undefined } {
     this.ensureOpen();
     if (typeof key !== 'string' || key.length === 0 || key.length > KEY_MAX_CHARS || key.includes('\u0000')) {
       throw new TerminalError(`a step key must be a string of 1-${KEY_MAX_CHARS} characters without NUL`);
     }
-    if (this.#busy) {
-      throw new TerminalError(`step "${key}" was called while another step was running: a run's steps run one at a time`);
+    if (key.startsWith(PATCH_PREFIX)) throw new TerminalError(`a step key may not start with "${PATCH_PREFIX}"`);
+    if (this.#inFlight.has(key)) {
+      throw new TerminalError(
+        `step "${key}" was called while a step of the same name was still running: steps that run together need distinct names`,
+      );
     }
     const occurrence = (this.#occurrences.get(key) ?? 0) + 1;
     this.#occurrences.set(key, occurrence);
     const seq = this.#calls++;
-    const past = this.#history[seq];
-    if (past && (past.name !== key || past.occurrence !== occurrence || past.kind !== kind)) {
-      throw new NonDeterminismError(
-        `workflow "${this.name}" run ${this.runId} is not deterministic: at position ${seq + 1} the code reached ` +
-          `${kind} "${displayKey(key, occurrence)}" where its history has ${past.kind} "${displayKey(past.name, past.occurrence)}"`,
-      );
+    const past = this.#history.take(key, occurrence);
+    if (past && past.kind !== kind) {
+      const shown = displayKey(key, occurrence);
+      this.#diverged(`the code reached ${kind} "${shown}" where its history has a ${past.kind} of that key`, [shown]);
     }
+    this.#inFlight.add(key);
+    this.parking.begin();
     return { occurrence, seq, past };
   }
 
+  #leave(key: string): void {
+    this.#inFlight.delete(key);
+    this.parking.end();
+  }
+
+  /**
+   * Before a step the history does not hold runs: when the code went past a position whose entry
+   * it never reached, that entry was renamed or removed (non-determinism), not followed by a new
+   * step. The calls that memoized siblings lead to come within a turn, so it looks after one.
+   */
+  async #checkNew(key: string, occurrence: number): Promise<void> {
+    if (!this.#history.pending) return;
+    await new Promise((resolve) => setImmediate(resolve));
+    const skipped = this.#history.skipped(this.#calls);
+    if (!skipped) return;
+    const shown = displayKey(key, occurrence);
+    const theirs = displayKey(skipped.name, skipped.occurrence);
+    this.#diverged(
+      `the code reached "${shown}", which its history does not hold, and went past ${skipped.kind} "${theirs}" ` +
+        `(position ${skipped.seq + 1}) without reaching it`,
+      [shown, theirs],
+    );
+  }
+
   async #refused(): Promise<never> {
-    const r = await this.#d.store.workflowRefusal(this.#lease);
+    const r = await refusalOf(this.#d, this.#lease);
     if (r.kind === 'lease_lost') throw new LeaseLostError(this.#lease.jobId, this.#lease.token);
     this.ended = new Stop(stopResult(r));
     throw this.ended;
@@ -110,38 +173,69 @@ export class Execution implements WorkflowContext {
 
   async step<T>(key: string, fn: (step: StepContext) => T | Promise<T>): Promise<T> {
     const { occurrence, seq, past } = this.#enter(key, 'step');
-    if (past?.status === 'succeeded') {
-      this.#d.counters.stepReplaysAvoided++;
-      return past.output as T;
+    // Taken at the call: a sibling's commit landing before fn starts does not take it away.
+    const crashed = this.#committed ? 0 : this.#crashes;
+    try {
+      if (past?.status === 'succeeded') {
+        this.#d.counters.stepReplaysAvoided++;
+        return past.output as T;
+      }
+      await this.#checkNew(key, occurrence);
+      return (await this.#runStep(key, occurrence, seq, crashed, fn)) as T;
+    } finally {
+      this.#leave(key);
     }
+  }
+
+  async #runStep(key: string, occurrence: number, seq: number, crashed: number, fn: (step: StepContext) => unknown): Promise<unknown> {
     const shown = displayKey(key, occurrence);
     const startedAt = new Date();
     let value: unknown;
-    this.#busy = true;
     try {
       value = await fn({
         idempotencyKey: `${this.runId}:${shown}`,
-        attempt: (this.#failed.get(shown) ?? 0) + 1,
+        attempt: this.#history.failures(shown) + 1 + crashed,
         signal: this.#signal,
         progress: this.#progress,
       });
     } catch (err) {
-      this.#busy = false;
       const error = { name: err instanceof Error ? err.name : 'Error', message: err instanceof Error ? err.message : String(err) };
       // Recorded for the run's history only; the job's failure write is what counts.
       await this.#d.store.workflowFailStep({ ...this.#lease, name: key, occurrence, seq, error, startedAt }).catch(() => undefined);
       throw new StepFailedError(shown, err);
     }
-    this.#busy = false;
     this.ensureOpen();
     const output = serialise(value, `the output of step "${shown}"`);
     const res = await this.#d.batch.commitStep({ ...this.#lease, name: key, occurrence, seq, output, startedAt });
     if (!res.ok) return this.#refused();
+    this.#committed = true;
     this.#d.counters.stepsExecuted++;
-    if (!res.won && res.output === undefined) {
-      throw new NonDeterminismError(`workflow "${this.name}" run ${this.runId}: "${shown}" is not a step in the run's history`);
+    if (!res.won && res.output === undefined) this.#diverged(`"${shown}" is not a step in the run's history`, [shown]);
+    return res.output;
+  }
+
+  async patched(id: string): Promise<boolean> {
+    this.ensureOpen();
+    if (typeof id !== 'string' || id.length === 0 || id.length + PATCH_PREFIX.length > KEY_MAX_CHARS || id.includes('\u0000')) {
+      throw new TerminalError(`a patch id must be a string of 1-${KEY_MAX_CHARS - PATCH_PREFIX.length} characters without NUL`);
     }
-    return res.output as T;
+    if (this.#history.hasPatch(id)) return true;
+    if (this.#history.passed(this.#calls)) return false;
+    this.parking.begin();
+    try {
+      // The marker takes no position (its seq is the next call's): removing patched() later shifts nothing.
+      const res = await this.#d.store.workflowMarkPatch({ ...this.#lease, name: `${PATCH_PREFIX}${id}`, seq: this.#calls });
+      if (!res.ok) return await this.#refused();
+      this.#history.addPatch(id);
+      return true;
+    } finally {
+      this.parking.end();
+    }
+  }
+
+  deprecatePatch(id: string): void {
+    this.ensureOpen();
+    if (typeof id !== 'string' || id.length === 0) throw new TerminalError('a patch id must be a non-empty string');
   }
 
   sleep(key: string, ms: number): Promise<void> {
@@ -159,21 +253,14 @@ export class Execution implements WorkflowContext {
     return this.#wait(key, 'sleep', null, null, until).then(() => undefined);
   }
 
-  waitForEvent<T = unknown>(key: string, eventName: string, opts: { timeoutMs?: number } = {}): Promise<WorkflowEvent<T> | null> {
-    const { timeoutMs } = opts;
-    if (timeoutMs !== undefined && (!Number.isFinite(timeoutMs) || timeoutMs < 0 || timeoutMs > DELAY_MS_MAX)) {
-      return Promise.reject(new TerminalError(`waitForEvent "${key}": timeoutMs must be a number from 0 to ${DELAY_MS_MAX}`));
+  waitForEvent<T = unknown>(key: string, eventName: string | string[], opts?: WaitForEventOptions): Promise<WorkflowEvent<T> | null> {
+    let wait: EventWait;
+    try {
+      wait = eventWait(key, eventName, opts);
+    } catch (err) {
+      return Promise.reject(err);
     }
-    if (typeof eventName !== 'string' || eventName.length === 0) {
-      return Promise.reject(new TerminalError(`waitForEvent "${key}": the event name must be a non-empty string`));
-    }
-    return this.#wait(
-      key,
-      'event',
-      eventName,
-      timeoutMs === undefined ? null : Math.ceil(timeoutMs),
-      null,
-    ) as Promise<WorkflowEvent<T> | null>;
+    return this.#wait(key, 'event', wait, wait.timeoutMs, null) as Promise<WorkflowEvent<T> | null>;
   }
 
   async all<T = unknown>(key: string, children: ChildSpec[]): Promise<Array<ChildResult<T>>> {
@@ -182,85 +269,36 @@ export class Execution implements WorkflowContext {
     }
     const parent = { runId: this.runId, tenantId: this.tenantId };
     const ids = await this.step<string[]>(key, () => this.#d.startChildren(parent, key, children));
-    const { occurrence, seq, past } = this.#enter(`${key}:join`, 'children');
-    if (past?.status === 'succeeded') {
-      this.#d.counters.stepReplaysAvoided++;
-      return past.output as Array<ChildResult<T>>;
+    const name = `${key}:join`;
+    const call = { name, ...this.#enter(name, 'children') };
+    let r: unknown;
+    try {
+      r = await joinChildren(this.#io, call, ids);
+    } finally {
+      this.#leave(name);
     }
-    const step = { ...this.#lease, name: `${key}:join`, occurrence };
-    const armed = await this.#d.store.workflowArmWait({
-      ...step,
-      seq,
-      kind: 'children',
-      waitEvent: null,
-      delayMs: CHILDREN_POLL_MS,
-      until: null,
-    });
-    if (!armed.ok) return this.#refused();
-    if (armed.kind !== 'children')
-      throw new NonDeterminismError(`workflow "${this.name}" run ${this.runId}: "${key}:join" is not a children wait`);
-    if (armed.status === 'succeeded') return armed.output as Array<ChildResult<T>>;
-    const joined = await joinedChildren(this.#d.store, ids);
-    if (joined) {
-      const fin = await this.#d.store.workflowCompleteWait({ ...step, output: JSON.stringify(joined) });
-      if (!fin.ok) return this.#refused();
-      if (fin.done) return fin.output as Array<ChildResult<T>>;
-    }
-    const s = await this.#d.store.workflowSuspend({ ...step, state: 'waiting', waitEvent: null });
-    if (!s.ok) return this.#refused();
-    // A child that finished between the look and the suspend saw this run still running and
-    // woke nobody: look again now that the run is waiting.
-    if (s.due || (await joinedChildren(this.#d.store, ids).catch(() => null))) {
-      const queue = s.due ? s.queue : await this.#d.store.workflowWakeRun({ jobId: this.#lease.jobId });
-      if (queue) this.#d.wake(queue);
-    }
-    this.ended = new Suspended(`workflow run ${this.runId} suspended until its children "${key}" finish`);
-    throw this.ended;
+    return (r instanceof NotOver ? this.parking.park(r.wait) : r) as Array<ChildResult<T>>;
   }
 
-  async #wait(
-    key: string,
-    kind: 'sleep' | 'event',
-    waitEvent: string | null,
-    delayMs: number | null,
-    until: Date | null,
-  ): Promise<unknown> {
-    const { occurrence, seq, past } = this.#enter(key, kind);
-    if (past?.status === 'succeeded') {
-      this.#d.counters.stepReplaysAvoided++;
-      return past.output;
+  async #wait(key: string, kind: 'sleep' | 'event', wait: EventWait | null, delayMs: number | null, until: Date | null): Promise<unknown> {
+    const call = { name: key, ...this.#enter(key, kind) };
+    let r: unknown;
+    try {
+      r = await sleepOrEvent(this.#io, call, kind, wait, delayMs, until);
+    } finally {
+      this.#leave(key);
     }
-    const step = { ...this.#lease, name: key, occurrence };
-    if (past?.status === 'waiting') {
-      // Armed by an earlier execution: its wake-up time stands; see whether the wait is over.
-      const fin = await this.#d.store.workflowFinishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
-      if (!fin.ok) return this.#refused();
-      if (fin.done) return fin.output;
-      return this.#suspend(step, kind, waitEvent);
-    }
-    const armed = await this.#d.store.workflowArmWait({ ...step, seq, kind, waitEvent, delayMs, until });
-    if (!armed.ok) return this.#refused();
-    if (armed.kind !== kind) {
-      throw new NonDeterminismError(
-        `workflow "${this.name}" run ${this.runId} is not deterministic: "${displayKey(key, occurrence)}" is a ${armed.kind} in its history, not a ${kind}`,
-      );
-    }
-    if (armed.status === 'succeeded') return armed.output;
-    if (kind === 'event' || armed.due) {
-      const fin = await this.#d.store.workflowFinishWait({ ...step, waitEvent, stepKey: displayKey(key, occurrence) });
-      if (!fin.ok) return this.#refused();
-      if (fin.done) return fin.output;
-    }
-    return this.#suspend(step, kind, waitEvent);
+    return r instanceof NotOver ? this.parking.park(r.wait) : r;
   }
 
-  /** Ends the execution at a sleep or event wait: the job is given back, due at the wake-up. */
-  async #suspend(step: RunLease & { name: string; occurrence: number }, kind: 'sleep' | 'event', waitEvent: string | null): Promise<never> {
-    const s = await this.#d.store.workflowSuspend({ ...step, state: kind === 'sleep' ? 'sleeping' : 'waiting', waitEvent });
-    if (!s.ok) return this.#refused();
-    // The event arrived between the look and the suspend: the job is due now, wake a worker.
-    if (s.due) this.#d.wake(s.queue);
-    this.ended = new Suspended(`workflow run ${this.runId} suspended at ${kind} "${displayKey(step.name, step.occurrence)}"`);
-    throw this.ended;
+  /**
+   * Ends the execution at the waits parked (parking.ts): the job is given back, due at the
+   * earliest wake-up, or now when an event one waits for is here. Answers what ends it.
+   */
+  async #suspend(waits: ParkedWait[]): Promise<unknown> {
+    if (!(await suspendWaits(this.#d, this.#lease, waits))) return this.#refused().catch((err: unknown) => err);
+    const at = waits.map((w) => `${w.kind} "${displayKey(w.name, w.occurrence)}"`).join(', ');
+    this.ended = new Suspended(`workflow run ${this.runId} suspended at ${at}`);
+    return this.ended;
   }
 }

@@ -4,12 +4,13 @@
 // the job is given back (attempt refunded) due at the wake-up, and the runner writes nothing.
 
 import type { RunLease, WorkflowStore } from '../../driver/workflow-store.ts';
-import { TerminalError } from '../../types/errors.ts';
+import { BatonError, NonDeterminismError, TerminalError } from '../../types/errors.ts';
 import { isJobId } from '../../types/job.ts';
 import type { ChildSpec, WorkflowFn } from '../../types/workflow.ts';
 import type { JobContext } from '../handler.ts';
 import type { WorkflowBatcher } from './batcher.ts';
 import { Execution } from './context.ts';
+import { refusalOf } from './deadline.ts';
 import { Stop, serialise, stopOrThrow, stopResult } from './outcome.ts';
 
 /** What this process did for workflows: steps executed, step replays avoided, resumes by cause (`stats().workflows`). */
@@ -44,7 +45,9 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   if (!run) throw new TerminalError(`workflow run ${runId} does not exist`);
   if (run.state === 'succeeded') return run.output;
   if (run.state === 'cancelled') return { cancelled: true };
-  if (!run.marked) return stopOrThrow(await d.store.workflowRefusal(lease), lease);
+  // Blocked by an execution that died before its job's completion: nothing more to do.
+  if (run.state === 'blocked') return { blocked: true };
+  if (!run.marked) return stopOrThrow(await refusalOf(d, lease), lease);
   if (run.state === 'sleeping') d.counters.resumes.sleep++;
   else if (run.state === 'waiting') d.counters.resumes[run.eventReady ? 'event' : 'timeout']++;
   else if (ctx.job.attempt > 1) d.counters.resumes.retry++;
@@ -56,31 +59,82 @@ export async function executeRun(fn: WorkflowFn, ctx: JobContext, d: ExecutionDe
   const cancel = new AbortController();
   d.running?.set(runId, cancel);
   const exec = new Execution(run, lease, ctx, d, AbortSignal.any([ctx.signal, cancel.signal]));
+  const deadline = deadlineTimer(run, cancel);
   try {
-    const output = await fn(exec);
+    const output = await runToEnd(fn, exec);
     exec.ensureOpen();
     exec.ensureHistoryUsed();
+    if (exec.divergence) throw new NonDeterminismError(exec.divergence.message);
     const text = serialise(output, 'the workflow output');
     const done = await d.batch.completeRun({ ...lease, output: text });
     if (done.ok) {
       if (run.parentRunId) await wakeParent(d, runId);
       return done.output;
     }
-    return stopOrThrow(await d.store.workflowRefusal(lease), lease);
+    return stopOrThrow(await refusalOf(d, lease), lease);
   } catch (err) {
     // Whatever the function threw after the execution ended (a wait, a cancel) is its echo.
     if (exec.ended instanceof Stop) return exec.ended.result;
     if (exec.ended) throw exec.ended;
     if (err instanceof Stop) return err.result;
-    // Cancelled while a step ran: the step gave up on its signal; the run says why.
-    if (exec.signal.aborted) {
-      const r = await d.store.workflowRefusal(lease).catch(() => null);
-      if (r?.kind === 'cancelled') return stopResult(r);
+    if (exec.divergence) return block(exec, lease, d);
+    // Cancelled while a step ran: the step gave up on its signal; the run says why. A failure
+    // past the run's deadline ends it timed_out rather than in a retry, or in a dead letter on
+    // the last attempt (the database clock decides; runs without a deadline pay nothing here).
+    if (exec.signal.aborted || run.deadlineAt !== null) {
+      const r = await refusalOf(d, lease).catch(() => null);
+      if (r?.kind === 'cancelled' || r?.kind === 'timed_out') return stopResult(r);
     }
     throw err;
   } finally {
     if (d.running?.get(runId) === cancel) d.running.delete(runId);
+    if (deadline) clearTimeout(deadline);
   }
+}
+
+/**
+ * Runs the function until it settles or the execution suspends at its waits. Steps still in
+ * flight when it settles finish first: a sibling's output committed while another step threw is
+ * memoized, so the retry runs only what did not finish; every commit stays fenced by the lease.
+ */
+async function runToEnd(fn: WorkflowFn, exec: Execution): Promise<unknown> {
+  const settled = Promise.resolve()
+    .then(() => fn(exec))
+    .then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    );
+  const r = await Promise.race([settled, exec.parking.ended]);
+  await exec.parking.finish();
+  await exec.parking.idle();
+  if ('error' in r) throw r.error;
+  return r.value;
+}
+
+/** The run's history cannot be replayed by this code: the run stops, blocked with the reason, and the job completes. */
+async function block(exec: Execution, lease: RunLease, d: ExecutionDeps): Promise<unknown> {
+  const reason = exec.divergence;
+  const res = await d.store.workflowBlockRun({ ...lease, reason: JSON.stringify(reason) });
+  if (!res.ok) return stopOrThrow(await refusalOf(d, lease), lease);
+  return { blocked: reason };
+}
+
+/** Longest delay setTimeout keeps (a longer one fires at once); an execution never lasts that long. */
+const TIMER_MAX_MS = 2_147_483_647;
+
+/**
+ * Aborts the steps' signal at the run's deadline, so a step that honours it stops then rather
+ * than running on for an output that would be refused. Timed from the database clock of the
+ * load (deadline minus its now), started after the load answered: it never fires before the
+ * deadline. Null for a run without a deadline.
+ */
+function deadlineTimer(run: { id: string; deadlineAt: Date | null; nowMs: number }, cancel: AbortController): NodeJS.Timeout | null {
+  if (run.deadlineAt === null) return null;
+  const ms = Math.max(0, run.deadlineAt.getTime() - run.nowMs);
+  if (ms > TIMER_MAX_MS) return null;
+  const t = setTimeout(() => cancel.abort(new BatonError('RUN_STATE_CONFLICT', `workflow run ${run.id} reached its deadline`)), ms);
+  t.unref();
+  return t;
 }
 
 /** A child run finished: its waiting parent is due now (best effort: the parent also polls). */

@@ -8,6 +8,7 @@ import type { EngineContext, FeatureParts } from '../engine-context.ts';
 import { channelFor } from '../notifier.ts';
 import { Periodic } from '../periodic.ts';
 import { service } from '../service.ts';
+import { noTracing } from '../tracing.ts';
 import { Workflows } from './service.ts';
 
 /** How often the leader folds the run count deltas: a scrape reads those written since (and dead ones until vacuum). */
@@ -23,6 +24,7 @@ export function workflowsFeature(ctx: EngineContext): { workflows: Workflows; pa
       return result as NonNullable<typeof result>;
     },
     channelOf: (q) => channelFor(ctx.config.schema, q),
+    captureTrace: () => (ctx.deps.tracing ?? noTracing).capture(),
   });
   ctx.events.on('deadLettered', (e) => workflows.jobDeadLettered(e.job));
   const fold = new Periodic('workflow run counts', {

@@ -34,6 +34,7 @@ export function stopOrThrow(r: Refusal, lease: RunLease): unknown {
 export function stopResult(r: Exclude<Refusal, { kind: 'lease_lost' }>): unknown {
   if (r.kind === 'cancelled') return { cancelled: true };
   if (r.kind === 'superseded') return { superseded: true };
+  if (r.kind === 'timed_out') return { timedOut: true };
   return r.output;
 }
 

@@ -27,37 +27,50 @@ import {
 import { assertJobId, assertListCursor, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
 import { nameSchema } from '../config.ts';
 import type { Handler } from '../handler.ts';
-import { IDEMPOTENCY_KEY_MAX_CHARS, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
+import { DELAY_MS_MAX, IDEMPOTENCY_KEY_MAX_CHARS, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
+import { givenTrace } from '../producer.ts';
+import type { TraceCarrier } from '../tracing.ts';
 import { WorkflowBatcher } from './batcher.ts';
 import { jobChildId } from './children.ts';
 import { executeRun, type WorkflowCounters, wakeParent } from './execution.ts';
 import { inputRefusal, invalid, isInputSchema, jsonText } from './input.ts';
 
 export const WORKFLOW_JOB_TYPE_PREFIX = 'workflow:';
-const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting']);
-const REPLAYABLE_RUN_STATES: ReadonlySet<RunState> = new Set(['dead_lettered', 'cancelled']);
+const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting', 'blocked']);
+// A blocked run's replay is its resume: it runs again from its history under the code deployed now.
+const REPLAYABLE_RUN_STATES: ReadonlySet<RunState> = new Set(['dead_lettered', 'cancelled', 'blocked']);
 
 const jobTypeOf = (name: string) => `${WORKFLOW_JOB_TYPE_PREFIX}${name}`;
 const noNul = (s: string) => !s.includes('\u0000');
 const keySchema = z.string().min(1).max(IDEMPOTENCY_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes');
+const runTimeoutSchema = z.number().int().min(1).max(DELAY_MS_MAX);
 const optionsSchema = z
   .object({
     queue: nameSchema.optional(),
     maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_MAX).optional(),
     input: z.custom<InputSchema>(isInputSchema, 'must be a schema with parse(value), a zod schema for instance').optional(),
+    runTimeoutMs: runTimeoutSchema.optional(),
   })
   .strict();
-const startSchema = z.object({ tenantId: nameSchema.optional(), idempotencyKey: keySchema.optional() }).strict();
+const startSchema = z
+  .object({
+    tenantId: nameSchema.optional(),
+    idempotencyKey: keySchema.optional(),
+    runTimeoutMs: runTimeoutSchema.optional(),
+    traceContext: z.custom<TraceCarrier>((v) => typeof v === 'object' && v !== null, 'must be { traceparent, tracestate? }').optional(),
+  })
+  .strict();
 
 interface Definition {
   fn: WorkflowFn<never>;
   queue: string;
   maxAttempts: number;
   input: InputSchema | undefined;
+  runTimeoutMs: number | null;
 }
 
-/** Where a run of a workflow goes: its driving job's queue and attempt budget. */
-type Target = Pick<Definition, 'queue' | 'maxAttempts'>;
+/** Where a run of a workflow goes: its driving job's queue and attempt budget, and its default timeout. */
+type Target = Pick<Definition, 'queue' | 'maxAttempts' | 'runTimeoutMs'>;
 
 export interface WorkflowsDeps {
   store: WorkflowStore;
@@ -68,6 +81,8 @@ export interface WorkflowsDeps {
   enqueue: (spec: JobSpec) => Promise<EnqueueResult>;
   /** The NOTIFY channel of a queue. */
   channelOf: (queue: string) => string;
+  /** The active trace context, stored with a run's driving job (as enqueue does for a job). */
+  captureTrace?: () => TraceCarrier | null;
 }
 
 export class Workflows implements WorkflowRunsApi {
@@ -104,6 +119,7 @@ export class Workflows implements WorkflowRunsApi {
       queue: o.data.queue ?? 'default',
       maxAttempts: o.data.maxAttempts ?? 5,
       input: schema,
+      runTimeoutMs: o.data.runTimeoutMs ?? null,
     };
     this.#defs.set(name, def);
     const deps = {
@@ -158,6 +174,9 @@ export class Workflows implements WorkflowRunsApi {
         jobType: jobTypeOf(child.workflow),
         maxAttempts: def.maxAttempts,
         parentRunId: parent.runId,
+        runTimeoutMs: def.runTimeoutMs,
+        // The parent's execution span: each child's executions continue it.
+        traceContext: this.#d.captureTrace?.() ?? null,
       });
       if (!res.duplicate) this.#d.wake(def.queue);
       ids.push(res.run.id);
@@ -180,7 +199,7 @@ export class Workflows implements WorkflowRunsApi {
 
   /** Records the workflows defined here in the registry (engine start); a repeat refreshes last_seen_at. */
   async register(): Promise<void> {
-    const defs = [...this.#defs].map(([name, d]) => ({ name, queue: d.queue, maxAttempts: d.maxAttempts }));
+    const defs = [...this.#defs].map(([name, d]) => ({ name, queue: d.queue, maxAttempts: d.maxAttempts, runTimeoutMs: d.runTimeoutMs }));
     await this.#d.store.workflowRegister(defs);
   }
 
@@ -229,6 +248,8 @@ export class Workflows implements WorkflowRunsApi {
       tenantId: o.data.tenantId ?? 'default',
       input: inputText,
       idempotencyKey: o.data.idempotencyKey ?? null,
+      runTimeoutMs: o.data.runTimeoutMs ?? def.runTimeoutMs,
+      traceContext: o.data.traceContext === undefined ? (this.#d.captureTrace?.() ?? null) : givenTrace(o.data.traceContext),
     });
     if (!res.duplicate) this.#d.wake(def.queue);
     return res;
@@ -240,7 +261,17 @@ export class Workflows implements WorkflowRunsApi {
    */
   startOn(
     client: Queryable | undefined,
-    p: { name: string; target: Target; tenantId: string; input: string; idempotencyKey: string | null },
+    p: {
+      name: string;
+      /** runTimeoutMs: the workflow's default (a cron ticker's target passes the one resolve answered). */
+      target: Pick<Target, 'queue' | 'maxAttempts'> & { runTimeoutMs?: number | null };
+      tenantId: string;
+      input: string;
+      idempotencyKey: string | null;
+      /** Default: the workflow's own. */
+      runTimeoutMs?: number | null;
+      traceContext?: TraceCarrier | null;
+    },
   ): Promise<StartRunResult> {
     return this.#d.store.workflowStartRun(
       {
@@ -251,6 +282,8 @@ export class Workflows implements WorkflowRunsApi {
         queue: p.target.queue,
         jobType: jobTypeOf(p.name),
         maxAttempts: p.target.maxAttempts,
+        runTimeoutMs: p.runTimeoutMs === undefined ? (p.target.runTimeoutMs ?? null) : p.runTimeoutMs,
+        traceContext: p.traceContext ?? null,
       },
       client,
     );
@@ -306,19 +339,19 @@ export class Workflows implements WorkflowRunsApi {
     return this.#d.store.workflowListRuns({ ...rest, cursor, limit: rest.limit ?? LIST_LIMIT_DEFAULT, offset });
   }
 
-  /** Cancels a running, sleeping or waiting run and its pending driving job; an execution in progress stops at its next step. */
+  /** Cancels a running, sleeping, waiting or blocked run and its pending driving job; an execution in progress stops at its next step. */
   async cancelRun(runId: string): Promise<RunSummary> {
     assertJobId(runId);
     const res = await this.#d.store.workflowCancelRun({ runId, allowed: (r: RunForAction) => LIVE_RUN_STATES.has(r.state) });
     if (!res) throw notFound(runId);
-    if ('conflict' in res) throw conflict(runId, res.conflict, 'cancelled', 'running, sleeping or waiting');
+    if ('conflict' in res) throw conflict(runId, res.conflict, 'cancelled', 'running, sleeping, waiting or blocked');
     // Another process's execution learns of it at its next heartbeat (its lease was revoked).
     this.#running.get(runId)?.abort(new BatonError('RUN_STATE_CONFLICT', `workflow run ${runId} was cancelled`));
     await wakeParent({ store: this.#d.store, wake: this.#d.wake }, runId);
     return res;
   }
 
-  /** Resumes a dead-lettered or cancelled run at the step it stopped at; completed steps keep their outputs. */
+  /** Resumes a dead-lettered, cancelled or blocked run at the step it stopped at; completed steps keep their outputs. */
   async replayRun(runId: string): Promise<RunSummary> {
     assertJobId(runId);
     const fallback = (name: string) => this.#defs.get(name);
@@ -330,7 +363,7 @@ export class Workflows implements WorkflowRunsApi {
       maxAttempts: (name) => fallback(name)?.maxAttempts,
     });
     if (!res) throw notFound(runId);
-    if ('conflict' in res) throw conflict(runId, res.conflict, 'replayed', 'dead_lettered or cancelled');
+    if ('conflict' in res) throw conflict(runId, res.conflict, 'replayed', 'dead_lettered, cancelled or blocked');
     this.#d.wake(res.queue);
     return res.run;
   }

@@ -2,7 +2,7 @@
 // types. Ids arrive as text (the statements cast them), so nothing here parses a bigint.
 
 import type { HistoryStep, LoadedRun } from '../../driver/workflow-store.ts';
-import type { RunDetail, RunState, RunSummary, StepInfo } from '../../types/workflow.ts';
+import type { BlockedReason, RunDetail, RunState, RunSummary, StepInfo } from '../../types/workflow.ts';
 
 export interface SummaryRow {
   id: string;
@@ -13,10 +13,12 @@ export interface SummaryRow {
   progress: number;
   wait_event: string | null;
   wake_at: Date | null;
+  blocked_reason: BlockedReason | null;
   replay_count: number;
   created_at: Date;
   updated_at: Date;
   finished_at: Date | null;
+  deadline_at: Date | null;
 }
 
 export function toSummary(r: SummaryRow): RunSummary {
@@ -29,15 +31,18 @@ export function toSummary(r: SummaryRow): RunSummary {
     progress: r.progress,
     waitEvent: r.wait_event,
     wakeAt: r.wake_at,
+    blockedReason: r.blocked_reason,
     replayCount: r.replay_count,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
     finishedAt: r.finished_at,
+    deadlineAt: r.deadline_at,
   };
 }
 
 export interface LoadRow {
   marked: boolean;
+  crashes: number;
   id: string;
   name: string;
   tenant_id: string;
@@ -49,12 +54,14 @@ export interface LoadRow {
   parent_run_id: string | null;
   now_ms: number;
   event_ready: boolean;
+  deadline_at: Date | null;
   steps: HistoryStep[];
 }
 
 export function toLoaded(r: LoadRow): LoadedRun & { marked: boolean } {
   return {
     marked: r.marked,
+    crashes: r.crashes,
     id: r.id,
     name: r.name,
     tenantId: r.tenant_id,
@@ -65,6 +72,7 @@ export function toLoaded(r: LoadRow): LoadedRun & { marked: boolean } {
     waitEvent: r.wait_event,
     parentRunId: r.parent_run_id,
     eventReady: r.event_ready,
+    deadlineAt: r.deadline_at,
     nowMs: Number(r.now_ms),
     steps: r.steps,
   };

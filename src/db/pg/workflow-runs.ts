@@ -7,6 +7,7 @@ import type { RunForAction, WorkflowDefinitionRow, WorkflowStore } from '../../d
 import type { RunDetail, RunState, RunSummary } from '../../types/workflow.ts';
 import { lockNamespace } from './lock-namespace.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
+import { type WorkflowDeadlineQueries, workflowDeadlineQueries } from './queries/workflow-deadline.ts';
 import { type WorkflowRunQueries, workflowRunQueries } from './queries/workflow-run.ts';
 import { queryRows } from './query-rows.ts';
 import { inTransaction } from './transaction.ts';
@@ -18,6 +19,7 @@ type LockedRun = RunForAction & { storedState: string; waitEvent: string | null;
 export class PgWorkflowRuns {
   readonly #pool: PgPoolLike;
   readonly #q: WorkflowRunQueries;
+  readonly #deadline: WorkflowDeadlineQueries;
   /** The advisory-lock namespace that keeps folds of the run counts one at a time. */
   readonly #foldLock: number;
 
@@ -25,6 +27,7 @@ export class PgWorkflowRuns {
   constructor(pool: PgPoolLike, quotedSchema: string) {
     this.#pool = pool;
     this.#q = workflowRunQueries(quotedSchema);
+    this.#deadline = workflowDeadlineQueries(quotedSchema);
     this.#foldLock = lockNamespace('workflow-run-counts', quotedSchema);
   }
 
@@ -43,12 +46,19 @@ export class PgWorkflowRuns {
 
   async register(defs: WorkflowDefinitionRow[]): Promise<void> {
     if (defs.length === 0) return;
-    await this.#run(this.#q.register, [defs.map((d) => d.name), defs.map((d) => d.queue), defs.map((d) => d.maxAttempts)]);
+    await this.#run(this.#q.register, [
+      defs.map((d) => d.name),
+      defs.map((d) => d.queue),
+      defs.map((d) => d.maxAttempts),
+      defs.map((d) => d.runTimeoutMs),
+    ]);
   }
 
-  async definition(name: string): Promise<{ queue: string; maxAttempts: number } | null> {
-    const [r] = await this.#run<{ queue: string; max_attempts: number }>(this.#q.definition, [name]);
-    return r ? { queue: r.queue, maxAttempts: r.max_attempts } : null;
+  async definition(name: string): Promise<Omit<WorkflowDefinitionRow, 'name'> | null> {
+    const [r] = await this.#run<{ queue: string; max_attempts: number; run_timeout_ms: string | null }>(this.#q.definition, [name]);
+    return r
+      ? { queue: r.queue, maxAttempts: r.max_attempts, runTimeoutMs: r.run_timeout_ms === null ? null : Number(r.run_timeout_ms) }
+      : null;
   }
 
   /** On `on` (a transaction the caller holds, the cron ticker's fenced one) when given. */
@@ -56,14 +66,15 @@ export class PgWorkflowRuns {
     const body = async (c: Queryable) => {
       const [ins] = await this.#run<{ id: string }>(
         this.#q.insertRun,
-        [p.name, p.tenantId, p.input, p.idempotencyKey, p.parentRunId ?? null],
+        [p.name, p.tenantId, p.input, p.idempotencyKey, p.parentRunId ?? null, p.runTimeoutMs ?? null],
         c,
       );
       if (!ins) {
         const [row] = await this.#run<SummaryRow>(this.#q.runByKey, [p.tenantId, p.idempotencyKey], c);
         return { run: toSummary(row as SummaryRow), duplicate: true };
       }
-      const [job] = await this.#run<{ id: string }>(this.#q.insertJob, [p.tenantId, p.queue, p.jobType, ins.id, p.maxAttempts], c);
+      const trace = p.traceContext ? JSON.stringify(p.traceContext) : null;
+      const [job] = await this.#run<{ id: string }>(this.#q.insertJob, [p.tenantId, p.queue, p.jobType, ins.id, p.maxAttempts, trace], c);
       await this.#run(this.#q.linkJob, [ins.id, job?.id], c);
       return { run: await this.#summary(ins.id, c), duplicate: false };
     };
@@ -93,12 +104,13 @@ export class PgWorkflowRuns {
     // Nothing inserted: a repeated key (also after the run ended: a producer's retry is a
     // duplicate, not a conflict), or a run that takes no more events.
     let old = r.old_id;
-    if (!old && p.idempotencyKey !== null && r.state !== 'succeeded' && r.state !== 'cancelled') {
+    const over = r.state === 'succeeded' || r.state === 'cancelled' || r.state === 'timed_out';
+    if (!old && p.idempotencyKey !== null && !over) {
       // The repeat committed while this statement waited for it: a new statement sees it.
       old = (await this.#run<{ id: string }>(this.#q.eventByKey, [p.runId, p.idempotencyKey]))[0]?.id ?? null;
     }
     if (old) return { eventId: old, duplicate: true, wokeQueue: null };
-    if (r.state === 'succeeded' || r.state === 'cancelled') return { conflict: r.state };
+    if (over) return { conflict: r.state };
     throw new Error(`workflow run ${p.runId}: event neither inserted nor found`);
   }
 
@@ -127,6 +139,20 @@ export class PgWorkflowRuns {
     });
   }
 
+  /**
+   * Records a run past its deadline as timed_out (a repeat changes nothing) and, as a cancel
+   * does, cancels its live descendants and the plain jobs they await that have not started: a
+   * run that ended leaves no work behind (Temporal's default parent-close policy). Answers the
+   * queue of a waiting parent made due, if any.
+   */
+  timeOut(runId: string): Promise<string | null> {
+    return this.#tx(async (c) => {
+      const [t] = await this.#run<{ timed_out: boolean; woke_queue: string | null }>(this.#deadline.timeOutRun, [runId], c);
+      if (t?.timed_out) await this.#run(this.#q.cancelChildren, [runId], c);
+      return t?.woke_queue ?? null;
+    });
+  }
+
   replay(p: Parameters<WorkflowStore['workflowReplayRun']>[0]) {
     return this.#action(p, async (run, c) => {
       let queue: string | undefined;
@@ -138,7 +164,11 @@ export class PgWorkflowRuns {
         const [reg] = await this.#run<{ queue: string; max_attempts: number }>(this.#q.definition, [run.name], c);
         queue = p.queue(run.name) ?? reg?.queue ?? 'default';
         const maxAttempts = p.maxAttempts(run.name) ?? reg?.max_attempts ?? 5;
-        const [job] = await this.#run<{ id: string }>(this.#q.insertJob, [tenantId, queue, p.jobType(run.name), p.runId, maxAttempts], c);
+        const [job] = await this.#run<{ id: string }>(
+          this.#q.insertJob,
+          [tenantId, queue, p.jobType(run.name), p.runId, maxAttempts, null],
+          c,
+        );
         await this.#run(this.#q.linkJob, [p.runId, job?.id], c);
       }
       await this.#run(this.#q.replayRun, [p.runId], c);

@@ -118,30 +118,57 @@ export class PgWorkflowStore implements WorkflowStore {
   async workflowArmWait(p: Parameters<WorkflowStore['workflowArmWait']>[0]): Promise<Fenced<WaitRow>> {
     const [r] = await this.#run<{ kind: WaitRow['kind']; status: WaitRow['status']; output: unknown; wake_at: Date | null; due: boolean }>(
       this.#wait.armWait,
-      [p.jobId, p.token, p.runId, p.name, p.occurrence, p.seq, p.delayMs, p.until, p.kind, p.waitEvent],
+      [
+        p.jobId,
+        p.token,
+        p.runId,
+        p.name,
+        p.occurrence,
+        p.seq,
+        p.delayMs,
+        p.until,
+        p.kind,
+        p.wait?.names[0] ?? null,
+        p.wait?.names ?? null,
+        p.wait?.match ?? null,
+      ],
     );
     if (!r) return { ok: false };
     return { ok: true, kind: r.kind, status: r.status, output: r.output, wakeAt: r.wake_at, due: r.due };
   }
 
   workflowFinishWait(p: Parameters<WorkflowStore['workflowFinishWait']>[0]): Promise<Fenced<{ done: boolean; output: unknown }>> {
-    return this.#endWait(this.#wait.finishWait, [p.jobId, p.token, p.runId, p.name, p.occurrence, p.waitEvent, p.stepKey]);
+    return this.#endWait(this.#wait.finishWait, [p.jobId, p.token, p.runId, p.name, p.occurrence, p.stepKey]);
   }
 
   workflowSuspend(p: Parameters<WorkflowStore['workflowSuspend']>[0]) {
     return inTransaction(this.#pool, async (c, rollback): Promise<{ ok: true; queue: string; due: boolean } | { ok: false }> => {
-      const runs = await this.#run(this.#wait.suspendRun, [p.jobId, p.token, p.runId, p.state, p.waitEvent, p.name, p.occurrence], c);
+      const runs = await this.#run(
+        this.#wait.suspendRun,
+        [p.jobId, p.token, p.runId, p.state, p.waitEvent, p.steps.map((s) => s.name), p.steps.map((s) => s.occurrence)],
+        c,
+      );
       if (runs.length === 0) {
         rollback();
         return { ok: false };
       }
-      const [job] = await this.#run<{ queue: string; due: boolean }>(this.#wait.suspendJob, [p.jobId, p.token, p.runId, p.waitEvent], c);
+      const [job] = await this.#run<{ queue: string; due: boolean }>(this.#wait.suspendJob, [p.jobId, p.token, p.runId], c);
       if (!job) {
         rollback();
         return { ok: false };
       }
       return { ok: true, queue: job.queue, due: job.due };
     });
+  }
+
+  async workflowMarkPatch(p: RunLease & { name: string; seq: number }): Promise<Fenced<object>> {
+    const [r] = await this.#run<{ fenced_in: boolean }>(this.#exec.markPatch, [p.jobId, p.token, p.runId, p.name, p.seq]);
+    return { ok: r?.fenced_in === true };
+  }
+
+  async workflowBlockRun(p: RunLease & { reason: string }): Promise<Fenced<object>> {
+    const rows = await this.#run(this.#exec.blockRun, [p.jobId, p.token, p.runId, p.reason]);
+    return { ok: rows.length > 0 };
   }
 
   workflowCompleteRun(p: RunCompletion): Promise<Fenced<{ output: unknown }>> {
@@ -196,6 +223,11 @@ export class PgWorkflowStore implements WorkflowStore {
     return rows.map((r) => ({ id: r.id, state: r.state, result: r.result, lastError: r.last_error }));
   }
 
+  async workflowChildJobsSettling(p: { jobIds: string[] }): Promise<boolean> {
+    const [r] = await this.#run<{ settling: boolean }>(this.#wait.childJobsSettling, [p.jobIds]);
+    return r?.settling === true;
+  }
+
   async workflowWakeParent(p: { runId: string }): Promise<string | null> {
     const [r] = await this.#run<{ queue: string }>(this.#wait.wakeParent, [p.runId]);
     return r?.queue ?? null;
@@ -207,14 +239,19 @@ export class PgWorkflowStore implements WorkflowStore {
   }
 
   async workflowRefusal(p: RunLease): Promise<Refusal> {
-    const [r] = await this.#run<{ state: string; output: unknown; ours: boolean | null; lease_current: boolean }>(this.#exec.why, [
-      p.jobId,
-      p.token,
-      p.runId,
-    ]);
+    const [r] = await this.#run<{ state: string; output: unknown; ours: boolean | null; past_deadline: boolean; lease_current: boolean }>(
+      this.#exec.why,
+      [p.jobId, p.token, p.runId],
+    );
     if (r?.ours === false) return { kind: 'superseded' };
     // A cancel revokes the driving job's lease: the run's state says why the write was refused.
     if (r?.state === 'cancelled') return { kind: 'cancelled' };
+    if (r?.state === 'timed_out') return { kind: 'timed_out', wokeQueue: null };
+    // Past its deadline and not yet recorded so: the clock decides, whoever holds the lease. A
+    // blocked run stays blocked (it is no longer live; an operator replays or cancels it).
+    if (r?.past_deadline && (r.state === 'running' || r.state === 'sleeping' || r.state === 'waiting')) {
+      return { kind: 'timed_out', wokeQueue: await this.#runs.timeOut(p.runId) };
+    }
     if (!r?.lease_current) return { kind: 'lease_lost' };
     if (r.state === 'succeeded') return { kind: 'finished', output: r.output };
     return { kind: 'lease_lost' };

@@ -8,6 +8,9 @@ const RUNS_PAGE = 50;
 const farAway = (iso) => !iso || iso.startsWith('9999');
 // What a sleeping or waiting run waits for: its event (with a timeout, if any) or its wake-up time.
 const waitingFor = (r) => {
+  // A blocked run waits for an operator: why its code cannot replay its history.
+  if (r.state === 'blocked' && r.blockedReason)
+    return `<span data-field="blocked-reason" title="${esc(r.blockedReason.message)}">${esc(r.blockedReason.code)}: ${esc(r.blockedReason.steps.join(', '))}</span>`;
   if (r.state !== 'sleeping' && r.state !== 'waiting') return '<span class="mute">—</span>';
   const until = farAway(r.wakeAt) ? '' : when(r.wakeAt);
   if (r.waitEvent) return `event <b data-field="wait-event">${esc(r.waitEvent)}</b>${until ? ` · times out ${until}` : ''}`;
@@ -19,11 +22,11 @@ function runActions(r) {
     r.state === 'waiting' && r.waitEvent
       ? `<button type="button" data-run-action="event" data-run-id="${esc(r.id)}" data-event="${esc(r.waitEvent)}">send ${esc(r.waitEvent)}</button>`
       : '';
-  const cancel = ['running', 'sleeping', 'waiting'].includes(r.state)
+  const cancel = ['running', 'sleeping', 'waiting', 'blocked'].includes(r.state)
     ? `<button type="button" data-run-action="cancel" data-run-id="${esc(r.id)}">cancel</button>`
     : '';
-  const replay = ['dead_lettered', 'cancelled'].includes(r.state)
-    ? `<button type="button" data-run-action="replay" data-run-id="${esc(r.id)}">replay</button>`
+  const replay = ['dead_lettered', 'cancelled', 'blocked'].includes(r.state)
+    ? `<button type="button" data-run-action="replay" data-run-id="${esc(r.id)}">${r.state === 'blocked' ? 'resume' : 'replay'}</button>`
     : '';
   return [send, cancel, replay].filter(Boolean).join(' ');
 }
@@ -70,7 +73,7 @@ export async function refreshRun(id) {
   $('timeline-id').textContent = `#${run.id} ${run.name}`;
   $('timeline-state').innerHTML = stateBadge(run.state);
   $('timeline-actions').innerHTML =
-    `${runActions(run)} <span class="mute">${esc(run.tenantId)} · started ${esc(ago(run.createdAt))}${run.state === 'waiting' || run.state === 'sleeping' ? ` · ${waitingFor(run)}` : ''}</span>`;
+    `${runActions(run)} <span class="mute">${esc(run.tenantId)} · started ${esc(ago(run.createdAt))}${['waiting', 'sleeping', 'blocked'].includes(run.state) ? ` · ${waitingFor(run)}` : ''}</span>`;
   const items = run.steps.map((st) => {
     const wait =
       st.status === 'waiting'

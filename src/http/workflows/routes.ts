@@ -2,9 +2,10 @@
 // of defined workflows knows, read and list runs, cancel, replay, and send a run an event. Tenant-scoped
 // (tenant-scope.ts): another tenant's run is not found, exactly as a run nobody has.
 
-import { type Baton, BatonError } from '../../index.ts';
+import { type Baton, BatonError, traceCarrier } from '../../index.ts';
 import { isJobId } from '../../types/job.ts';
 import { ApiError } from '../errors.ts';
+import { traceHeadersSchema } from '../jobs/schemas.ts';
 import { BODY, ENGINE, GUARDED, WRITE } from '../route-errors.ts';
 import { defineRoute, json, type ResourceApi, routes } from '../route-spec.ts';
 import { scopeOf } from '../tenant-scope.ts';
@@ -41,8 +42,9 @@ const startRun = defineRoute({
   tag: 'workflows',
   summary: 'Start a run of a workflow',
   description:
-    '201 with the new run; 200 with the existing one when (tenantId, idempotencyKey) already exists. 404 WORKFLOW_NOT_FOUND when no process ever defined a workflow of that name (the registry of defined workflows); its driving job goes on the queue of the workflow, picked up by whichever worker defines it.',
+    "201 with the new run; 200 with the existing one when (tenantId, idempotencyKey) already exists. 404 WORKFLOW_NOT_FOUND when no process ever defined a workflow of that name (the registry of defined workflows); its driving job goes on the queue of the workflow, picked up by whichever worker defines it. A W3C traceparent (and tracestate) header is stored with the run: its executions continue the caller's trace.",
   params: workflowNameParamSchema,
+  lenient: { headers: traceHeadersSchema },
   body: { schema: startRunBodySchema, required: true },
   responses: { 201: json('started', r.started), 200: json('a run with this idempotency key already exists', r.started) },
   errors: ['WORKFLOW_NOT_FOUND', ...BODY, ...ENGINE, ...WRITE, 'FORBIDDEN_TENANT'],
@@ -85,11 +87,11 @@ const runAction = <const V extends 'cancel' | 'replay'>(verb: V, operationId: st
     responses: { 200: json('the run as the action left it', wireRunSummarySchema) },
     errors: RUN_ACTION,
   });
-const cancelRun = runAction('cancel', 'cancelWorkflowRun', 'Cancel a run', '409 unless the run is running, sleeping or waiting.');
+const cancelRun = runAction('cancel', 'cancelWorkflowRun', 'Cancel a run', '409 unless the run is running, sleeping, waiting or blocked.');
 const replayRun = runAction(
   'replay',
   'replayWorkflowRun',
-  'Replay a dead-lettered or cancelled run',
+  'Replay (resume) a dead-lettered, cancelled or blocked run',
   'Resumes at the step it stopped at (completed steps keep their outputs), replayCount + 1; 409 otherwise.',
 );
 
@@ -157,7 +159,12 @@ export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
     .add(startRun, async (c) => {
       const { name } = c.req.valid('param');
       const { input, ...opts } = c.req.valid('json');
-      const r = await baton.startWorkflow(name, input ?? null, { ...opts, tenantId: scopeOf(c).tenant(opts.tenantId) });
+      const trace = traceCarrier(c.req.header('traceparent'), c.req.header('tracestate'));
+      const r = await baton.startWorkflow(name, input ?? null, {
+        ...opts,
+        tenantId: scopeOf(c).tenant(opts.tenantId),
+        ...(trace ? { traceContext: trace } : {}),
+      });
       return c.json({ run: toWireRunSummary(r.run), duplicate: r.duplicate }, r.duplicate ? 200 : 201);
     }).app;
 }

@@ -4,6 +4,7 @@
 import type { JSONValue } from 'hono/utils/types';
 import { z } from 'zod';
 import { LIST_LIMIT_DEFAULT } from '../../core/admin.ts';
+import { DELAY_MS_MAX } from '../../core/job-spec.ts';
 import {
   IDEMPOTENCY_KEY_MAX_CHARS,
   LIST_LIMIT_MAX,
@@ -42,6 +43,12 @@ export const startRunBodySchema = z.strictObject({
   input: anyJson.optional(),
   tenantId: nameSchema.optional(),
   idempotencyKey: key.optional().meta({ description: 'a second start with the same (tenantId, key) answers the first run, 200' }),
+  runTimeoutMs: z
+    .int()
+    .min(1)
+    .max(DELAY_MS_MAX)
+    .optional()
+    .meta({ description: "ms from the start until the run times out (state timed_out); default: the workflow's runTimeoutMs" }),
 });
 
 export const sendEventBodySchema = z.strictObject({
@@ -73,13 +80,20 @@ export const wireRunSummarySchema = z.strictObject({
   tenantId: z.string(),
   state: z.enum(RUN_STATES),
   jobId: jobRef.nullable().meta({ description: 'the driving job (`<cluster>:<id>` from a server over several clusters)' }),
-  progress: count.meta({ description: 'completed steps; never decreases' }),
+  progress: count.meta({
+    description: 'the position after the furthest committed step (completed steps, for steps run one after another); never decreases',
+  }),
   waitEvent: z.string().nullable().meta({ description: 'while waiting: the event name' }),
   wakeAt: time.nullable().meta({ description: 'while sleeping or waiting: when it resumes at the latest' }),
+  blockedReason: z
+    .strictObject({ code: z.literal('NON_DETERMINISM'), message: z.string(), steps: z.array(z.string()) })
+    .nullable()
+    .meta({ description: 'while blocked: why its code cannot replay its history (replay resumes it, cancel ends it)' }),
   replayCount: count,
   createdAt: time,
   updatedAt: time,
   finishedAt: time.nullable(),
+  deadlineAt: time.nullable().meta({ description: 'when the run times out (runTimeoutMs); null: never' }),
 });
 
 export const wireStepSchema = z.strictObject({
@@ -131,10 +145,12 @@ export function toWireRunSummary(r: RunSummary) {
     progress: r.progress,
     waitEvent: r.waitEvent,
     wakeAt: isoOrNull(r.wakeAt),
+    blockedReason: r.blockedReason,
     replayCount: r.replayCount,
     createdAt: iso(r.createdAt),
     updatedAt: iso(r.updatedAt),
     finishedAt: isoOrNull(r.finishedAt),
+    deadlineAt: isoOrNull(r.deadlineAt),
   };
 }
 

@@ -3,17 +3,28 @@
 // and the run still running (see workflow-fragments.ts); a step's output is committed first,
 // and the run's progress only goes up.
 
-import { LIVE, workflowFragments } from './workflow-fragments.ts';
+import { BEFORE_DEADLINE, LIVE, workflowFragments } from './workflow-fragments.ts';
 
 export function workflowExecutionQueries(schema: string) {
-  const { runs, steps, events, jobs, fence, fenced, advance } = workflowFragments(schema);
+  const { runs, steps, jobs, fence, fenced, advance, eventEndsAWait } = workflowFragments(schema);
   // What a load answers beside the run's own columns: the database clock, whether the event it
   // waits for has arrived, and its history (one round trip, and one connection, per load).
-  const loadColumns = `date_part('epoch', now()) * 1000 AS now_ms,
-          EXISTS (SELECT 1 FROM ${events} e WHERE e.run_id = r.id AND e.name = r.wait_event AND e.consumed_by IS NULL) AS event_ready,
+  const loadColumns = `date_part('epoch', now()) * 1000 AS now_ms, r.deadline_at,
+          r.state = 'waiting' AND ${eventEndsAWait('r.id')} AS event_ready,
           (SELECT COALESCE(json_agg(json_build_object('name', s.name, 'occurrence', s.occurrence, 'seq', s.seq, 'kind', s.kind,
               'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.started_at), '[]')
             FROM ${steps} s WHERE s.run_id = r.id) AS steps`;
+  // step.attempt counts an execution that crashed in a step (Temporal does) without a write at
+  // each step's start: the load already writes the run row, and the reaper's entry in the driving
+  // job's errors (its lease token, kind lease_expired or worker_gone) tells whether the execution
+  // that last loaded the run (loaded_token) crashed; one that crashed before its load never ran
+  // a step and counts nothing. crashes counts such executions in a row; a step commit (which
+  // writes the run row anyway) sets it back to 0, so it is what the steps an execution starts
+  // before its first commit add to their attempt (context.ts).
+  const countCrash = `crashes = CASE WHEN r.loaded_token IS DISTINCT FROM j.lease_token AND EXISTS (
+              SELECT 1 FROM jsonb_array_elements(j.errors) e
+              WHERE e->>'token' = r.loaded_token::text AND e->>'kind' IN ('lease_expired', 'worker_gone'))
+            THEN r.crashes + 1 ELSE r.crashes END, loaded_token = j.lease_token`;
 
   return {
     // One execution's load, step commit or completion goes out alone as a single-row statement
@@ -27,12 +38,12 @@ export function workflowExecutionQueries(schema: string) {
     load: {
       name: `${schema}.wf_load`,
       text: `WITH m AS (
-          UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now()
+          UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now(), ${countCrash}
           FROM ${jobs} j
-          WHERE r.id = $3::bigint AND r.state IN ('running', 'sleeping', 'waiting') AND j.id = r.job_id
+          WHERE r.id = $3::bigint AND r.state IN ('running', 'sleeping', 'waiting') AND ${BEFORE_DEADLINE} AND j.id = r.job_id
             AND j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
-          RETURNING r.id)
-        SELECT EXISTS (SELECT 1 FROM m) AS marked, r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
+          RETURNING r.id, r.crashes)
+        SELECT EXISTS (SELECT 1 FROM m) AS marked, COALESCE((SELECT crashes FROM m), 0) AS crashes, r.id::text, r.name, r.tenant_id, r.input, r.state, r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
           ${loadColumns}
         FROM ${runs} r WHERE r.id = $3::bigint`,
     },
@@ -45,12 +56,13 @@ export function workflowExecutionQueries(schema: string) {
       text: `WITH i AS (
           SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS i(job_id, token, run_id, ord)),
         m AS (
-          UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now()
+          UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now(), ${countCrash}
           FROM i, ${jobs} j
-          WHERE r.id = i.run_id AND r.state IN ('running', 'sleeping', 'waiting') AND j.id = r.job_id
+          WHERE r.id = i.run_id AND r.state IN ('running', 'sleeping', 'waiting') AND ${BEFORE_DEADLINE} AND j.id = r.job_id
             AND j.id = i.job_id AND j.lease_token = i.token AND j.state IN ${LIVE}
-          RETURNING r.id)
-        SELECT i.ord::int, EXISTS (SELECT 1 FROM m WHERE m.id = r.id) AS marked, r.id::text, r.name, r.tenant_id, r.input, r.state,
+          RETURNING r.id, r.crashes)
+        SELECT i.ord::int, EXISTS (SELECT 1 FROM m WHERE m.id = r.id) AS marked,
+          COALESCE((SELECT m.crashes FROM m WHERE m.id = r.id), 0) AS crashes, r.id::text, r.name, r.tenant_id, r.input, r.state,
           r.job_id::text, r.output, r.wait_event, r.parent_run_id::text,
           ${loadColumns}
         FROM i JOIN ${runs} r ON r.id = i.run_id`,
@@ -84,7 +96,7 @@ export function workflowExecutionQueries(schema: string) {
             $8::timestamptz[]) WITH ORDINALITY AS i(job_id, token, run_id, name, occurrence, seq, output, started_at, ord)),
         fence AS (
           SELECT i.* FROM i JOIN ${jobs} j ON j.id = i.job_id JOIN ${runs} r ON r.id = i.run_id AND r.job_id = j.id
-          WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running'
+          WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running' AND ${BEFORE_DEADLINE}
           ORDER BY j.id FOR SHARE OF r, j),
         pick AS (SELECT DISTINCT ON (run_id, name, occurrence) * FROM fence ORDER BY run_id, name, occurrence, ord),
         ins AS (
@@ -96,7 +108,7 @@ export function workflowExecutionQueries(schema: string) {
           WHERE s.status = 'failed' AND s.kind = 'step'
           RETURNING s.run_id, s.name, s.occurrence, s.seq, s.output),
         adv AS (
-          UPDATE ${runs} r SET progress = GREATEST(r.progress, a.seq + 1), updated_at = now()
+          UPDATE ${runs} r SET progress = GREATEST(r.progress, a.seq + 1), crashes = 0, updated_at = now()
           FROM (SELECT run_id, max(seq) AS seq FROM ins GROUP BY run_id) a WHERE r.id = a.run_id)
         SELECT i.ord::int, EXISTS (SELECT 1 FROM fence f WHERE f.ord = i.ord) AS fenced_in, w.run_id IS NOT NULL AS won, w.output
         FROM i LEFT JOIN (SELECT p.ord, ins.run_id, ins.output FROM pick p JOIN ins USING (run_id, name, occurrence)) w ON w.ord = i.ord`,
@@ -116,6 +128,26 @@ export function workflowExecutionQueries(schema: string) {
           started_at = EXCLUDED.started_at, finished_at = now(), updated_at = now()
         WHERE s.status = 'failed'`,
     },
+    // A ctx.patched() marker ($4 its name, $5 the position of the call after it): idempotent, so
+    // steps running together that reach it race harmlessly.
+    markPatch: {
+      name: `${schema}.wf_mark_patch`,
+      text: `WITH ${fence},
+        ins AS (
+          INSERT INTO ${steps} (run_id, name, occurrence, seq, kind, status, output, attempts, finished_at)
+          SELECT $3::bigint, $4, 1, $5, 'patch', 'succeeded', 'true'::jsonb, 1, now() FROM fence
+          ON CONFLICT (run_id, name, occurrence) DO NOTHING)
+        SELECT ${fenced} AS fenced_in`,
+    },
+    // A run whose history its code cannot replay stops, blocked, with $4 the reason (jsonb).
+    // Its driving job then completes: nothing retries a divergence; a replay resumes the run.
+    blockRun: {
+      name: `${schema}.wf_block_run`,
+      text: `WITH ${fence}
+        UPDATE ${runs} r SET state = 'blocked', blocked_reason = $4::jsonb, updated_at = now()
+        WHERE r.id = $3::bigint AND ${fenced}
+        RETURNING r.id`,
+    },
     // The run's output; $4 output. Answers nothing when fenced, cancelled or already over.
     completeRun: {
       name: `${schema}.wf_complete_run`,
@@ -133,16 +165,16 @@ export function workflowExecutionQueries(schema: string) {
           SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY AS i(job_id, token, run_id, output, ord)),
         fence AS (
           SELECT i.* FROM i JOIN ${jobs} j ON j.id = i.job_id JOIN ${runs} r ON r.id = i.run_id AND r.job_id = j.id
-          WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running'
+          WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running' AND ${BEFORE_DEADLINE}
           ORDER BY j.id FOR SHARE OF r, j)
         UPDATE ${runs} r SET state = 'succeeded', output = f.output::jsonb, finished_at = now(), updated_at = now()
         FROM fence f WHERE r.id = f.run_id
         RETURNING f.ord::int, r.output`,
     },
-    // Why a fenced write was refused: the run's state and whether the lease is still current.
+    // Why a fenced write was refused: the run's state, whether it is past its deadline and whether the lease is still current.
     why: {
       name: `${schema}.wf_why`,
-      text: `SELECT r.state, r.output, r.job_id = $1::bigint AS ours,
+      text: `SELECT r.state, r.output, r.job_id = $1::bigint AS ours, NOT ${BEFORE_DEADLINE} AS past_deadline,
           EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}) AS lease_current
         FROM ${runs} r WHERE r.id = $3::bigint`,
     },

@@ -3,29 +3,32 @@
 // (see workflow-fragments.ts), so the two never wait for each other in a circle.
 
 import { countFinishedSql, recordFinishedSql } from './job-fragments.ts';
-import { workflowFragments } from './workflow-fragments.ts';
+import { BEFORE_DEADLINE, eventEndsWait, workflowFragments } from './workflow-fragments.ts';
 
 export function workflowRunQueries(schema: string) {
   const { runs, steps, events, jobs, runState } = workflowFragments(schema);
   const summary = `r.id::text, r.name, r.tenant_id, ${runState} AS state, r.job_id::text, r.progress, r.wait_event,
-      r.wake_at, r.replay_count, r.created_at, r.updated_at, r.finished_at`;
+      r.wake_at, r.blocked_reason, r.replay_count, r.created_at, r.updated_at, r.finished_at, r.deadline_at`;
 
   return {
     // The registry of defined workflows (migration 0030): a starting engine upserts its own, in
     // name order (two engines registering the same names lock them in one order).
     register: {
       name: `${schema}.wf_register`,
-      text: `INSERT INTO ${schema}.workflow_definitions AS d (name, queue, max_attempts)
-        SELECT * FROM unnest($1::text[], $2::text[], $3::int[]) AS x(name, queue, max_attempts) ORDER BY 1
-        ON CONFLICT (name) DO UPDATE SET queue = excluded.queue, max_attempts = excluded.max_attempts, last_seen_at = now()`,
+      text: `INSERT INTO ${schema}.workflow_definitions AS d (name, queue, max_attempts, run_timeout_ms)
+        SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[]) AS x(name, queue, max_attempts, run_timeout_ms) ORDER BY 1
+        ON CONFLICT (name) DO UPDATE SET queue = excluded.queue, max_attempts = excluded.max_attempts,
+          run_timeout_ms = excluded.run_timeout_ms, last_seen_at = now()`,
     },
     definition: {
       name: `${schema}.wf_definition`,
-      text: `SELECT queue, max_attempts FROM ${schema}.workflow_definitions WHERE name = $1`,
+      text: `SELECT queue, max_attempts, run_timeout_ms FROM ${schema}.workflow_definitions WHERE name = $1`,
     },
     insertRun: {
       name: `${schema}.wf_insert_run`,
-      text: `INSERT INTO ${runs} (name, tenant_id, input, idempotency_key, parent_run_id) VALUES ($1, $2, $3::jsonb, $4, $5::bigint)
+      // $6: the run's timeout in ms (NULL: none); its deadline is taken from the database clock.
+      text: `INSERT INTO ${runs} (name, tenant_id, input, idempotency_key, parent_run_id, deadline_at)
+        VALUES ($1, $2, $3::jsonb, $4, $5::bigint, now() + make_interval(secs => $6::double precision / 1000.0))
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id::text`,
     },
@@ -34,11 +37,12 @@ export function workflowRunQueries(schema: string) {
       text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
         WHERE r.tenant_id = $1 AND r.idempotency_key = $2`,
     },
-    // The driving job of a new run (or of a replayed run whose job is gone).
+    // The driving job of a new run (or of a replayed run whose job is gone). $6: the producer's
+    // trace context, which each execution's span continues (as a plain job's, migration 0008).
     insertJob: {
       name: `${schema}.wf_insert_job`,
-      text: `INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, max_attempts)
-        VALUES ($1, $2, $3, jsonb_build_object('runId', $4::text), $5) RETURNING id::text`,
+      text: `INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, max_attempts, trace_context)
+        VALUES ($1, $2, $3, jsonb_build_object('runId', $4::text), $5, $6::jsonb) RETURNING id::text`,
     },
     linkJob: {
       name: `${schema}.wf_link_job`,
@@ -58,23 +62,29 @@ export function workflowRunQueries(schema: string) {
     // An event in one statement (one round trip, no transaction held across calls): the run row
     // is locked first (as suspendRun does, so an event sent meanwhile is seen by one side or the
     // other) and read as locked, the event inserted unless the run is over or the key repeats, and
-    // the run's job made due when the run waits for this event. The job's row is not filtered on
+    // the run's job made due when one of its waiting event steps takes this event (one of its
+    // names, its match, sent before its deadline: a later one ends nothing, see eventEndsWait).
+    // The job's row is not filtered on
     // its state: a row read before the lock wait would be skipped on its old version; the CASE
     // decides on the version it locks. $1 run, $2 name, $3 payload, $4 idempotency key.
     sendEvent: {
       name: `${schema}.wf_send_event`,
       text: `WITH r AS (
-          SELECT r.id, r.state AS stored_state, ${runState} AS state, r.wait_event, r.job_id
+          SELECT r.id, r.state AS stored_state, ${runState} AS state, r.job_id
           FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint FOR UPDATE OF r),
         ins AS (
           INSERT INTO ${events} (run_id, name, payload, idempotency_key)
-          SELECT $1::bigint, $2, $3::jsonb, $4 FROM r WHERE r.state NOT IN ('succeeded', 'cancelled')
+          SELECT $1::bigint, $2, $3::jsonb, $4 FROM r WHERE r.state NOT IN ('succeeded', 'cancelled', 'timed_out')
           ON CONFLICT (run_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-          RETURNING id),
+          RETURNING id, run_id, name, payload, created_at),
         woke AS (
           UPDATE ${jobs} j SET
             run_at = CASE WHEN j.state = 'pending' AND j.run_at > now() THEN now() ELSE j.run_at END, updated_at = now()
-          FROM r WHERE j.id = r.job_id AND r.stored_state = 'waiting' AND r.wait_event = $2 AND EXISTS (SELECT 1 FROM ins)
+          FROM r WHERE j.id = r.job_id AND r.stored_state = 'waiting' AND EXISTS (
+              -- Any of the waits parked together (a parallel execution) may be this event's, each
+              -- decided by its own names, match and deadline (eventEndsWait; the event is sent now).
+              SELECT 1 FROM ins e JOIN ${steps} s ON s.run_id = e.run_id AND s.kind = 'event' AND s.status = 'waiting'
+              WHERE ${eventEndsWait('s')})
           RETURNING j.queue, j.state = 'pending' AS due)
         SELECT (SELECT state FROM r) AS state, (SELECT id::text FROM ins) AS event_id,
           (SELECT e.id::text FROM ${events} e WHERE e.run_id = $1::bigint AND e.idempotency_key = $4) AS old_id,
@@ -111,8 +121,8 @@ export function workflowRunQueries(schema: string) {
     },
     replayRun: {
       name: `${schema}.wf_replay_run`,
-      text: `UPDATE ${runs} SET state = 'running', wait_event = NULL, wake_at = NULL, finished_at = NULL,
-          replay_count = replay_count + 1, updated_at = now()
+      text: `UPDATE ${runs} SET state = 'running', wait_event = NULL, wake_at = NULL, finished_at = NULL, blocked_reason = NULL,
+          loaded_token = NULL, crashes = 0, replay_count = replay_count + 1, updated_at = now()
         WHERE id = $1::bigint`,
     },
     // A cancelled run's live descendants (every level) are cancelled with it, with their driving
@@ -165,19 +175,23 @@ export function workflowRunQueries(schema: string) {
     // dead-lettered or cancelled (no run is stored dead-lettered, so that branch folds away and
     // the join becomes an inner one). Unnamed, so each listing is planned with its filters in
     // hand and the constant conditions fold away. Without a state, or with a stored one
-    // (succeeded, running, sleeping, waiting), the runs are walked in id order until the page is
+    // (succeeded, blocked, running, sleeping, waiting), the runs are walked in id order until the page is
     // full (the primary key, the name's index, or the state index of migration 0027); a tenant
     // filter walks past other tenants' runs, and a live state past the live runs whose job ended
     // them. dead_lettered and cancelled read every run in that state (the stored ones through the
-    // state index, the live ones through their dead-lettered or cancelled jobs) and sort them.
+    // state index, the live ones through their dead-lettered or cancelled jobs) and sort them;
+    // timed_out reads the stored ones and the live runs past their deadline (migration 0034).
     list: {
       text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
         WHERE ($1::text IS NULL OR r.name = $1) AND ($3::text IS NULL OR r.tenant_id = $3)
           AND ($6::bigint IS NULL OR r.id < $6)
           AND ($2::text IS NULL
             OR ($2 <> 'dead_lettered' AND r.state = $2
-              AND ($2 IN ('succeeded', 'cancelled') OR j.state IS NULL OR j.state NOT IN ('dead_lettered', 'cancelled')))
-            OR ($2 IN ('dead_lettered', 'cancelled') AND r.state IN ('running', 'sleeping', 'waiting') AND j.state = $2))
+              AND ($2 IN ('succeeded', 'cancelled', 'timed_out', 'blocked')
+                OR ((j.state IS NULL OR j.state NOT IN ('dead_lettered', 'cancelled')) AND ${BEFORE_DEADLINE})))
+            OR ($2 IN ('dead_lettered', 'cancelled') AND r.state IN ('running', 'sleeping', 'waiting') AND j.state = $2)
+            OR ($2 = 'timed_out' AND r.state IN ('running', 'sleeping', 'waiting') AND NOT ${BEFORE_DEADLINE}
+              AND (j.state IS NULL OR j.state NOT IN ('dead_lettered', 'cancelled'))))
         ORDER BY r.id DESC LIMIT $4 OFFSET $5`,
     },
     // Finished runs from their counts (migration 0029: the folded counts plus the deltas not
@@ -189,7 +203,7 @@ export function workflowRunQueries(schema: string) {
       name: `${schema}.wf_count_by_state`,
       text: `SELECT name, state, sum(n)::int AS n FROM (
           SELECT r.name, ${runState} AS state, 1 AS n FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
-            WHERE r.state IN ('running', 'sleeping', 'waiting')
+            WHERE r.state IN ('running', 'sleeping', 'waiting', 'blocked')
           UNION ALL SELECT name, state, n FROM ${schema}.workflow_run_count_deltas
           UNION ALL SELECT name, state, n FROM ${schema}.workflow_run_counts) x
         GROUP BY 1, 2 HAVING sum(n) <> 0`,

@@ -3,44 +3,47 @@
 // an execution are fenced by its lease and the run still running (see workflow-fragments.ts).
 
 import { recordFinishedSql } from './job-fragments.ts';
-import { LIVE, workflowFragments } from './workflow-fragments.ts';
+import { eventEndsWait, LIVE, workflowFragments } from './workflow-fragments.ts';
 
 /** A far run_at for a wait with no timeout: only an event moves it. */
 export const NO_TIMEOUT_RUN_AT = `'9999-12-31T00:00:00Z'::timestamptz`;
 
 export function workflowWaitQueries(schema: string) {
-  const { runs, steps, events, jobs, fence, fenced, runState, advance } = workflowFragments(schema);
+  const { runs, steps, events, jobs, fence, fenced, runState, advance, eventEndsAWait } = workflowFragments(schema);
 
   return {
     // Starts a sleep or an event wait, or finds it started: the wake-up time is set once, from
-    // the database clock ($7 delay ms or $8 an instant; neither: no timeout). Returns the row.
+    // the database clock ($7 delay ms or $8 an instant; neither: no timeout), and so are an event
+    // wait's names ($11; $10 the first, which earlier versions read) and match ($12). Returns the row.
     armWait: {
       name: `${schema}.wf_arm_wait`,
       text: `WITH ${fence}
-        INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, wait_event, wake_at)
-        SELECT $3::bigint, $4, $5, $6, $9, 'waiting', $10,
+        INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, wait_event, wait_events, wait_match, wake_at)
+        SELECT $3::bigint, $4, $5, $6, $9, 'waiting', $10, $11::text[], $12::jsonb,
           COALESCE($8::timestamptz, now() + make_interval(secs => $7::double precision / 1000.0)) FROM fence
         ON CONFLICT (run_id, name, occurrence) DO UPDATE SET updated_at = s.updated_at,
           -- A children wait re-arms its safety-net poll on each execution.
           wake_at = CASE WHEN s.kind = 'children' AND s.status = 'waiting' THEN EXCLUDED.wake_at ELSE s.wake_at END
         RETURNING s.kind, s.status, s.output, s.wake_at, COALESCE(s.wake_at <= now(), false) AS due`,
     },
-    // Ends a wait that is over: an event of its name consumed (oldest first), or its time
-    // come (output NULL: timed out; a sleep). $4 name, $5 occurrence, $6 event name, $7 step key.
+    // Ends a wait that is over: an event it takes consumed (oldest first; the names, match and
+    // deadline armed with the step decide, see eventEndsWait), or its time come (output NULL:
+    // timed out; a sleep). $4 name, $5 occurrence, $6 step key.
     finishWait: {
       name: `${schema}.wf_finish_wait`,
       text: `WITH ${fence},
         ev AS (
-          SELECT e.id, e.payload FROM ${events} e
-          WHERE e.run_id = $3::bigint AND e.name = $6 AND e.consumed_by IS NULL AND ${fenced}
-          ORDER BY e.id LIMIT 1 FOR UPDATE),
+          SELECT e.id, e.name, e.payload FROM ${events} e
+          JOIN ${steps} s ON s.run_id = e.run_id AND s.name = $4 AND s.occurrence = $5 AND s.status = 'waiting'
+          WHERE e.run_id = $3::bigint AND e.consumed_by IS NULL AND ${eventEndsWait('s')} AND ${fenced}
+          ORDER BY e.id LIMIT 1 FOR UPDATE OF e),
         done AS (
           UPDATE ${steps} s SET status = 'succeeded', attempts = s.attempts + 1, finished_at = now(), updated_at = now(),
-            output = (SELECT jsonb_build_object('name', $6::text, 'payload', ev.payload) FROM ev)
+            output = (SELECT jsonb_build_object('name', ev.name, 'payload', ev.payload) FROM ev)
           WHERE s.run_id = $3::bigint AND s.name = $4 AND s.occurrence = $5 AND s.status = 'waiting' AND ${fenced}
             AND (EXISTS (SELECT 1 FROM ev) OR s.wake_at <= now())
           RETURNING s.output, s.seq),
-        used AS (UPDATE ${events} e SET consumed_by = $7 FROM ev WHERE e.id = ev.id AND EXISTS (SELECT 1 FROM done)),
+        used AS (UPDATE ${events} e SET consumed_by = $6 FROM ev WHERE e.id = ev.id AND EXISTS (SELECT 1 FROM done)),
         adv AS (${advance('(SELECT seq FROM done)')} AND EXISTS (SELECT 1 FROM done))
         SELECT ${fenced} AS fenced_in, EXISTS (SELECT 1 FROM done) AS done, (SELECT output FROM done) AS output`,
     },
@@ -57,18 +60,21 @@ export function workflowWaitQueries(schema: string) {
         SELECT ${fenced} AS fenced_in, EXISTS (SELECT 1 FROM done) AS done, (SELECT output FROM done) AS output`,
     },
     // Suspend, 1 of 2 (in one transaction): the run row first (sendEvent locks it first too,
-    // so an event sent meanwhile is seen by one side or the other). $4 state, $5 event name,
-    // $6 step name, $7 occurrence.
+    // so an event sent meanwhile is seen by one side or the other). $4 state, $5 an event name
+    // it waits for (shown in listings), $6 step names, $7 their occurrences: the waits parked
+    // together, each keeping its names, match and wake-up on its step; the run wakes at the first.
     suspendRun: {
       name: `${schema}.wf_suspend_run`,
       text: `UPDATE ${runs} r SET state = $4, wait_event = $5,
-          wake_at = (SELECT s.wake_at FROM ${steps} s WHERE s.run_id = r.id AND s.name = $6 AND s.occurrence = $7),
+          wake_at = (SELECT min(s.wake_at) FROM ${steps} s JOIN unnest($6::text[], $7::int[]) AS w(name, occurrence)
+            ON s.name = w.name AND s.occurrence = w.occurrence WHERE s.run_id = r.id),
           updated_at = now()
         WHERE r.id = $3::bigint AND r.job_id = $1::bigint AND r.state = 'running' AND $2::bigint IS NOT NULL
         RETURNING r.state`,
     },
     // Suspend, 2 of 2: the driving job back to pending, its attempt refunded (waiting is not a
-    // failure), due at the wake-up time, or now when an event it waits for is already here.
+    // failure), due at the wake-up time (never after the run's deadline: the claim of this job
+    // then times the run out), or now when an event that ends its wait is already here.
     // A job with a cancel request (migration 0020) is never pending again: nothing holds it once
     // the execution gives it back, so it is cancelled (and the run reads as cancelled).
     suspendJob: {
@@ -77,9 +83,8 @@ export function workflowWaitQueries(schema: string) {
           state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'pending' END,
           finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN now() END,
           run_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN j.run_at
-            WHEN $4::text IS NOT NULL AND EXISTS (
-              SELECT 1 FROM ${events} e WHERE e.run_id = $3::bigint AND e.name = $4 AND e.consumed_by IS NULL)
-            THEN now() ELSE COALESCE((SELECT r.wake_at FROM ${runs} r WHERE r.id = $3::bigint), ${NO_TIMEOUT_RUN_AT}) END,
+            WHEN ${eventEndsAWait('$3::bigint')} THEN now()
+            ELSE (SELECT LEAST(COALESCE(r.wake_at, ${NO_TIMEOUT_RUN_AT}), r.deadline_at) FROM ${runs} r WHERE r.id = $3::bigint) END,
           attempt = greatest(j.attempt - 1, 0),
           lease_owner = NULL, lease_expires_at = NULL, started_at = NULL, updated_at = now()
         WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}
@@ -106,6 +111,22 @@ export function workflowWaitQueries(schema: string) {
     jobOutcomes: {
       name: `${schema}.wf_job_outcomes`,
       text: `SELECT id::text, state, result, last_error FROM ${jobs} WHERE id = ANY ($1::bigint[])`,
+    },
+    // After a children wait's suspend: whether a plain child job ($1 the ids) that is not over is
+    // being written right now (its row locked). Its finishing statement's wake-up (migration
+    // 0016's trigger) ran before the suspend committed and saw the run still running, and its
+    // own commit (a WAL flush) may land after the suspend's look at the outcomes: nobody would
+    // wake the run until its poll. A row locked for another write (a heartbeat) only costs a
+    // spurious wake-up. The lock is taken with SKIP LOCKED, so this never waits; a row that
+    // finished since the snapshot fails the re-checked state and counts as settling too.
+    childJobsSettling: {
+      name: `${schema}.wf_child_jobs_settling`,
+      text: `WITH open AS (
+          SELECT id FROM ${jobs} WHERE id = ANY ($1::bigint[]) AND state NOT IN ('succeeded', 'dead_lettered', 'cancelled')),
+        free AS (
+          SELECT j.id FROM ${jobs} j WHERE j.id IN (SELECT id FROM open) AND j.state NOT IN ('succeeded', 'dead_lettered', 'cancelled')
+          FOR SHARE OF j SKIP LOCKED)
+        SELECT (SELECT count(*) FROM open) > (SELECT count(*) FROM free) AS settling`,
     },
     // How child runs stand ($1 their ids), with the last error of a dead-lettered one's job.
     childOutcomes: {
