@@ -161,7 +161,9 @@ describe('docs/workflow-tutorials.md', () => {
     }
     expect(results.map((r) => r.created)).toEqual([true, false, false]);
     expect(new Set(results.map((r) => r.job.id)).size).toBe(1);
-    await waitFor(async () => (await baton.admin.getJob(results[0]!.job.id))?.state === 'succeeded', { message: 'the debounced job to run' });
+    await waitFor(async () => (await baton.admin.getJob(results[0]!.job.id))?.state === 'succeeded', {
+      message: 'the debounced job to run',
+    });
     expect(synced).toEqual([{ account_id: 42, n: 3 }]);
   });
 });
