@@ -74,8 +74,9 @@ export class QueueDispatcher {
     this.#timer = null;
   }
 
-  /** Claims again in `ms` (a rate limit's bucket refills then), unless a sooner wake-up is set. */
-  #wakeIn(ms: number): void {
+  /** Claims again in `ms` (a rate limit's bucket refills, a retry falls due), unless a sooner wake-up is set. */
+  wakeIn(ms: number): void {
+    if (this.#stopped) return;
     const at = Date.now() + ms;
     if (this.#timer && this.#timerAt <= at) return;
     if (this.#timer) clearTimeout(this.#timer);
@@ -156,7 +157,7 @@ export class QueueDispatcher {
         this.#lastFilled = r.got === free || r.more === true;
         this.#limited = r.more === true && r.got < free;
         if (r.again && r.got > 0 && r.got < free) this.#wanted = true;
-        if (r.wakeInMs != null && !this.#stopped) this.#wakeIn(r.wakeInMs);
+        if (r.wakeInMs != null) this.wakeIn(r.wakeInMs);
         this.#backoffMs = ERROR_BACKOFF_MIN_MS;
       } while (this.#wanted && !this.#stopped);
     } catch (err) {

@@ -34,6 +34,8 @@ export interface RunnerDeps {
 export interface Slot {
   handlerDone(): void;
   writeDone(): void;
+  /** Claims again in `ms` unless something wakes the queue sooner (a retry falls due then). */
+  wakeIn(ms: number): void;
 }
 
 /**
@@ -255,6 +257,7 @@ class JobRun implements OutcomeWrite {
         d.events.emit('deadLettered', { job, error: this.#error });
       } else {
         d.counters.retried++;
+        this.#wakeForRetry();
         d.events.emit('retried', { job, error: this.#error });
       }
     } catch (err) {
@@ -262,6 +265,18 @@ class JobRun implements OutcomeWrite {
       return;
     }
     this.#finish();
+  }
+
+  /**
+   * A retry is a delayed job: no NOTIFY announces it. One due before the next poll wakes this
+   * queue at the latest time its backoff can end (the failure write drew the delay below this
+   * bound from the database's clock before we read its answer), so a short backoff is not
+   * stretched to a poll interval.
+   */
+  #wakeForRetry(): void {
+    const { backoffBaseMs, backoffCapMs, pollIntervalMs } = this.#d.config;
+    const bound = Math.min(backoffCapMs, backoffBaseMs * 2 ** (this.lease.job.attempt - 1));
+    if (bound < pollIntervalMs) this.#slot.wakeIn(bound);
   }
 
   /** The job is over here: its slot and its lease are given back (once). */

@@ -255,4 +255,26 @@ describe.each([true, false])('retries and delays (claimIntoRunning=%s)', (claimI
     expect(done.attempt).toBe(1);
     expect(calls.of(job.id)).toBe(1);
   });
+
+  it('a retry due before the next poll is claimed when its backoff ends, with no poll and no NOTIFY', async () => {
+    // The poll timer is a minute away and a retry sends no NOTIFY: only the worker's own
+    // wake-up at the end of the backoff (at most 200 ms here) can claim attempt 2 in time.
+    let failed = 0;
+    const baton = await engines.start({
+      queues: { q: 1 },
+      pollIntervalMs: 60_000,
+      backoffBaseMs: 200,
+      backoffCapMs: 200,
+      handlers: {
+        flaky: () => {
+          if (failed++ === 0) throw new Error('first attempt fails');
+          return 'second';
+        },
+      },
+    });
+    const { job } = await baton.enqueue({ jobType: 'flaky', queue: 'q', maxAttempts: 2 });
+    const done = await rowInState(db, job.id, 'succeeded', 20_000);
+    expect(done.attempt).toBe(2);
+    expect(done.result).toBe('second');
+  });
 });
