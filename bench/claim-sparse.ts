@@ -7,7 +7,7 @@
 // Writes results/claim-sparse/claim-sparse-<date>.{json,md}. Nothing here is judged.
 //
 //   npm run bench:claim-sparse -- [--base fc86693] [--jobs 3000] [--rounds 3] [--limit 10]
-//                                 [--variants engine,no-probe,...]
+//                                 [--variants engine,no-probe,...] [--no-autovacuum]
 
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -27,6 +27,10 @@ const { values: flags } = parseArgs({
     rounds: { type: 'string', default: '3' },
     limit: { type: 'string', default: '10' },
     variants: { type: 'string' },
+    /** Turn autovacuum off on every variant's jobs table, so a vacuum's work never lands in a timed claim. */
+    'no-autovacuum': { type: 'boolean', default: false },
+    /** After each round, print the scans of each session's cached claim plan (EXPLAIN ANALYZE, rolled back). */
+    plans: { type: 'boolean', default: false },
     out: { type: 'string', default: 'results/claim-sparse' },
   },
 });
@@ -80,6 +84,15 @@ interface Variant {
 const ALL_VARIANTS: Variant[] = [
   { id: 'base', label: `${built.label}: its schema and its claim`, migrate: baseMigrate, sql: [], claim: baseClaim },
   { id: 'engine', label: 'this tree: the plain claim as the engine runs it (flow_claim_plain)', migrate, sql: [], claim: headClaim },
+  {
+    // A second database running exactly what `engine` runs: the spread between the two is the
+    // run's noise floor, below which no variant's difference means anything.
+    id: 'engine-again',
+    label: 'this tree again, the same as engine (a control)',
+    migrate,
+    sql: [],
+    claim: { ...headClaim, name: 'sparse_engine_again' },
+  },
   {
     id: 'base-claim',
     label: `this tree's schema, ${built.label}'s claim statement`,
@@ -141,10 +154,38 @@ const BY_INDEX: Variant[] = ONE_INDEX.map((i) => ({
   claim: headClaim,
 }));
 
+/**
+ * Opt-in: the claim after ANALYZE of the empty table (as autovacuum may leave a drained one):
+ * its statistics then say the table is empty, and the claim's generic plan scans every row.
+ */
+const ANALYZED_EMPTY: Variant = {
+  id: 'analyzed-empty',
+  label: 'this tree, jobs ANALYZEd while empty',
+  migrate,
+  sql: ['ANALYZE baton.jobs'],
+  claim: headClaim,
+};
+
 /** `--variants a,b`: those after `base`, which every run measures (the ratios are against it). */
 const VARIANTS = flags.variants
-  ? [ALL_VARIANTS[0]!, ...[...ALL_VARIANTS.slice(1), ...BY_INDEX].filter((v) => flags.variants!.split(',').includes(v.id))]
+  ? [ALL_VARIANTS[0]!, ...[...ALL_VARIANTS.slice(1), ...BY_INDEX, ANALYZED_EMPTY].filter((v) => flags.variants!.split(',').includes(v.id))]
   : ALL_VARIANTS;
+
+/** The scans of the session's cached plan for `claim`, one job pending, the claim rolled back. */
+async function planOf(c: pg.Client, claim: Statement): Promise<string> {
+  await c.query(INSERT);
+  await c.query('BEGIN');
+  try {
+    const args = CLAIM_VALUES.map((v) => (typeof v === 'string' ? `'${v}'` : String(v))).join(', ');
+    const r = await c.query(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) EXECUTE "${claim.name.replace(/"/g, '""')}"(${args})`);
+    const lines = r.rows.map((x: Record<string, string>) => x['QUERY PLAN']!);
+    const scans = lines.filter((l) => /Scan|Sort/.test(l)).map((l) => l.replace(/^[\s->]+/, '').replace(/ \(actual.*$/, ''));
+    const times = lines.filter((l) => /^(Planning|Execution) Time/.test(l)).join(', ');
+    return `${scans.join(' | ')} (${times})`;
+  } finally {
+    await c.query('ROLLBACK');
+  }
+}
 
 const INSERT = `INSERT INTO baton.jobs (queue, job_type) VALUES ('q', 'noop')`;
 const FINISH = `UPDATE baton.jobs SET state = 'succeeded', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
@@ -157,23 +198,29 @@ const command = `npm run bench:claim-sparse -- ${process.argv.slice(2).join(' ')
 const perVariant = new Map<string, number[][]>(VARIANTS.map((v) => [v.id, []]));
 try {
   for (let round = 0; round < ROUNDS; round++) {
-    const sessions: pg.Client[] = [];
+    const sessions: pg.Client[] = new Array(VARIANTS.length);
     const names: string[] = [];
     try {
-      for (const v of VARIANTS) {
+      // The databases made first in a round claim slower than later ones (two identical
+      // variants differed by 1.3-1.5x), so each round starts the list at another variant:
+      // over as many rounds as variants, each is made at each place once.
+      for (let k = 0; k < VARIANTS.length; k++) {
+        const at = (k + round) % VARIANTS.length;
+        const v = VARIANTS[at]!;
         const name = `bench_claim_sparse_${process.pid}_${round}_${v.id.replace(/-/g, '_')}`;
         const url = await server.createDatabase(name);
         names.push(name);
         const pool = new pg.Pool({ connectionString: url, max: 1 });
         await v.migrate(pool, { schema: 'baton' });
         for (const s of v.sql) await pool.query(s);
+        if (flags['no-autovacuum']) await pool.query('ALTER TABLE baton.jobs SET (autovacuum_enabled = off)');
         await pool.end();
         const c = new pg.Client(url);
         await c.connect();
         // As the engine's sessions run (open-pool.ts), and claims committing without the WAL
         // flush, as a worker's marked sessions do (token-floor.ts): what is left is the statement.
         await c.query('SET jit = off; SET max_parallel_workers_per_gather = 0; SET synchronous_commit = off');
-        sessions.push(c);
+        sessions[at] = c;
       }
       const times = VARIANTS.map(() => [] as number[]);
       for (let i = 0; i < JOBS + WARM; i++) {
@@ -192,8 +239,9 @@ try {
       }
       for (const [j, v] of VARIANTS.entries()) perVariant.get(v.id)!.push(times[j]!);
       process.stderr.write(`round ${round + 1}: ${VARIANTS.map((v, j) => `${v.id} ${median(times[j]!).toFixed(3)}`).join(', ')}\n`);
+      if (flags.plans) for (const [j, v] of VARIANTS.entries()) process.stderr.write(`  ${v.id}: ${await planOf(sessions[j]!, v.claim)}\n`);
     } finally {
-      for (const c of sessions) await c.end().catch(() => undefined);
+      for (const c of sessions) await c?.end().catch(() => undefined);
       for (const n of names) await server.dropDatabase(n);
     }
   }
