@@ -2,6 +2,8 @@
 // The release of dependents is not here: a trigger runs it inside every statement that finishes a
 // parent, so it shares that statement's lease fence and transaction.
 
+import { statementName } from './statement-name.ts';
+
 export function dependencyQueries(schema: string) {
   const jobs = `${schema}.jobs`;
   return {
@@ -9,7 +11,7 @@ export function dependencyQueries(schema: string) {
     // deadlock) until the enqueue commits: a parent cannot finish between the read of its state
     // and the edge written for it, and one that finished before is read finished.
     lockParents: {
-      name: `${schema}.dep_lock_parents`,
+      name: statementName(schema, `dep_lock_parents`),
       text: `SELECT id::text, state FROM ${jobs} WHERE id = ANY ($1::bigint[]) AND tenant_id = $2
         ORDER BY id FOR NO KEY UPDATE`,
     },
@@ -17,7 +19,7 @@ export function dependencyQueries(schema: string) {
     // any, else pending. Each such parent is marked (has_dependents), which arms its trigger. A
     // duplicate idempotency key inserts nothing (no edge, no mark) and is read back by the caller.
     insert: {
-      name: `${schema}.dep_insert`,
+      name: statementName(schema, `dep_insert`),
       text: `WITH ins AS (
           INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, priority, run_at, max_attempts, idempotency_key,
             trace_context, state, depends_on, waiting_for, concurrency_key, concurrency_limit)
@@ -40,7 +42,7 @@ export function dependencyQueries(schema: string) {
     // ones: a parent's older edges were released when it finished) are released now, as the
     // trigger would have, cancelling the dependent or counting the parent as done.
     releaseFinished: {
-      name: `${schema}.dep_release_finished`,
+      name: statementName(schema, `dep_release_finished`),
       text: `SELECT ${schema}.release_dependents(p, s) FROM unnest($1::bigint[], $2::text[]) AS x(p, s)`,
     },
   } as const;

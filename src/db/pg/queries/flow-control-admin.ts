@@ -2,6 +2,7 @@
 // the snapshot the console and metrics read, whose counts read only the pending and live jobs.
 
 import { keyLimit, LIVE, refill } from './flow-control-fragments.ts';
+import { statementName } from './statement-name.ts';
 
 export function flowAdminQueries(schema: string) {
   const jobs = `${schema}.jobs`;
@@ -9,7 +10,7 @@ export function flowAdminQueries(schema: string) {
     // Limits are written whole (a PUT): NULL clears one. A queue row that would hold no limit
     // and no keyed flag is deleted, so the queue's claims go back to the plain statements.
     setQueue: {
-      name: `${schema}.flow_set_queue`,
+      name: statementName(schema, `flow_set_queue`),
       text: `INSERT INTO ${schema}.flow_queues AS f (queue, concurrency_limit, rate_limit, rate_period_ms)
         VALUES ($1, $2, $3, $4)
         ON CONFLICT (queue) DO UPDATE SET concurrency_limit = $2, rate_limit = $3, rate_period_ms = $4,
@@ -19,35 +20,35 @@ export function flowAdminQueries(schema: string) {
     // After setQueue: a row left with no limit and not keyed goes (a statement of its own, as a
     // sibling CTE would not see the upserted row).
     dropQueueIfFree: {
-      name: `${schema}.flow_drop_queue_if_free`,
+      name: statementName(schema, `flow_drop_queue_if_free`),
       text: `DELETE FROM ${schema}.flow_queues
         WHERE queue = $1 AND concurrency_limit IS NULL AND rate_limit IS NULL AND NOT keyed`,
     },
     setKey: {
-      name: `${schema}.flow_set_key`,
+      name: statementName(schema, `flow_set_key`),
       text: `INSERT INTO ${schema}.flow_keys (pattern, concurrency_limit, rate_limit, rate_period_ms)
         VALUES ($1, $2, $3, $4)
         ON CONFLICT (pattern) DO UPDATE SET concurrency_limit = $2, rate_limit = $3, rate_period_ms = $4, updated_at = now()
         RETURNING pattern`,
     },
     deleteKey: {
-      name: `${schema}.flow_delete_key`,
+      name: statementName(schema, `flow_delete_key`),
       text: `DELETE FROM ${schema}.flow_keys WHERE pattern = $1 RETURNING pattern`,
     },
     setWeight: {
-      name: `${schema}.flow_set_weight`,
+      name: statementName(schema, `flow_set_weight`),
       text: `INSERT INTO ${schema}.tenant_weights (tenant_id, weight) VALUES ($1, $2)
         ON CONFLICT (tenant_id) DO UPDATE SET weight = $2, updated_at = now()`,
     },
     deleteWeight: {
-      name: `${schema}.flow_delete_weight`,
+      name: statementName(schema, `flow_delete_weight`),
       text: `DELETE FROM ${schema}.tenant_weights WHERE tenant_id = $1`,
     },
     // The state of flow control, for the console and metrics: queue limits with their running
     // and due counts and tokens now; key patterns; weights; per (queue, tenant) and per key
     // counts of live work (at most $1 groups each: a scan of the pending and live rows).
     snapshotQueues: {
-      name: `${schema}.flow_snapshot_queues`,
+      name: statementName(schema, `flow_snapshot_queues`),
       text: `SELECT f.queue, f.concurrency_limit, f.rate_limit, f.rate_period_ms, f.keyed,
           CASE WHEN f.rate_limit IS NOT NULL THEN ${refill('f.tokens', 'f.refilled_at', 'f.rate_limit', 'f.rate_period_ms')} END AS tokens,
           (SELECT count(*)::int FROM ${jobs} j WHERE j.lease_expires_at IS NOT NULL AND j.state IN ${LIVE} AND j.queue = f.queue) AS running,
@@ -55,11 +56,11 @@ export function flowAdminQueries(schema: string) {
         FROM ${schema}.flow_queues f ORDER BY f.queue`,
     },
     snapshotKeys: {
-      name: `${schema}.flow_snapshot_keys`,
+      name: statementName(schema, `flow_snapshot_keys`),
       text: `SELECT pattern, concurrency_limit, rate_limit, rate_period_ms FROM ${schema}.flow_keys ORDER BY pattern`,
     },
     snapshotWeights: {
-      name: `${schema}.flow_snapshot_weights`,
+      name: statementName(schema, `flow_snapshot_weights`),
       text: `SELECT tenant_id, weight FROM ${schema}.tenant_weights ORDER BY tenant_id`,
     },
     // The live parts only, each through its partial index (pending: the claim index; leases: the
@@ -67,7 +68,7 @@ export function flowAdminQueries(schema: string) {
     // every row), so a scrape costs what the live work costs, however long the history: a filter
     // on the state alone left the plan a scan of the whole table.
     snapshotTenants: {
-      name: `${schema}.flow_snapshot_tenants`,
+      name: statementName(schema, `flow_snapshot_tenants`),
       text: `SELECT queue, tenant_id, sum(pending)::int AS pending, sum(running)::int AS running FROM (
           SELECT queue, tenant_id, count(*) AS pending, 0 AS running FROM ${jobs} WHERE state = 'pending' GROUP BY queue, tenant_id
           UNION ALL
@@ -76,7 +77,7 @@ export function flowAdminQueries(schema: string) {
         GROUP BY queue, tenant_id ORDER BY queue, tenant_id LIMIT $1`,
     },
     snapshotActiveKeys: {
-      name: `${schema}.flow_snapshot_active_keys`,
+      name: statementName(schema, `flow_snapshot_active_keys`),
       text: `SELECT a.key, a.pending, a.due, a.running,
           ${keyLimit(schema, 'a.key', 'concurrency_limit', 'concurrency_limit')} AS cap,
           ${keyLimit(schema, 'a.key', 'rate_limit', 'rate_limit')} AS rate,

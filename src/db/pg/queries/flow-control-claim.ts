@@ -10,6 +10,7 @@
 
 import { cursorColumns, distinctFrom, fairPick, keyLimit, LIVE, refill } from './flow-control-fragments.ts';
 import { bySize, claimLimit, claimUpdateSql, fifoClaimSql, gateProbe } from './job-fragments.ts';
+import { statementName } from './statement-name.ts';
 
 /** How long a controlled claim waits for a queue's or key's lock before trying again later. */
 export const FLOW_LOCK_WAIT_MS = 100;
@@ -60,7 +61,7 @@ export function flowClaimQueries(schema: string) {
     claimFair: bySize((n?: number) => {
       const budget = n === undefined ? '$2' : String(n);
       return {
-        name: `${schema}.flow_claim_fair${n === undefined ? '' : `_${n}`}`,
+        name: statementName(schema, `flow_claim_fair${n === undefined ? '' : `_${n}`}`),
         rowMode: 'array' as const,
         text: `WITH RECURSIVE ${soloProbe}, one_tenant AS (
           SELECT id, tenant_id, 0 AS rnd, 1 AS pos, 0 AS k, 0 AS used FROM ${soloPick(n)}
@@ -87,13 +88,13 @@ export function flowClaimQueries(schema: string) {
     // CTE around the update, which every claim would pay for). A mark committed after this
     // statement's snapshot came with jobs the snapshot does not see either.
     claimPlain: bySize((n?: number) => ({
-      name: `${schema}.flow_claim_plain${n === undefined ? '' : `_${n}`}`,
+      name: statementName(schema, `flow_claim_plain${n === undefined ? '' : `_${n}`}`),
       rowMode: 'array' as const,
       text: fifoClaimSql(schema, ' AND concurrency_key IS NULL', n, 'any'),
     })),
     // Whether queue $1 has held a job of a tenant other than 'default' (its gate follows tenant_queues).
     tenanted: {
-      name: `${schema}.flow_tenanted`,
+      name: statementName(schema, `flow_tenanted`),
       text: `SELECT EXISTS (SELECT 1 FROM ${schema}.queue_gates WHERE queue = $1 AND reason = 'tenanted') AS tenanted`,
     },
 
@@ -104,7 +105,7 @@ export function flowClaimQueries(schema: string) {
     // whether the queue still had one tenant: when not, it took nothing and the fair claim follows.
     // By the number of jobs asked for, as the plain claim.
     claimSolo: bySize((n?: number) => ({
-      name: `${schema}.flow_claim_solo${n === undefined ? '' : `_${n}`}`,
+      name: statementName(schema, `flow_claim_solo${n === undefined ? '' : `_${n}`}`),
       rowMode: 'array' as const,
       text: `WITH ${soloProbe}, picked AS (SELECT id FROM ${soloPick(n)}), claimed AS (
           ${claimUpdateSql(schema, 'picked')}
@@ -119,7 +120,7 @@ export function flowClaimQueries(schema: string) {
     // A fair claim that took nothing may have walked only tenants whose jobs are all in the
     // future; the next walk starts there, so due jobs further on are reached.
     fairWalkEnd: {
-      name: `${schema}.flow_fair_walk_end`,
+      name: statementName(schema, `flow_fair_walk_end`),
       text: `WITH RECURSIVE ${distinctFrom(jobs, 'tenant_id', 'concurrency_key IS NULL', '$2::text', '$3::int')},
         walked AS (SELECT * FROM hi WHERE v IS NOT NULL UNION ALL SELECT * FROM lo WHERE v IS NOT NULL)
         SELECT (SELECT v FROM walked ORDER BY pos DESC LIMIT 1) AS last,
@@ -133,7 +134,7 @@ export function flowClaimQueries(schema: string) {
     // most $3 keys), in one global order so claimers cannot deadlock. Answers the keys with
     // their limits. The second statement starts after these locks are held.
     flowLock: {
-      name: `${schema}.flow_lock`,
+      name: statementName(schema, `flow_lock`),
       text: `WITH RECURSIVE q AS (
           SELECT queue FROM ${schema}.flow_queues
           WHERE queue = $1 AND (concurrency_limit IS NOT NULL OR rate_limit IS NOT NULL)
@@ -167,7 +168,7 @@ export function flowClaimQueries(schema: string) {
     // before it (and any wait for a lock) does not spend them, and the claimer counts them
     // proven from when it sent this statement.
     flowClaim: {
-      name: `${schema}.flow_claim`,
+      name: statementName(schema, `flow_claim`),
       rowMode: 'array' as const,
       text: `WITH RECURSIVE clock AS MATERIALIZED (SELECT clock_timestamp() AS t), qcfg AS (
           SELECT concurrency_limit, rate_limit, rate_period_ms, tokens, refilled_at FROM ${schema}.flow_queues WHERE queue = $1
@@ -265,13 +266,13 @@ export function flowClaimQueries(schema: string) {
     },
     // Whether each of $1 (queues) is flow-controlled (has a flow_queues row).
     controlled: {
-      name: `${schema}.flow_controlled`,
+      name: statementName(schema, `flow_controlled`),
       text: `SELECT queue FROM ${schema}.flow_queues WHERE queue = ANY ($1::text[])`,
     },
     // A keyed job is about to be enqueued in each of $1: those queues become controlled first
     // (committed before the jobs, so no FIFO or fair claim ever sees a keyed job).
     markKeyed: {
-      name: `${schema}.flow_mark_keyed`,
+      name: statementName(schema, `flow_mark_keyed`),
       text: `INSERT INTO ${schema}.flow_queues AS f (queue, keyed)
         SELECT q, true FROM unnest($1::text[]) AS q
         WHERE NOT EXISTS (SELECT 1 FROM ${schema}.flow_queues g WHERE g.queue = q AND g.keyed)

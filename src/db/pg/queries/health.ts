@@ -2,18 +2,20 @@
 // waited, the size and vacuum state of Baton's tables, and the server's oldest transaction
 // horizon. Each reads live work or the catalogs, never the history of finished jobs.
 
+import { statementName } from './statement-name.ts';
+
 export function healthQueries(schema: string) {
   const jobs = `${schema}.jobs`;
   return {
     // Due pending jobs through the claim index (its rows are the pending ones): what waits now.
     oldestDue: {
-      name: `${schema}.health_oldest_due`,
+      name: statementName(schema, `health_oldest_due`),
       text: `SELECT queue, extract(epoch FROM now() - min(run_at))::float8 AS seconds, count(*)::int AS due
         FROM ${jobs} WHERE state = 'pending' AND run_at <= now() GROUP BY queue`,
     },
     // Size and vacuum state of the schema's tables; $1 is the schema name as the catalogs spell it.
     tables: {
-      name: `${schema}.health_tables`,
+      name: statementName(schema, `health_tables`),
       text: `SELECT s.relname AS name, pg_total_relation_size(s.relid)::float8 AS total_bytes,
           pg_relation_size(s.relid)::float8 AS table_bytes, pg_indexes_size(s.relid)::float8 AS index_bytes,
           s.n_live_tup::float8 AS live_tuples, s.n_dead_tup::float8 AS dead_tuples,
@@ -25,7 +27,7 @@ export function healthQueries(schema: string) {
     // transactions and replication slots too): while it stays old, no dead row newer than it
     // can be pruned or vacuumed in Baton's tables, whatever autovacuum does.
     horizon: {
-      name: `${schema}.health_horizon`,
+      name: statementName(schema, `health_horizon`),
       text: `SELECT
           (SELECT max(age(backend_xmin)) FROM pg_stat_activity WHERE backend_xmin IS NOT NULL)::float8 AS session_xmin_age,
           (SELECT extract(epoch FROM now() - min(xact_start)) FROM pg_stat_activity
@@ -36,7 +38,7 @@ export function healthQueries(schema: string) {
     // Dead row versions of jobs since its last vacuum (the statistics' count, a little behind),
     // and whether a vacuum of it runs now (autovacuum's or anyone's).
     jobsDead: {
-      name: `${schema}.health_jobs_dead`,
+      name: statementName(schema, `health_jobs_dead`),
       text: `SELECT COALESCE((SELECT n_dead_tup FROM pg_stat_user_tables WHERE relid = '${jobs}'::regclass), 0)::float8 AS dead,
           EXISTS (SELECT 1 FROM pg_stat_progress_vacuum WHERE relid = '${jobs}'::regclass) AS vacuuming`,
     },

@@ -4,6 +4,7 @@
 
 import { countFinishedSql, FINISHED_BLOCK_SHIFT, LIVE, recordFinishedSql, summaryColumns } from './job-fragments.ts';
 import { leaderFenceSql } from './leader.ts';
+import { statementName } from './statement-name.ts';
 
 export function jobAdminQueries(schema: string) {
   const jobs = `${schema}.jobs`;
@@ -30,7 +31,7 @@ export function jobAdminQueries(schema: string) {
     // transaction that commits after it began) and that finishes, or was inserted finished,
     // before this statement commits keeps no row; a listing by queue may then miss it.
     purgeScan: {
-      name: `${schema}.job_purge_scan`,
+      name: statementName(schema, `job_purge_scan`),
       text: `WITH fence AS (${leaderFenceSql(schema, '$6')}),
         scan AS MATERIALIZED (
           SELECT id, created_at FROM ${jobs}
@@ -65,18 +66,18 @@ export function jobAdminQueries(schema: string) {
     },
 
     // Admin.
-    get: { name: `${schema}.job_get`, text: `SELECT j.*, ${windowRule} FROM ${jobs} j WHERE j.id = $1` },
+    get: { name: statementName(schema, `job_get`), text: `SELECT j.*, ${windowRule} FROM ${jobs} j WHERE j.id = $1` },
     // A read for one tenant: another tenant's job is not read at all, so it costs what an id
     // nobody has costs (no row leaves the server; docs/security.md).
     getInTenant: {
-      name: `${schema}.job_get_in_tenant`,
+      name: statementName(schema, `job_get_in_tenant`),
       text: `SELECT j.*, ${windowRule} FROM ${jobs} j WHERE j.id = $1 AND j.tenant_id = $2`,
     },
     // The old state is read under the row's lock, so a replayed job leaves its state's count exactly once.
     // A dependent cancelled while it waited still has the edges of its unfinished parents (a
     // finished parent's edges are gone): it goes back to waiting for them, not to pending.
     replay: {
-      name: `${schema}.job_replay`,
+      name: statementName(schema, `job_replay`),
       text: `WITH old AS (SELECT id, state FROM ${jobs} WHERE id = $1 FOR UPDATE),
         edges AS (SELECT count(*)::int AS n FROM ${schema}.job_dependencies WHERE child_id = $1),
         r AS (UPDATE ${jobs} j SET state = CASE WHEN (SELECT n FROM edges) > 0 THEN 'waiting' ELSE 'pending' END,
@@ -96,7 +97,7 @@ export function jobAdminQueries(schema: string) {
     // proof that the lease's owner was alive. Answers the row either way; nothing when the job
     // is finished or unknown.
     cancel: {
-      name: `${schema}.job_cancel`,
+      name: statementName(schema, `job_cancel`),
       text: `WITH r AS (UPDATE ${jobs} j SET
           state = CASE WHEN j.state IN ${LIVE} THEN j.state ELSE 'cancelled' END,
           finished_at = CASE WHEN j.state IN ${LIVE} THEN j.finished_at ELSE now() END,
@@ -110,13 +111,13 @@ export function jobAdminQueries(schema: string) {
     },
     // "Run now": a pending job becomes due at once; one already due keeps its place (least).
     runNow: {
-      name: `${schema}.job_run_now`,
+      name: statementName(schema, `job_run_now`),
       text: `UPDATE ${jobs} SET run_at = least(run_at, now()), updated_at = now()
         WHERE id = $1 AND state = 'pending'
         RETURNING *`,
     },
     replayDeadLetters: {
-      name: `${schema}.job_replay_dead_letters`,
+      name: statementName(schema, `job_replay_dead_letters`),
       text: `WITH v AS (
           SELECT id FROM ${jobs}
           WHERE state = 'dead_lettered' AND ($2::text IS NULL OR queue = $2) AND ($3::text IS NULL OR tenant_id = $3)

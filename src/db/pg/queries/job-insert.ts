@@ -2,6 +2,8 @@
 // wakes a queue's workers. A duplicate idempotency key inserts nothing: selectByKeys reads the
 // job that holds it.
 
+import { statementName } from './statement-name.ts';
+
 export function jobInsertQueries(schema: string) {
   const jobs = `${schema}.jobs`;
   // Inserts a batch in one statement. Rows are read from a jsonb array in input order;
@@ -23,23 +25,23 @@ export function jobInsertQueries(schema: string) {
         RETURNING *`;
 
   return {
-    insertMany: { name: `${schema}.job_insert_many`, text: insertSql },
+    insertMany: { name: statementName(schema, `job_insert_many`), text: insertSql },
     // The same insert, plus pg_notify on the channels in $2 when a row was inserted: the
     // notification leaves with the commit of the caller's transaction.
     insertManyNotify: {
-      name: `${schema}.job_insert_many_notify`,
+      name: statementName(schema, `job_insert_many_notify`),
       text: `WITH ins AS (${insertSql}),
         notified AS (SELECT pg_notify(c, '') FROM unnest($2::text[]) AS c WHERE EXISTS (SELECT 1 FROM ins))
         SELECT * FROM ins WHERE (SELECT count(*) FROM notified) >= 0`,
     },
     selectByKeys: {
-      name: `${schema}.job_select_by_keys`,
+      name: statementName(schema, `job_select_by_keys`),
       text: `SELECT j.* FROM ${jobs} j
         JOIN unnest($1::text[], $2::text[]) AS k(tenant_id, idempotency_key)
           ON j.tenant_id = k.tenant_id AND j.idempotency_key = k.idempotency_key`,
     },
     notify: {
-      name: `${schema}.job_notify`,
+      name: statementName(schema, `job_notify`),
       text: `SELECT pg_notify(c, '') FROM unnest($1::text[]) AS c`,
     },
   } as const;

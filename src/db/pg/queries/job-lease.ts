@@ -17,6 +17,7 @@
 // since planning each one cost more than half of running it.
 
 import { batchIds, bySize, countFinishedSql, fifoClaimSql, LIVE, recordFinishedSql, TIMELINE_TOKEN_OFFSET } from './job-fragments.ts';
+import { statementName } from './statement-name.ts';
 
 /** Error history kept per job (oldest entries dropped first). */
 export const ERROR_HISTORY_LIMIT = 100;
@@ -87,7 +88,7 @@ export function jobLeaseQueries(schema: string) {
   /** A completion by batch size (bySize): named, so planned once, up to SIZE_IN_TEXT_MAX leases; unnamed above. */
   const completions = (key: string, recorded: string, answer = '') =>
     bySize((n?: number) => ({
-      ...(n === undefined ? {} : { name: `${schema}.${key}_${n}` }),
+      ...(n === undefined ? {} : { name: statementName(schema, `${key}_${n}`) }),
       text: completeSql(recorded, answer, n),
     }));
 
@@ -115,7 +116,7 @@ export function jobLeaseQueries(schema: string) {
     // flow-controlled queue (flow_queues, migration 0015): its claims go through queries/flow-claim.ts.
     // By the number of jobs asked for (bySize: one plan per connection for small claims).
     claim: bySize((n?: number) => ({
-      name: `${schema}.job_claim${n === undefined ? '' : `_${n}`}`,
+      name: statementName(schema, `job_claim${n === undefined ? '' : `_${n}`}`),
       rowMode: 'array' as const,
       text: fifoClaimSql(schema, '', n),
     })),
@@ -220,7 +221,7 @@ export function jobLeaseQueries(schema: string) {
     // may walk the live-lease index of the whole fleet rather than pay for an owner index on
     // every claim; the ORDER BY keeps the planner on that index as the table grows.
     leasesOwned: {
-      name: `${schema}.job_leases_owned`,
+      name: statementName(schema, `job_leases_owned`),
       text: `SELECT j.id::text, j.lease_token::text AS token, j.queue FROM ${jobs} j
         WHERE j.lease_expires_at IS NOT NULL AND j.lease_owner = $1 AND j.state IN ${LIVE}
         ORDER BY j.lease_expires_at`,
@@ -229,7 +230,7 @@ export function jobLeaseQueries(schema: string) {
     // sessions' calls, cached or not); read before a process's first claim, it bounds what an
     // earlier process that used the same worker id can have been handed.
     tokenHighWater: {
-      name: `${schema}.job_token_high_water`,
+      name: statementName(schema, `job_token_high_water`),
       text: `SELECT (last_value + ${TIMELINE_TOKEN_OFFSET})::text AS v FROM ${schema}.lease_token_seq`,
     },
     // The reaper: live leases past their expiry, or (fast reclaim, $3) owned by a worker whose
@@ -243,7 +244,7 @@ export function jobLeaseQueries(schema: string) {
     // to do reads next to nothing however many leases are live; the owners' leases are looked
     // for only while some worker is gone (the EXISTS is a one-time filter).
     reap: {
-      name: `${schema}.job_reap`,
+      name: statementName(schema, `job_reap`),
       text: `WITH gone AS (
           SELECT id, gone_since FROM ${schema}.workers
           WHERE $3::boolean AND gone_since IS NOT NULL

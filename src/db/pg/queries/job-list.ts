@@ -15,6 +15,7 @@
 
 import { JOB_SORT_KEYS, JOB_SORT_WINDOW, type JobSortKey, type SortOrder } from '../../../types/job-sort.ts';
 import { summaryColumns } from './job-fragments.ts';
+import { statementName } from './statement-name.ts';
 
 /** Output columns of summaryColumns (the window's alias `w`), by sort key. */
 const COLUMN: Record<JobSortKey, string> = {
@@ -73,7 +74,7 @@ export function jobListQueries(schema: string) {
      * fall on the other side of it (the exact created_at test still applies to every row).
      */
     idFrom: {
-      name: `${schema}.job_id_from_created_at`,
+      name: statementName(schema, `job_id_from_created_at`),
       text: `WITH RECURSIVE b(lo, hi) AS (
           SELECT coalesce((SELECT min(id) FROM ${jobs}), 1), coalesce((SELECT max(id) FROM ${jobs}), 0) + 1
           UNION ALL

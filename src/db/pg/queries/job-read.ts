@@ -16,6 +16,7 @@
 import { JOB_STATES, type JobState } from '../../../types/job.ts';
 import { DEFAULT_TENANT, finishedWindowOf } from '../../../types/job-sort.ts';
 import { FINISHED_BLOCK_SHIFT, summaryColumns } from './job-fragments.ts';
+import { statementName } from './statement-name.ts';
 
 /** Ids of the primary key one step of a walk reads (see walkIds). */
 const WALK_CHUNK = 1_000;
@@ -154,7 +155,7 @@ export function jobReadQueries(schema: string) {
   const memo = (key: string, build: () => string, prepared: boolean) => {
     let q = cache.get(key);
     if (!q) {
-      q = prepared ? { name: `${schema}.${key}`, text: build() } : { text: build() };
+      q = prepared ? { name: statementName(schema, `${key}`), text: build() } : { text: build() };
       cache.set(key, q);
     }
     return q;

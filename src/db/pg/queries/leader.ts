@@ -3,6 +3,7 @@
 // and a takeover waits for it to finish (the lock modes are the argument; see the migration).
 
 import { TIMELINE_TOKEN_OFFSET } from './job-fragments.ts';
+import { statementName } from './statement-name.ts';
 
 /**
  * The fence of a leader-only statement, as a CTE body: one row while the lease is held under
@@ -24,7 +25,7 @@ export function leaderQueries(schema: string) {
     // the lease has not run out (a lapsed lease is taken again under a new epoch). It also
     // records its current presence key ($4, null while its presence session is down).
     renew: {
-      name: `${schema}.leader_renew`,
+      name: statementName(schema, `leader_renew`),
       text: `UPDATE ${lease} SET expires_at = ${until}, renewed_at = now(), holder_lock_key = $4
         WHERE epoch = $3::bigint AND holder = $1 AND expires_at > now()
         RETURNING epoch::text`,
@@ -39,7 +40,7 @@ export function leaderQueries(schema: string) {
     // hands one of their epochs out again, so a zombie leader's fenced writes match nothing.
     // Kept in the row, so it never goes back (a later reset to timeline 1 leaves it as is).
     acquire: {
-      name: `${schema}.leader_acquire`,
+      name: statementName(schema, `leader_acquire`),
       text: `UPDATE ${lease} l SET epoch = GREATEST(l.epoch + 1, ${TIMELINE_TOKEN_OFFSET} + 1), holder = $1, holder_lock_key = $3,
           expires_at = ${until}, acquired_at = now(), renewed_at = now()
         FROM (
@@ -58,20 +59,20 @@ export function leaderQueries(schema: string) {
     },
     // Gives the lease up (stop): the next candidate takes it at its next try.
     release: {
-      name: `${schema}.leader_release`,
+      name: statementName(schema, `leader_release`),
       text: `UPDATE ${lease} SET expires_at = now(), holder_lock_key = NULL
         WHERE epoch = $2::bigint AND holder = $1 AND expires_at > now()`,
     },
     // Who holds a live lease, for operators.
     current: {
-      name: `${schema}.leader_current`,
+      name: statementName(schema, `leader_current`),
       text: `SELECT holder, epoch::text, acquired_at, expires_at FROM ${lease} WHERE expires_at > now()`,
     },
     // The first statement of a fenced transaction: the fence (held until the transaction ends)
     // and a server-side bound on how long the transaction may sit idle ($2, ms): a holder paused
     // inside it is cut off, which ends the transaction and frees the row for a takeover.
     fenceTx: {
-      name: `${schema}.leader_fence_tx`,
+      name: statementName(schema, `leader_fence_tx`),
       text: `WITH fence AS (${leaderFenceSql(schema, '$1')})
         SELECT set_config('idle_in_transaction_session_timeout', $2::text, true) AS idle, EXISTS (SELECT 1 FROM fence) AS held`,
     },

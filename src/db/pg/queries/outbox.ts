@@ -5,6 +5,7 @@
 // state = 'pending'); a run message's write spends its attempt, so it is fenced the same way.
 
 import { leaderFenceSql } from './leader.ts';
+import { statementName } from './statement-name.ts';
 
 export function outboxQueries(schema: string) {
   const t = `${schema}.outbox`;
@@ -61,7 +62,7 @@ export function outboxQueries(schema: string) {
     // $1 jsonb array of messages, $2 advisory-lock namespace, $3 NOTIFY channel. The locks are
     // taken (in key order, so two producers cannot deadlock) before any row gets its id.
     insertMany: {
-      name: `${schema}.outbox_insert_many`,
+      name: statementName(schema, `outbox_insert_many`),
       text: `WITH input AS (
           SELECT x.*, a.ord FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS a(elem, ord)
           CROSS JOIN LATERAL jsonb_to_record(a.elem) AS x(tenant_id text, destination text, topic text, payload jsonb,
@@ -82,14 +83,14 @@ export function outboxQueries(schema: string) {
         SELECT * FROM ins WHERE (SELECT count(*) FROM notified) >= 0`,
     },
     selectByKeys: {
-      name: `${schema}.outbox_select_by_keys`,
+      name: statementName(schema, `outbox_select_by_keys`),
       text: `SELECT o.* FROM ${t} o
         JOIN unnest($1::text[], $2::text[], $3::text[]) AS k(tenant_id, destination, message_key)
           ON o.tenant_id = k.tenant_id AND o.destination = k.destination AND o.message_key = k.message_key`,
     },
     // $1 destinations, $2 limit, $3 visibility ms: the due heads, earliest first; see claimHeads.
     claim: {
-      name: `${schema}.outbox_claim`,
+      name: statementName(schema, `outbox_claim`),
       text: `WITH heads AS (
           SELECT o.id FROM ${t} o
           WHERE o.state = 'pending' AND o.next_attempt_at <= now() AND o.destination = ANY($1::text[])
@@ -106,7 +107,7 @@ export function outboxQueries(schema: string) {
     // $4: per item, true for a run message (published under its head's claim): its write spends
     // the attempt the claim of a head spends, and is fenced by the attempt it was read with.
     publishedMany: {
-      name: `${schema}.outbox_published_many`,
+      name: statementName(schema, `outbox_published_many`),
       text: `${published} RETURNING o.id::text`,
     },
     // publishedMany, then in the same statement the claim of the next message of every key it
@@ -121,7 +122,7 @@ export function outboxQueries(schema: string) {
     // the written keys first, then locked one by one by primary key; "not written" is a hashed
     // NOT IN.
     publishedManyClaimNext: {
-      name: `${schema}.outbox_published_many_claim_next`,
+      name: statementName(schema, `outbox_published_many_claim_next`),
       text: `WITH done AS (${published} RETURNING o.id, o.tenant_id, o.destination, o.ordering_key),
         nxt AS MATERIALIZED (
           SELECT (SELECT p.id FROM ${t} p
@@ -146,7 +147,7 @@ export function outboxQueries(schema: string) {
     // $9: per item, true for a run message, as in publishedMany: o.attempt + x.run::int is the
     // attempt it was published as.
     failMany: {
-      name: `${schema}.outbox_fail_many`,
+      name: statementName(schema, `outbox_fail_many`),
       text: `UPDATE ${t} o SET
           state = ${dead('x.reject OR o.attempt + x.run::int >= o.max_attempts')},
           dead_letter_reason = CASE WHEN x.reject THEN 'rejected' WHEN o.attempt + x.run::int >= o.max_attempts THEN 'attempts_exhausted' END,
@@ -193,7 +194,7 @@ export function outboxQueries(schema: string) {
         RETURNING o.*`,
     },
     stats: {
-      name: `${schema}.outbox_stats`,
+      name: statementName(schema, `outbox_stats`),
       text: `SELECT
           (SELECT COALESCE(jsonb_agg(jsonb_build_object('destination', destination, 'state', state, 'n', n)
                     ORDER BY destination, state), '[]'::jsonb)
@@ -208,7 +209,7 @@ export function outboxQueries(schema: string) {
     },
     // Retention, on the leader: nothing unless epoch $4 holds the leader lease (queries/leader.ts).
     purge: {
-      name: `${schema}.outbox_purge`,
+      name: statementName(schema, `outbox_purge`),
       text: `WITH fence AS (${leaderFenceSql(schema, '$4')}),
         d AS (
           SELECT id FROM ${t}

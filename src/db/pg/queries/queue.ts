@@ -1,6 +1,8 @@
 // Named queries for paused queues. A queue is known when it has a job, a live worker serves
 // it, or it is paused; pausing or resuming an unknown one answers no row (a typo stays a 404).
 
+import { statementName } from './statement-name.ts';
+
 export function queueQueries(schema: string) {
   const paused = `${schema}.paused_queues`;
   const known = `(EXISTS (SELECT 1 FROM ${schema}.jobs WHERE queue = $1)
@@ -9,7 +11,7 @@ export function queueQueries(schema: string) {
   return {
     // Idempotent: pausing a paused queue keeps its first paused_at.
     pause: {
-      name: `${schema}.queue_pause`,
+      name: statementName(schema, `queue_pause`),
       text: `WITH ins AS (
           INSERT INTO ${paused} (queue) SELECT $1 WHERE ${known}
           ON CONFLICT (queue) DO NOTHING RETURNING paused_at
@@ -19,12 +21,12 @@ export function queueQueries(schema: string) {
     },
     // One row when the queue is known: paused_at of the row deleted, or NULL if it was not paused.
     resume: {
-      name: `${schema}.queue_resume`,
+      name: statementName(schema, `queue_resume`),
       text: `WITH del AS (DELETE FROM ${paused} WHERE queue = $1 RETURNING paused_at)
         SELECT (SELECT paused_at FROM del) AS paused_at WHERE ${known}`,
     },
     listPaused: {
-      name: `${schema}.queue_list_paused`,
+      name: statementName(schema, `queue_list_paused`),
       text: `SELECT queue, paused_at FROM ${paused} ORDER BY queue`,
     },
   } as const;

@@ -1,6 +1,8 @@
 // Named queries for the schedules table. The ticker's writes carry their guards in the
 // statement: advance is a compare-and-set on (version, next_fire_at) that only moves forward.
 
+import { statementName } from './statement-name.ts';
+
 const COLUMNS = `id::text, tenant_id, name, cron, timezone, job_type, workflow, queue, payload, priority, max_attempts,
   misfire_policy, catch_up_limit, enabled, disabled_reason, next_fire_at, last_fired_at, version::text,
   created_at, updated_at`;
@@ -52,10 +54,10 @@ export function scheduleQueries(schema: string) {
       text: `DELETE FROM ${s} WHERE (tenant_id, name) NOT IN (SELECT t, n FROM unnest($1::text[], $2::text[]) AS k(t, n))`,
     },
     due: {
-      name: `${schema}.schedule_due`,
+      name: statementName(schema, `schedule_due`),
       text: `SELECT ${COLUMNS} FROM ${s} WHERE enabled AND next_fire_at <= $1 ORDER BY next_fire_at LIMIT $2`,
     },
-    earliest: { name: `${schema}.schedule_earliest`, text: `SELECT min(next_fire_at) AS at FROM ${s} WHERE enabled` },
+    earliest: { name: statementName(schema, `schedule_earliest`), text: `SELECT min(next_fire_at) AS at FROM ${s} WHERE enabled` },
     advance: {
       text: `UPDATE ${s} AS s SET next_fire_at = x.next, last_fired_at = COALESCE(x.last_fired, s.last_fired_at)
         FROM unnest($1::bigint[], $2::bigint[], $3::timestamptz[], $4::timestamptz[], $5::timestamptz[])

@@ -11,6 +11,7 @@
 // at a bounded cost per poll (docs/http-api.md, Stats).
 
 import { jobReadQueries } from './job-read.ts';
+import { statementName } from './statement-name.ts';
 
 /** The newest jobs (by id) the window is read from. */
 export const STATS_SCAN_ROWS = 20_000;
@@ -22,7 +23,7 @@ export function statsQueries(schema: string) {
   const since = `now() - make_interval(secs => $1::double precision)`;
   return {
     snapshot: {
-      name: `${schema}.stats_snapshot`,
+      name: statementName(schema, `stats_snapshot`),
       text: `WITH counts AS (${jobReadQueries(schema).countsByQueue(false).text}
         ), top AS (SELECT max(id) AS id FROM ${jobs}
         ), recent AS MATERIALIZED (

@@ -2,6 +2,7 @@
 // live worker process) and the liveness sweep that powers fast reclaim.
 
 import { leaderFenceSql } from './leader.ts';
+import { statementName } from './statement-name.ts';
 
 export function workerQueries(schema: string) {
   const workers = `${schema}.workers`;
@@ -16,14 +17,14 @@ export function workerQueries(schema: string) {
           queues = EXCLUDED.queues, job_types = EXCLUDED.job_types`,
     },
     touch: {
-      name: `${schema}.worker_touch`,
+      name: statementName(schema, `worker_touch`),
       text: `UPDATE ${workers} SET last_seen_at = now(), in_flight = $2, gone_since = NULL WHERE id = $1`,
     },
     remove: { text: `DELETE FROM ${workers} WHERE id = $1` },
     // Marks workers whose presence lock nobody holds as gone (keeping the first time seen gone),
     // and clears the mark for those whose lock is held again.
     sweep: {
-      name: `${schema}.worker_sweep`,
+      name: statementName(schema, `worker_sweep`),
       text: `WITH held AS (
           SELECT objid::bigint AS key FROM pg_locks
           WHERE locktype = 'advisory' AND granted AND objsubid = 2
@@ -39,7 +40,7 @@ export function workerQueries(schema: string) {
     // Forgets workers gone for over an hour that hold no live lease. A leader-only write:
     // nothing unless epoch $1 holds the leader lease.
     prune: {
-      name: `${schema}.worker_prune`,
+      name: statementName(schema, `worker_prune`),
       text: `WITH fence AS (${leaderFenceSql(schema, '$1')})
         DELETE FROM ${workers} w WHERE w.gone_since < now() - interval '1 hour'
         AND EXISTS (SELECT 1 FROM fence)
@@ -48,7 +49,7 @@ export function workerQueries(schema: string) {
     },
     // The leader is the holder of the live leader lease (a producer-only leader has no row).
     list: {
-      name: `${schema}.worker_list`,
+      name: statementName(schema, `worker_list`),
       text: `SELECT id, hostname, pid, queues, job_types, in_flight, started_at, last_seen_at, gone_since IS NULL AS alive,
           gone_since IS NULL AND id IS NOT DISTINCT FROM
             (SELECT holder FROM ${schema}.leader_lease WHERE expires_at > now()) AS leader
@@ -56,7 +57,7 @@ export function workerQueries(schema: string) {
     },
     // What live workers can run: the queues they work and the job types they have handlers for.
     listLive: {
-      name: `${schema}.worker_list_live`,
+      name: statementName(schema, `worker_list_live`),
       text: `SELECT queues, job_types FROM ${workers} WHERE gone_since IS NULL`,
     },
   } as const;

@@ -2,6 +2,7 @@
 // timed_out. Decided by the database clock alone, not by a lease: whichever execution meets the
 // deadline first records it, and a repeat changes nothing.
 
+import { statementName } from './statement-name.ts';
 import { workflowFragments } from './workflow-fragments.ts';
 
 export function workflowDeadlineQueries(schema: string) {
@@ -10,7 +11,7 @@ export function workflowDeadlineQueries(schema: string) {
     // $1 the run. A parent waiting for it (ctx.all) is made due, as a child's finish does. The
     // run row is locked before any job row, as the fence does.
     timeOutRun: {
-      name: `${schema}.wf_time_out_run`,
+      name: statementName(schema, `wf_time_out_run`),
       text: `WITH t AS (
           UPDATE ${runs} r SET state = 'timed_out', wait_event = NULL, wake_at = NULL,
             finished_at = now(), updated_at = now()

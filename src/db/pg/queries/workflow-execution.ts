@@ -3,6 +3,7 @@
 // and the run still running (see workflow-fragments.ts); a step's output is committed first,
 // and the run's progress only goes up.
 
+import { statementName } from './statement-name.ts';
 import { BEFORE_DEADLINE, LIVE, workflowFragments } from './workflow-fragments.ts';
 
 export function workflowExecutionQueries(schema: string) {
@@ -36,7 +37,7 @@ export function workflowExecutionQueries(schema: string) {
     // to running, under the lease: marked), its steps and the database's clock. event_ready: an
     // event the run waits for has arrived (the wake-up's cause, for metrics).
     load: {
-      name: `${schema}.wf_load`,
+      name: statementName(schema, `wf_load`),
       text: `WITH m AS (
           UPDATE ${runs} r SET state = 'running', wait_event = NULL, wake_at = NULL, updated_at = now(), ${countCrash}
           FROM ${jobs} j
@@ -52,7 +53,7 @@ export function workflowExecutionQueries(schema: string) {
     // under its lease: marked), its steps and the database's clock. event_ready: an event the run
     // waits for has arrived (the wake-up's cause, for metrics). ord: the position asked.
     loadMany: {
-      name: `${schema}.wf_load_many`,
+      name: statementName(schema, `wf_load_many`),
       text: `WITH i AS (
           SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS i(job_id, token, run_id, ord)),
         m AS (
@@ -70,7 +71,7 @@ export function workflowExecutionQueries(schema: string) {
     // A step's output: one insert wins (a failed row is taken over); the loser gets no row
     // back and reads the winner's. $4 name, $5 occurrence, $6 seq, $7 output, $8 started.
     commitStep: {
-      name: `${schema}.wf_commit_step`,
+      name: statementName(schema, `wf_commit_step`),
       text: `WITH ${fence},
         ins AS (
           INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, output, attempts, started_at, finished_at)
@@ -90,7 +91,7 @@ export function workflowExecutionQueries(schema: string) {
     // One insert wins per step (a failed row is taken over): commits of one step in the same
     // batch are cut to the first one, the rest answer not won and read the winner's output.
     commitSteps: {
-      name: `${schema}.wf_commit_steps`,
+      name: statementName(schema, `wf_commit_steps`),
       text: `WITH i AS (
           SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[], $5::int[], $6::int[], $7::text[],
             $8::timestamptz[]) WITH ORDINALITY AS i(job_id, token, run_id, name, occurrence, seq, output, started_at, ord)),
@@ -114,12 +115,12 @@ export function workflowExecutionQueries(schema: string) {
         FROM i LEFT JOIN (SELECT p.ord, ins.run_id, ins.output FROM pick p JOIN ins USING (run_id, name, occurrence)) w ON w.ord = i.ord`,
     },
     readStep: {
-      name: `${schema}.wf_read_step`,
+      name: statementName(schema, `wf_read_step`),
       text: `SELECT kind, status, output FROM ${steps} WHERE run_id = $1::bigint AND name = $2 AND occurrence = $3`,
     },
     // A failed attempt of a step, for its history (the job records the failure itself).
     failStep: {
-      name: `${schema}.wf_fail_step`,
+      name: statementName(schema, `wf_fail_step`),
       text: `WITH ${fence}
         INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, error, attempts, started_at, finished_at)
         SELECT $3::bigint, $4, $5, $6, 'step', 'failed', $7::jsonb, 1, $8::timestamptz, now() FROM fence
@@ -131,7 +132,7 @@ export function workflowExecutionQueries(schema: string) {
     // A ctx.patched() marker ($4 its name, $5 the position of the call after it): idempotent, so
     // steps running together that reach it race harmlessly.
     markPatch: {
-      name: `${schema}.wf_mark_patch`,
+      name: statementName(schema, `wf_mark_patch`),
       text: `WITH ${fence},
         ins AS (
           INSERT INTO ${steps} (run_id, name, occurrence, seq, kind, status, output, attempts, finished_at)
@@ -142,7 +143,7 @@ export function workflowExecutionQueries(schema: string) {
     // A run whose history its code cannot replay stops, blocked, with $4 the reason (jsonb).
     // Its driving job then completes: nothing retries a divergence; a replay resumes the run.
     blockRun: {
-      name: `${schema}.wf_block_run`,
+      name: statementName(schema, `wf_block_run`),
       text: `WITH ${fence}
         UPDATE ${runs} r SET state = 'blocked', blocked_reason = $4::jsonb, updated_at = now()
         WHERE r.id = $3::bigint AND ${fenced}
@@ -150,7 +151,7 @@ export function workflowExecutionQueries(schema: string) {
     },
     // The run's output; $4 output. Answers nothing when fenced, cancelled or already over.
     completeRun: {
-      name: `${schema}.wf_complete_run`,
+      name: statementName(schema, `wf_complete_run`),
       text: `WITH ${fence}
         UPDATE ${runs} r SET state = 'succeeded', output = $4::jsonb, finished_at = now(), updated_at = now()
         WHERE r.id = $3::bigint AND ${fenced}
@@ -160,7 +161,7 @@ export function workflowExecutionQueries(schema: string) {
     // each fenced by its own lease (locked in job id order, as commitSteps). Answers a row for
     // each run completed; none for one fenced off, cancelled or already over.
     completeRuns: {
-      name: `${schema}.wf_complete_runs`,
+      name: statementName(schema, `wf_complete_runs`),
       text: `WITH i AS (
           SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::text[]) WITH ORDINALITY AS i(job_id, token, run_id, output, ord)),
         fence AS (
@@ -173,7 +174,7 @@ export function workflowExecutionQueries(schema: string) {
     },
     // Why a fenced write was refused: the run's state, whether it is past its deadline and whether the lease is still current.
     why: {
-      name: `${schema}.wf_why`,
+      name: statementName(schema, `wf_why`),
       text: `SELECT r.state, r.output, r.job_id = $1::bigint AS ours, NOT ${BEFORE_DEADLINE} AS past_deadline,
           EXISTS (SELECT 1 FROM ${jobs} j WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE}) AS lease_current
         FROM ${runs} r WHERE r.id = $3::bigint`,

@@ -3,6 +3,7 @@
 // (see workflow-fragments.ts), so the two never wait for each other in a circle.
 
 import { countFinishedSql, recordFinishedSql } from './job-fragments.ts';
+import { statementName } from './statement-name.ts';
 import { BEFORE_DEADLINE, eventEndsWait, workflowFragments } from './workflow-fragments.ts';
 
 export function workflowRunQueries(schema: string) {
@@ -14,18 +15,18 @@ export function workflowRunQueries(schema: string) {
     // The registry of defined workflows (migration 0030): a starting engine upserts its own, in
     // name order (two engines registering the same names lock them in one order).
     register: {
-      name: `${schema}.wf_register`,
+      name: statementName(schema, `wf_register`),
       text: `INSERT INTO ${schema}.workflow_definitions AS d (name, queue, max_attempts, run_timeout_ms)
         SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[]) AS x(name, queue, max_attempts, run_timeout_ms) ORDER BY 1
         ON CONFLICT (name) DO UPDATE SET queue = excluded.queue, max_attempts = excluded.max_attempts,
           run_timeout_ms = excluded.run_timeout_ms, last_seen_at = now()`,
     },
     definition: {
-      name: `${schema}.wf_definition`,
+      name: statementName(schema, `wf_definition`),
       text: `SELECT queue, max_attempts, run_timeout_ms FROM ${schema}.workflow_definitions WHERE name = $1`,
     },
     insertRun: {
-      name: `${schema}.wf_insert_run`,
+      name: statementName(schema, `wf_insert_run`),
       // $6: the run's timeout in ms (NULL: none); its deadline is taken from the database clock.
       text: `INSERT INTO ${runs} (name, tenant_id, input, idempotency_key, parent_run_id, deadline_at)
         VALUES ($1, $2, $3::jsonb, $4, $5::bigint, now() + make_interval(secs => $6::double precision / 1000.0))
@@ -33,28 +34,28 @@ export function workflowRunQueries(schema: string) {
         RETURNING id::text`,
     },
     runByKey: {
-      name: `${schema}.wf_run_by_key`,
+      name: statementName(schema, `wf_run_by_key`),
       text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
         WHERE r.tenant_id = $1 AND r.idempotency_key = $2`,
     },
     // The driving job of a new run (or of a replayed run whose job is gone). $6: the producer's
     // trace context, which each execution's span continues (as a plain job's, migration 0008).
     insertJob: {
-      name: `${schema}.wf_insert_job`,
+      name: statementName(schema, `wf_insert_job`),
       text: `INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, max_attempts, trace_context)
         VALUES ($1, $2, $3, jsonb_build_object('runId', $4::text), $5, $6::jsonb) RETURNING id::text`,
     },
     linkJob: {
-      name: `${schema}.wf_link_job`,
+      name: statementName(schema, `wf_link_job`),
       text: `UPDATE ${runs} SET job_id = $2::bigint, updated_at = now() WHERE id = $1::bigint`,
     },
     summary: {
-      name: `${schema}.wf_summary`,
+      name: statementName(schema, `wf_summary`),
       text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint`,
     },
     // Operator and producer actions lock the run row first (see suspendRun, workflow-wait.ts).
     lockRun: {
-      name: `${schema}.wf_lock_run`,
+      name: statementName(schema, `wf_lock_run`),
       text: `SELECT r.state AS stored_state, ${runState} AS state, r.wait_event, r.job_id::text, j.state AS job_state,
           j.queue, r.name, r.tenant_id
         FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint FOR UPDATE OF r`,
@@ -68,7 +69,7 @@ export function workflowRunQueries(schema: string) {
     // its state: a row read before the lock wait would be skipped on its old version; the CASE
     // decides on the version it locks. $1 run, $2 name, $3 payload, $4 idempotency key.
     sendEvent: {
-      name: `${schema}.wf_send_event`,
+      name: statementName(schema, `wf_send_event`),
       text: `WITH r AS (
           SELECT r.id, r.state AS stored_state, ${runState} AS state, r.job_id
           FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint FOR UPDATE OF r),
@@ -91,15 +92,15 @@ export function workflowRunQueries(schema: string) {
           (SELECT queue FROM woke WHERE due) AS woke_queue`,
     },
     eventByKey: {
-      name: `${schema}.wf_event_by_key`,
+      name: statementName(schema, `wf_event_by_key`),
       text: `SELECT id::text FROM ${events} WHERE run_id = $1::bigint AND idempotency_key = $2`,
     },
     cancelRun: {
-      name: `${schema}.wf_cancel_run`,
+      name: statementName(schema, `wf_cancel_run`),
       text: `UPDATE ${runs} SET state = 'cancelled', finished_at = now(), updated_at = now() WHERE id = $1::bigint`,
     },
     cancelJob: {
-      name: `${schema}.wf_cancel_job`,
+      name: statementName(schema, `wf_cancel_job`),
       // A live lease is revoked too: the worker learns it at its next heartbeat and aborts the signal.
       text: `WITH j AS (UPDATE ${jobs} SET state = 'cancelled', finished_at = now(), updated_at = now(),
           lease_owner = NULL, lease_expires_at = NULL
@@ -108,7 +109,7 @@ export function workflowRunQueries(schema: string) {
         SELECT count(*)::int AS n FROM j`,
     },
     replayJob: {
-      name: `${schema}.wf_replay_job`,
+      name: statementName(schema, `wf_replay_job`),
       // The old state is read under the row's lock, so the job leaves its state's count once.
       text: `WITH old AS (SELECT id, state FROM ${jobs} WHERE id = $1::bigint FOR UPDATE),
         r AS (UPDATE ${jobs} j SET state = 'pending', attempt = 0, run_at = now(),
@@ -120,7 +121,7 @@ export function workflowRunQueries(schema: string) {
         SELECT queue FROM r`,
     },
     replayRun: {
-      name: `${schema}.wf_replay_run`,
+      name: statementName(schema, `wf_replay_run`),
       text: `UPDATE ${runs} SET state = 'running', wait_event = NULL, wake_at = NULL, finished_at = NULL, blocked_reason = NULL,
           loaded_token = NULL, crashes = 0, replay_count = replay_count + 1, updated_at = now()
         WHERE id = $1::bigint`,
@@ -129,7 +130,7 @@ export function workflowRunQueries(schema: string) {
     // jobs (a live lease is revoked: its worker's next heartbeat misses and aborts the signal), and
     // the plain jobs any of them awaits that have not started (pending or waiting).
     cancelChildren: {
-      name: `${schema}.wf_cancel_children`,
+      name: statementName(schema, `wf_cancel_children`),
       text: `WITH RECURSIVE d(id) AS (
           SELECT id FROM ${runs} WHERE parent_run_id = $1::bigint AND state IN ('running', 'sleeping', 'waiting')
           UNION
@@ -146,24 +147,24 @@ export function workflowRunQueries(schema: string) {
         SELECT count(*)::int AS n FROM j`,
     },
     get: {
-      name: `${schema}.wf_get`,
+      name: statementName(schema, `wf_get`),
       text: `SELECT ${summary}, r.input, r.output, j.attempt, j.max_attempts, j.errors, j.dead_letter_reason
         FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint`,
     },
     steps: {
-      name: `${schema}.wf_steps`,
+      name: statementName(schema, `wf_steps`),
       text: `SELECT name, occurrence, seq, kind, status, attempts, output, error, wait_event, wake_at, started_at, finished_at
         FROM ${steps} WHERE run_id = $1::bigint ORDER BY seq, started_at`,
     },
     // The same two reads for one tenant ($2): another tenant's run is not read at all, so it
     // costs what an id nobody has costs (docs/security.md).
     getInTenant: {
-      name: `${schema}.wf_get_in_tenant`,
+      name: statementName(schema, `wf_get_in_tenant`),
       text: `SELECT ${summary}, r.input, r.output, j.attempt, j.max_attempts, j.errors, j.dead_letter_reason
         FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint AND r.tenant_id = $2`,
     },
     stepsInTenant: {
-      name: `${schema}.wf_steps_in_tenant`,
+      name: statementName(schema, `wf_steps_in_tenant`),
       text: `SELECT s.name, s.occurrence, s.seq, s.kind, s.status, s.attempts, s.output, s.error, s.wait_event, s.wake_at,
           s.started_at, s.finished_at
         FROM ${steps} s JOIN ${runs} r ON r.id = s.run_id AND r.tenant_id = $2
@@ -200,7 +201,7 @@ export function workflowRunQueries(schema: string) {
     // The runs come first, so their lock is asked first: a TRUNCATE of the runs, which holds
     // theirs while its trigger empties the counts, is waited for before the counts are touched.
     countByState: {
-      name: `${schema}.wf_count_by_state`,
+      name: statementName(schema, `wf_count_by_state`),
       text: `SELECT name, state, sum(n)::int AS n FROM (
           SELECT r.name, ${runState} AS state, 1 AS n FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id
             WHERE r.state IN ('running', 'sleeping', 'waiting', 'blocked')
@@ -213,7 +214,7 @@ export function workflowRunQueries(schema: string) {
     // different orders. A count a fold left at 0 is removed by the next one that does not touch
     // it (a statement does not see its own upserts). Answers how many deltas it folded.
     foldCounts: {
-      name: `${schema}.wf_fold_counts`,
+      name: statementName(schema, `wf_fold_counts`),
       text: `WITH lock AS (SELECT pg_try_advisory_xact_lock($1::int, 0) AS got),
         moved AS (DELETE FROM ${schema}.workflow_run_count_deltas WHERE (SELECT got FROM lock) RETURNING name, state, n),
         summed AS (SELECT name, state, sum(n) AS n FROM moved GROUP BY 1, 2 HAVING sum(n) <> 0),

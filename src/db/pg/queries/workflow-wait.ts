@@ -3,6 +3,7 @@
 // an execution are fenced by its lease and the run still running (see workflow-fragments.ts).
 
 import { recordFinishedSql } from './job-fragments.ts';
+import { statementName } from './statement-name.ts';
 import { eventEndsWait, LIVE, workflowFragments } from './workflow-fragments.ts';
 
 /** A far run_at for a wait with no timeout: only an event moves it. */
@@ -16,7 +17,7 @@ export function workflowWaitQueries(schema: string) {
     // the database clock ($7 delay ms or $8 an instant; neither: no timeout), and so are an event
     // wait's names ($11; $10 the first, which earlier versions read) and match ($12). Returns the row.
     armWait: {
-      name: `${schema}.wf_arm_wait`,
+      name: statementName(schema, `wf_arm_wait`),
       text: `WITH ${fence}
         INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, wait_event, wait_events, wait_match, wake_at)
         SELECT $3::bigint, $4, $5, $6, $9, 'waiting', $10, $11::text[], $12::jsonb,
@@ -30,7 +31,7 @@ export function workflowWaitQueries(schema: string) {
     // deadline armed with the step decide, see eventEndsWait), or its time come (output NULL:
     // timed out; a sleep). $4 name, $5 occurrence, $6 step key.
     finishWait: {
-      name: `${schema}.wf_finish_wait`,
+      name: statementName(schema, `wf_finish_wait`),
       text: `WITH ${fence},
         ev AS (
           SELECT e.id, e.name, e.payload FROM ${events} e
@@ -49,7 +50,7 @@ export function workflowWaitQueries(schema: string) {
     },
     // Ends a wait with the output the execution worked out ($6), fenced like every write.
     completeWait: {
-      name: `${schema}.wf_complete_wait`,
+      name: statementName(schema, `wf_complete_wait`),
       text: `WITH ${fence},
         done AS (
           UPDATE ${steps} s SET status = 'succeeded', output = $6::jsonb, attempts = s.attempts + 1,
@@ -64,7 +65,7 @@ export function workflowWaitQueries(schema: string) {
     // it waits for (shown in listings), $6 step names, $7 their occurrences: the waits parked
     // together, each keeping its names, match and wake-up on its step; the run wakes at the first.
     suspendRun: {
-      name: `${schema}.wf_suspend_run`,
+      name: statementName(schema, `wf_suspend_run`),
       text: `UPDATE ${runs} r SET state = $4, wait_event = $5,
           wake_at = (SELECT min(s.wake_at) FROM ${steps} s JOIN unnest($6::text[], $7::int[]) AS w(name, occurrence)
             ON s.name = w.name AND s.occurrence = w.occurrence WHERE s.run_id = r.id),
@@ -78,7 +79,7 @@ export function workflowWaitQueries(schema: string) {
     // A job with a cancel request (migration 0020) is never pending again: nothing holds it once
     // the execution gives it back, so it is cancelled (and the run reads as cancelled).
     suspendJob: {
-      name: `${schema}.wf_suspend_job`,
+      name: statementName(schema, `wf_suspend_job`),
       text: `WITH w AS (UPDATE ${jobs} j SET
           state = CASE WHEN j.cancel_requested_at IS NOT NULL THEN 'cancelled' ELSE 'pending' END,
           finished_at = CASE WHEN j.cancel_requested_at IS NOT NULL THEN now() END,
@@ -95,21 +96,21 @@ export function workflowWaitQueries(schema: string) {
     // A waiting run's job is due now (workflowWakeRun: the children wait's re-check; an event
     // wakes its run inside sendEvent's own statement).
     wakeJob: {
-      name: `${schema}.wf_wake_job`,
+      name: statementName(schema, `wf_wake_job`),
       text: `UPDATE ${jobs} SET run_at = now(), updated_at = now()
         WHERE id = $1::bigint AND state = 'pending' AND run_at > now() RETURNING queue`,
     },
     // Plain jobs a run awaits (ctx.all): linked to the run, and marked so that their finishing
     // statement makes the waiting run due (migration 0016's trigger). $3: the run's queue's channel.
     linkChildJobs: {
-      name: `${schema}.wf_link_child_jobs`,
+      name: statementName(schema, `wf_link_child_jobs`),
       text: `WITH l AS (
           INSERT INTO ${schema}.workflow_child_jobs (run_id, job_id, channel)
           SELECT $1::bigint, j, $3 FROM unnest($2::bigint[]) AS j ON CONFLICT DO NOTHING)
         UPDATE ${jobs} SET has_dependents = true WHERE id = ANY ($2::bigint[]) AND NOT has_dependents`,
     },
     jobOutcomes: {
-      name: `${schema}.wf_job_outcomes`,
+      name: statementName(schema, `wf_job_outcomes`),
       text: `SELECT id::text, state, result, last_error FROM ${jobs} WHERE id = ANY ($1::bigint[])`,
     },
     // After a children wait's suspend: whether a plain child job ($1 the ids) that is not over is
@@ -120,7 +121,7 @@ export function workflowWaitQueries(schema: string) {
     // spurious wake-up. The lock is taken with SKIP LOCKED, so this never waits; a row that
     // finished since the snapshot fails the re-checked state and counts as settling too.
     childJobsSettling: {
-      name: `${schema}.wf_child_jobs_settling`,
+      name: statementName(schema, `wf_child_jobs_settling`),
       text: `WITH open AS (
           SELECT id FROM ${jobs} WHERE id = ANY ($1::bigint[]) AND state NOT IN ('succeeded', 'dead_lettered', 'cancelled')),
         free AS (
@@ -130,13 +131,13 @@ export function workflowWaitQueries(schema: string) {
     },
     // How child runs stand ($1 their ids), with the last error of a dead-lettered one's job.
     childOutcomes: {
-      name: `${schema}.wf_child_outcomes`,
+      name: statementName(schema, `wf_child_outcomes`),
       text: `SELECT r.id::text, ${runState} AS state, r.output, j.last_error
         FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = ANY ($1::bigint[])`,
     },
     // A child run finished: its parent, if waiting, is due now. $1 the child run.
     wakeParent: {
-      name: `${schema}.wf_wake_parent`,
+      name: statementName(schema, `wf_wake_parent`),
       text: `UPDATE ${jobs} j SET run_at = now(), updated_at = now()
         FROM ${runs} c JOIN ${runs} p ON p.id = c.parent_run_id
         WHERE c.id = $1::bigint AND p.state = 'waiting' AND j.id = p.job_id AND j.state = 'pending' AND j.run_at > now()
