@@ -140,6 +140,23 @@ describe('sharded Baton: events', () => {
   });
 });
 
+describe('sharded Baton: a listener that throws', () => {
+  it('does not keep the listeners after it from hearing, and is reported as an error event', () => {
+    const s = sharded();
+    const heard: string[] = [];
+    const errors: string[] = [];
+    s.events.on('error', ({ where }) => void errors.push(where));
+    s.events.on('released', () => {
+      throw new Error('a listener fails');
+    });
+    s.events.on('released', ({ queue }) => void heard.push(queue));
+    // A cluster's engine emits; the merged emitter forwards it to both listeners.
+    s.clusters.a?.events.emit('released', { queue: 'emails', count: 1, reason: 'shutdown' });
+    expect(heard).toEqual(['emails']);
+    expect(errors).toEqual(['listener:released']);
+  });
+});
+
 describe('sharded Baton: admin', () => {
   it('merges listings newest first across clusters; cursor and offset pages give each job once, in the same order', async () => {
     const s = sharded();

@@ -4,12 +4,12 @@
 // fairness, leadership) is each engine's own, hence per cluster; nothing spans two clusters.
 // Cron, workflows and the outbox live on the home cluster (the default, or the first named).
 
-import { EventEmitter } from 'node:events';
+import type { EventEmitter } from 'node:events';
 import { BatonError } from '../../types/errors.ts';
 import type { EnqueueResult, JobSpec } from '../../types/job.ts';
 import type { WorkflowOptions } from '../../types/workflow.ts';
 import type { Baton, EngineStats, EnqueueOptions } from '../baton.ts';
-import type { EngineEvents } from '../events.ts';
+import { EngineEventEmitter, type EngineEvents } from '../events.ts';
 import { homeCron, homeRuns, refRun } from './home-services.ts';
 import { clusterOf, DEFAULT_QUEUE, mustRoute, parseRef, refJob, type ShardRouting } from './routing.ts';
 import { shardedAdmin } from './sharded-admin.ts';
@@ -53,7 +53,9 @@ const EVENTS = [
  * would make every job pay for them.
  */
 function mergedEvents(clusters: Readonly<Record<string, Baton>>): EventEmitter<EngineEvents> {
-  const out = new EventEmitter<EngineEvents>();
+  // As an engine's own emitter: a listener that throws is reported as an 'error' event here and
+  // the listeners after it still hear (a plain emitter would stop at the throw).
+  const out = new EngineEventEmitter(() => undefined);
   const attached = new Map<string, Array<() => void>>();
   const known = new Set<string>(EVENTS);
   const untyped = out as unknown as EventEmitter;
@@ -75,7 +77,6 @@ function mergedEvents(clusters: Readonly<Record<string, Baton>>): EventEmitter<E
     for (const off of attached.get(name) ?? []) off();
     attached.delete(name);
   });
-  out.on('error', () => undefined);
   return out;
 }
 
