@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { Queryable } from '../../driver/queryable.ts';
 import type { RunForAction, WorkflowStore } from '../../driver/workflow-store.ts';
 import { BatonError, TerminalError } from '../../types/errors.ts';
-import { type EnqueueResult, isJobId, type JobSpec } from '../../types/job.ts';
+import { type EnqueueResult, type EnqueueWindow, isJobId, type JobSpec } from '../../types/job.ts';
 import {
   type ChildSpec,
   type InputSchema,
@@ -27,7 +27,15 @@ import {
 import { assertJobId, assertListCursor, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
 import { nameSchema } from '../config.ts';
 import type { Handler } from '../handler.ts';
-import { DELAY_MS_MAX, IDEMPOTENCY_KEY_MAX_CHARS, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
+import {
+  DELAY_MS_MAX,
+  debounceSchema,
+  IDEMPOTENCY_KEY_MAX_CHARS,
+  MAX_ATTEMPTS_MAX,
+  refineWindow,
+  throttleSchema,
+  windowOf,
+} from '../job-spec.ts';
 import { givenTrace } from '../producer.ts';
 import type { TraceCarrier } from '../tracing.ts';
 import { WorkflowBatcher } from './batcher.ts';
@@ -58,8 +66,12 @@ const startSchema = z
     idempotencyKey: keySchema.optional(),
     runTimeoutMs: runTimeoutSchema.optional(),
     traceContext: z.custom<TraceCarrier>((v) => typeof v === 'object' && v !== null, 'must be { traceparent, tracestate? }').optional(),
+    debounce: debounceSchema.optional(),
+    throttle: throttleSchema.optional(),
   })
-  .strict();
+  .strict()
+  // As for a job: not both, and not with an idempotency key (the key's lock decides what a start creates).
+  .superRefine(refineWindow);
 
 interface Definition {
   fn: WorkflowFn<never>;
@@ -242,6 +254,7 @@ export class Workflows implements WorkflowRunsApi {
     if (why !== null) {
       throw new BatonError('INVALID_ARGUMENT', `invalid input of workflow "${name}": ${why}`, { details: { name, issues: [why] } });
     }
+    const window = windowOf(o.data);
     const res = await this.startOn(undefined, {
       name,
       target: def,
@@ -250,8 +263,12 @@ export class Workflows implements WorkflowRunsApi {
       idempotencyKey: o.data.idempotencyKey ?? null,
       runTimeoutMs: o.data.runTimeoutMs ?? def.runTimeoutMs,
       traceContext: o.data.traceContext === undefined ? (this.#d.captureTrace?.() ?? null) : givenTrace(o.data.traceContext),
+      ...(window ? { window } : {}),
     });
-    if (!res.duplicate) this.#d.wake(def.queue);
+    // A folded or dropped start has nothing new to run; a trailing debounce's run is due at its
+    // window's end, which the queue's poll finds.
+    const trailing = window?.kind === 'debounce' && window.mode === 'trailing';
+    if (!res.duplicate && !res.collapsedBy && !trailing) this.#d.wake(def.queue);
     return res;
   }
 
@@ -271,6 +288,8 @@ export class Workflows implements WorkflowRunsApi {
       /** Default: the workflow's own. */
       runTimeoutMs?: number | null;
       traceContext?: TraceCarrier | null;
+      /** Debounce or throttle by key (docs/debounce.md); not with an idempotency key. */
+      window?: EnqueueWindow;
     },
   ): Promise<StartRunResult> {
     return this.#d.store.workflowStartRun(
@@ -284,6 +303,7 @@ export class Workflows implements WorkflowRunsApi {
         maxAttempts: p.target.maxAttempts,
         runTimeoutMs: p.runTimeoutMs === undefined ? (p.target.runTimeoutMs ?? null) : p.runTimeoutMs,
         traceContext: p.traceContext ?? null,
+        ...(p.window ? { window: p.window } : {}),
       },
       client,
     );
