@@ -11,7 +11,7 @@ import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { type Baton, isBatonError, type StartRunOptions } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
-import { Signal } from '../helpers/wait.ts';
+import { Signal, waitFor } from '../helpers/wait.ts';
 import { field, JSON_HEADERS, okJson, startApi } from '../http/harness.ts';
 import { jobOf, runInState, useWorkflowEngines } from './harness.ts';
 
@@ -161,6 +161,41 @@ describe('debounce and throttle of workflow starts', () => {
     // The new run is the key's now: a start folds into it.
     const third = await worker.startWorkflow('held', { n: 3 }, trailing({ windowMs: 60_000 }));
     expect(third).toMatchObject({ run: { id: second.run.id }, collapsedBy: 'debounce' });
+  });
+
+  it('a claim that locked the driving job first wins: the fold waiting on it matches nothing and the start creates a new run', async () => {
+    const p = producer();
+    const first = await p.startWorkflow('digest', { n: 1 }, trailing());
+    const job = await drivingJob(first.run.id);
+    // A claim in flight: the driving job's row locked and given a lease token, not yet committed.
+    const claim = await db.pool.connect();
+    try {
+      await claim.query('BEGIN');
+      await claim.query(`UPDATE baton.jobs SET lease_token = 424242 WHERE id = $1`, [job.id]);
+      const second = p.startWorkflow('digest', { n: 2 }, trailing());
+      // The fold holds the run row and waits for the job row.
+      await waitFor(
+        async () =>
+          (
+            await db.query(
+              `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+                 AND query LIKE '%SET input = $2::jsonb%'`,
+            )
+          ).rowCount === 1,
+        { message: 'the fold to wait for the claimed job row' },
+      );
+      await claim.query('COMMIT');
+      const r = await second;
+      expect(r.collapsedBy).toBeUndefined();
+      expect(r.run.id).not.toBe(first.run.id);
+    } finally {
+      claim.release();
+    }
+    expect(await runsOf('digest')).toEqual([
+      { id: first.run.id, input: { n: 1 } },
+      { id: expect.any(String), input: { n: 2 } },
+    ]);
+    expect((await drivingJob(first.run.id)).run_at).toEqual(job.run_at);
   });
 
   it('leading: the first start runs at once, later ones in the window are dropped, and the window closes after it', async () => {
