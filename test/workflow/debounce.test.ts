@@ -2,7 +2,8 @@
 // into the key's pending run (its input replaced, the run that executes sees the last one, its
 // driving job's run_at pushed and bounded by maxWaitMs); a start after the driving job was
 // claimed makes a new run; leading and throttle drop; concurrent starts from two engines make
-// one run; keys of runs are not keys of jobs; a plain start sends no statement of the feature;
+// one run; a claim holding the driving job beats a fold; keys of runs are not keys of jobs, and
+// the leader sweeps them as it does jobs' keys; a plain start sends no statement of the feature;
 // over HTTP 201, 200 with collapsedBy, 400 naming the field; bad options are INVALID_ARGUMENT.
 // A run is held pending by starting no worker on its queue; windows are moved by writing the
 // key's row and the driving job's run_at (as time passing would), never by sleeping.
@@ -265,6 +266,18 @@ describe('debounce and throttle of workflow starts', () => {
     expect(await runsOf('digest')).toEqual([{ id: run.run.id, input: { n: 1 } }]);
     expect((await p.startWorkflow('other', { o: 2 }, trailing())).run.id).toBe(other.run.id);
     expect(await runsOf('other')).toEqual([{ id: other.run.id, input: { o: 2 } }]);
+  });
+
+  it('the leader sweeps a run key once its window closed and its run started; a key whose run is pending stays', async () => {
+    const worker = withDigest(engines.create({ queues: { wq: 1 }, retentionIntervalMs: 50 }));
+    await worker.start();
+    await waitFor(() => worker.stats().leader === true, { message: 'the worker to lead' });
+    const keys = async () => (await db.query<{ key: string; queue: string }>('SELECT key, queue FROM baton.job_windows ORDER BY key')).rows;
+    const done = await worker.startWorkflow('digest', { n: 1 }, { throttle: { key: 'closing', windowMs: 1 } });
+    await worker.startWorkflow('digest', { n: 2 }, trailing({ key: 'pending', windowMs: 3_600_000 }));
+    await runInState(worker, done.run.id, 'succeeded');
+    await waitFor(async () => (await keys()).length === 1, { message: 'the closed window swept' });
+    expect(await keys()).toEqual([{ key: 'pending', queue: 'wq#runs' }]);
   });
 
   it('refuses bad rules and combinations with INVALID_ARGUMENT naming the field, writing nothing', async () => {
