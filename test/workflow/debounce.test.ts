@@ -199,6 +199,28 @@ describe('debounce and throttle of workflow starts', () => {
     expect((await drivingJob(first.run.id)).run_at).toEqual(job.run_at);
   });
 
+  it('trailing: a start never folds into a run that would be due past its deadline; it creates a new run', async () => {
+    const p = producer();
+    const opts = { ...trailing(), runTimeoutMs: 3_600_000 };
+    const first = await p.startWorkflow('digest', { n: 1 }, opts);
+    // Due within its deadline: the start folds.
+    expect(await p.startWorkflow('digest', { n: 2 }, opts)).toMatchObject({ run: { id: first.run.id }, collapsedBy: 'debounce' });
+    // Its deadline now falls before the window's new end (now + 60 s): folding would hand this
+    // start's input to a run that times out before it executes.
+    await db.query(`UPDATE baton.workflow_runs SET deadline_at = now() + interval '30 seconds' WHERE id = $1`, [first.run.id]);
+    const job = await drivingJob(first.run.id);
+    const third = await p.startWorkflow('digest', { n: 3 }, opts);
+    expect(third.collapsedBy).toBeUndefined();
+    expect(third.run.id).not.toBe(first.run.id);
+    expect(await runsOf('digest')).toEqual([
+      { id: first.run.id, input: { n: 2 } },
+      { id: third.run.id, input: { n: 3 } },
+    ]);
+    expect((await drivingJob(first.run.id)).run_at).toEqual(job.run_at);
+    // The new run holds the key: the next start folds into it.
+    expect(await p.startWorkflow('digest', { n: 4 }, opts)).toMatchObject({ run: { id: third.run.id }, collapsedBy: 'debounce' });
+  });
+
   it('leading: the first start runs at once, later ones in the window are dropped, and the window closes after it', async () => {
     const p = producer();
     const opts: StartRunOptions = { debounce: { key: 'k', windowMs: 30_000, mode: 'leading' } };

@@ -57,10 +57,13 @@ export function workflowRunQueries(schema: string) {
     // row, as every action does; a claim that locked the job first (its lease token is then
     // set) leaves the job's WHERE nothing to match, so nothing is written and the caller
     // creates a new run. One statement: the input and the job change together or not at all.
+    // Only a run due ($4) before its deadline takes the start: one that would time out before it
+    // executes would drop this start's input, so the start creates a new run instead.
     foldRun: {
       name: `${schema}.wf_fold_run`,
       text: `WITH run AS (
-          SELECT r.id FROM ${runs} r WHERE r.job_id = $1::bigint AND r.name = $5 FOR UPDATE
+          SELECT r.id FROM ${runs} r WHERE r.job_id = $1::bigint AND r.name = $5
+            AND (r.deadline_at IS NULL OR r.deadline_at > $4::timestamptz) FOR UPDATE
         ), job AS (
           UPDATE ${jobs} j SET trace_context = $3::jsonb, run_at = $4, updated_at = now()
           FROM run WHERE j.id = $1::bigint AND j.state = 'pending' AND j.lease_token IS NULL
