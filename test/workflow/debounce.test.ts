@@ -8,10 +8,11 @@
 // A run is held pending by starting no worker on its queue; windows are moved by writing the
 // key's row and the driving job's run_at (as time passing would), never by sleeping.
 
-import pg from 'pg';
+import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { type Baton, isBatonError, type StartRunOptions } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { namingPool } from '../helpers/statement-names.ts';
 import { Signal, waitFor } from '../helpers/wait.ts';
 import { field, JSON_HEADERS, okJson, startApi } from '../http/harness.ts';
 import { jobOf, runInState, useWorkflowEngines } from './harness.ts';
@@ -325,16 +326,8 @@ describe('debounce and throttle of workflow starts', () => {
 
   it('a plain start sends no statement of the feature; a windowed one the key’s', async () => {
     // Every named statement the producer's pool sends, on pool.query or on a checked-out client.
-    const names: string[] = [];
-    const pool = new pg.Pool({ connectionString: db.url, max: 3 });
+    const { pool, names } = namingPool(db.url);
     pools.push(pool);
-    pool.on('connect', (client) => {
-      const query = client.query.bind(client) as (...a: unknown[]) => unknown;
-      (client as unknown as { query: unknown }).query = (config: { name?: string }, ...rest: unknown[]) => {
-        if (typeof config?.name === 'string') names.push(config.name);
-        return query(config, ...rest);
-      };
-    });
     const p = withDigest(engines.create({ queues: {}, pool }));
     await p.startWorkflow('digest', { n: 1 });
     const feature = () => names.filter((n) => /job_window|wf_fold_run|wf_insert_job_at|wf_run_by_job/.test(n));
