@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { Queryable } from '../../driver/queryable.ts';
 import type { RunForAction, WorkflowStore } from '../../driver/workflow-store.ts';
 import { BatonError, TerminalError } from '../../types/errors.ts';
-import { type EnqueueResult, type EnqueueWindow, isJobId, type JobSpec } from '../../types/job.ts';
+import { type EnqueueResult, isJobId, type JobSpec } from '../../types/job.ts';
 import {
   type ChildSpec,
   type InputSchema,
@@ -27,31 +27,30 @@ import {
 import { assertJobId, assertListCursor, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
 import { nameSchema } from '../config.ts';
 import type { Handler } from '../handler.ts';
-import {
-  DELAY_MS_MAX,
-  debounceSchema,
-  IDEMPOTENCY_KEY_MAX_CHARS,
-  MAX_ATTEMPTS_MAX,
-  refineWindow,
-  throttleSchema,
-  windowOf,
-} from '../job-spec.ts';
+import { MAX_ATTEMPTS_MAX, windowOf } from '../job-spec.ts';
 import { givenTrace } from '../producer.ts';
 import type { TraceCarrier } from '../tracing.ts';
 import { WorkflowBatcher } from './batcher.ts';
 import { jobChildId } from './children.ts';
 import { executeRun, type WorkflowCounters, wakeParent } from './execution.ts';
 import { inputRefusal, invalid, isInputSchema, jsonText } from './input.ts';
+import {
+  jobTypeOf,
+  keySchema,
+  recordStart,
+  runTimeoutSchema,
+  type StartParams,
+  startSchema,
+  WORKFLOW_JOB_TYPE_PREFIX,
+  wakesQueue,
+} from './start.ts';
 
-export const WORKFLOW_JOB_TYPE_PREFIX = 'workflow:';
+export { WORKFLOW_JOB_TYPE_PREFIX } from './start.ts';
+
 const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting', 'blocked']);
 // A blocked run's replay is its resume: it runs again from its history under the code deployed now.
 const REPLAYABLE_RUN_STATES: ReadonlySet<RunState> = new Set(['dead_lettered', 'cancelled', 'blocked']);
 
-const jobTypeOf = (name: string) => `${WORKFLOW_JOB_TYPE_PREFIX}${name}`;
-const noNul = (s: string) => !s.includes('\u0000');
-const keySchema = z.string().min(1).max(IDEMPOTENCY_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes');
-const runTimeoutSchema = z.number().int().min(1).max(DELAY_MS_MAX);
 const optionsSchema = z
   .object({
     queue: nameSchema.optional(),
@@ -60,18 +59,6 @@ const optionsSchema = z
     runTimeoutMs: runTimeoutSchema.optional(),
   })
   .strict();
-const startSchema = z
-  .object({
-    tenantId: nameSchema.optional(),
-    idempotencyKey: keySchema.optional(),
-    runTimeoutMs: runTimeoutSchema.optional(),
-    traceContext: z.custom<TraceCarrier>((v) => typeof v === 'object' && v !== null, 'must be { traceparent, tracestate? }').optional(),
-    debounce: debounceSchema.optional(),
-    throttle: throttleSchema.optional(),
-  })
-  .strict()
-  // As for a job: not both, and not with an idempotency key (the key's lock decides what a start creates).
-  .superRefine(refineWindow);
 
 interface Definition {
   fn: WorkflowFn<never>;
@@ -265,10 +252,7 @@ export class Workflows implements WorkflowRunsApi {
       traceContext: o.data.traceContext === undefined ? (this.#d.captureTrace?.() ?? null) : givenTrace(o.data.traceContext),
       ...(window ? { window } : {}),
     });
-    // A folded or dropped start has nothing new to run; a trailing debounce's run is due at its
-    // window's end, which the queue's poll finds.
-    const trailing = window?.kind === 'debounce' && window.mode === 'trailing';
-    if (!res.duplicate && !res.collapsedBy && !trailing) this.#d.wake(def.queue);
+    if (wakesQueue(res, window)) this.#d.wake(def.queue);
     return res;
   }
 
@@ -276,37 +260,8 @@ export class Workflows implements WorkflowRunsApi {
    * Records a run and its driving job on `client` (a transaction the caller holds; the cron
    * ticker's fenced one) or in a transaction of its own. The caller wakes the queue after commit.
    */
-  startOn(
-    client: Queryable | undefined,
-    p: {
-      name: string;
-      /** runTimeoutMs: the workflow's default (a cron ticker's target passes the one resolve answered). */
-      target: Pick<Target, 'queue' | 'maxAttempts'> & { runTimeoutMs?: number | null };
-      tenantId: string;
-      input: string;
-      idempotencyKey: string | null;
-      /** Default: the workflow's own. */
-      runTimeoutMs?: number | null;
-      traceContext?: TraceCarrier | null;
-      /** Debounce or throttle by key (docs/debounce.md); not with an idempotency key. */
-      window?: EnqueueWindow;
-    },
-  ): Promise<StartRunResult> {
-    return this.#d.store.workflowStartRun(
-      {
-        name: p.name,
-        tenantId: p.tenantId,
-        input: p.input,
-        idempotencyKey: p.idempotencyKey,
-        queue: p.target.queue,
-        jobType: jobTypeOf(p.name),
-        maxAttempts: p.target.maxAttempts,
-        runTimeoutMs: p.runTimeoutMs === undefined ? (p.target.runTimeoutMs ?? null) : p.runTimeoutMs,
-        traceContext: p.traceContext ?? null,
-        ...(p.window ? { window: p.window } : {}),
-      },
-      client,
-    );
+  startOn(client: Queryable | undefined, p: StartParams): Promise<StartRunResult> {
+    return recordStart(this.#d.store, client, p);
   }
 
   async sendEvent(runId: string, name: string, payload: unknown, opts: { idempotencyKey?: string } = {}): Promise<SendEventResult> {
