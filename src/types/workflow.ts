@@ -166,7 +166,8 @@ export interface StartRunOptions {
   /**
    * Debounce the starts of a key, per tenant and the workflow's queue (docs/debounce.md,
    * "Workflow runs"). Trailing (default): while the key's run has not started executing, a start
-   * replaces its input and pushes its start to now + windowMs (bounded by maxWaitMs). Leading:
+   * replaces its input and pushes its start to now + windowMs (bounded by maxWaitMs); a start that
+   * would push it past the run's deadline (runTimeoutMs) creates a new run instead. Leading:
    * starts within the window are dropped. Not with throttle or idempotencyKey.
    */
   debounce?: DebounceOptions;
