@@ -45,8 +45,6 @@ import {
   wakesQueue,
 } from './start.ts';
 
-export { WORKFLOW_JOB_TYPE_PREFIX } from './start.ts';
-
 const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting', 'blocked']);
 // A blocked run's replay is its resume: it runs again from its history under the code deployed now.
 const REPLAYABLE_RUN_STATES: ReadonlySet<RunState> = new Set(['dead_lettered', 'cancelled', 'blocked']);
