@@ -2,8 +2,9 @@
 // into the key's pending run (its input replaced, the run that executes sees the last one, its
 // driving job's run_at pushed and bounded by maxWaitMs); a start after the driving job was
 // claimed makes a new run; leading and throttle drop; concurrent starts from two engines make
-// one run; a claim holding the driving job beats a fold; keys of runs are not keys of jobs, and
-// the leader sweeps them as it does jobs' keys; a plain start sends no statement of the feature;
+// one run; a claim holding the driving job beats a fold, and a job back to pending after a claim
+// is never folded into, nor a run that would then be due past its deadline; keys of runs are not
+// keys of jobs, and the leader sweeps them as it does jobs' keys; a plain start sends no statement of the feature;
 // over HTTP 201, 200 with collapsedBy, 400 naming the field; bad options are INVALID_ARGUMENT.
 // A run is held pending by starting no worker on its queue; windows are moved by writing the
 // key's row and the driving job's run_at (as time passing would), never by sleeping.
@@ -198,6 +199,22 @@ describe('debounce and throttle of workflow starts', () => {
       { id: expect.any(String), input: { n: 2 } },
     ]);
     expect((await drivingJob(first.run.id)).run_at).toEqual(job.run_at);
+  });
+
+  it('a driving job back to pending after a claim (a retry, a sleep: it keeps its lease token) is never folded into', async () => {
+    const p = producer();
+    const first = await p.startWorkflow('digest', { n: 1 }, trailing());
+    const job = await drivingJob(first.run.id);
+    // As a retry or a suspend leaves it: pending again, with the token of the claim that ran it.
+    await db.query(`UPDATE baton.jobs SET lease_token = 4242, attempt = 1 WHERE id = $1`, [job.id]);
+    const second = await p.startWorkflow('digest', { n: 2 }, trailing());
+    expect(second.collapsedBy).toBeUndefined();
+    expect(second.run.id).not.toBe(first.run.id);
+    expect(await runsOf('digest')).toEqual([
+      { id: first.run.id, input: { n: 1 } },
+      { id: second.run.id, input: { n: 2 } },
+    ]);
+    expect(await drivingJob(first.run.id)).toMatchObject({ state: 'pending', run_at: job.run_at, trace_context: job.trace_context });
   });
 
   it('trailing: a start never folds into a run that would be due past its deadline; it creates a new run', async () => {
