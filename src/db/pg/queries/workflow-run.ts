@@ -57,6 +57,10 @@ export function workflowRunQueries(schema: string) {
     // row, as every action does; a claim that locked the job first (its lease token is then
     // set) leaves the job's WHERE nothing to match, so nothing is written and the caller
     // creates a new run. One statement: the input and the job change together or not at all.
+    // The one path that locks the job row first is the delete of a finished driving job (its
+    // trigger then deletes the run): this WHERE skips such a job unless the statement's snapshot
+    // predates the job's claim, i.e. it waited on the run row across the claim, the job's end and
+    // the delete. Nothing holds a run row that long; were it to happen, PostgreSQL aborts one side.
     // Only a run due ($4) before its deadline takes the start: one that would time out before it
     // executes would drop this start's input, so the start creates a new run instead.
     foldRun: {
