@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../../driver/queryable.ts';
 import type { RunForAction, WorkflowStore } from '../../driver/workflow-store.ts';
-import { BatonError, TerminalError } from '../../types/errors.ts';
+import { BatonError } from '../../types/errors.ts';
 import { type EnqueueResult, isJobId, type JobSpec } from '../../types/job.ts';
 import {
   type ChildSpec,
@@ -31,7 +31,7 @@ import { MAX_ATTEMPTS_MAX, windowOf } from '../job-spec.ts';
 import { givenTrace } from '../producer.ts';
 import type { TraceCarrier } from '../tracing.ts';
 import { WorkflowBatcher } from './batcher.ts';
-import { jobChildId } from './children.ts';
+import { startChildren } from './children.ts';
 import { executeRun, type WorkflowCounters, wakeParent } from './execution.ts';
 import { inputRefusal, invalid, isInputSchema, jsonText } from './input.ts';
 import {
@@ -125,62 +125,13 @@ export class Workflows implements WorkflowRunsApi {
       counters: this.counters,
       wake: this.#d.wake,
       startChildren: (parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]) =>
-        this.#startChildren(parent, def.queue, key, children),
+        startChildren({ ...this.#d, target: (n: string) => this.#target(n) }, { ...parent, queue: def.queue }, key, children),
       running: this.#running,
       // The starting process may not know the schema (another process, HTTP, cron): a run's first
       // execution checks the stored input (executeRun), and a refused one dead-letters at once.
       ...(schema ? { checkInput: (input: unknown) => inputRefusal(schema, input) } : {}),
     };
     this.#d.handlers[jobTypeOf(name)] = (ctx) => executeRun(def.fn as WorkflowFn, ctx, deps);
-  }
-
-  /**
-   * Children are started once per (parent, key, index): a re-executed start step finds them by
-   * idempotency key. A plain job is answered as `job:<id>`, linked to the run (its finish wakes it).
-   */
-  async #startChildren(
-    parent: { runId: string; tenantId: string },
-    parentQueue: string,
-    key: string,
-    children: ChildSpec[],
-  ): Promise<string[]> {
-    const ids: string[] = [];
-    const jobIds: string[] = [];
-    for (const [i, child] of children.entries()) {
-      if (child && typeof child === 'object' && 'job' in child) {
-        const res = await this.#d
-          .enqueue({ ...child.job, tenantId: parent.tenantId, idempotencyKey: `child:${parent.runId}:${key}:${i}` })
-          .catch((err: unknown) => {
-            throw new TerminalError(`all "${key}": child ${i} is not a job Baton accepts`, { cause: err });
-          });
-        jobIds.push(res.job.id);
-        ids.push(jobChildId(res.job.id));
-        continue;
-      }
-      const def = await this.#target(child?.workflow).catch((err: unknown) => {
-        if (err instanceof BatonError && err.code === 'WORKFLOW_NOT_FOUND')
-          throw new TerminalError(`all "${key}": child ${i} names no defined workflow (${JSON.stringify(child?.workflow)})`);
-        throw err;
-      });
-      const res = await this.#d.store.workflowStartRun({
-        name: child.workflow,
-        tenantId: parent.tenantId,
-        input: jsonText(child.input, `the input of child ${i} of "${key}"`),
-        idempotencyKey: `child:${parent.runId}:${key}:${i}`,
-        queue: def.queue,
-        jobType: jobTypeOf(child.workflow),
-        maxAttempts: def.maxAttempts,
-        parentRunId: parent.runId,
-        runTimeoutMs: def.runTimeoutMs,
-        // The parent's execution span: each child's executions continue it.
-        traceContext: this.#d.captureTrace?.() ?? null,
-      });
-      if (!res.duplicate) this.#d.wake(def.queue);
-      ids.push(res.run.id);
-    }
-    if (jobIds.length > 0)
-      await this.#d.store.workflowLinkChildJobs({ runId: parent.runId, jobIds, channel: this.#d.channelOf(parentQueue) });
-    return ids;
   }
 
   /** A driving job dead-lettered: a parent waiting for its run is due now. */
