@@ -75,6 +75,24 @@ export const runAtSchema = z
   .refine((d) => !Number.isNaN(d.getTime()), { message: 'must be a valid date', abort: true })
   .refine((d) => d.getTime() >= RUN_AT_MIN_MS && d.getTime() <= RUN_AT_MAX_MS, `must be from ${RUN_AT_MIN} to ${RUN_AT_MAX}`);
 
+/** A debounce rule (JobSpec.debounce, StartRunOptions.debounce). */
+export const debounceSchema = z
+  .object({
+    key: windowKey,
+    windowMs: windowMs,
+    mode: z.enum(DEBOUNCE_MODES).optional(),
+    maxWaitMs: windowMs.optional(),
+  })
+  .strict()
+  .refine((d) => d.maxWaitMs === undefined || d.maxWaitMs >= d.windowMs, {
+    message: 'maxWaitMs must be at least windowMs',
+    path: ['maxWaitMs'],
+  });
+/** A throttle rule (JobSpec.throttle, StartRunOptions.throttle). */
+export const throttleSchema = z
+  .object({ key: windowKey, windowMs: windowMs, limit: z.number().int().min(1).max(THROTTLE_LIMIT_MAX).optional() })
+  .strict();
+
 export const jobSpecSchema = z
   .object({
     jobType: name,
@@ -92,23 +110,8 @@ export const jobSpecSchema = z
     concurrencyLimit: z.number().int().min(1).max(CONCURRENCY_LIMIT_MAX).optional(),
     dependsOn: z.array(jobIdSchema).max(DEPENDS_ON_MAX).optional(),
     onParentFailure: z.enum(ON_PARENT_FAILURE).optional(),
-    debounce: z
-      .object({
-        key: windowKey,
-        windowMs: windowMs,
-        mode: z.enum(DEBOUNCE_MODES).optional(),
-        maxWaitMs: windowMs.optional(),
-      })
-      .strict()
-      .refine((d) => d.maxWaitMs === undefined || d.maxWaitMs >= d.windowMs, {
-        message: 'maxWaitMs must be at least windowMs',
-        path: ['maxWaitMs'],
-      })
-      .optional(),
-    throttle: z
-      .object({ key: windowKey, windowMs: windowMs, limit: z.number().int().min(1).max(THROTTLE_LIMIT_MAX).optional() })
-      .strict()
-      .optional(),
+    debounce: debounceSchema.optional(),
+    throttle: throttleSchema.optional(),
   })
   .strict()
   .refine((s) => s.concurrencyLimit === undefined || s.concurrencyKey !== undefined, {
@@ -126,9 +129,9 @@ export const jobSpecSchema = z
   .superRefine(refineWindow);
 
 /**
- * The combinations a debounce or throttle refuses (shared with the HTTP schema): both at once;
- * an idempotency key or parents (the key's lock decides what an enqueue creates); a trailing
- * debounce's own runAt or delayMs (its window sets run_at).
+ * The combinations a debounce or throttle refuses (shared with the HTTP schemas and a workflow
+ * start's options): both at once; an idempotency key or parents (the key's lock decides what an
+ * enqueue creates); a trailing debounce's own runAt or delayMs (its window sets run_at).
  */
 export function refineWindow(
   s: Pick<JobSpec, 'debounce' | 'throttle' | 'idempotencyKey' | 'dependsOn' | 'runAt' | 'delayMs'> & { runAt?: unknown },
@@ -146,8 +149,8 @@ export function refineWindow(
   }
 }
 
-/** The stored rule of a spec's debounce or throttle (validated), or undefined. */
-function windowOf(s: Pick<JobSpec, 'debounce' | 'throttle'>): EnqueueWindow | undefined {
+/** The stored rule of a spec's (or a start's) debounce or throttle (validated), or undefined. */
+export function windowOf(s: Pick<JobSpec, 'debounce' | 'throttle'>): EnqueueWindow | undefined {
   if (s.debounce) {
     const { key, windowMs, mode, maxWaitMs } = s.debounce;
     return { kind: 'debounce', key, windowMs, mode: mode ?? 'trailing', maxWaitMs: maxWaitMs ?? null };

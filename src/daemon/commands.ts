@@ -14,6 +14,7 @@ import { parseConnectionString } from '../db/pg/multi-host.ts';
 import { openPool } from '../db/pg/open-pool.ts';
 import { isBatonError } from '../types/errors.ts';
 import type { JobSpec } from '../types/job.ts';
+import type { StartRunOptions } from '../types/workflow.ts';
 import { type DatabaseHandle, openDatabase, openEngine } from './database.ts';
 import { ConfigError, type DaemonConfig } from './env.ts';
 import { PlainError } from './plain-error.ts';
@@ -138,13 +139,16 @@ const workflowStartFlagsSchema = z.object({
   input: jsonFlag,
   tenant: z.string().min(1).optional(),
   'idempotency-key': z.string().min(1).optional(),
+  // JSON objects, checked by the engine as a library start's options are (a bad one is INVALID_ARGUMENT, exit 2).
+  debounce: jsonFlag,
+  throttle: jsonFlag,
 });
 
 /** What `baton workflow start` starts. */
 export interface WorkflowStart {
   name: string;
   input: unknown;
-  opts: { tenantId?: string; idempotencyKey?: string };
+  opts: Pick<StartRunOptions, 'tenantId' | 'idempotencyKey' | 'debounce' | 'throttle'>;
 }
 
 /** Parses the flags of `baton workflow start`; ConfigError names the bad flag. */
@@ -158,6 +162,8 @@ export function parseWorkflowStartFlags(flags: Record<string, unknown>): Workflo
   const opts: WorkflowStart['opts'] = {};
   if (f.tenant !== undefined) opts.tenantId = f.tenant;
   if (f['idempotency-key'] !== undefined) opts.idempotencyKey = f['idempotency-key'];
+  if (f.debounce !== null) opts.debounce = f.debounce as StartRunOptions['debounce'];
+  if (f.throttle !== null) opts.throttle = f.throttle as StartRunOptions['throttle'];
   return { name: f.name, input: f.input, opts };
 }
 

@@ -48,6 +48,8 @@ const WORKFLOW_FLAGS = {
   input: { type: 'string' },
   tenant: { type: 'string' },
   'idempotency-key': { type: 'string' },
+  debounce: { type: 'string' },
+  throttle: { type: 'string' },
 } as const;
 const WORKFLOW_SUBCOMMANDS = ['start'] as const;
 
@@ -122,7 +124,8 @@ Settings (flag, environment variable, [default]):
 ${settingsHelp('cancel')}`,
   workflow: `Usage: baton workflow start --name NAME [--input JSON] [flags]
 
-Starts a run of workflow NAME and prints {"run","duplicate"}. The workflow need not
+Starts a run of workflow NAME and prints {"run","duplicate"} (and "collapsedBy" when
+a debounce or throttle folded or dropped the start). The workflow need not
 be defined here: any workflow an engine registered when it started (the registry of
 defined workflows) can be started; the run's driving job goes on the workflow's queue,
 for a worker that defines it. A name no process ever registered is refused (exit 1,
@@ -133,6 +136,9 @@ Flags:
   --input JSON             the run's input (default null)
   --tenant ID              the run's tenant (default "default")
   --idempotency-key KEY    a second start with the same key returns the first run
+  --debounce JSON          debounce by key, e.g. '{"key":"user:42","windowMs":5000}'
+                           (mode, maxWaitMs as in docs/debounce.md)
+  --throttle JSON          throttle by key, e.g. '{"key":"acme","windowMs":60000,"limit":2}'
 
 Example:
   baton workflow start --name place-order --input '{"sku":"A1"}' --idempotency-key o-1

@@ -3,8 +3,9 @@
 // lease (job id + token) and is refused once that lease is no longer current.
 // @internal — not a public API.
 
+import type { EnqueueWindow } from '../types/job.ts';
 import type { TraceCarrier } from '../types/trace.ts';
-import type { ListRunsFilter, RunDetail, RunState, RunSummary, StepKind, StepStatus } from '../types/workflow.ts';
+import type { ListRunsFilter, RunDetail, RunState, RunSummary, StartRunResult, StepKind, StepStatus } from '../types/workflow.ts';
 import type { Queryable } from './queryable.ts';
 
 export interface RunLease {
@@ -110,9 +111,15 @@ export interface WorkflowStore {
       runTimeoutMs?: number | null;
       /** The producer's trace context, stored with the driving job. */
       traceContext?: TraceCarrier | null;
+      /**
+       * Debounce or throttle by key (docs/debounce.md, "Workflow runs"): the start runs under its
+       * key's lock and may fold into the key's pending run or be dropped (`collapsedBy`). Never
+       * with an idempotency key.
+       */
+      window?: EnqueueWindow;
     },
     on?: Queryable,
-  ): Promise<{ run: RunSummary; duplicate: boolean }>;
+  ): Promise<StartRunResult>;
   /** The run as it was, its steps, and `marked`: the lease is current and the run (now) running. */
   workflowLoad(p: RunLease): Promise<LoadResult>;
   /** `load` for several executions in one statement; answers in the order asked. */

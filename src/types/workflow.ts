@@ -1,7 +1,7 @@
 // The public shapes of durable workflows: the function a workflow is, the context it
 // runs with, and a run as reads return it. States are a discriminated union of strings.
 
-import type { AttemptError, JobProgress, JobSpec } from './job.ts';
+import type { AttemptError, DebounceOptions, JobProgress, JobSpec, ThrottleOptions } from './job.ts';
 import type { TraceCarrier } from './trace.ts';
 
 /**
@@ -151,10 +151,10 @@ export interface WorkflowOptions {
   runTimeoutMs?: number;
 }
 
-/** Options of baton.startWorkflow: the run's tenant and idempotency key. */
+/** Options of baton.startWorkflow: the run's tenant, idempotency key, timeout, trace context, debounce or throttle. */
 export interface StartRunOptions {
   tenantId?: string;
-  /** A second start with the same (tenant, key) returns the first run (duplicate: true). */
+  /** A second start with the same (tenant, key) returns the first run (duplicate: true). Not with debounce or throttle. */
   idempotencyKey?: string;
   /** The run's timeout in ms from now (database clock); overrides the workflow's runTimeoutMs. */
   runTimeoutMs?: number;
@@ -163,6 +163,16 @@ export interface StartRunOptions {
    * active one, captured as enqueue does.
    */
   traceContext?: TraceCarrier;
+  /**
+   * Debounce the starts of a key, per tenant and the workflow's queue (docs/debounce.md,
+   * "Workflow runs"). Trailing (default): while the key's run has not started executing, a start
+   * replaces its input and pushes its start to now + windowMs (bounded by maxWaitMs); a start that
+   * would push it past the run's deadline (runTimeoutMs) creates a new run instead. Leading:
+   * starts within the window are dropped. Not with throttle or idempotencyKey.
+   */
+  debounce?: DebounceOptions;
+  /** At most `limit` runs per window of a key (docs/debounce.md); further starts are dropped. Not with debounce or idempotencyKey. */
+  throttle?: ThrottleOptions;
 }
 
 /** One recorded step of a run, as RunDetail lists them. */
@@ -224,10 +234,18 @@ export interface RunDetail extends RunSummary {
   steps: StepInfo[];
 }
 
-/** What baton.startWorkflow answers: the run, and whether it already existed (same idempotency key). */
+/**
+ * What baton.startWorkflow answers: the run, whether it already existed (same idempotency key),
+ * and whether a debounce or throttle kept this start from creating a run.
+ */
 export interface StartRunResult {
   run: RunSummary;
   duplicate: boolean;
+  /**
+   * 'debounce' or 'throttle' when that rule folded this start into `run` (its input is now this
+   * start's) or dropped it (`run` holds the key); absent when a run was created or for a duplicate.
+   */
+  collapsedBy?: 'debounce' | 'throttle';
 }
 
 /** What baton.sendEvent answers: its id, whether it was a duplicate, whether it woke a run. */

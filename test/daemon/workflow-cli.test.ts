@@ -1,7 +1,8 @@
 // `baton workflow start` through bin/baton.js in a child process, on this file's database: a run
 // of a workflow only another process (a worker here) defines is started by name and runs; a
-// repeated idempotency key answers the first run; a name never registered is refused (exit 1)
-// and a missing name or bad input JSON is a usage error (exit 2).
+// repeated idempotency key answers the first run; --debounce folds a start into the pending run;
+// a name never registered is refused (exit 1) and a missing name, bad input JSON or a bad rule
+// is a usage error (exit 2).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXIT_CONFIG, EXIT_FAILED } from '../../src/daemon/shutdown.ts';
@@ -45,6 +46,24 @@ describe('baton workflow start', () => {
     const again = await run(['start', '--name', 'cli-double', '--idempotency-key', 'k-1']);
     expect(again.code, again.stderr).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ run: { id: out.run.id }, duplicate: true });
+  });
+
+  it('--debounce folds a second start into the pending run (collapsedBy); a bad rule is a usage error', async () => {
+    const rule = JSON.stringify({ key: 'cli:1', windowMs: 600_000 });
+    const first = await run(['start', '--name', 'cli-double', '--input', '{"n":1}', '--debounce', rule]);
+    expect(first.code, first.stderr).toBe(0);
+    const created = JSON.parse(first.stdout) as { run: { id: string }; duplicate: boolean; collapsedBy?: string };
+    expect(created.collapsedBy).toBeUndefined();
+    const second = await run(['start', '--name', 'cli-double', '--input', '{"n":2}', '--debounce', rule]);
+    expect(second.code, second.stderr).toBe(0);
+    expect(JSON.parse(second.stdout)).toMatchObject({ run: { id: created.run.id }, duplicate: false, collapsedBy: 'debounce' });
+    expect((await worker.workflows.getRun(created.run.id))?.input).toEqual({ n: 2 });
+    const bad = await run(['start', '--name', 'cli-double', '--debounce', '{"key":"k","windowMs":0}']);
+    expect(bad.code).toBe(EXIT_CONFIG);
+    expect(bad.stderr).toContain('debounce.windowMs');
+    const notJson = await run(['start', '--name', 'cli-double', '--throttle', '{oops']);
+    expect(notJson.code).toBe(EXIT_CONFIG);
+    expect(notJson.stderr).toContain('--throttle');
   });
 
   it('refuses a name never registered (exit 1) and bad flags (exit 2), starting nothing', async () => {

@@ -6,10 +6,11 @@
 // created job due now is announced at the caller's commit.
 // Windows are moved by writing the key's row (as time passing would), never by sleeping.
 
-import pg from 'pg';
+import type pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { isBatonError, type JobContext, type JobSpec } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { namingPool } from '../helpers/statement-names.ts';
 import { Signal, waitFor } from '../helpers/wait.ts';
 import { useEngines } from './harness.ts';
 
@@ -217,16 +218,8 @@ describe('debounce and throttle by key', () => {
 
   it('a plain enqueue sends no statement of the feature; a windowed one only its own', async () => {
     // Every named statement the producer's pool sends, on pool.query or on a checked-out client.
-    const names: string[] = [];
-    const pool = new pg.Pool({ connectionString: db.url, max: 3 });
+    const { pool, names } = namingPool(db.url);
     pools.push(pool);
-    pool.on('connect', (client) => {
-      const query = client.query.bind(client) as (...a: unknown[]) => unknown;
-      (client as unknown as { query: unknown }).query = (config: { name?: string }, ...rest: unknown[]) => {
-        if (typeof config?.name === 'string') names.push(config.name);
-        return query(config, ...rest);
-      };
-    });
     const b = engines.producer({ pool });
     await b.enqueue({ jobType: 'plain', queue: 'p' });
     await b.enqueueMany([

@@ -1,9 +1,14 @@
-// The children of ctx.all: ids as the run's history keeps them (a child run's id, `job:<id>` for a
-// plain job) and their join. A join answers only once every child has finished, so the parent
-// sees all outcomes at once and in the order it asked.
+// The children of ctx.all: their start, ids as the run's history keeps them (a child run's id,
+// `job:<id>` for a plain job) and their join. A join answers only once every child has finished,
+// so the parent sees all outcomes at once and in the order it asked.
 
 import type { WorkflowStore } from '../../driver/workflow-store.ts';
-import type { ChildResult } from '../../types/workflow.ts';
+import { BatonError, TerminalError } from '../../types/errors.ts';
+import type { EnqueueResult, JobSpec } from '../../types/job.ts';
+import type { ChildResult, ChildSpec } from '../../types/workflow.ts';
+import type { TraceCarrier } from '../tracing.ts';
+import { jsonText } from './input.ts';
+import { jobTypeOf } from './start.ts';
 
 const JOB_CHILD = 'job:';
 /** A plain job's id as a child of ctx.all. */
@@ -13,6 +18,65 @@ export const jobChildId = (jobId: string) => `${JOB_CHILD}${jobId}`;
 export const CHILDREN_POLL_MS = 30_000;
 export const CHILDREN_MAX = 1_000;
 const FINAL_CHILD_STATES: ReadonlySet<string> = new Set(['succeeded', 'dead_lettered', 'cancelled', 'timed_out']);
+
+/** What starting children takes from the workflows service. */
+export interface ChildStartDeps {
+  store: WorkflowStore;
+  enqueue: (spec: JobSpec) => Promise<EnqueueResult>;
+  wake: (queue: string) => void;
+  channelOf: (queue: string) => string;
+  captureTrace?: () => TraceCarrier | null;
+  /** Where a run of workflow `name` goes (WORKFLOW_NOT_FOUND when no process defined it). */
+  target: (name: string) => Promise<{ queue: string; maxAttempts: number; runTimeoutMs: number | null }>;
+}
+
+/**
+ * Children are started once per (parent, key, index): a re-executed start step finds them by
+ * idempotency key. A plain job is answered as `job:<id>`, linked to the run (its finish wakes it).
+ */
+export async function startChildren(
+  d: ChildStartDeps,
+  parent: { runId: string; tenantId: string; queue: string },
+  key: string,
+  children: ChildSpec[],
+): Promise<string[]> {
+  const ids: string[] = [];
+  const jobIds: string[] = [];
+  for (const [i, child] of children.entries()) {
+    if (child && typeof child === 'object' && 'job' in child) {
+      const res = await d
+        .enqueue({ ...child.job, tenantId: parent.tenantId, idempotencyKey: `child:${parent.runId}:${key}:${i}` })
+        .catch((err: unknown) => {
+          throw new TerminalError(`all "${key}": child ${i} is not a job Baton accepts`, { cause: err });
+        });
+      jobIds.push(res.job.id);
+      ids.push(jobChildId(res.job.id));
+      continue;
+    }
+    const def = await d.target(child?.workflow).catch((err: unknown) => {
+      if (err instanceof BatonError && err.code === 'WORKFLOW_NOT_FOUND')
+        throw new TerminalError(`all "${key}": child ${i} names no defined workflow (${JSON.stringify(child?.workflow)})`);
+      throw err;
+    });
+    const res = await d.store.workflowStartRun({
+      name: child.workflow,
+      tenantId: parent.tenantId,
+      input: jsonText(child.input, `the input of child ${i} of "${key}"`),
+      idempotencyKey: `child:${parent.runId}:${key}:${i}`,
+      queue: def.queue,
+      jobType: jobTypeOf(child.workflow),
+      maxAttempts: def.maxAttempts,
+      parentRunId: parent.runId,
+      runTimeoutMs: def.runTimeoutMs,
+      // The parent's execution span: each child's executions continue it.
+      traceContext: d.captureTrace?.() ?? null,
+    });
+    if (!res.duplicate) d.wake(def.queue);
+    ids.push(res.run.id);
+  }
+  if (jobIds.length > 0) await d.store.workflowLinkChildJobs({ runId: parent.runId, jobIds, channel: d.channelOf(parent.queue) });
+  return ids;
+}
 
 const plainJobIds = (ids: string[]) => ids.filter((id) => id.startsWith(JOB_CHILD)).map((id) => id.slice(JOB_CHILD.length));
 

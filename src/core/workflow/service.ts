@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import type { Queryable } from '../../driver/queryable.ts';
 import type { RunForAction, WorkflowStore } from '../../driver/workflow-store.ts';
-import { BatonError, TerminalError } from '../../types/errors.ts';
+import { BatonError } from '../../types/errors.ts';
 import { type EnqueueResult, isJobId, type JobSpec } from '../../types/job.ts';
 import {
   type ChildSpec,
@@ -27,37 +27,34 @@ import {
 import { assertJobId, assertListCursor, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, LIST_OFFSET_MAX } from '../admin.ts';
 import { nameSchema } from '../config.ts';
 import type { Handler } from '../handler.ts';
-import { DELAY_MS_MAX, IDEMPOTENCY_KEY_MAX_CHARS, MAX_ATTEMPTS_MAX } from '../job-spec.ts';
+import { MAX_ATTEMPTS_MAX, windowOf } from '../job-spec.ts';
 import { givenTrace } from '../producer.ts';
 import type { TraceCarrier } from '../tracing.ts';
 import { WorkflowBatcher } from './batcher.ts';
-import { jobChildId } from './children.ts';
+import { startChildren } from './children.ts';
 import { executeRun, type WorkflowCounters, wakeParent } from './execution.ts';
 import { inputRefusal, invalid, isInputSchema, jsonText } from './input.ts';
+import {
+  jobTypeOf,
+  keySchema,
+  recordStart,
+  runTimeoutSchema,
+  type StartParams,
+  startSchema,
+  WORKFLOW_JOB_TYPE_PREFIX,
+  wakesQueue,
+} from './start.ts';
 
-export const WORKFLOW_JOB_TYPE_PREFIX = 'workflow:';
 const LIVE_RUN_STATES: ReadonlySet<RunState> = new Set(['running', 'sleeping', 'waiting', 'blocked']);
 // A blocked run's replay is its resume: it runs again from its history under the code deployed now.
 const REPLAYABLE_RUN_STATES: ReadonlySet<RunState> = new Set(['dead_lettered', 'cancelled', 'blocked']);
 
-const jobTypeOf = (name: string) => `${WORKFLOW_JOB_TYPE_PREFIX}${name}`;
-const noNul = (s: string) => !s.includes('\u0000');
-const keySchema = z.string().min(1).max(IDEMPOTENCY_KEY_MAX_CHARS).refine(noNul, 'must not contain NUL bytes');
-const runTimeoutSchema = z.number().int().min(1).max(DELAY_MS_MAX);
 const optionsSchema = z
   .object({
     queue: nameSchema.optional(),
     maxAttempts: z.number().int().min(1).max(MAX_ATTEMPTS_MAX).optional(),
     input: z.custom<InputSchema>(isInputSchema, 'must be a schema with parse(value), a zod schema for instance').optional(),
     runTimeoutMs: runTimeoutSchema.optional(),
-  })
-  .strict();
-const startSchema = z
-  .object({
-    tenantId: nameSchema.optional(),
-    idempotencyKey: keySchema.optional(),
-    runTimeoutMs: runTimeoutSchema.optional(),
-    traceContext: z.custom<TraceCarrier>((v) => typeof v === 'object' && v !== null, 'must be { traceparent, tracestate? }').optional(),
   })
   .strict();
 
@@ -128,62 +125,13 @@ export class Workflows implements WorkflowRunsApi {
       counters: this.counters,
       wake: this.#d.wake,
       startChildren: (parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]) =>
-        this.#startChildren(parent, def.queue, key, children),
+        startChildren({ ...this.#d, target: (n: string) => this.#target(n) }, { ...parent, queue: def.queue }, key, children),
       running: this.#running,
       // The starting process may not know the schema (another process, HTTP, cron): a run's first
       // execution checks the stored input (executeRun), and a refused one dead-letters at once.
       ...(schema ? { checkInput: (input: unknown) => inputRefusal(schema, input) } : {}),
     };
     this.#d.handlers[jobTypeOf(name)] = (ctx) => executeRun(def.fn as WorkflowFn, ctx, deps);
-  }
-
-  /**
-   * Children are started once per (parent, key, index): a re-executed start step finds them by
-   * idempotency key. A plain job is answered as `job:<id>`, linked to the run (its finish wakes it).
-   */
-  async #startChildren(
-    parent: { runId: string; tenantId: string },
-    parentQueue: string,
-    key: string,
-    children: ChildSpec[],
-  ): Promise<string[]> {
-    const ids: string[] = [];
-    const jobIds: string[] = [];
-    for (const [i, child] of children.entries()) {
-      if (child && typeof child === 'object' && 'job' in child) {
-        const res = await this.#d
-          .enqueue({ ...child.job, tenantId: parent.tenantId, idempotencyKey: `child:${parent.runId}:${key}:${i}` })
-          .catch((err: unknown) => {
-            throw new TerminalError(`all "${key}": child ${i} is not a job Baton accepts`, { cause: err });
-          });
-        jobIds.push(res.job.id);
-        ids.push(jobChildId(res.job.id));
-        continue;
-      }
-      const def = await this.#target(child?.workflow).catch((err: unknown) => {
-        if (err instanceof BatonError && err.code === 'WORKFLOW_NOT_FOUND')
-          throw new TerminalError(`all "${key}": child ${i} names no defined workflow (${JSON.stringify(child?.workflow)})`);
-        throw err;
-      });
-      const res = await this.#d.store.workflowStartRun({
-        name: child.workflow,
-        tenantId: parent.tenantId,
-        input: jsonText(child.input, `the input of child ${i} of "${key}"`),
-        idempotencyKey: `child:${parent.runId}:${key}:${i}`,
-        queue: def.queue,
-        jobType: jobTypeOf(child.workflow),
-        maxAttempts: def.maxAttempts,
-        parentRunId: parent.runId,
-        runTimeoutMs: def.runTimeoutMs,
-        // The parent's execution span: each child's executions continue it.
-        traceContext: this.#d.captureTrace?.() ?? null,
-      });
-      if (!res.duplicate) this.#d.wake(def.queue);
-      ids.push(res.run.id);
-    }
-    if (jobIds.length > 0)
-      await this.#d.store.workflowLinkChildJobs({ runId: parent.runId, jobIds, channel: this.#d.channelOf(parentQueue) });
-    return ids;
   }
 
   /** A driving job dead-lettered: a parent waiting for its run is due now. */
@@ -242,6 +190,7 @@ export class Workflows implements WorkflowRunsApi {
     if (why !== null) {
       throw new BatonError('INVALID_ARGUMENT', `invalid input of workflow "${name}": ${why}`, { details: { name, issues: [why] } });
     }
+    const window = windowOf(o.data);
     const res = await this.startOn(undefined, {
       name,
       target: def,
@@ -250,8 +199,9 @@ export class Workflows implements WorkflowRunsApi {
       idempotencyKey: o.data.idempotencyKey ?? null,
       runTimeoutMs: o.data.runTimeoutMs ?? def.runTimeoutMs,
       traceContext: o.data.traceContext === undefined ? (this.#d.captureTrace?.() ?? null) : givenTrace(o.data.traceContext),
+      ...(window ? { window } : {}),
     });
-    if (!res.duplicate) this.#d.wake(def.queue);
+    if (wakesQueue(res, window)) this.#d.wake(def.queue);
     return res;
   }
 
@@ -259,34 +209,8 @@ export class Workflows implements WorkflowRunsApi {
    * Records a run and its driving job on `client` (a transaction the caller holds; the cron
    * ticker's fenced one) or in a transaction of its own. The caller wakes the queue after commit.
    */
-  startOn(
-    client: Queryable | undefined,
-    p: {
-      name: string;
-      /** runTimeoutMs: the workflow's default (a cron ticker's target passes the one resolve answered). */
-      target: Pick<Target, 'queue' | 'maxAttempts'> & { runTimeoutMs?: number | null };
-      tenantId: string;
-      input: string;
-      idempotencyKey: string | null;
-      /** Default: the workflow's own. */
-      runTimeoutMs?: number | null;
-      traceContext?: TraceCarrier | null;
-    },
-  ): Promise<StartRunResult> {
-    return this.#d.store.workflowStartRun(
-      {
-        name: p.name,
-        tenantId: p.tenantId,
-        input: p.input,
-        idempotencyKey: p.idempotencyKey,
-        queue: p.target.queue,
-        jobType: jobTypeOf(p.name),
-        maxAttempts: p.target.maxAttempts,
-        runTimeoutMs: p.runTimeoutMs === undefined ? (p.target.runTimeoutMs ?? null) : p.runTimeoutMs,
-        traceContext: p.traceContext ?? null,
-      },
-      client,
-    );
+  startOn(client: Queryable | undefined, p: StartParams): Promise<StartRunResult> {
+    return recordStart(this.#d.store, client, p);
   }
 
   async sendEvent(runId: string, name: string, payload: unknown, opts: { idempotencyKey?: string } = {}): Promise<SendEventResult> {

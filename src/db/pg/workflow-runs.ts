@@ -4,14 +4,16 @@
 // row, then job row (the order of an execution's fence, so neither waits on the other in a circle).
 
 import type { RunForAction, WorkflowDefinitionRow, WorkflowStore } from '../../driver/workflow-store.ts';
-import type { RunDetail, RunState, RunSummary } from '../../types/workflow.ts';
+import type { RunDetail, RunState, RunSummary, StartRunResult } from '../../types/workflow.ts';
 import { lockNamespace } from './lock-namespace.ts';
 import type { PgPoolLike, Queryable, QueryConfigLike } from './pool.ts';
+import { type JobWindowQueries, jobWindowQueries } from './queries/job-window.ts';
 import { type WorkflowDeadlineQueries, workflowDeadlineQueries } from './queries/workflow-deadline.ts';
 import { type WorkflowRunQueries, workflowRunQueries } from './queries/workflow-run.ts';
 import { queryRows } from './query-rows.ts';
 import { inTransaction } from './transaction.ts';
 import { type DetailRow, type StepRow, type SummaryRow, toDetail, toSummary } from './workflow-rows.ts';
+import { startWindowed } from './workflow-window.ts';
 
 /** A run as an action locked it. */
 type LockedRun = RunForAction & { storedState: string; waitEvent: string | null; name: string };
@@ -20,6 +22,8 @@ export class PgWorkflowRuns {
   readonly #pool: PgPoolLike;
   readonly #q: WorkflowRunQueries;
   readonly #deadline: WorkflowDeadlineQueries;
+  /** The key lock and row of a debounced or throttled start (the jobs' own statements). */
+  readonly #window: JobWindowQueries;
   /** The advisory-lock namespace that keeps folds of the run counts one at a time. */
   readonly #foldLock: number;
 
@@ -28,6 +32,7 @@ export class PgWorkflowRuns {
     this.#pool = pool;
     this.#q = workflowRunQueries(quotedSchema);
     this.#deadline = workflowDeadlineQueries(quotedSchema);
+    this.#window = jobWindowQueries(quotedSchema);
     this.#foldLock = lockNamespace('workflow-run-counts', quotedSchema);
   }
 
@@ -62,8 +67,13 @@ export class PgWorkflowRuns {
   }
 
   /** On `on` (a transaction the caller holds, the cron ticker's fenced one) when given. */
-  start(p: Parameters<WorkflowStore['workflowStartRun']>[0], on?: Queryable) {
-    const body = async (c: Queryable) => {
+  start(p: Parameters<WorkflowStore['workflowStartRun']>[0], on?: Queryable): Promise<StartRunResult> {
+    const { window } = p;
+    if (window) {
+      const windowed = (c: Queryable) => startWindowed(c, { run: this.#q, window: this.#window }, { ...p, window });
+      return on ? windowed(on) : this.#tx(windowed);
+    }
+    const body = async (c: Queryable): Promise<StartRunResult> => {
       const [ins] = await this.#run<{ id: string }>(
         this.#q.insertRun,
         [p.name, p.tenantId, p.input, p.idempotencyKey, p.parentRunId ?? null, p.runTimeoutMs ?? null],

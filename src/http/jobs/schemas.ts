@@ -46,6 +46,31 @@ export const BATCH_MAX = 1_000;
 const windowKey = z.string().min(1).max(WINDOW_KEY_MAX_CHARS).meta({ description: 'the key, per tenant and queue' });
 const windowMs = z.int().min(1).max(DEBOUNCE_WINDOW_MS_MAX);
 
+/** A debounce rule over HTTP: of a job (per tenant and queue) or of a workflow start (per tenant and the workflow's queue). */
+export const debounceBodySchema = z
+  .strictObject({
+    key: windowKey,
+    windowMs: windowMs.meta({ description: 'the quiet period, in ms' }),
+    mode: z.enum(DEBOUNCE_MODES).optional().meta({
+      description:
+        "trailing (default): while the key's job (or run) is pending and unclaimed, an enqueue (or start) replaces its payload (input) and pushes its runAt to now + windowMs; leading: the first one runs, later ones within windowMs of the last are dropped",
+    }),
+    maxWaitMs: windowMs
+      .optional()
+      .meta({ description: 'at least windowMs: how long a burst may hold the job back (trailing) or keep dropping (leading)' }),
+  })
+  .refine((d) => d.maxWaitMs === undefined || d.maxWaitMs >= d.windowMs, {
+    path: ['maxWaitMs'],
+    message: 'maxWaitMs must be at least windowMs',
+  });
+
+/** A throttle rule over HTTP (as debounceBodySchema). */
+export const throttleBodySchema = z.strictObject({
+  key: windowKey,
+  windowMs: windowMs.meta({ description: 'the window, in ms, from the enqueue (or start) that created its first job (or run)' }),
+  limit: z.int().min(1).max(THROTTLE_LIMIT_MAX).optional().meta({ description: 'jobs (or runs) created per window; default 1' }),
+});
+
 /** One job as submitted over HTTP. Its descriptions are the OpenAPI document's. */
 export const jobSpecSchema = z
   .object({
@@ -96,38 +121,14 @@ export const jobSpecSchema = z
       .enum(ON_PARENT_FAILURE)
       .optional()
       .meta({ description: 'when a parent dead-letters or is cancelled: cancel this job (default), or run it anyway' }),
-    debounce: z
-      .strictObject({
-        key: windowKey,
-        windowMs: windowMs.meta({ description: 'the quiet period, in ms' }),
-        mode: z.enum(DEBOUNCE_MODES).optional().meta({
-          description:
-            "trailing (default): while the key's job is pending and unclaimed, an enqueue replaces its payload and pushes its runAt to now + windowMs; leading: the first enqueue runs, later ones within windowMs of the last are dropped",
-        }),
-        maxWaitMs: windowMs
-          .optional()
-          .meta({ description: 'at least windowMs: how long a burst may hold the job back (trailing) or keep dropping (leading)' }),
-      })
-      .refine((d) => d.maxWaitMs === undefined || d.maxWaitMs >= d.windowMs, {
-        path: ['maxWaitMs'],
-        message: 'maxWaitMs must be at least windowMs',
-      })
-      .optional()
-      .meta({
-        description:
-          'debounce by key, per tenant and queue (docs/debounce.md). Not with throttle, idempotencyKey or dependsOn; trailing: not with runAt or delayMs',
-      }),
-    throttle: z
-      .strictObject({
-        key: windowKey,
-        windowMs: windowMs.meta({ description: 'the window, in ms, from the enqueue that created its first job' }),
-        limit: z.int().min(1).max(THROTTLE_LIMIT_MAX).optional().meta({ description: 'jobs created per window; default 1' }),
-      })
-      .optional()
-      .meta({
-        description:
-          'throttle by key, per tenant and queue: further enqueues in a full window are dropped, answering the last job created (docs/debounce.md)',
-      }),
+    debounce: debounceBodySchema.optional().meta({
+      description:
+        'debounce by key, per tenant and queue (docs/debounce.md). Not with throttle, idempotencyKey or dependsOn; trailing: not with runAt or delayMs',
+    }),
+    throttle: throttleBodySchema.optional().meta({
+      description:
+        'throttle by key, per tenant and queue: further enqueues in a full window are dropped, answering the last job created (docs/debounce.md)',
+    }),
   })
   .strict()
   .refine((s) => s.runAt === undefined || s.delayMs === undefined, {

@@ -42,11 +42,14 @@ const startRun = defineRoute({
   tag: 'workflows',
   summary: 'Start a run of a workflow',
   description:
-    "201 with the new run; 200 with the existing one when (tenantId, idempotencyKey) already exists. 404 WORKFLOW_NOT_FOUND when no process ever defined a workflow of that name (the registry of defined workflows); its driving job goes on the queue of the workflow, picked up by whichever worker defines it. A W3C traceparent (and tracestate) header is stored with the run: its executions continue the caller's trace.",
+    "201 with the new run; 200 with the existing one when (tenantId, idempotencyKey) already exists, or when its debounce or throttle folded the start into the key's run or dropped it (`collapsedBy` says which; docs/debounce.md). 404 WORKFLOW_NOT_FOUND when no process ever defined a workflow of that name (the registry of defined workflows); its driving job goes on the queue of the workflow, picked up by whichever worker defines it. A W3C traceparent (and tracestate) header is stored with the run: its executions continue the caller's trace.",
   params: workflowNameParamSchema,
   lenient: { headers: traceHeadersSchema },
   body: { schema: startRunBodySchema, required: true },
-  responses: { 201: json('started', r.started), 200: json('a run with this idempotency key already exists', r.started) },
+  responses: {
+    201: json('started', r.started),
+    200: json('a run with this idempotency key already exists, or a debounce or throttle collapsed the start', r.started),
+  },
   errors: ['WORKFLOW_NOT_FOUND', ...BODY, ...ENGINE, ...WRITE, 'FORBIDDEN_TENANT'],
 });
 
@@ -165,6 +168,7 @@ export function workflowRoutes(baton: Baton, maxJsonDepth: number) {
         tenantId: scopeOf(c).tenant(opts.tenantId),
         ...(trace ? { traceContext: trace } : {}),
       });
-      return c.json({ run: toWireRunSummary(r.run), duplicate: r.duplicate }, r.duplicate ? 200 : 201);
+      const collapsed = r.collapsedBy ? { collapsedBy: r.collapsedBy } : {};
+      return c.json({ run: toWireRunSummary(r.run), duplicate: r.duplicate, ...collapsed }, r.duplicate || r.collapsedBy ? 200 : 201);
     }).app;
 }

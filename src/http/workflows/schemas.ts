@@ -4,7 +4,7 @@
 import type { JSONValue } from 'hono/utils/types';
 import { z } from 'zod';
 import { LIST_LIMIT_DEFAULT } from '../../core/admin.ts';
-import { DELAY_MS_MAX } from '../../core/job-spec.ts';
+import { DELAY_MS_MAX, refineWindow } from '../../core/job-spec.ts';
 import {
   IDEMPOTENCY_KEY_MAX_CHARS,
   LIST_LIMIT_MAX,
@@ -15,6 +15,7 @@ import {
   STEP_KINDS,
   STEP_STATUSES,
 } from '../../index.ts';
+import { debounceBodySchema, throttleBodySchema } from '../jobs/schemas.ts';
 import { cursorParam, intParam, nameSchema, nextCursorSchema } from '../schemas.ts';
 import { toWireAttemptError } from '../wire.ts';
 import { jobRef, wireAttemptErrorSchema } from '../wire-schemas.ts';
@@ -39,17 +40,28 @@ export const runEventParamSchema = runIdParamSchema.extend({
   name: key.meta({ description: 'the event name a wait names' }),
 });
 
-export const startRunBodySchema = z.strictObject({
-  input: anyJson.optional(),
-  tenantId: nameSchema.optional(),
-  idempotencyKey: key.optional().meta({ description: 'a second start with the same (tenantId, key) answers the first run, 200' }),
-  runTimeoutMs: z
-    .int()
-    .min(1)
-    .max(DELAY_MS_MAX)
-    .optional()
-    .meta({ description: "ms from the start until the run times out (state timed_out); default: the workflow's runTimeoutMs" }),
-});
+export const startRunBodySchema = z
+  .strictObject({
+    input: anyJson.optional(),
+    tenantId: nameSchema.optional(),
+    idempotencyKey: key.optional().meta({ description: 'a second start with the same (tenantId, key) answers the first run, 200' }),
+    runTimeoutMs: z
+      .int()
+      .min(1)
+      .max(DELAY_MS_MAX)
+      .optional()
+      .meta({ description: "ms from the start until the run times out (state timed_out); default: the workflow's runTimeoutMs" }),
+    debounce: debounceBodySchema.optional().meta({
+      description:
+        "debounce by key, per tenant and the workflow's queue (docs/debounce.md, Workflow runs): trailing folds the start into the key's run while its driving job is pending and unclaimed (its input becomes this one), leading drops starts within the window. Not with throttle or idempotencyKey",
+    }),
+    throttle: throttleBodySchema.optional().meta({
+      description:
+        "throttle by key, per tenant and the workflow's queue: starts in a full window are dropped, answering the last run created (docs/debounce.md). Not with debounce or idempotencyKey",
+    }),
+  })
+  // The combinations refused as for a job, naming the field (400).
+  .superRefine(refineWindow);
 
 export const sendEventBodySchema = z.strictObject({
   payload: anyJson.optional(),
@@ -123,7 +135,14 @@ export const wireRunSchema = wireRunSummarySchema.extend({
 });
 
 export const workflowResponseSchemas = {
-  started: z.strictObject({ run: wireRunSummarySchema, duplicate: z.boolean() }),
+  started: z.strictObject({
+    run: wireRunSummarySchema,
+    duplicate: z.boolean(),
+    collapsedBy: z.enum(['debounce', 'throttle']).optional().meta({
+      description:
+        "present when the start's debounce or throttle kept it from creating a run: it was folded into the run answered, or dropped",
+    }),
+  }),
   runPage: z.strictObject({ runs: z.array(wireRunSummarySchema), limit: z.int(), offset: z.int(), nextCursor: nextCursorSchema('run') }),
   event: z.strictObject({
     eventId: decimal,

@@ -45,6 +45,43 @@ export function workflowRunQueries(schema: string) {
       text: `INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, max_attempts, trace_context)
         VALUES ($1, $2, $3, jsonb_build_object('runId', $4::text), $5, $6::jsonb) RETURNING id::text`,
     },
+    // A debounced or throttled start only (workflow-window.ts): the driving job due at $7, the
+    // instant its key's window sets (a trailing debounce's end), from the key's clock.
+    insertJobAt: {
+      name: `${schema}.wf_insert_job_at`,
+      text: `INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, max_attempts, trace_context, run_at)
+        VALUES ($1, $2, $3, jsonb_build_object('runId', $4::text), $5, $6::jsonb, $7) RETURNING id::text, run_at`,
+    },
+    // A trailing debounce folds a start into the run of workflow $5 whose driving job $1 is
+    // pending and was never claimed: the run's input becomes $2 (what its first execution
+    // loads), its job's trace context $3 and run_at $4. The run row is locked before the job
+    // row, as every action does; a claim that locked the job first (its lease token is then
+    // set) leaves the job's WHERE nothing to match, so nothing is written and the caller
+    // creates a new run. One statement: the input and the job change together or not at all.
+    // The one path that locks the job row first is the delete of a finished driving job (its
+    // trigger then deletes the run): this WHERE skips such a job unless the statement's snapshot
+    // predates the job's claim, i.e. it waited on the run row across the claim, the job's end and
+    // the delete. Nothing holds a run row that long; were it to happen, PostgreSQL aborts one side.
+    // Only a run due ($4) before its deadline takes the start: one that would time out before it
+    // executes would drop this start's input, so the start creates a new run instead.
+    foldRun: {
+      name: `${schema}.wf_fold_run`,
+      text: `WITH run AS (
+          SELECT r.id FROM ${runs} r WHERE r.job_id = $1::bigint AND r.name = $5
+            AND (r.deadline_at IS NULL OR r.deadline_at > $4::timestamptz) FOR UPDATE
+        ), job AS (
+          UPDATE ${jobs} j SET trace_context = $3::jsonb, run_at = $4, updated_at = now()
+          FROM run WHERE j.id = $1::bigint AND j.state = 'pending' AND j.lease_token IS NULL
+          RETURNING j.id
+        )
+        UPDATE ${runs} r SET input = $2::jsonb, updated_at = now() FROM run, job WHERE r.id = run.id
+        RETURNING r.id::text`,
+    },
+    // The run driving job $1 belongs to: the answer of a start its key dropped.
+    runByJob: {
+      name: `${schema}.wf_run_by_job`,
+      text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.job_id = $1::bigint LIMIT 1`,
+    },
     linkJob: {
       name: statementName(schema, `wf_link_job`),
       text: `UPDATE ${runs} SET job_id = $2::bigint, updated_at = now() WHERE id = $1::bigint`,
