@@ -48,7 +48,7 @@ export function workflowRunQueries(schema: string) {
     // A debounced or throttled start only (workflow-window.ts): the driving job due at $7, the
     // instant its key's window sets (a trailing debounce's end), from the key's clock.
     insertJobAt: {
-      name: `${schema}.wf_insert_job_at`,
+      name: statementName(schema, `wf_insert_job_at`),
       text: `INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, max_attempts, trace_context, run_at)
         VALUES ($1, $2, $3, jsonb_build_object('runId', $4::text), $5, $6::jsonb, $7) RETURNING id::text, run_at`,
     },
@@ -65,7 +65,7 @@ export function workflowRunQueries(schema: string) {
     // Only a run due ($4) before its deadline takes the start: one that would time out before it
     // executes would drop this start's input, so the start creates a new run instead.
     foldRun: {
-      name: `${schema}.wf_fold_run`,
+      name: statementName(schema, `wf_fold_run`),
       text: `WITH run AS (
           SELECT r.id FROM ${runs} r WHERE r.job_id = $1::bigint AND r.name = $5
             AND (r.deadline_at IS NULL OR r.deadline_at > $4::timestamptz) FOR UPDATE
@@ -79,7 +79,7 @@ export function workflowRunQueries(schema: string) {
     },
     // The run driving job $1 belongs to: the answer of a start its key dropped.
     runByJob: {
-      name: `${schema}.wf_run_by_job`,
+      name: statementName(schema, `wf_run_by_job`),
       text: `SELECT ${summary} FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.job_id = $1::bigint LIMIT 1`,
     },
     linkJob: {
