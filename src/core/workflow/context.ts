@@ -190,15 +190,16 @@ export class Execution implements WorkflowContext {
   async #runStep(key: string, occurrence: number, seq: number, crashed: number, fn: (step: StepContext) => unknown): Promise<unknown> {
     const shown = displayKey(key, occurrence);
     const startedAt = new Date();
+    const attempt = this.#history.failures(shown) + 1 + crashed;
+    const step: StepContext = { idempotencyKey: `${this.runId}:${shown}`, attempt, signal: this.#signal, progress: this.#progress };
+    // A span for the step's function only when one would record (tracing.ts): none costs one call.
+    const span = this.#d.tracing?.startStep({ workflow: this.name, runId: this.runId, step: shown, attempt }) ?? null;
     let value: unknown;
     try {
-      value = await fn({
-        idempotencyKey: `${this.runId}:${shown}`,
-        attempt: this.#history.failures(shown) + 1 + crashed,
-        signal: this.#signal,
-        progress: this.#progress,
-      });
+      value = await (span ? span.run(() => fn(step)) : fn(step));
+      span?.end('ok');
     } catch (err) {
+      span?.end('error', err);
       const error = { name: err instanceof Error ? err.name : 'Error', message: err instanceof Error ? err.message : String(err) };
       // Recorded for the run's history only; the job's failure write is what counts.
       await this.#d.store.workflowFailStep({ ...this.#lease, name: key, occurrence, seq, error, startedAt }).catch(() => undefined);

@@ -13,8 +13,8 @@ import { queryRows } from './query-rows.ts';
 import { inTransaction } from './transaction.ts';
 import { type DetailRow, type StepRow, type SummaryRow, toDetail, toSummary } from './workflow-rows.ts';
 
-/** A run as an action locked it. */
-type LockedRun = RunForAction & { storedState: string; waitEvent: string | null; name: string };
+/** A run as an action locked it; traceContext: the JSON text of the trace a blocked run kept (blockRun). */
+type LockedRun = RunForAction & { storedState: string; waitEvent: string | null; name: string; traceContext: string | null };
 
 export class PgWorkflowRuns {
   readonly #pool: PgPoolLike;
@@ -89,9 +89,18 @@ export class PgWorkflowRuns {
       job_id: string | null;
       job_state: string | null;
       name: string;
+      trace_context: string | null;
     }>(this.#q.lockRun, [runId], c);
     if (!r) return null;
-    return { state: r.state, storedState: r.stored_state, waitEvent: r.wait_event, jobId: r.job_id, jobState: r.job_state, name: r.name };
+    return {
+      state: r.state,
+      storedState: r.stored_state,
+      waitEvent: r.wait_event,
+      jobId: r.job_id,
+      jobState: r.job_state,
+      name: r.name,
+      traceContext: r.trace_context,
+    };
   }
 
   async sendEvent(p: Parameters<WorkflowStore['workflowSendEvent']>[0]) {
@@ -158,7 +167,8 @@ export class PgWorkflowRuns {
       let queue: string | undefined;
       if (run.jobId) [{ queue } = { queue: undefined }] = await this.#run<{ queue: string }>(this.#q.replayJob, [run.jobId], c);
       if (queue === undefined) {
-        // The driving job is gone (retention, or deleted on success): a new one drives the replay.
+        // The driving job is gone (retention, or deleted on success): a new one drives the replay,
+        // in the trace the run was started in when it kept one (a blocked run, blockRun).
         const [{ tenantId }] = [await this.#summary(p.runId, c)];
         // The replaying process's own definition, else the registry's (a workflow defined elsewhere).
         const [reg] = await this.#run<{ queue: string; max_attempts: number }>(this.#q.definition, [run.name], c);
@@ -166,7 +176,7 @@ export class PgWorkflowRuns {
         const maxAttempts = p.maxAttempts(run.name) ?? reg?.max_attempts ?? 5;
         const [job] = await this.#run<{ id: string }>(
           this.#q.insertJob,
-          [tenantId, queue, p.jobType(run.name), p.runId, maxAttempts, null],
+          [tenantId, queue, p.jobType(run.name), p.runId, maxAttempts, run.traceContext],
           c,
         );
         await this.#run(this.#q.linkJob, [p.runId, job?.id], c);

@@ -7,8 +7,9 @@ import { BEFORE_DEADLINE, eventEndsWait, workflowFragments } from './workflow-fr
 
 export function workflowRunQueries(schema: string) {
   const { runs, steps, events, jobs, runState } = workflowFragments(schema);
+  // A blocked run's reason keeps its trace context for a replay (blockRun, workflow-execution.ts); readers do not see it.
   const summary = `r.id::text, r.name, r.tenant_id, ${runState} AS state, r.job_id::text, r.progress, r.wait_event,
-      r.wake_at, r.blocked_reason, r.replay_count, r.created_at, r.updated_at, r.finished_at, r.deadline_at`;
+      r.wake_at, r.blocked_reason - 'trace' AS blocked_reason, r.replay_count, r.created_at, r.updated_at, r.finished_at, r.deadline_at`;
 
   return {
     // The registry of defined workflows (migration 0030): a starting engine upserts its own, in
@@ -38,7 +39,8 @@ export function workflowRunQueries(schema: string) {
         WHERE r.tenant_id = $1 AND r.idempotency_key = $2`,
     },
     // The driving job of a new run (or of a replayed run whose job is gone). $6: the producer's
-    // trace context, which each execution's span continues (as a plain job's, migration 0008).
+    // trace context, which each execution's span continues (as a plain job's, migration 0008);
+    // for a replay, the one its blocked run kept.
     insertJob: {
       name: `${schema}.wf_insert_job`,
       text: `INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, max_attempts, trace_context)
@@ -56,7 +58,7 @@ export function workflowRunQueries(schema: string) {
     lockRun: {
       name: `${schema}.wf_lock_run`,
       text: `SELECT r.state AS stored_state, ${runState} AS state, r.wait_event, r.job_id::text, j.state AS job_state,
-          j.queue, r.name, r.tenant_id
+          j.queue, r.name, r.tenant_id, (r.blocked_reason -> 'trace')::text AS trace_context
         FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint FOR UPDATE OF r`,
     },
     // An event in one statement (one round trip, no transaction held across calls): the run row
