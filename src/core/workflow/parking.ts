@@ -3,7 +3,8 @@
 // the execution suspends only once nothing else is in flight (every step's outcome committed,
 // every wait armed or parked) and a turn of the event loop brought no new call, with every
 // parked wait at once (the run wakes at the earliest). A function that returns meanwhile (a
-// race another branch won) is not suspended.
+// race another branch won) is not suspended. A call may also hold, in flight, until something
+// else of the execution happens or it has been quiet for a while (context.ts, new steps).
 
 import type { RunLease } from '../../driver/workflow-store.ts';
 import type { ExecutionDeps } from './execution.ts';
@@ -63,6 +64,10 @@ export class Parking {
   /** Calls in flight: a step running or committing, a wait being armed or finished. */
   #busy = 0;
   #idleWaiters: Array<() => void> = [];
+  /** Waiting for the next call to enter or leave (hold()). */
+  #activityWaiters: Array<() => void> = [];
+  /** Calls in flight that wait in hold(). */
+  #holding = 0;
   readonly #waits: ParkedWait[] = [];
   #scheduled = false;
   #finished = false;
@@ -82,11 +87,46 @@ export class Parking {
 
   begin(): void {
     this.#busy++;
+    for (const w of this.#activityWaiters.splice(0)) w();
   }
 
   end(): void {
     this.#busy--;
+    for (const w of this.#activityWaiters.splice(0)) w();
     if (this.#busy === 0) for (const w of this.#idleWaiters.splice(0)) w();
+  }
+
+  /**
+   * Waits, as a call in flight, until `reached()` or until `quietMs` pass with no call entering or
+   * leaving and none in flight but those holding here (timers and outside I/O of the function are
+   * not seen: the quiet is the engine's), or `stop()`. Answers `reached()`.
+   */
+  async hold(reached: () => boolean, quietMs: number, stop: () => boolean): Promise<boolean> {
+    this.#holding++;
+    try {
+      while (!reached() && !stop()) {
+        const moved = await this.#activity(quietMs);
+        if (!moved && this.#busy <= this.#holding) break;
+      }
+      return reached();
+    } finally {
+      this.#holding--;
+    }
+  }
+
+  /** Resolves true when a call enters or leaves, false when `ms` pass first. */
+  #activity(ms: number): Promise<boolean> {
+    return new Promise((resolve) => {
+      const waiter = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        this.#activityWaiters = this.#activityWaiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, ms);
+      this.#activityWaiters.push(waiter);
+    });
   }
 
   /** Resolves once no call is in flight. */
