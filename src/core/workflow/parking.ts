@@ -87,13 +87,17 @@ export class Parking {
 
   begin(): void {
     this.#busy++;
-    for (const w of this.#activityWaiters.splice(0)) w();
+    if (this.#activityWaiters.length > 0) this.#moved();
   }
 
   end(): void {
     this.#busy--;
-    for (const w of this.#activityWaiters.splice(0)) w();
+    if (this.#activityWaiters.length > 0) this.#moved();
     if (this.#busy === 0) for (const w of this.#idleWaiters.splice(0)) w();
+  }
+
+  #moved(): void {
+    for (const w of this.#activityWaiters.splice(0)) w();
   }
 
   /**
