@@ -146,7 +146,6 @@ describe('trace context through workflow runs', () => {
     renamed = true;
     await baton.sendEvent(run.id, 'go');
     const blocked = await runInState(baton, run.id, 'blocked');
-    // The kept trace is not part of the reason readers see.
     expect(Object.keys(blocked.blockedReason!).sort()).toEqual(['code', 'message', 'steps']);
     await waitFor(async () => (await jobOf(db, run.id)).state === 'succeeded', { message: 'the driving job to complete' });
     // Retention deletes the driving job; the blocked run stays.

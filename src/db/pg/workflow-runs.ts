@@ -13,7 +13,7 @@ import { queryRows } from './query-rows.ts';
 import { inTransaction } from './transaction.ts';
 import { type DetailRow, type StepRow, type SummaryRow, toDetail, toSummary } from './workflow-rows.ts';
 
-/** A run as an action locked it; traceContext: the JSON text of the trace a blocked run kept (blockRun). */
+/** A run as an action locked it; traceContext: the JSON text of the trace it was started in (migration 0036). */
 type LockedRun = RunForAction & { storedState: string; waitEvent: string | null; name: string; traceContext: string | null };
 
 export class PgWorkflowRuns {
@@ -64,16 +64,16 @@ export class PgWorkflowRuns {
   /** On `on` (a transaction the caller holds, the cron ticker's fenced one) when given. */
   start(p: Parameters<WorkflowStore['workflowStartRun']>[0], on?: Queryable) {
     const body = async (c: Queryable) => {
+      const trace = p.traceContext ? JSON.stringify(p.traceContext) : null;
       const [ins] = await this.#run<{ id: string }>(
         this.#q.insertRun,
-        [p.name, p.tenantId, p.input, p.idempotencyKey, p.parentRunId ?? null, p.runTimeoutMs ?? null],
+        [p.name, p.tenantId, p.input, p.idempotencyKey, p.parentRunId ?? null, p.runTimeoutMs ?? null, trace],
         c,
       );
       if (!ins) {
         const [row] = await this.#run<SummaryRow>(this.#q.runByKey, [p.tenantId, p.idempotencyKey], c);
         return { run: toSummary(row as SummaryRow), duplicate: true };
       }
-      const trace = p.traceContext ? JSON.stringify(p.traceContext) : null;
       const [job] = await this.#run<{ id: string }>(this.#q.insertJob, [p.tenantId, p.queue, p.jobType, ins.id, p.maxAttempts, trace], c);
       await this.#run(this.#q.linkJob, [ins.id, job?.id], c);
       return { run: await this.#summary(ins.id, c), duplicate: false };
@@ -168,7 +168,7 @@ export class PgWorkflowRuns {
       if (run.jobId) [{ queue } = { queue: undefined }] = await this.#run<{ queue: string }>(this.#q.replayJob, [run.jobId], c);
       if (queue === undefined) {
         // The driving job is gone (retention, or deleted on success): a new one drives the replay,
-        // in the trace the run was started in when it kept one (a blocked run, blockRun).
+        // in the trace the run was started in (migration 0036).
         const [{ tenantId }] = [await this.#summary(p.runId, c)];
         // The replaying process's own definition, else the registry's (a workflow defined elsewhere).
         const [reg] = await this.#run<{ queue: string; max_attempts: number }>(this.#q.definition, [run.name], c);

@@ -141,14 +141,10 @@ export function workflowExecutionQueries(schema: string) {
     },
     // A run whose history its code cannot replay stops, blocked, with $4 the reason (jsonb).
     // Its driving job then completes: nothing retries a divergence; a replay resumes the run.
-    // The job's trace context is kept in the reason under "trace" (readers strip it): retention
-    // may delete that job while the run stays blocked, and a replay's new job carries it on.
     blockRun: {
       name: `${schema}.wf_block_run`,
       text: `WITH ${fence}
-        UPDATE ${runs} r SET state = 'blocked', updated_at = now(), blocked_reason = $4::jsonb || COALESCE(
-            (SELECT jsonb_build_object('trace', j.trace_context) FROM ${jobs} j WHERE j.id = $1::bigint AND j.trace_context IS NOT NULL),
-            '{}'::jsonb)
+        UPDATE ${runs} r SET state = 'blocked', blocked_reason = $4::jsonb, updated_at = now()
         WHERE r.id = $3::bigint AND ${fenced}
         RETURNING r.id`,
     },

@@ -7,9 +7,8 @@ import { BEFORE_DEADLINE, eventEndsWait, workflowFragments } from './workflow-fr
 
 export function workflowRunQueries(schema: string) {
   const { runs, steps, events, jobs, runState } = workflowFragments(schema);
-  // A blocked run's reason keeps its trace context for a replay (blockRun, workflow-execution.ts); readers do not see it.
   const summary = `r.id::text, r.name, r.tenant_id, ${runState} AS state, r.job_id::text, r.progress, r.wait_event,
-      r.wake_at, r.blocked_reason - 'trace' AS blocked_reason, r.replay_count, r.created_at, r.updated_at, r.finished_at, r.deadline_at`;
+      r.wake_at, r.blocked_reason, r.replay_count, r.created_at, r.updated_at, r.finished_at, r.deadline_at`;
 
   return {
     // The registry of defined workflows (migration 0030): a starting engine upserts its own, in
@@ -28,8 +27,9 @@ export function workflowRunQueries(schema: string) {
     insertRun: {
       name: `${schema}.wf_insert_run`,
       // $6: the run's timeout in ms (NULL: none); its deadline is taken from the database clock.
-      text: `INSERT INTO ${runs} (name, tenant_id, input, idempotency_key, parent_run_id, deadline_at)
-        VALUES ($1, $2, $3::jsonb, $4, $5::bigint, now() + make_interval(secs => $6::double precision / 1000.0))
+      // $7: the producer's trace context (NULL: none), kept for a replay's new driving job (0036).
+      text: `INSERT INTO ${runs} (name, tenant_id, input, idempotency_key, parent_run_id, deadline_at, trace_context)
+        VALUES ($1, $2, $3::jsonb, $4, $5::bigint, now() + make_interval(secs => $6::double precision / 1000.0), $7::jsonb)
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id::text`,
     },
@@ -40,7 +40,7 @@ export function workflowRunQueries(schema: string) {
     },
     // The driving job of a new run (or of a replayed run whose job is gone). $6: the producer's
     // trace context, which each execution's span continues (as a plain job's, migration 0008);
-    // for a replay, the one its blocked run kept.
+    // for a replay, the one the run kept (migration 0036).
     insertJob: {
       name: `${schema}.wf_insert_job`,
       text: `INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, max_attempts, trace_context)
@@ -58,7 +58,7 @@ export function workflowRunQueries(schema: string) {
     lockRun: {
       name: `${schema}.wf_lock_run`,
       text: `SELECT r.state AS stored_state, ${runState} AS state, r.wait_event, r.job_id::text, j.state AS job_state,
-          j.queue, r.name, r.tenant_id, (r.blocked_reason -> 'trace')::text AS trace_context
+          j.queue, r.name, r.tenant_id, r.trace_context::text
         FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint FOR UPDATE OF r`,
     },
     // An event in one statement (one round trip, no transaction held across calls): the run row
