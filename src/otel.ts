@@ -41,6 +41,12 @@ export function otelTracing(version: string): Tracing | null {
     return api.trace.isSpanContextValid(sc) ? sc : null;
   };
 
+  /** A failed attempt or step: the exception recorded and the span's status an error. */
+  const recordError = (span: Api.Span, error: unknown): void => {
+    span.recordException(error instanceof Error ? error : new Error(String(error)));
+    span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+  };
+
   return {
     capture() {
       const sc = api.trace.getSpanContext(api.context.active());
@@ -87,10 +93,7 @@ export function otelTracing(version: string): Tracing | null {
           ended = true;
           if (span.isRecording()) {
             span.setAttribute('baton.job.outcome', outcome);
-            if (error !== undefined) {
-              span.recordException(error instanceof Error ? error : new Error(String(error)));
-              span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-            }
+            if (error !== undefined) recordError(span, error);
           }
           span.end();
         },
@@ -122,10 +125,7 @@ export function otelTracing(version: string): Tracing | null {
           if (ended) return;
           ended = true;
           span.setAttribute('baton.workflow.step.outcome', outcome);
-          if (error !== undefined) {
-            span.recordException(error instanceof Error ? error : new Error(String(error)));
-            span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-          }
+          if (error !== undefined) recordError(span, error);
           span.end();
         },
       };
