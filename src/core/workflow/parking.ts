@@ -57,6 +57,9 @@ async function recheck(d: Pick<ExecutionDeps, 'store' | 'wake'>, lease: RunLease
   }
 }
 
+/** How many late quiets (hold()) a call waits through before it takes the next one as quiet. */
+const LATE_QUIETS_MAX = 4;
+
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class Parking {
@@ -103,14 +106,20 @@ export class Parking {
   /**
    * Waits, as a call in flight, until `reached()` or until `quietMs` pass with no call entering or
    * leaving and none in flight but those holding here (timers and outside I/O of the function are
-   * not seen: the quiet is the engine's), or `stop()`. Answers `reached()`.
+   * not seen: the quiet is the engine's), or `stop()`. Answers `reached()`. A quiet whose timer
+   * fired late does not count (up to LATE_QUIETS_MAX times): the event loop itself stalled (a
+   * loaded machine, GC, synchronous work), and timers run before the I/O callbacks that were
+   * ready meanwhile, so a branch's I/O may have ended in time, unseen behind the timer.
    */
   async hold(reached: () => boolean, quietMs: number, stop: () => boolean): Promise<boolean> {
     this.#holding++;
     try {
+      let late = 0;
       while (!reached() && !stop()) {
-        const moved = await this.#activity(quietMs);
-        if (!moved && this.#busy <= this.#holding) break;
+        const r = await this.#activity(quietMs);
+        if (r === 'moved' || this.#busy > this.#holding) continue;
+        if (r === 'late' && late++ < LATE_QUIETS_MAX) continue;
+        break;
       }
       return reached();
     } finally {
@@ -118,16 +127,17 @@ export class Parking {
     }
   }
 
-  /** Resolves true when a call enters or leaves, false when `ms` pass first. */
-  #activity(ms: number): Promise<boolean> {
+  /** Resolves when a call enters or leaves (moved), or when `ms` pass first: quiet, or late when its timer fired over half of `ms` late. */
+  #activity(ms: number): Promise<'moved' | 'quiet' | 'late'> {
     return new Promise((resolve) => {
+      const due = performance.now() + ms;
       const waiter = () => {
         clearTimeout(timer);
-        resolve(true);
+        resolve('moved');
       };
       const timer = setTimeout(() => {
         this.#activityWaiters = this.#activityWaiters.filter((w) => w !== waiter);
-        resolve(false);
+        resolve(performance.now() - due > ms / 2 ? 'late' : 'quiet');
       }, ms);
       this.#activityWaiters.push(waiter);
     });
