@@ -2,11 +2,12 @@
 // context is written as a W3C traceparent at enqueue, and each attempt's handler runs in a
 // CONSUMER span that is a child of it (so it shows in the producer's trace, attempt after
 // attempt) and links to it, with the job's id, type, queue, attempt and outcome as attributes.
+// Each workflow step executed (not answered from history) gets an INTERNAL span under it.
 // The SDK, exporters and propagators stay the application's: Baton only uses the API.
 
 import { createRequire } from 'node:module';
 import type * as Api from '@opentelemetry/api';
-import type { JobSpan, JobSpanOutcome, TraceCarrier, Tracing } from './core/tracing.ts';
+import type { JobSpan, JobSpanOutcome, StepSpan, StepSpanInfo, TraceCarrier, Tracing } from './core/tracing.ts';
 import { traceCarrier } from './core/tracing.ts';
 import type { LeasedJob } from './types/job.ts';
 
@@ -38,6 +39,12 @@ export function otelTracing(version: string): Tracing | null {
     const sc: Api.SpanContext = { traceId, spanId, traceFlags: Number.parseInt(flags, 16) & 1, isRemote: true };
     if (carrier.tracestate) sc.traceState = api.createTraceState(carrier.tracestate);
     return api.trace.isSpanContextValid(sc) ? sc : null;
+  };
+
+  /** A failed attempt or step: the exception recorded and the span's status an error. */
+  const recordError = (span: Api.Span, error: unknown): void => {
+    span.recordException(error instanceof Error ? error : new Error(String(error)));
+    span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
   };
 
   return {
@@ -86,11 +93,39 @@ export function otelTracing(version: string): Tracing | null {
           ended = true;
           if (span.isRecording()) {
             span.setAttribute('baton.job.outcome', outcome);
-            if (error !== undefined) {
-              span.recordException(error instanceof Error ? error : new Error(String(error)));
-              span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-            }
+            if (error !== undefined) recordError(span, error);
           }
+          span.end();
+        },
+      };
+    },
+
+    startStep(step: StepSpanInfo): StepSpan | null {
+      // Without an SDK a step span records nothing, and the execution's span (if any) already
+      // carries the trace to the step's calls: nothing is allocated.
+      if (noSdk()) return null;
+      const parent = api.context.active();
+      const span = tracer.startSpan(`step ${step.step}`, { kind: api.SpanKind.INTERNAL }, parent);
+      // Sampled out: the step's calls keep the execution's context, as without a step span.
+      if (!span.isRecording()) {
+        span.end();
+        return null;
+      }
+      span.setAttributes({
+        'baton.workflow.name': step.workflow,
+        'baton.workflow.run_id': step.runId,
+        'baton.workflow.step': step.step,
+        'baton.workflow.step.attempt': step.attempt,
+      });
+      const active = api.trace.setSpan(parent, span);
+      let ended = false;
+      return {
+        run: (fn) => api.context.with(active, fn),
+        end(outcome: 'ok' | 'error', error?: unknown) {
+          if (ended) return;
+          ended = true;
+          span.setAttribute('baton.workflow.step.outcome', outcome);
+          if (error !== undefined) recordError(span, error);
           span.end();
         },
       };

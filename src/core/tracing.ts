@@ -1,5 +1,6 @@
 // The tracing seam: the engine captures the producer's trace context at enqueue and runs
-// each handler in a span that continues it. The engine knows nothing of OpenTelemetry;
+// each handler in a span that continues it, and each workflow step it executes (not one answered
+// from the run's history) in a span under the active one. The engine knows nothing of OpenTelemetry;
 // src/otel.ts implements this over @opentelemetry/api when that is installed. Without it
 // every call here is a no-op that costs next to nothing per job.
 
@@ -19,16 +20,36 @@ export interface JobSpan {
   end(outcome: JobSpanOutcome, error?: unknown): void;
 }
 
+/** One execution of a workflow step, as its span records it. */
+export interface StepSpanInfo {
+  workflow: string;
+  runId: string;
+  /** The step's key as the run's history shows it (`name`, or `name#2` for its second occurrence). */
+  step: string;
+  attempt: number;
+}
+
+/** The span one execution of one workflow step runs in. */
+export interface StepSpan {
+  /** Runs `fn` with this span active (the step's own spans and calls become its children). */
+  run<T>(fn: () => T): T;
+  /** Ends the span: `ok`, or `error` with what the step threw. Once. */
+  end(outcome: 'ok' | 'error', error?: unknown): void;
+}
+
 export interface Tracing {
   /** The active trace context as a carrier, or null when there is none (or it is not sampled in). */
   capture(): TraceCarrier | null;
   /** The span for one attempt of `job`, continuing the trace its producer was in; null: no tracing. */
   startJob(job: LeasedJob): JobSpan | null;
+  /** The span of one step execution, a child of the active span (its execution's); null: nothing would record it. */
+  startStep(step: StepSpanInfo): StepSpan | null;
 }
 
 export const noTracing: Tracing = {
   capture: () => null,
   startJob: () => null,
+  startStep: () => null,
 };
 
 const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;

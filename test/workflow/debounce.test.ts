@@ -92,6 +92,9 @@ describe('debounce and throttle of workflow starts', () => {
     expect(await runsOf('digest')).toEqual([{ id: first.run.id, input: { n: 3 } }]);
     const after = await drivingJob(first.run.id);
     expect(after).toMatchObject({ id: before.id, state: 'pending', payload: { runId: first.run.id }, trace_context: trace(3) });
+    // The run keeps the trace too (a replay's new driving job takes it from there).
+    const runTrace = await db.query('SELECT trace_context FROM baton.workflow_runs WHERE id = $1', [first.run.id]);
+    expect(runTrace.rows[0].trace_context).toEqual(trace(3));
     // Pushed to the last start's now + window: 5 s later than the first start's end.
     expect(ahead(after)).toBeGreaterThan(59_000);
     expect(after.run_at.getTime()).toBeGreaterThan(before.run_at.getTime());

@@ -35,6 +35,12 @@ export async function jobOf(db: TestDatabase, runId: string): Promise<{ id: stri
   return r.rows[0];
 }
 
+/** The driving job's lease of run `runId` runs out, as when its process is killed: a live worker's reaper takes the job back. */
+export async function expireLease(db: TestDatabase, runId: string): Promise<void> {
+  const job = await jobOf(db, runId);
+  await db.query(`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [job.id]);
+}
+
 /** The events stored for run `runId`, oldest first, with the wait that consumed each (null: kept). */
 export async function runEvents(
   db: TestDatabase,

@@ -8,15 +8,12 @@ import { describe, expect, it } from 'vitest';
 import type { Baton } from '../../src/index.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
-import { jobOf, runInState, useWorkflowEngines } from './harness.ts';
+import { expireLease, runInState, useWorkflowEngines } from './harness.ts';
 
 const db = useTestDatabase();
 
 /** The hung execution's lease runs out, as when its process is killed: the reaper of `rescuer` takes the job back. */
-async function crash(runId: string): Promise<void> {
-  const job = await jobOf(db, runId);
-  await db.query(`UPDATE baton.jobs SET lease_expires_at = now() - interval '1 second' WHERE id = $1`, [job.id]);
-}
+const crash = (runId: string) => expireLease(db, runId);
 
 describe('parallel workflow steps', () => {
   const engines = useWorkflowEngines(db);

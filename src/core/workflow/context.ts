@@ -30,6 +30,13 @@ import { joinChildren, NotOver, sleepOrEvent, type WaitIo } from './waits.ts';
 
 const KEY_MAX_CHARS = 256;
 
+/**
+ * How long a new step that went past an unreached position waits, with nothing else in flight
+ * and no call entering or leaving, for a sibling branch to reach that position's step (one that
+ * awaits a timer or outside I/O first) before the run is found non-deterministic (docs/workflows.md#versioning).
+ */
+export const SIBLING_QUIET_MS = 250;
+
 export class Execution implements WorkflowContext {
   readonly runId: string;
   readonly name: string;
@@ -84,7 +91,7 @@ export class Execution implements WorkflowContext {
       counters: d.counters,
       refused: () => this.#refused(),
       diverged: (what, steps) => this.#diverged(what, steps),
-      checkNew: (name, occurrence) => this.#checkNew(name, occurrence),
+      checkNew: (name, occurrence, seq) => this.#checkNew(name, occurrence, seq),
       committed: () => {
         this.#committed = true;
       },
@@ -146,14 +153,26 @@ export class Execution implements WorkflowContext {
   }
 
   /**
-   * Before a step the history does not hold runs: when the code went past a position whose entry
-   * it never reached, that entry was renamed or removed (non-determinism), not followed by a new
-   * step. The calls that memoized siblings lead to come within a turn, so it looks after one.
+   * Before a step the history does not hold runs (at position `seq`): when the code went past a
+   * position whose entry it never reached, that entry was renamed or removed (non-determinism),
+   * not followed by a new step. The calls that memoized siblings lead to come within a turn, so it
+   * looks after one. A sibling branch may also reach its stored steps later, after a timer or
+   * outside I/O the engine does not see: the step then waits, and is found non-deterministic only
+   * once the entry is still unreached after SIBLING_QUIET_MS with no other call in flight and none
+   * entering or leaving (a sequential function waits on this step alone, so it blocks then).
    */
-  async #checkNew(key: string, occurrence: number): Promise<void> {
+  async #checkNew(key: string, occurrence: number, seq: number): Promise<void> {
     if (!this.#history.pending) return;
     await new Promise((resolve) => setImmediate(resolve));
-    const skipped = this.#history.skipped(this.#calls);
+    const unreached = () => this.#history.skipped(seq + 1);
+    if (!unreached()) return;
+    await this.parking.hold(
+      () => !unreached(),
+      SIBLING_QUIET_MS,
+      () => this.#signal.aborted || this.ended !== null,
+    );
+    this.ensureOpen();
+    const skipped = unreached();
     if (!skipped) return;
     const shown = displayKey(key, occurrence);
     const theirs = displayKey(skipped.name, skipped.occurrence);
@@ -180,7 +199,7 @@ export class Execution implements WorkflowContext {
         this.#d.counters.stepReplaysAvoided++;
         return past.output as T;
       }
-      await this.#checkNew(key, occurrence);
+      await this.#checkNew(key, occurrence, seq);
       return (await this.#runStep(key, occurrence, seq, crashed, fn)) as T;
     } finally {
       this.#leave(key);
@@ -190,15 +209,16 @@ export class Execution implements WorkflowContext {
   async #runStep(key: string, occurrence: number, seq: number, crashed: number, fn: (step: StepContext) => unknown): Promise<unknown> {
     const shown = displayKey(key, occurrence);
     const startedAt = new Date();
+    const attempt = this.#history.failures(shown) + 1 + crashed;
+    const step: StepContext = { idempotencyKey: `${this.runId}:${shown}`, attempt, signal: this.#signal, progress: this.#progress };
+    // A span for the step's function only when one would record (tracing.ts): none costs one call.
+    const span = this.#d.tracing?.startStep({ workflow: this.name, runId: this.runId, step: shown, attempt }) ?? null;
     let value: unknown;
     try {
-      value = await fn({
-        idempotencyKey: `${this.runId}:${shown}`,
-        attempt: this.#history.failures(shown) + 1 + crashed,
-        signal: this.#signal,
-        progress: this.#progress,
-      });
+      value = await (span ? span.run(() => fn(step)) : fn(step));
+      span?.end('ok');
     } catch (err) {
+      span?.end('error', err);
       const error = { name: err instanceof Error ? err.name : 'Error', message: err instanceof Error ? err.message : String(err) };
       // Recorded for the run's history only; the job's failure write is what counts.
       await this.#d.store.workflowFailStep({ ...this.#lease, name: key, occurrence, seq, error, startedAt }).catch(() => undefined);

@@ -8,6 +8,7 @@ import { BatonError, NonDeterminismError, TerminalError } from '../../types/erro
 import { isJobId } from '../../types/job.ts';
 import type { ChildSpec, WorkflowFn } from '../../types/workflow.ts';
 import type { JobContext } from '../handler.ts';
+import type { Tracing } from '../tracing.ts';
 import type { WorkflowBatcher } from './batcher.ts';
 import { Execution } from './context.ts';
 import { refusalOf } from './deadline.ts';
@@ -33,6 +34,8 @@ export interface ExecutionDeps {
   running?: Map<string, AbortController>;
   /** The workflow's input schema: why it refuses `input`, or null when it accepts it. */
   checkInput?: (input: unknown) => string | null;
+  /** Spans of the steps executed (not of those answered from history); absent: none. */
+  tracing?: Pick<Tracing, 'startStep'>;
 }
 
 /** The job handler of a workflow: runs one execution of the run named in the job's payload. */

@@ -25,6 +25,7 @@ export function workflowsFeature(ctx: EngineContext): { workflows: Workflows; pa
     },
     channelOf: (q) => channelFor(ctx.config.schema, q),
     captureTrace: () => (ctx.deps.tracing ?? noTracing).capture(),
+    ...(ctx.deps.tracing ? { tracing: ctx.deps.tracing } : {}),
   });
   ctx.events.on('deadLettered', (e) => workflows.jobDeadLettered(e.job));
   const fold = new Periodic('workflow run counts', {

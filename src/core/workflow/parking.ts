@@ -3,7 +3,8 @@
 // the execution suspends only once nothing else is in flight (every step's outcome committed,
 // every wait armed or parked) and a turn of the event loop brought no new call, with every
 // parked wait at once (the run wakes at the earliest). A function that returns meanwhile (a
-// race another branch won) is not suspended.
+// race another branch won) is not suspended. A call may also hold, in flight, until something
+// else of the execution happens or it has been quiet for a while (context.ts, new steps).
 
 import type { RunLease } from '../../driver/workflow-store.ts';
 import type { ExecutionDeps } from './execution.ts';
@@ -56,6 +57,9 @@ async function recheck(d: Pick<ExecutionDeps, 'store' | 'wake'>, lease: RunLease
   }
 }
 
+/** How many late quiets (hold()) a call waits through before it takes the next one as quiet. */
+const LATE_QUIETS_MAX = 4;
+
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 export class Parking {
@@ -63,6 +67,10 @@ export class Parking {
   /** Calls in flight: a step running or committing, a wait being armed or finished. */
   #busy = 0;
   #idleWaiters: Array<() => void> = [];
+  /** Waiting for the next call to enter or leave (hold()). */
+  #activityWaiters: Array<() => void> = [];
+  /** Calls in flight that wait in hold(). */
+  #holding = 0;
   readonly #waits: ParkedWait[] = [];
   #scheduled = false;
   #finished = false;
@@ -82,11 +90,57 @@ export class Parking {
 
   begin(): void {
     this.#busy++;
+    if (this.#activityWaiters.length > 0) this.#moved();
   }
 
   end(): void {
     this.#busy--;
+    if (this.#activityWaiters.length > 0) this.#moved();
     if (this.#busy === 0) for (const w of this.#idleWaiters.splice(0)) w();
+  }
+
+  #moved(): void {
+    for (const w of this.#activityWaiters.splice(0)) w();
+  }
+
+  /**
+   * Waits, as a call in flight, until `reached()` or until `quietMs` pass with no call entering or
+   * leaving and none in flight but those holding here (timers and outside I/O of the function are
+   * not seen: the quiet is the engine's), or `stop()`. Answers `reached()`. A quiet whose timer
+   * fired late does not count (up to LATE_QUIETS_MAX times): the event loop itself stalled (a
+   * loaded machine, GC, synchronous work), and timers run before the I/O callbacks that were
+   * ready meanwhile, so a branch's I/O may have ended in time, unseen behind the timer.
+   */
+  async hold(reached: () => boolean, quietMs: number, stop: () => boolean): Promise<boolean> {
+    this.#holding++;
+    try {
+      let late = 0;
+      while (!reached() && !stop()) {
+        const r = await this.#activity(quietMs);
+        if (r === 'moved' || this.#busy > this.#holding) continue;
+        if (r === 'late' && late++ < LATE_QUIETS_MAX) continue;
+        break;
+      }
+      return reached();
+    } finally {
+      this.#holding--;
+    }
+  }
+
+  /** Resolves when a call enters or leaves (moved), or when `ms` pass first: quiet, or late when its timer fired over half of `ms` late. */
+  #activity(ms: number): Promise<'moved' | 'quiet' | 'late'> {
+    return new Promise((resolve) => {
+      const due = performance.now() + ms;
+      const waiter = () => {
+        clearTimeout(timer);
+        resolve('moved');
+      };
+      const timer = setTimeout(() => {
+        this.#activityWaiters = this.#activityWaiters.filter((w) => w !== waiter);
+        resolve(performance.now() - due > ms / 2 ? 'late' : 'quiet');
+      }, ms);
+      this.#activityWaiters.push(waiter);
+    });
   }
 
   /** Resolves once no call is in flight. */

@@ -29,7 +29,7 @@ import { nameSchema } from '../config.ts';
 import type { Handler } from '../handler.ts';
 import { MAX_ATTEMPTS_MAX, windowOf } from '../job-spec.ts';
 import { givenTrace } from '../producer.ts';
-import type { TraceCarrier } from '../tracing.ts';
+import type { TraceCarrier, Tracing } from '../tracing.ts';
 import { WorkflowBatcher } from './batcher.ts';
 import { startChildren } from './children.ts';
 import { executeRun, type WorkflowCounters, wakeParent } from './execution.ts';
@@ -80,6 +80,8 @@ export interface WorkflowsDeps {
   channelOf: (queue: string) => string;
   /** The active trace context, stored with a run's driving job (as enqueue does for a job). */
   captureTrace?: () => TraceCarrier | null;
+  /** The engine's tracing: each step executed gets a span (absent: none). */
+  tracing?: Pick<Tracing, 'startStep'>;
 }
 
 export class Workflows implements WorkflowRunsApi {
@@ -127,6 +129,7 @@ export class Workflows implements WorkflowRunsApi {
       startChildren: (parent: { runId: string; tenantId: string }, key: string, children: ChildSpec[]) =>
         startChildren({ ...this.#d, target: (n: string) => this.#target(n) }, { ...parent, queue: def.queue }, key, children),
       running: this.#running,
+      ...(this.#d.tracing ? { tracing: this.#d.tracing } : {}),
       // The starting process may not know the schema (another process, HTTP, cron): a run's first
       // execution checks the stored input (executeRun), and a refused one dead-letters at once.
       ...(schema ? { checkInput: (input: unknown) => inputRefusal(schema, input) } : {}),

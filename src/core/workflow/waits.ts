@@ -20,8 +20,8 @@ export interface WaitIo {
   refused(): Promise<never>;
   /** Records non-determinism (the run blocks) and throws it. */
   diverged(what: string, steps: string[]): never;
-  /** Before a wait the history does not hold: throws when it stands for a renamed or removed one. */
-  checkNew(name: string, occurrence: number): Promise<void>;
+  /** Before a wait the history does not hold (at position `seq`): throws when it stands for a renamed or removed one. */
+  checkNew(name: string, occurrence: number, seq: number): Promise<void>;
   /** This execution found a wait over (its write set the run's crash count back, as a step commit does). */
   committed(): void;
 }
@@ -57,7 +57,7 @@ export async function sleepOrEvent(
     io.counters.stepReplaysAvoided++;
     return past.output;
   }
-  if (!past) await io.checkNew(name, occurrence);
+  if (!past) await io.checkNew(name, occurrence, seq);
   const shown = displayKey(name, occurrence);
   const step = { ...io.lease, name, occurrence };
   const notOver = new NotOver({ name, occurrence, kind, waitEvent: wait?.names[0] ?? null });
@@ -92,7 +92,7 @@ export async function joinChildren(io: WaitIo, { name, occurrence, seq, past }: 
     io.counters.stepReplaysAvoided++;
     return past.output;
   }
-  if (!past) await io.checkNew(name, occurrence);
+  if (!past) await io.checkNew(name, occurrence, seq);
   const step = { ...io.lease, name, occurrence };
   const armed = await io.store.workflowArmWait({ ...step, seq, kind: 'children', wait: null, delayMs: CHILDREN_POLL_MS, until: null });
   if (!armed.ok) return io.refused();

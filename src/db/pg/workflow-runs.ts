@@ -15,8 +15,8 @@ import { inTransaction } from './transaction.ts';
 import { type DetailRow, type StepRow, type SummaryRow, toDetail, toSummary } from './workflow-rows.ts';
 import { startWindowed } from './workflow-window.ts';
 
-/** A run as an action locked it. */
-type LockedRun = RunForAction & { storedState: string; waitEvent: string | null; name: string };
+/** A run as an action locked it; traceContext: the JSON text of the trace it was started in (migration 0036). */
+type LockedRun = RunForAction & { storedState: string; waitEvent: string | null; name: string; traceContext: string | null };
 
 export class PgWorkflowRuns {
   readonly #pool: PgPoolLike;
@@ -74,16 +74,16 @@ export class PgWorkflowRuns {
       return on ? windowed(on) : this.#tx(windowed);
     }
     const body = async (c: Queryable): Promise<StartRunResult> => {
+      const trace = p.traceContext ? JSON.stringify(p.traceContext) : null;
       const [ins] = await this.#run<{ id: string }>(
         this.#q.insertRun,
-        [p.name, p.tenantId, p.input, p.idempotencyKey, p.parentRunId ?? null, p.runTimeoutMs ?? null],
+        [p.name, p.tenantId, p.input, p.idempotencyKey, p.parentRunId ?? null, p.runTimeoutMs ?? null, trace],
         c,
       );
       if (!ins) {
         const [row] = await this.#run<SummaryRow>(this.#q.runByKey, [p.tenantId, p.idempotencyKey], c);
         return { run: toSummary(row as SummaryRow), duplicate: true };
       }
-      const trace = p.traceContext ? JSON.stringify(p.traceContext) : null;
       const [job] = await this.#run<{ id: string }>(this.#q.insertJob, [p.tenantId, p.queue, p.jobType, ins.id, p.maxAttempts, trace], c);
       await this.#run(this.#q.linkJob, [ins.id, job?.id], c);
       return { run: await this.#summary(ins.id, c), duplicate: false };
@@ -99,9 +99,18 @@ export class PgWorkflowRuns {
       job_id: string | null;
       job_state: string | null;
       name: string;
+      trace_context: string | null;
     }>(this.#q.lockRun, [runId], c);
     if (!r) return null;
-    return { state: r.state, storedState: r.stored_state, waitEvent: r.wait_event, jobId: r.job_id, jobState: r.job_state, name: r.name };
+    return {
+      state: r.state,
+      storedState: r.stored_state,
+      waitEvent: r.wait_event,
+      jobId: r.job_id,
+      jobState: r.job_state,
+      name: r.name,
+      traceContext: r.trace_context,
+    };
   }
 
   async sendEvent(p: Parameters<WorkflowStore['workflowSendEvent']>[0]) {
@@ -168,7 +177,8 @@ export class PgWorkflowRuns {
       let queue: string | undefined;
       if (run.jobId) [{ queue } = { queue: undefined }] = await this.#run<{ queue: string }>(this.#q.replayJob, [run.jobId], c);
       if (queue === undefined) {
-        // The driving job is gone (retention, or deleted on success): a new one drives the replay.
+        // The driving job is gone (retention, or deleted on success): a new one drives the replay,
+        // in the trace the run was started in (migration 0036).
         const [{ tenantId }] = [await this.#summary(p.runId, c)];
         // The replaying process's own definition, else the registry's (a workflow defined elsewhere).
         const [reg] = await this.#run<{ queue: string; max_attempts: number }>(this.#q.definition, [run.name], c);
@@ -176,7 +186,7 @@ export class PgWorkflowRuns {
         const maxAttempts = p.maxAttempts(run.name) ?? reg?.max_attempts ?? 5;
         const [job] = await this.#run<{ id: string }>(
           this.#q.insertJob,
-          [tenantId, queue, p.jobType(run.name), p.runId, maxAttempts, null],
+          [tenantId, queue, p.jobType(run.name), p.runId, maxAttempts, run.traceContext],
           c,
         );
         await this.#run(this.#q.linkJob, [p.runId, job?.id], c);

@@ -44,6 +44,7 @@ export async function startWindowed(
         null,
         p.parentRunId ?? null,
         p.runTimeoutMs ?? null,
+        trace,
       ]);
       if (!run) throw new Error('wf_insert_run returned no row');
       const [job] = await queryRows<{ id: string; run_at: Date }>(on, q.run.insertJobAt, [

@@ -28,8 +28,9 @@ export function workflowRunQueries(schema: string) {
     insertRun: {
       name: statementName(schema, `wf_insert_run`),
       // $6: the run's timeout in ms (NULL: none); its deadline is taken from the database clock.
-      text: `INSERT INTO ${runs} (name, tenant_id, input, idempotency_key, parent_run_id, deadline_at)
-        VALUES ($1, $2, $3::jsonb, $4, $5::bigint, now() + make_interval(secs => $6::double precision / 1000.0))
+      // $7: the producer's trace context (NULL: none), kept for a replay's new driving job (0036).
+      text: `INSERT INTO ${runs} (name, tenant_id, input, idempotency_key, parent_run_id, deadline_at, trace_context)
+        VALUES ($1, $2, $3::jsonb, $4, $5::bigint, now() + make_interval(secs => $6::double precision / 1000.0), $7::jsonb)
         ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
         RETURNING id::text`,
     },
@@ -39,7 +40,8 @@ export function workflowRunQueries(schema: string) {
         WHERE r.tenant_id = $1 AND r.idempotency_key = $2`,
     },
     // The driving job of a new run (or of a replayed run whose job is gone). $6: the producer's
-    // trace context, which each execution's span continues (as a plain job's, migration 0008).
+    // trace context, which each execution's span continues (as a plain job's, migration 0008);
+    // for a replay, the one the run kept (migration 0036).
     insertJob: {
       name: statementName(schema, `wf_insert_job`),
       text: `INSERT INTO ${jobs} (tenant_id, queue, job_type, payload, max_attempts, trace_context)
@@ -74,7 +76,7 @@ export function workflowRunQueries(schema: string) {
           FROM run WHERE j.id = $1::bigint AND j.state = 'pending' AND j.lease_token IS NULL
           RETURNING j.id
         )
-        UPDATE ${runs} r SET input = $2::jsonb, updated_at = now() FROM run, job WHERE r.id = run.id
+        UPDATE ${runs} r SET input = $2::jsonb, trace_context = $3::jsonb, updated_at = now() FROM run, job WHERE r.id = run.id
         RETURNING r.id::text`,
     },
     // The run driving job $1 belongs to: the answer of a start its key dropped.
@@ -94,7 +96,7 @@ export function workflowRunQueries(schema: string) {
     lockRun: {
       name: statementName(schema, `wf_lock_run`),
       text: `SELECT r.state AS stored_state, ${runState} AS state, r.wait_event, r.job_id::text, j.state AS job_state,
-          j.queue, r.name, r.tenant_id
+          j.queue, r.name, r.tenant_id, r.trace_context::text
         FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint FOR UPDATE OF r`,
     },
     // An event in one statement (one round trip, no transaction held across calls): the run row
