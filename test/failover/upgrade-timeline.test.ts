@@ -104,5 +104,7 @@ describe.skipIf(unavailable !== null)('tokens across pg_upgrade of a promoted cl
     } finally {
       rmSync(work, { recursive: true, force: true });
     }
-  });
+    // initdb, pg_upgrade and three server starts: about 6 s alone, several times that while
+    // other files run beside it on two cores.
+  }, 120_000);
 });

@@ -132,8 +132,13 @@ describe('batched workflow writes', () => {
       // The batch waits for the run row the cancel holds (as a step commit waited before batching).
       await waitFor(
         async () =>
-          (await db.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%workflow_steps%'`)).rowCount ===
-          1,
+          // This file's database only: other files run at the same time on the same server.
+          (
+            await db.query(
+              `SELECT 1 FROM pg_stat_activity
+                WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%workflow_steps%'`,
+            )
+          ).rowCount === 1,
         { timeoutMs: 5_000, message: 'the batch to wait for the run row' },
       );
       await cancel.query(`UPDATE baton.workflow_runs SET state = 'cancelled' WHERE id = $1`, [b.runId]);

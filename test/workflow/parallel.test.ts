@@ -209,6 +209,16 @@ describe('parallel workflow steps', () => {
     const { run } = await baton.startWorkflow('waits-together');
     const waiting = await runInState(baton, run.id, 'waiting');
     expect(waiting.steps.find((s) => s.key === 'side')?.status).toBe('succeeded');
+    // The nap is over first: the run wakes for it and parks again on the two events. An event
+    // sent while that execution runs wakes nothing (the execution takes it), so the event is
+    // sent only once the run is parked again, however long the machine took to get there.
+    await waitFor(
+      async () => {
+        const r = await baton.workflows.getRun(run.id);
+        return r?.state === 'waiting' && r.steps.find((s) => s.key === 'nap')?.status === 'succeeded';
+      },
+      { message: 'the run to wake for its nap and park again on the events' },
+    );
     // The second event wakes the run though the run's wait_event names the first.
     const sent = await baton.sendEvent(run.id, 'two', 2);
     expect(sent.resumed).toBe(true);
