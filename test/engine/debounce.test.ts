@@ -19,7 +19,7 @@ const db = useTestDatabase();
 const pendingOf = async (queue: string) =>
   (
     await db.query<{ id: string; payload: unknown; run_at: Date; created_at: Date; now: Date }>(
-      `SELECT id::text, payload, run_at, created_at, now() AS now FROM baton.jobs WHERE queue = $1 AND state = 'pending' ORDER BY id`,
+      `SELECT id::text, payload, run_at, created_at, now() AS now FROM baton.jobs WHERE queue = $1 AND state = 'pending' ORDER BY jobs.id`,
       [queue],
     )
   ).rows;
