@@ -1,13 +1,12 @@
-import os from 'node:os';
 import { defineConfig } from 'vitest/config';
 
-// How many test files run at once, each in a forked process on a database of its own: one per
-// core, at most four. vitest's default (os.availableParallelism() - 1) ran one file at a time on
-// a 2-core CI machine, which kept about one core busy. Files are mostly CPU (the test process,
-// its child processes and its PostgreSQL sessions), so more files than cores only slow each
-// other; four keep the shared server's connections (max_connections 100) in reach.
-// VITEST_MAX_WORKERS=n or `npx vitest run --maxWorkers=n` overrides it (docs/testing.md).
-const MAX_WORKERS = Math.min(os.availableParallelism(), 4);
+// How many test files run at once, each in a forked process on a database of its own. One by
+// default: with two at once on a 2-core machine the suite took 426 s instead of about 675 s, but
+// two workflow tests (test/workflow/parallel.test.ts, step.attempt after a crash, and
+// test/workflow/parallel-waits.test.ts, a sleep parked beside an event wait) failed now and then
+// under that load, and a flaky test is a bug to fix before the suite runs files side by side.
+// VITEST_MAX_WORKERS=n (read here) or `npx vitest run --maxWorkers=n` runs n at once (docs/testing.md).
+const MAX_WORKERS = Number(process.env.VITEST_MAX_WORKERS) || 1;
 
 export default defineConfig({
   test: {
