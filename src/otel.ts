@@ -47,6 +47,24 @@ export function otelTracing(version: string): Tracing | null {
     span.setStatus({ code: api.SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
   };
 
+  /** A started span as the engine holds it: `run` inside its context, `end` once with an outcome. */
+  const spanHandle = <O extends string>(span: Api.Span, parent: Api.Context, outcomeKey: string) => {
+    const active = api.trace.setSpan(parent, span);
+    let ended = false;
+    return {
+      run: <T>(fn: () => T): T => api.context.with(active, fn),
+      end(outcome: O, error?: unknown) {
+        if (ended) return;
+        ended = true;
+        if (span.isRecording()) {
+          span.setAttribute(outcomeKey, outcome);
+          if (error !== undefined) recordError(span, error);
+        }
+        span.end();
+      },
+    };
+  };
+
   return {
     capture() {
       const sc = api.trace.getSpanContext(api.context.active());
@@ -84,20 +102,7 @@ export function otelTracing(version: string): Tracing | null {
           'baton.job.attempt': job.attempt,
         });
       }
-      const active = api.trace.setSpan(parent, span);
-      let ended = false;
-      return {
-        run: (fn) => api.context.with(active, fn),
-        end(outcome: JobSpanOutcome, error?: unknown) {
-          if (ended) return;
-          ended = true;
-          if (span.isRecording()) {
-            span.setAttribute('baton.job.outcome', outcome);
-            if (error !== undefined) recordError(span, error);
-          }
-          span.end();
-        },
-      };
+      return spanHandle<JobSpanOutcome>(span, parent, 'baton.job.outcome');
     },
 
     startStep(step: StepSpanInfo): StepSpan | null {
@@ -117,18 +122,7 @@ export function otelTracing(version: string): Tracing | null {
         'baton.workflow.step': step.step,
         'baton.workflow.step.attempt': step.attempt,
       });
-      const active = api.trace.setSpan(parent, span);
-      let ended = false;
-      return {
-        run: (fn) => api.context.with(active, fn),
-        end(outcome: 'ok' | 'error', error?: unknown) {
-          if (ended) return;
-          ended = true;
-          span.setAttribute('baton.workflow.step.outcome', outcome);
-          if (error !== undefined) recordError(span, error);
-          span.end();
-        },
-      };
+      return spanHandle<'ok' | 'error'>(span, parent, 'baton.workflow.step.outcome');
     },
   };
 }
