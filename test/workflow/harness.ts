@@ -5,7 +5,7 @@ import { beforeEach, expect } from 'vitest';
 import { type Baton, BatonError, type RunDetail, type RunState } from '../../src/index.ts';
 import { type EngineOptions, type Engines, useEngines } from '../engine/harness.ts';
 import type { TestDatabase } from '../helpers/db.ts';
-import { waitFor } from '../helpers/wait.ts';
+import { WaitTimeoutError, waitFor } from '../helpers/wait.ts';
 
 export function useWorkflowEngines(db: TestDatabase, defaults: () => EngineOptions = () => ({})): Engines {
   const engines = useEngines(db, () => ({ pollIntervalMs: 50, backoffBaseMs: 1, backoffCapMs: 5, ...defaults() }));
@@ -15,15 +15,36 @@ export function useWorkflowEngines(db: TestDatabase, defaults: () => EngineOptio
   return engines;
 }
 
-/** Waits until run `id` is in `state`; returns its detail. */
-export function runInState(baton: Baton, id: string, state: RunState, timeoutMs = 15_000): Promise<RunDetail> {
-  return waitFor(
-    async () => {
-      const r = await baton.workflows.getRun(id);
-      return r?.state === state ? r : null;
-    },
-    { timeoutMs, message: `run ${id} to be ${state}` },
-  );
+/**
+ * Waits until run `id` is in `state`; returns its detail. On timeout the error says where the run
+ * was last seen (state, steps, attempt and errors of its driving job), so a stall can be read.
+ */
+export async function runInState(baton: Baton, id: string, state: RunState, timeoutMs = 15_000): Promise<RunDetail> {
+  let last: RunDetail | null = null;
+  try {
+    return await waitFor(
+      async () => {
+        last = await baton.workflows.getRun(id);
+        return last?.state === state ? last : null;
+      },
+      { timeoutMs, message: `run ${id} to be ${state}` },
+    );
+  } catch (err) {
+    if (!(err instanceof WaitTimeoutError)) throw err;
+    throw new WaitTimeoutError(`${err.message}; the run was last seen as ${describeRun(last)}`, { cause: err });
+  }
+}
+
+function describeRun(r: RunDetail | null): string {
+  if (!r) return 'missing';
+  return JSON.stringify({
+    state: r.state,
+    blockedReason: r.blockedReason?.message ?? null,
+    wakeAt: r.wakeAt,
+    attempt: r.attempt,
+    steps: r.steps.map((s) => `${s.key}:${s.kind}:${s.status}:${s.attempts}`),
+    errors: r.errors.map((e) => `${e.kind}: ${e.message}`),
+  });
 }
 
 export async function jobOf(db: TestDatabase, runId: string): Promise<{ id: string; state: string; attempt: number; run_at: Date }> {

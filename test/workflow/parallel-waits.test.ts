@@ -117,6 +117,12 @@ describe('parallel waits with names, match and deadlines', () => {
     baton.workflow(
       'nap-or-go',
       async (ctx) => {
+        // The first execution pauses the queue before it parks: no worker takes the run at the
+        // wait's deadline, however late this test looks at it (the run stays waiting meanwhile).
+        await ctx.step('pause', async () => {
+          await baton.admin.pauseQueue('default');
+          return null;
+        });
         const [, go] = await Promise.all([
           ctx.sleep('nap', 2_500),
           ctx.waitForEvent('go', ['go', 'start'], { match: { ok: true }, timeoutMs: 300 }),
@@ -128,8 +134,7 @@ describe('parallel waits with names, match and deadlines', () => {
     await baton.start();
     const { run } = await baton.startWorkflow('nap-or-go');
     await runInState(baton, run.id, 'waiting');
-    // No worker takes the run at the wait's deadline: the event comes after it, the resume later.
-    await baton.admin.pauseQueue('default');
+    // The queue is paused: the event comes after the wait's deadline, the resume later.
     try {
       await waitFor(async () => (await step(run.id, 'go'))?.past === true, {
         timeoutMs: 10_000,

@@ -1,11 +1,14 @@
 // The workflow store's ordering guarantees on a real database, below the engine:
 // two commits of one step converge on the first stored output (jsonb-normalised),
-// a lease that was taken over writes nothing, and a run's progress never rewinds.
+// a lease that was taken over writes nothing, a run's progress never rewinds, and steps of one
+// run committed at once do not deadlock on its row.
 
+import pg from 'pg';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { PgWorkflowStore } from '../../src/db/pg/workflow-store.ts';
 import type { RunLease } from '../../src/driver/workflow-store.ts';
 import { useTestDatabase } from '../helpers/db.ts';
+import { waitFor } from '../helpers/wait.ts';
 import { claimedRun as claimedRunOf, claimJob, freshStore } from './store-harness.ts';
 
 const db = useTestDatabase();
@@ -32,6 +35,38 @@ describe('workflow store', () => {
     const stored = (await store.workflowReadStep({ runId: lease.runId, name: 's', occurrence: 1 }))?.output;
     expect(results.map((r) => r.output)).toEqual([stored, stored]);
     expect(JSON.stringify(stored)).toMatch(/^\{"a":2\.50?,"b":1\}$|^\{"other":true\}$/);
+  });
+
+  it('two steps of one run committed at once both land, however their statements meet at the run row (no deadlock)', async () => {
+    const lease = await claimedRun();
+    // An outside share of the run row holds both commits at their first lock of it, so they meet
+    // there together: had each taken the row shared, each would wait for the other to update it.
+    const outside = new pg.Client({ connectionString: db.url });
+    await outside.connect();
+    try {
+      await outside.query('BEGIN');
+      await outside.query('SELECT 1 FROM baton.workflow_runs WHERE id = $1 FOR SHARE', [lease.runId]);
+      const commits = Promise.allSettled([step(lease, 'a', 0, '"A"'), step(lease, 'b', 1, '"B"')]);
+      await waitFor(
+        async () =>
+          (
+            await db.query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+            )
+          ).rows[0].n === 2,
+        { message: 'both commits to wait on the run row' },
+      );
+      await outside.query('COMMIT');
+      const [a, b] = await commits;
+      expect(a).toMatchObject({ status: 'fulfilled', value: { ok: true, won: true, output: 'A' } });
+      expect(b).toMatchObject({ status: 'fulfilled', value: { ok: true, won: true, output: 'B' } });
+    } finally {
+      await outside.end();
+    }
+    const steps = await db.query('SELECT name FROM baton.workflow_steps WHERE run_id = $1 ORDER BY name', [lease.runId]);
+    expect(steps.rows.map((r) => r.name)).toEqual(['a', 'b']);
+    const run = await db.query('SELECT progress FROM baton.workflow_runs WHERE id = $1', [lease.runId]);
+    expect(run.rows[0].progress).toBe(2);
   });
 
   it('a lease that was taken over writes nothing: no step, no wait, no suspend, no completion', async () => {

@@ -4,7 +4,7 @@
 // and the run's progress only goes up.
 
 import { statementName } from './statement-name.ts';
-import { BEFORE_DEADLINE, LIVE, workflowFragments } from './workflow-fragments.ts';
+import { BEFORE_DEADLINE, FENCE_LOCKS, LIVE, workflowFragments } from './workflow-fragments.ts';
 
 export function workflowExecutionQueries(schema: string) {
   const { runs, steps, jobs, fence, fenced, advance, eventEndsAWait } = workflowFragments(schema);
@@ -98,7 +98,7 @@ export function workflowExecutionQueries(schema: string) {
         fence AS (
           SELECT i.* FROM i JOIN ${jobs} j ON j.id = i.job_id JOIN ${runs} r ON r.id = i.run_id AND r.job_id = j.id
           WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running' AND ${BEFORE_DEADLINE}
-          ORDER BY j.id FOR SHARE OF r, j),
+          ORDER BY j.id ${FENCE_LOCKS}),
         pick AS (SELECT DISTINCT ON (run_id, name, occurrence) * FROM fence ORDER BY run_id, name, occurrence, ord),
         ins AS (
           INSERT INTO ${steps} AS s (run_id, name, occurrence, seq, kind, status, output, attempts, started_at, finished_at)
@@ -167,7 +167,7 @@ export function workflowExecutionQueries(schema: string) {
         fence AS (
           SELECT i.* FROM i JOIN ${jobs} j ON j.id = i.job_id JOIN ${runs} r ON r.id = i.run_id AND r.job_id = j.id
           WHERE j.lease_token = i.token AND j.state IN ${LIVE} AND r.state = 'running' AND ${BEFORE_DEADLINE}
-          ORDER BY j.id FOR SHARE OF r, j)
+          ORDER BY j.id ${FENCE_LOCKS})
         UPDATE ${runs} r SET state = 'succeeded', output = f.output::jsonb, finished_at = now(), updated_at = now()
         FROM fence f WHERE r.id = f.run_id
         RETURNING f.ord::int, r.output`,

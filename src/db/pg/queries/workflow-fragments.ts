@@ -1,12 +1,19 @@
 // What every workflow statement is built from: the tables, the lease fence and the state a
 // reader sees. Every write an execution makes is fenced by its driving job's lease
-// token AND by the run still running: `fence` locks both rows (FOR SHARE) for the
-// statement, so a reclaim or a cancel either happened before it (nothing is written) or
-// waits for it. It locks the run row first, then the job row (the order of `OF r, j`), as
-// the store's transactions (cancel, replay, suspend, events) do: the other way round, a
-// fence and a cancel could each hold one row and wait for the other (a deadlock).
+// token AND by the run still running: `fence` locks both rows for the statement, so a
+// reclaim or a cancel either happened before it (nothing is written) or waits for it. It
+// locks the run row first, then the job row (the order of its locking clauses), as the
+// store's transactions (cancel, replay, suspend, events) do: the other way round, a fence and
+// a cancel could each hold one row and wait for the other (a deadlock). The run row is taken
+// FOR NO KEY UPDATE, not shared: the writes go on to update it (progress), and two fenced
+// writes of one run at once (parallel steps) that each held it shared would each wait for the
+// other's share to update it, a deadlock PostgreSQL breaks by failing one; taken exclusively,
+// they queue. NO KEY: a step's insert (its foreign key shares the run row's key) is not held up.
 
 export const LIVE = `('leased', 'running')`;
+
+/** The fence's row locks: the run row, then the driving job's (see the head of this file). */
+export const FENCE_LOCKS = 'FOR NO KEY UPDATE OF r FOR SHARE OF j';
 
 /** The run `r` has no deadline or has not reached it (migration 0034): its executions may still write. */
 export const BEFORE_DEADLINE = `(r.deadline_at IS NULL OR r.deadline_at > now())`;
@@ -33,7 +40,7 @@ export function workflowFragments(schema: string) {
       SELECT j.id FROM ${jobs} j JOIN ${runs} r ON r.job_id = j.id
       WHERE j.id = $1::bigint AND j.lease_token = $2::bigint AND j.state IN ${LIVE} AND r.id = $3::bigint AND r.state = 'running'
         AND ${BEFORE_DEADLINE}
-      FOR SHARE OF r, j)`;
+      ${FENCE_LOCKS})`;
   const fenced = `EXISTS (SELECT 1 FROM fence)`;
   // The state a reader sees: dead-lettering and a cancel through the jobs API are the job's; a
   // live run past its deadline is timed_out from that instant, before any execution records it.
