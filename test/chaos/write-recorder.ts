@@ -6,16 +6,14 @@
 import type pg from 'pg';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { SIZE_IN_TEXT_MAX } from '../../src/db/pg/queries/job-fragments.ts';
-import { NAMED_BATCH_MAX } from '../../src/db/pg/queries/job-lease.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import type { WriteRecord } from './history.ts';
 
 const jobQ = jobQueries(quoteSchema('baton'));
-/** Every text of a statement sent by batch size (bySize): the open one, one per size, the named open one. */
+/** Every text of a statement sent by batch size (bySize): the open one and one per size. */
 const everySize = (q: ((n: number) => { text: string }) & { open: { text: string } }) => [
   q.open.text,
   ...Array.from({ length: SIZE_IN_TEXT_MAX }, (_, i) => q(i + 1).text),
-  q(NAMED_BATCH_MAX).text,
 ];
 const WRITES = new Map<string, WriteRecord['kind']>([
   ...[...everySize(jobQ.completeMany), ...everySize(jobQ.completeManyBlocksKnown)].map((t) => [t, 'complete'] as const),

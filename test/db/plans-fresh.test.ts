@@ -1,16 +1,15 @@
 // Query plans cached while the jobs table was new: no statistics yet and a handful of rows.
 // A connection caches a statement's generic plan after a few executions and keeps it until
-// the next ANALYZE, however much the table grows meanwhile. The claim and the completions of up
-// to NAMED_BATCH_MAX leases (named statements; other lease writes are sent unnamed and planned
-// per execution) must reach their rows by primary key in such a plan too, not scan the whole
-// table. Read from EXPLAIN ANALYZE of the cached plan once the table has grown.
+// the next ANALYZE, however much the table grows meanwhile. The claim and the completion of a
+// few leases (named statements; other lease writes are sent unnamed and planned per execution)
+// must reach their rows by primary key in such a plan too, not scan the whole table. Read from EXPLAIN ANALYZE of the cached
+// plan once the table has grown.
 
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { SIZE_IN_TEXT_MAX } from '../../src/db/pg/queries/job-fragments.ts';
-import { NAMED_BATCH_MAX } from '../../src/db/pg/queries/job-lease.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
 import { jobScans, type PlanNode } from '../helpers/plan-node.ts';
@@ -18,14 +17,11 @@ import { jobScans, type PlanNode } from '../helpers/plan-node.ts';
 const db = useTestDatabase();
 const q = jobQueries(quoteSchema('baton'));
 const GROWN_TO = 2_000;
-/** A completion above SIZE_IN_TEXT_MAX that is still named: its ids are an array parameter. */
-const OPEN_BATCH = 2 * SIZE_IN_TEXT_MAX;
 
 let client: pg.PoolClient;
 let claimPlan: PlanNode;
 let claimOfOnePlan: PlanNode;
 let completionPlan: PlanNode;
-let openCompletionPlan: PlanNode;
 
 beforeAll(async () => {
   // Autovacuum's ANALYZE would replace the cached plans and hide what this file looks for.
@@ -38,11 +34,6 @@ beforeAll(async () => {
   await db.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'c', 'fresh' FROM generate_series(1, $1::int)`, [2 * SIZE_IN_TEXT_MAX]);
   const batch = () => ex.jobClaim({ queue: 'c', limit: SIZE_IN_TEXT_MAX, owner: 'w-fresh', leaseMs: 60_000, intoRunning: true });
   const [first, second] = [await batch(), await batch()];
-  // And two of a named completion whose ids are an array ($1), in another queue.
-  await db.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'o', 'fresh' FROM generate_series(1, $1::int)`, [2 * OPEN_BATCH]);
-  const openBatch = () => ex.jobClaim({ queue: 'o', limit: OPEN_BATCH, owner: 'w-fresh', leaseMs: 60_000, intoRunning: true });
-  const [openFirst, openSecond] = [await openBatch(), await openBatch()];
-  expect(openSecond).toHaveLength(OPEN_BATCH);
 
   client = await db.pool.connect();
   // The plan the cache settles on after five executions, made now: the table holds 4 rows.
@@ -58,10 +49,6 @@ beforeAll(async () => {
   const leases = (js: Array<{ id: string; token: string }>) =>
     `'{${js.map((j) => j.id).join(',')}}'::bigint[], '{${js.map((j) => j.token).join(',')}}'::bigint[]`;
   expect((await client.query(`EXECUTE complete(${leases(first)}, NULL)`)).rows[0].ids).toBeNull();
-  const open = q.completeMany(OPEN_BATCH);
-  expect(open.name).toBeDefined();
-  await client.query(`PREPARE complete_open(bigint[], bigint[], jsonb[]) AS ${open.text}`);
-  expect((await client.query(`EXECUTE complete_open(${leases(openFirst)}, NULL)`)).rows[0].ids).toBeNull();
 
   await db.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'q', 'fresh' FROM generate_series(1, $1::int)`, [GROWN_TO]);
   const explain = async (name: string) =>
@@ -76,8 +63,6 @@ beforeAll(async () => {
   claimOfOnePlan = await explain('claim1');
   const completion = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE complete(${leases(second)}, NULL)`);
   completionPlan = (completion.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
-  const openCompletion = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE complete_open(${leases(openSecond)}, NULL)`);
-  openCompletionPlan = (openCompletion.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
 });
 
 afterAll(async () => {
@@ -104,14 +89,6 @@ describe(`the claim's plan cached on a new table, run after it grew to ${GROWN_T
     // Its 32 rows; a scan of the grown table would throw away about 2,000.
     for (const s of scans) {
       expect(s['Actual Rows'] * s['Actual Loops'] + (s['Rows Removed by Filter'] ?? 0)).toBeLessThanOrEqual(SIZE_IN_TEXT_MAX);
-    }
-  });
-
-  it(`the named completion of ${OPEN_BATCH} leases (up to ${NAMED_BATCH_MAX}, ids an array) reaches its rows by primary key`, () => {
-    const scans = jobScans(openCompletionPlan);
-    expect(scans.map((s) => s['Index Name'] ?? s['Node Type'])).toEqual(['jobs_pkey']);
-    for (const s of scans) {
-      expect(s['Actual Rows'] * s['Actual Loops'] + (s['Rows Removed by Filter'] ?? 0)).toBeLessThanOrEqual(OPEN_BATCH);
     }
   });
 });

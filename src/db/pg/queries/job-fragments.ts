@@ -94,18 +94,11 @@ export function claimLimit(n?: number): { limit: string; check: string } {
  * is planned at every execution instead (0.13 ms for a completion of 10 in a drain here, more
  * than half its execution). The range between the least and the greatest id is redundant for
  * the result: a generic plan cached while the table was new would otherwise read it whole (as
- * the claim's min/max, test/db/plans-fresh.test.ts). `bounded`: the array with that range
- * taken from it, for the named completions of up to NAMED_BATCH_MAX leases (job-lease.ts);
- * larger batches stay unnamed: a generic plan would not hash the token list, and scans it once
- * per row.
+ * the claim's min/max, test/db/plans-fresh.test.ts). Larger batches stay unnamed: a generic
+ * plan would not hash the token list, and scans it once per row (see job-lease.ts).
  */
-export function batchIds(n?: number | 'bounded'): string {
+export function batchIds(n?: number): string {
   if (n === undefined) return 'j.id = ANY ($1::bigint[])';
-  // An array of any size, for a named statement: the range bounds the generic plan the same way.
-  if (n === 'bounded') {
-    const bound = (f: string) => `(SELECT ${f}(i) FROM unnest($1::bigint[]) AS i)`;
-    return `j.id = ANY ($1::bigint[]) AND j.id BETWEEN ${bound('min')} AND ${bound('max')}`;
-  }
   const ids = Array.from({ length: sizeInText(n) }, (_, i) => `($1::bigint[])[${i + 1}]`).join(', ');
   return `j.id = ANY (ARRAY[${ids}]) AND j.id BETWEEN least(${ids}) AND greatest(${ids})`;
 }

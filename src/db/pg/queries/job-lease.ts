@@ -13,23 +13,11 @@
 // These statements carry no name, so PostgreSQL plans each execution with its arrays in
 // hand: it hashes the token list (a generic plan would scan it once per row, quadratic in
 // the batch: 81 ms instead of 32 for a heartbeat of 5,000 leases) and sizes the index scan.
-// Completions are the exception (batchIds, completions below): named up to NAMED_BATCH_MAX
-// leases, since planning each one cost more than half of running it.
+// Completions of a few leases are the exception (batchIds): named, one text per batch size,
+// since planning each one cost more than half of running it.
 
-import {
-  batchIds,
-  bySize,
-  countFinishedSql,
-  fifoClaimSql,
-  LIVE,
-  recordFinishedSql,
-  SIZE_IN_TEXT_MAX,
-  TIMELINE_TOKEN_OFFSET,
-} from './job-fragments.ts';
+import { batchIds, bySize, countFinishedSql, fifoClaimSql, LIVE, recordFinishedSql, TIMELINE_TOKEN_OFFSET } from './job-fragments.ts';
 import { statementName } from './statement-name.ts';
-
-/** The largest completion sent as a named statement (see completions). */
-export const NAMED_BATCH_MAX = 256;
 
 /** Error history kept per job (oldest entries dropped first). */
 export const ERROR_HISTORY_LIMIT = 100;
@@ -53,7 +41,7 @@ export const CANCEL_REQUESTED = 'j.cancel_requested_at IS NOT NULL';
 /** The token condition of every lease write (the chaos suite strips it to prove it can fail). */
 export const TOKEN_FENCE = `AND j.lease_token = ANY ($2::bigint[])`;
 /** The row's lease in the batch: a row is fenced in only when its token is in $2. `n`: see batchIds. */
-const fenced = (n?: number | 'bounded') => `${batchIds(n)} ${TOKEN_FENCE}`;
+const fenced = (n?: number) => `${batchIds(n)} ${TOKEN_FENCE}`;
 const FENCED = fenced();
 /** Position of the row's lease in the batch arrays (1-based). */
 const leasePos = `array_position($2::bigint[], j.lease_token)`;
@@ -87,7 +75,7 @@ export function jobLeaseQueries(schema: string) {
   const failEntry = `${err} || jsonb_build_object('at', now())
             || CASE WHEN ${CANCEL_REQUESTED} THEN '{"kind": "cancelled"}'::jsonb ELSE '{}'::jsonb END`;
 
-  const completeSql = (recorded: string, answer = '', n?: number | 'bounded') =>
+  const completeSql = (recorded: string, answer = '', n?: number) =>
     acceptedIds(
       `UPDATE ${jobs} j SET
           state = 'succeeded', finished_at = now(), updated_at = now(),
@@ -97,23 +85,12 @@ export function jobLeaseQueries(schema: string) {
       recorded,
       answer,
     );
-  /**
-   * A completion by batch size: up to SIZE_IN_TEXT_MAX leases, one named text per size (bySize);
-   * up to NAMED_BATCH_MAX, the open text named (its ids bounded, batchIds); above, unnamed. In a
-   * drain at 200 slots, planning the unnamed text took 0.22-0.28 ms of server time a completion
-   * (track_planning; parsing it comes on top), while the generic plan's executions took no
-   * measurably longer for scanning the token list once per row; at thousands of leases that
-   * scan grows past what planning costs.
-   */
-  const completions = (key: string, recorded: string, answer = '') => {
-    const sized = bySize((n?: number) => ({
+  /** A completion by batch size (bySize): named, so planned once, up to SIZE_IN_TEXT_MAX leases; unnamed above. */
+  const completions = (key: string, recorded: string, answer = '') =>
+    bySize((n?: number) => ({
       ...(n === undefined ? {} : { name: statementName(schema, `${key}_${n}`) }),
       text: completeSql(recorded, answer, n),
     }));
-    const named = { name: statementName(schema, `${key}_open`), text: completeSql(recorded, answer, 'bounded') };
-    const of = (n: number) => (n > SIZE_IN_TEXT_MAX && n <= NAMED_BATCH_MAX ? named : sized(n));
-    return Object.assign(of, { open: sized.open });
-  };
 
   return {
     // The claim: one statement, never more rows than $2 (the free slots). Issues a fresh token
