@@ -2,6 +2,7 @@
 // enqueued up front (throughput) or sits idle and records handler start times (latency);
 // or, as one of several processes on one database (shared), records its handler starts.
 
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import path from 'node:path';
@@ -34,6 +35,24 @@ async function stoppedMidStream(w: WorkerSide, executed: number[], n: number, st
 }
 
 const IN_FLIGHT_BOUND = 600;
+
+/**
+ * BENCH_DRAIN_PERF=dir: `perf record` of the whole host (every process, call graphs) for the
+ * drain alone, not the database's creation, migration or the enqueue; read with `perf report
+ * --comm postgres`. The server's own CPU is only attributable this way (its symbols, not SQL).
+ */
+async function startPerf(file: string): Promise<{ stop: () => Promise<void> }> {
+  const child = spawn('perf', ['record', '-a', '-g', '-F', '999', '-o', file], { stdio: 'ignore' });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // perf gives no sign that it has attached to every CPU: the drain starts a moment later.
+  await new Promise((r) => setTimeout(r, 300));
+  return {
+    stop: async () => {
+      child.kill('SIGINT');
+      await exited;
+    },
+  };
+}
 
 /** ANALYZE every table of the run's database, on a connection of its own. */
 async function analyzeDatabase(url: string): Promise<void> {
@@ -76,6 +95,9 @@ serve(async (run) => {
       await prof.post('Profiler.enable');
       await prof.post('Profiler.start');
     }
+    const perf = process.env.BENCH_DRAIN_PERF
+      ? await startPerf(path.join(process.env.BENCH_DRAIN_PERF, `drain-${v.id}-${process.pid}.data`))
+      : null;
     const pg0 = postgresCpuMs();
     const cpu0 = process.cpuUsage();
     const t0 = nowMs();
@@ -89,6 +111,7 @@ serve(async (run) => {
     if (allRan) drained = await until(async () => (await w.countDone(n)) >= n, Math.max(1_000, capMs - (nowMs() - t0)), 5);
     const t1 = nowMs();
     const cpu = process.cpuUsage(cpu0);
+    await perf?.stop();
     if (prof) {
       const { profile } = await prof.post('Profiler.stop');
       const file = path.join(process.env.BENCH_DRAIN_PROF!, `drain-${v.id}-${process.pid}.cpuprofile`);
