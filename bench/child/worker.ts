@@ -43,9 +43,19 @@ const IN_FLIGHT_BOUND = 600;
  */
 async function startPerf(file: string): Promise<{ stop: () => Promise<void> }> {
   const child = spawn('perf', ['record', '-a', '-g', '-F', '999', '-o', file], { stdio: 'ignore' });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let failed: Error | null = null;
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', (err) => {
+      failed = err;
+      resolve();
+    });
+  });
   // perf gives no sign that it has attached to every CPU: the drain starts a moment later.
   await new Promise((r) => setTimeout(r, 300));
+  if (failed || child.exitCode !== null) {
+    throw new Error(`BENCH_DRAIN_PERF: perf record did not start (${failed ? (failed as Error).message : `exit ${child.exitCode}`})`);
+  }
   return {
     stop: async () => {
       child.kill('SIGINT');
