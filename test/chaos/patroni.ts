@@ -249,12 +249,13 @@ async function runOneFault(fault: HaFault, mutate: string | undefined): Promise<
  * stopped for 1 s before it: it must FAIL (acknowledged writes the standby had not received are
  * lost), showing the tier can see a loss.
  */
-export async function runPatroniScenario(o: { report: boolean; mutate?: string }): Promise<PatroniRunResult> {
+export async function runPatroniScenario(o: { report: boolean; mutate?: string; require?: boolean }): Promise<PatroniRunResult> {
   if (o.mutate !== undefined && o.mutate !== 'async') throw new Error(`--scenario patroni takes only --mutate async, not ${o.mutate}`);
   const skipped = haUnavailable();
   if (skipped) {
-    console.log(`\n=== chaos patroni: SKIPPED: ${skipped}`);
-    return { ok: true, skipped, runs: [] };
+    // --require (CI, which installs the tools): a skip would pass a tier that checked nothing.
+    console.log(`\n=== chaos patroni: ${o.require ? 'FAILED (--require): cannot run' : 'SKIPPED'}: ${skipped}`);
+    return { ok: !o.require, skipped, runs: [] };
   }
   const runs: PatroniRun[] = [];
   // BATON_HA_FAULTS=switchover (or crash) runs one alone, for a look at its logs (BATON_HA_KEEP=1).

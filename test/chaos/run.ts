@@ -24,6 +24,7 @@
 //                                              switchover (not in the plain smoke; skipped, saying so, without patroni,
 //                                              etcd or haproxy; writes results/chaos-patroni-*)
 //   npm run test:chaos -- --scenario patroni --mutate async   must FAIL (synchronous_mode off: the crash loses acknowledged writes)
+//   npm run test:chaos -- --scenario patroni --require        fails instead of skipping when the HA tools are missing (CI)
 //   npm run test:chaos -- --scenario calm --mutate notify-timer   must FAIL (the enqueue's query timer left armed)
 //   npm run test:chaos -- --soak               soak: 3 seeds x 5,000 jobs x 8 min of faults (--seeds, --jobs, --fault-seconds)
 //   npm run test:chaos -- --mutate unfenced-complete   must FAIL (token condition stripped from complete)
@@ -65,6 +66,7 @@ const { values: args } = parseArgs({
     mutate: { type: 'string' },
     'no-netns': { type: 'boolean', default: false },
     'no-report': { type: 'boolean', default: false },
+    require: { type: 'boolean', default: false },
   },
 });
 
@@ -447,7 +449,9 @@ const debounceRuns: DebounceRunResult[] = [];
 if (only === 'debounce') debounceRuns.push(await runDebounceScenario({ seed: Number(args.seed ?? 1), useNetns: !args['no-netns'] }));
 const patroniRuns: PatroniRunResult[] = [];
 if (only === 'patroni') {
-  patroniRuns.push(await runPatroniScenario({ report: !args['no-report'], ...(args.mutate ? { mutate: args.mutate } : {}) }));
+  patroniRuns.push(
+    await runPatroniScenario({ report: !args['no-report'], require: args.require, ...(args.mutate ? { mutate: args.mutate } : {}) }),
+  );
 }
 if (!args['no-report'] && reports.length > 0) {
   const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../results');
