@@ -24,7 +24,8 @@ describe('alert rules', () => {
     await baton.stop();
   });
 
-  it.skipIf(!hasPromtool)('promtool check rules accepts the file', () => {
+  // Under CI (which installs prometheus) a missing promtool fails here rather than skipping.
+  it.skipIf(!hasPromtool && process.env.CI !== 'true')('promtool check rules accepts the file', () => {
     const r = spawnSync('promtool', ['check', 'rules', RULES], { encoding: 'utf8' });
     expect(r.status, `${r.stdout}${r.stderr}`).toBe(0);
     expect(r.stdout).toMatch(/SUCCESS: \d+ rules found/);
