@@ -160,8 +160,23 @@ describe('sharded Baton: a listener that throws', () => {
 describe('sharded Baton: admin', () => {
   it('merges listings newest first across clusters; cursor and offset pages give each job once, in the same order', async () => {
     const s = sharded();
-    const made: string[] = [];
-    for (let i = 0; i < 13; i++) made.push((await s.enqueue({ jobType: 't', queue: i % 3 === 0 ? 'reports' : 'emails' })).job.id);
+    const enqueued: Array<{ id: string; createdAt: Date }> = [];
+    for (let i = 0; i < 13; i++) enqueued.push((await s.enqueue({ jobType: 't', queue: i % 3 === 0 ? 'reports' : 'emails' })).job);
+    // Oldest first as the merge defines it: created_at (milliseconds, each cluster's clock), then
+    // cluster name, then id. Jobs of two clusters made in the same millisecond tie on the first.
+    const order = (j: { id: string; createdAt: Date }) => {
+      const [cluster, n] = j.id.split(':') as [string, string];
+      return { t: j.createdAt.getTime(), cluster, n: BigInt(n) };
+    };
+    const made = [...enqueued]
+      .sort((x, y) => {
+        const a = order(x);
+        const b = order(y);
+        if (a.t !== b.t) return a.t - b.t;
+        if (a.cluster !== b.cluster) return a.cluster < b.cluster ? -1 : 1;
+        return a.n < b.n ? -1 : a.n > b.n ? 1 : 0;
+      })
+      .map((j) => j.id);
     const first = await s.admin.listJobs({ limit: 100 });
     expect(first.total).toBe(13);
     expect(first.jobs.map((j) => j.id)).toEqual([...made].reverse());
