@@ -71,6 +71,8 @@ async function freePortRun(n: number): Promise<number> {
   throw new Error(`no ${n} consecutive free ports`);
 }
 
+const SYNC_STANDBY_WAIT_MS = 30_000;
+
 /**
  * A switchover as `patronictl switchover --force` (and run-local.sh) asks for it: POST
  * /switchover to the leader's REST API, answered once the candidate has taken over. Timed from
@@ -78,9 +80,20 @@ async function freePortRun(n: number): Promise<number> {
  */
 async function switchover(restPort: number): Promise<{ at: number; answeredMs: number }> {
   type Member = { name: string; role: string; api_url: string };
-  const { members } = (await (await fetch(`http://127.0.0.1:${restPort}/cluster`)).json()) as { members: Member[] };
-  const from = members.find((m) => m.role === 'leader');
-  const to = members.find((m) => m.role === 'sync_standby');
+  // Under load the standby can be a plain replica for a while (Patroni names it synchronous again
+  // once it has caught up), and a switchover in synchronous_mode needs a sync standby: wait for
+  // one, as an operator would, up to SYNC_STANDBY_WAIT_MS.
+  const deadline = Date.now() + SYNC_STANDBY_WAIT_MS;
+  let members: Member[] = [];
+  let from: Member | undefined;
+  let to: Member | undefined;
+  for (;;) {
+    ({ members } = (await (await fetch(`http://127.0.0.1:${restPort}/cluster`)).json()) as { members: Member[] });
+    from = members.find((m) => m.role === 'leader');
+    to = members.find((m) => m.role === 'sync_standby');
+    if ((from && to) || Date.now() >= deadline) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
   if (!from || !to) throw new Error(`no leader and sync standby to switch over: ${JSON.stringify(members)}`);
   const at = performance.now();
   const res = await fetch(new URL('/switchover', from.api_url), {
