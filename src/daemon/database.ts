@@ -50,14 +50,15 @@ export function openEngine(
   );
 }
 
-/** How long the first connection to DATABASE_URL may take before start-up gives up. */
+/** How long the first connection to a database URL may take before start-up gives up. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
-/** DATABASE_URL could not be connected to; the message names the URL (password masked) and why. */
+/** A database URL could not be connected to; the message names the URL (password masked), the setting unless DATABASE_URL, and why. */
 export class DatabaseUnreachableError extends PlainError {
   readonly code = 'DB_UNAVAILABLE';
-  constructor(url: string, cause: unknown) {
-    super(`cannot connect to PostgreSQL at ${redact(url)}: ${reason(cause)}`, { cause });
+  constructor(url: string, cause: unknown, setting = 'DATABASE_URL') {
+    const which = setting === 'DATABASE_URL' ? '' : ` (${setting})`;
+    super(`cannot connect to PostgreSQL at ${redact(url)}${which}: ${reason(cause)}`, { cause });
   }
 }
 
@@ -71,7 +72,7 @@ export async function openDatabase(config: DaemonConfig, logger: Logger): Promis
     const { clusters, defaultCluster } = config.sharding;
     for (const [cluster, url] of Object.entries(clusters)) {
       logger.info({ cluster, database: redact(url) }, 'using BATON_CLUSTERS');
-      await probe(url);
+      await probe(url, 'BATON_CLUSTERS');
     }
     // Cron, workflows, the outbox and API keys live on the home cluster.
     const home = defaultCluster ?? (Object.keys(clusters)[0] as string);
@@ -79,7 +80,11 @@ export async function openDatabase(config: DaemonConfig, logger: Logger): Promis
   }
   if (config.databaseUrl !== undefined) {
     logger.info({ database: redact(config.databaseUrl), pooler: config.pooler }, 'using DATABASE_URL');
-    await probe(config.databaseUrl);
+    await probe(config.databaseUrl, 'DATABASE_URL');
+    // Behind a transaction pooler the session work (LISTEN, presence and leader locks,
+    // migrations) goes to BATON_DIRECT_URL: a wrong one stops start-up here, named, instead of
+    // failing later in the background.
+    if (config.directUrl !== undefined) await probe(config.directUrl, 'BATON_DIRECT_URL');
     return { connectionString: config.databaseUrl, embedded: undefined, close: async () => undefined };
   }
   const embedded = await startEmbeddedPostgres({ dataDir: config.dataDir, port: config.pgPort, logger });
@@ -93,13 +98,13 @@ export function redact(url: string): string {
   return m ? `${m[1]}***@${url.slice(m[0].length)}` : url;
 }
 
-async function probe(url: string): Promise<void> {
-  const client = newClient({ ...parseConnectionString(url, 'DATABASE_URL'), connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+async function probe(url: string, setting: string): Promise<void> {
+  const client = newClient({ ...parseConnectionString(url, setting), connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
   client.on('error', () => undefined);
   try {
     await client.connect();
   } catch (err) {
-    throw new DatabaseUnreachableError(url, err);
+    throw new DatabaseUnreachableError(url, err, setting);
   } finally {
     await client.end().catch(() => undefined);
   }

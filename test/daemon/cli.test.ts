@@ -1,7 +1,7 @@
 // The CLI's answers as a user sees them, through bin/baton.js in a child process:
 // --version, each command's --help listing only the settings it reads (and its
 // parser taking only those flags), and one plain line (no stack trace, no password)
-// with exit code 1 when the database cannot be reached.
+// with exit code 1 when the database (or the direct URL behind a pooler) cannot be reached.
 
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -12,7 +12,9 @@ import { describe, expect, it } from 'vitest';
 import { SETTINGS } from '../../src/daemon/settings.ts';
 import { EXIT_CONFIG, EXIT_FAILED } from '../../src/daemon/shutdown.ts';
 import { runBaton, waitExit } from '../e2e/daemon-process.ts';
+import { useTestDatabase } from '../helpers/db.ts';
 
+const db = useTestDatabase();
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /** Port 1 on loopback: nothing listens, the connection is refused at once. */
@@ -105,6 +107,21 @@ describe('baton CLI', () => {
       .filter((entry) => entry.level >= 50);
     expect(failures.map((f) => f.msg)).toEqual([PLAIN_LINE]);
     expect(r.stdout + r.stderr).not.toMatch(STACK_FRAME);
+    expect(r.stdout + r.stderr).not.toContain('secret');
+  });
+
+  it('an unreachable BATON_DIRECT_URL behind a transaction pooler: `baton serve` stops at start-up naming the setting, exit 1', async () => {
+    // DATABASE_URL answers (the probe only connects); the direct URL does not.
+    const r = await run(['serve', '--port', '0'], { DATABASE_URL: db.url, BATON_POOLER: 'transaction', BATON_DIRECT_URL: UNREACHABLE });
+    expect(r.code, r.stdout + r.stderr).toBe(EXIT_FAILED);
+    const failures = r.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { level: number; msg: string })
+      .filter((entry) => entry.level >= 50);
+    expect(failures.map((f) => f.msg)).toEqual([
+      'cannot connect to PostgreSQL at postgres://u:***@127.0.0.1:1/x (BATON_DIRECT_URL): connect ECONNREFUSED 127.0.0.1:1',
+    ]);
     expect(r.stdout + r.stderr).not.toContain('secret');
   });
 
