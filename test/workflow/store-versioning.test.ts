@@ -28,6 +28,20 @@ describe('workflow store: versioning and crash counts', () => {
     expect(rows.rows).toEqual([{ name: '@patch:p', kind: 'patch', status: 'succeeded', seq: 3, output: true }]);
   });
 
+  it('a patch marker lists before the step at its position, whatever the two clocks say (read and load)', async () => {
+    const lease = await claimedRun(db, store);
+    expect(await store.workflowMarkPatch({ ...lease, name: '@patch:p', seq: 0 })).toEqual({ ok: true });
+    // The step's start is the worker's clock, the marker's the database's: a worker a second behind.
+    const behind = new Date(Date.now() - 1_000);
+    expect(await store.workflowCommitStep({ ...lease, name: 'x', occurrence: 1, seq: 0, output: '1', startedAt: behind })).toMatchObject({
+      ok: true,
+    });
+    const run = await store.workflowGetRun({ runId: lease.runId });
+    expect(run?.steps.map((s) => s.key)).toEqual(['@patch:p', 'x']);
+    const loaded = await store.workflowLoad(lease);
+    expect(loaded?.steps.map((s) => s.name)).toEqual(['@patch:p', 'x']);
+  });
+
   it('workflowBlockRun stops the run blocked with its reason; its later writes are refused; a stale lease blocks nothing', async () => {
     const lease = await claimedRun(db, store);
     const other = await claimedRun(db, store);

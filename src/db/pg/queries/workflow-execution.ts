@@ -13,7 +13,7 @@ export function workflowExecutionQueries(schema: string) {
   const loadColumns = `date_part('epoch', now()) * 1000 AS now_ms, r.deadline_at,
           r.state = 'waiting' AND ${eventEndsAWait('r.id')} AS event_ready,
           (SELECT COALESCE(json_agg(json_build_object('name', s.name, 'occurrence', s.occurrence, 'seq', s.seq, 'kind', s.kind,
-              'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.started_at), '[]')
+              'status', s.status, 'output', s.output, 'attempts', s.attempts) ORDER BY s.seq, s.kind <> 'patch', s.started_at), '[]')
             FROM ${steps} s WHERE s.run_id = r.id) AS steps`;
   // step.attempt counts an execution that crashed in a step (Temporal does) without a write at
   // each step's start: the load already writes the run row, and the reaper's entry in the driving

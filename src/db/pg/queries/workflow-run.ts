@@ -190,10 +190,12 @@ export function workflowRunQueries(schema: string) {
       text: `SELECT ${summary}, r.input, r.output, j.attempt, j.max_attempts, j.errors, j.dead_letter_reason
         FROM ${runs} r LEFT JOIN ${jobs} j ON j.id = r.job_id WHERE r.id = $1::bigint`,
     },
+    // A patch marker takes the next call's position (seq): it lists before that call's step. Its
+    // start is the database's clock and a step's the worker's, so started_at cannot order them.
     steps: {
       name: statementName(schema, `wf_steps`),
       text: `SELECT name, occurrence, seq, kind, status, attempts, output, error, wait_event, wake_at, started_at, finished_at
-        FROM ${steps} WHERE run_id = $1::bigint ORDER BY seq, started_at`,
+        FROM ${steps} WHERE run_id = $1::bigint ORDER BY seq, kind <> 'patch', started_at`,
     },
     // The same two reads for one tenant ($2): another tenant's run is not read at all, so it
     // costs what an id nobody has costs (docs/security.md).
@@ -207,7 +209,7 @@ export function workflowRunQueries(schema: string) {
       text: `SELECT s.name, s.occurrence, s.seq, s.kind, s.status, s.attempts, s.output, s.error, s.wait_event, s.wake_at,
           s.started_at, s.finished_at
         FROM ${steps} s JOIN ${runs} r ON r.id = s.run_id AND r.tenant_id = $2
-        WHERE s.run_id = $1::bigint ORDER BY s.seq, s.started_at`,
+        WHERE s.run_id = $1::bigint ORDER BY s.seq, s.kind <> 'patch', s.started_at`,
     },
     // Newest first. $6, a cursor, starts below that id. The state filter $2 is the reader's state
     // (runState) written on the stored one, so the planner counts it from the column's
