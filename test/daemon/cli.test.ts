@@ -40,6 +40,16 @@ function listedSettings(help: string): string[] {
   return [...help.matchAll(/^ {2}--\S+\s+([A-Z][A-Z_]+)\s+\[/gm)].map((m) => m[1]!);
 }
 
+/** The messages of a daemon's JSON log lines at level fatal or error (50 and up). */
+function fatalMessages(stdout: string): string[] {
+  return stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { level: number; msg: string })
+    .filter((entry) => entry.level >= 50)
+    .map((entry) => entry.msg);
+}
+
 async function run(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const p = runBaton(args, env);
   const code = await waitExit(p, 30_000);
@@ -100,12 +110,7 @@ describe('baton CLI', () => {
   it('an unreachable database: `baton serve` logs one fatal line naming the redacted URL, no stack, exit 1', async () => {
     const r = await run(['serve', '--port', '0'], { DATABASE_URL: UNREACHABLE });
     expect(r.code, r.stdout + r.stderr).toBe(EXIT_FAILED);
-    const failures = r.stdout
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as { level: number; msg: string })
-      .filter((entry) => entry.level >= 50);
-    expect(failures.map((f) => f.msg)).toEqual([PLAIN_LINE]);
+    expect(fatalMessages(r.stdout)).toEqual([PLAIN_LINE]);
     expect(r.stdout + r.stderr).not.toMatch(STACK_FRAME);
     expect(r.stdout + r.stderr).not.toContain('secret');
   });
@@ -114,12 +119,7 @@ describe('baton CLI', () => {
     // DATABASE_URL answers (the probe only connects); the direct URL does not.
     const r = await run(['serve', '--port', '0'], { DATABASE_URL: db.url, BATON_POOLER: 'transaction', BATON_DIRECT_URL: UNREACHABLE });
     expect(r.code, r.stdout + r.stderr).toBe(EXIT_FAILED);
-    const failures = r.stdout
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as { level: number; msg: string })
-      .filter((entry) => entry.level >= 50);
-    expect(failures.map((f) => f.msg)).toEqual([
+    expect(fatalMessages(r.stdout)).toEqual([
       'cannot connect to PostgreSQL at postgres://u:***@127.0.0.1:1/x (BATON_DIRECT_URL): connect ECONNREFUSED 127.0.0.1:1',
     ]);
     expect(r.stdout + r.stderr).not.toContain('secret');
