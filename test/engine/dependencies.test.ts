@@ -81,6 +81,33 @@ describe('job dependencies', () => {
     expect((await db.query('SELECT count(*)::int AS n FROM baton.job_dependencies')).rows[0].n).toBe(0);
   });
 
+  it('a parent claimed, failed and retried keeps its dependent waiting until the retry succeeds', async () => {
+    const producer = engines.producer();
+    const parent = await producer.enqueue({ jobType: 'flaky', queue: 'q', maxAttempts: 3 });
+    const child = await producer.enqueue({ jobType: 'after', queue: 'q', dependsOn: [parent.job.id] });
+    const retry = engines.gate();
+    const order: string[] = [];
+    await engines.start({
+      queues: { q: 2 },
+      handlers: {
+        flaky: async (ctx) => {
+          order.push(`parent ${ctx.job.attempt}`);
+          if (ctx.job.attempt === 1) throw new Error('once');
+          await retry.promise;
+        },
+        after: () => void order.push('child'),
+      },
+    });
+    // The parent's state changed three times (claimed, failed back to pending, claimed again):
+    // none of them finished it, so its dependent still waits for it.
+    await waitFor(async () => order.includes('parent 2'), { message: 'the parent was retried' });
+    expect(await producer.admin.getJob(child.job.id)).toMatchObject({ state: 'waiting', waitingFor: 1 });
+    retry.resolve();
+    await rowInState(db, child.job.id, 'succeeded');
+    expect(order).toEqual(['parent 1', 'parent 2', 'child']);
+    await expectCountersMatchRows(db);
+  });
+
   it('a parent that already succeeded counts as done; a deleteOnSuccess parent releases at its delete', async () => {
     const worker = await engines.start({ queues: { q: 2 }, deleteOnSuccess: true, handlers: { p: async () => 1, c: async () => 2 } });
     const done = await worker.enqueue({ jobType: 'p', queue: 'q' });
