@@ -1,9 +1,9 @@
--- Why: the dependency triggers' WHEN (migration 0016) is prepared by every statement that changes
--- a job's state or deletes jobs, a plain job's claims and completions included, whether or not any
--- row has dependents; its state lists made that most of what a claim of a few jobs spent on
--- triggers. The WHEN now reads has_dependents alone, and the function tests the states, so a
--- statement that touches no job with dependents prepares one column reference, and a job with
--- dependents still releases them exactly when it leaves its live states for a finished one.
+-- Why: the dependency triggers' WHEN (migration 0016) is read and prepared by every statement that
+-- changes a job's state or deletes jobs, a plain job's claims and completions included, whether or
+-- not any row has dependents: the update trigger's was 2,007 characters of stored node tree, most
+-- of it the state lists. The WHEN now reads has_dependents alone (124 characters), and the
+-- function tests the states, so a job with dependents still releases them exactly when it leaves
+-- its live states for a finished one, and a statement that touches no such job prepares less.
 CREATE OR REPLACE FUNCTION jobs_release_dependents() RETURNS trigger
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
