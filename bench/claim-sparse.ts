@@ -7,7 +7,11 @@
 // Writes results/claim-sparse/claim-sparse-<date>.{json,md}. Nothing here is judged.
 //
 //   npm run bench:claim-sparse -- [--base fc86693] [--jobs 3000] [--rounds 3] [--limit 10]
-//                                 [--variants engine,no-probe,...] [--no-autovacuum]
+//                                 [--batch 1] [--variants engine,no-probe,...] [--no-autovacuum]
+//
+// --batch N: each step inserts N jobs and times one claim of all N (LIMIT at least N), the
+// claim a draining worker sends, where the per-row costs of the schema weigh more than the
+// statement's fixed ones.
 
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -26,6 +30,7 @@ const { values: flags } = parseArgs({
     jobs: { type: 'string', default: '3000' },
     rounds: { type: 'string', default: '3' },
     limit: { type: 'string', default: '10' },
+    batch: { type: 'string', default: '1' },
     variants: { type: 'string' },
     /** Turn autovacuum off on every variant's jobs table, so a vacuum's work never lands in a timed claim. */
     'no-autovacuum': { type: 'boolean', default: false },
@@ -36,7 +41,10 @@ const { values: flags } = parseArgs({
 });
 const JOBS = Number(flags.jobs);
 const ROUNDS = Number(flags.rounds);
-const LIMIT = Number(flags.limit);
+const BATCH = Number(flags.batch);
+if (!Number.isInteger(BATCH) || BATCH < 1) throw new Error('--batch: a positive integer');
+/** The claim's LIMIT: a worker's free slots, never fewer than the jobs each step claims. */
+const LIMIT = Math.max(Number(flags.limit), BATCH);
 /** The first claims of a session pay for its plans. */
 const WARM = 100;
 
@@ -187,7 +195,7 @@ async function planOf(c: pg.Client, claim: Statement): Promise<string> {
   }
 }
 
-const INSERT = `INSERT INTO baton.jobs (queue, job_type) VALUES ('q', 'noop')`;
+const INSERT = `INSERT INTO baton.jobs (queue, job_type) SELECT 'q', 'noop' FROM generate_series(1, ${BATCH})`;
 const FINISH = `UPDATE baton.jobs SET state = 'succeeded', finished_at = now(), lease_owner = NULL, lease_expires_at = NULL
   WHERE state = 'running'`;
 const CLAIM_VALUES = ['q', LIMIT, 'bench-worker', true, 30_000];
@@ -232,7 +240,7 @@ try {
           const t0 = performance.now();
           const r = await c.query({ ...VARIANTS[j]!.claim, values: CLAIM_VALUES });
           const ms = performance.now() - t0;
-          if (r.rowCount !== 1) throw new Error(`${VARIANTS[j]!.id}: a claim took ${r.rowCount} jobs, not 1`);
+          if (r.rowCount !== BATCH) throw new Error(`${VARIANTS[j]!.id}: a claim took ${r.rowCount} jobs, not ${BATCH}`);
           if (i >= WARM) times[j]!.push(ms);
           await c.query(FINISH);
         }
@@ -279,7 +287,7 @@ const md = [
       .map(([k, v]) => `${k}=${v}`)
       .join(', ')}.`,
   '',
-  `One job per claim (LIMIT ${LIMIT}, as a worker of ${LIMIT} free slots asks), ${JOBS} timed claims per variant per round after ${WARM} untimed, ${ROUNDS} rounds; ` +
+  `${BATCH === 1 ? 'One job' : `${BATCH} jobs`} per claim (LIMIT ${LIMIT}, as a worker of ${LIMIT} free slots asks), ${JOBS} timed claims per variant per round after ${WARM} untimed, ${ROUNDS} rounds; ` +
     'the claim round trip from the client, synchronous_commit off. Ratios are the median of the rounds against `base`.',
   '',
   '| variant | what it runs | p50 ms, round by round | p50 ms | p90 ms | p50 ratio |',
@@ -290,5 +298,10 @@ const md = [
   ),
   '',
 ].join('\n');
-const out = await writeResults(flags.out, 'claim-sparse', { command, machine, base: built, limit: LIMIT, jobs: JOBS, rounds: rows }, md);
+const out = await writeResults(
+  flags.out,
+  'claim-sparse',
+  { command, machine, base: built, limit: LIMIT, batch: BATCH, jobs: JOBS, rounds: rows },
+  md,
+);
 process.stdout.write(`${md}\nwrote ${out}.md\n`);
