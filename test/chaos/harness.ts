@@ -297,14 +297,17 @@ export class Harness {
     const at = Date.now();
     const live = this.slots.filter((s) => s.child && s.child.exitCode === null && s.child.signalCode === null).length;
     await this.admin
-      .query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'baton-listener'`)
+      .query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE application_name = 'baton-listener' AND datname = current_database()`)
       .catch(() => undefined);
     this.log.append({ type: 'fault', kind: 'listener', at, inFlight: [] });
     const t0 = performance.now();
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
       const r = await this.admin
-        .query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'baton-listener'`)
+        .query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'baton-listener' AND datname = current_database()`,
+        )
         .catch(() => ({ rows: [{ n: 0 }] }));
       if ((r.rows[0]?.n ?? 0) >= live) {
         this.#time('listenerBackMs', performance.now() - t0);
