@@ -179,7 +179,7 @@ const VARIANTS = flags.variants
   ? [ALL_VARIANTS[0]!, ...[...ALL_VARIANTS.slice(1), ...BY_INDEX, ANALYZED_EMPTY].filter((v) => flags.variants!.split(',').includes(v.id))]
   : ALL_VARIANTS;
 
-/** The scans of the session's cached plan for `claim`, one job pending, the claim rolled back. */
+/** The scans of the session's cached plan for `claim`, one step's jobs pending, the claim rolled back. */
 async function planOf(c: pg.Client, claim: Statement): Promise<string> {
   await c.query(INSERT);
   await c.query('BEGIN');

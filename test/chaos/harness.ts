@@ -19,6 +19,8 @@ import { HistoryLog } from './history.ts';
 import { createNetNs, type NetNs, netnsAvailability, type RuleHandle, skipLoudly } from './netns.ts';
 
 const WORKER_TS = fileURLToPath(new URL('./worker.ts', import.meta.url));
+/** The LISTEN sessions of this run's workers: only this database's, whatever else the server holds. */
+const OWN_LISTENERS = `application_name = 'baton-listener' AND datname = current_database()`;
 
 export interface Slot {
   index: number;
@@ -296,18 +298,13 @@ export class Harness {
   async killListeners(): Promise<void> {
     const at = Date.now();
     const live = this.slots.filter((s) => s.child && s.child.exitCode === null && s.child.signalCode === null).length;
-    await this.admin
-      .query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-          WHERE application_name = 'baton-listener' AND datname = current_database()`)
-      .catch(() => undefined);
+    await this.admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE ${OWN_LISTENERS}`).catch(() => undefined);
     this.log.append({ type: 'fault', kind: 'listener', at, inFlight: [] });
     const t0 = performance.now();
     const deadline = Date.now() + 15_000;
     while (Date.now() < deadline) {
       const r = await this.admin
-        .query<{ n: number }>(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'baton-listener' AND datname = current_database()`,
-        )
+        .query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${OWN_LISTENERS}`)
         .catch(() => ({ rows: [{ n: 0 }] }));
       if ((r.rows[0]?.n ?? 0) >= live) {
         this.#time('listenerBackMs', performance.now() - t0);
