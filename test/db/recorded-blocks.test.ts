@@ -3,12 +3,12 @@
 // blocks the executor itself inserted, for their queue only, for the trust window only, with
 // the block arithmetic of SQL (block boundaries, ids past 2^53); and however completions
 // interleave, every finished job stays listed by its queue, also one moved to another queue
-// while it was leased (migration 0026).
+// while it was leased (migration 0026); and a drain's batch records the blocks ahead of it.
 
 import { describe, expect, it } from 'vitest';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { FINISHED_BLOCK_SHIFT } from '../../src/db/pg/queries/job.ts';
-import { blockOf as jsBlockOf, RECORDED_BLOCK_TRUST_MS } from '../../src/db/pg/recorded-blocks.ts';
+import { AHEAD_BLOCKS, AHEAD_MIN_BATCH, blockOf as jsBlockOf, RECORDED_BLOCK_TRUST_MS } from '../../src/db/pg/recorded-blocks.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { insertJobs } from '../helpers/factory.ts';
 import { claim, ex, fresh, useExecutorHarness } from './executor-harness.ts';
@@ -156,6 +156,60 @@ describe('completions skip the blocks their executor inserted moments ago', () =
       expect((await ex.jobList({ queue, limit: 100, offset: 0 })).map((j) => j.id)).toEqual(expected);
       expect(await blocksOf(queue)).toEqual([...new Set(expected.map(blockOf))].sort());
     }
+  });
+
+  it('a large batch of ids close together records the blocks ahead of it, trusted like its own', async () => {
+    const timed = timedExecutor();
+    const queue = fresh('ahead');
+    await nextBlock();
+    const ids = await insertJobs(db.pool, 3 * 256 + 2, { queue });
+    const first = BigInt(blockOf(ids[0]!));
+    const block = (k: number) => String(first + BigInt(k));
+    const leases = new Map((await claim(queue, ids.length)).map((l) => [l.id, l]));
+    const batch = (from: number, to: number) =>
+      done(
+        queue,
+        ids.slice(from, to).map((id) => leases.get(id)!),
+      );
+    // AHEAD_MIN_BATCH jobs at the start of block B: B and the AHEAD_BLOCKS after it.
+    expect(AHEAD_BLOCKS).toBe(2);
+    await timed.ex.jobCompleteMany(batch(0, AHEAD_MIN_BATCH));
+    expect(await blocksOf(queue)).toEqual([block(0), block(1), block(2)]);
+    // Taken away behind its back: jobs of B + 1 and B + 2 complete through the skip.
+    await db.query('DELETE FROM baton.finished_blocks WHERE queue = $1 AND block > $2', [queue, block(0)]);
+    await timed.ex.jobCompleteMany(batch(256, 256 + 10));
+    await timed.ex.jobCompleteMany(batch(512, 512 + 10));
+    expect(await blocksOf(queue)).toEqual([block(0)]);
+    // B + 3 was not recorded ahead: its job's completion records it (a batch too small to look ahead).
+    await timed.ex.jobCompleteMany(batch(768, 769));
+    expect(await blocksOf(queue)).toEqual([block(0), block(3)]);
+    // The rows put back, every finished job is listed by its queue.
+    await db.query('INSERT INTO baton.finished_blocks (queue, block) VALUES ($1, $2), ($1, $3)', [queue, block(1), block(2)]);
+    const finished = [...ids.slice(0, AHEAD_MIN_BATCH), ...ids.slice(256, 266), ...ids.slice(512, 522), ids[768]!];
+    const listed = await ex.jobList({ queue, state: 'succeeded', limit: 200, offset: 0 });
+    expect(listed.map((j) => j.id).sort()).toEqual(finished.sort());
+  });
+
+  it('records nothing ahead of a small batch, a batch of ids far apart, or one of several queues', async () => {
+    const timed = timedExecutor();
+    const [a, b] = [fresh('spread'), fresh('spread')];
+    await nextBlock();
+    // Every third id is a's: AHEAD_MIN_BATCH of a's ids span three times that many ids.
+    const total = 3 * AHEAD_MIN_BATCH + 3;
+    for (let i = 0; i < total; i++) await insertJobs(db.pool, 1, { queue: i % 3 === 0 ? a : b });
+    const la = await claim(a, total);
+    const lb = await claim(b, total);
+    const own = (ls: Leases) => [...new Set(ls.map((l) => blockOf(l.id)))].sort();
+    await timed.ex.jobCompleteMany(done(a, la.slice(0, AHEAD_MIN_BATCH)));
+    expect(await blocksOf(a)).toEqual(own(la.slice(0, AHEAD_MIN_BATCH)));
+    await timed.ex.jobCompleteMany(done(b, lb.slice(0, AHEAD_MIN_BATCH - 1)));
+    expect(await blocksOf(b)).toEqual(own(lb.slice(0, AHEAD_MIN_BATCH - 1)));
+    // One batch of both queues' other jobs: more than AHEAD_MIN_BATCH, ids close together.
+    const mixed = [...done(a, la.slice(AHEAD_MIN_BATCH)).items, ...done(b, lb.slice(AHEAD_MIN_BATCH - 1)).items];
+    expect(mixed.length).toBeGreaterThan(AHEAD_MIN_BATCH);
+    expect((await timed.ex.jobCompleteMany({ items: mixed })).size).toBe(mixed.length);
+    expect(await blocksOf(a)).toEqual(own(la));
+    expect(await blocksOf(b)).toEqual(own(lb));
   });
 
   // Last in the file: the identity stays past 2^54 afterwards.

@@ -162,10 +162,11 @@ export function jobLeaseQueries(schema: string) {
     },
     // $3: one result per lease, or NULL when every result is null (the common case).
     // Also answers the (queue, block) rows of finished_blocks it inserted (NULL when none, the
-    // common case), which the executor may trust for a while (recorded-blocks.ts).
+    // common case), which the executor may trust for a while (recorded-blocks.ts). $4 and $5:
+    // a queue and the blocks to record ahead for it (both NULL when none, see blocksAhead).
     completeMany: completions(
       'job_complete',
-      recordFinishedSql(schema, 'w', ' RETURNING queue, block'),
+      recordFinishedSql(schema, 'w', ' RETURNING queue, block', { queue: '$4', blocks: '$5' }),
       `,
           (SELECT json_agg(json_build_array(b.queue, b.block::text)) FROM blocked b) AS recorded`,
     ),
