@@ -52,10 +52,7 @@ export async function buildScript(): Promise<string> {
   const complete = q.completeMany.open.text
     .replace(/\$1::bigint\[\]/g, ':ids::bigint[]')
     .replace(/\$2::bigint\[\]/g, ':toks::bigint[]')
-    .replace(/\$3::jsonb\[\]/g, 'NULL::jsonb[]') // no-op handlers return nothing: the engine sends no results array
-    // No blocks recorded ahead: pgbench measures the statement, not the executor's choices.
-    .replace(/\$4::text/g, 'NULL::text')
-    .replace(/\$5::bigint\[\]/g, 'NULL::bigint[]');
+    .replace(/\$3::jsonb\[\]/g, 'NULL::jsonb[]'); // no-op handlers return nothing: the engine sends no results array
   const template = await readFile(TEMPLATE, 'utf8');
   const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
   return template.replace('{{CLAIM}}', oneLine(claim)).replace('{{COMPLETE}}', oneLine(complete));

@@ -171,9 +171,7 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
             const r = await c.query<unknown[]>({ ...claim, rowMode: 'array', values: ['q', BATCH, 'bench', true, 30_000] });
             const got = r.rows.filter((x) => x[0] !== null);
             if (got.length === 0) return;
-            // The blocks-known completion takes no queue and blocks to record ahead ($4, $5).
-            const ahead = v.completion === 'unblocked' ? [] : [null, null];
-            await c.query({ ...complete(got.length), values: [got.map((x) => x[0]), got.map((x) => x[7]), null, ...ahead] });
+            await c.query({ ...complete(got.length), values: [got.map((x) => x[0]), got.map((x) => x[7]), null] });
             done += got.length;
           }
         } finally {

@@ -74,7 +74,7 @@ describe('jobs table fillfactor', () => {
 
     const ids = claimed.rows.map((r) => r.id);
     const tokens = claimed.rows.map((r) => r.lease_token);
-    const done = await db.query<{ ids: string[] | null }>(queries().completeMany(ids.length).text, [ids, tokens, null, null, null]);
+    const done = await db.query<{ ids: string[] | null }>(queries().completeMany(ids.length).text, [ids, tokens, null]);
     expect(done.rows[0]!.ids).toBeNull();
     const afterComplete = await pages(queue);
 

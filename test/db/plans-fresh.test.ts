@@ -45,10 +45,10 @@ beforeAll(async () => {
   expect((await client.query(`EXECUTE claim('q', 1, 'w-fresh', true, 60000)`)).rowCount).toBe(1);
   expect((await client.query(`EXECUTE claim1('q', 1, 'w-fresh', true, 60000)`)).rowCount).toBe(1);
   // So does a named completion (batchIds).
-  await client.query(`PREPARE complete(bigint[], bigint[], jsonb[], text, bigint[]) AS ${q.completeMany(SIZE_IN_TEXT_MAX).text}`);
+  await client.query(`PREPARE complete(bigint[], bigint[], jsonb[]) AS ${q.completeMany(SIZE_IN_TEXT_MAX).text}`);
   const leases = (js: Array<{ id: string; token: string }>) =>
     `'{${js.map((j) => j.id).join(',')}}'::bigint[], '{${js.map((j) => j.token).join(',')}}'::bigint[]`;
-  expect((await client.query(`EXECUTE complete(${leases(first)}, NULL, NULL, NULL)`)).rows[0].ids).toBeNull();
+  expect((await client.query(`EXECUTE complete(${leases(first)}, NULL)`)).rows[0].ids).toBeNull();
 
   await db.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'q', 'fresh' FROM generate_series(1, $1::int)`, [GROWN_TO]);
   const explain = async (name: string) =>
@@ -61,7 +61,7 @@ beforeAll(async () => {
     )[0]!.Plan;
   claimPlan = await explain('claim');
   claimOfOnePlan = await explain('claim1');
-  const completion = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE complete(${leases(second)}, NULL, NULL, NULL)`);
+  const completion = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE complete(${leases(second)}, NULL)`);
   completionPlan = (completion.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
 });
 

@@ -11,6 +11,7 @@ import { FINISHED_BLOCK_SHIFT } from '../../src/db/pg/queries/job.ts';
 import { AHEAD_BLOCKS, AHEAD_MIN_BATCH, blockOf as jsBlockOf, RECORDED_BLOCK_TRUST_MS } from '../../src/db/pg/recorded-blocks.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { insertJobs } from '../helpers/factory.ts';
+import { takeLeaderLease } from '../helpers/leader.ts';
 import { claim, ex, fresh, useExecutorHarness } from './executor-harness.ts';
 
 const db = useExecutorHarness();
@@ -158,58 +159,114 @@ describe('completions skip the blocks their executor inserted moments ago', () =
     }
   });
 
-  it('a large batch of ids close together records the blocks ahead of it, trusted like its own', async () => {
+  it('a large batch of ids close together records the blocks ahead of its last, trusted like its own', async () => {
     const timed = timedExecutor();
     const queue = fresh('ahead');
     await nextBlock();
-    const ids = await insertJobs(db.pool, 3 * 256 + 2, { queue });
+    const ids = await insertJobs(db.pool, 5 * 256, { queue });
     const first = BigInt(blockOf(ids[0]!));
     const block = (k: number) => String(first + BigInt(k));
+    // Every job claimed: each block holds unfinished jobs of the queue until they complete.
     const leases = new Map((await claim(queue, ids.length)).map((l) => [l.id, l]));
     const batch = (from: number, to: number) =>
       done(
         queue,
         ids.slice(from, to).map((id) => leases.get(id)!),
       );
-    // AHEAD_MIN_BATCH jobs at the start of block B: B and the AHEAD_BLOCKS after it.
+    // AHEAD_MIN_BATCH jobs across the end of block B: B, B + 1 and the AHEAD_BLOCKS after B + 1.
     expect(AHEAD_BLOCKS).toBe(2);
-    await timed.ex.jobCompleteMany(batch(0, AHEAD_MIN_BATCH));
-    expect(await blocksOf(queue)).toEqual([block(0), block(1), block(2)]);
-    // Taken away behind its back: jobs of B + 1 and B + 2 complete through the skip.
-    await db.query('DELETE FROM baton.finished_blocks WHERE queue = $1 AND block > $2', [queue, block(0)]);
-    await timed.ex.jobCompleteMany(batch(256, 256 + 10));
+    await timed.ex.jobCompleteMany(batch(200, 200 + AHEAD_MIN_BATCH));
+    expect(await blocksOf(queue)).toEqual([block(0), block(1), block(2), block(3)]);
+    // Taken away behind its back: jobs of B + 2 and B + 3 complete through the skip.
+    await db.query('DELETE FROM baton.finished_blocks WHERE queue = $1 AND block > $2', [queue, block(1)]);
     await timed.ex.jobCompleteMany(batch(512, 512 + 10));
-    expect(await blocksOf(queue)).toEqual([block(0)]);
-    // B + 3 was not recorded ahead: its job's completion records it (a batch too small to look ahead).
-    await timed.ex.jobCompleteMany(batch(768, 769));
-    expect(await blocksOf(queue)).toEqual([block(0), block(3)]);
+    await timed.ex.jobCompleteMany(batch(768, 768 + 10));
+    expect(await blocksOf(queue)).toEqual([block(0), block(1)]);
+    // B + 4 was not recorded ahead: its job's completion records it (a batch too small to look ahead).
+    await timed.ex.jobCompleteMany(batch(1024, 1025));
+    expect(await blocksOf(queue)).toEqual([block(0), block(1), block(4)]);
     // The rows put back, every finished job is listed by its queue.
-    await db.query('INSERT INTO baton.finished_blocks (queue, block) VALUES ($1, $2), ($1, $3)', [queue, block(1), block(2)]);
-    const finished = [...ids.slice(0, AHEAD_MIN_BATCH), ...ids.slice(256, 266), ...ids.slice(512, 522), ids[768]!];
+    await db.query('INSERT INTO baton.finished_blocks (queue, block) VALUES ($1, $2), ($1, $3)', [queue, block(2), block(3)]);
+    const finished = [...ids.slice(200, 200 + AHEAD_MIN_BATCH), ...ids.slice(512, 522), ...ids.slice(768, 778), ids[1024]!];
     const listed = await ex.jobList({ queue, state: 'succeeded', limit: 200, offset: 0 });
     expect(listed.map((j) => j.id).sort()).toEqual(finished.sort());
   });
 
-  it('records nothing ahead of a small batch, a batch of ids far apart, or one of several queues', async () => {
+  it('records no block ahead without an unfinished job of its queue there, so a job committed there late stays listed', async () => {
     const timed = timedExecutor();
-    const [a, b] = [fresh('spread'), fresh('spread')];
+    const [queue, other] = [fresh('late'), fresh('late-other')];
+    await nextBlock();
+    // A backlog of the queue at the start of block A.
+    const batchIds = await insertJobs(db.pool, AHEAD_MIN_BATCH, { queue });
+    const a = BigInt(blockOf(batchIds[0]!));
+    // An enqueue of the queue draws the first id of A + 1 and stays open; other queues' jobs
+    // fill A + 1, A + 2 and beyond.
+    await nextIdAt((a + 1n) << BigInt(FINISHED_BLOCK_SHIFT));
+    const open = await db.pool.connect();
+    let late: string;
+    try {
+      await open.query('BEGIN');
+      late = (await open.query<{ id: string }>(`INSERT INTO baton.jobs (queue, job_type) VALUES ($1, 't') RETURNING id::text`, [queue]))
+        .rows[0]!.id;
+      expect(blockOf(late)).toBe(String(a + 1n));
+      await insertJobs(db.pool, 600, { queue: other });
+      // All of it older than the retention age below.
+      await db.query(`UPDATE baton.jobs SET created_at = now() - interval '2 hours' WHERE queue IN ($1, $2)`, [queue, other]);
+      // The batch completes: no unfinished job of the queue is visible in A + 1 or A + 2.
+      await timed.ex.jobCompleteMany(done(queue, await claim(queue, AHEAD_MIN_BATCH)));
+      expect(await blocksOf(queue)).toEqual([String(a)]);
+      // Retention (an age above the trust window) walks past A + 1 and A + 2, deleting nothing of the queue.
+      await ex.jobPurgeScan({
+        after: String((a << BigInt(FINISHED_BLOCK_SHIFT)) - 1n),
+        read: 1_000,
+        ages: { succeeded: 60_000, cancelled: null, dead_lettered: null },
+        epoch: await takeLeaderLease(db.pool),
+      });
+      await open.query('COMMIT');
+    } finally {
+      open.release();
+    }
+    // The late job completes within the trust window: its block is recorded, and it is listed.
+    const [lease] = await claim(queue, 1);
+    expect(lease!.id).toBe(late);
+    await timed.ex.jobCompleteMany(done(queue, [lease!]));
+    expect(await blocksOf(queue)).toEqual([String(a), String(a + 1n)]);
+    const listed = await ex.jobList({ queue, state: 'succeeded', limit: 200, offset: 0 });
+    expect(listed.map((j) => j.id)).toContain(late);
+  });
+
+  it('records nothing ahead of a small batch, a batch of ids far apart, one of several queues, or one fenced off', async () => {
+    const timed = timedExecutor();
+    const [a, b, c] = [fresh('spread'), fresh('spread'), fresh('fenced')];
     await nextBlock();
     // Every third id is a's: AHEAD_MIN_BATCH of a's ids span three times that many ids.
     const total = 3 * AHEAD_MIN_BATCH + 3;
     for (let i = 0; i < total; i++) await insertJobs(db.pool, 1, { queue: i % 3 === 0 ? a : b });
     const la = await claim(a, total);
     const lb = await claim(b, total);
+    // Then more of a's jobs, pending in the blocks after all of these.
+    await insertJobs(db.pool, 2 * 256, { queue: a });
     const own = (ls: Leases) => [...new Set(ls.map((l) => blockOf(l.id)))].sort();
     await timed.ex.jobCompleteMany(done(a, la.slice(0, AHEAD_MIN_BATCH)));
     expect(await blocksOf(a)).toEqual(own(la.slice(0, AHEAD_MIN_BATCH)));
     await timed.ex.jobCompleteMany(done(b, lb.slice(0, AHEAD_MIN_BATCH - 1)));
     expect(await blocksOf(b)).toEqual(own(lb.slice(0, AHEAD_MIN_BATCH - 1)));
-    // One batch of both queues' other jobs: more than AHEAD_MIN_BATCH, ids close together.
+    // One batch of both queues' other jobs (more than AHEAD_MIN_BATCH, ids close together), once
+    // the blocks above are no longer trusted, so that it runs the block CTE.
+    timed.advance(RECORDED_BLOCK_TRUST_MS + 1);
     const mixed = [...done(a, la.slice(AHEAD_MIN_BATCH)).items, ...done(b, lb.slice(AHEAD_MIN_BATCH - 1)).items];
     expect(mixed.length).toBeGreaterThan(AHEAD_MIN_BATCH);
     expect((await timed.ex.jobCompleteMany({ items: mixed })).size).toBe(mixed.length);
     expect(await blocksOf(a)).toEqual(own(la));
     expect(await blocksOf(b)).toEqual(own(lb));
+    // A batch whose every lease was taken over writes nothing, ahead included (the blocks after
+    // it hold unfinished jobs of its queue).
+    await nextBlock();
+    await insertJobs(db.pool, 3 * 256, { queue: c });
+    const lc = await claim(c, AHEAD_MIN_BATCH);
+    await db.query(`UPDATE baton.jobs SET lease_token = nextval('baton.lease_token_seq') WHERE queue = $1`, [c]);
+    expect((await timed.ex.jobCompleteMany(done(c, lc))).size).toBe(0);
+    expect(await blocksOf(c)).toEqual([]);
   });
 
   // Last in the file: the identity stays past 2^54 afterwards.

@@ -63,8 +63,8 @@ export async function completeMany(
     const ahead = blocksAhead(p.items);
     const [row] = await queryRows<{ ids: string[] | null; recorded: Array<[string, string]> | null }>(
       db.pool,
-      db.job.completeMany(ids.length),
-      [...args, ahead?.queue ?? null, ahead?.blocks ?? null],
+      ahead ? db.job.completeManyAhead : db.job.completeMany(ids.length),
+      ahead ? [...args, ahead.queue, ahead.blocks] : args,
     );
     if (row?.recorded) recordedBlocks.inserted(row.recorded, sentAt);
     return written(row, ids);

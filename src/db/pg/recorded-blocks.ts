@@ -21,13 +21,15 @@
 // completions out of five, so a draining worker would run the block CTE on most of its
 // completions. A completion that runs it for a large batch of ids close together (a drain's)
 // also inserts the AHEAD_BLOCKS blocks after the batch's last, which its next batches will
-// reach: they then complete through the skip. Such a row may name a block that holds no job of
-// its queue yet, which is harmless as 0026's early rows are (a listing reads the block and
-// finds nothing; retention deletes the row once no job of the queue is in it) and trusted like
-// any row the statement inserted: retention deletes it only after walking past the whole block
-// while no job of the queue is in it, and a job then reaching the block (by an insert whose id
-// was drawn before that walk, committed after it, and completed within the trust window) is
-// the gap above.
+// reach, so they complete through the skip: each only if the statement finished some job and
+// sees an unfinished job of the queue in that block. That job anchors the row as the job
+// being completed anchors the others: retention deletes a block's row only while no job of
+// its queue is in the block, and deletes only finished jobs past their age, so the row stays
+// at least until that job has finished and aged (the same exception as above for a retention
+// age under TRUST_MS). An unanchored row ahead would be deleted by a walk that passed its
+// block before a job of the queue committed there (an enqueue transaction held open longer
+// than the youngest retention age), and that job, completed through the skip, would be missing
+// from listings by queue (test/db/recorded-blocks.test.ts).
 
 import { FINISHED_BLOCK_SHIFT } from './queries/job-fragments.ts';
 

@@ -57,7 +57,8 @@ export const FINISHED_BLOCK_SHIFT = 8;
  * batch of completions probes once per block it finished jobs in, and writes only for a block
  * new to its queue. `returning`: a RETURNING clause for the rows it inserted (the completion's).
  * `ahead`: parameters of a queue and an array of blocks to record as well, when the queue is
- * not NULL (a completion's blocks ahead, src/db/pg/recorded-blocks.ts).
+ * not NULL and the statement finished some job: each only while it holds an unfinished job of
+ * the queue, which retention cannot delete (a completion's blocks ahead, recorded-blocks.ts).
  */
 export const recordFinishedSql = (
   schema: string,
@@ -71,7 +72,10 @@ export const recordFinishedSql = (
             WHERE f.state IN ('succeeded', 'dead_lettered', 'cancelled')${
               ahead
                 ? `
-            UNION SELECT ${ahead.queue}::text, unnest(${ahead.blocks}::bigint[]) WHERE ${ahead.queue}::text IS NOT NULL`
+            UNION SELECT ${ahead.queue}::text, a.block FROM unnest(${ahead.blocks}::bigint[]) AS a(block)
+            WHERE ${ahead.queue}::text IS NOT NULL AND EXISTS (SELECT 1 FROM ${from})
+              AND EXISTS (SELECT 1 FROM ${schema}.jobs j WHERE j.id >= (a.block << ${FINISHED_BLOCK_SHIFT})
+                AND j.id < ((a.block + 1) << ${FINISHED_BLOCK_SHIFT}) AND j.queue = ${ahead.queue}::text AND j.finished_at IS NULL)`
                 : ''
             } OFFSET 0) d
           WHERE NOT EXISTS (SELECT 1 FROM ${schema}.finished_blocks b WHERE b.queue = d.queue AND b.block = d.block OFFSET 0)${returning})`;
