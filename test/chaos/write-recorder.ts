@@ -16,9 +16,7 @@ const everySize = (q: ((n: number) => { text: string }) & { open: { text: string
   ...Array.from({ length: SIZE_IN_TEXT_MAX }, (_, i) => q(i + 1).text),
 ];
 const WRITES = new Map<string, WriteRecord['kind']>([
-  ...[...everySize(jobQ.completeMany), ...everySize(jobQ.completeManyBlocksKnown), jobQ.completeManyAhead.text].map(
-    (t) => [t, 'complete'] as const,
-  ),
+  ...[...everySize(jobQ.completeMany), ...everySize(jobQ.completeManyBlocksKnown)].map((t) => [t, 'complete'] as const),
   [jobQ.failMany.text, 'fail'],
   [jobQ.heartbeatMany.text, 'heartbeat'],
   [jobQ.markRunningMany.text, 'start'],

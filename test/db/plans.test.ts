@@ -41,8 +41,6 @@ beforeAll(async () => {
 });
 
 const bigints = (xs: string[]) => `'{${xs.join(',')}}'::bigint[]`;
-/** Blocks to record ahead of a batch: the one after its greatest id's, and one far past every job. */
-const aheadOf = (ids: string[]) => `'{${(ids.map(BigInt).reduce((a, b) => (a > b ? a : b)) >> 8n) + 1n},9000000}'::bigint[]`;
 const fill = (value: string, type: string) => `array_fill(${value}::${type}, ARRAY[${BATCH}])`;
 
 /** Each statement with the EXECUTE arguments of one batch of BATCH leases (read once the leases exist). */
@@ -50,12 +48,6 @@ const STATEMENTS: Record<string, () => [text: string, args: string[]]> = {
   'start (markRunningMany)': () => [q.markRunningMany.text, [bigints(leased.ids), bigints(leased.tokens)]],
   heartbeat: () => [q.heartbeatMany.text, [bigints(running.ids), bigints(running.tokens), '60000']],
   complete: () => [q.completeMany.open.text, [bigints(running.ids), bigints(running.tokens), fill(`'{"ok":true}'`, 'jsonb')]],
-  // A drain's batch, recording blocks ahead of it (recorded-blocks.ts, blocksAhead): the block
-  // after its last holds pending jobs of the queue, the other none.
-  'complete, recording ahead': () => [
-    q.completeManyAhead.text,
-    [bigints(running.ids), bigints(running.tokens), 'NULL', "'q'", aheadOf(running.ids)],
-  ],
   'complete, blocks known': () => [
     q.completeManyBlocksKnown.open.text,
     [bigints(running.ids), bigints(running.tokens), fill(`'{"ok":true}'`, 'jsonb')],
@@ -163,12 +155,7 @@ describe("the completion's probe of finished_blocks next to a large map", () => 
     await db.query(`INSERT INTO baton.finished_blocks (queue, block) SELECT 'old-' || (g % 50), g FROM generate_series(1, 50000) g`);
     await db.query('ANALYZE baton.finished_blocks');
     try {
-      // The batch of 200 records blocks ahead, as a drain's does (recorded-blocks.ts).
-      const args = [bigints(batch.ids), bigints(batch.tokens), 'NULL'];
-      const plan =
-        size === BATCH
-          ? await explain(q.completeManyAhead.text, [...args, "'q'", aheadOf(batch.ids)], mode)
-          : await explain(q.completeMany(size).text, args, mode);
+      const plan = await explain(q.completeMany(size).text, [bigints(batch.ids), bigints(batch.tokens), 'NULL'], mode);
       const mapScans: PlanNode[] = [];
       const visit = (n: PlanNode) => {
         if (n['Relation Name'] === 'finished_blocks' && /Scan/.test(n['Node Type'])) mapScans.push(n);
@@ -177,8 +164,7 @@ describe("the completion's probe of finished_blocks next to a large map", () => 
       visit(plan);
       expect(mapScans.length).toBeGreaterThan(0);
       for (const scan of mapScans) expect(scan['Node Type']).not.toBe('Seq Scan');
-      // One probe per distinct block of the batch (its 200 jobs lie in a block or two), and per
-      // block recorded ahead that holds an unfinished job of the queue.
+      // One probe per distinct block of the batch (its 200 jobs lie in a block or two).
       expect(Math.max(...mapScans.map((n) => n['Actual Loops'] ?? 0))).toBeLessThanOrEqual(3);
     } finally {
       await db.query(`DELETE FROM baton.finished_blocks WHERE queue LIKE 'old-%'`);

@@ -7,7 +7,7 @@ import { type ClaimRow, claimJobs } from './claim.ts';
 import type { ExecutorStatements } from './executor-statements.ts';
 import type { QueryConfigLike } from './pool.ts';
 import { queryRows } from './query-rows.ts';
-import { blocksAhead, type RecordedBlocks } from './recorded-blocks.ts';
+import type { RecordedBlocks } from './recorded-blocks.ts';
 
 type LeaseDb = Pick<ExecutorStatements, 'pool' | 'job'>;
 
@@ -60,11 +60,10 @@ export async function completeMany(
   try {
     if (recordedBlocks.allKnown(p.items)) return await leaseWrite(db, db.job.completeManyBlocksKnown(ids.length), ids, args);
     const sentAt = recordedBlocks.now();
-    const ahead = blocksAhead(p.items);
     const [row] = await queryRows<{ ids: string[] | null; recorded: Array<[string, string]> | null }>(
       db.pool,
-      ahead ? db.job.completeManyAhead : db.job.completeMany(ids.length),
-      ahead ? [...args, ahead.queue, ahead.blocks] : args,
+      db.job.completeMany(ids.length),
+      args,
     );
     if (row?.recorded) recordedBlocks.inserted(row.recorded, sentAt);
     return written(row, ids);

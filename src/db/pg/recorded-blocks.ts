@@ -16,20 +16,6 @@
 // completed through the skip, is missing from listings by queue until retention deletes it;
 // reads by id, counts and retention still find it. The entries are dropped when a completion
 // fails, since a database that lost a commit (a failover) may have lost the row with it.
-//
-// Recorded ahead. A batch of 200 ids in a row touches a block new to the map in four
-// completions out of five, so a draining worker would run the block CTE on most of its
-// completions. A completion that runs it for a large batch of ids close together (a drain's)
-// also inserts the AHEAD_BLOCKS blocks after the batch's last, which its next batches will
-// reach, so they complete through the skip: each only if the statement finished some job and
-// sees an unfinished job of the queue in that block. That job anchors the row as the job
-// being completed anchors the others: retention deletes a block's row only while no job of
-// its queue is in the block, and deletes only finished jobs past their age, so the row stays
-// at least until that job has finished and aged (the same exception as above for a retention
-// age under TRUST_MS). An unanchored row ahead would be deleted by a walk that passed its
-// block before a job of the queue committed there (an enqueue transaction held open longer
-// than the youngest retention age), and that job, completed through the skip, would be missing
-// from listings by queue (test/db/recorded-blocks.test.ts).
 
 import { FINISHED_BLOCK_SHIFT } from './queries/job-fragments.ts';
 
@@ -38,10 +24,6 @@ export const RECORDED_BLOCK_TRUST_MS = 5_000;
 /** Beyond this many entries the expired ones are dropped (a drain touches a few blocks per second). */
 const SWEEP_AT = 4_096;
 const BLOCK_DIVISOR = 2 ** FINISHED_BLOCK_SHIFT;
-/** Blocks recorded ahead of a drain's batch (see the header). */
-export const AHEAD_BLOCKS = 2;
-/** The least batch recorded ahead: below it a batch runs the block CTE rarely enough. */
-export const AHEAD_MIN_BATCH = 64;
 
 export interface BlockItem {
   id: string;
@@ -99,28 +81,6 @@ export class RecordedBlocks {
     }
     if (this.#at.size >= SWEEP_AT) this.#at.clear();
   }
-}
-
-/**
- * The blocks to record ahead of a completion that runs the block CTE (see the header): for a
- * batch of at least AHEAD_MIN_BATCH jobs of one queue whose ids span less than twice its size,
- * the AHEAD_BLOCKS blocks after its greatest id's, as a bigint[] literal; else null.
- */
-export function blocksAhead(items: readonly BlockItem[]): { queue: string; blocks: string } | null {
-  const queue = items[0]?.queue;
-  if (items.length < AHEAD_MIN_BATCH || queue === undefined) return null;
-  let min = Number.POSITIVE_INFINITY;
-  let max = Number.NEGATIVE_INFINITY;
-  for (const item of items) {
-    // Ids past 2^53 are not recorded ahead (their arithmetic would need BigInt for a rare case).
-    if (item.queue !== queue || item.id.length >= 16) return null;
-    const id = Number(item.id);
-    if (id < min) min = id;
-    if (id > max) max = id;
-  }
-  if (max - min >= 2 * items.length) return null;
-  const last = Math.floor(max / BLOCK_DIVISOR);
-  return { queue, blocks: `{${Array.from({ length: AHEAD_BLOCKS }, (_, i) => last + 1 + i).join(',')}}` };
 }
 
 /** The block as SQL computes it (id >> FINISHED_BLOCK_SHIFT), in decimal; ids past 2^53 take the exact path. */

@@ -56,28 +56,12 @@ export const FINISHED_BLOCK_SHIFT = 8;
  * keeps the planner from turning it into a join, which may hash a scan of the whole map): a
  * batch of completions probes once per block it finished jobs in, and writes only for a block
  * new to its queue. `returning`: a RETURNING clause for the rows it inserted (the completion's).
- * `ahead`: parameters of a queue and an array of blocks to record as well, when the queue is
- * not NULL and the statement finished some job: each only while it holds an unfinished job of
- * the queue, which retention cannot delete (a completion's blocks ahead, recorded-blocks.ts).
  */
-export const recordFinishedSql = (
-  schema: string,
-  from: string,
-  returning = '',
-  ahead?: { queue: string; blocks: string },
-) => `counted AS (${countFinishedSql(schema, from, '')}),
+export const recordFinishedSql = (schema: string, from: string, returning = '') => `counted AS (${countFinishedSql(schema, from, '')}),
         blocked AS (INSERT INTO ${schema}.finished_blocks (queue, block)
           SELECT d.queue, d.block FROM (
             SELECT DISTINCT f.queue, f.id >> ${FINISHED_BLOCK_SHIFT} AS block FROM ${from} f
-            WHERE f.state IN ('succeeded', 'dead_lettered', 'cancelled')${
-              ahead
-                ? `
-            UNION SELECT ${ahead.queue}::text, a.block FROM unnest(${ahead.blocks}::bigint[]) AS a(block)
-            WHERE ${ahead.queue}::text IS NOT NULL AND EXISTS (SELECT 1 FROM ${from})
-              AND EXISTS (SELECT 1 FROM ${schema}.jobs j WHERE j.id >= (a.block << ${FINISHED_BLOCK_SHIFT})
-                AND j.id < ((a.block + 1) << ${FINISHED_BLOCK_SHIFT}) AND j.queue = ${ahead.queue}::text AND j.finished_at IS NULL)`
-                : ''
-            } OFFSET 0) d
+            WHERE f.state IN ('succeeded', 'dead_lettered', 'cancelled') OFFSET 0) d
           WHERE NOT EXISTS (SELECT 1 FROM ${schema}.finished_blocks b WHERE b.queue = d.queue AND b.block = d.block OFFSET 0)${returning})`;
 
 /**

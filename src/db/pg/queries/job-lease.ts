@@ -85,8 +85,6 @@ export function jobLeaseQueries(schema: string) {
       recorded,
       answer,
     );
-  const recordedAnswer = `,
-          (SELECT json_agg(json_build_array(b.queue, b.block::text)) FROM blocked b) AS recorded`;
   /** A completion by batch size (bySize): named, so planned once, up to SIZE_IN_TEXT_MAX leases; unnamed above. */
   const completions = (key: string, recorded: string, answer = '') =>
     bySize((n?: number) => ({
@@ -165,12 +163,12 @@ export function jobLeaseQueries(schema: string) {
     // $3: one result per lease, or NULL when every result is null (the common case).
     // Also answers the (queue, block) rows of finished_blocks it inserted (NULL when none, the
     // common case), which the executor may trust for a while (recorded-blocks.ts).
-    completeMany: completions('job_complete', recordFinishedSql(schema, 'w', ' RETURNING queue, block'), recordedAnswer),
-    // The same for a drain's batch (more than SIZE_IN_TEXT_MAX leases, so unnamed), which also
-    // records blocks ahead of it: $4 its queue, $5 the blocks (see blocksAhead).
-    completeManyAhead: {
-      text: completeSql(recordFinishedSql(schema, 'w', ' RETURNING queue, block', { queue: '$4', blocks: '$5' }), recordedAnswer),
-    },
+    completeMany: completions(
+      'job_complete',
+      recordFinishedSql(schema, 'w', ' RETURNING queue, block'),
+      `,
+          (SELECT json_agg(json_build_array(b.queue, b.block::text)) FROM blocked b) AS recorded`,
+    ),
     // The same, for a batch whose every (queue, block) the caller knows to be in finished_blocks
     // (see recorded-blocks.ts): counted only. Unnamed, the block CTE is planned at every
     // execution: 84 µs of server time for a completion of one job (bench:sql, completion planning).
