@@ -192,7 +192,8 @@ describe('completions skip the blocks their executor inserted moments ago', () =
       });
       await open.query('COMMIT');
     } finally {
-      open.release();
+      // Closed rather than pooled: a failed step above leaves its transaction open.
+      open.release(true);
     }
     // The late job completes within the trust window: its block is recorded, and it is listed.
     const [lease] = await claim(queue, 1);
