@@ -86,24 +86,16 @@ try {
   }
   process.stdout.write('median of the rounds:\n');
   const median = (key: string, f: (s: StageSummary) => number) => spread(summaries.get(key)!.map(f)).median;
-  for (const { key } of systems) {
-    process.stdout.write(
-      `  ${key.padEnd(width)} latency p50 ${ms(median(key, (s) => s.latency.p50))}  ` +
-        STAGES.map((k) => `${k.replace('Ms', '')} p50 ${ms(median(key, (s) => s.stages[k].p50))}`).join('  ') +
-        '\n',
-    );
-  }
+  // One line of p50s, each read from the rounds' summaries by `value`.
+  const p50s = (key: string, value: (f: (s: StageSummary) => number) => number) =>
+    `  ${key.padEnd(width)} latency p50 ${ms(value((s) => s.latency.p50))}  ` +
+    STAGES.map((k) => `${k.replace('Ms', '')} p50 ${ms(value((s) => s.stages[k].p50))}`).join('  ') +
+    '\n';
+  for (const { key } of systems) process.stdout.write(p50s(key, (f) => median(key, f)));
   // Against the first ref: the difference of each median, in ms (a stage's p50 can be negative).
   const compared = systems.filter((s) => s.base !== undefined && s.base !== s.key);
   if (compared.length > 0) process.stdout.write("each median minus the first ref's, ms:\n");
-  for (const { key, base } of compared) {
-    const diff = (f: (s: StageSummary) => number) => ms(median(key, f) - median(base!, f));
-    process.stdout.write(
-      `  ${key.padEnd(width)} latency p50 ${diff((s) => s.latency.p50)}  ` +
-        STAGES.map((k) => `${k.replace('Ms', '')} p50 ${diff((s) => s.stages[k].p50)}`).join('  ') +
-        '\n',
-    );
-  }
+  for (const { key, base } of compared) process.stdout.write(p50s(key, (f) => median(key, f) - median(base!, f)));
 } finally {
   await server.close();
 }
