@@ -130,6 +130,12 @@ class JobRun implements OutcomeWrite {
       const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
       d.events.emit('started', { job, startLatencyMs: Math.max(0, Date.now() - due) });
     }
+    // A cancel request that came while the claim's answer was on its way (LeaseTable.cancelEarly):
+    // the attempt ends as a handler that saw its signal aborted would end it, without running one.
+    if (this.lease.cancelRequested) {
+      this.#threw(this.lease.signal.reason);
+      return;
+    }
     const handler = d.handlers[job.jobType];
     if (!handler) {
       // Retried, not dead-lettered: a deploy may still be rolling out this handler.

@@ -1,6 +1,7 @@
 // In-flight leases of this process. A lease is "proven" at the moment a claim
 // or heartbeat that returned it was sent; past provenAt + heartbeatDeadlineMs the
-// worker can no longer prove ownership and must stop (self-fencing).
+// worker can no longer prove ownership and must stop (self-fencing). A cancel request for
+// a lease not in the table yet is kept a while, for the claim that is about to add it.
 
 import { LeaseLostError } from '../types/errors.ts';
 import type { LeasedJob } from '../types/job.ts';
@@ -53,18 +54,52 @@ export class InFlight {
   }
 }
 
+/** How a cancel request reached this process before the lease it names was in the table. */
+export type EarlyCancelVia = 'notify' | 'local';
+/** How long such a request is kept: a claim's answer comes later than this only past its heartbeat deadline. */
+export const EARLY_CANCEL_MS = 60_000;
+/** At most this many are kept (requests for leases other processes hold arrive by NOTIFY too). */
+const EARLY_CANCEL_MAX = 1_024;
+
 export class LeaseTable {
   readonly #entries = new Map<string, InFlight>();
   readonly #clock: Clock;
+  /** Cancel requests by `id:token` for leases not added yet, oldest first, with when they came. */
+  readonly #early = new Map<string, { at: number; via: EarlyCancelVia }>();
+  readonly #onEarlyCancel: (entry: InFlight, via: EarlyCancelVia) => void;
 
-  constructor(clock: Clock) {
+  /** `onEarlyCancel`: called by `add` for a lease whose cancel request came before it (see cancelEarly). */
+  constructor(clock: Clock, onEarlyCancel: (entry: InFlight, via: EarlyCancelVia) => void = () => {}) {
     this.#clock = clock;
+    this.#onEarlyCancel = onEarlyCancel;
   }
 
   add(job: LeasedJob, provenAt: number): InFlight {
     const entry = new InFlight(job, provenAt, this.#clock);
     this.#entries.set(job.id, entry);
+    if (this.#early.size > 0) {
+      const key = `${job.id}:${job.token}`;
+      const early = this.#early.get(key);
+      if (early) {
+        this.#early.delete(key);
+        this.#onEarlyCancel(entry, early.via);
+      }
+    }
     return entry;
+  }
+
+  /**
+   * A cancel request for lease `token` of job `id`, which is not in the table: a claim commits
+   * before its rows are added here, and a cancel made or notified in between would otherwise
+   * wait for the first heartbeat (a third of the lease). Kept for EARLY_CANCEL_MS.
+   */
+  cancelEarly(id: string, token: string, via: EarlyCancelVia): void {
+    const now = this.#clock.now();
+    for (const [key, { at }] of this.#early) {
+      if (now - at < EARLY_CANCEL_MS && this.#early.size < EARLY_CANCEL_MAX) break;
+      this.#early.delete(key);
+    }
+    this.#early.set(`${id}:${token}`, { at: now, via });
   }
 
   get(id: string): InFlight | undefined {

@@ -86,7 +86,7 @@ export class Worker {
   constructor(deps: WorkerDeps) {
     this.#d = deps;
     const { config, executor, clock, events, counters, onError } = deps;
-    this.#leases = new LeaseTable(clock);
+    this.#leases = new LeaseTable(clock, (entry, via) => this.#cancelRequested(entry, via));
     this.#cancelChannel = cancelChannelFor(config.schema);
     this.#completer = new Completer({
       executor,
@@ -195,6 +195,7 @@ export class Worker {
   cancelLocal(job: Pick<LeasedJob, 'id' | 'token'>): void {
     const entry = this.#leases.get(job.id);
     if (entry && entry.token === job.token) this.#cancelRequested(entry, 'local');
+    else this.#leases.cancelEarly(job.id, job.token, 'local');
   }
 
   async #startClaims(): Promise<void> {
@@ -311,8 +312,10 @@ export class Worker {
   /** A NOTIFY on the cancel channel: `<job id>:<token>`, acted on only by the holder of that lease. */
   #cancelNotified(payload: string): void {
     const [id, token] = payload.split(':');
-    const entry = id === undefined ? undefined : this.#leases.get(id);
+    if (id === undefined || token === undefined) return;
+    const entry = this.#leases.get(id);
     if (entry && entry.token === token) this.#cancelRequested(entry, 'notify');
+    else this.#leases.cancelEarly(id, token, 'notify');
   }
 
   #leaseLost(entry: InFlight, why: 'fenced' | 'deadline' | 'reclaimed'): void {

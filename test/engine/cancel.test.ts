@@ -1,5 +1,6 @@
 // Cancel requests in one engine: a cancel made by the process that holds the job aborts its
-// handler at once (no NOTIFY or heartbeat needed); a leased job not started yet is cancelled
+// handler at once (no NOTIFY or heartbeat needed), also when made while the claim's answer was
+// on its way; a leased job not started yet is cancelled
 // when given back; a handler that ignores its signal while its engine stops is given back
 // cancelled, never pending (so is a leased one whose holder is gone); a cancel racing the handler's completion leaves exactly one
 // outcome that matches both (succeeded, with the request recorded only if it came first); a
@@ -10,7 +11,7 @@ import { BatonError, type EngineEvents, JobCancelledError } from '../../src/inde
 import { useTestDatabase } from '../helpers/db.ts';
 import { waitFor } from '../helpers/wait.ts';
 import { expectCountersMatchRows, jobOf, runInState } from '../workflow/harness.ts';
-import { row, rowInState, useEngines } from './harness.ts';
+import { isClaim, row, rowInState, useEngines } from './harness.ts';
 
 const db = useTestDatabase();
 
@@ -21,7 +22,49 @@ describe('cancel requests in the engine that holds the job', () => {
   it("a cancel from the holder's own engine aborts the handler at once; it stops and the job is cancelled", async () => {
     const signalled: Array<EngineEvents['cancelSignalled'][0]> = [];
     const ended: string[] = [];
+    const started = engines.gate();
     const baton = await engines.start({
+      queues: { q: 2 },
+      handlers: {
+        wait: (ctx) =>
+          new Promise((_, reject) => {
+            ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
+            started.resolve();
+          }),
+      },
+    });
+    baton.events.on('cancelSignalled', (e) => signalled.push(e));
+    baton.events.on('cancelled', (e) => ended.push(e.job.id));
+    const { job } = await baton.enqueue({ jobType: 'wait', queue: 'q' });
+    // The handler runs (its row reads running from the claim's commit on, before the engine holds the lease).
+    await started.promise;
+    const asked = await baton.admin.cancel(job.id);
+    expect(asked).toMatchObject({ state: 'running' });
+    // Synchronously: the local path needs no round trip.
+    expect(signalled.map((e) => [e.job.id, e.via])).toEqual([[job.id, 'local']]);
+    const r = await rowInState(db, job.id, 'cancelled');
+    expect(r.errors.map((e) => [e.kind, e.name])).toEqual([['cancelled', 'JobCancelledError']]);
+    await waitFor(() => ended.includes(job.id), { message: "the 'cancelled' event" });
+    expect(baton.stats()).toMatchObject({ cancelled: 1, cancelSignalled: 1, retried: 0, deadLettered: 0 });
+  });
+
+  it("a cancel made while the claim's answer is on its way reaches the handler as soon as the engine holds the lease", async () => {
+    const signalled: Array<EngineEvents['cancelSignalled'][0]> = [];
+    const claimed = engines.gate();
+    const answer = engines.gate();
+    let holding = true;
+    // Holds back the first claim answer that carries a job: the row is running, the engine does not know yet.
+    const pool = engines.pool(async (config, run) => {
+      const result = await run();
+      const carriesJob = result.rows.some((r) => (Array.isArray(r) ? r[0] : (r as { id?: unknown }).id) != null);
+      if (!holding || !isClaim(config) || !carriesJob) return result;
+      holding = false;
+      claimed.resolve();
+      await answer.promise;
+      return result;
+    });
+    const baton = await engines.start({
+      pool,
       queues: { q: 2 },
       handlers: {
         wait: (ctx) =>
@@ -31,17 +74,14 @@ describe('cancel requests in the engine that holds the job', () => {
       },
     });
     baton.events.on('cancelSignalled', (e) => signalled.push(e));
-    baton.events.on('cancelled', (e) => ended.push(e.job.id));
     const { job } = await baton.enqueue({ jobType: 'wait', queue: 'q' });
-    await rowInState(db, job.id, 'running');
-    const asked = await baton.admin.cancel(job.id);
-    expect(asked).toMatchObject({ state: 'running' });
-    // Synchronously: the local path needs no round trip.
+    await claimed.promise;
+    expect(await baton.admin.cancel(job.id)).toMatchObject({ state: expect.stringMatching(/^(running|leased)$/) });
+    expect(signalled).toEqual([]);
+    answer.resolve();
+    // Long before the first heartbeat (20 s) would have told it.
+    await rowInState(db, job.id, 'cancelled');
     expect(signalled.map((e) => [e.job.id, e.via])).toEqual([[job.id, 'local']]);
-    const r = await rowInState(db, job.id, 'cancelled');
-    expect(r.errors.map((e) => [e.kind, e.name])).toEqual([['cancelled', 'JobCancelledError']]);
-    await waitFor(() => ended.includes(job.id), { message: "the 'cancelled' event" });
-    expect(baton.stats()).toMatchObject({ cancelled: 1, cancelSignalled: 1, retried: 0, deadLettered: 0 });
   });
 
   it('the signal reason is a JobCancelledError naming the job; the lease is still held (checkLease passes)', async () => {
