@@ -47,15 +47,12 @@ export async function buildScript(): Promise<string> {
     // WITH picked AS (...) UPDATE ... RETURNING ...: make the UPDATE a second CTE and aggregate
     // its rows into one for \gset (a data-modifying WITH cannot be nested in another).
     .replace(/\)\s*UPDATE\b/, '), claimed AS (UPDATE')
-    .concat(') SELECT array_agg(id) AS ids, array_agg(lease_token) AS toks, min(id) AS lo, max(id) AS hi FROM claimed');
+    .concat(') SELECT array_agg(id) AS ids, array_agg(lease_token) AS toks FROM claimed');
   if (!claim.includes('claimed AS (UPDATE')) throw new Error('pgbench: the claim statement is no longer WITH picked AS (...) UPDATE ...');
   const complete = q.completeMany.open.text
     .replace(/\$1::bigint\[\]/g, ':ids::bigint[]')
     .replace(/\$2::bigint\[\]/g, ':toks::bigint[]')
-    .replace(/\$3::jsonb\[\]/g, 'NULL::jsonb[]') // no-op handlers return nothing: the engine sends no results array
-    .replace(/\$4::bigint\b/g, ':lo::bigint')
-    .replace(/\$5::bigint\b/g, ':hi::bigint');
-  if (/\$\d/.test(complete)) throw new Error('pgbench: the completion takes a parameter this script does not fill');
+    .replace(/\$3::jsonb\[\]/g, 'NULL::jsonb[]'); // no-op handlers return nothing: the engine sends no results array
   const template = await readFile(TEMPLATE, 'utf8');
   const oneLine = (s: string) => s.replace(/\s+/g, ' ').trim();
   return template.replace('{{CLAIM}}', oneLine(claim)).replace('{{COMPLETE}}', oneLine(complete));

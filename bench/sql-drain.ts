@@ -12,7 +12,6 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { migrate } from '../src/db/migrate.ts';
-import { completionValues } from '../src/db/pg/job-lease.ts';
 import { flowQueries } from '../src/db/pg/queries/flow-control.ts';
 import { jobQueries } from '../src/db/pg/queries/job.ts';
 import { quoteSchema } from '../src/driver/schema-name.ts';
@@ -172,8 +171,7 @@ async function drainOnce(server: Awaited<ReturnType<typeof openServer>>, v: Vari
             const r = await c.query<unknown[]>({ ...claim, rowMode: 'array', values: ['q', BATCH, 'bench', true, 30_000] });
             const got = r.rows.filter((x) => x[0] !== null);
             if (got.length === 0) return;
-            const ids = got.map((x) => String(x[0]));
-            await c.query({ ...complete(got.length), values: completionValues(ids, [ids, got.map((x) => x[7])], null) });
+            await c.query({ ...complete(got.length), values: [got.map((x) => x[0]), got.map((x) => x[7]), null] });
             done += got.length;
           }
         } finally {

@@ -5,7 +5,7 @@
 // engine itself is untouched). Configured by environment (see WorkerEnv).
 
 import pg from 'pg';
-import { CANCEL_REQUESTED, TOKEN_FENCE, TOKEN_SET_FENCE } from '../../src/db/pg/queries/job.ts';
+import { CANCEL_REQUESTED, TOKEN_FENCE } from '../../src/db/pg/queries/job.ts';
 import type { JobContext } from '../../src/index.ts';
 import { createBaton, JobCancelledError } from '../../src/index.ts';
 import { errorRecord, HistoryLog, type WriteRecord } from './history.ts';
@@ -92,9 +92,8 @@ const original = pg.Client.prototype.query as unknown as QueryFn;
   let config = args[0] as { name?: string; text?: string; values?: unknown[] };
   if (MUTATE === 'unfenced-complete' && kind === 'complete' && config.text) {
     // The deliberate bug: the outcome write without its token condition. The suite must fail.
-    const fence = [TOKEN_FENCE, TOKEN_SET_FENCE].find((f) => config.text?.includes(f));
-    if (!fence) throw new Error('unfenced-complete: the complete statement no longer has its token fence');
-    config = { ...config, text: config.text.replace(fence, '') };
+    if (!config.text.includes(TOKEN_FENCE)) throw new Error('unfenced-complete: the complete statement no longer has its token fence');
+    config = { ...config, text: config.text.replace(TOKEN_FENCE, '') };
     args[0] = config;
   }
   if (MUTATE === 'cancel-retry' && kind === 'fail' && config.text) {

@@ -3,7 +3,6 @@
 // table. Measured through the real claim and complete statements on a batch that fills pages.
 
 import { describe, expect, it } from 'vitest';
-import { completionValues } from '../../src/db/pg/job-lease.ts';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { quoteSchema } from '../../src/driver/schema-name.ts';
 import { useTestDatabase } from '../helpers/db.ts';
@@ -75,10 +74,7 @@ describe('jobs table fillfactor', () => {
 
     const ids = claimed.rows.map((r) => r.id);
     const tokens = claimed.rows.map((r) => r.lease_token);
-    const done = await db.query<{ ids: string[] | null }>(
-      queries().completeMany(ids.length).text,
-      completionValues(ids, [ids, tokens], null),
-    );
+    const done = await db.query<{ ids: string[] | null }>(queries().completeMany(ids.length).text, [ids, tokens, null]);
     expect(done.rows[0]!.ids).toBeNull();
     const afterComplete = await pages(queue);
 

@@ -1,13 +1,12 @@
 // Query plans cached while the jobs table was new: no statistics yet and a handful of rows.
 // A connection caches a statement's generic plan after a few executions and keeps it until
-// the next ANALYZE, however much the table grows meanwhile. The claim and the completions
-// (named statements; other lease writes are sent unnamed and planned per execution) must reach
-// their rows by primary key in such a plan too, not scan the whole table. Read from EXPLAIN
-// ANALYZE of the cached plan once the table has grown.
+// the next ANALYZE, however much the table grows meanwhile. The claim and the completion of a
+// few leases (named statements; other lease writes are sent unnamed and planned per execution)
+// must reach their rows by primary key in such a plan too, not scan the whole table. Read from EXPLAIN ANALYZE of the cached
+// plan once the table has grown.
 
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { completionValues } from '../../src/db/pg/job-lease.ts';
 import { PgExecutor } from '../../src/db/pg/pg-executor.ts';
 import { jobQueries } from '../../src/db/pg/queries/job.ts';
 import { SIZE_IN_TEXT_MAX } from '../../src/db/pg/queries/job-fragments.ts';
@@ -23,9 +22,6 @@ let client: pg.PoolClient;
 let claimPlan: PlanNode;
 let claimOfOnePlan: PlanNode;
 let completionPlan: PlanNode;
-let pairedCompletionPlan: PlanNode;
-/** A completion of more leases than SIZE_IN_TEXT_MAX (one named text for every such size). */
-const PAIRED = SIZE_IN_TEXT_MAX + 8;
 
 beforeAll(async () => {
   // Autovacuum's ANALYZE would replace the cached plans and hide what this file looks for.
@@ -38,9 +34,6 @@ beforeAll(async () => {
   await db.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'c', 'fresh' FROM generate_series(1, $1::int)`, [2 * SIZE_IN_TEXT_MAX]);
   const batch = () => ex.jobClaim({ queue: 'c', limit: SIZE_IN_TEXT_MAX, owner: 'w-fresh', leaseMs: 60_000, intoRunning: true });
   const [first, second] = [await batch(), await batch()];
-  await db.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'p', 'fresh' FROM generate_series(1, $1::int)`, [2 * PAIRED]);
-  const pairedBatch = () => ex.jobClaim({ queue: 'p', limit: PAIRED, owner: 'w-fresh', leaseMs: 60_000, intoRunning: true });
-  const [firstPaired, secondPaired] = [await pairedBatch(), await pairedBatch()];
 
   client = await db.pool.connect();
   // The plan the cache settles on after five executions, made now: the table holds 4 rows.
@@ -56,17 +49,6 @@ beforeAll(async () => {
   const leases = (js: Array<{ id: string; token: string }>) =>
     `'{${js.map((j) => j.id).join(',')}}'::bigint[], '{${js.map((j) => j.token).join(',')}}'::bigint[]`;
   expect((await client.query(`EXECUTE complete(${leases(first)}, NULL)`)).rows[0].ids).toBeNull();
-  await client.query(`PREPARE paired(bigint[], bigint[], jsonb[], bigint, bigint) AS ${q.completeMany(PAIRED).text}`);
-  // The engine's values, its bounds (the least and the greatest id) last.
-  const pairedArgs = (js: Array<{ id: string; token: string }>) => {
-    const [lo, hi] = completionValues(
-      js.map((j) => j.id),
-      [null, null],
-      null,
-    ).slice(3);
-    return `${leases(js)}, NULL, ${lo}, ${hi}`;
-  };
-  expect((await client.query(`EXECUTE paired(${pairedArgs(firstPaired)})`)).rows[0].ids).toBeNull();
 
   await db.query(`INSERT INTO baton.jobs (queue, job_type) SELECT 'q', 'fresh' FROM generate_series(1, $1::int)`, [GROWN_TO]);
   const explain = async (name: string) =>
@@ -81,8 +63,6 @@ beforeAll(async () => {
   claimOfOnePlan = await explain('claim1');
   const completion = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE complete(${leases(second)}, NULL)`);
   completionPlan = (completion.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
-  const paired = await client.query(`EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE paired(${pairedArgs(secondPaired)})`);
-  pairedCompletionPlan = (paired.rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0]!.Plan;
 });
 
 afterAll(async () => {
@@ -110,12 +90,5 @@ describe(`the claim's plan cached on a new table, run after it grew to ${GROWN_T
     for (const s of scans) {
       expect(s['Actual Rows'] * s['Actual Loops'] + (s['Rows Removed by Filter'] ?? 0)).toBeLessThanOrEqual(SIZE_IN_TEXT_MAX);
     }
-  });
-
-  it(`the completion of ${PAIRED} leases (its tokens a hashed set) reaches its rows by primary key`, () => {
-    const scans = jobScans(pairedCompletionPlan);
-    expect(scans.map((s) => s['Index Name'] ?? s['Node Type'])).toEqual(['jobs_pkey']);
-    // Its rows; a scan of the grown table would throw away about 2,000.
-    for (const s of scans) expect(s['Actual Rows'] * s['Actual Loops'] + (s['Rows Removed by Filter'] ?? 0)).toBeLessThanOrEqual(PAIRED);
   });
 });

@@ -6,7 +6,6 @@ import type { JobState, LeasedJob } from '../../types/job.ts';
 import { type ClaimRow, claimJobs } from './claim.ts';
 import type { ExecutorStatements } from './executor-statements.ts';
 import type { QueryConfigLike } from './pool.ts';
-import { SIZE_IN_TEXT_MAX } from './queries/job-fragments.ts';
 import { queryRows } from './query-rows.ts';
 import type { RecordedBlocks } from './recorded-blocks.ts';
 
@@ -57,7 +56,7 @@ export async function completeMany(
   // handlers that return nothing sends no array: the statement then neither parses one
   // jsonb value per row nor looks each row's position up in $2 (linear in the batch).
   const results = p.items.map((i) => (i.result === undefined || i.result === null ? null : JSON.stringify(i.result)));
-  const args = completionValues(ids, values, results.some((r) => r !== null) ? results : null);
+  const args = [...values, results.some((r) => r !== null) ? results : null];
   try {
     if (recordedBlocks.allKnown(p.items)) return await leaseWrite(db, db.job.completeManyBlocksKnown(ids.length), ids, args);
     const sentAt = recordedBlocks.now();
@@ -109,26 +108,6 @@ export function leasesOwned(db: LeaseDb, p: { owner: string }): Promise<Array<Le
 export async function tokenHighWater(db: LeaseDb): Promise<bigint> {
   const [row] = await queryRows<{ v: string }>(db.pool, db.job.tokenHighWater, []);
   return BigInt(row!.v);
-}
-
-/**
- * The values of completeMany(n) or completeManyBlocksKnown(n) for a batch of `ids` (decimal
- * strings, as read from the database): its ids, tokens and results, and above SIZE_IN_TEXT_MAX
- * leases the least and the greatest id (NAMED_BATCH in queries/job-lease.ts).
- */
-export function completionValues(ids: readonly string[], leases: readonly [unknown, unknown], results: unknown): unknown[] {
-  return ids.length > SIZE_IN_TEXT_MAX ? [...leases, results, ...idBounds(ids)] : [...leases, results];
-}
-
-/** The least and the greatest of decimal ids (a shorter decimal is the smaller: no leading zeros). */
-function idBounds(ids: readonly string[]): [string, string] {
-  let lo = ids[0]!;
-  let hi = lo;
-  for (const id of ids) {
-    if (id.length < lo.length || (id.length === lo.length && id < lo)) lo = id;
-    if (id.length > hi.length || (id.length === hi.length && id > hi)) hi = id;
-  }
-  return [lo, hi];
 }
 
 const BIGINT_LIST = /^\{\d+(?:,\d+)*\}$/;

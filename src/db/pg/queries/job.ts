@@ -10,7 +10,7 @@ import { jobLeaseQueries } from './job-lease.ts';
 
 // Re-exported: the tests, the chaos suite and the benchmarks reach the family through this file.
 export { FINISHED_BLOCK_SHIFT } from './job-fragments.ts';
-export { CANCEL_REQUESTED, TOKEN_FENCE, TOKEN_FLOOR_STEP, TOKEN_SET_FENCE } from './job-lease.ts';
+export { CANCEL_REQUESTED, TOKEN_FENCE, TOKEN_FLOOR_STEP } from './job-lease.ts';
 
 export function jobQueries(schema: string) {
   return disjoint(disjoint(jobInsertQueries(schema), jobLeaseQueries(schema)), jobAdminQueries(schema));
