@@ -87,11 +87,13 @@ describe('cancel requests in the engine that holds the job', () => {
   it('the signal reason is a JobCancelledError naming the job; the lease is still held (checkLease passes)', async () => {
     let seen: unknown = null;
     let leaseHeld = false;
+    const started = engines.gate();
     const baton = await engines.start({
       queues: { q: 1 },
       handlers: {
         look: (ctx) =>
           new Promise((resolve) => {
+            started.resolve();
             ctx.signal.addEventListener(
               'abort',
               () => {
@@ -106,7 +108,7 @@ describe('cancel requests in the engine that holds the job', () => {
       },
     });
     const { job } = await baton.enqueue({ jobType: 'look', queue: 'q' });
-    await rowInState(db, job.id, 'running');
+    await started.promise;
     await baton.admin.cancel(job.id);
     await rowInState(db, job.id, 'succeeded');
     expect(seen).toBeInstanceOf(JobCancelledError);
