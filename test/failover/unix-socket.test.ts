@@ -7,9 +7,11 @@ import { useTestDatabase } from '../helpers/db.ts';
 const db = useTestDatabase();
 
 describe('a unix-socket host with target_session_attrs', () => {
-  it('connects through the socket, to the database the URL names', async () => {
+  it('connects through the socket, to the database the URL names', async (ctx) => {
     const dirs = (await db.query<{ d: string }>("SELECT current_setting('unix_socket_directories') AS d")).rows[0]!.d;
     const dir = dirs.split(',')[0]!.trim();
+    // The embedded server (no DATABASE_URL) listens on TCP only.
+    if (dir === '') ctx.skip('the server has no unix socket directory');
     const { port } = new URL(db.url);
     const url = `postgres://postgres@${encodeURIComponent(dir)}:${port || 5432}/${db.name}?target_session_attrs=read-write`;
     const client = newClient(parseConnectionString(url));
