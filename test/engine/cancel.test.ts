@@ -1,6 +1,6 @@
 // Cancel requests in one engine: a cancel made by the process that holds the job aborts its
-// handler at once (no NOTIFY or heartbeat needed), also when made while the claim's answer was
-// on its way; a leased job not started yet is cancelled
+// handler at once (no NOTIFY or heartbeat needed); one made while the claim's answer was on its
+// way ends the job cancelled without calling its handler; a leased job not started yet is cancelled
 // when given back; a handler that ignores its signal while its engine stops is given back
 // cancelled, never pending (so is a leased one whose holder is gone); a cancel racing the handler's completion leaves exactly one
 // outcome that matches both (succeeded, with the request recorded only if it came first); a
@@ -48,8 +48,9 @@ describe('cancel requests in the engine that holds the job', () => {
     expect(baton.stats()).toMatchObject({ cancelled: 1, cancelSignalled: 1, retried: 0, deadLettered: 0 });
   });
 
-  it("a cancel made while the claim's answer is on its way reaches the handler as soon as the engine holds the lease", async () => {
+  it("a cancel made while the claim's answer is on its way ends the job cancelled once the engine holds it, its handler never called", async () => {
     const signalled: Array<EngineEvents['cancelSignalled'][0]> = [];
+    let called = 0;
     const claimed = engines.gate();
     const answer = engines.gate();
     let holding = true;
@@ -67,10 +68,12 @@ describe('cancel requests in the engine that holds the job', () => {
       pool,
       queues: { q: 2 },
       handlers: {
-        wait: (ctx) =>
-          new Promise((_, reject) => {
+        wait: (ctx) => {
+          called++;
+          return new Promise((_, reject) => {
             ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason), { once: true });
-          }),
+          });
+        },
       },
     });
     baton.events.on('cancelSignalled', (e) => signalled.push(e));
@@ -80,8 +83,10 @@ describe('cancel requests in the engine that holds the job', () => {
     expect(signalled).toEqual([]);
     answer.resolve();
     // Long before the first heartbeat (20 s) would have told it.
-    await rowInState(db, job.id, 'cancelled');
+    const r = await rowInState(db, job.id, 'cancelled');
+    expect(r.errors.map((e) => [e.kind, e.name])).toEqual([['cancelled', 'JobCancelledError']]);
     expect(signalled.map((e) => [e.job.id, e.via])).toEqual([[job.id, 'local']]);
+    expect(called).toBe(0);
   });
 
   it('the signal reason is a JobCancelledError naming the job; the lease is still held (checkLease passes)', async () => {
