@@ -130,7 +130,7 @@ class JobRun implements OutcomeWrite {
       const due = Math.max(job.createdAt.getTime(), job.runAt.getTime());
       d.events.emit('started', { job, startLatencyMs: Math.max(0, Date.now() - due) });
     }
-    // A cancel request that came while the claim's answer was on its way (LeaseTable.cancelEarly):
+    // A cancel request that came while the claim's answer was on its way (LeaseTable.requestCancel):
     // the attempt ends as a handler that saw its signal aborted would end it, without running one.
     if (this.lease.cancelRequested) {
       this.#threw(this.lease.signal.reason);

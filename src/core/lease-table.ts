@@ -54,9 +54,9 @@ export class InFlight {
   }
 }
 
-/** How a cancel request reached this process before the lease it names was in the table. */
-export type EarlyCancelVia = 'notify' | 'local';
-/** How long such a request is kept: a claim's answer comes later than this only past its heartbeat deadline. */
+/** How a cancel request reached this process (the heartbeat's own reports go to the worker directly). */
+export type CancelVia = 'notify' | 'local';
+/** How long a request for a lease not in the table is kept: a claim's answer comes later than this only past its heartbeat deadline. */
 export const EARLY_CANCEL_MS = 60_000;
 /** At most this many are kept (requests for leases other processes hold arrive by NOTIFY too). */
 const EARLY_CANCEL_MAX = 1_024;
@@ -65,13 +65,13 @@ export class LeaseTable {
   readonly #entries = new Map<string, InFlight>();
   readonly #clock: Clock;
   /** Cancel requests by `id:token` for leases not added yet, oldest first, with when they came. */
-  readonly #early = new Map<string, { at: number; via: EarlyCancelVia }>();
-  readonly #onEarlyCancel: (entry: InFlight, via: EarlyCancelVia) => void;
+  readonly #early = new Map<string, { at: number; via: CancelVia }>();
+  readonly #onCancel: (entry: InFlight, via: CancelVia) => void;
 
-  /** `onEarlyCancel`: called by `add` for a lease whose cancel request came before it (see cancelEarly). */
-  constructor(clock: Clock, onEarlyCancel: (entry: InFlight, via: EarlyCancelVia) => void = () => {}) {
+  /** `onCancel`: called for a held lease with a cancel request, at once or when `add` adds it (see requestCancel). */
+  constructor(clock: Clock, onCancel: (entry: InFlight, via: CancelVia) => void = () => {}) {
     this.#clock = clock;
-    this.#onEarlyCancel = onEarlyCancel;
+    this.#onCancel = onCancel;
   }
 
   add(job: LeasedJob, provenAt: number): InFlight {
@@ -82,18 +82,24 @@ export class LeaseTable {
       const early = this.#early.get(key);
       if (early) {
         this.#early.delete(key);
-        this.#onEarlyCancel(entry, early.via);
+        this.#onCancel(entry, early.via);
       }
     }
     return entry;
   }
 
   /**
-   * A cancel request for lease `token` of job `id`, which is not in the table: a claim commits
-   * before its rows are added here, and a cancel made or notified in between would otherwise
-   * wait for the first heartbeat (a third of the lease). Kept for EARLY_CANCEL_MS.
+   * A cancel request for lease `token` of job `id`: answered at once when the table holds that
+   * lease, else kept for EARLY_CANCEL_MS, since a claim commits before its rows are added here
+   * and a cancel made or notified in between would otherwise wait for the first heartbeat (a
+   * third of the lease). A request for an older or newer lease of the job is not this one's.
    */
-  cancelEarly(id: string, token: string, via: EarlyCancelVia): void {
+  requestCancel(id: string, token: string, via: CancelVia): void {
+    const held = this.#entries.get(id);
+    if (held?.token === token) {
+      this.#onCancel(held, via);
+      return;
+    }
     const now = this.#clock.now();
     for (const [key, { at }] of this.#early) {
       if (now - at < EARLY_CANCEL_MS && this.#early.size < EARLY_CANCEL_MAX) break;

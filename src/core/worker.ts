@@ -193,9 +193,7 @@ export class Worker {
 
   /** A cancel of a job this very process holds aborts its handler now, NOTIFY or not. */
   cancelLocal(job: Pick<LeasedJob, 'id' | 'token'>): void {
-    const entry = this.#leases.get(job.id);
-    if (entry && entry.token === job.token) this.#cancelRequested(entry, 'local');
-    else this.#leases.cancelEarly(job.id, job.token, 'local');
+    this.#leases.requestCancel(job.id, job.token, 'local');
   }
 
   async #startClaims(): Promise<void> {
@@ -312,10 +310,7 @@ export class Worker {
   /** A NOTIFY on the cancel channel: `<job id>:<token>`, acted on only by the holder of that lease. */
   #cancelNotified(payload: string): void {
     const [id, token] = payload.split(':');
-    if (id === undefined || token === undefined) return;
-    const entry = this.#leases.get(id);
-    if (entry && entry.token === token) this.#cancelRequested(entry, 'notify');
-    else this.#leases.cancelEarly(id, token, 'notify');
+    if (id !== undefined && token !== undefined) this.#leases.requestCancel(id, token, 'notify');
   }
 
   #leaseLost(entry: InFlight, why: 'fenced' | 'deadline' | 'reclaimed'): void {

@@ -5,7 +5,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/core/clock.ts';
-import { EARLY_CANCEL_MS, type EarlyCancelVia, type InFlight, LeaseTable } from '../../src/core/lease-table.ts';
+import { type CancelVia, EARLY_CANCEL_MS, type InFlight, LeaseTable } from '../../src/core/lease-table.ts';
 import { LeaseLostError } from '../../src/types/errors.ts';
 import type { LeasedJob } from '../../src/types/job.ts';
 
@@ -47,12 +47,12 @@ describe('LeaseTable', () => {
     expect(t.live()).toEqual([]);
   });
 
-  it('a cancel request that came before its lease was added is answered by add, for that token only, once', () => {
+  it('a cancel request is answered at once for a held lease, or by add when it came first, for that token only, once', () => {
     const now = 0;
-    const seen: Array<[string, string, EarlyCancelVia]> = [];
+    const seen: Array<[string, string, CancelVia]> = [];
     const t = new LeaseTable({ now: () => now }, (e: InFlight, via) => seen.push([e.job.id, e.token, via]));
-    t.cancelEarly('4', '9', 'local');
-    t.cancelEarly('5', '3', 'notify');
+    t.requestCancel('4', '9', 'local');
+    t.requestCancel('5', '3', 'notify');
     t.add(job('4', '8'), 0); // an older lease of the same job: not the one asked to stop
     expect(seen).toEqual([]);
     t.add(job('4', '9'), 0);
@@ -63,18 +63,25 @@ describe('LeaseTable', () => {
     ]);
     t.add(job('4', '9'), 0); // answered once
     expect(seen).toHaveLength(2);
+    t.requestCancel('5', '3', 'notify'); // a lease the table holds: answered at once
+    t.requestCancel('5', '2', 'notify'); // another lease of that job: not this one's
+    expect(seen).toEqual([
+      ['4', '9', 'local'],
+      ['5', '3', 'notify'],
+      ['5', '3', 'notify'],
+    ]);
   });
 
   it('a cancel request for a lease never added is forgotten after EARLY_CANCEL_MS, and at most 1,024 are kept', () => {
     let now = 0;
     const seen: string[] = [];
     const t = new LeaseTable({ now: () => now }, (e: InFlight) => seen.push(e.job.id));
-    t.cancelEarly('6', '1', 'notify');
+    t.requestCancel('6', '1', 'notify');
     now = EARLY_CANCEL_MS;
-    t.cancelEarly('7', '1', 'notify'); // sweeps the expired one
+    t.requestCancel('7', '1', 'notify'); // sweeps the expired one
     t.add(job('6', '1'), now);
     expect(seen).toEqual([]);
-    for (let i = 0; i < 1_024; i++) t.cancelEarly(`x${i}`, '1', 'notify');
+    for (let i = 0; i < 1_024; i++) t.requestCancel(`x${i}`, '1', 'notify');
     t.add(job('7', '1'), now); // the oldest of 1,025 went
     t.add(job('x0', '1'), now);
     t.add(job('x1023', '1'), now);

@@ -57,8 +57,7 @@ describe('cancel requests in the engine that holds the job', () => {
     // Holds back the first claim answer that carries a job: the row is running, the engine does not know yet.
     const pool = engines.pool(async (config, run) => {
       const result = await run();
-      const carriesJob = result.rows.some((r) => (Array.isArray(r) ? r[0] : (r as { id?: unknown }).id) != null);
-      if (!holding || !isClaim(config) || !carriesJob) return result;
+      if (!holding || !isClaim(config) || result.rows.length === 0) return result;
       holding = false;
       claimed.resolve();
       await answer.promise;
